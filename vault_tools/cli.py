@@ -1,0 +1,318 @@
+"""The `vault-tools` command line: parse, call the service, print, map errors to exit codes.
+
+Only this module prints. Data goes to stdout, messages to stderr; `--json`
+output is one JSON document on stdout and nothing else.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from . import __version__
+from .errors import VaultToolsError
+from .ledger import History
+from .model import Decision, local_date
+from .service import Lookup, Service, init_vault
+from .vault import STATE_DIR, Vault, find_vault
+
+app = typer.Typer(
+    name="vault-tools",
+    help="Keep an owner's decisions in an Obsidian vault, so agents stop re-asking settled questions.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+_vault_root: Path | None = None  # for the crash log
+
+VaultOption = Annotated[Optional[Path], typer.Option("--vault", help="The vault (default: the nearest folder up "
+                                                     "from here with .vault-tools/ or .obsidian/).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+ByOption = Annotated[Optional[str], typer.Option("--by", help="Who is recording this (default from config).")]
+
+
+def _service(vault: Path | None) -> Service:
+    global _vault_root
+    found = Vault.find(vault)
+    _vault_root = found.root
+    return Service(found)
+
+
+def _out(text: str = "") -> None:
+    typer.echo(text)
+
+
+def _json(data: Any) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _read_body(body: str | None) -> str | None:
+    if body == "-":
+        return sys.stdin.read()
+    return body
+
+
+def _when(value: dt.date | None) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if not isinstance(value, dt.datetime) else value.isoformat(timespec="seconds")
+
+
+def decision_json(decision: Decision) -> dict[str, Any]:
+    return {
+        "id": decision.id, "status": decision.status.value, "topics": list(decision.topics),
+        "summary": decision.summary, "path": decision.path,
+        "asked_at": _when(decision.asked_at), "asked_by": decision.asked_by,
+        "ruled_at": _when(decision.ruled_at), "ruled_by": decision.ruled_by,
+        "source": decision.source, "supersedes": list(decision.supersedes),
+        "superseded_by": decision.superseded_by, "reason": decision.reason,
+        "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
+        "revisit_by": _when(decision.revisit_by), "due": _when(decision.due),
+    }
+
+
+def _line(decision: Decision, service: Service) -> str:
+    when = decision.ruled_at or decision.asked_at
+    day = local_date(when, service.tz).isoformat() if when else "undated"
+    return f"{decision.id}  {decision.status.value:<10} {day}  [{', '.join(decision.topics)}]  {decision.summary}"
+
+
+# -- commands -----------------------------------------------------------------------
+
+@app.command()
+def init(vault: VaultOption = None,
+         timezone: Annotated[Optional[str], typer.Option(help="IANA time zone (default: this machine's).")] = None) -> None:
+    """Set up .vault-tools/ in a vault (safe to run again)."""
+    global _vault_root
+    try:
+        root = find_vault(vault)
+    except VaultToolsError:
+        root = Path.cwd().resolve()
+    _vault_root = root
+    changed = init_vault(root, timezone)
+    Vault(root).config  # reads the config back: a bad one fails here, not later
+    for name in changed:
+        stderr.print(f"created or updated {name}", markup=False)
+    if not changed:
+        stderr.print(f"{root} is already set up", markup=False)
+    _out(INIT_SNIPPETS)
+
+
+INIT_SNIPPETS = """\
+Add to .pre-commit-config.yaml:
+  - repo: local
+    hooks:
+      - id: vault-tools-lint
+        name: vault-tools lint
+        entry: vault-tools lint
+        language: system
+        pass_filenames: false
+
+Add to CLAUDE.md / AGENTS.md:
+  At the start of every session run `vault-tools context` and follow it.
+  Before asking the owner anything, run `vault-tools ask "<question>" --topic <topic>`;
+  if it is refused, the answer is in the ruling it names."""
+
+
+@app.command()
+def ask(summary: Annotated[str, typer.Argument(help="The question, one line of at least 20 characters.")],
+        topic: Annotated[list[str], typer.Option("--topic", "-t", help="Topic key (kebab-case); repeatable.")],
+        body: Annotated[Optional[str], typer.Option(help="Context for the owner; - reads stdin.")] = None,
+        due: Annotated[Optional[str], typer.Option(help="Date an answer is needed by (2026-07-17).")] = None,
+        reask_reason: Annotated[Optional[str], typer.Option(
+            help="What changed since the ruling on this topic (at least 20 characters).")] = None,
+        by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Register a question for the owner; refused when its topic is already settled or open."""
+    service = _service(vault)
+    decision = service.ask(summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
+    if json_:
+        _json(decision_json(decision))
+    else:
+        _out(f"{decision.id} asked: {decision.path}")
+
+
+@app.command()
+def rule(decision_id: Annotated[Optional[str], typer.Argument(metavar="[ID]",
+                                                                help="The question being answered.")] = None,
+         summary: Annotated[str, typer.Option(help="The ruling, one line of at least 20 characters.")] = ...,  # type: ignore[assignment]
+         topic: Annotated[list[str], typer.Option("--topic", "-t", help="Topic of a ruling given directly.")] = [],  # noqa: B006
+         source: Annotated[Optional[str], typer.Option(help="Where the ruling came from.")] = None,
+         ruled_at: Annotated[Optional[str], typer.Option(help="When the owner decided (default: now).")] = None,
+         supersedes: Annotated[list[str], typer.Option(help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
+         reason: Annotated[Optional[str], typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
+         body: Annotated[Optional[str], typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
+         revisit_if: Annotated[Optional[str], typer.Option(help="When revisiting is legitimate.")] = None,
+         revisit_by: Annotated[Optional[str], typer.Option(help="A review date.")] = None,
+         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Record the owner's ruling: on a question (ID) or given directly (--topic)."""
+    service = _service(vault)
+    decision = service.rule(decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
+                            supersedes=supersedes, reason=reason, body=_read_body(body),
+                            revisit_if=revisit_if, revisit_by=revisit_by)
+    if json_:
+        _json(decision_json(decision))
+    else:
+        _out(f"{decision.id} ruled and sealed: {decision.path}")
+        for link in decision.supersedes:
+            _out(f"  supersedes {link}")
+
+
+ReasonOption = Annotated[str, typer.Option(help="Why (at least 20 characters).")]
+
+
+@app.command()
+def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID")], reason: ReasonOption,
+             by: ByOption = None, vault: VaultOption = None) -> None:
+    """Drop an open question that will not be answered."""
+    decision = _service(vault).withdraw(decision_id, reason, by)
+    _out(f"{decision.id} withdrawn")
+
+
+@app.command()
+def retract(decision_id: Annotated[str, typer.Argument(metavar="ID")], reason: ReasonOption,
+            by: ByOption = None, vault: VaultOption = None) -> None:
+    """Declare a ruling wrong (recorded in error), with no replacement."""
+    decision = _service(vault).retract(decision_id, reason, by)
+    _out(f"{decision.id} retracted")
+
+
+@app.command()
+def seal(decision_ids: Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...")] = None,
+         vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Seal ruled notes now instead of waiting for the settle window."""
+    sealed = _service(vault).seal(decision_ids or [])
+    if json_:
+        _json([decision_json(d) for d in sealed])
+        return
+    for decision in sealed:
+        _out(f"{decision.id} sealed")
+    if not sealed:
+        stderr.print("nothing to seal", markup=False)
+
+
+@app.command()
+def show(decision_id: Annotated[str, typer.Argument(metavar="ID")], vault: VaultOption = None,
+         json_: JsonOption = False) -> None:
+    """One decision note, with its ledger history."""
+    service = _service(vault)
+    decision, history = service.show(decision_id)
+    if json_:
+        data = decision_json(decision)
+        data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
+        data["sealed"] = history.sealed
+        _json(data)
+        return
+    _out(_line(decision, service))
+    _out(f"  file: {decision.path}")
+    for name in ("source", "reask_reason", "revisit_if", "superseded_by", "reason"):
+        value = getattr(decision, name)
+        if value:
+            _out(f"  {name}: {value}")
+    for link in decision.supersedes:
+        _out(f"  supersedes: {link}")
+    _out(f"  sealed: {'yes' if history.sealed else 'no'}")
+    for event in history.events:
+        _out(f"  {event.at}  {event.event} by {event.actor}")
+
+
+@app.command("list")
+def list_(status: Annotated[Optional[str], typer.Option(help="open, ruled, superseded, withdrawn or retracted.")] = None,
+          topic: Annotated[Optional[str], typer.Option(help="Only this topic (near matches count).")] = None,
+          vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Decision notes, filtered by status and topic."""
+    service = _service(vault)
+    found = service.list(status, topic)
+    if json_:
+        _json([decision_json(d) for d in found])
+        return
+    for decision in found:
+        _out(_line(decision, service))
+
+
+@app.command()
+def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...")], vault: VaultOption = None,
+           json_: JsonOption = False) -> None:
+    """Current rulings on these topics, newest first, each with what it superseded."""
+    service = _service(vault)
+    found = service.lookup(topics)
+    if json_:
+        _json([_lookup_json(item) for item in found])
+        return
+    if not found:
+        stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
+    for item in found:
+        _out(_line(item.ruling, service))
+        for old in item.chain:
+            _out(f"    superseded {_line(old, service)}")
+            if old.reason:
+                _out(f"      because: {old.reason}")
+
+
+def _lookup_json(item: Lookup) -> dict[str, Any]:
+    data = decision_json(item.ruling)
+    data["matched_topics"] = item.matched
+    data["chain"] = [decision_json(old) for old in item.chain]
+    return data
+
+
+@app.command()
+def version() -> None:
+    """Print the version."""
+    _out(__version__)
+
+
+# -- running ------------------------------------------------------------------------
+
+def _crash_log(error: BaseException) -> Path:
+    folder = (_vault_root / STATE_DIR) if _vault_root and (_vault_root / STATE_DIR).is_dir() else Path(tempfile.gettempdir())
+    path = folder / ("crash.log" if folder.name == STATE_DIR else "vault-tools-crash.log")
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(f"--- {dt.datetime.now().isoformat()} vault-tools {__version__} "
+                     f"python {platform.python_version()} {platform.platform()}\n")
+        handle.write(f"argv: {sys.argv}\n")
+        handle.write("".join(traceback.format_exception(error)))
+    return path
+
+
+def report(error: VaultToolsError) -> None:
+    stderr.print(f"error: {error}", style="red", markup=False)
+    for line in error.details:
+        stderr.print(f"  {line}", markup=False)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the command line and return its exit code; never exits the process."""
+    command = typer.main.get_command(app)
+    try:
+        # standalone mode lets typer report usage errors (exit 2) its own way;
+        # every other exception comes through to the handlers below.
+        command.main(args=argv, prog_name="vault-tools", standalone_mode=True)
+        return 0
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    except KeyboardInterrupt:
+        stderr.print("interrupted", markup=False)
+        return 130
+    except VaultToolsError as error:
+        report(error)
+        return error.exit_code
+    except Exception as error:  # a bug: keep the traceback, say where
+        path = _crash_log(error)
+        stderr.print(f"internal error: {type(error).__name__}: {error}. This is a bug; please report it "
+                     f"with the traceback saved in {path}", style="red", markup=False)
+        return 4
+
+
+def main() -> None:
+    sys.exit(run())

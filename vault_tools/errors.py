@@ -1,0 +1,64 @@
+"""The project's own exceptions. Each carries the exit code the CLI returns for it.
+
+Exit codes: 0 ok; 1 refused or findings; 2 bad usage or configuration;
+3 the vault's state is inconsistent; 4 an internal error (a bug).
+"""
+from __future__ import annotations
+
+
+class VaultToolsError(Exception):
+    """An expected failure: the message is one line meant for the user."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 details: list[str] | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.line = line
+        self.details = details or []  # further lines shown under the message
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return self.where() + self.message
+
+    def where(self) -> str:
+        if self.path is None:
+            return ""
+        return f"{self.path}:{self.line}: " if self.line else f"{self.path}: "
+
+
+class Refused(VaultToolsError):
+    """The request is understood but the ledger's rules say no."""
+
+    exit_code = 1
+
+
+class NotFound(VaultToolsError):
+    """No decision has the id asked for."""
+
+    exit_code = 1
+
+
+class UsageError(VaultToolsError):
+    """Bad arguments or a bad value typed by the caller."""
+
+    exit_code = 2
+
+
+class ConfigError(VaultToolsError):
+    """`.vault-tools/config.yaml` is wrong, or no vault was found."""
+
+    exit_code = 2
+
+
+class NoteError(VaultToolsError):
+    """A decision note cannot be read or does not follow the schema."""
+
+    exit_code = 3
+
+
+class InconsistentVault(VaultToolsError):
+    """The vault and its ledger disagree, or the ledger is damaged."""
+
+    exit_code = 3

@@ -1,0 +1,223 @@
+"""The append-only ledger (`.vault-tools/ledger.jsonl`) and seal hashes.
+
+Every line is one JSON event carrying its own checksum (`sum`), so a changed
+line is found on its own, and a merge of two machines' ledgers (git's
+`merge=union`) stays valid line by line. Appends happen under a cross-platform
+lock and are flushed to disk. A torn last line (a crash mid-write) is reported,
+never dropped or repaired by rewriting history.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from filelock import FileLock, Timeout
+
+from .errors import InconsistentVault
+from .model import SEALED_FIELDS, Decision, Resolve, Status, instant
+
+LEDGER_FILE = "ledger.jsonl"
+LOCK_FILE = "ledger.lock"
+LOCK_TIMEOUT_SECONDS = 30
+
+EVENT_KINDS = ("asked", "ruled", "sealed", "superseded", "withdrawn", "retracted", "edit-rejected", "imported")
+
+# What each event says about a note's status.
+STATUS_AFTER = {
+    "asked": Status.OPEN,
+    "ruled": Status.RULED,
+    "superseded": Status.SUPERSEDED,
+    "withdrawn": Status.WITHDRAWN,
+    "retracted": Status.RETRACTED,
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    event: str
+    id: str
+    at: str  # UTC, ISO 8601 with Z
+    actor: str
+    path: str
+    hash: str | None = None
+    text: str | None = None  # the note's full text, for events that fix its content
+    reason: str | None = None
+    successor: str | None = None
+    supersedes: tuple[str, ...] = ()
+    line: int | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("line")
+        data["supersedes"] = list(self.supersedes)
+        return {key: value for key, value in data.items() if value not in (None, [])}
+
+
+def utc_stamp(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _canonical(data: dict[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _checksum(canonical: str) -> str:
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def event_line(event: Event) -> str:
+    body = _canonical(event.to_json())
+    return f'{body[:-1]},"sum":"{_checksum(body)}"}}\n'
+
+
+def parse_line(text: str, number: int, where: str) -> Event:
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError
+        stored = data.pop("sum")
+    except (ValueError, KeyError):
+        raise InconsistentVault("ledger line is not a checksummed JSON event", path=where, line=number) from None
+    if _checksum(_canonical(data)) != stored:
+        raise InconsistentVault("ledger line was changed after it was written (checksum mismatch)",
+                                path=where, line=number)
+    try:
+        data["supersedes"] = tuple(data.get("supersedes", ()))
+        return Event(**data, line=number)
+    except TypeError:
+        raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
+
+
+def parse_ledger(text: str, where: str) -> list[Event]:
+    """All events in `text`; raises on a torn last line or a damaged one."""
+    events = []
+    lines = text.split("\n")
+    for number, line in enumerate(lines, 1):
+        if number == len(lines):
+            if line:
+                raise InconsistentVault(
+                    "torn last line (a write was interrupted); check it and remove the partial line by hand",
+                    path=where, line=number)
+            break
+        if not line.strip():
+            continue
+        events.append(parse_line(line, number, where))
+    return events
+
+
+class Ledger:
+    def __init__(self, state_dir: Path, display_path: str = ".vault-tools/ledger.jsonl") -> None:
+        self.path = state_dir / LEDGER_FILE
+        self.display_path = display_path
+        self._lock = FileLock(str(state_dir / LOCK_FILE), timeout=LOCK_TIMEOUT_SECONDS)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the ledger lock: id allocation, note writes and appends happen inside it."""
+        try:
+            with self._lock:
+                yield
+        except Timeout:
+            raise InconsistentVault(
+                f"another vault-tools process has held the ledger lock for {LOCK_TIMEOUT_SECONDS} s",
+                path=self.display_path) from None
+
+    def read(self) -> list[Event]:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InconsistentVault("ledger is not UTF-8", path=self.display_path) from None
+        return parse_ledger(text, self.display_path)
+
+    def append(self, events: Iterable[Event]) -> None:
+        """Append events; the caller holds `locked()`. Refuses to write after a torn line."""
+        self.read()  # verifies, and raises on a torn or changed line
+        payload = "".join(event_line(event) for event in events).encode("utf-8")
+        if not payload:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+# -- what the events say ------------------------------------------------------------
+
+@dataclass
+class History:
+    """What the ledger knows of one note."""
+
+    id: str
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def status(self) -> Status | None:
+        for event in reversed(self.events):
+            if event.event in STATUS_AFTER:
+                return STATUS_AFTER[event.event]
+        return None
+
+    @property
+    def seal(self) -> Event | None:
+        """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit)."""
+        for event in reversed(self.events):
+            if event.event in ("sealed", "superseded", "retracted") and event.text is not None:
+                return event
+        return None
+
+    @property
+    def sealed(self) -> bool:
+        return any(event.event == "sealed" for event in self.events)
+
+    @property
+    def path(self) -> str | None:
+        return self.events[-1].path if self.events else None
+
+
+def histories(events: Iterable[Event]) -> dict[str, History]:
+    found: dict[str, History] = {}
+    for event in events:
+        found.setdefault(event.id, History(event.id)).events.append(event)
+    return found
+
+
+# -- seal hash ----------------------------------------------------------------------
+
+def normalise_body(body: str) -> str:
+    return body.replace("\r\n", "\n").replace("\r", "\n").strip("\n") + "\n"
+
+
+def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[str, Any]:
+    """The meaning of a note: what the seal covers, with links resolved to ids."""
+    payload: dict[str, Any] = {}
+    for name in SEALED_FIELDS:
+        value = getattr(decision, name)
+        if name == "status":
+            # Moving to superseded/retracted is the tool's own edit, checked against the ledger.
+            value = Status.RULED.value if value in (Status.SUPERSEDED, Status.RETRACTED) else value.value
+        elif name == "supersedes":
+            value = sorted(resolve(link) or link for link in value)
+        elif name == "topics":
+            value = list(value)
+        elif isinstance(value, dt.datetime):
+            value = instant(value, tz).isoformat()
+        elif isinstance(value, dt.date):
+            value = value.isoformat()
+        payload[name] = value
+    payload["body"] = normalise_body(decision.body)
+    return payload
+
+
+def seal_hash(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> str:
+    return "sha256:" + hashlib.sha256(_canonical(seal_payload(decision, resolve, tz)).encode("utf-8")).hexdigest()

@@ -1,0 +1,459 @@
+"""Decisions, their statuses and lifecycle rules. Pure: no I/O, no printing.
+
+A decision is built from the already-parsed frontmatter mapping of a note;
+every problem found is returned as a `Problem` (field, message, line) so the
+caller decides whether it is an error, a lint finding or a page entry.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping
+
+ID_PATTERN = re.compile(r"^D-(\d{1,9})$")
+TOPIC_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long
+
+
+class Status(str, enum.Enum):
+    OPEN = "open"
+    RULED = "ruled"
+    SUPERSEDED = "superseded"
+    WITHDRAWN = "withdrawn"
+    RETRACTED = "retracted"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+FINAL_STATUSES = frozenset({Status.SUPERSEDED, Status.WITHDRAWN, Status.RETRACTED})
+
+TRANSITIONS: dict[Status, frozenset[Status]] = {
+    Status.OPEN: frozenset({Status.RULED, Status.WITHDRAWN}),
+    Status.RULED: frozenset({Status.SUPERSEDED, Status.RETRACTED}),
+    Status.SUPERSEDED: frozenset(),
+    Status.WITHDRAWN: frozenset(),
+    Status.RETRACTED: frozenset(),
+}
+
+# Every property the ledger gives a meaning to. Any other property is the owner's.
+TEXT_FIELDS = ("type", "id", "status", "summary", "asked_by", "ruled_by", "source",
+               "superseded_by", "reason", "reask_reason", "revisit_if")
+DATETIME_FIELDS = ("asked_at", "ruled_at")
+DATE_FIELDS = ("revisit_by", "due")
+LIST_FIELDS = ("topics", "supersedes")
+KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS)
+
+# The fields whose parsed values the seal covers (plus the body).
+SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
+                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by")
+
+REQUIRED_BY_STATUS: dict[Status, tuple[str, ...]] = {
+    Status.OPEN: (),
+    Status.RULED: ("ruled_at", "ruled_by"),
+    Status.SUPERSEDED: ("ruled_at", "superseded_by", "reason"),
+    Status.WITHDRAWN: ("reason",),
+    Status.RETRACTED: ("reason",),
+}
+ALWAYS_REQUIRED = ("id", "status", "topics", "summary")
+
+
+@dataclass(frozen=True)
+class Problem:
+    field: str | None
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+@dataclass(frozen=True)
+class Decision:
+    id: str
+    status: Status
+    topics: tuple[str, ...]
+    summary: str
+    path: str  # vault-relative, forward slashes
+    body: str = ""
+    asked_at: dt.datetime | dt.date | None = None
+    asked_by: str | None = None
+    ruled_at: dt.datetime | dt.date | None = None
+    ruled_by: str | None = None
+    source: str | None = None
+    supersedes: tuple[str, ...] = ()  # links as written
+    superseded_by: str | None = None
+    reason: str | None = None
+    reask_reason: str | None = None
+    revisit_if: str | None = None
+    revisit_by: dt.date | None = None
+    due: dt.date | None = None
+    key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def number(self) -> int:
+        return id_number(self.id)
+
+    @property
+    def title(self) -> str:
+        """The file name without folder and `.md`: what an Obsidian link names."""
+        return self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+    @property
+    def is_current(self) -> bool:
+        return self.status is Status.RULED
+
+    def line_of(self, name: str) -> int | None:
+        return self.key_lines.get(name)
+
+
+def id_number(decision_id: str) -> int:
+    match = ID_PATTERN.match(decision_id)
+    if not match:
+        raise ValueError(f"not a decision id: {decision_id!r}")
+    return int(match.group(1))
+
+
+def format_id(number: int, digits: int = 4) -> str:
+    return f"D-{number:0{digits}d}"
+
+
+def is_decision_mapping(data: Any) -> bool:
+    return isinstance(data, Mapping) and str(data.get("type", "")).strip() == "decision"
+
+
+# -- building a Decision from frontmatter ------------------------------------------
+
+def _parse_datetime(value: Any) -> dt.datetime | dt.date:
+    if isinstance(value, dt.datetime | dt.date):
+        return value
+    text = str(value).strip()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return dt.date.fromisoformat(text)
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _parse_date(value: Any) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(str(value).strip())
+
+
+def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
+                   key_lines: Mapping[str, int] | None = None) -> tuple[Decision | None, list[Problem]]:
+    """Turn a parsed frontmatter mapping into a Decision, with every problem found.
+
+    Returns `(None, problems)` when the note cannot be understood at all
+    (no valid id or status); otherwise a Decision, possibly with problems.
+    """
+    lines = dict(key_lines or {})
+    problems: list[Problem] = []
+
+    def problem(name: str | None, message: str) -> None:
+        problems.append(Problem(name, message, lines.get(name) if name else None))
+
+    values: dict[str, Any] = {}
+    for name in ALWAYS_REQUIRED:
+        if data.get(name) in (None, "", []):
+            problem(name, "is required")
+
+    for name in TEXT_FIELDS:
+        value = data.get(name)
+        if value is None or name == "type":
+            continue
+        if isinstance(value, list | dict) or isinstance(value, Mapping):
+            problem(name, f"must be text, not a {'list' if isinstance(value, list) else 'mapping'}")
+            continue
+        values[name] = str(value).strip()
+
+    for name in DATETIME_FIELDS:
+        if data.get(name) in (None, ""):
+            continue
+        try:
+            values[name] = _parse_datetime(data[name])
+        except ValueError:
+            problem(name, f"must be a date and time like 2026-07-17T08:30:00, not {data[name]!r}")
+
+    for name in DATE_FIELDS:
+        if data.get(name) in (None, ""):
+            continue
+        try:
+            values[name] = _parse_date(data[name])
+        except ValueError:
+            problem(name, f"must be a date like 2026-07-17, not {data[name]!r}")
+
+    for name in LIST_FIELDS:
+        value = data.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            problem(name, "must be a list")
+            continue
+        items = []
+        for item in value:
+            if not isinstance(item, str) or not item.strip():
+                problem(name, f"items must be text, not {item!r}")
+                continue
+            items.append(item.strip())
+        values[name] = tuple(items)
+
+    decision_id = values.get("id")
+    if decision_id is not None and not ID_PATTERN.match(decision_id):
+        problem("id", f"must look like D-0007, not {decision_id!r}")
+        decision_id = None
+
+    status = None
+    if "status" in values:
+        try:
+            status = Status(values["status"])
+        except ValueError:
+            allowed = ", ".join(s.value for s in Status)
+            problem("status", f"unknown status {values['status']!r} (expected one of: {allowed})")
+
+    for topic in values.get("topics", ()):
+        if not TOPIC_PATTERN.match(topic):
+            problem("topics", f"{topic!r} is not a kebab-case key (like article-footer)")
+    if "topics" in data and data.get("topics") == []:
+        pass  # reported as required above
+
+    summary = values.get("summary")
+    if summary is not None:
+        if "\n" in summary:
+            problem("summary", "must be one line")
+        if len(summary) < MIN_TEXT:
+            problem("summary", f"must be at least {MIN_TEXT} characters ({len(summary)} given)")
+    for name in ("reason", "reask_reason"):
+        text = values.get(name)
+        if text is not None and len(text) < MIN_TEXT:
+            problem(name, f"must be at least {MIN_TEXT} characters ({len(text)} given)")
+
+    if status is not None:
+        for name in REQUIRED_BY_STATUS[status]:
+            if name not in values:
+                problem(name, f"is required when status is {status.value}")
+
+    if decision_id is None or status is None:
+        return None, problems
+
+    decision = Decision(
+        id=decision_id,
+        status=status,
+        topics=values.get("topics", ()),
+        summary=summary or "",
+        path=path,
+        body=body,
+        asked_at=values.get("asked_at"),
+        asked_by=values.get("asked_by"),
+        ruled_at=values.get("ruled_at"),
+        ruled_by=values.get("ruled_by"),
+        source=values.get("source"),
+        supersedes=values.get("supersedes", ()),
+        superseded_by=values.get("superseded_by"),
+        reason=values.get("reason"),
+        reask_reason=values.get("reask_reason"),
+        revisit_if=values.get("revisit_if"),
+        revisit_by=values.get("revisit_by"),
+        due=values.get("due"),
+        key_lines=lines,
+    )
+    return decision, problems
+
+
+# -- lifecycle ----------------------------------------------------------------------
+
+def can_move(current: Status, new: Status) -> bool:
+    return new in TRANSITIONS[current]
+
+
+def transition_problem(current: Status, new: Status) -> str | None:
+    if can_move(current, new):
+        return None
+    if current in FINAL_STATUSES:
+        return f"is {current.value}, which is final"
+    return f"is {current.value}; it cannot become {new.value}"
+
+
+# -- links --------------------------------------------------------------------------
+
+_LINK = re.compile(r"^\s*\[\[(?P<target>[^\]|#^]*)(?:[#^][^\]|]*)?(?:\|[^\]]*)?\]\]\s*$")
+
+
+def link_target(link: str) -> str:
+    """`[[Folder/D-0003 Title#Ruling|alias]]` -> `D-0003 Title`; a bare id stays as is."""
+    match = _LINK.match(link)
+    target = match.group("target") if match else link.strip()
+    target = target.strip().rsplit("/", 1)[-1]
+    return target.removesuffix(".md")
+
+
+def name_key(name: str) -> str:
+    """How Obsidian compares note names: Unicode NFC, case-insensitive."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def make_link(title: str, alias: str | None = None) -> str:
+    return f"[[{title}|{alias}]]" if alias and alias != title else f"[[{title}]]"
+
+
+class LinkResolver:
+    """Resolves links to decision ids: by file name as Obsidian would, else by a leading id."""
+
+    def __init__(self, decisions: Iterable[Decision]) -> None:
+        self._by_name: dict[str, str] = {}
+        self._ids: set[str] = set()
+        for decision in decisions:
+            self._by_name.setdefault(name_key(decision.title), decision.id)
+            self._ids.add(decision.id)
+
+    def __call__(self, link: str) -> str | None:
+        target = link_target(link)
+        found = self._by_name.get(name_key(target))
+        if found:
+            return found
+        match = re.match(r"^(D-\d+)\b", target)
+        if match and match.group(1) in self._ids:
+            return match.group(1)
+        return None
+
+
+Resolve = Callable[[str], str | None]
+
+
+# -- topics -------------------------------------------------------------------------
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def topic_key(topic: str) -> str:
+    """Plural/singular and word order do not matter: `footers-article` ~ `article-footer`."""
+    return "-".join(sorted(_singular(word) for word in topic.split("-")))
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Damerau-Levenshtein (adjacent swaps) distance, cut off at `limit + 1`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = 0 if ca == cb else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def topics_match(a: str, b: str) -> bool:
+    """The same topic, or one that is nearly the same (plural, word order, one typo)."""
+    if a == b:
+        return True
+    key_a, key_b = topic_key(a), topic_key(b)
+    if key_a == key_b:
+        return True
+    shortest = min(len(key_a), len(key_b))
+    return shortest >= 6 and edit_distance(key_a, key_b, 1) <= 1
+
+
+def near_field_name(name: str) -> str | None:
+    """A known field this unknown property is probably a typo of (`supercedes`, `ruledAt`)."""
+    if name in KNOWN_FIELDS:
+        return None
+    squashed = re.sub(r"[^a-z0-9]", "", name.lower())
+    for known in sorted(KNOWN_FIELDS):
+        known_squashed = known.replace("_", "")
+        if squashed == known_squashed or (len(squashed) > 4 and edit_distance(squashed, known_squashed, 2) <= 2):
+            return known
+    return None
+
+
+# -- file names ---------------------------------------------------------------------
+
+_UNSAFE_IN_NAME = re.compile(r'[*"\\/<>:|?#^\[\]\x00-\x1f]')
+MAX_TITLE_CHARS = 60
+
+
+def note_title(decision_id: str, summary: str) -> str:
+    """A file name (without `.md`) that is safe on Windows, macOS and Linux."""
+    words = _UNSAFE_IN_NAME.sub(" ", unicodedata.normalize("NFC", summary)).split()
+    text = ""
+    for word in words:
+        candidate = f"{text} {word}".strip()
+        if len(candidate) > MAX_TITLE_CHARS:
+            break
+        text = candidate
+    if not text and words:
+        text = words[0][:MAX_TITLE_CHARS]
+    text = text.strip(" .")
+    return f"{decision_id} {text}" if text else decision_id
+
+
+# -- time ---------------------------------------------------------------------------
+
+def instant(value: dt.datetime | dt.date, tz: dt.tzinfo) -> dt.datetime:
+    """A point in time in UTC; a value without offset is in the vault's time zone."""
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime.combine(value, dt.time(0, 0))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=tz)
+    return value.astimezone(dt.timezone.utc)
+
+
+def local_date(value: dt.datetime | dt.date, tz: dt.tzinfo) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return instant(value, tz).astimezone(tz).date()
+    return value
+
+
+def newest_first_key(decision: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
+    when = decision.ruled_at or decision.asked_at
+    moment = instant(when, tz) if when else dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    return moment, decision.number
+
+
+# -- whole-vault consistency ----------------------------------------------------------
+
+def duplicate_ids(decisions: Iterable[Decision]) -> dict[str, list[Decision]]:
+    seen: dict[str, list[Decision]] = {}
+    for decision in decisions:
+        seen.setdefault(decision.id, []).append(decision)
+    return {key: found for key, found in seen.items() if len(found) > 1}
+
+
+def supersedes_cycle(start: Decision, by_id: Mapping[str, Decision], resolve: Resolve) -> list[str] | None:
+    """The ids of a cycle of `supersedes` links through `start`, if there is one."""
+    path = [start.id]
+
+    def walk(decision: Decision) -> list[str] | None:
+        for link in decision.supersedes:
+            target = resolve(link)
+            if target is None or target not in by_id:
+                continue
+            if target == start.id:
+                return path + [target]
+            if target in path:
+                continue
+            path.append(target)
+            found = walk(by_id[target])
+            if found:
+                return found
+            path.pop()
+        return None
+
+    return walk(start)

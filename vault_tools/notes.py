@@ -1,0 +1,323 @@
+"""Read one note and write one back, changing only the bytes of the fields changed.
+
+The frontmatter is split from the body here rather than with python-frontmatter,
+because its `loads` strips the body and normalises line endings and the BOM;
+this module must give back every byte it was not asked to change. Values are
+parsed with ruamel.yaml's round-trip loader (timestamps left as text so that
+what the owner typed is what the model sees). An edit replaces only the lines
+of the keys that change, then re-parses the result and refuses to write if any
+other value moved.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
+from .errors import NoteError
+
+BOM = "\ufeff"
+MAX_NOTE_BYTES = 5 * 1024 * 1024
+HEAD_BYTES = 16 * 1024
+
+_OPEN_FENCE = re.compile(r"^---[ \t]*\r?\n")
+_CLOSE_FENCE = re.compile(r"^---[ \t]*(\r?\n|$)", re.MULTILINE)
+# Loose on purpose: a frontmatter that is a list or broken YAML but says
+# `type: decision` is a decision note the owner got wrong, not someone else's note.
+_CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE)
+
+
+class _TextTimestamps(RoundTripConstructor):
+    """Timestamps stay as the text the owner typed; the model parses them."""
+
+
+_TextTimestamps.add_constructor("tag:yaml.org,2002:timestamp", RoundTripConstructor.construct_yaml_str)
+
+
+def _loader() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.Constructor = _TextTimestamps
+    yaml.allow_duplicate_keys = False
+    return yaml
+
+
+def _dumper() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+@dataclass
+class Note:
+    """One note as found on disk: exact text plus the parsed frontmatter."""
+
+    path: Path
+    text: str  # decoded, without the BOM
+    bom: bool
+    newline: str
+    frontmatter: str | None  # the text between the fences, exactly
+    body: str
+    data: Any = None  # parsed frontmatter (a mapping for a well-formed note)
+    key_lines: dict[str, int] = field(default_factory=dict)  # 1-based file lines
+
+
+def newline_of(text: str) -> str:
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def split(text: str) -> tuple[str | None, str, int]:
+    """(frontmatter, body, offset of body) as Obsidian reads a note: `---` on line 1."""
+    opening = _OPEN_FENCE.match(text)
+    if not opening:
+        return None, text, 0
+    start = opening.end()
+    if text.startswith("---", start) and _CLOSE_FENCE.match(text, start):
+        closing = _CLOSE_FENCE.match(text, start)
+        return "", text[closing.end():], closing.end()  # type: ignore[union-attr]
+    closing = _CLOSE_FENCE.search(text, start)
+    if not closing or text[closing.start() - 1] != "\n":
+        return None, text, 0
+    return text[start:closing.start()], text[closing.end():], closing.end()
+
+
+def decode(raw: bytes, path: Path) -> tuple[str, bool]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise NoteError("not UTF-8 text; save it as UTF-8", path=str(path), line=line) from None
+    if text.startswith(BOM):
+        return text[1:], True
+    return text, False
+
+
+def claims_decision(frontmatter: str) -> bool:
+    return bool(_CLAIMS_DECISION.search(frontmatter))
+
+
+def read_head(path: Path) -> str | None:
+    """The frontmatter text of a note if it might be a decision note, else None.
+
+    Reads only the first few KiB unless the frontmatter is longer: ordinary notes
+    are never read in full.
+    """
+    with open(path, "rb") as handle:
+        raw = handle.read(HEAD_BYTES)
+        if not (raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---")):
+            return None
+        if b"decision" not in raw:
+            if len(raw) < HEAD_BYTES or raw.count(b"\n---", 3) > 0:
+                return None
+            raw += handle.read(MAX_NOTE_BYTES)
+    text = raw.decode("utf-8", errors="replace").removeprefix(BOM)
+    frontmatter, _, _ = split(text)
+    if frontmatter is None:
+        # Unclosed within the head: judge on what is there.
+        return text if claims_decision(text) else None
+    return frontmatter if claims_decision(frontmatter) else None
+
+
+def _check_events(yaml: YAML, frontmatter: str, path: Path) -> None:
+    """Anchors, aliases and explicit tags have no place in a decision's properties.
+
+    Refusing them up front also disarms alias bombs and `!!python/object` tags.
+    """
+    for event in yaml.parse(frontmatter):
+        mark = getattr(event, "start_mark", None)
+        line = mark.line + 2 if mark is not None else None
+        if isinstance(event, AliasEvent) or getattr(event, "anchor", None):
+            raise NoteError("YAML anchors and aliases are not allowed in a decision note",
+                            path=str(path), line=line)
+        if isinstance(event, ScalarEvent | CollectionStartEvent) and event.tag is not None:
+            if isinstance(event, ScalarEvent) and event.implicit and event.implicit[0]:
+                continue
+            raise NoteError(f"YAML tag {event.tag} is not allowed in a decision note",
+                            path=str(path), line=line)
+
+
+def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]]:
+    yaml = _loader()
+    try:
+        _check_events(yaml, frontmatter, path)
+        data = yaml.load(frontmatter)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 2 if mark is not None else None
+        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        raise NoteError(f"invalid YAML in frontmatter: {problem}", path=str(path), line=line) from None
+    except YAMLError as exc:
+        raise NoteError(f"invalid YAML in frontmatter: {str(exc).splitlines()[0]}", path=str(path)) from None
+    key_lines: dict[str, int] = {}
+    if hasattr(data, "lc"):
+        for key in data:
+            try:
+                key_lines[str(key)] = data.lc.key(key)[0] + 2
+            except (KeyError, TypeError):
+                pass
+    return data, key_lines
+
+
+def parse_text(text: str, path: Path, *, bom: bool = False) -> Note:
+    frontmatter, body, _ = split(text)
+    note = Note(path=path, text=text, bom=bom, newline=newline_of(text), frontmatter=frontmatter, body=body)
+    if frontmatter is not None and frontmatter.strip():
+        note.data, note.key_lines = parse_frontmatter(frontmatter, path)
+    return note
+
+
+def read_note(path: Path) -> Note:
+    size = path.stat().st_size
+    if size > MAX_NOTE_BYTES:
+        raise NoteError(f"note is {size:,} bytes, over the {MAX_NOTE_BYTES:,}-byte limit for a decision note",
+                        path=str(path))
+    text, bom = decode(path.read_bytes(), path)
+    return parse_text(text, path, bom=bom)
+
+
+# -- writing ------------------------------------------------------------------------
+
+def render_field(name: str, value: Any, newline: str = "\n") -> str:
+    """One top-level property as Obsidian's Properties panel would write it."""
+    if isinstance(value, dt.datetime):
+        rendered = f"{name}: {value.replace(tzinfo=None).isoformat(timespec='seconds')}\n"
+    elif isinstance(value, dt.date):
+        rendered = f"{name}: {value.isoformat()}\n"
+    else:
+        stream = io.StringIO()
+        _dumper().dump({name: _yaml_value(value)}, stream)
+        rendered = stream.getvalue()
+    return rendered.replace("\n", newline)
+
+
+def _yaml_value(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith("[["):
+        return DoubleQuotedScalarString(value)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_yaml_value(item) for item in value]
+    return value
+
+
+def render_note(fields: Sequence[tuple[str, Any]], body: str, newline: str = "\n") -> str:
+    lines = "".join(render_field(name, value, newline) for name, value in fields)
+    return f"---{newline}{lines}---{newline}{body.replace(chr(10), newline) if newline != chr(10) else body}"
+
+
+def _key_spans(frontmatter: str, key_lines: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """For each top-level key, the [start, end) line range (0-based, in the frontmatter)."""
+    lines = frontmatter.splitlines(keepends=True)
+    starts = sorted((line - 2, key) for key, line in key_lines.items())
+    spans: dict[str, tuple[int, int]] = {}
+    for index, (start, key) in enumerate(starts):
+        end = starts[index + 1][0] if index + 1 < len(starts) else len(lines)
+        while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+            end -= 1
+        spans[key] = (start, end)
+    return spans
+
+
+def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
+    """The note's text with `changes` applied to its frontmatter, every other byte kept.
+
+    A key already present is replaced where it stands; a new key is added at the
+    end of the frontmatter. The result is parsed again and compared with the
+    original, so a change can never disturb a property it was not asked to touch.
+    """
+    if note.frontmatter is None or not hasattr(note.data, "items"):
+        raise NoteError("has no frontmatter mapping to change", path=str(note.path))
+    lines = note.frontmatter.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += note.newline
+    spans = _key_spans(note.frontmatter, note.key_lines)
+    additions = []
+    for name, value in sorted(changes.items(), key=lambda item: -spans.get(item[0], (-1, 0))[0]):
+        rendered = render_field(name, value, note.newline)
+        if name in spans:
+            start, end = spans[name]
+            lines[start:end] = [rendered]
+        else:
+            additions.append(rendered)
+    frontmatter = "".join(lines) + "".join(reversed(additions))
+    prefix_end = note.text.index("\n") + 1  # the opening fence, as written
+    fence_start = len(note.text) - len(note.body)
+    closing = note.text[prefix_end + len(note.frontmatter):fence_start]
+    text = note.text[:prefix_end] + frontmatter + closing + note.body
+    _verify_edit(note, text, changes)
+    return text
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None).isoformat(timespec="seconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value if value is None or isinstance(value, bool | int | float) else str(value)
+
+
+def _verify_edit(before: Note, text: str, changes: Mapping[str, Any]) -> None:
+    after = parse_text(text, before.path)
+    old, new = _plain(before.data), _plain(after.data)
+    for name, value in changes.items():
+        old[name] = _plain(value)
+    if old != new or after.body != before.body:
+        raise NoteError("refusing to write: the edit would change more than the fields asked for",
+                        path=str(before.path))
+
+
+def file_text(note: Note, text: str) -> str:
+    """`text` as the file holds it: with the note's BOM, if it had one."""
+    return (BOM if note.bom else "") + text
+
+
+def encode(text: str, *, bom: bool) -> bytes:
+    return ((BOM if bom else "") + text).encode("utf-8")
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temp file in the same folder, then replace: never a torn note."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(prefix=".vault-tools-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        try:
+            os.unlink(temp_name)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_note(note: Note, text: str) -> bytes:
+    """Write `text` back with the note's own BOM and line endings; returns the bytes written."""
+    data = encode(text, bom=note.bom)
+    write_atomic(note.path, data)
+    return data
+
+
+def create_note(path: Path, text: str) -> bytes:
+    """Create a new note; never replaces an existing file."""
+    if path.exists():
+        raise NoteError("already exists; not overwriting it", path=str(path))
+    data = encode(text, bom=False)
+    write_atomic(path, data)
+    return data

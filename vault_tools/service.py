@@ -1,0 +1,499 @@
+"""The operations on a vault: ask, rule, supersede, withdraw, retract, seal, look up.
+
+Every write happens under the ledger lock, after the whole vault has been read
+and checked, and every input is validated before the first byte is written.
+Order of writes: the note first, then its ledger events; a crash in between
+leaves a note the watcher's reconcile recognises and finishes.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from . import notes
+from .errors import InconsistentVault, NoteError, NotFound, Refused, UsageError
+from .ledger import Event, History, histories, seal_hash, utc_stamp
+from .model import (
+    ID_PATTERN, MIN_TEXT, LinkResolver, TOPIC_PATTERN, Decision, Problem, Status, build_decision, duplicate_ids,
+    format_id, id_number, local_date, make_link, newest_first_key, note_title, supersedes_cycle,
+    topics_match, transition_problem,
+)
+from .vault import STATE_DIR, Vault, VaultState, machine_timezone
+
+Clock = Callable[[], dt.datetime]
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass
+class Lookup:
+    ruling: Decision
+    chain: list[Decision]  # what it superseded, newest first
+    matched: list[str] = field(default_factory=list)  # the asked topics it matched
+
+
+# -- input checks (before anything is written) ---------------------------------------
+
+def check_id(value: str) -> str:
+    value = value.strip()
+    if not ID_PATTERN.match(value):
+        raise UsageError(f"{value!r} is not a decision id (like D-0007)")
+    return value
+
+
+def check_topics(topics: Iterable[str]) -> tuple[str, ...]:
+    found = tuple(topic.strip() for topic in topics)
+    if not found:
+        raise UsageError("give at least one --topic")
+    for topic in found:
+        if not TOPIC_PATTERN.match(topic):
+            raise UsageError(f"topic {topic!r} is not a kebab-case key (like article-footer)")
+    return found
+
+
+def check_text(name: str, value: str | None, *, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise UsageError(f"{name} is required")
+        return None
+    value = value.strip()
+    if "\n" in value or "\r" in value:
+        raise UsageError(f"{name} must be one line")
+    if len(value) < MIN_TEXT:
+        raise UsageError(f"{name} must be at least {MIN_TEXT} characters ({len(value)} given): {value!r}")
+    return value
+
+
+def parse_when(name: str, value: str | None) -> dt.datetime | dt.date | None:
+    if value is None:
+        return None
+    try:
+        if len(value.strip()) == 10:
+            return dt.date.fromisoformat(value.strip())
+        return dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{name} must be a date (2026-07-17) or date and time (2026-07-17T08:30:00): {value!r}") from None
+
+
+def parse_day(name: str, value: str | None) -> dt.date | None:
+    found = parse_when(name, value)
+    if isinstance(found, dt.datetime):
+        return found.date()
+    return found
+
+
+# -- init ---------------------------------------------------------------------------
+
+CONFIG_TEMPLATE = """\
+# vault-tools settings. Every key is optional; the values shown are the defaults.
+timezone: {timezone}          # dates in notes are written in this zone
+# decisions_folder: Decisions  # where new decision notes go
+# pinned_folder: Pinned        # generated pages
+# templates_folder: Templates  # skipped when scanning
+# settle_seconds: 120          # quiet time before the watcher seals a ruling
+# debounce_ms: 2000            # quiet time after a save before the watcher looks
+# stale_after_days: 14         # questions open longer are marked stale
+# recent_days: 30              # superseded rulings stay on the log this long
+# reminder_days: 7             # questions due this soon are listed as due soon
+# budget:                      # what an agent loads at session start
+#   lines: 200
+#   bytes: 25000
+# lint:                        # per-rule severity: error, warning or off
+#   VT301: off
+"""
+
+GITATTRIBUTES_LINE = f"{STATE_DIR}/ledger.jsonl merge=union"
+GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/crash.log", f"{STATE_DIR}/watch.log*")
+
+
+def _ensure_lines(path: Path, lines: Iterable[str]) -> bool:
+    existing = path.read_text(encoding="utf-8") if path.exists() else ""
+    missing = [line for line in lines if line not in existing.splitlines()]
+    if not missing:
+        return False
+    prefix = "" if not existing or existing.endswith("\n") else "\n"
+    notes.write_atomic(path, (existing + prefix + "\n".join(missing) + "\n").encode("utf-8"))
+    return True
+
+
+def init_vault(root: Path, timezone: str | None = None) -> list[str]:
+    """Set up `.vault-tools/` and the git attributes; returns what it created or changed."""
+    changed = []
+    state_dir = root / STATE_DIR
+    state_dir.mkdir(exist_ok=True)
+    config = state_dir / "config.yaml"
+    if not config.exists():
+        notes.write_atomic(config, CONFIG_TEMPLATE.format(timezone=timezone or machine_timezone()).encode())
+        changed.append(f"{STATE_DIR}/config.yaml")
+    ledger = state_dir / "ledger.jsonl"
+    if not ledger.exists():
+        ledger.touch()
+        changed.append(f"{STATE_DIR}/ledger.jsonl")
+    if _ensure_lines(root / ".gitattributes", [GITATTRIBUTES_LINE]):
+        changed.append(".gitattributes")
+    if _ensure_lines(root / ".gitignore", GITIGNORE_LINES):
+        changed.append(".gitignore")
+    return changed
+
+
+# -- the service --------------------------------------------------------------------
+
+class Service:
+    def __init__(self, vault: Vault, clock: Clock = utc_now) -> None:
+        self.vault = vault
+        self.config = vault.config
+        self.tz = vault.config.tz
+        self.clock = clock
+
+    # reading
+
+    def state(self) -> VaultState:
+        return self.vault.load()
+
+    def histories(self) -> dict[str, History]:
+        return histories(self.vault.ledger.read())
+
+    def now_local(self) -> dt.datetime:
+        return self.clock().astimezone(self.tz).replace(tzinfo=None, microsecond=0)
+
+    def today(self) -> dt.date:
+        return self.now_local().date()
+
+    def find(self, state: VaultState, decision_id: str) -> Decision:
+        decision_id = check_id(decision_id)
+        for broken in state.broken:
+            if broken.path and broken.path.rsplit("/", 1)[-1].startswith(decision_id + " "):
+                raise broken
+        found = state.get(decision_id)
+        if found is None:
+            raise NotFound(f"no decision note has id {decision_id}")
+        return found
+
+    def show(self, decision_id: str) -> tuple[Decision, History]:
+        state = self.state()
+        decision = self.find(state, decision_id)
+        return decision, self.histories().get(decision.id, History(decision.id))
+
+    def list(self, status: str | None = None, topic: str | None = None) -> list[Decision]:
+        if status is not None and status not in {s.value for s in Status}:
+            raise UsageError(f"unknown status {status!r} (expected one of: {', '.join(s.value for s in Status)})")
+        found = [d for d in self.state().decisions
+                 if (status is None or d.status.value == status)
+                 and (topic is None or any(topics_match(topic, t) for t in d.topics))]
+        return sorted(found, key=lambda d: d.number)
+
+    def lookup(self, topics: Iterable[str]) -> list[Lookup]:
+        asked = check_topics(topics)
+        state = self.state()
+        return self._lookup(state, asked)
+
+    def _lookup(self, state: VaultState, asked: tuple[str, ...]) -> list[Lookup]:
+        by_id, resolve = state.by_id(), state.resolver()
+        results = []
+        for ruling in state.decisions:
+            if not ruling.is_current:
+                continue
+            matched = [topic for topic in asked if any(topics_match(topic, t) for t in ruling.topics)]
+            if matched:
+                results.append(Lookup(ruling, self._chain(ruling, by_id, resolve), matched))
+        return sorted(results, key=lambda found: newest_first_key(found.ruling, self.tz), reverse=True)
+
+    def _chain(self, ruling: Decision, by_id: dict[str, Decision], resolve: Callable[[str], str | None]) -> list[Decision]:
+        chain, seen, todo = [], {ruling.id}, list(ruling.supersedes)
+        while todo:
+            target = resolve(todo.pop(0))
+            if target is None or target in seen or target not in by_id:
+                continue
+            seen.add(target)
+            chain.append(by_id[target])
+            todo.extend(by_id[target].supersedes)
+        return sorted(chain, key=lambda d: newest_first_key(d, self.tz), reverse=True)
+
+    # writing: shared steps
+
+    def _state_for_write(self) -> VaultState:
+        """The vault as read now, refused when writing to it could make things worse."""
+        state = self.state()
+        if state.broken:
+            first = state.broken[0]
+            more = f" (and {len(state.broken) - 1} more)" if len(state.broken) > 1 else ""
+            raise InconsistentVault(f"{first.message}; fix this decision note before recording anything{more}",
+                                    path=first.path, line=first.line)
+        for decision_id, found in duplicate_ids(state.decisions).items():
+            paths = ", ".join(d.path for d in found)
+            raise InconsistentVault(f"id {decision_id} is used by {len(found)} notes: {paths}", path=found[0].path)
+        by_id, resolve = state.by_id(), state.resolver()
+        for decision in state.decisions:
+            cycle = supersedes_cycle(decision, by_id, resolve)
+            if cycle:
+                raise InconsistentVault(f"supersedes links form a cycle: {' -> '.join(cycle)}", path=decision.path,
+                                        line=decision.line_of("supersedes"))
+        self.vault.ledger.read()  # a torn or changed ledger stops every write
+        return state
+
+    def _next_id(self, state: VaultState) -> str:
+        numbers = [d.number for d in state.decisions]
+        numbers += [id_number(event.id) for event in self.vault.ledger.read() if ID_PATTERN.match(event.id)]
+        folder = self.vault.root / self.config.decisions_folder
+        if folder.is_dir():
+            for path in folder.glob("D-*.md"):
+                match = ID_PATTERN.match(path.name.split(" ", 1)[0].removesuffix(".md"))
+                if match:
+                    numbers.append(int(match.group(1)))
+        return format_id(max(numbers, default=0) + 1)
+
+    def _event(self, kind: str, decision: Decision, actor: str, **extra: Any) -> Event:
+        return Event(event=kind, id=decision.id, at=utc_stamp(self.clock()), actor=actor, path=decision.path, **extra)
+
+    def _understand(self, path: Path, text: str, *, ruled: bool = False) -> Decision:
+        """Parse text about to be written, refusing it if it is not a valid decision."""
+        note = notes.parse_text(text, path)
+        rel = self.vault.relative(path)
+        decision, problems = build_decision(note.data, path=rel, body=note.body, key_lines=note.key_lines)
+        if problems or decision is None:
+            problem = problems[0] if problems else Problem(None, "is not a decision")
+            raise NoteError(f"would not be a valid decision: {problem}", path=rel, line=problem.line)
+        return decision
+
+    def _resolver_with(self, state: VaultState, *extra: Decision) -> Callable[[str], str | None]:
+        others = [d for d in state.decisions if d.id not in {e.id for e in extra}]
+        return LinkResolver([*others, *extra])
+
+    def _supersede_targets(self, state: VaultState, decision: Decision, links: Iterable[str]) -> list[Decision]:
+        """The rulings `decision` will supersede; refuses a target that is missing or not current."""
+        by_id, resolve = state.by_id(), self._resolver_with(state, decision)
+        targets = []
+        for link in links:
+            target_id = resolve(link)
+            if target_id is None or target_id not in by_id:
+                raise Refused(f"supersedes {link!r}, but no decision note is called that", path=decision.path,
+                              line=decision.line_of("supersedes"))
+            target = by_id[target_id]
+            if target_id == decision.id:
+                raise Refused("a ruling cannot supersede itself", path=decision.path)
+            if target.status is not Status.RULED:
+                successor = f" by {target.superseded_by}" if target.superseded_by else ""
+                raise Refused(f"{target.id} is {target.status.value}{successor}; only a current ruling can be superseded",
+                              path=decision.path, line=decision.line_of("supersedes"))
+            targets.append(target)
+        return targets
+
+    def _seal_events(self, state: VaultState, decision: Decision, text: str, history: History | None,
+                     actor: str) -> list[Event]:
+        resolve = self._resolver_with(state, decision)
+        digest = seal_hash(decision, resolve, self.tz)
+        supersedes = tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes))))
+        events = []
+        if history is None or history.status is not Status.RULED:
+            events.append(self._event("ruled", decision, actor, hash=digest, supersedes=supersedes))
+        events.append(self._event("sealed", decision, actor, hash=digest, text=text))
+        return events
+
+    def _mark_superseded(self, state: VaultState, old: Decision, new: Decision, reason: str, actor: str) -> None:
+        path = self.vault.path_of(old)
+        note = notes.read_note(path)
+        text = notes.with_fields(note, {"status": Status.SUPERSEDED.value,
+                                        "superseded_by": f"[[{new.title}]]", "reason": reason})
+        updated = self._understand(path, text)
+        notes.write_note(note, text)
+        digest = seal_hash(updated, self._resolver_with(state, new), self.tz)
+        self.vault.ledger.append([self._event("superseded", updated, actor, hash=digest,
+                                              text=notes.file_text(note, text), reason=reason, successor=new.id)])
+
+    def _write_ruling(self, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
+                      reason: str | None) -> Decision:
+        decision = self._understand(path, text)
+        targets = self._supersede_targets(state, decision, decision.supersedes)
+        if targets and reason is None:
+            raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
+        if note is None:
+            notes.create_note(path, text)
+        else:
+            notes.write_note(note, text)
+            text = notes.file_text(note, text)
+        self.vault.ledger.append(self._seal_events(state, decision, text, self.histories().get(decision.id), actor))
+        for target in targets:
+            self._mark_superseded(state, target, decision, reason or "", actor)
+        return decision
+
+    def _new_path(self, decision_id: str, summary: str) -> Path:
+        folder = self.vault.root / self.config.decisions_folder
+        path = folder / f"{note_title(decision_id, summary)}.md"
+        if not self.vault.inside(path.parent if path.parent.exists() else self.vault.root):
+            raise UsageError(f"decisions_folder {self.config.decisions_folder!r} is outside the vault")
+        return path
+
+    def _link_to(self, state: VaultState, decision_id: str) -> str:
+        return f"[[{self.find(state, decision_id).title}]]"
+
+    # writing: the operations
+
+    def ask(self, summary: str, topics: Iterable[str], *, body: str | None = None, due: str | None = None,
+            reask_reason: str | None = None, asked_by: str | None = None) -> Decision:
+        summary = check_text("summary", summary, required=True) or ""
+        asked = check_topics(topics)
+        reask_reason = check_text("--reask-reason", reask_reason)
+        due_day = parse_day("--due", due)
+        actor = asked_by or self.config.default_asker
+        with self.vault.ledger.locked():
+            state = self._state_for_write()
+            for question in state.decisions:
+                if question.status is Status.OPEN:
+                    shared = [t for t in asked if any(topics_match(t, theirs) for theirs in question.topics)]
+                    if shared:
+                        raise Refused(
+                            f"{question.id} is already open on topic {shared[0]}: {question.summary}",
+                            details=["Add to that question instead of asking again."])
+            if reask_reason is None:
+                settled = self._lookup(state, asked)
+                if settled:
+                    details = [self._settled_line(found, asked) for found in settled]
+                    details.append("If something changed, ask again with --reask-reason \"what changed\" "
+                                   f"(at least {MIN_TEXT} characters).")
+                    raise Refused(f"topic {settled[0].matched[0]} is settled: {len(settled)} current ruling(s)",
+                                  details=details)
+            decision_id = self._next_id(state)
+            path = self._new_path(decision_id, summary)
+            fields: list[tuple[str, Any]] = [
+                ("type", "decision"), ("id", decision_id), ("status", Status.OPEN.value), ("topics", list(asked)),
+                ("summary", summary), ("asked_at", self.now_local()), ("asked_by", actor)]
+            if due_day:
+                fields.append(("due", due_day))
+            if reask_reason:
+                fields.append(("reask_reason", reask_reason))
+            text = notes.render_note(fields, _sections(("Question", summary), ("Context", body)))
+            decision = self._understand(path, text)
+            notes.create_note(path, text)
+            self.vault.ledger.append([self._event("asked", decision, actor)])
+            return decision
+
+    def _settled_line(self, found: Lookup, asked: tuple[str, ...]) -> str:
+        ruling = found.ruling
+        day = local_date(ruling.ruled_at, self.tz).isoformat() if ruling.ruled_at else "undated"
+        via = ""
+        for topic in found.matched:
+            key = next((t for t in ruling.topics if topics_match(topic, t)), topic)
+            if key != topic:
+                via = f" (your topic {topic} matched {key})"
+        return f"{ruling.id} ruled {day}{via}: {ruling.summary}"
+
+    def rule(self, decision_id: str | None, summary: str, *, topics: Iterable[str] = (), source: str | None = None,
+             ruled_at: str | None = None, ruled_by: str | None = None, supersedes: Iterable[str] = (),
+             reason: str | None = None, body: str | None = None, revisit_if: str | None = None,
+             revisit_by: str | None = None) -> Decision:
+        summary = check_text("summary", summary, required=True) or ""
+        reason = check_text("--reason", reason)
+        superseded_ids = [check_id(value) for value in supersedes]
+        if superseded_ids and reason is None:
+            raise UsageError("--supersedes needs --reason saying why (at least 20 characters)")
+        when = parse_when("--ruled-at", ruled_at) or self.now_local()
+        revisit_day = parse_day("--revisit-by", revisit_by)
+        actor = ruled_by or self.config.default_ruler
+        changes: dict[str, Any] = {"status": Status.RULED.value, "summary": summary, "ruled_at": when,
+                                   "ruled_by": actor}
+        for name, value in (("source", source), ("revisit_if", revisit_if), ("revisit_by", revisit_day)):
+            if value:
+                changes[name] = value
+        with self.vault.ledger.locked():
+            state = self._state_for_write()
+            if superseded_ids:
+                changes["supersedes"] = [self._link_to(state, value) for value in superseded_ids]
+                changes["reason"] = reason
+            if decision_id is None:
+                asked = check_topics(topics)
+                new_id = self._next_id(state)
+                path = self._new_path(new_id, summary)
+                fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
+                          ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
+                text = notes.render_note(fields, _sections(("Ruling", body or summary)))
+                return self._write_ruling(state, path, None, text, actor, reason)
+            if topics:
+                raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
+            question = self.find(state, decision_id)
+            problem = transition_problem(question.status, Status.RULED)
+            if problem:
+                raise Refused(f"{question.id} {problem}", path=question.path)
+            path = self.vault.path_of(question)
+            note = notes.read_note(path)
+            text = notes.with_fields(note, changes)
+            if body:
+                text = text.rstrip("\r\n") + note.newline * 2 + _sections(("Ruling", body)).replace("\n", note.newline)
+            return self._write_ruling(state, path, note, text, actor, reason)
+
+    def _close(self, decision_id: str, new_status: Status, reason: str | None, actor: str | None) -> Decision:
+        reason = check_text("--reason", reason, required=True)
+        who = actor or self.config.default_ruler
+        with self.vault.ledger.locked():
+            state = self._state_for_write()
+            decision = self.find(state, decision_id)
+            problem = transition_problem(decision.status, new_status)
+            if problem:
+                raise Refused(f"{decision.id} {problem}", path=decision.path)
+            path = self.vault.path_of(decision)
+            note = notes.read_note(path)
+            text = notes.with_fields(note, {"status": new_status.value, "reason": reason})
+            updated = self._understand(path, text)
+            notes.write_note(note, text)
+            kind = "withdrawn" if new_status is Status.WITHDRAWN else "retracted"
+            extra: dict[str, Any] = {"reason": reason}
+            if new_status is Status.RETRACTED:
+                extra.update(text=notes.file_text(note, text), hash=seal_hash(updated, state.resolver(), self.tz))
+            self.vault.ledger.append([self._event(kind, updated, who, **extra)])
+            return updated
+
+    def withdraw(self, decision_id: str, reason: str | None, actor: str | None = None) -> Decision:
+        return self._close(decision_id, Status.WITHDRAWN, reason, actor)
+
+    def retract(self, decision_id: str, reason: str | None, actor: str | None = None) -> Decision:
+        return self._close(decision_id, Status.RETRACTED, reason, actor)
+
+    def seal(self, decision_ids: Iterable[str] = ()) -> list[Decision]:
+        """Seal ruled notes that are not sealed yet (all of them, or those named)."""
+        wanted = {check_id(value) for value in decision_ids}
+        sealed = []
+        with self.vault.ledger.locked():
+            state = self._state_for_write()
+            known = self.histories()
+            for decision_id in sorted(wanted):
+                decision = self.find(state, decision_id)
+                if decision.status is not Status.RULED:
+                    raise Refused(f"{decision.id} is {decision.status.value}; only a ruling can be sealed",
+                                  path=decision.path)
+            for decision in sorted(state.decisions, key=lambda d: d.number):
+                history = known.get(decision.id)
+                if decision.status is not Status.RULED or (history and history.sealed):
+                    continue
+                if wanted and decision.id not in wanted:
+                    continue
+                sealed.append(self._seal_one(state, decision, history))
+        return sealed
+
+    def _seal_one(self, state: VaultState, decision: Decision, history: History | None) -> Decision:
+        path = self.vault.path_of(decision)
+        note = notes.read_note(path)
+        stamps: dict[str, Any] = {}
+        if decision.ruled_at is None:
+            stamps["ruled_at"] = self.now_local()
+        if decision.ruled_by is None:
+            stamps["ruled_by"] = self.config.default_ruler
+        text = notes.with_fields(note, stamps) if stamps else note.text
+        decision = self._understand(path, text)
+        targets = self._supersede_targets(state, decision, decision.supersedes)
+        if targets and decision.reason is None:
+            raise NoteError("supersedes a ruling but has no reason (at least 20 characters)", path=decision.path,
+                            line=decision.line_of("supersedes"))
+        if stamps:
+            notes.write_note(note, text)
+        actor = decision.ruled_by or self.config.default_ruler
+        self.vault.ledger.append(self._seal_events(state, decision, notes.file_text(note, text), history, actor))
+        for target in targets:
+            self._mark_superseded(state, target, decision, decision.reason or "", actor)
+        return decision
+
+
+def _sections(*sections: tuple[str, str | None]) -> str:
+    return "".join(f"## {heading}\n\n{text.strip()}\n\n" for heading, text in sections if text).rstrip("\n") + "\n"

@@ -1,0 +1,284 @@
+"""Find a vault, read its config, and load its decision notes.
+
+Only notes whose frontmatter says `type: decision` are parsed in full; every
+other note is read no further than its first few KiB and never written.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import unicodedata
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterator
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from . import notes
+from .errors import ConfigError, NoteError
+from .ledger import Ledger
+from .model import Decision, LinkResolver, Problem, build_decision, is_decision_mapping
+
+STATE_DIR = ".vault-tools"
+CONFIG_FILE = "config.yaml"
+# Set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault.
+CEILING_ENV = "VAULT_TOOLS_CEILING"
+SKIPPED_FOLDERS = {".trash", "node_modules"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every key of `.vault-tools/config.yaml`, with its default."""
+
+    timezone: str = "UTC"
+    decisions_folder: str = "Decisions"
+    pinned_folder: str = "Pinned"
+    templates_folder: str = "Templates"
+    settle_seconds: float = 120
+    debounce_ms: int = 2000
+    stale_after_days: int = 14
+    recent_days: int = 30
+    reminder_days: int = 7
+    budget_lines: int = 200
+    budget_bytes: int = 25000
+    default_asker: str = "agent"
+    default_ruler: str = "owner"
+    lint: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tz(self) -> dt.tzinfo:
+        return _zone(self.timezone)
+
+
+CONFIG_DOC = {
+    "timezone": "IANA time zone that dates in notes are written in (set by `init` from this machine)",
+    "decisions_folder": "folder where new decision notes are created",
+    "pinned_folder": "folder of the generated pages",
+    "templates_folder": "Obsidian templates folder, skipped when scanning",
+    "settle_seconds": "quiet time after a note becomes ruled before the watcher seals it",
+    "debounce_ms": "quiet time after a save before the watcher looks at a note",
+    "stale_after_days": "a question open longer than this is marked stale",
+    "recent_days": "how long a superseded ruling stays on the decisions log",
+    "reminder_days": "a question due within this many days is listed as due soon",
+    "budget_lines": "most lines an agent loads (open questions + decisions log)",
+    "budget_bytes": "most bytes an agent loads (open questions + decisions log)",
+    "default_asker": "`asked_by` when a command does not say",
+    "default_ruler": "`ruled_by` when a command or the watcher does not say",
+    "lint": "per-rule severity: a mapping of code to error, warning or off",
+}
+
+
+def _zone(name: str) -> dt.tzinfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"unknown timezone {name!r} (use an IANA name like Europe/Paris)",
+                          path=f"{STATE_DIR}/{CONFIG_FILE}") from None
+
+
+def machine_timezone() -> str:
+    """This machine's IANA time zone name, or UTC when it cannot be told."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    try:
+        candidates.append(Path("/etc/timezone").read_text().strip())
+    except OSError:
+        pass
+    try:
+        target = os.readlink("/etc/localtime")
+        if "zoneinfo/" in target:
+            candidates.append(target.split("zoneinfo/", 1)[1])
+    except OSError:
+        pass
+    for name in candidates:
+        if name:
+            try:
+                ZoneInfo(name)
+                return name
+            except (ZoneInfoNotFoundError, ValueError):
+                continue
+    return "UTC"
+
+
+def load_config(root: Path) -> Config:
+    path = root / STATE_DIR / CONFIG_FILE
+    shown = f"{STATE_DIR}/{CONFIG_FILE}"
+    if not path.exists():
+        return Config()
+    try:
+        data = YAML(typ="rt").load(path.read_text(encoding="utf-8-sig"))
+    except MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise ConfigError(f"invalid YAML: {exc.problem}", path=shown, line=line) from None
+    except (YAMLError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read: {exc}", path=shown) from None
+    if data is None:
+        return Config()
+    if not hasattr(data, "items"):
+        raise ConfigError("must be a mapping of settings", path=shown)
+    known = {f.name: f for f in fields(Config)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        line = data.lc.key(key)[0] + 1
+        if key == "budget" and hasattr(value, "items"):
+            for sub, sub_value in value.items():
+                if sub not in ("lines", "bytes"):
+                    raise ConfigError(f"unknown key budget.{sub} (expected lines, bytes)", path=shown, line=line)
+                values[f"budget_{sub}"] = _typed(f"budget.{sub}", sub_value, int, shown, line)
+            continue
+        if key not in known or key.startswith("budget_"):
+            raise ConfigError(f"unknown key {key!r} (known: {', '.join(sorted(CONFIG_DOC))}, budget)",
+                              path=shown, line=line)
+        default = getattr(Config(), key)
+        if key == "lint":
+            if not hasattr(value, "items") or not all(v in ("error", "warning", "off") for v in value.values()):
+                raise ConfigError("lint must map rule codes to error, warning or off", path=shown, line=line)
+            values[key] = {str(k): str(v) for k, v in value.items()}
+        else:
+            values[key] = _typed(key, value, type(default), shown, line)
+    config = Config(**values)
+    config.tz  # validates the name
+    return config
+
+
+def _typed(key: str, value: Any, kind: type, shown: str, line: int) -> Any:
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, kind) and not isinstance(value, bool):
+        return value
+    raise ConfigError(f"{key} must be {kind.__name__}, not {value!r}", path=shown, line=line)
+
+
+def _ceiling() -> Path | None:
+    value = os.environ.get(CEILING_ENV)
+    return Path(value).resolve() if value else None
+
+
+def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
+    if explicit is not None:
+        root = explicit.expanduser().resolve()
+        if not root.is_dir():
+            raise ConfigError("is not a folder", path=str(explicit))
+        return root
+    here = (start or Path.cwd()).resolve()
+    ceiling = _ceiling()
+    for folder in (here, *here.parents):
+        if (folder / STATE_DIR).is_dir() or (folder / ".obsidian").is_dir():
+            return folder
+        if ceiling is not None and folder == ceiling:
+            break
+    raise ConfigError("no vault found here or above (no .vault-tools/ or .obsidian/ folder); pass --vault PATH",
+                      path=str(here))
+
+
+def relative(root: Path, path: Path) -> str:
+    return unicodedata.normalize("NFC", path.relative_to(root).as_posix())
+
+
+def iter_markdown(root: Path, config: Config) -> Iterator[Path]:
+    """Every Markdown note a decision could live in, in a stable order."""
+    skipped_roots = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        subfolders = []
+        for entry in entries:
+            if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if folder == root and entry.name in skipped_roots:
+                    continue
+                subfolders.append(Path(entry.path))
+            elif entry.name.endswith(".md") and (entry.is_file() or entry.is_symlink()):
+                yield Path(entry.path)
+        stack.extend(reversed(subfolders))
+
+
+@dataclass
+class VaultState:
+    """The decision notes of a vault as read now, with the notes that could not be read."""
+
+    root: Path
+    config: Config
+    decisions: list[Decision] = field(default_factory=list)
+    broken: list[NoteError] = field(default_factory=list)  # decision notes that cannot be parsed
+    problems: dict[str, list[Problem]] = field(default_factory=dict)  # by relative path
+
+    def by_id(self) -> dict[str, Decision]:
+        return {decision.id: decision for decision in self.decisions}
+
+    def resolver(self) -> LinkResolver:
+        return LinkResolver(self.decisions)
+
+    def get(self, decision_id: str) -> Decision | None:
+        return self.by_id().get(decision_id)
+
+
+class Vault:
+    """A vault on disk: its root, config and ledger."""
+
+    def __init__(self, root: Path, config: Config | None = None) -> None:
+        self.root = root
+        self.config = config if config is not None else load_config(root)
+        self.state_dir = root / STATE_DIR
+        self.ledger = Ledger(self.state_dir)
+
+    @classmethod
+    def find(cls, explicit: Path | None = None) -> "Vault":
+        return cls(find_vault(explicit))
+
+    def relative(self, path: Path) -> str:
+        return relative(self.root, path)
+
+    def inside(self, path: Path) -> bool:
+        try:
+            path.resolve().relative_to(self.root.resolve())
+            return True
+        except ValueError:
+            return False
+
+    def load_decision(self, path: Path) -> tuple[Decision | None, list[Problem], notes.Note]:
+        """Read and understand one decision note; raises NoteError if it cannot be read."""
+        rel = self.relative(path)
+        if path.is_symlink() and not self.inside(path):
+            raise NoteError("is a link to a file outside the vault; decision notes must live inside it", path=rel)
+        note = notes.read_note(path)
+        note.path = path
+        if not isinstance(note.data, dict) and not hasattr(note.data, "items"):
+            kind = "empty" if note.data is None else f"a {type(note.data).__name__.removeprefix('Commented').lower()}"
+            raise NoteError(f"frontmatter is {kind}, not a mapping of properties", path=rel, line=2)
+        if not is_decision_mapping(note.data):
+            return None, [], note
+        decision, problems = build_decision(note.data, path=rel, body=note.body, key_lines=note.key_lines)
+        return decision, problems, note
+
+    def load(self) -> VaultState:
+        state = VaultState(self.root, self.config)
+        for path in iter_markdown(self.root, self.config):
+            try:
+                if notes.read_head(path) is None:
+                    continue
+                decision, problems, _ = self.load_decision(path)
+            except NoteError as error:
+                error.path = self.relative(path)
+                state.broken.append(error)
+                continue
+            except OSError as error:
+                state.broken.append(NoteError(f"cannot be read: {error.strerror}", path=self.relative(path)))
+                continue
+            if problems:
+                state.problems[self.relative(path)] = problems
+            if decision is not None:
+                state.decisions.append(decision)
+            elif problems:
+                state.broken.append(NoteError("; ".join(map(str, problems)), path=self.relative(path),
+                                              line=problems[0].line))
+        return state
+
+    def path_of(self, decision: Decision) -> Path:
+        return self.root / decision.path
