@@ -206,13 +206,22 @@ def show(decision_id: Annotated[str, typer.Argument(metavar="ID")], vault: Vault
          json_: JsonOption = False) -> None:
     """One decision note, with its ledger history."""
     service = _service(vault)
-    decision, history = service.show(decision_id)
+    decision, history, problems = service.show(decision_id)
     if json_:
         data = decision_json(decision)
         data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
         data["sealed"] = history.sealed
+        data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
         _json(data)
-        return
+    else:
+        _show(service, decision, history)
+    if problems:
+        for problem in problems:
+            stderr.print(f"{decision.path}:{problem.line or 1}: {problem}", markup=False)
+        raise typer.Exit(3)
+
+
+def _show(service: Service, decision: Decision, history: History) -> None:
     _out(_line(decision, service))
     _out(f"  file: {decision.path}")
     for name in ("source", "reask_reason", "revisit_if", "superseded_by", "reason"):

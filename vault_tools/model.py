@@ -365,10 +365,15 @@ def topics_match(a: str, b: str) -> bool:
     if a == b:
         return True
     key_a, key_b = topic_key(a), topic_key(b)
-    if key_a == key_b:
+    if key_a == key_b or a.replace("-", "") == b.replace("-", ""):
         return True
-    shortest = min(len(key_a), len(key_b))
-    return shortest >= 6 and edit_distance(key_a, key_b, 1) <= 1
+    words_a, words_b = key_a.split("-"), key_b.split("-")
+    if len(words_a) != len(words_b):
+        return False
+    differing = [(x, y) for x, y in zip(words_a, words_b) if x != y]
+    # One typo in one word, and only in words long enough for a typo to be plain.
+    return (len(differing) == 1 and min(map(len, differing[0])) >= 5
+            and edit_distance(*differing[0], limit=1) <= 1)
 
 
 def near_field_name(name: str) -> str | None:

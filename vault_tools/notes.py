@@ -155,6 +155,10 @@ def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]
         data = yaml.load(frontmatter)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        left_open = exc.context_mark is not None and ("flow" in (exc.context or "")
+                                                      or mark.line >= frontmatter.count("\n"))
+        if left_open:
+            mark = exc.context_mark  # an unclosed bracket or quote: point at where it opened
         line = mark.line + 2 if mark is not None else None
         problem = (exc.problem or exc.context or "invalid YAML").strip()
         raise NoteError(f"invalid YAML in frontmatter: {problem}", path=str(path), line=line) from None
@@ -241,15 +245,12 @@ def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += note.newline
     spans = _key_spans(note.frontmatter, note.key_lines)
-    additions = []
-    for name, value in sorted(changes.items(), key=lambda item: -spans.get(item[0], (-1, 0))[0]):
-        rendered = render_field(name, value, note.newline)
-        if name in spans:
-            start, end = spans[name]
-            lines[start:end] = [rendered]
-        else:
-            additions.append(rendered)
-    frontmatter = "".join(lines) + "".join(reversed(additions))
+    # Replace from the bottom up so earlier line numbers stay valid.
+    for name in sorted((n for n in changes if n in spans), key=lambda n: -spans[n][0]):
+        start, end = spans[name]
+        lines[start:end] = [render_field(name, changes[name], note.newline)]
+    additions = [render_field(name, value, note.newline) for name, value in changes.items() if name not in spans]
+    frontmatter = "".join(lines) + "".join(additions)
     prefix_end = note.text.index("\n") + 1  # the opening fence, as written
     fence_start = len(note.text) - len(note.body)
     closing = note.text[prefix_end + len(note.frontmatter):fence_start]

@@ -23,6 +23,8 @@ from .model import (
 from .vault import STATE_DIR, Vault, VaultState, machine_timezone
 
 Clock = Callable[[], dt.datetime]
+# Missing on a hand-ruled note until sealing stamps them: not a reason to block other writes.
+STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
 
 def utc_now() -> dt.datetime:
@@ -173,10 +175,10 @@ class Service:
             raise NotFound(f"no decision note has id {decision_id}")
         return found
 
-    def show(self, decision_id: str) -> tuple[Decision, History]:
+    def show(self, decision_id: str) -> tuple[Decision, History, list[Problem]]:
         state = self.state()
         decision = self.find(state, decision_id)
-        return decision, self.histories().get(decision.id, History(decision.id))
+        return decision, self.histories().get(decision.id, History(decision.id)), state.problems.get(decision.path, [])
 
     def list(self, status: str | None = None, topic: str | None = None) -> list[Decision]:
         if status is not None and status not in {s.value for s in Status}:
@@ -223,6 +225,11 @@ class Service:
             more = f" (and {len(state.broken) - 1} more)" if len(state.broken) > 1 else ""
             raise InconsistentVault(f"{first.message}; fix this decision note before recording anything{more}",
                                     path=first.path, line=first.line)
+        for path, problems in sorted(state.problems.items()):
+            blocking = [p for p in problems if not (p.field in STAMPED_FIELDS and p.message.startswith("is required"))]
+            if blocking:
+                raise NoteError(f"{blocking[0]}; fix this decision note before recording anything",
+                                path=path, line=blocking[0].line)
         for decision_id, found in duplicate_ids(state.decisions).items():
             paths = ", ".join(d.path for d in found)
             raise InconsistentVault(f"id {decision_id} is used by {len(found)} notes: {paths}", path=found[0].path)

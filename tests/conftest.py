@@ -1,0 +1,74 @@
+"""Shared fixtures: real temp vaults, the CLI in-process and as a subprocess."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from vault_tools.cli import run
+from vault_tools.service import init_vault
+
+CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
+TZ = "Asia/Tokyo"
+
+
+@pytest.fixture(autouse=True)
+def no_real_vaults(tmp_path, monkeypatch):
+    """No test may walk up into a real vault: discovery stops at the test's temp folder."""
+    monkeypatch.setenv("VAULT_TOOLS_CEILING", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+
+
+def make_vault(root: Path) -> Path:
+    (root / ".obsidian").mkdir(parents=True)
+    init_vault(root, TZ)
+    return root
+
+
+@pytest.fixture
+def vault(tmp_path) -> Path:
+    return make_vault(tmp_path / "vault")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys, vault):
+    """Run the command line in-process against the `vault` fixture."""
+
+    def invoke(*args: str, root: Path | None = None) -> Result:
+        capsys.readouterr()
+        code = run([*args, "--vault", str(root or vault)])
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return invoke
+
+
+def vt(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 60) -> Result:
+    """Run the real `python -m vault_tools` in a subprocess."""
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    done = subprocess.run([sys.executable, "-m", "vault_tools", *args], cwd=cwd, input=stdin,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file's bytes (lock files aside): compare before and after to prove nothing was written."""
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith(".lock")}
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))
+    return path

@@ -1,0 +1,146 @@
+"""Every input a user can get wrong: a clear message naming the file, a non-zero exit, nothing written."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .conftest import snapshot, write
+
+RULING = "Every article footer carries the newsletter link and the author bio."
+FM = "---\ntype: decision\nid: D-0002\nstatus: ruled\ntopics: [x-y]\nsummary: A summary that is long enough.\n" \
+     "ruled_at: 2026-07-17T08:30:00\nruled_by: owner\n"
+
+BAD_NOTES = {
+    "malformed-yaml": (FM.replace("topics: [x-y]", "topics: [x-y") + "---\n", "invalid YAML", ":5:"),
+    "frontmatter-list": ("---\n- type: decision\n- id: D-0002\n---\n", "not a mapping", ":2:"),
+    "frontmatter-scalar": ("---\n\"type: decision\"\n---\n", "not a mapping", ":2:"),
+    "unknown-status": (FM.replace("status: ruled", "status: accepted") + "---\n", "unknown status 'accepted'", ":4:"),
+    "non-kebab-topic": (FM.replace("topics: [x-y]", "topics: [Article Footer]") + "---\n", "kebab-case", ":5:"),
+    "short-summary": (FM.replace("A summary that is long enough.", "Too short") + "---\n", "at least 20", ":6:"),
+    "yaml-tag": (FM + "x: !!python/object/apply:os.system [ls]\n---\n", "YAML tag", ":9:"),
+    "alias-bomb": (FM + "a: &a [lol, lol, lol]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n---\n", "anchors", ":9:"),
+}
+
+
+@pytest.fixture
+def settled(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
+    return vault
+
+
+def assert_refused_untouched(cli, vault, message, where, code=3):
+    before = snapshot(vault)
+    result = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion")
+    assert result.code == code, result
+    first = result.err.splitlines()[0]
+    assert message in first and where in first, first
+    assert snapshot(vault) == before
+
+
+@pytest.mark.parametrize("name", BAD_NOTES)
+def test_bad_decision_note_blocks_writes_and_names_file_and_line(cli, settled, name):
+    text, message, line = BAD_NOTES[name]
+    write(settled / "Decisions" / "D-0002 Bad.md", text)
+    assert_refused_untouched(cli, settled, message, "Decisions/D-0002 Bad.md" + line)
+    shown = cli("show", "D-0002")
+    assert shown.code == 3 and "D-0002 Bad.md" in shown.err
+
+
+def test_duplicate_ids(cli, settled):
+    original = next((settled / "Decisions").iterdir())
+    write(settled / "Decisions" / "Copy.md", original.read_text())
+    assert_refused_untouched(cli, settled, "id D-0001 is used by 2 notes", "Decisions/")
+
+
+def test_supersedes_cycle(cli, settled):
+    link = lambda target: f'supersedes: ["[[{target}]]"]\nreason: Because the owner said so in a chat.\n'
+    write(settled / "Decisions" / "D-0002 A.md", FM + link("D-0003 B") + "---\n")
+    write(settled / "Decisions" / "D-0003 B.md", FM.replace("D-0002", "D-0003") + link("D-0002 A") + "---\n")
+    assert_refused_untouched(cli, settled, "cycle: D-0002 -> D-0003 -> D-0002", "Decisions/D-0002 A.md:9")
+
+
+def test_non_utf8_note(cli, settled):
+    (settled / "Decisions" / "D-0002 Latin.md").write_bytes(FM.replace("A summary", "Caf\xe9 summary").encode("latin-1") + b"---\n")
+    assert_refused_untouched(cli, settled, "not UTF-8", "Decisions/D-0002 Latin.md:6")
+
+
+def test_huge_note(cli, settled):
+    with open(settled / "Decisions" / "D-0002 Huge.md", "w") as handle:
+        handle.write(FM + "---\n")
+        handle.write(("x" * 1023 + "\n") * 50 * 1024)
+    assert_refused_untouched(cli, settled, "over the 5,242,880-byte limit", "Decisions/D-0002 Huge.md")
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks on this platform")
+def test_symlink_to_outside_the_vault(cli, settled, tmp_path):
+    outside = write(tmp_path / "outside" / "secret.md", FM + "---\n")
+    (settled / "Decisions" / "D-0002 Link.md").symlink_to(outside)
+    assert_refused_untouched(cli, settled, "outside the vault", "Decisions/D-0002 Link.md")
+    assert outside.read_text() == FM + "---\n"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["ask", "Too short?", "--topic", "a-b"], "summary must be at least 20 characters"),
+    (["ask", "What should article footers contain?", "--topic", "Article Footer"], "not a kebab-case key"),
+    (["ask", "What should article footers contain?", "--topic", "a-b", "--due", "next week"], "--due must be a date"),
+    (["ask", "What should article footers contain?", "--topic", "a-b", "--reask-reason", "meh"], "at least 20"),
+    (["show", "../../etc/passwd"], "is not a decision id"),
+    (["rule", "--topic", "a-b", "--summary", RULING, "--supersedes", "D-0001"], "needs --reason"),
+    (["list", "--status", "accepted"], "unknown status 'accepted'"),
+])
+def test_bad_arguments_exit_2(cli, settled, args, message):
+    before = snapshot(settled)
+    result = cli(*args)
+    assert result.code == 2 and message in result.err, result
+    assert snapshot(settled) == before
+
+
+@pytest.mark.parametrize("args,message", [
+    (["rule", "--topic", "a-b", "--summary", RULING, "--supersedes", "D-0099",
+      "--reason", "The owner changed the policy last week."], "no decision note has id D-0099"),
+    (["show", "D-0042"], "no decision note has id D-0042"),
+    (["retract", "D-0042", "--reason", "The owner changed the policy last week."], "no decision note has id D-0042"),
+])
+def test_missing_ids_are_refused(cli, settled, args, message):
+    before = snapshot(settled)
+    result = cli(*args)
+    assert result.code == 1 and message in result.err, result
+    assert snapshot(settled) == before
+
+
+def test_only_a_current_ruling_can_be_superseded(cli, settled):
+    reason = "The owner changed the policy last week."
+    assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+               "--supersedes", "D-0001", "--reason", reason).code == 0
+    before = snapshot(settled)
+    result = cli("rule", "--topic", "article-footer", "--summary", "Footers carry nothing at all from today.",
+                 "--supersedes", "D-0001", "--reason", reason)
+    assert result.code == 1 and "D-0001 is superseded" in result.err
+    assert snapshot(settled) == before
+
+
+def test_typed_text_cannot_escape_the_vault(cli, vault, tmp_path):
+    result = cli("ask", "../../../outside/evil: is this a path? <script>", "--topic", "a-b")
+    assert result.code == 0, result.err
+    created = [p for p in tmp_path.rglob("*.md")]
+    assert len(created) == 1 and created[0].parent == vault / "Decisions"
+
+
+def test_bad_config_is_exit_2(cli, vault):
+    (vault / ".vault-tools" / "config.yaml").write_text("timezone: UTC\nsettle_secs: 5\n")
+    result = cli("list")
+    assert result.code == 2 and ".vault-tools/config.yaml:2: unknown key 'settle_secs'" in result.err
+
+
+def test_no_vault_found(tmp_path):
+    from .conftest import vt
+    result = vt("list", cwd=tmp_path)
+    assert result.code == 2 and "no vault found" in result.err
+
+
+def test_torn_ledger_is_exit_3_and_never_repaired(cli, settled):
+    ledger = settled / ".vault-tools" / "ledger.jsonl"
+    with open(ledger, "ab") as handle:
+        handle.write(b'{"event":"ask')
+    assert_refused_untouched(cli, settled, "torn last line", ".vault-tools/ledger.jsonl:3")

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vault_tools import notes
+from vault_tools.errors import InconsistentVault
+from vault_tools.ledger import Event, Ledger, parse_ledger, seal_hash
+from vault_tools.model import LinkResolver, build_decision
+
+from .conftest import write
+
+TZ = ZoneInfo("Asia/Tokyo")
+
+event_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+events = st.builds(
+    Event, event=st.sampled_from(["asked", "ruled", "sealed", "superseded"]),
+    id=st.integers(1, 9999).map(lambda n: f"D-{n:04d}"), at=st.just("2026-11-29T12:00:00Z"),
+    actor=event_text, path=event_text, text=st.one_of(st.none(), event_text),
+    reason=st.one_of(st.none(), event_text), supersedes=st.lists(st.just("D-0001"), max_size=2).map(tuple))
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(batch=st.lists(events, max_size=8))
+def test_appended_events_read_back_equal(tmp_path, batch):
+    ledger = Ledger(tmp_path / f"l{abs(hash(tuple(batch)))}")
+    ledger.path.parent.mkdir(exist_ok=True)
+    ledger.path.unlink(missing_ok=True)
+    with ledger.locked():
+        ledger.append(batch)
+    assert ledger.read() == batch
+
+
+def test_torn_last_line_is_reported_and_blocks_appends(tmp_path):
+    ledger = Ledger(tmp_path)
+    event = Event("asked", "D-0001", "2026-11-29T12:00:00Z", "agent", "Decisions/D-0001 x.md")
+    with ledger.locked():
+        ledger.append([event])
+    with open(ledger.path, "ab") as handle:
+        handle.write(b'{"actor":"agent","at":"2026-')
+    before = ledger.path.read_bytes()
+    with pytest.raises(InconsistentVault, match="torn last line") as caught:
+        ledger.read()
+    assert caught.value.line == 2
+    with pytest.raises(InconsistentVault), ledger.locked():
+        ledger.append([event])
+    assert ledger.path.read_bytes() == before  # never repaired by rewriting
+
+
+def test_a_changed_line_fails_its_checksum():
+    good = Event("asked", "D-0001", "2026-11-29T12:00:00Z", "agent", "p.md")
+    from vault_tools.ledger import event_line
+    line = event_line(good).replace("agent", "owner")
+    with pytest.raises(InconsistentVault, match="checksum") as caught:
+        parse_ledger(event_line(good) + line, "ledger.jsonl")
+    assert caught.value.line == 2
+
+
+# -- seal hash: what is and is not an edit ---------------------------------------------
+
+SEALED = """---
+type: decision
+id: D-0002
+status: ruled
+topics: [article-footer, promotion]
+summary: Footers carry only the author bio, no promotion.
+ruled_at: 2026-07-17T08:30:00
+ruled_by: owner
+supersedes: ["[[D-0001 Old footer rule]]"]
+tags: [publishing]
+---
+## Ruling
+Only the bio.
+"""
+
+
+def hash_of(text: str, *, old_title: str = "D-0001 Old footer rule", tmp: Path) -> str:
+    path = write(tmp / "D-0002 New.md", text)
+    note = notes.read_note(path)
+    decision, problems = build_decision(note.data, path="D-0002 New.md", body=note.body, key_lines=note.key_lines)
+    old, _ = build_decision({"type": "decision", "id": "D-0001", "status": "superseded", "topics": ["a"],
+                             "summary": "x" * 20, "ruled_at": "2026-01-01", "superseded_by": "[[D-0002 New]]",
+                             "reason": "y" * 20}, path=f"Decisions/{old_title}.md")
+    return seal_hash(decision, LinkResolver([decision, old]), TZ)
+
+
+@pytest.mark.parametrize("variant", [
+    SEALED.replace("status: ruled", "status: 'ruled'").replace("ruled_by: owner", 'ruled_by: "owner"'),
+    SEALED.replace("topics: [article-footer, promotion]", "topics:\n  - article-footer\n  - promotion"),
+    SEALED.replace("ruled_by: owner\n", "").replace("type: decision\n", "type: decision\nruled_by: owner\n"),
+    SEALED.replace("\n", "\r\n"),
+    SEALED.replace("tags: [publishing]", "tags: [publishing, new-tag]\nmodified: 2026-11-29"),
+    SEALED.replace("ruled_at: 2026-07-17T08:30:00", "ruled_at: 2026-07-16T23:30:00Z"),
+], ids=["requoted", "block-list", "reordered", "crlf", "owner-properties", "same-instant-utc"])
+def test_seal_hash_ignores_what_is_not_an_edit(tmp_path, variant):
+    assert hash_of(variant, tmp=tmp_path) == hash_of(SEALED, tmp=tmp_path)
+
+
+def test_seal_hash_follows_a_renamed_linked_note(tmp_path):
+    renamed = SEALED.replace("[[D-0001 Old footer rule]]", "[[D-0001 Footer rule, renamed]]")
+    assert hash_of(renamed, old_title="D-0001 Footer rule, renamed", tmp=tmp_path) == hash_of(SEALED, tmp=tmp_path)
+
+
+@pytest.mark.parametrize("edit", [
+    ("Only the bio.", "Only the bio, and a newsletter link."),
+    ("summary: Footers carry only the author bio, no promotion.", "summary: Footers carry the bio and a promotion."),
+    ("topics: [article-footer, promotion]", "topics: [article-footer]"),
+    ("ruled_at: 2026-07-17T08:30:00", "ruled_at: 2026-07-18T08:30:00"),
+], ids=["body", "summary", "topics", "ruled_at"])
+def test_seal_hash_changes_with_meaning(tmp_path, edit):
+    assert hash_of(SEALED.replace(*edit), tmp=tmp_path) != hash_of(SEALED, tmp=tmp_path)

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import pytest
+
+from vault_tools.model import Status, build_decision, link_target, near_field_name, note_title, topics_match
+
+
+@pytest.mark.parametrize("a,b", [
+    ("article-footer", "article-footers"), ("article-footer", "footer-article"),
+    ("article-footer", "artcle-footer"), ("category", "categories"), ("reply-policy", "replies-policy"),
+])
+def test_near_identical_topics_match(a, b):
+    assert topics_match(a, b) and topics_match(b, a)
+
+
+@pytest.mark.parametrize("a,b", [("article-footer", "article-header"), ("seo", "sea"), ("pricing", "privacy"), ("topic-a", "topic-b"), ("plan-2025", "plan-2026")])
+def test_different_topics_do_not_match(a, b):
+    assert not topics_match(a, b)
+
+
+def test_link_targets():
+    assert link_target("[[Decisions/D-0003 Old rule#Ruling|old]]") == "D-0003 Old rule"
+    assert link_target("D-0003") == "D-0003"
+    assert link_target("[[D-0003 Old rule.md]]") == "D-0003 Old rule"
+
+
+@pytest.mark.parametrize("summary", ['../../etc/passwd: "x" <y> | z? #1 ^b [c]', "..", "a" * 300, "CON\\*"])
+def test_file_names_are_safe_everywhere(summary):
+    title = note_title("D-0001", summary)
+    assert title.startswith("D-0001")
+    assert not set(title) & set('*"\\/<>:|?#^[]')
+    assert len(title) <= 7 + 60
+
+
+def test_typo_fields_are_recognised():
+    assert near_field_name("supercedes") == "supersedes"
+    assert near_field_name("ruledAt") == "ruled_at"
+    assert near_field_name("tags") is None and near_field_name("status") is None
+
+
+def test_validation_names_each_problem():
+    decision, problems = build_decision(
+        {"type": "decision", "id": "D-0001", "status": "ruled", "topics": ["Article Footer"], "summary": "short"},
+        path="x.md", key_lines={"topics": 5, "summary": 6})
+    found = {(p.field, p.line) for p in problems}
+    assert ("topics", 5) in found and ("summary", 6) in found and ("ruled_at", None) in found
+    assert decision is not None and decision.status is Status.RULED
+
+
+def test_unknown_status_gives_no_decision():
+    decision, problems = build_decision({"type": "decision", "id": "D-0001", "status": "accepted",
+                                         "topics": ["a"], "summary": "x" * 20}, path="x.md")
+    assert decision is None and "unknown status 'accepted'" in problems[0].message

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it.utils import read_fixture_file
+
+from vault_tools import notes
+from vault_tools.errors import NoteError
+
+from .conftest import write
+
+SUPERSEDE = {"status": "superseded", "superseded_by": "[[D-0009 New footer rule]]",
+             "reason": "Promotion ban decided for all articles"}
+CASES = read_fixture_file(Path(__file__).parent / "data" / "supersede_edits.md")
+
+
+@pytest.mark.parametrize("line,title,before,after", CASES, ids=[case[1] for case in CASES])
+def test_marking_superseded_changes_only_those_fields(tmp_path, line, title, before, after):
+    path = write(tmp_path / "note.md", before)
+    note = notes.read_note(path)
+    assert notes.with_fields(note, SUPERSEDE) == after
+
+
+def test_crlf_and_bom_are_kept_and_new_lines_use_crlf(tmp_path):
+    text = "---\r\ntype: decision\r\nid: D-0001\r\nstatus: ruled\r\n---\r\nBody\r\n"
+    path = tmp_path / "note.md"
+    path.write_bytes(notes.BOM.encode() + text.encode())
+    note = notes.read_note(path)
+    assert note.bom and note.newline == "\r\n"
+    notes.write_note(note, notes.with_fields(note, {"status": "superseded", "reason": "x" * 25}))
+    assert path.read_bytes() == (notes.BOM + "---\r\ntype: decision\r\nid: D-0001\r\nstatus: superseded\r\n"
+                                 "reason: " + "x" * 25 + "\r\n---\r\nBody\r\n").encode()
+
+
+def test_unchanged_note_writes_back_identical_bytes(tmp_path):
+    text = "---\ntype: decision\nid: D-0001  # x\ntopics: [a]\n---\nBody\n"
+    path = write(tmp_path / "n.md", text)
+    note = notes.read_note(path)
+    assert notes.with_fields(note, {}) == text
+
+
+def test_atomic_write_leaves_no_temp_file(tmp_path):
+    path = write(tmp_path / "n.md", "---\nid: D-0001\n---\n")
+    note = notes.read_note(path)
+    notes.write_note(note, notes.with_fields(note, {"status": "open"}))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n.md"]
+
+
+def test_create_never_overwrites(tmp_path):
+    path = write(tmp_path / "n.md", "owner's text")
+    with pytest.raises(NoteError, match="already exists"):
+        notes.create_note(path, "new")
+    assert path.read_text() == "owner's text"
+
+
+@pytest.mark.parametrize("frontmatter,message,line", [
+    ("type: decision\nid: [D-0001\n", "invalid YAML", 3),
+    ("type: decision\nx: !!python/object:os.system ls\n", "YAML tag", 3),
+    ("type: decision\na: &a [1, 2]\nb: [*a, *a]\n", "anchors and aliases", 3),
+    ("type: decision\ntype: decision\n", "invalid YAML", 3),
+])
+def test_bad_frontmatter_is_reported_with_file_and_line(tmp_path, frontmatter, message, line):
+    path = write(tmp_path / "n.md", f"---\n{frontmatter}---\nbody\n")
+    with pytest.raises(NoteError, match=message) as caught:
+        notes.read_note(path)
+    assert caught.value.path == str(path) and caught.value.line == line
+
+
+def test_split_finds_frontmatter_as_obsidian_does():
+    assert notes.split("---\na: 1\n---\nbody") == ("a: 1\n", "body", 13)
+    assert notes.split("---\n---\nbody")[0] == ""
+    assert notes.split("text\n---\na: 1\n---\n")[0] is None  # not on line 1
+    assert notes.split("---\na: 1\nno closing fence\n")[0] is None
+    assert notes.split("---\r\na: 1\r\n---\r\nbody")[:2] == ("a: 1\r\n", "body")
+
+
+# -- property: reading then writing an unchanged note changes no byte ---------------
+
+scalar = st.one_of(
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=30),
+    st.integers(), st.booleans(), st.dates().map(str))
+key = st.from_regex(r"[a-z][a-z_]{0,12}", fullmatch=True)
+value_text = st.one_of(
+    scalar.map(lambda v: __import__("json").dumps(v, ensure_ascii=False)),
+    st.lists(st.from_regex(r"[a-z0-9]+(-[a-z0-9]+)?", fullmatch=True), max_size=3).map(
+        lambda items: "[" + ", ".join(items) + "]"),
+    st.sampled_from(["", "null", "'single quoted'", "plain text with: colon-free words".replace(":", ""),
+                     "2026-07-17T08:30:00", "\n  - a\n  - b"]),
+)
+body = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(pairs=st.dictionaries(key, value_text, min_size=1, max_size=6), body=body,
+       newline=st.sampled_from(["\n", "\r\n"]), bom=st.booleans(), comment=st.booleans())
+def test_round_trip_of_an_unchanged_note_is_byte_identical(tmp_path, pairs, body, newline, bom, comment):
+    lines = [f"{k}: {v}" for k, v in pairs.items()]
+    if comment:
+        lines.insert(1, "# the owner's comment")
+    text = "---" + newline + newline.join(lines) + newline + "---" + newline + body
+    raw = notes.encode(text, bom=bom)
+    path = tmp_path / "n.md"
+    path.write_bytes(raw)
+    note = notes.read_note(path)
+    notes.write_note(note, notes.with_fields(note, {}))
+    assert path.read_bytes() == raw
+    # And changing one field changes only that field's line.
+    notes.write_note(note, notes.with_fields(note, {"status": "superseded"}))
+    after = notes.read_note(path)
+    assert after.body == note.body
+    assert {k: v for k, v in after.data.items() if k != "status"} == {k: v for k, v in note.data.items() if k != "status"}
