@@ -1,6 +1,7 @@
 """Shared fixtures: real temp vaults, the CLI in-process and as a subprocess."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -72,3 +73,17 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(text.encode("utf-8"))
     return path
+
+
+def decision(root: Path, number: int, status: str = "ruled", topics: tuple[str, ...] = ("article-footer",),
+             summary: str | None = None, title: str | None = None, **fields: str) -> Path:
+    """Write a decision note by hand, as the owner would in Obsidian."""
+    decision_id = f"D-{number:04d}"
+    lines = ["---", "type: decision", f"id: {decision_id}", f"status: {status}",
+             "topics: [" + ", ".join(topics) + "]", "summary: " + json.dumps(summary or f"Summary of decision number {number}.")]
+    if status != "open":
+        fields.setdefault("ruled_at", f"2026-{1 + number // 28 % 12:02d}-{1 + number % 28:02d}T09:00:00")
+        fields.setdefault("ruled_by", "owner")
+    lines += [f"{key}: {value}" for key, value in fields.items()]
+    lines += ["---", f"## Body of {decision_id}", ""]
+    return write(root / "Decisions" / f"{title or decision_id + ' Note'}.md", "\n".join(lines))

@@ -275,6 +275,59 @@ def _lookup_json(item: Lookup) -> dict[str, Any]:
     return data
 
 
+TodayOption = Annotated[Optional[str], typer.Option(
+    "--today", help="Compute ages and due dates against this date (default: today in the vault's time zone).")]
+
+
+def _today(value: str | None) -> dt.date | None:
+    from .service import parse_day
+    return parse_day("--today", value)
+
+
+@app.command()
+def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if a page is stale.")] = False,
+          today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Regenerate the pinned pages (open questions, decisions log, archive)."""
+    service = _service(vault)
+    result = service.build(_today(today), check=check)
+    pages = result.pages
+    if json_:
+        _json({"written": result.written, "stale": result.stale, "over_budget": pages.over_budget,
+               **_budget_json(pages)})
+    else:
+        for path in result.stale:
+            _out(f"{'stale' if check else 'wrote'} {path}")
+    if check and result.stale:
+        stderr.print(f"error: {len(result.stale)} pinned page(s) are stale: {', '.join(result.stale)}; "
+                     "run `vault-tools build`", style="red", markup=False)
+        raise typer.Exit(1)
+    if pages.over_budget:
+        stderr.print(f"error: {pages.budget_message()}", style="red", markup=False)
+        raise typer.Exit(1)
+
+
+def _budget_json(pages: Any) -> dict[str, Any]:
+    return {"budget": {"lines": pages.settings.budget_lines, "bytes": pages.settings.budget_bytes,
+                       "used_lines": pages.used_lines, "used_bytes": pages.used_bytes,
+                       "rulings_shown": pages.rulings_shown, "rulings_left_out": pages.rulings_left_out}}
+
+
+@app.command()
+def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """What an agent loads at session start: the open questions and the decisions log."""
+    from .pages import DECISIONS_LOG, OPEN_QUESTIONS
+    service = _service(vault)
+    pages = service.pages(_today(today))
+    if json_:
+        _json({"open_questions": [decision_json(d) for d in pages.open_questions],
+               "rulings": [decision_json(d) for d in pages.current[:pages.rulings_shown]],
+               **_budget_json(pages)})
+    else:
+        typer.echo(pages.texts[OPEN_QUESTIONS] + "\n" + pages.texts[DECISIONS_LOG], nl=False)
+    if pages.over_budget:
+        stderr.print(f"warning: {pages.budget_message()}", markup=False)
+
+
 @app.command()
 def version() -> None:
     """Print the version."""

@@ -159,7 +159,8 @@ def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]
                                                       or mark.line >= frontmatter.count("\n"))
         if left_open:
             mark = exc.context_mark  # an unclosed bracket or quote: point at where it opened
-        line = mark.line + 2 if mark is not None else None
+        last_line = max(frontmatter.count("\n") - 1, 0)
+        line = min(mark.line, last_line) + 2 if mark is not None else None
         problem = (exc.problem or exc.context or "invalid YAML").strip()
         raise NoteError(f"invalid YAML in frontmatter: {problem}", path=str(path), line=line) from None
     except YAMLError as exc:

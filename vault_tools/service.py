@@ -20,6 +20,7 @@ from .model import (
     format_id, id_number, local_date, make_link, newest_first_key, note_title, supersedes_cycle,
     topics_match, transition_problem,
 )
+from .pages import PAGE_NAMES, PageProblem, Pages, Settings, build_pages
 from .vault import STATE_DIR, Vault, VaultState, machine_timezone
 
 Clock = Callable[[], dt.datetime]
@@ -29,6 +30,13 @@ STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
 def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass
+class BuildResult:
+    pages: Pages
+    written: list[str] = field(default_factory=list)  # vault-relative paths
+    stale: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -214,6 +222,44 @@ class Service:
             chain.append(by_id[target])
             todo.extend(by_id[target].supersedes)
         return sorted(chain, key=lambda d: newest_first_key(d, self.tz), reverse=True)
+
+    # pinned pages
+
+    def page_path(self, name: str) -> Path:
+        return self.vault.root / self.config.pinned_folder / f"{name}.md"
+
+    def page_problems(self, state: VaultState) -> list[PageProblem]:
+        found = [PageProblem(e.path or "?", e.line, e.message) for e in state.broken]
+        for path, problems in state.problems.items():
+            found += [PageProblem(path, p.line, str(p)) for p in problems
+                      if not (p.field in STAMPED_FIELDS and p.message.startswith("is required"))]
+        return found
+
+    def pages(self, today: dt.date | None = None, state: VaultState | None = None) -> Pages:
+        state = state or self.state()
+        settings = Settings(self.config.budget_lines, self.config.budget_bytes, self.config.stale_after_days,
+                            self.config.recent_days, self.config.reminder_days)
+        return build_pages(state.decisions, state.resolver(), today or self.today(), self.tz, settings,
+                           self.page_problems(state))
+
+    def build(self, today: dt.date | None = None, *, check: bool = False) -> BuildResult:
+        """Write the pages whose bytes changed (or, with `check`, only say which are stale)."""
+        result = BuildResult(self.pages(today))
+        for name in PAGE_NAMES:
+            path = self.page_path(name)
+            data = result.pages.texts[name].encode("utf-8")
+            try:
+                current = path.read_bytes()
+            except FileNotFoundError:
+                current = None
+            if current == data:
+                continue
+            rel = self.vault.relative(path)
+            result.stale.append(rel)
+            if not check:
+                notes.write_atomic(path, data)
+                result.written.append(rel)
+        return result
 
     # writing: shared steps
 

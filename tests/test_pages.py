@@ -1,0 +1,158 @@
+"""Pinned pages built from real temp vaults through the real CLI."""
+from __future__ import annotations
+
+import json
+import re
+
+from .conftest import decision, snapshot
+
+TODAY = "2026-11-29"
+
+
+def page(vault, name):
+    return (vault / "Pinned" / f"{name}.md").read_text(encoding="utf-8")
+
+
+def build(cli, *args):
+    return cli("build", "--today", TODAY, *args)
+
+
+def test_open_questions_order_overdue_due_soon_stale_and_reasks(cli, vault):
+    decision(vault, 1, "open", ("a-topic",), "Oldest question, asked in October?", asked_at="2026-10-31T10:00:00")
+    decision(vault, 2, "open", ("b-topic",), "Due tomorrow, asked yesterday?", asked_at="2026-11-28T10:00:00",
+             due="2026-11-30")
+    decision(vault, 3, "open", ("c-topic",), "Overdue since last week, asked recently?", asked_at="2026-11-20T10:00:00",
+             due="2026-11-22")
+    decision(vault, 4, "open", ("d-topic",), "Newest question, asked this morning?", asked_at="2026-11-29T08:00:00",
+             reask_reason="The printer changed its prices in November.")
+    assert build(cli).code == 0
+    text = page(vault, "Open questions")
+    order = re.findall(r"\|(D-\d+)\]\]", text)
+    assert order == ["D-0003", "D-0002", "D-0001", "D-0004"]
+    assert "4 open questions, 1 overdue, 1 due soon, 1 stale." in text
+    assert "due 2026-11-22 (7 days overdue)" in text and "due 2026-11-30 (in 1 day)" in text
+    assert "asked 2026-10-31 (29 days ago) by" not in text  # no asked_by on these notes
+    assert "asked 2026-10-31 (29 days ago) · **stale** (open over 14 days)" in text
+    assert "  - asked again because: The printer changed its prices in November." in text
+
+
+def test_log_groups_by_first_topic_newest_first_and_flags_revisit(cli, vault):
+    decision(vault, 1, topics=("footer", "promotion"), summary="Older footer ruling from January.",
+             ruled_at="2026-01-05T09:00:00")
+    decision(vault, 2, topics=("footer",), summary="Newer footer ruling from March.", ruled_at="2026-03-05T09:00:00",
+             revisit_by="2026-11-01")
+    decision(vault, 3, topics=("pricing",), summary="Pricing ruling from February.", ruled_at="2026-02-05T09:00:00")
+    assert build(cli).code == 0
+    text = page(vault, "Decisions log")
+    footer = text.index("## footer")
+    pricing = text.index("## pricing")
+    assert footer < text.index("D-0002 Note|D-0002") < text.index("D-0001 Note|D-0001") < pricing
+    assert "(also: `promotion`)" in text and text.count("|D-0001]]") == 1
+    assert "**revisit by 2026-11-01 has passed**" in text
+    assert "3 current rulings" in text
+
+
+def test_superseded_chain_on_log_and_archive(cli, vault):
+    reason = "reason: Readers complained about sign-off delays in November."
+    decision(vault, 1, "superseded", ("reply-signoff",), "Yes: private replies need the owner's sign-off.",
+             ruled_at="2026-06-01T09:00:00", superseded_by='"[[D-0002 Note]]"', reason="Sign-off slowed replies down too much.")
+    decision(vault, 2, "superseded", ("reply-signoff",), "No: private replies go out without sign-off.",
+             ruled_at="2026-09-01T09:00:00", supersedes='["[[D-0001 Note]]"]', superseded_by='"[[D-0003 Note]]"',
+             reason="Readers complained about sign-off delays in November.")
+    decision(vault, 3, "ruled", ("reply-signoff",), "Yes again: sign-off is back for private replies.",
+             ruled_at="2026-11-20T09:00:00", supersedes='["[[D-0002 Note]]"]', reason=reason.split(": ", 1)[1])
+    assert build(cli).code == 0
+    log = page(vault, "Decisions log")
+    assert ("[[D-0002 Note|D-0002]] superseded by [[D-0003 Note|D-0003]] on 2026-11-20 because Readers complained "
+            "about sign-off delays in November.") in log
+    assert "[[D-0001 Note|D-0001]] superseded" not in log  # older than recent_days
+    archive = page(vault, "Decisions archive")
+    assert 'D0001["D-0001 · 2026-06-01"] -->|superseded by| D0002["D-0002 · 2026-09-01"]' in archive
+    assert 'D0002["D-0002 · 2026-09-01"] -->|superseded by| D0003["D-0003 · 2026-11-20"]' in archive
+    assert "## Superseded (2)" in archive
+
+
+def test_proposed_revisions_have_their_own_section(cli, vault):
+    decision(vault, 1, topics=("footer",), summary="Footers carry the newsletter link.")
+    decision(vault, 2, "open", ("footer",), "Proposed revision of D-0001 typed in place.", asked_at="2026-11-28T10:00:00",
+             supersedes='["[[D-0001 Note]]"]')
+    assert build(cli).code == 0
+    text = page(vault, "Open questions")
+    section = text[text.index("## Proposed revisions"):]
+    assert "[[D-0002 Note|D-0002]]" in section and "would replace [[D-0001 Note|D-0001]]" in section
+    assert "## Open\n" not in text
+
+
+def test_six_hundred_rulings_fit_the_budget_and_the_rest_is_archived(cli, vault):
+    for number in range(1, 601):
+        decision(vault, number, topics=(f"topic-{number % 40}",),
+                 summary=f"Ruling number {number} says something long enough to matter here.")
+    assert build(cli).code == 0
+    loaded = page(vault, "Open questions") + page(vault, "Decisions log")
+    assert loaded.count("\n") <= 200 and len(loaded.encode()) <= 25000
+    log, archive = page(vault, "Decisions log"), page(vault, "Decisions archive")
+    shown = set(re.findall(r"\|(D-\d+)\]\]", log))
+    kept = set(re.findall(r"\|(D-\d+)\]\]", archive))
+    left_out = 600 - len(shown)
+    assert left_out > 0 and shown | kept == {f"D-{n:04d}" for n in range(1, 601)} and not shown & kept
+    assert f"{left_out} older rulings not listed here (load budget): see [[Decisions archive]]." in log
+    assert f"## Current rulings left off the log ({left_out})" in archive
+    budget = json.loads(cli("context", "--today", TODAY, "--json").out)["budget"]
+    assert budget["rulings_left_out"] == left_out and budget["used_lines"] <= 200
+    # The oldest are cut first.
+    dates = lambda text: re.findall(r"\]\] (2026-\d\d-\d\d) ", text)  # noqa: E731
+    assert min(dates(log)) >= max(dates(archive[archive.index("## Current"):archive.index("## Superseded")]))
+
+
+def test_open_questions_over_budget_are_never_cut(cli, vault):
+    for number in range(1, 251):
+        decision(vault, number, "open", (f"topic-{number}",), f"Open question number {number}, still unanswered?",
+                 asked_at="2026-11-01T10:00:00")
+    result = build(cli)
+    assert result.code == 1 and "open-question backlog is over budget" in result.err
+    assert len(re.findall(r"\|D-\d+\]\]", page(vault, "Open questions"))) == 250
+
+
+def test_second_build_writes_nothing_and_check_finds_no_stale_page(cli, vault):
+    decision(vault, 1)
+    first = build(cli)
+    assert first.code == 0 and first.out.count("wrote") == 3
+    before = snapshot(vault)
+    second = build(cli)
+    assert second.code == 0 and second.out == ""
+    assert snapshot(vault) == before
+    assert build(cli, "--check").code == 0
+    decision(vault, 2)
+    stale = build(cli, "--check")
+    assert stale.code == 1 and "Pinned/Decisions log.md" in stale.err
+    assert snapshot(vault) == {**before, "Decisions/D-0002 Note.md": (vault / "Decisions/D-0002 Note.md").read_bytes()}
+
+
+def test_injection_like_summaries_stay_text(cli, vault):
+    evil = "Use [[Secret note]] | #tag <script>x</script> %% hidden and $math$ ==hl== `code`"
+    decision(vault, 1, topics=("footer",), summary=evil)
+    assert build(cli).code == 0
+    text = page(vault, "Decisions log")
+    line = next(line for line in text.splitlines() if "D-0001" in line)
+    assert "[[Secret note]]" not in line and "<script>" not in line and " #tag" not in line and "%%" not in line
+    assert r"\[\[Secret note\]\] \| \#tag \<script\>" in line
+    # Only the one real link to the note itself.
+    assert re.findall(r"(?<!\\)\[\[", line) == ["[["]
+
+
+def test_broken_notes_are_listed_as_problems(cli, vault):
+    decision(vault, 1)
+    (vault / "Decisions" / "D-0002 Bad.md").write_text("---\ntype: decision\nid: D-0002\nstatus: [\n---\n")
+    assert build(cli).code == 0
+    assert "## Problems" in page(vault, "Open questions") and "D-0002 Bad.md:4" in page(vault, "Open questions")
+
+
+def test_context_prints_what_the_agent_loads(cli, vault):
+    decision(vault, 1, topics=("footer",), summary="Footers carry the newsletter link.")
+    decision(vault, 2, "open", ("pricing",), "What should the spring sale price be?", asked_at="2026-11-28T10:00:00")
+    build(cli)
+    out = cli("context", "--today", TODAY).out
+    assert out == page(vault, "Open questions") + "\n" + page(vault, "Decisions log")
+    data = json.loads(cli("context", "--today", TODAY, "--json").out)
+    assert [q["id"] for q in data["open_questions"]] == ["D-0002"]
+    assert [r["id"] for r in data["rulings"]] == ["D-0001"]
