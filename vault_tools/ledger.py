@@ -172,7 +172,7 @@ class History:
     def seal(self) -> Event | None:
         """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit)."""
         for event in reversed(self.events):
-            if event.event in ("sealed", "superseded", "retracted") and event.text is not None:
+            if event.event in ("sealed", "superseded", "retracted", "imported") and event.text is not None:
                 return event
         return None
 
@@ -183,6 +183,11 @@ class History:
     @property
     def path(self) -> str | None:
         return self.events[-1].path if self.events else None
+
+
+def seal_text_without_bom(history: History) -> str:
+    seal = history.seal
+    return (seal.text or "").removeprefix("\ufeff") if seal else ""
 
 
 def histories(events: Iterable[Event]) -> dict[str, History]:

@@ -233,6 +233,9 @@ def _key_spans(frontmatter: str, key_lines: Mapping[str, int]) -> dict[str, tupl
     return spans
 
 
+REMOVE = object()  # as a value in `with_fields` changes: delete the property
+
+
 def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
     """The note's text with `changes` applied to its frontmatter, every other byte kept.
 
@@ -249,8 +252,9 @@ def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
     # Replace from the bottom up so earlier line numbers stay valid.
     for name in sorted((n for n in changes if n in spans), key=lambda n: -spans[n][0]):
         start, end = spans[name]
-        lines[start:end] = [render_field(name, changes[name], note.newline)]
-    additions = [render_field(name, value, note.newline) for name, value in changes.items() if name not in spans]
+        lines[start:end] = [] if changes[name] is REMOVE else [render_field(name, changes[name], note.newline)]
+    additions = [render_field(name, value, note.newline) for name, value in changes.items()
+                 if name not in spans and value is not REMOVE]
     frontmatter = "".join(lines) + "".join(additions)
     prefix_end = note.text.index("\n") + 1  # the opening fence, as written
     fence_start = len(note.text) - len(note.body)
@@ -276,7 +280,10 @@ def _verify_edit(before: Note, text: str, changes: Mapping[str, Any]) -> None:
     after = parse_text(text, before.path)
     old, new = _plain(before.data), _plain(after.data)
     for name, value in changes.items():
-        old[name] = _plain(value)
+        if value is REMOVE:
+            old.pop(name, None)
+        else:
+            old[name] = _plain(value)
     if old != new or after.body != before.body:
         raise NoteError("refusing to write: the edit would change more than the fields asked for",
                         path=str(before.path))

@@ -8,13 +8,15 @@ leaves a note the watcher's reconcile recognises and finishes.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from . import notes
-from .errors import InconsistentVault, NoteError, NotFound, Refused, UsageError
-from .ledger import Event, History, histories, seal_hash, utc_stamp
+from .errors import InconsistentVault, NoteError, NotFound, Refused, UsageError, VaultToolsError
+from .ledger import Event, History, histories, normalise_body, seal_hash, seal_text_without_bom, utc_stamp
 from .model import (
     ID_PATTERN, MIN_TEXT, LinkResolver, TOPIC_PATTERN, Decision, Problem, Status, build_decision, duplicate_ids,
     format_id, id_number, local_date, make_link, newest_first_key, note_title, supersedes_cycle,
@@ -30,6 +32,24 @@ STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
 def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing reconciling did or found, for the watcher's log."""
+
+    kind: str  # sealed, superseded, edit-rejected, restore-deferred, recorded, invalid, page-kept, waiting
+    id: str | None
+    path: str | None
+    why: str
+
+
+@dataclass
+class Reconciled:
+    actions: list[Action] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)  # vault-relative paths written
+    settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
+    busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
 
 
 @dataclass
@@ -259,7 +279,251 @@ class Service:
             if not check:
                 notes.write_atomic(path, data)
                 result.written.append(rel)
+        if result.written:
+            self._remember_pages({name: result.pages.texts[name] for name in PAGE_NAMES})
         return result
+
+    def _page_cache(self) -> Path:
+        return self.vault.state_dir / "cache" / "pages.json"
+
+    def _remember_pages(self, texts: dict[str, str]) -> None:
+        digests = {self.vault.relative(self.page_path(name)): _digest(text.encode("utf-8"))
+                   for name, text in texts.items()}
+        notes.write_atomic(self._page_cache(), json.dumps(digests, sort_keys=True).encode())
+
+    def keep_hand_edited_pages(self, today: dt.date | None = None) -> list[Action]:
+        """Copy aside any pinned page someone edited by hand, before it is regenerated."""
+        try:
+            written = json.loads(self._page_cache().read_text())
+        except (OSError, ValueError):
+            written = {}
+        texts = self.pages(today).texts
+        actions = []
+        for name in PAGE_NAMES:
+            path = self.page_path(name)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            rel = self.vault.relative(path)
+            if _digest(data) == written.get(rel) or data == texts[name].encode("utf-8"):
+                continue
+            stamp = self.clock().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
+            kept = self.vault.state_dir / "kept" / f"{name} {stamp}.md"
+            notes.write_atomic(kept, data)
+            actions.append(Action("page-kept", None, rel, f"edited by hand; copy kept in {self.vault.relative(kept)}"))
+        return actions
+
+    # reconciling: what the watcher does at start and after each quiet period
+
+    def reconcile(self, *, quiet_before: float, settle_before: float | None) -> Reconciled:
+        """Bring notes and ledger into agreement, as if every change had been seen live.
+
+        Notes modified after `quiet_before` (epoch seconds) are still being typed
+        and are left for later. Ruled notes unchanged since `settle_before` are
+        sealed; `None` means seal nothing and only say when they will be.
+        Each pass reads the vault afresh and stops at its first write, so every
+        decision is taken on the current state; the passes end when one writes nothing.
+        """
+        result = Reconciled()
+        with self.vault.ledger.locked():
+            for _ in range(MAX_RECONCILE_PASSES):
+                if not self._reconcile_pass(result, quiet_before, settle_before):
+                    break
+        return result
+
+    def _reconcile_pass(self, result: Reconciled, quiet_before: float, settle_before: float | None) -> bool:
+        state = self.state()
+        known = self.histories()
+        result.settle_deadlines.clear()
+        result.busy.clear()
+        reported = {(a.path, a.why) for a in result.actions if a.kind == "invalid"}
+
+        def invalid(decision_id: str | None, path: str | None, why: str) -> None:
+            if (path, why) not in reported:
+                result.actions.append(Action("invalid", decision_id, path, why))
+                reported.add((path, why))
+
+        for error in state.broken:
+            invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
+        for decision in sorted(state.decisions, key=lambda d: d.number):
+            try:
+                mtime = self.vault.path_of(decision).stat().st_mtime
+            except OSError:
+                continue
+            if mtime > quiet_before:
+                result.busy[decision.path] = mtime
+                continue
+            try:
+                if self._reconcile_note(state, decision, known.get(decision.id), mtime, settle_before, result):
+                    return True
+            except VaultToolsError as error:
+                invalid(decision.id, decision.path, str(error.message))
+        return self._finish_supersessions(state, known, result)
+
+    def _reconcile_note(self, state: VaultState, decision: Decision, history: History | None, mtime: float,
+                        settle_before: float | None, result: Reconciled) -> bool:
+        if history is not None and history.seal is not None:
+            return self._check_sealed(state, decision, history, result)
+        if decision.status is Status.RULED:
+            if settle_before is None or mtime > settle_before:
+                result.settle_deadlines[decision.path] = mtime + self.config.settle_seconds
+                return False
+            sealed = self._seal_one(state, decision, history)
+            result.touched.add(sealed.path)
+            result.touched.update(self._targets_paths(state, sealed))
+            result.actions.append(Action("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window"))
+            return True
+        kind = {Status.OPEN: "asked", Status.WITHDRAWN: "withdrawn"}.get(decision.status)
+        if history is None and kind is not None:
+            actor = decision.asked_by or self.config.default_ruler
+            self.vault.ledger.append([self._event(kind, decision, actor, reason=decision.reason)])
+            result.actions.append(Action("recorded", decision.id, decision.path, f"new {decision.status.value} note"))
+            return True
+        if history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
+            if decision.reason is None:
+                raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
+            self.vault.ledger.append([self._event("withdrawn", decision, self.config.default_ruler,
+                                                  reason=decision.reason)])
+            result.actions.append(Action("recorded", decision.id, decision.path, "withdrawn in Obsidian"))
+            return True
+        return False
+
+    def _targets_paths(self, state: VaultState, decision: Decision) -> set[str]:
+        by_id, resolve = state.by_id(), state.resolver()
+        return {by_id[t].path for t in (resolve(link) for link in decision.supersedes) if t in by_id}
+
+    def _check_sealed(self, state: VaultState, decision: Decision, history: History, result: Reconciled) -> bool:
+        seal = history.seal
+        assert seal is not None and seal.text is not None
+        digest = seal_hash(decision, state.resolver(), self.tz)
+        if digest == seal.hash and decision.status is history.status:
+            return False
+        path = self.vault.path_of(decision)
+        note = notes.read_note(path)
+        if digest == seal.hash and self._finish_interrupted_close(state, decision, history, note, result):
+            return True
+        self._reject_edit(state, decision, history, note, result)
+        return True
+
+    def _finish_interrupted_close(self, state: VaultState, decision: Decision, history: History, note: notes.Note,
+                                  result: Reconciled) -> bool:
+        """A supersession or retraction whose note was written but whose event was not (a crash between)."""
+        if history.status is not Status.RULED or decision.status not in (Status.SUPERSEDED, Status.RETRACTED):
+            return False
+        sealed = notes.parse_text(seal_text_without_bom(history), note.path)
+        changes: dict[str, Any] = {"status": decision.status.value, "reason": decision.reason}
+        successor: Decision | None = None
+        if decision.status is Status.SUPERSEDED:
+            successor = state.get(state.resolver()(decision.superseded_by or "") or "")
+            if successor is None or successor.status is not Status.RULED:
+                return False
+            changes = {"status": decision.status.value, "superseded_by": f"[[{successor.title}]]",
+                       "reason": decision.reason}
+        try:
+            expected = notes.with_fields(sealed, changes)
+        except NoteError:
+            return False
+        if expected != note.text:
+            return False
+        kind = decision.status.value
+        self.vault.ledger.append([self._event(kind, decision, self.config.default_ruler, reason=decision.reason,
+                                              hash=history.seal.hash if history.seal else None,
+                                              text=notes.file_text(note, note.text),
+                                              successor=successor.id if successor else None)])
+        result.actions.append(Action(kind, decision.id, decision.path, "finished an interrupted operation"))
+        return True
+
+    def _reject_edit(self, state: VaultState, decision: Decision, history: History, note: notes.Note,
+                     result: Reconciled) -> None:
+        """Keep what was typed as a revision note, then put the sealed text back."""
+        seal = history.seal
+        assert seal is not None and seal.text is not None
+        typed = notes.file_text(note, note.text)
+        typed_bytes = notes.encode(note.text, bom=note.bom)
+        previous = next((e for e in reversed(history.events) if e.event == "edit-rejected" and e.successor), None)
+        revision = state.get(previous.successor) if previous and previous.successor else None
+        reuse = previous is not None and previous.successor is not None and (
+            (revision is not None and revision.status is Status.OPEN)
+            or (revision is None and not self._has_note_file(state, previous.successor)))
+        revision_id = previous.successor if reuse and previous else self._next_id(state)
+        assert revision_id is not None
+        now = self.now_local()
+        sealed_decision = self._sealed_decision(decision, seal_text_without_bom(history))
+        revision_text = self._revision_text(note, sealed_decision, revision_id, now)
+        if revision is not None and reuse:
+            revision_path = self.vault.path_of(revision)
+        else:
+            revision_path = self._new_path(revision_id, f"Revision of {sealed_decision.title}")
+        rel = self.vault.relative(revision_path)
+        events = [Event(event="edit-rejected", id=decision.id, at=utc_stamp(self.clock()),
+                        actor=self.config.default_ruler, path=decision.path,
+                        hash=seal_hash(decision, state.resolver(), self.tz), text=typed, successor=revision_id)]
+        if not reuse:
+            events.append(Event(event="asked", id=revision_id, at=utc_stamp(self.clock()),
+                                actor=self.config.default_ruler, path=rel))
+        self.vault.ledger.append(events)
+        if revision is not None and reuse:
+            revision_note = notes.read_note(revision_path)
+            earlier_body = notes.split(previous.text.removeprefix(notes.BOM))[1] if previous and previous.text else ""
+            if normalise_body(revision_note.body) != normalise_body(earlier_body):
+                # The owner has worked on the revision: add the new text below theirs, replace nothing.
+                revision_text = (revision_note.text.rstrip("\r\n") + revision_note.newline * 2
+                                 + f"## Typed into {decision.id} on {now:%Y-%m-%d %H:%M}{revision_note.newline * 2}"
+                                 + note.body.replace("\r\n", "\n").replace("\n", revision_note.newline))
+            notes.write_note(revision_note, revision_text)
+        elif revision_path.exists():
+            notes.write_atomic(revision_path, notes.encode(revision_text, bom=note.bom))
+        else:
+            notes.create_note(revision_path, revision_text)
+        result.touched.add(rel)
+        result.actions.append(Action("edit-rejected", decision.id, decision.path,
+                                     f"in-place edit of a sealed note; the typed text is now {revision_id} ({rel})"))
+        path = self.vault.path_of(decision)
+        if path.read_bytes() != typed_bytes:
+            result.actions.append(Action("restore-deferred", decision.id, decision.path,
+                                         "saved again while being restored; retrying after the next quiet period"))
+            return
+        notes.write_atomic(path, seal.text.encode("utf-8"))
+        result.touched.add(decision.path)
+        result.actions.append(Action("restored", decision.id, decision.path, "sealed text put back"))
+
+    def _has_note_file(self, state: VaultState, decision_id: str) -> bool:
+        folder = self.vault.root / self.config.decisions_folder
+        return any(folder.glob(f"{decision_id} *.md")) or any(folder.glob(f"{decision_id}.md"))
+
+    def _sealed_decision(self, current: Decision, sealed_text: str) -> Decision:
+        note = notes.parse_text(sealed_text, self.vault.path_of(current))
+        found, _ = build_decision(note.data, path=current.path, body=note.body, key_lines=note.key_lines)
+        return found or current
+
+    def _revision_text(self, typed: notes.Note, old: Decision, revision_id: str, now: dt.datetime) -> str:
+        changes = {"id": revision_id, "status": Status.OPEN.value, "supersedes": [f"[[{old.title}]]"],
+                   "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it.",
+                   "asked_at": now, "asked_by": self.config.default_ruler,
+                   "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
+        return notes.with_fields(typed, changes)
+
+    def _finish_supersessions(self, state: VaultState, known: dict[str, History], result: Reconciled) -> bool:
+        """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
+        resolve = state.resolver()
+        for ruling in sorted(state.decisions, key=lambda d: d.number):
+            history = known.get(ruling.id)
+            if ruling.status is not Status.RULED or history is None or history.seal is None:
+                continue
+            if seal_hash(ruling, resolve, self.tz) != history.seal.hash:
+                continue
+            for target in self._supersede_targets_lenient(state, ruling):
+                self._mark_superseded(state, target, ruling, ruling.reason or "", ruling.ruled_by or self.config.default_ruler)
+                result.touched.add(target.path)
+                result.actions.append(Action("superseded", target.id, target.path, f"superseded by {ruling.id}"))
+                return True
+        return False
+
+    def _supersede_targets_lenient(self, state: VaultState, ruling: Decision) -> list[Decision]:
+        by_id, resolve = state.by_id(), state.resolver()
+        found = (by_id.get(resolve(link) or "") for link in ruling.supersedes)
+        return [t for t in found if t is not None and t.id != ruling.id and t.status is Status.RULED]
 
     # writing: shared steps
 
@@ -546,6 +810,13 @@ class Service:
         for target in targets:
             self._mark_superseded(state, target, decision, decision.reason or "", actor)
         return decision
+
+
+MAX_RECONCILE_PASSES = 200
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _sections(*sections: tuple[str, str | None]) -> str:
