@@ -329,6 +329,64 @@ def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOpt
 
 
 @app.command()
+def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault once and exit.")] = False,
+          vault: VaultOption = None, json_: Annotated[bool, typer.Option("--json", help="Log JSON lines.")] = False) -> None:
+    """Watch the vault while the owner works: seal rulings, restore edited sealed notes, rebuild pages."""
+    import signal
+
+    from .watch import Watcher
+    service = _service(vault)
+    log = _watch_log(service.vault.state_dir, json_)
+    watcher = Watcher(service, on_action=log)
+    if once:
+        watcher.acquire()
+        try:
+            watcher.process(everything=True)
+        finally:
+            watcher.release()
+        return
+    previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        watcher.start()
+        log_line = f"watching {service.vault.root} (debounce {watcher.debounce:g} s, settle {watcher.settle:g} s)"
+        stderr.print(log_line, markup=False)
+        watcher.run()
+    finally:
+        watcher.release()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    stderr.print("stopped", markup=False)
+
+
+def _watch_log(state_dir: Path, as_json: bool) -> Any:
+    """One line per action, to stderr and to the rotated `.vault-tools/watch.log`."""
+    import logging
+    from logging.handlers import RotatingFileHandler
+
+    logger = logging.getLogger("vault_tools.watch")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    file_handler = RotatingFileHandler(state_dir / "watch.log", maxBytes=1_000_000, backupCount=3, encoding="utf-8")
+    logger.addHandler(file_handler)
+
+    def log(action: Any) -> None:
+        at = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+        if as_json:
+            line = json.dumps({"at": at, "action": action.kind, "id": action.id, "path": action.path,
+                               "why": action.why}, ensure_ascii=False)
+        else:
+            subject = " ".join(part for part in (action.id, action.path) if part)
+            line = f"{at} {action.kind} {subject + ': ' if subject else ''}{action.why}"
+        logger.info(line)
+        stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
+
+    return log
+
+
+@app.command()
 def version() -> None:
     """Print the version."""
     _out(__version__)
