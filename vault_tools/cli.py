@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from . import __version__
+from . import lint as lint_rules
 from .errors import VaultToolsError
 from .ledger import History
 from .model import Decision, local_date
@@ -292,11 +293,13 @@ def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; ex
     result = service.build(_today(today), check=check)
     pages = result.pages
     if json_:
-        _json({"written": result.written, "stale": result.stale, "over_budget": pages.over_budget,
+        _json({"written": result.written, "stale": result.stale, "kept": result.kept, "over_budget": pages.over_budget,
                **_budget_json(pages)})
     else:
         for path in result.stale:
             _out(f"{'stale' if check else 'wrote'} {path}")
+    for kept in result.kept:
+        stderr.print(f"a pinned page was edited by hand; the edited copy is kept in {kept}", markup=False)
     if check and result.stale:
         stderr.print(f"error: {len(result.stale)} pinned page(s) are stale: {', '.join(result.stale)}; "
                      "run `vault-tools build`", style="red", markup=False)
@@ -384,6 +387,52 @@ def _watch_log(state_dir: Path, as_json: bool) -> Any:
         stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
 
     return log
+
+
+@app.command("lint")
+def lint_command(
+        paths: Annotated[Optional[list[Path]], typer.Argument(
+            metavar="[PATHS]...", help="Report only findings in these files or folders (the whole vault is "
+                                       "still checked for consistency).")] = None,
+        fix: Annotated[bool, typer.Option("--fix", help="Seal rulings past their settle window and rebuild "
+                                                         "stale pages first; never edits what the owner wrote.")] = False,
+        strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
+        format_: Annotated[str, typer.Option("--format", help="text, json or github (Actions annotations).")] = "text",
+        explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE",
+                                                       help="Print what a rule checks and how to fix it.")] = None,
+        today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Check the vault against every rule (VT001...); exit 1 on errors. For pre-commit and CI."""
+    if explain is not None:
+        _out(lint_rules.explain(explain).rstrip("\n"))
+        return
+    output = "json" if json_ else lint_rules.check_format(format_)
+    service = _service(vault)
+    lint_rules.check_config(service.config)
+    scopes = lint_rules.report_paths(service.vault.root, paths or [])
+    day = _today(today)
+    fixed: tuple[list[str], list[str]] = ([], [])
+    if fix:
+        fixed = lint_rules.fix(service.vault, today=day)
+    report = lint_rules.lint(lint_rules.gather(service.vault, today=day), scopes)
+    report.fixed, report.not_fixed = fixed
+    if output == "json":
+        _json(lint_rules.report_json(report))
+    else:
+        for line in [*report.fixed, *report.not_fixed]:
+            stderr.print(line, markup=False)
+        for diagnostic in report.diagnostics:
+            if output == "github":
+                file = service.vault.root / diagnostic.path
+                try:
+                    shown = file.relative_to(Path.cwd().resolve()).as_posix()
+                except ValueError:
+                    shown = file.as_posix()
+                _out(lint_rules.format_github(diagnostic, shown))
+            else:
+                _out(lint_rules.format_text(diagnostic))
+        stderr.print(lint_rules.summary(report), markup=False)
+    if report.failed(strict):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -57,6 +57,7 @@ class BuildResult:
     pages: Pages
     written: list[str] = field(default_factory=list)  # vault-relative paths
     stale: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # copies of pages edited by hand
 
 
 @dataclass
@@ -263,8 +264,13 @@ class Service:
                            self.page_problems(state))
 
     def build(self, today: dt.date | None = None, *, check: bool = False) -> BuildResult:
-        """Write the pages whose bytes changed (or, with `check`, only say which are stale)."""
+        """Write the pages whose bytes changed (or, with `check`, only say which are stale).
+
+        A page that is neither what was last generated nor what is generated now
+        was edited by hand: a copy goes to `.vault-tools/kept/` before it is replaced.
+        """
         result = BuildResult(self.pages(today))
+        generated = self._generated_digests()
         for name in PAGE_NAMES:
             path = self.page_path(name)
             data = result.pages.texts[name].encode("utf-8")
@@ -276,43 +282,40 @@ class Service:
                 continue
             rel = self.vault.relative(path)
             result.stale.append(rel)
-            if not check:
-                notes.write_atomic(path, data)
-                result.written.append(rel)
+            if check:
+                continue
+            if current is not None and _digest(current) != generated.get(rel):
+                result.kept.append(self._keep_copy(name, current))
+            notes.write_atomic(path, data)
+            result.written.append(rel)
         if result.written:
-            self._remember_pages({name: result.pages.texts[name] for name in PAGE_NAMES})
+            self._remember_pages({self.vault.relative(self.page_path(name)): result.pages.texts[name]
+                                  for name in PAGE_NAMES})
         return result
 
     def _page_cache(self) -> Path:
         return self.vault.state_dir / "cache" / "pages.json"
 
+    def _generated_digests(self) -> dict[str, str]:
+        try:
+            found = json.loads(self._page_cache().read_text(encoding="utf-8"))
+            return found if isinstance(found, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
     def _remember_pages(self, texts: dict[str, str]) -> None:
-        digests = {self.vault.relative(self.page_path(name)): _digest(text.encode("utf-8"))
-                   for name, text in texts.items()}
+        digests = {rel: _digest(text.encode("utf-8")) for rel, text in texts.items()}
         notes.write_atomic(self._page_cache(), json.dumps(digests, sort_keys=True).encode())
 
-    def keep_hand_edited_pages(self, today: dt.date | None = None) -> list[Action]:
-        """Copy aside any pinned page someone edited by hand, before it is regenerated."""
-        try:
-            written = json.loads(self._page_cache().read_text())
-        except (OSError, ValueError):
-            written = {}
-        texts = self.pages(today).texts
-        actions = []
-        for name in PAGE_NAMES:
-            path = self.page_path(name)
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                continue
-            rel = self.vault.relative(path)
-            if _digest(data) == written.get(rel) or data == texts[name].encode("utf-8"):
-                continue
-            stamp = self.clock().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
-            kept = self.vault.state_dir / "kept" / f"{name} {stamp}.md"
-            notes.write_atomic(kept, data)
-            actions.append(Action("page-kept", None, rel, f"edited by hand; copy kept in {self.vault.relative(kept)}"))
-        return actions
+    def _keep_copy(self, name: str, data: bytes) -> str:
+        stamp = self.clock().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
+        kept = self.vault.state_dir / "kept" / f"{name} {stamp}.md"
+        counter = 1
+        while kept.exists():
+            counter += 1
+            kept = kept.with_name(f"{name} {stamp} {counter}.md")
+        notes.write_atomic(kept, data)
+        return self.vault.relative(kept)
 
     # reconciling: what the watcher does at start and after each quiet period
 

@@ -23,7 +23,6 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from .errors import ConfigError, VaultToolsError
-from .pages import PAGE_NAMES
 from .service import Action, Service
 from .vault import STATE_DIR
 
@@ -107,7 +106,6 @@ class Watcher:
         self._stopping = False
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self._lock = FileLock(str(self.vault.state_dir / "watch.lock"), timeout=0)
-        self.page_paths = {self.vault.relative(service.page_path(name)) for name in PAGE_NAMES}
 
     # -- lifetime ---------------------------------------------------------------
 
@@ -183,15 +181,19 @@ class Watcher:
     # -- work -------------------------------------------------------------------
 
     def process(self, paths: list[str] | None = None, *, everything: bool = False) -> list[Action]:
-        """Reconcile, keep hand-edited pages, rebuild pages; report what was done."""
+        """Reconcile the vault, then rebuild the pages; report what was done.
+
+        `paths` (what woke it) and `everything` only document the call: reconcile
+        always looks at the whole vault, leaving notes still being typed for later.
+        """
         actions: list[Action] = []
         now = self.clock()
         try:
-            if everything or self.page_paths & set(paths or ()):
-                actions += self.service.keep_hand_edited_pages()
             result = self.service.reconcile(quiet_before=now - self.debounce, settle_before=now - self.settle)
             actions += result.actions
             built = self.service.build()
+            actions += [Action("page-kept", None, None, f"a pinned page was edited by hand; copy kept in {kept}")
+                        for kept in built.kept]
         except VaultToolsError as error:
             actions.append(Action("invalid", None, error.path, error.message))
             self._report(actions)
