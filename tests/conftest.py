@@ -64,9 +64,10 @@ def vt(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 60) -> 
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file's bytes (lock files aside): compare before and after to prove nothing was written."""
+    """Every file's bytes (lock files and the derived cache aside): compare to prove nothing was written."""
     return {p.relative_to(root).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*")) if p.is_file() and not p.name.endswith(".lock")}
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.endswith(".lock") and ".vault-tools/cache" not in p.as_posix()}
 
 
 def write(path: Path, text: str) -> Path:

@@ -151,7 +151,8 @@ def _check_events(yaml: YAML, frontmatter: str, path: Path) -> None:
 def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]]:
     yaml = _loader()
     try:
-        _check_events(yaml, frontmatter, path)
+        if "&" in frontmatter or "*" in frontmatter or "!" in frontmatter:  # else no anchor, alias or tag can be there
+            _check_events(yaml, frontmatter, path)
         data = yaml.load(frontmatter)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -264,11 +265,12 @@ def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
     return text
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """Parsed YAML as plain JSON-able Python values (dates as the text written)."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, dt.datetime):
         return value.replace(tzinfo=None).isoformat(timespec="seconds")
     if isinstance(value, dt.date):
@@ -278,12 +280,12 @@ def _plain(value: Any) -> Any:
 
 def _verify_edit(before: Note, text: str, changes: Mapping[str, Any]) -> None:
     after = parse_text(text, before.path)
-    old, new = _plain(before.data), _plain(after.data)
+    old, new = plain(before.data), plain(after.data)
     for name, value in changes.items():
         if value is REMOVE:
             old.pop(name, None)
         else:
-            old[name] = _plain(value)
+            old[name] = plain(value)
     if old != new or after.body != before.body:
         raise NoteError("refusing to write: the edit would change more than the fields asked for",
                         path=str(before.path))

@@ -6,9 +6,13 @@ other note is read no further than its first few KiB and never written.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import sqlite3
+import time
 import unicodedata
-from dataclasses import dataclass, field, fields
+from contextlib import closing
+from dataclasses import astuple, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -219,6 +223,67 @@ class VaultState:
         return self.by_id().get(decision_id)
 
 
+CACHE_FILE = "cache/notes.sqlite"
+RACY_NANOSECONDS = 2_000_000_000
+
+
+@dataclass(frozen=True)
+class CacheRow:
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+    cached_at_ns: int
+    kind: str  # other, decision or broken
+    payload: str | None
+
+    def trusted(self, key: tuple[int, int, int, int]) -> bool:
+        """Unchanged for sure: same size, mtime, ctime and inode, and not cached in the same clock tick.
+
+        ctime changes on every write even when a tool puts the mtime back; an entry
+        cached within two seconds of the file's mtime could miss a same-size write
+        in that tick, so it is read again (git treats its index the same way).
+        """
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode) == key and \
+            self.cached_at_ns - max(self.mtime_ns, self.ctime_ns) > RACY_NANOSECONDS
+
+
+class NoteCache:
+    """What reading each note gave, in SQLite under `.vault-tools/cache/`. Derived data:
+    any trouble with it (locked, corrupt, read-only) means reading the notes instead."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.enabled = True
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=2)
+        connection.execute("CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, size INT, mtime_ns INT, "
+                           "ctime_ns INT, inode INT, cached_at_ns INT, kind TEXT, payload TEXT)")
+        return connection
+
+    def load(self) -> dict[str, CacheRow]:
+        try:
+            with closing(self._connect()) as connection:
+                return {row[0]: CacheRow(*row[1:]) for row in connection.execute("SELECT * FROM notes")}
+        except (sqlite3.Error, OSError):
+            self.enabled = False
+            return {}
+
+    def save(self, fresh: dict[str, CacheRow], seen: set[str]) -> None:
+        if not self.enabled:
+            return
+        try:
+            with closing(self._connect()) as connection, connection:
+                connection.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                       [(path, *astuple(row)) for path, row in fresh.items()])
+                gone = [(path,) for (path,) in connection.execute("SELECT path FROM notes") if path not in seen]
+                connection.executemany("DELETE FROM notes WHERE path = ?", gone)
+        except (sqlite3.Error, OSError):
+            self.enabled = False
+
+
 class Vault:
     """A vault on disk: its root, config and ledger."""
 
@@ -258,27 +323,59 @@ class Vault:
         return decision, problems, note
 
     def load(self) -> VaultState:
+        """Every decision note, read afresh or from the cache when the file is certainly unchanged."""
         state = VaultState(self.root, self.config)
+        cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
+        cached = cache.load() if cache else {}
+        fresh: dict[str, CacheRow] = {}
+        seen: set[str] = set()
         for path in iter_markdown(self.root, self.config):
+            rel = self.relative(path)
+            seen.add(rel)
             try:
-                if notes.read_head(path) is None:
-                    continue
-                decision, problems, _ = self.load_decision(path)
-            except NoteError as error:
-                error.path = self.relative(path)
-                state.broken.append(error)
-                continue
+                stat = path.stat()
             except OSError as error:
-                state.broken.append(NoteError(f"cannot be read: {error.strerror}", path=self.relative(path)))
+                state.broken.append(NoteError(f"cannot be read: {error.strerror}", path=rel))
                 continue
-            if problems:
-                state.problems[self.relative(path)] = problems
-            if decision is not None:
-                state.decisions.append(decision)
-            elif problems:
-                state.broken.append(NoteError("; ".join(map(str, problems)), path=self.relative(path),
-                                              line=problems[0].line))
+            key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+            row = cached.get(rel)
+            if row is None or not row.trusted(key):
+                row = CacheRow(*key, time.time_ns(), *self._read_for_cache(path, rel))
+                fresh[rel] = row
+            self._add(state, rel, row)
+        if cache:
+            cache.save(fresh, seen)
         return state
+
+    def _read_for_cache(self, path: Path, rel: str) -> tuple[str, str | None]:
+        """What one note is: ("other", None), ("decision", parsed) or ("broken", error), as JSON."""
+        try:
+            if notes.read_head(path) is None:
+                return "other", None
+            decision, problems, note = self.load_decision(path)
+        except NoteError as error:
+            return "broken", json.dumps({"message": error.message, "line": error.line})
+        except OSError as error:
+            return "broken", json.dumps({"message": f"cannot be read: {error.strerror}", "line": None})
+        if decision is None and not problems:
+            return "other", None
+        return "decision", json.dumps({"data": notes.plain(note.data), "body": note.body, "lines": note.key_lines},
+                                      ensure_ascii=False)
+
+    def _add(self, state: VaultState, rel: str, row: "CacheRow") -> None:
+        if row.kind == "other" or row.payload is None:
+            return
+        payload = json.loads(row.payload)
+        if row.kind == "broken":
+            state.broken.append(NoteError(payload["message"], path=rel, line=payload["line"]))
+            return
+        decision, problems = build_decision(payload["data"], path=rel, body=payload["body"], key_lines=payload["lines"])
+        if problems:
+            state.problems[rel] = problems
+        if decision is not None:
+            state.decisions.append(decision)
+        elif problems:
+            state.broken.append(NoteError("; ".join(map(str, problems)), path=rel, line=problems[0].line))
 
     def path_of(self, decision: Decision) -> Path:
         return self.root / decision.path
