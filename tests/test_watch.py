@@ -329,6 +329,12 @@ def _check_invariants(vault: Path, typed: bytes) -> None:
 def test_kill_9_at_random_moments_loses_nothing(cli, tmp_path):
     from .conftest import make_vault
     rng = random.Random(20261129)
+    # How long an uninterrupted reconcile of the scenario takes here: kills land within it.
+    calibration = make_vault(tmp_path / "calibration")
+    _scenario(calibration, lambda *a: cli(*a, root=calibration))
+    started = time.perf_counter()
+    Watcher(Service(Vault(calibration)), on_action=lambda action: None).process(everything=True)
+    duration = time.perf_counter() - started
     runs = killed_mid_work = 0
     for run in range(52):
         vault = make_vault(tmp_path / f"v{run}")
@@ -341,7 +347,7 @@ def test_kill_9_at_random_moments_loses_nothing(cli, tmp_path):
                 watcher.process(everything=True)
             finally:
                 os._exit(0)
-        time.sleep(rng.uniform(0, 0.08))  # the whole reconcile takes about 70 ms here
+        time.sleep(rng.uniform(0, duration))
         os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
         killed_mid_work += os.WIFSIGNALED(status)

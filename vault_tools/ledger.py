@@ -140,13 +140,20 @@ class Ledger:
         return parse_ledger(text, self.display_path)
 
     def append(self, events: Iterable[Event]) -> None:
-        """Append events; the caller holds `locked()`. Refuses to write after a torn line."""
-        self.read()  # verifies, and raises on a torn or changed line
+        """Append events; the caller holds `locked()` and has read (so verified) the ledger.
+
+        Refuses to write after a torn last line: that line is left for a person to look at.
+        """
         payload = "".join(event_line(event) for event in events).encode("utf-8")
         if not payload:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as handle:
+        with open(self.path, "a+b") as handle:
+            if handle.seek(0, os.SEEK_END) > 0:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    self.read()  # raises, naming the torn line
+            handle.seek(0, os.SEEK_END)
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
