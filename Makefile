@@ -17,5 +17,8 @@ install: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+demo: $(STAMP)
+	$(PY) scripts/demo.py
+
 clean:
 	rm -rf $(VENV) build *.egg-info

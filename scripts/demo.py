@@ -1,0 +1,260 @@
+"""A guided tour of vault-tools on a copy of example-vault/.
+
+Every step runs the real `vault-tools` command line in a subprocess, inside a
+copy of the example vault, and shows the command, its output and its exit
+code. The example's story is dated up to 2026-11-29, so the tour passes
+`--today 2026-11-29` wherever ages and due dates are computed.
+
+    .venv/bin/python scripts/demo.py                 # copies the vault to a new temp folder
+    .venv/bin/python scripts/demo.py --into ~/LowTide  # or to a folder of your choice (must not exist)
+
+Exits 0 when every command exited as expected, 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+EXAMPLE_VAULT = REPOSITORY / "example-vault"
+TODAY = "2026-11-29"
+COMMAND_TIMEOUT_SECONDS = 60
+
+
+def vault_tools_command() -> list[str]:
+    """The installed `vault-tools` script next to this Python, else `python -m vault_tools`."""
+    script = Path(sys.executable).parent / ("vault-tools.exe" if os.name == "nt" else "vault-tools")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "vault_tools"]
+
+
+@dataclass
+class Tour:
+    vault: Path
+    console: Console
+    command: list[str] = field(default_factory=vault_tools_command)
+    failures: list[str] = field(default_factory=list)
+    steps: int = 0
+
+    def heading(self, title: str, story: str) -> None:
+        self.steps += 1
+        self.console.print()
+        self.console.rule(f"[bold magenta]{self.steps}. {title}")
+        self.console.print(Text(story, style="italic"), soft_wrap=True)
+        self.console.print()
+
+    def say(self, text: str, style: str = "") -> None:
+        self.console.print(Text(text, style=style), soft_wrap=True)
+
+    def run(self, *args: str, expect: int = 0, quiet: bool = False) -> subprocess.CompletedProcess[str]:
+        """Run `vault-tools ARGS` in the vault, show it, and check its exit code."""
+        shown = "vault-tools " + shlex.join(args)
+        if not quiet:
+            self.console.print(Text("$ " + shown, style="bold cyan"), soft_wrap=True)
+        env = {**os.environ, "COLUMNS": "120", "PYTHONIOENCODING": "utf-8"}
+        done = subprocess.run([*self.command, *args], cwd=self.vault, capture_output=True, text=True,
+                              encoding="utf-8", env=env, timeout=COMMAND_TIMEOUT_SECONDS)
+        if not quiet:
+            if done.stdout:
+                self.console.print(Text(done.stdout.rstrip("\n")), soft_wrap=True)
+            if done.stderr:
+                self.console.print(Text(done.stderr.rstrip("\n"), style="yellow"), soft_wrap=True)
+        if done.returncode == expect:
+            if not quiet:
+                self.say(f"exit {done.returncode}, as expected", "green")
+        else:
+            self.say(f"exit {done.returncode}, expected {expect}", "bold red")
+            if quiet:
+                self.say(done.stdout + done.stderr, "red")
+            self.failures.append(f"{shown}: exit {done.returncode}, expected {expect}")
+        return done
+
+    def show_file(self, relative: str) -> str:
+        try:
+            text = (self.vault / relative).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            self.say(f"{relative} is missing", "bold red")
+            self.failures.append(f"{relative} is missing")
+            return ""
+        self.console.print(Text(f"┌── {relative}", style="dim"), soft_wrap=True)
+        self.console.print(Text(text.rstrip("\n")), soft_wrap=True)
+        self.console.print(Text("└──", style="dim"))
+        return text
+
+    def expect_true(self, condition: bool, success: str, failure: str) -> None:
+        if condition:
+            self.say(success, "green")
+        else:
+            self.say(failure, "bold red")
+            self.failures.append(failure)
+
+    def note_path(self, decision_id: str) -> Path:
+        found = sorted((self.vault / "Decisions").glob(f"{decision_id} *.md"))
+        if not found:
+            raise SystemExit(f"demo: no note for {decision_id} in {self.vault}")
+        return found[0]
+
+    def has_command(self, name: str) -> bool:
+        done = subprocess.run([*self.command, "--help"], capture_output=True, text=True, encoding="utf-8",
+                              env={**os.environ, "COLUMNS": "200"}, timeout=COMMAND_TIMEOUT_SECONDS)
+        return re.search(rf"^\s+{re.escape(name)}\s", done.stdout, re.MULTILINE) is not None
+
+
+# -- the steps --------------------------------------------------------------------------------
+
+def step_pinned_pages(tour: Tour) -> None:
+    tour.heading("What the agent reads at the start of a session",
+                 "Low Tide is a newsletter and blog run by an agent for its owner, Ines. Two generated pages "
+                 "in Pinned/ hold what is open and what is settled. They are rebuilt from the decision notes, "
+                 "so first check they are current:")
+    tour.run("build", "--check", "--today", TODAY)
+    tour.say("\nOpen questions come first, oldest first, with their age and due date:")
+    tour.show_file("Pinned/Open questions.md")
+    tour.say("\nThe decisions log: every current ruling, grouped by topic, newest first:")
+    tour.show_file("Pinned/Decisions log.md")
+
+
+def step_settled_question_is_refused(tour: Tour) -> None:
+    tour.heading("The agent asks a question that was settled",
+                 "In July Ines ruled that footers carry the newsletter link (D-0004). In November she banned "
+                 "promotion inside articles (D-0014), which replaced it. A new session of the agent, with no "
+                 "memory of either, asks about footers under a slightly different topic:")
+    done = tour.run("ask", "What should article footers contain?", "--topic", "article-footers", expect=1)
+    tour.expect_true("D-0014 ruled 2026-11-05" in done.stderr,
+                     "Refused, with the current ruling and its date: the superseded D-0004 is not offered.",
+                     "the refusal does not name D-0014 and its date")
+
+
+def step_asking_again_with_a_reason(tour: Tour) -> None:
+    tour.heading("Asking again, saying what changed",
+                 "A settled topic may be asked about again when something changed. The reason is kept on the "
+                 "question and shown to the owner:")
+    done = tour.run("ask", "Can article footers announce the paid tier once it launches?",
+                    "--topic", "article-footer", "--reask-reason",
+                    "A paid tier is under discussion (D-0013) and would need a place to be announced.")
+    match = re.search(r"\b(D-\d+) asked", done.stdout)
+    if match:
+        tour.run("show", match.group(1))
+
+
+def step_lookup_shows_the_chain(tour: Tour) -> None:
+    tour.heading("Looking a topic up",
+                 "Do private replies to readers need Ines's sign-off? She said yes in June, no in August, and "
+                 "yes again in September. `lookup` gives the current answer with the history and the reasons:")
+    tour.run("lookup", "reader-replies")
+
+
+def step_owner_rules(tour: Tour) -> None:
+    tour.heading("The owner answers a question",
+                 "The guest-essay question (D-0016) is due tomorrow. Ines answers in chat, and the agent "
+                 "records her ruling. It is sealed at once: from now on the note is never edited in place.")
+    tour.run("rule", "D-0016",
+             "--summary", "The December issue runs the guest essay on slow journalism by Priya Natarajan.",
+             "--source", "chat with owner", "--ruled-at", f"{TODAY}T09:40:00")
+    tour.say("\nThe pinned pages are rebuilt from the notes:")
+    tour.run("build", "--today", TODAY)
+
+
+def step_context_for_the_agent(tour: Tour) -> None:
+    tour.heading("What the next session of the agent sees",
+                 "`vault-tools context` prints the same state an agent loads at session start (add --json for "
+                 "a machine-readable copy). D-0016 has moved from the open questions to the log, and the "
+                 "question asked again in step 3 is waiting for Ines:")
+    tour.run("context", "--today", TODAY)
+
+
+# ---------------------------------------------------------------------------------------------
+# WATCHER STEP (placeholder). For now it shows one reconcile pass, `vault-tools watch --once`,
+# after an in-place edit. A live walk-through (start `vault-tools watch`, type into the note,
+# see it react within the debounce) is meant to replace it. Skipped while `watch` is missing.
+# ---------------------------------------------------------------------------------------------
+def step_watcher_restores_sealed_edit(tour: Tour) -> None:
+    tour.heading("The watcher restores an in-place edit of a sealed note",
+                 "Ines opens the footer ruling (D-0014) in Obsidian and types an exception straight into it. "
+                 "A sealed ruling is never edited in place: the watcher puts the sealed text back and keeps "
+                 "what she typed as a proposed revision, pinned with the open questions.")
+    if not tour.has_command("watch"):
+        tour.say("`vault-tools watch` is not available yet: this step is skipped for now.", "bold yellow")
+        return
+    path = tour.note_path("D-0014")
+    exception = "Exception: the December issue may mention the paid tier in its footer."
+    typed = path.read_bytes().rstrip(b"\n") + f"\n\n{exception}\n".encode("utf-8")
+    path.write_bytes(typed)
+    quiet_since = time.time() - 60  # as if Ines stopped typing a minute ago: the watcher waits for quiet
+    os.utime(path, (quiet_since, quiet_since))
+    tour.say(f"Typed at the end of {path.relative_to(tour.vault).as_posix()}:\n  {exception}")
+    tour.run("watch", "--once")
+    tour.expect_true(exception not in path.read_text(encoding="utf-8"), "D-0014 holds its sealed ruling again.",
+                     "D-0014 was not restored to its sealed text")
+    tour.run("list", "--status", "open")
+    listed = tour.run("list", "--status", "open", "--json", quiet=True)
+    revisions = [item["id"] for item in json.loads(listed.stdout or "[]")
+                 if any(link.startswith("[[D-0014") for link in item["supersedes"])]
+    tour.expect_true(bool(revisions), f"What Ines typed is kept as {', '.join(revisions)}, an open revision of D-0014.",
+                     "no revision note was made from the edit")
+
+
+STEPS = (
+    step_pinned_pages,
+    step_settled_question_is_refused,
+    step_asking_again_with_a_reason,
+    step_lookup_shows_the_chain,
+    step_owner_rules,
+    step_context_for_the_agent,
+    step_watcher_restores_sealed_edit,
+)
+
+
+def copy_example_vault(into: Path | None) -> Path:
+    target = into.expanduser().resolve() if into else Path(tempfile.mkdtemp(prefix="vault-tools-demo-")) / "Low Tide"
+    if target.exists():
+        raise SystemExit(f"demo: {target} already exists; pass a folder that does not exist yet")
+    shutil.copytree(EXAMPLE_VAULT, target, ignore=shutil.ignore_patterns("cache", "*.lock"))
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="A guided tour of vault-tools on a copy of example-vault/.")
+    parser.add_argument("--into", type=Path, help="where to put the copy of the vault (must not exist)")
+    args = parser.parse_args(argv)
+    console = Console(highlight=False)
+    if not EXAMPLE_VAULT.is_dir():
+        console.print(f"[red]demo: {EXAMPLE_VAULT} is missing")
+        return 2
+    started = time.monotonic()
+    vault = copy_example_vault(args.into)
+    console.rule("[bold magenta]vault-tools demo")
+    console.print(Text(f"A copy of example-vault/ is in {vault}\nThe story's today is {TODAY}: commands that "
+                       f"compute ages and due dates get --today {TODAY}."), soft_wrap=True)
+    tour = Tour(vault, console)
+    for step in STEPS:
+        step(tour)
+    console.print()
+    console.rule("[bold magenta]Done")
+    elapsed = time.monotonic() - started
+    if tour.failures:
+        console.print(Text(f"{len(tour.failures)} step(s) did not go as expected:", style="bold red"))
+        for failure in tour.failures:
+            console.print(Text(f"  - {failure}", style="red"), soft_wrap=True)
+    else:
+        console.print(Text(f"Every command exited as expected ({elapsed:.1f} s).", style="green"))
+    console.print(Text.assemble("The vault is at ", (str(vault), "bold"),
+                                ". Open it in Obsidian (Open folder as vault) to see the notes, the pinned pages "
+                                "and the supersession diagrams in Pinned/Decisions archive."), soft_wrap=True)
+    return 1 if tour.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""scripts/demo.py: the guided tour runs the real command line on a copy of example-vault/."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from .conftest import snapshot
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+DEMO = REPOSITORY / "scripts" / "demo.py"
+
+
+def load_demo(monkeypatch) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("vault_tools_demo", DEMO)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_demo_runs_every_step_and_shows_the_refusal(tmp_path):
+    example_before = snapshot(REPOSITORY / "example-vault")
+    copy = tmp_path / "Low Tide"
+    done = subprocess.run([sys.executable, str(DEMO), "--into", str(copy)], capture_output=True, text=True,
+                          encoding="utf-8", timeout=120, env={**os.environ, "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "$ vault-tools ask 'What should article footers contain?' --topic article-footers" in out
+    assert "error: topic article-footers is settled" in out and "D-0014 ruled 2026-11-05" in out
+    assert "exit 1, as expected" in out
+    assert "asked again because" in out  # the re-asked question, on the pages the next session loads
+    assert "D-0016 ruled and sealed" in out
+    assert "did not go as expected" not in out
+    assert str(copy) in out.splitlines()[-1] or str(copy) in out[-400:]
+    assert "status: ruled" in next((copy / "Decisions").glob("D-0016 *.md")).read_text(encoding="utf-8")
+    assert snapshot(REPOSITORY / "example-vault") == example_before
+
+
+def test_demo_exits_non_zero_when_a_command_does_not_exit_as_expected(tmp_path, monkeypatch, capsys):
+    stale = tmp_path / "stale-example"
+    shutil.copytree(REPOSITORY / "example-vault", stale)
+    (stale / "Pinned" / "Open questions.md").unlink()  # `build --check` now exits 1 instead of 0
+    demo = load_demo(monkeypatch)
+    monkeypatch.setattr(demo, "EXAMPLE_VAULT", stale)
+    assert demo.main(["--into", str(tmp_path / "copy")]) == 1
+    out = capsys.readouterr().out
+    assert "vault-tools build --check --today 2026-11-29: exit 1, expected 0" in out
