@@ -47,3 +47,10 @@ def test_a_folder_without_vault_tools_gets_no_cache(tmp_path):
     decision(tmp_path, 1)
     assert [d.id for d in Vault(tmp_path).load().decisions] == ["D-0001"]
     assert not (tmp_path / ".vault-tools").exists()
+
+
+def test_a_nested_templates_folder_is_not_scanned(vault):
+    (vault / ".vault-tools" / "config.yaml").write_text("templates_folder: Meta/Templates\n")
+    decision(vault / "Meta" / "Templates", 1)  # a template that looks like a ruling
+    decision(vault, 2)
+    assert [d.id for d in Vault(vault).load().decisions] == ["D-0002"]

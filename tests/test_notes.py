@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,14 @@ def test_round_trip_of_an_unchanged_note_is_byte_identical(tmp_path, pairs, body
     after = notes.read_note(path)
     assert after.body == note.body
     assert {k: v for k, v in after.data.items() if k != "status"} == {k: v for k, v in note.data.items() if k != "status"}
+
+
+def test_writes_keep_the_notes_permissions(tmp_path):
+    path = write(tmp_path / "n.md", "---\nid: D-0001\n---\n")
+    os.chmod(path, 0o644)
+    note = notes.read_note(path)
+    notes.write_note(note, notes.with_fields(note, {"status": "open"}))
+    assert path.stat().st_mode & 0o777 == 0o644
+    created = tmp_path / "new.md"
+    notes.create_note(created, "text")
+    assert created.stat().st_mode & 0o044 == 0o044  # readable by others, as with any new file here

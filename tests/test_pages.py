@@ -63,7 +63,7 @@ def test_superseded_chain_on_log_and_archive(cli, vault):
              ruled_at="2026-11-20T09:00:00", supersedes='["[[D-0002 Note]]"]', reason=reason.split(": ", 1)[1])
     assert build(cli).code == 0
     log = page(vault, "Decisions log")
-    assert ("[[D-0002 Note|D-0002]] superseded by [[D-0003 Note|D-0003]] on 2026-11-20 because Readers complained "
+    assert ("[[D-0002 Note|D-0002]] superseded by [[D-0003 Note|D-0003]] on 2026-11-20 because: Readers complained "
             "about sign-off delays in November.") in log
     assert "[[D-0001 Note|D-0001]] superseded" not in log  # older than recent_days
     archive = page(vault, "Decisions archive")
@@ -156,3 +156,25 @@ def test_context_prints_what_the_agent_loads(cli, vault):
     data = json.loads(cli("context", "--today", TODAY, "--json").out)
     assert [q["id"] for q in data["open_questions"]] == ["D-0002"]
     assert [r["id"] for r in data["rulings"]] == ["D-0001"]
+
+
+def test_a_page_without_a_generation_record_is_not_taken_as_hand_edited(cli, vault):
+    decision(vault, 1)
+    assert build(cli).code == 0
+    (vault / ".vault-tools" / "cache" / "pages.json").unlink()  # as in a fresh clone
+    decision(vault, 2)
+    rebuilt = build(cli)
+    assert rebuilt.code == 0 and "kept" not in rebuilt.err
+    assert not (vault / ".vault-tools" / "kept").exists()
+
+
+def test_build_keeps_a_copy_of_a_hand_edited_page(cli, vault):
+    decision(vault, 1)
+    build(cli)
+    log = vault / "Pinned" / "Decisions log.md"
+    log.write_text(log.read_text() + "\nMy own line.\n")
+    decision(vault, 2)
+    rebuilt = build(cli)
+    assert "edited by hand; the edited copy is kept in .vault-tools/kept/Decisions log " in rebuilt.err
+    kept = list((vault / ".vault-tools" / "kept").iterdir())
+    assert len(kept) == 1 and kept[0].read_text().endswith("My own line.\n")

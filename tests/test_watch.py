@@ -202,7 +202,7 @@ def test_a_hand_written_superseding_ruling_marks_the_old_one(cli, vault):
         wait_until(lambda: "superseded" in notes.read_note(old).data["status"])
         log = wait_until(lambda: "superseded by" in (vault / "Pinned/Decisions log.md").read_text()
                          and (vault / "Pinned/Decisions log.md").read_text())
-    assert "[[D-0002 Note|D-0002]] 20" in log and "because The owner banned promotion inside articles." in log
+    assert "[[D-0002 Note|D-0002]] 20" in log and "because: The owner banned promotion inside articles." in log
     assert notes.read_note(old).data["superseded_by"] == "[[D-0002 Note]]"
 
 

@@ -318,11 +318,21 @@ def encode(text: str, *, bom: bool) -> bytes:
     return ((BOM if bom else "") + text).encode("utf-8")
 
 
+def _mode_for(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write through a temp file in the same folder, then replace: never a torn note."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=".vault-tools-", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(temp_name, _mode_for(path))  # mkstemp makes 0600; keep the note's own mode
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

@@ -91,7 +91,8 @@ def _question_line(question: Decision, today: dt.date, tz: dt.tzinfo, settings: 
     details = [", ".join(f"`{topic}`" for topic in question.topics)]
     if question.asked_at:
         age = (today - local_date(question.asked_at, tz)).days
-        details.append(f"asked {local_date(question.asked_at, tz).isoformat()} ({_plural(age, 'day')} ago)"
+        when = f" ({_plural(age, 'day')} ago)" if age >= 0 else ""  # asked after the --today given
+        details.append(f"asked {local_date(question.asked_at, tz).isoformat()}{when}"
                        + (f" by {escape(question.asked_by)}" if question.asked_by else ""))
         if age > settings.stale_after_days:
             details.append(f"**stale** (open over {settings.stale_after_days} days)")
@@ -183,7 +184,7 @@ def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo) -> lis
 def _superseded_line(old: Decision, successor: Decision | None, tz: dt.tzinfo) -> str:
     if successor is None:
         return f"- {link(old)} ({_ruled_day(old, tz)}) {escape(old.summary)}: superseded; its successor is missing"
-    because = f" because {escape(old.reason)}" if old.reason else ""
+    because = f" because: {escape(old.reason)}" if old.reason else ""
     return (f"- {link(old)} superseded by {link(successor)} on {_ruled_day(successor, tz)}{because}"
             f" (was: {escape(old.summary)})")
 
@@ -238,7 +239,7 @@ def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], succ
         items = sorted((d for d in history if d.status is status), key=lambda d: d.number)
         out += [f"## {heading} ({len(items)})", ""]
         for item in items:
-            reason = f": {escape(item.reason)}" if item.reason else ""
+            reason = f" (because: {escape(item.reason)})" if item.reason else ""
             out.append(f"- {link(item)} {escape(item.summary)}{reason}")
         out += [] if items else ["None."]
         out.append("")

@@ -22,7 +22,7 @@ from .model import (
     format_id, id_number, local_date, make_link, newest_first_key, note_title, supersedes_cycle,
     topics_match, transition_problem,
 )
-from .pages import PAGE_NAMES, PageProblem, Pages, Settings, build_pages
+from .pages import NOTICE, PAGE_NAMES, PageProblem, Pages, Settings, build_pages
 from .vault import STATE_DIR, Vault, VaultState, machine_timezone
 
 Clock = Callable[[], dt.datetime]
@@ -284,7 +284,7 @@ class Service:
             result.stale.append(rel)
             if check:
                 continue
-            if current is not None and _digest(current) != generated.get(rel):
+            if current is not None and self._edited_by_hand(current, generated.get(rel)):
                 result.kept.append(self._keep_copy(name, current))
             notes.write_atomic(path, data)
             result.written.append(rel)
@@ -292,6 +292,14 @@ class Service:
             self._remember_pages({self.vault.relative(self.page_path(name)): result.pages.texts[name]
                                   for name in PAGE_NAMES})
         return result
+
+    @staticmethod
+    def _edited_by_hand(current: bytes, last_generated: str | None) -> bool:
+        """Not what vault-tools last wrote there. With no record (a fresh clone, a cleared
+        cache) a page still opening with the generated notice is taken as generated."""
+        if last_generated is not None:
+            return _digest(current) != last_generated
+        return not current.startswith(NOTICE.encode("utf-8"))
 
     def _page_cache(self) -> Path:
         return self.vault.state_dir / "cache" / "pages.json"

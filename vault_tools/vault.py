@@ -182,7 +182,7 @@ def relative(root: Path, path: Path) -> str:
 
 def iter_markdown(root: Path, config: Config) -> Iterator[Path]:
     """Every Markdown note a decision could live in, in a stable order."""
-    skipped_roots = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
+    skipped = {root / config.templates_folder.strip("/"), root / config.pinned_folder.strip("/")}
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -195,7 +195,7 @@ def iter_markdown(root: Path, config: Config) -> Iterator[Path]:
             if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
                 continue
             if entry.is_dir(follow_symlinks=False):
-                if folder == root and entry.name in skipped_roots:
+                if Path(entry.path) in skipped:
                     continue
                 subfolders.append(Path(entry.path))
             elif entry.name.endswith(".md") and (entry.is_file() or entry.is_symlink()):
