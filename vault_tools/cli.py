@@ -392,10 +392,10 @@ def _watch_log(state_dir: Path, as_json: bool) -> Any:
 @app.command("lint")
 def lint_command(
         paths: Annotated[Optional[list[Path]], typer.Argument(
-            metavar="[PATHS]...", help="Report only findings in these files or folders (the whole vault is "
-                                       "still checked for consistency).")] = None,
-        fix: Annotated[bool, typer.Option("--fix", help="Seal rulings past their settle window and rebuild "
-                                                         "stale pages first; never edits what the owner wrote.")] = False,
+            metavar="PATH", help="Report only findings in these files or folders (the whole vault is "
+                                 "still checked for consistency).")] = None,
+        fix: Annotated[bool, typer.Option("--fix", help="Seal rulings past their settle window and rebuild stale "
+                                                         "pages first; never edits what the owner wrote.")] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
         format_: Annotated[str, typer.Option("--format", help="text, json or github (Actions annotations).")] = "text",
         explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE",

@@ -23,14 +23,14 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Seque
 
 from . import notes
 from .errors import ConfigError, InconsistentVault, NoteError, UsageError, VaultToolsError
-from .ledger import LEDGER_FILE, Event, History, histories, parse_line, seal_hash, seal_payload
+from .ledger import LEDGER_FILE, Event, History, histories, normalise_body, parse_line, seal_hash, seal_payload
 from .model import (
     DATE_FIELDS, DATETIME_FIELDS, Decision, LinkResolver, Problem, Status, build_decision, duplicate_ids, local_date,
     near_field_name, supersedes_cycle, topics_match,
 )
 from .pages import OPEN_QUESTIONS, PAGE_NAMES
 from .service import STAMPED_FIELDS, Service
-from .vault import CONFIG_FILE, STATE_DIR, Vault, VaultState
+from .vault import CONFIG_FILE, STATE_DIR, Config, Vault, VaultState
 
 ERROR = "error"
 WARNING = "warning"
@@ -89,6 +89,7 @@ class Facts:
     ledger_lines: list[str] = field(default_factory=list)  # current ledger, one entry per line
     committed_ledger: list[str] | None = None  # the ledger at git HEAD; None when there is none to compare
     properties: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # frontmatter of decision notes
+    property_lines: dict[str, Mapping[str, int]] = field(default_factory=dict)  # the line of each property
     mtimes: dict[str, float] = field(default_factory=dict)
     body_lines: dict[str, int] = field(default_factory=dict)  # the line each decision note's body starts on
     stale_pages: list[str] = field(default_factory=list)
@@ -96,7 +97,7 @@ class Facts:
     open_questions_page: str = "Pinned/Open questions.md"
 
     @property
-    def config(self) -> Any:
+    def config(self) -> Config:
         return self.state.config
 
     @cached_property
@@ -271,12 +272,13 @@ def invalid_field_value(facts: Facts) -> Iterator[Finding]:
     for path, problem in facts.problems("VT003"):
         yield Finding(path, problem.line, _field_message(problem))
     for path, data in sorted(facts.properties.items()):
-        lines = _key_lines(data)
-        for name, pattern, example in ((DATETIME_FIELDS, OBSIDIAN_DATETIME, "2026-07-17T08:30:00"),
-                                       (DATE_FIELDS, OBSIDIAN_DATE, "2026-07-17")):
-            for key in name:
+        lines = facts.property_lines.get(path, {})
+        refused = {problem.field for problem in facts.state.problems.get(path, [])}  # reported above
+        for names, pattern, example in ((DATETIME_FIELDS, OBSIDIAN_DATETIME, "2026-07-17T08:30:00"),
+                                        (DATE_FIELDS, OBSIDIAN_DATE, "2026-07-17")):
+            for key in names:
                 value = data.get(key)
-                if value in (None, "") or isinstance(value, list | dict) or hasattr(value, "items"):
+                if key in refused or value in (None, "") or isinstance(value, list | dict) or hasattr(value, "items"):
                     continue
                 text = str(value).strip()
                 if not pattern.match(text) and _parses_as_date(text):
@@ -287,7 +289,6 @@ def invalid_field_value(facts: Facts) -> Iterator[Finding]:
 
 
 def _parses_as_date(text: str) -> bool:
-    """A value the model accepted as a date (values it refused are reported already)."""
     try:
         dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         return True
@@ -366,7 +367,7 @@ def misspelt_field(facts: Facts) -> Iterator[Finding]:
     `vault-tools-ignore: [VT007]` to the note or rename it further away.
     """
     for path, data in sorted(facts.properties.items()):
-        lines = _key_lines(data)
+        lines = facts.property_lines.get(path, {})
         for key in data:
             known = near_field_name(str(key))
             if known is not None and str(key) != IGNORE_PROPERTY:
@@ -478,8 +479,8 @@ def supersedes_cycle_rule(facts: Facts) -> Iterator[Finding]:
 def superseded_without_successor(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
-    Reports a `superseded` note whose `superseded_by` leads to no decision note, to a note that does not
-    list it in `supersedes`, or to a note that never became a ruling.
+    Reports a `superseded` note whose `superseded_by` leads to no decision note, or to a note that does
+    not list it in `supersedes`. (A successor that lists it but never became a ruling is VT015.)
 
     ## Why
     A superseded ruling must say what replaced it; otherwise an agent finds no current answer and
@@ -617,16 +618,16 @@ def sealed_note_edited(facts: Facts) -> Iterator[Finding]:
         if seal_hash(decision, facts.resolve, facts.config.tz) == history.seal.hash:
             continue
         changed = _changed_parts(decision, history.seal, facts)
-        differ = f"{', '.join(changed)} differ" if len(changed) > 1 else f"{changed[0]} differs" if changed else \
-            "it differs"
-        lines = [facts.body_lines.get(decision.path) if part == "body" else decision.line_of(part) for part in changed]
-        yield Finding(decision.path, next((line for line in lines if line), _at(decision, "id")),
+        names = [name for name, _ in changed]
+        differ = f"{', '.join(names)} differ" if len(names) > 1 else f"{names[0]} differs" if names else "it differs"
+        line = next((line for _, line in changed if line), None)
+        yield Finding(decision.path, line or _at(decision, "id"),
                       f"{decision.id} was edited after it was sealed ({differ} from the sealed text); "
                       "supersede a sealed ruling instead of editing it")
 
 
-def _changed_parts(decision: Decision, sealed: Event, facts: Facts) -> list[str]:
-    """Which sealed fields (and whether the body) differ from the text the seal event kept."""
+def _changed_parts(decision: Decision, sealed: Event, facts: Facts) -> list[tuple[str, int | None]]:
+    """Which sealed fields (and the body) differ from the text the seal event kept, with the line of each."""
     if not sealed.text:
         return []
     try:
@@ -638,7 +639,22 @@ def _changed_parts(decision: Decision, sealed: Event, facts: Facts) -> list[str]
         return []
     old = seal_payload(before, facts.resolve, facts.config.tz)
     new = seal_payload(decision, facts.resolve, facts.config.tz)
-    return [name for name in new if old.get(name) != new[name]]
+    changed: list[tuple[str, int | None]] = []
+    for name in new:
+        if old.get(name) == new[name]:
+            continue
+        if name != "body":
+            changed.append((name, decision.line_of(name)))
+            continue
+        start = facts.body_lines.get(decision.path)
+        old_lines, new_lines = normalise_body(before.body).split("\n"), normalise_body(decision.body).split("\n")
+        first = next((i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b),
+                     min(len(old_lines), len(new_lines)))
+        # Bodies are compared without their leading blank lines; count those back in for the file's line.
+        body = decision.body.replace("\r\n", "\n")
+        leading_blank_lines = len(body) - len(body.lstrip("\n"))
+        changed.append(("body", start + leading_blank_lines + first if start else None))
+    return changed
 
 
 @rule("VT022", "status-differs-from-ledger", ERROR)
@@ -866,16 +882,17 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
     for decision in sorted(facts.state.decisions, key=lambda d: d.number):
         for topic in decision.topics:
             uses.setdefault(topic, []).append(decision)
-    topics = sorted(uses)
-    for index, first in enumerate(topics):
-        for second in topics[index + 1:]:
-            if not topics_match(first, second):
-                continue
-            common, rare = sorted((first, second), key=lambda t: (-len(uses[t]), t))
-            for decision in uses[rare]:
-                yield Finding(decision.path, _at(decision, "topics"),
-                              f"topic {rare!r} looks like a variant of {common!r} (used by "
-                              f"{', '.join(d.id for d in uses[common][:3])}{', ...' if len(uses[common]) > 3 else ''})")
+    # The most used spelling (then the earliest) of each group is the one the others are measured against.
+    canonical: list[str] = []
+    for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].number, t)):
+        common = next((known for known in canonical if topics_match(topic, known)), None)
+        if common is None:
+            canonical.append(topic)
+            continue
+        users = ", ".join(d.id for d in uses[common][:3]) + (", ..." if len(uses[common]) > 3 else "")
+        for decision in uses[topic]:
+            yield Finding(decision.path, _at(decision, "topics"),
+                          f"topic {topic!r} looks like a variant of {common!r} (used by {users})")
 
 
 @rule("VT043", "ruling-without-source", WARNING)
@@ -898,17 +915,6 @@ def ruling_without_source(facts: Facts) -> Iterator[Finding]:
 
 
 # -- running the rules ----------------------------------------------------------------------
-
-def _key_lines(data: Mapping[str, Any]) -> dict[str, int]:
-    lines: dict[str, int] = {}
-    if hasattr(data, "lc"):
-        for key in data:
-            try:
-                lines[str(key)] = data.lc.key(key)[0] + 2  # type: ignore[attr-defined]
-            except (KeyError, TypeError, AttributeError):
-                pass
-    return lines
-
 
 def ignore_problems(value: Any) -> list[str]:
     """What is wrong with a `vault-tools-ignore` value (nothing when it is absent)."""
@@ -934,7 +940,7 @@ def ignored_codes(value: Any) -> set[str] | None:
     return {item.strip().upper() for item in items}
 
 
-def check_config(config: Any) -> dict[str, str]:
+def check_config(config: Config) -> dict[str, str]:
     """The severity overrides of `config.yaml`; refuses a code that names no rule."""
     for code, setting in config.lint.items():
         if code not in RULES:
@@ -1066,6 +1072,7 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
         note = _read(vault.root / rel)
         if note is not None and hasattr(note.data, "items"):
             facts.properties[rel] = note.data
+            facts.property_lines[rel] = note.key_lines
             facts.body_lines[rel] = note.text[:len(note.text) - len(note.body)].count("\n") + 1
     for decision in state.decisions:
         try:

@@ -134,7 +134,7 @@ timezone: {timezone}          # dates in notes are written in this zone
 #   lines: 200
 #   bytes: 25000
 # lint:                        # per-rule severity: error, warning or off
-#   VT301: off
+#   VT043: off
 """
 
 GITATTRIBUTES_LINE = f"{STATE_DIR}/ledger.jsonl merge=union"

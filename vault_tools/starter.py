@@ -82,12 +82,13 @@ def install_templates(root: Path) -> list[str]:
             continue
         notes.create_note(target, text)
         created.append(target)
-    read_as_notes = set(created) & set(iter_markdown(root, config)) if created else set()
+    scanned = {root / rel for rel, _ in iter_markdown(root, config)} if created else set()
+    read_as_notes = set(created) & scanned
     if read_as_notes:
         _remove(created, missing_folders)
         raise ConfigError(
-            f"vault-tools would read the templates in {folder_name!r} as decision notes (the vault loader "
-            "skips only a top-level templates folder); use a templates folder at the top of the vault",
+            f"vault-tools would read the templates in {folder_name!r} as decision notes; set "
+            f"`templates_folder: {folder_name}` in {STATE_DIR}/{CONFIG_FILE}",
             path=OBSIDIAN_TEMPLATES_SETTINGS)
     return [relative(root, path) for path in created]
 

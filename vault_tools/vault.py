@@ -180,26 +180,31 @@ def relative(root: Path, path: Path) -> str:
     return unicodedata.normalize("NFC", path.relative_to(root).as_posix())
 
 
-def iter_markdown(root: Path, config: Config) -> Iterator[Path]:
-    """Every Markdown note a decision could live in, in a stable order."""
-    skipped = {root / config.templates_folder.strip("/"), root / config.pinned_folder.strip("/")}
-    stack = [root]
+def iter_markdown(root: Path, config: Config) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """(vault-relative path, directory entry) of every note a decision could live in, in a stable order.
+
+    Works on strings rather than Path objects: on a vault of 50,000 notes the
+    difference is a large part of the whole run.
+    """
+    skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
+    stack = [""]
     while stack:
-        folder = stack.pop()
+        prefix = stack.pop()
         try:
-            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+            entries = sorted(os.scandir(os.path.join(root, prefix) if prefix else root), key=lambda e: e.name)
         except OSError:
             continue
         subfolders = []
         for entry in entries:
-            if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
+            name = entry.name
+            if name.startswith(".") or name in SKIPPED_FOLDERS:
                 continue
+            relative_name = f"{prefix}/{name}" if prefix else name
             if entry.is_dir(follow_symlinks=False):
-                if Path(entry.path) in skipped:
-                    continue
-                subfolders.append(Path(entry.path))
-            elif entry.name.endswith(".md") and (entry.is_file() or entry.is_symlink()):
-                yield Path(entry.path)
+                if relative_name not in skipped:
+                    subfolders.append(relative_name)
+            elif name.endswith(".md") and (entry.is_file() or entry.is_symlink()):
+                yield unicodedata.normalize("NFC", relative_name), entry
         stack.extend(reversed(subfolders))
 
 
@@ -329,18 +334,17 @@ class Vault:
         cached = cache.load() if cache else {}
         fresh: dict[str, CacheRow] = {}
         seen: set[str] = set()
-        for path in iter_markdown(self.root, self.config):
-            rel = self.relative(path)
+        for rel, entry in iter_markdown(self.root, self.config):
             seen.add(rel)
             try:
-                stat = path.stat()
+                stat = entry.stat()
             except OSError as error:
                 state.broken.append(NoteError(f"cannot be read: {error.strerror}", path=rel))
                 continue
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
             row = cached.get(rel)
             if row is None or not row.trusted(key):
-                row = CacheRow(*key, time.time_ns(), *self._read_for_cache(path, rel))
+                row = CacheRow(*key, time.time_ns(), *self._read_for_cache(Path(entry.path), rel))
                 fresh[rel] = row
             self._add(state, rel, row)
         if cache:
