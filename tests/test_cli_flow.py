@@ -113,3 +113,19 @@ def test_seal_command_stamps_and_seals_a_hand_ruled_note(cli, vault):
     after = notes.read_note(path)
     assert after.data["ruled_by"] == "owner" and "ruled_at" in after.data
     assert cli("seal").err.strip() == "nothing to seal"
+
+
+def test_init_sets_up_a_vault_with_templates_and_is_idempotent(tmp_path):
+    root = tmp_path / "My Vault"
+    (root / ".obsidian").mkdir(parents=True)
+    (root / ".obsidian" / "templates.json").write_text('{"folder": "Meta/Templates"}')
+    first = vt("init", "--templates", "--timezone", "Europe/Paris", cwd=root)
+    assert first.code == 0, first.err
+    assert 'templates_folder: "Meta/Templates"' in (root / ".vault-tools" / "config.yaml").read_text()
+    assert {p.name for p in (root / "Meta" / "Templates").iterdir()} == {"Decision.md", "Question.md"}
+    assert "vault-tools context" in first.out and "SessionStart" in first.out
+    assert (root / ".gitattributes").read_text() == ".vault-tools/ledger.jsonl merge=union\n"
+    before = snapshot(root)
+    again = vt("init", "--templates", cwd=root)
+    assert again.code == 0 and "already set up" in again.err
+    assert snapshot(root) == before

@@ -93,7 +93,10 @@ def _line(decision: Decision, service: Service) -> str:
 
 @app.command()
 def init(vault: VaultOption = None,
-         timezone: Annotated[Optional[str], typer.Option(help="IANA time zone (default: this machine's).")] = None) -> None:
+         timezone: Annotated[Optional[str], typer.Option(help="IANA time zone (default: this machine's).")] = None,
+         templates: Annotated[bool, typer.Option(
+             "--templates", help="Also copy the Decision and Question templates into Obsidian's templates folder.")] = False,
+         ) -> None:
     """Set up .vault-tools/ in a vault (safe to run again)."""
     global _vault_root
     try:
@@ -103,6 +106,9 @@ def init(vault: VaultOption = None,
     _vault_root = root
     changed = init_vault(root, timezone)
     Vault(root).config  # reads the config back: a bad one fails here, not later
+    if templates:
+        from .starter import install_templates
+        changed += install_templates(root)
     for name in changed:
         stderr.print(f"created or updated {name}", markup=False)
     if not changed:
@@ -123,7 +129,10 @@ Add to .pre-commit-config.yaml:
 Add to CLAUDE.md / AGENTS.md:
   At the start of every session run `vault-tools context` and follow it.
   Before asking the owner anything, run `vault-tools ask "<question>" --topic <topic>`;
-  if it is refused, the answer is in the ruling it names."""
+  if it is refused, the answer is in the ruling it names.
+
+Or load it at every session start (Claude Code, .claude/settings.json):
+  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context"}]}]}}"""
 
 
 @app.command()

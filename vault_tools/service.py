@@ -23,6 +23,7 @@ from .model import (
     topics_match, transition_problem,
 )
 from .pages import NOTICE, PAGE_NAMES, PageProblem, Pages, Settings, build_pages
+from .starter import obsidian_templates_folder
 from .vault import STATE_DIR, Vault, VaultState, machine_timezone
 
 Clock = Callable[[], dt.datetime]
@@ -158,7 +159,11 @@ def init_vault(root: Path, timezone: str | None = None) -> list[str]:
     state_dir.mkdir(exist_ok=True)
     config = state_dir / "config.yaml"
     if not config.exists():
-        notes.write_atomic(config, CONFIG_TEMPLATE.format(timezone=timezone or machine_timezone()).encode())
+        text = CONFIG_TEMPLATE.format(timezone=timezone or machine_timezone())
+        templates = obsidian_templates_folder(root)
+        if templates and templates != "Templates":  # Obsidian's own setting decides what is skipped
+            text = text.replace("# templates_folder: Templates ", f"templates_folder: {json.dumps(templates)}")
+        notes.write_atomic(config, text.encode())
         changed.append(f"{STATE_DIR}/config.yaml")
     ledger = state_dir / "ledger.jsonl"
     if not ledger.exists():
