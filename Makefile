@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean
+.PHONY: test demo bench install clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -22,3 +22,6 @@ demo: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py

@@ -18,7 +18,6 @@ import typer
 from rich.console import Console
 
 from . import __version__
-from . import lint as lint_rules
 from .errors import VaultToolsError
 from .ledger import History
 from .model import Decision, local_date
@@ -411,6 +410,7 @@ def lint_command(
                                                        help="Print what a rule checks and how to fix it.")] = None,
         today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Check the vault against every rule (VT001...); exit 1 on errors. For pre-commit and CI."""
+    from . import lint as lint_rules  # imported here: the other commands start faster without it
     if explain is not None:
         _out(lint_rules.explain(explain).rstrip("\n"))
         return

@@ -116,6 +116,7 @@ class Ledger:
         self.path = state_dir / LEDGER_FILE
         self.display_path = display_path
         self._lock = FileLock(str(state_dir / LOCK_FILE), timeout=LOCK_TIMEOUT_SECONDS)
+        self._read_cache: tuple[tuple[int, int, int, int], list[Event]] | None = None
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -129,6 +130,14 @@ class Ledger:
                 path=self.display_path) from None
 
     def read(self) -> list[Event]:
+        """Every event, verified. A long-running process re-reads only when the file changed."""
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return []
+        key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+        if self._read_cache is not None and self._read_cache[0] == key:
+            return list(self._read_cache[1])
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -137,7 +146,10 @@ class Ledger:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise InconsistentVault("ledger is not UTF-8", path=self.display_path) from None
-        return parse_ledger(text, self.display_path)
+        events = parse_ledger(text, self.display_path)
+        if len(raw) == key[0]:  # not appended to while being read
+            self._read_cache = (key, events)
+        return list(events)
 
     def append(self, events: Iterable[Event]) -> None:
         """Append events; the caller holds `locked()` and has read (so verified) the ledger.

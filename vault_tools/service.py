@@ -51,6 +51,7 @@ class Reconciled:
     touched: set[str] = field(default_factory=set)  # vault-relative paths written
     settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
     busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
+    state: VaultState | None = None  # the vault as the last pass read it, which changed no note
 
 
 @dataclass
@@ -268,13 +269,13 @@ class Service:
         return build_pages(state.decisions, state.resolver(), today or self.today(), self.tz, settings,
                            self.page_problems(state))
 
-    def build(self, today: dt.date | None = None, *, check: bool = False) -> BuildResult:
+    def build(self, today: dt.date | None = None, *, check: bool = False, state: VaultState | None = None) -> BuildResult:
         """Write the pages whose bytes changed (or, with `check`, only say which are stale).
 
         A page that is neither what was last generated nor what is generated now
         was edited by hand: a copy goes to `.vault-tools/kept/` before it is replaced.
         """
-        result = BuildResult(self.pages(today))
+        result = BuildResult(self.pages(today, state))
         generated = self._generated_digests()
         for name in PAGE_NAMES:
             path = self.page_path(name)
@@ -349,7 +350,7 @@ class Service:
         return result
 
     def _reconcile_pass(self, result: Reconciled, quiet_before: float, settle_before: float | None) -> bool:
-        state = self.state()
+        state = result.state = self.state()
         known = self.histories()
         result.settle_deadlines.clear()
         result.busy.clear()
@@ -372,7 +373,7 @@ class Service:
                 continue
             try:
                 if self._reconcile_note(state, decision, known.get(decision.id), mtime, settle_before, result):
-                    return True
+                    return True  # notes changed: the next pass starts from a fresh read
             except VaultToolsError as error:
                 invalid(decision.id, decision.path, str(error.message))
         return self._finish_supersessions(state, known, result)
@@ -390,29 +391,36 @@ class Service:
             result.touched.update(self._targets_paths(state, sealed))
             result.actions.append(Action("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window"))
             return True
+        # Below, only the ledger is written: no note changes, so the pass goes on.
         kind = {Status.OPEN: "asked", Status.WITHDRAWN: "withdrawn"}.get(decision.status)
         if history is None and kind is not None:
             actor = decision.asked_by or self.config.default_ruler
             self.vault.ledger.append([self._event(kind, decision, actor, reason=decision.reason)])
             result.actions.append(Action("recorded", decision.id, decision.path, f"new {decision.status.value} note"))
-            return True
-        if history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
+        elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
             if decision.reason is None:
                 raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
             self.vault.ledger.append([self._event("withdrawn", decision, self.config.default_ruler,
                                                   reason=decision.reason)])
             result.actions.append(Action("recorded", decision.id, decision.path, "withdrawn in Obsidian"))
-            return True
         return False
 
     def _targets_paths(self, state: VaultState, decision: Decision) -> set[str]:
         by_id, resolve = state.by_id(), state.resolver()
         return {by_id[t].path for t in (resolve(link) for link in decision.supersedes) if t in by_id}
 
+    def _meaning(self, state: VaultState, decision: Decision) -> str:
+        """The seal hash of a note as it is now, computed once per read of the vault."""
+        meanings = state.derived.setdefault("meanings", {})
+        key = (decision.id, decision.path)  # ids are not unique in a vault that lint would flag
+        if key not in meanings:
+            meanings[key] = seal_hash(decision, state.resolver(), self.tz)
+        return meanings[key]
+
     def _check_sealed(self, state: VaultState, decision: Decision, history: History, result: Reconciled) -> bool:
         seal = history.seal
         assert seal is not None and seal.text is not None
-        digest = seal_hash(decision, state.resolver(), self.tz)
+        digest = self._meaning(state, decision)
         if digest == seal.hash and decision.status is history.status:
             return False
         path = self.vault.path_of(decision)
@@ -527,7 +535,7 @@ class Service:
             history = known.get(ruling.id)
             if ruling.status is not Status.RULED or history is None or history.seal is None:
                 continue
-            if seal_hash(ruling, resolve, self.tz) != history.seal.hash:
+            if self._meaning(state, ruling) != history.seal.hash:
                 continue
             for target in self._supersede_targets_lenient(state, ruling):
                 self._mark_superseded(state, target, ruling, ruling.reason or "", ruling.ruled_by or self.config.default_ruler)
@@ -593,6 +601,9 @@ class Service:
         return decision
 
     def _resolver_with(self, state: VaultState, *extra: Decision) -> Callable[[str], str | None]:
+        """The state's resolver, also knowing notes about to be written (their titles may be new)."""
+        if all(state.get(e.id) is not None and state.get(e.id).path == e.path for e in extra):  # type: ignore[union-attr]
+            return state.resolver()
         others = [d for d in state.decisions if d.id not in {e.id for e in extra}]
         return LinkResolver([*others, *extra])
 

@@ -217,12 +217,20 @@ class VaultState:
     decisions: list[Decision] = field(default_factory=list)
     broken: list[NoteError] = field(default_factory=list)  # decision notes that cannot be parsed
     problems: dict[str, list[Problem]] = field(default_factory=dict)  # by relative path
+    _by_id: dict[str, Decision] | None = field(default=None, repr=False, compare=False)
+    _resolver: LinkResolver | None = field(default=None, repr=False, compare=False)
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # memos of other modules
 
+    # A state is read once and not changed after; what derives from it is computed once.
     def by_id(self) -> dict[str, Decision]:
-        return {decision.id: decision for decision in self.decisions}
+        if self._by_id is None:
+            self._by_id = {decision.id: decision for decision in self.decisions}
+        return self._by_id
 
     def resolver(self) -> LinkResolver:
-        return LinkResolver(self.decisions)
+        if self._resolver is None:
+            self._resolver = LinkResolver(self.decisions)
+        return self._resolver
 
     def get(self, decision_id: str) -> Decision | None:
         return self.by_id().get(decision_id)

@@ -191,7 +191,7 @@ class Watcher:
         try:
             result = self.service.reconcile(quiet_before=now - self.debounce, settle_before=now - self.settle)
             actions += result.actions
-            built = self.service.build()
+            built = self.service.build(state=result.state)
             actions += [Action("page-kept", None, None, f"a pinned page was edited by hand; copy kept in {kept}")
                         for kept in built.kept]
         except VaultToolsError as error:

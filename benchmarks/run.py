@@ -1,0 +1,236 @@
+"""How fast vault-tools is on large vaults, as ratios to baselines measured in the same run.
+
+    python benchmarks/run.py [--sizes 1000,10000,50000] [--repeat 3] [--saves 50]
+
+For each vault size it measures, each as a separate process (as a user or a
+hook runs them), the median wall time and the peak memory (RSS) of:
+
+- the floor: a Python process reading every note's bytes (no tool can beat it);
+- the baseline a user would write: `frontmatter.load` over every note, keeping decisions;
+- `vault-tools build`, `lint` and `context`: cold (no cache), warm (nothing changed)
+  and warm after one changed note;
+- the watcher: from a save of a decision note to the pinned page being rewritten,
+  minus the configured debounce (median and p95 over `--saves` saves).
+
+Absolute seconds depend on the machine; the ratios are what to compare.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.make_vault import make_vault  # noqa: E402
+
+FLOOR = """
+import os, sys
+total = 0
+for folder, dirs, files in os.walk(sys.argv[1]):
+    dirs[:] = [d for d in dirs if not d.startswith(".")]
+    for name in files:
+        if name.endswith(".md"):
+            with open(os.path.join(folder, name), "rb") as handle:
+                total += len(handle.read())
+print(total)
+"""
+
+BASELINE = """
+import os, sys
+import frontmatter
+decisions = []
+for folder, dirs, files in os.walk(sys.argv[1]):
+    dirs[:] = [d for d in dirs if not d.startswith(".")]
+    for name in files:
+        if name.endswith(".md"):
+            try:
+                post = frontmatter.load(os.path.join(folder, name))
+            except Exception:
+                continue
+            if post.get("type") == "decision":
+                decisions.append(post)
+print(len(decisions))
+"""
+
+VAULT_TOOLS = [sys.executable, "-m", "vault_tools"]
+
+
+@dataclass
+class Measure:
+    seconds: list[float] = field(default_factory=list)
+    peak_mb: float = 0.0
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+def timed(args: list[str], cwd: Path | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one process."""
+    started = time.perf_counter()
+    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return elapsed, peak_mb(usage)
+
+
+def peak_mb(usage: os.struct_rusage) -> float:  # type: ignore[name-defined]
+    """ru_maxrss is in bytes on macOS and in KiB on Linux."""
+    return usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
+def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None) -> Measure:
+    result = Measure()
+    for _ in range(repeat):
+        if before:
+            before()
+        seconds, peak = timed(args, cwd)
+        result.seconds.append(seconds)
+        result.peak_mb = max(result.peak_mb, peak)
+    return result
+
+
+def drop_cache(vault: Path) -> None:
+    shutil.rmtree(vault / ".vault-tools" / "cache", ignore_errors=True)
+
+
+class NoteChanger:
+    """Changes one ordinary note before each run: the 'one note changed' case."""
+
+    def __init__(self, vault: Path) -> None:
+        self.notes = sorted(p for p in (vault / "Areas").rglob("*.md"))
+        self.count = 0
+
+    def __call__(self) -> None:
+        path = self.notes[self.count % len(self.notes)]
+        self.count += 1
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"\nEdited for run {self.count}.\n")
+
+
+def watcher_latency(vault: Path, saves: int, debounce_ms: int = 200) -> tuple[list[float], float]:
+    """Seconds from a save of an open question to its page being rewritten, minus the debounce."""
+    config = vault / ".vault-tools" / "config.yaml"
+    original = config.read_text()
+    config.write_text(original + f"debounce_ms: {debounce_ms}\nsettle_seconds: 600\n")
+    question = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: open" in p.read_text())
+    page = vault / "Pinned" / "Open questions.md"
+    watcher = subprocess.Popen([*VAULT_TOOLS, "watch", "--vault", str(vault)], stderr=subprocess.PIPE, text=True)
+    latencies = []
+    try:
+        while not (watcher.stderr.readline() or "watching").startswith("watching"):
+            pass
+        text = question.read_text()
+        for n in range(saves):
+            marker = f"Benchmark save number {n} of the summary"
+            new_text = text.replace('summary: "', f'summary: "{marker} ', 1)
+            before = page.stat().st_mtime_ns
+            started = time.perf_counter()
+            question.write_text(new_text)
+            deadline = started + 30
+            while time.perf_counter() < deadline:
+                if page.stat().st_mtime_ns != before and marker in page.read_text():
+                    break
+                time.sleep(0.002)
+            latencies.append(time.perf_counter() - started - debounce_ms / 1000)
+            time.sleep(0.05)
+    finally:
+        watcher.terminate()
+        _, _, usage = os.wait4(watcher.pid, 0)
+        config.write_text(original)
+    return latencies, peak_mb(usage)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Measure | tuple]:
+    vault = workdir / f"vault-{size}"
+    print(f"\n## {size:,} notes", flush=True)
+    started = time.perf_counter()
+    make_vault(vault, size, seed=1)
+    print(f"(generated in {time.perf_counter() - started:.1f} s)", flush=True)
+    time.sleep(2.1)  # past the cache's racy window, so warm runs can trust it
+    results: dict[str, Measure | tuple] = {}
+    results["floor: read every note"] = measure([sys.executable, "-c", FLOOR, str(vault)], repeat)
+    results["baseline: frontmatter.load loop"] = measure([sys.executable, "-c", BASELINE, str(vault)],
+                                                         max(1, repeat if size <= 10000 else 1))
+    for command in ("build", "lint", "context"):
+        args = [*VAULT_TOOLS, command, "--vault", str(vault)]
+        results[f"{command}, cold (no cache)"] = measure(args, repeat, before=lambda: drop_cache(vault))
+        subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fills the cache
+        time.sleep(2.1)
+        results[f"{command}, warm, nothing changed"] = measure(args, repeat)
+        results[f"{command}, warm, one note changed"] = measure(args, repeat, before=NoteChanger(vault))
+    if saves and size <= 10000:
+        latencies, peak = watcher_latency(vault, saves)
+        results["watcher: save to page, after debounce"] = (latencies, peak)
+    shutil.rmtree(vault)
+    return results
+
+
+def table(size: int, results: dict[str, Measure | tuple]) -> str:
+    floor = results["floor: read every note"]
+    baseline = results["baseline: frontmatter.load loop"]
+    assert isinstance(floor, Measure) and isinstance(baseline, Measure)
+    lines = [f"### {size:,} notes", "",
+             "| measurement | seconds | x floor | x baseline | peak RSS MB |", "|---|---:|---:|---:|---:|"]
+    for name, value in results.items():
+        if isinstance(value, Measure):
+            lines.append(f"| {name} | {value.median:.3f} | {value.median / floor.median:.1f} | "
+                         f"{value.median / baseline.median:.2f} | {value.peak_mb:.0f} |")
+        else:
+            latencies, peak = value
+            lines.append(f"| {name}: median | {statistics.median(latencies):.3f} | | | {peak:.0f} |")
+            lines.append(f"| {name}: p95 | {percentile(latencies, 0.95):.3f} | | | |")
+    return "\n".join(lines)
+
+
+def scaling(all_results: dict[int, dict[str, Measure | tuple]]) -> str:
+    sizes = sorted(all_results)
+    if len(sizes) < 2:
+        return ""
+    small, large = sizes[-2], sizes[-1]
+    lines = [f"### Scaling from {small:,} to {large:,} notes (time grows as size^k)", "", "| measurement | k |",
+             "|---|---:|"]
+    for name, value in all_results[large].items():
+        other = all_results[small].get(name)
+        if isinstance(value, Measure) and isinstance(other, Measure):
+            exponent = math.log(value.median / other.median) / math.log(large / small)
+            lines.append(f"| {name} | {exponent:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,50000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--saves", type=int, default=50)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    print(f"# vault-tools benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    all_results = {}
+    with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:
+        for size in sizes:
+            all_results[size] = run_size(size, args.repeat, args.saves, Path(workdir))
+            print(table(size, all_results[size]), flush=True)
+    print()
+    print(scaling(all_results))
+
+
+if __name__ == "__main__":
+    main()
