@@ -1049,13 +1049,6 @@ def read_ledger(path: Path) -> tuple[list[str], list[Event], list[tuple[int, str
     return lines[:-1] if lines and not lines[-1] else lines, events, damage
 
 
-def _read(path: Path) -> notes.Note | None:
-    try:
-        return notes.read_note(path)
-    except (NoteError, OSError):
-        return None
-
-
 def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> Facts:
     """Read everything the rules look at, once."""
     service = Service(vault)
@@ -1067,13 +1060,7 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
         facts.committed_ledger = [line.rstrip("\r") for line in committed.split("\n")]
         if facts.committed_ledger and not facts.committed_ledger[-1]:
             facts.committed_ledger.pop()
-    decision_paths = {d.path for d in state.decisions} | set(state.problems)
-    for rel in sorted(decision_paths):
-        note = _read(vault.root / rel)
-        if note is not None and hasattr(note.data, "items"):
-            facts.properties[rel] = note.data
-            facts.property_lines[rel] = note.key_lines
-            facts.body_lines[rel] = note.text[:len(note.text) - len(note.body)].count("\n") + 1
+    facts.properties, facts.property_lines, facts.body_lines = state.properties, state.property_lines, state.body_lines
     for decision in state.decisions:
         try:
             facts.mtimes[decision.path] = (vault.root / decision.path).stat().st_mtime
@@ -1081,7 +1068,7 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
             pass
     pages_exist = any(service.page_path(name).exists() for name in PAGE_NAMES)
     if state.decisions or state.broken or pages_exist:
-        built = service.build(facts.today, check=True)
+        built = service.build(facts.today, check=True, state=state)
         facts.stale_pages = built.stale
         if built.pages.over_budget:
             facts.over_budget = built.pages.budget_message()

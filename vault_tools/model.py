@@ -296,10 +296,6 @@ def name_key(name: str) -> str:
     return unicodedata.normalize("NFC", name).casefold()
 
 
-def make_link(title: str, alias: str | None = None) -> str:
-    return f"[[{title}|{alias}]]" if alias and alias != title else f"[[{title}]]"
-
-
 class LinkResolver:
     """Resolves links to decision ids: by file name as Obsidian would, else by a leading id."""
 

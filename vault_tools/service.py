@@ -19,7 +19,7 @@ from .errors import InconsistentVault, NoteError, NotFound, Refused, UsageError,
 from .ledger import Event, History, histories, normalise_body, seal_hash, seal_text_without_bom, utc_stamp
 from .model import (
     ID_PATTERN, MIN_TEXT, LinkResolver, TOPIC_PATTERN, Decision, Problem, Status, build_decision, duplicate_ids,
-    format_id, id_number, local_date, make_link, newest_first_key, note_title, supersedes_cycle,
+    format_id, id_number, local_date, newest_first_key, note_title, supersedes_cycle,
     topics_match, transition_problem,
 )
 from .pages import NOTICE, PAGE_NAMES, PageProblem, Pages, Settings, build_pages
@@ -530,7 +530,6 @@ class Service:
 
     def _finish_supersessions(self, state: VaultState, known: dict[str, History], result: Reconciled) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
-        resolve = state.resolver()
         for ruling in sorted(state.decisions, key=lambda d: d.number):
             history = known.get(ruling.id)
             if ruling.status is not Status.RULED or history is None or history.seal is None:

@@ -217,6 +217,11 @@ class VaultState:
     decisions: list[Decision] = field(default_factory=list)
     broken: list[NoteError] = field(default_factory=list)  # decision notes that cannot be parsed
     problems: dict[str, list[Problem]] = field(default_factory=dict)  # by relative path
+    # For every decision note (valid or not), by relative path: its properties as parsed,
+    # the line of each, and the line its body starts on.
+    properties: dict[str, dict[str, Any]] = field(default_factory=dict)
+    property_lines: dict[str, dict[str, int]] = field(default_factory=dict)
+    body_lines: dict[str, int] = field(default_factory=dict)
     _by_id: dict[str, Decision] | None = field(default=None, repr=False, compare=False)
     _resolver: LinkResolver | None = field(default=None, repr=False, compare=False)
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # memos of other modules
@@ -236,7 +241,7 @@ class VaultState:
         return self.by_id().get(decision_id)
 
 
-CACHE_FILE = "cache/notes.sqlite"
+CACHE_FILE = "cache/notes-v2.sqlite"  # a new name whenever what is cached changes
 RACY_NANOSECONDS = 2_000_000_000
 
 
@@ -371,8 +376,9 @@ class Vault:
             return "broken", json.dumps({"message": f"cannot be read: {error.strerror}", "line": None})
         if decision is None and not problems:
             return "other", None
-        return "decision", json.dumps({"data": notes.plain(note.data), "body": note.body, "lines": note.key_lines},
-                                      ensure_ascii=False)
+        body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
+        return "decision", json.dumps({"data": notes.plain(note.data), "body": note.body, "lines": note.key_lines,
+                                       "body_line": body_line}, ensure_ascii=False)
 
     def _add(self, state: VaultState, rel: str, row: "CacheRow") -> None:
         if row.kind == "other" or row.payload is None:
@@ -382,6 +388,9 @@ class Vault:
             state.broken.append(NoteError(payload["message"], path=rel, line=payload["line"]))
             return
         decision, problems = build_decision(payload["data"], path=rel, body=payload["body"], key_lines=payload["lines"])
+        state.properties[rel] = payload["data"]
+        state.property_lines[rel] = payload["lines"]
+        state.body_lines[rel] = payload["body_line"]
         if problems:
             state.problems[rel] = problems
         if decision is not None:
