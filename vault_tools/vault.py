@@ -12,7 +12,7 @@ import sqlite3
 import time
 import unicodedata
 from contextlib import closing
-from dataclasses import astuple, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -295,7 +295,8 @@ class NoteCache:
         try:
             with closing(self._connect()) as connection, connection:
                 connection.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                       [(path, *astuple(row)) for path, row in fresh.items()])
+                                       [(path, row.size, row.mtime_ns, row.ctime_ns, row.inode, row.cached_at_ns,
+                                         row.kind, row.payload) for path, row in fresh.items()])
                 gone = [(path,) for (path,) in connection.execute("SELECT path FROM notes") if path not in seen]
                 connection.executemany("DELETE FROM notes WHERE path = ?", gone)
         except (sqlite3.Error, OSError):
@@ -325,20 +326,16 @@ class Vault:
         except ValueError:
             return False
 
-    def load_decision(self, path: Path) -> tuple[Decision | None, list[Problem], notes.Note]:
-        """Read and understand one decision note; raises NoteError if it cannot be read."""
+    def read_decision_note(self, path: Path) -> notes.Note | None:
+        """The note if its frontmatter says `type: decision`; raises NoteError if it cannot be read."""
         rel = self.relative(path)
         if path.is_symlink() and not self.inside(path):
             raise NoteError("is a link to a file outside the vault; decision notes must live inside it", path=rel)
         note = notes.read_note(path)
-        note.path = path
-        if not isinstance(note.data, dict) and not hasattr(note.data, "items"):
-            kind = "empty" if note.data is None else f"a {type(note.data).__name__.removeprefix('Commented').lower()}"
+        if not hasattr(note.data, "items"):
+            kind = "empty" if note.data is None else f"a {'list' if isinstance(note.data, list) else 'single value'}"
             raise NoteError(f"frontmatter is {kind}, not a mapping of properties", path=rel, line=2)
-        if not is_decision_mapping(note.data):
-            return None, [], note
-        decision, problems = build_decision(note.data, path=rel, body=note.body, key_lines=note.key_lines)
-        return decision, problems, note
+        return note if is_decision_mapping(note.data) else None
 
     def load(self) -> VaultState:
         """Every decision note, read afresh or from the cache when the file is certainly unchanged."""
@@ -356,35 +353,37 @@ class Vault:
                 continue
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
             row = cached.get(rel)
-            if row is None or not row.trusted(key):
-                row = CacheRow(*key, time.time_ns(), *self._read_for_cache(Path(entry.path), rel))
-                fresh[rel] = row
-            self._add(state, rel, row)
+            if row is not None and row.trusted(key):
+                self._add(state, rel, row.kind, json.loads(row.payload) if row.payload else None)
+                continue
+            kind, payload = self._read(Path(entry.path), rel)
+            fresh[rel] = CacheRow(*key, time.time_ns(), kind,
+                                  json.dumps(payload, ensure_ascii=False) if payload is not None else None)
+            self._add(state, rel, kind, payload)
         if cache:
             cache.save(fresh, seen)
         return state
 
-    def _read_for_cache(self, path: Path, rel: str) -> tuple[str, str | None]:
-        """What one note is: ("other", None), ("decision", parsed) or ("broken", error), as JSON."""
+    def _read(self, path: Path, rel: str) -> tuple[str, dict[str, Any] | None]:
+        """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
         try:
             if notes.read_head(path) is None:
                 return "other", None
-            decision, problems, note = self.load_decision(path)
+            note = self.read_decision_note(path)
         except NoteError as error:
-            return "broken", json.dumps({"message": error.message, "line": error.line})
+            return "broken", {"message": error.message, "line": error.line}
         except OSError as error:
-            return "broken", json.dumps({"message": f"cannot be read: {error.strerror}", "line": None})
-        if decision is None and not problems:
+            return "broken", {"message": f"cannot be read: {error.strerror}", "line": None}
+        if note is None:
             return "other", None
         body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
-        return "decision", json.dumps({"data": notes.plain(note.data), "body": note.body, "lines": note.key_lines,
-                                       "body_line": body_line}, ensure_ascii=False)
+        return "decision", {"data": notes.plain(note.data), "body": note.body, "lines": note.key_lines,
+                            "body_line": body_line}
 
-    def _add(self, state: VaultState, rel: str, row: "CacheRow") -> None:
-        if row.kind == "other" or row.payload is None:
+    def _add(self, state: VaultState, rel: str, kind: str, payload: dict[str, Any] | None) -> None:
+        if kind == "other" or payload is None:
             return
-        payload = json.loads(row.payload)
-        if row.kind == "broken":
+        if kind == "broken":
             state.broken.append(NoteError(payload["message"], path=rel, line=payload["line"]))
             return
         decision, problems = build_decision(payload["data"], path=rel, body=payload["body"], key_lines=payload["lines"])
