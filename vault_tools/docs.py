@@ -61,7 +61,7 @@ class Param:
         return self.flags[0] + (f" {self.placeholder}" if self.placeholder else "")
 
     def label(self) -> str:
-        """The argument or option as its entry in a list: `` `-t`, `--topic TEXT` ``."""
+        """The argument or option as its entry in a list: `` `--topic TEXT`, `-t` ``."""
         if self.kind == "argument":
             return f"`{self.usage()}`"
         value = f" {self.placeholder}" if self.placeholder else ""
@@ -106,6 +106,11 @@ class Command:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def _cell(text: str) -> str:
+    """Text that is safe inside a Markdown table cell."""
+    return text.replace("|", "\\|")
 
 
 def _annotation(param: Any) -> Any:
@@ -189,7 +194,7 @@ def commands_reference() -> str:
     shared = shared_options(found)
     shared_keys = {param.key for param in shared}
     lines = ["| command | does |", "|---|---|"]
-    lines += [f"| [`{command.name}`](#{command.anchor}) | {command.summary} |" for command in found]
+    lines += [f"| [`{command.name}`](#{command.anchor}) | {_cell(command.summary)} |" for command in found]
     lines += ["", "Options that most commands take:", ""]
     lines += [_entry(param) for param in shared]
     lines += ["- `--help`: Show the command's own help and exit."]
@@ -257,7 +262,7 @@ def config_reference() -> str:
     """The README's configuration reference: a table of keys, then the defaults as a file."""
     lines = ["| key | default | sets |", "|---|---|---|"]
     for _, key, default, meaning in config_items():
-        lines.append(f"| `{key}` | `{_yaml_value(default)}` | {meaning.replace('|', chr(92) + '|')} |")
+        lines.append(f"| `{key}` | `{_yaml_value(default)}` | {_cell(meaning)} |")
     lines += ["", "The same defaults as `.vault-tools/config.yaml` spells them:", "", "```yaml",
               config_yaml().rstrip("\n"), "```"]
     return "\n".join(lines) + "\n"
