@@ -39,7 +39,7 @@ _vault_root: Path | None = None  # for the crash log
 VaultOption = Annotated[Optional[Path], typer.Option("--vault", help="The vault (default: the nearest folder up "
                                                      "from here with .vault-tools/ or .obsidian/).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
-ByOption = Annotated[Optional[str], typer.Option("--by", help="Who is recording this (default from config).")]
+ByOption = Annotated[Optional[str], typer.Option("--by", metavar="NAME", help="Who is recording this (default from config).")]
 
 
 def _service(vault: Path | None) -> Service:
@@ -92,7 +92,7 @@ def _line(decision: Decision, service: Service) -> str:
 
 @app.command()
 def init(vault: VaultOption = None,
-         timezone: Annotated[Optional[str], typer.Option(help="IANA time zone (default: this machine's).")] = None,
+         timezone: Annotated[Optional[str], typer.Option(metavar="ZONE", help="IANA time zone, like Europe/Paris (default: this machine's).")] = None,
          templates: Annotated[bool, typer.Option(
              "--templates", help="Also copy the Decision and Question templates into Obsidian's templates folder.")] = False,
          ) -> None:
@@ -119,11 +119,18 @@ INIT_SNIPPETS = """\
 Add to .pre-commit-config.yaml:
   - repo: local
     hooks:
+      - id: vault-tools-build
+        name: vault-tools build
+        entry: vault-tools build
+        language: system
+        pass_filenames: false
+        always_run: true
       - id: vault-tools-lint
         name: vault-tools lint
         entry: vault-tools lint
         language: system
         pass_filenames: false
+        always_run: true
 
 Add to CLAUDE.md / AGENTS.md:
   At the start of every session run `vault-tools context` and follow it.
@@ -136,9 +143,9 @@ Or load it at every session start (Claude Code, .claude/settings.json):
 
 @app.command()
 def ask(summary: Annotated[str, typer.Argument(help="The question, one line of at least 20 characters.")],
-        topic: Annotated[list[str], typer.Option("--topic", "-t", help="Topic key (kebab-case); repeatable.")],
+        topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC", help="Topic key (kebab-case); repeatable.")],
         body: Annotated[Optional[str], typer.Option(help="Context for the owner; - reads stdin.")] = None,
-        due: Annotated[Optional[str], typer.Option(help="Date an answer is needed by (2026-07-17).")] = None,
+        due: Annotated[Optional[str], typer.Option(metavar="DATE", help="Date an answer is needed by (2026-07-17).")] = None,
         reask_reason: Annotated[Optional[str], typer.Option(
             help="What changed since the ruling on this topic (at least 20 characters).")] = None,
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
@@ -155,14 +162,14 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
 def rule(decision_id: Annotated[Optional[str], typer.Argument(metavar="[ID]",
                                                                 help="The question being answered.")] = None,
          summary: Annotated[str, typer.Option(help="The ruling, one line of at least 20 characters.")] = ...,  # type: ignore[assignment]
-         topic: Annotated[list[str], typer.Option("--topic", "-t", help="Topic of a ruling given directly.")] = [],  # noqa: B006
+         topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC", help="Topic of a ruling given directly; repeatable.")] = [],  # noqa: B006
          source: Annotated[Optional[str], typer.Option(help="Where the ruling came from.")] = None,
-         ruled_at: Annotated[Optional[str], typer.Option(help="When the owner decided (default: now).")] = None,
-         supersedes: Annotated[list[str], typer.Option(help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
+         ruled_at: Annotated[Optional[str], typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now).")] = None,
+         supersedes: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
          reason: Annotated[Optional[str], typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
          body: Annotated[Optional[str], typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
          revisit_if: Annotated[Optional[str], typer.Option(help="When revisiting is legitimate.")] = None,
-         revisit_by: Annotated[Optional[str], typer.Option(help="A review date.")] = None,
+         revisit_by: Annotated[Optional[str], typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Record the owner's ruling: on a question (ID) or given directly (--topic)."""
     service = _service(vault)
@@ -181,7 +188,8 @@ ReasonOption = Annotated[str, typer.Option(help="Why (at least 20 characters).")
 
 
 @app.command()
-def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID")], reason: ReasonOption,
+def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The open question to drop.")],
+             reason: ReasonOption,
              by: ByOption = None, vault: VaultOption = None) -> None:
     """Drop an open question that will not be answered."""
     decision = _service(vault).withdraw(decision_id, reason, by)
@@ -189,7 +197,8 @@ def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID")], reason: 
 
 
 @app.command()
-def retract(decision_id: Annotated[str, typer.Argument(metavar="ID")], reason: ReasonOption,
+def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruling recorded in error.")],
+            reason: ReasonOption,
             by: ByOption = None, vault: VaultOption = None) -> None:
     """Declare a ruling wrong (recorded in error), with no replacement."""
     decision = _service(vault).retract(decision_id, reason, by)
@@ -197,7 +206,8 @@ def retract(decision_id: Annotated[str, typer.Argument(metavar="ID")], reason: R
 
 
 @app.command()
-def seal(decision_ids: Annotated[Optional[list[str]], typer.Argument(metavar="[ID]...")] = None,
+def seal(decision_ids: Annotated[Optional[list[str]], typer.Argument(
+        metavar="[ID]...", help="Only these rulings (default: every ruled note not sealed yet).")] = None,
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Seal ruled notes now instead of waiting for the settle window."""
     sealed = _service(vault).seal(decision_ids or [])
@@ -211,7 +221,8 @@ def seal(decision_ids: Annotated[Optional[list[str]], typer.Argument(metavar="[I
 
 
 @app.command()
-def show(decision_id: Annotated[str, typer.Argument(metavar="ID")], vault: VaultOption = None,
+def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
+         vault: VaultOption = None,
          json_: JsonOption = False) -> None:
     """One decision note, with its ledger history."""
     service = _service(vault)
@@ -245,8 +256,8 @@ def _show(service: Service, decision: Decision, history: History) -> None:
 
 
 @app.command("list")
-def list_(status: Annotated[Optional[str], typer.Option(help="open, ruled, superseded, withdrawn or retracted.")] = None,
-          topic: Annotated[Optional[str], typer.Option(help="Only this topic (near matches count).")] = None,
+def list_(status: Annotated[Optional[str], typer.Option(metavar="STATUS", help="open, ruled, superseded, withdrawn or retracted.")] = None,
+          topic: Annotated[Optional[str], typer.Option(metavar="TOPIC", help="Only this topic (near matches count).")] = None,
           vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Decision notes, filtered by status and topic."""
     service = _service(vault)
@@ -259,7 +270,8 @@ def list_(status: Annotated[Optional[str], typer.Option(help="open, ruled, super
 
 
 @app.command()
-def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...")], vault: VaultOption = None,
+def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help="Topic keys; near spellings count.")],
+           vault: VaultOption = None,
            json_: JsonOption = False) -> None:
     """Current rulings on these topics, newest first, each with what it superseded."""
     service = _service(vault)
@@ -285,7 +297,7 @@ def _lookup_json(item: Lookup) -> dict[str, Any]:
 
 
 TodayOption = Annotated[Optional[str], typer.Option(
-    "--today", help="Compute ages and due dates against this date (default: today in the vault's time zone).")]
+    "--today", metavar="DATE", help="Compute ages and due dates against this date (default: today in the vault's time zone).")]
 
 
 def _today(value: str | None) -> dt.date | None:

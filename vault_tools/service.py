@@ -132,6 +132,8 @@ timezone: {timezone}          # dates in notes are written in this zone
 # stale_after_days: 14         # questions open longer are marked stale
 # recent_days: 30              # superseded rulings stay on the log this long
 # reminder_days: 7             # questions due this soon are listed as due soon
+# default_asker: agent         # asked_by when a command does not say
+# default_ruler: owner         # ruled_by when a command or the watcher does not say
 # budget:                      # what an agent loads at session start
 #   lines: 200
 #   bytes: 25000
