@@ -51,3 +51,19 @@ def test_unknown_status_gives_no_decision():
     decision, problems = build_decision({"type": "decision", "id": "D-0001", "status": "accepted",
                                          "topics": ["a"], "summary": "x" * 20}, path="x.md")
     assert decision is None and "unknown status 'accepted'" in problems[0].message
+
+
+def test_topic_index_finds_what_pairwise_matching_finds():
+    """The index is an optimisation: on a realistic set of topics it must agree with comparing every pair."""
+    import random
+    from vault_tools.model import TopicIndex
+    rng = random.Random(7)
+    words = "article footer newsletter author promotion reader reply pricing sale draft archive".split()
+    topics = {f"{rng.choice(words)}-{rng.choice(words)}" for _ in range(300)}
+    topics |= {"article-footers", "footer-article", "artcle-footer", "articlefooter", "pricing-sales", "raeder-reply"}
+    ordered = sorted(topics)
+    index = TopicIndex()
+    for topic in ordered:
+        index.add(topic)
+    for topic in ordered:
+        assert index.matches(topic) == [known for known in ordered if topics_match(topic, known)], topic

@@ -26,7 +26,7 @@ from .errors import ConfigError, InconsistentVault, NoteError, UsageError, Vault
 from .ledger import LEDGER_FILE, Event, History, histories, normalise_body, parse_line, seal_hash, seal_payload
 from .model import (
     DATE_FIELDS, DATETIME_FIELDS, Decision, LinkResolver, Problem, Status, build_decision, duplicate_ids, local_date,
-    near_field_name, supersedes_cycle, topics_match,
+    near_field_name, supersedes_cycle, TopicIndex,
 )
 from .pages import OPEN_QUESTIONS, PAGE_NAMES
 from .service import STAMPED_FIELDS, Service
@@ -883,11 +883,11 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
         for topic in decision.topics:
             uses.setdefault(topic, []).append(decision)
     # The most used spelling (then the earliest) of each group is the one the others are measured against.
-    canonical: list[str] = []
+    canonical = TopicIndex()
     for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].number, t)):
-        common = next((known for known in canonical if topics_match(topic, known)), None)
+        common = next(iter(canonical.matches(topic)), None)
         if common is None:
-            canonical.append(topic)
+            canonical.add(topic)
             continue
         users = ", ".join(d.id for d in uses[common][:3]) + (", ..." if len(uses[common]) > 3 else "")
         for decision in uses[topic]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -332,6 +333,7 @@ def _singular(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=65536)
 def topic_key(topic: str) -> str:
     """Plural/singular and word order do not matter: `footers-article` ~ `article-footer`."""
     return "-".join(sorted(_singular(word) for word in topic.split("-")))
@@ -370,6 +372,42 @@ def topics_match(a: str, b: str) -> bool:
     # One typo in one word, and only in words long enough for a typo to be plain.
     return (len(differing) == 1 and min(map(len, differing[0])) >= 5
             and edit_distance(*differing[0], limit=1) <= 1)
+
+
+class TopicIndex:
+    """The known topics a topic nearly matches (as `topics_match` says), without comparing it
+    against every known topic: candidates share a signature (the same key, the same letters
+    without hyphens, or the same words once one letter is deleted from one word of five
+    letters or more), and only candidates are compared."""
+
+    def __init__(self) -> None:
+        self._order: dict[str, int] = {}
+        self._by_signature: dict[tuple[object, ...], list[str]] = {}
+
+    @staticmethod
+    def _signatures(topic: str) -> set[tuple[object, ...]]:
+        words = topic_key(topic).split("-")
+        found: set[tuple[object, ...]] = {("key", topic_key(topic)), ("flat", topic.replace("-", ""))}
+        for index, word in enumerate(words):
+            if len(word) < 4:
+                continue
+            for variant in {word, *(word[:j] + word[j + 1:] for j in range(len(word)))}:
+                found.add(("typo", index, *words[:index], variant, *words[index + 1:]))
+        return found
+
+    def add(self, topic: str) -> None:
+        if topic in self._order:
+            return
+        self._order[topic] = len(self._order)
+        for signature in self._signatures(topic):
+            self._by_signature.setdefault(signature, []).append(topic)
+
+    def matches(self, topic: str) -> list[str]:
+        """Known topics that match `topic`, in the order they were added."""
+        candidates = {known for signature in self._signatures(topic) for known in self._by_signature.get(signature, ())}
+        if topic in self._order:
+            candidates.add(topic)
+        return sorted((known for known in candidates if topics_match(topic, known)), key=self._order.__getitem__)
 
 
 def near_field_name(name: str) -> str | None:
