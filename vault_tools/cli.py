@@ -36,7 +36,7 @@ app = typer.Typer(
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 _vault_root: Path | None = None  # for the crash log
 
-VaultOption = Annotated[Optional[Path], typer.Option("--vault", help="The vault (default: the nearest folder up "
+VaultOption = Annotated[Optional[Path], typer.Option("--vault", metavar="PATH", help="The vault (default: the nearest folder up "
                                                      "from here with .vault-tools/ or .obsidian/).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 ByOption = Annotated[Optional[str], typer.Option("--by", metavar="NAME", help="Who is recording this (default from config).")]

@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import yaml
-from ruamel.yaml import YAML
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from .errors import NoteError
 
@@ -56,7 +54,9 @@ for _tag, _pattern, _first in (
     _FastLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
 
 
-def _dumper() -> YAML:
+def _dumper() -> Any:
+    from ruamel.yaml import YAML  # only writes need it; reading starts faster without it
+
     yaml_ = YAML(typ="rt")
     yaml_.width = 4096
     yaml_.indent(mapping=2, sequence=4, offset=2)
@@ -227,6 +227,8 @@ def render_field(name: str, value: Any, newline: str = "\n") -> str:
 
 
 def _yaml_value(value: Any) -> Any:
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+
     if isinstance(value, str) and value.startswith("[["):
         return DoubleQuotedScalarString(value)
     if isinstance(value, Sequence) and not isinstance(value, str):

@@ -23,7 +23,6 @@ from .model import (
     topics_match, transition_problem,
 )
 from .pages import NOTICE, PAGE_NAMES, PageProblem, Pages, Settings, build_pages
-from .starter import obsidian_templates_folder
 from .vault import STATE_DIR, Vault, VaultState, machine_timezone
 
 Clock = Callable[[], dt.datetime]
@@ -162,6 +161,8 @@ def init_vault(root: Path, timezone: str | None = None) -> list[str]:
     state_dir.mkdir(exist_ok=True)
     config = state_dir / "config.yaml"
     if not config.exists():
+        from .starter import obsidian_templates_folder
+
         text = CONFIG_TEMPLATE.format(timezone=timezone or machine_timezone())
         templates = obsidian_templates_folder(root)
         if templates and templates != "Templates":  # Obsidian's own setting decides what is skipped
