@@ -21,9 +21,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from rich.console import Console
 from rich.text import Text
@@ -175,35 +177,61 @@ def step_context_for_the_agent(tour: Tour) -> None:
     tour.run("context", "--today", TODAY)
 
 
-# ---------------------------------------------------------------------------------------------
-# WATCHER STEP (placeholder). For now it shows one reconcile pass, `vault-tools watch --once`,
-# after an in-place edit. A live walk-through (start `vault-tools watch`, type into the note,
-# see it react within the debounce) is meant to replace it. Skipped while `watch` is missing.
-# ---------------------------------------------------------------------------------------------
 def step_watcher_restores_sealed_edit(tour: Tour) -> None:
     tour.heading("The watcher restores an in-place edit of a sealed note",
-                 "Ines opens the footer ruling (D-0014) in Obsidian and types an exception straight into it. "
-                 "A sealed ruling is never edited in place: the watcher puts the sealed text back and keeps "
-                 "what she typed as a proposed revision, pinned with the open questions.")
-    if not tour.has_command("watch"):
-        tour.say("`vault-tools watch` is not available yet: this step is skipped for now.", "bold yellow")
-        return
+                 "The watcher runs in the background while Ines works in Obsidian. She opens the footer ruling "
+                 "(D-0014) and types an exception straight into it; Obsidian saves as she types. A sealed "
+                 "ruling is never edited in place: once she stops typing, the watcher puts the sealed text "
+                 "back and keeps what she typed as a proposed revision, pinned with the open questions.")
+    config = tour.vault / ".vault-tools" / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "debounce_ms: 700  # the demo's: 2000 by default\n",
+                      encoding="utf-8")
+    tour.say("$ vault-tools watch &", "bold cyan")
+    watcher = subprocess.Popen([*tour.command, "watch"], cwd=tour.vault, stderr=subprocess.PIPE, text=True,
+                               encoding="utf-8", env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    log: list[str] = []
+    reader = threading.Thread(target=lambda: log.extend(iter(watcher.stderr.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
     path = tour.note_path("D-0014")
+    sealed = path.read_bytes()
     exception = "Exception: the December issue may mention the paid tier in its footer."
-    typed = path.read_bytes().rstrip(b"\n") + f"\n\n{exception}\n".encode("utf-8")
-    path.write_bytes(typed)
-    quiet_since = time.time() - 60  # as if Ines stopped typing a minute ago: the watcher waits for quiet
-    os.utime(path, (quiet_since, quiet_since))
-    tour.say(f"Typed at the end of {path.relative_to(tour.vault).as_posix()}:\n  {exception}")
-    tour.run("watch", "--once")
-    tour.expect_true(exception not in path.read_text(encoding="utf-8"), "D-0014 holds its sealed ruling again.",
+    try:
+        if not _wait_for(lambda: any(line.startswith("watching") for line in log), 20):
+            tour.failures.append("the watcher did not start")
+        typed = sealed.rstrip(b"\n") + b"\n\n"
+        for word in exception.split(" "):  # Obsidian saves in place every so often while she types
+            typed += word.encode("utf-8") + b" "
+            path.write_bytes(typed)
+            time.sleep(0.05)
+        path.write_bytes(typed.rstrip(b" ") + b"\n")
+        tour.say(f"Typed at the end of {path.relative_to(tour.vault).as_posix()}, saved as she typed:\n  {exception}")
+        restored = _wait_for(lambda: path.read_bytes() == sealed, 20)
+        _wait_for(lambda: any("rebuilt" in line for line in log), 5)
+    finally:
+        watcher.terminate()
+        code = watcher.wait(timeout=20)
+        reader.join(timeout=5)
+    for line in log:
+        tour.say(line.rstrip("\n"), "yellow")
+    tour.expect_true(code == 0, "The watcher stopped cleanly (exit 0).", f"the watcher exited {code}")
+    tour.expect_true(restored, "D-0014 holds its sealed ruling again, byte for byte.",
                      "D-0014 was not restored to its sealed text")
     tour.run("list", "--status", "open")
     listed = tour.run("list", "--status", "open", "--json", quiet=True)
     revisions = [item["id"] for item in json.loads(listed.stdout or "[]")
                  if any(link.startswith("[[D-0014") for link in item["supersedes"])]
-    tour.expect_true(bool(revisions), f"What Ines typed is kept as {', '.join(revisions)}, an open revision of D-0014.",
-                     "no revision note was made from the edit")
+    tour.expect_true(len(revisions) == 1,
+                     f"What Ines typed is kept as {', '.join(revisions)}, an open revision of D-0014: one note "
+                     "for the whole burst of saves.", "no single revision note was made from the edit")
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
 
 
 STEPS = (

@@ -363,3 +363,19 @@ def test_kill_9_at_random_moments_loses_nothing(cli, tmp_path):
         _check_invariants(vault, typed)
         runs += 1
     assert runs >= 50 and killed_mid_work >= 15, killed_mid_work  # most kills land mid-work, not after it
+
+
+def test_the_owners_own_properties_survive_a_restore(cli, vault):
+    configure(vault)
+    path = sealed_vault(cli, vault)
+    sealed = path.read_text()
+    tagged = sealed.replace("type: decision\n", "type: decision\ntags: [publishing]\naliases: [Footer rule]\n")
+    obsidian_save(path, tagged)  # not an edit: tags and aliases are the owner's
+    edited = tagged + "\nA paragraph typed into the sealed ruling.\n"
+    past = time.time() - 60
+    with Running(vault) as running:
+        assert "edit-rejected" not in running.kinds()
+        obsidian_save(path, edited)
+        os.utime(path, (past, past))
+        wait_until(lambda: "restored" in running.kinds())
+    assert path.read_text() == tagged

@@ -386,6 +386,7 @@ def _watch_log(state_dir: Path, as_json: bool) -> Any:
     import logging
     from logging.handlers import RotatingFileHandler
 
+    logging.getLogger("watchdog").setLevel(logging.ERROR)  # its shutdown notices are not the owner's business
     logger = logging.getLogger("vault_tools.watch")
     logger.setLevel(logging.INFO)
     logger.propagate = False

@@ -213,12 +213,17 @@ def read_note(path: Path) -> Note:
 
 # -- writing ------------------------------------------------------------------------
 
+_DATE_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?")
+
+
 def render_field(name: str, value: Any, newline: str = "\n") -> str:
     """One top-level property as Obsidian's Properties panel would write it."""
     if isinstance(value, dt.datetime):
         rendered = f"{name}: {value.replace(tzinfo=None).isoformat(timespec='seconds')}\n"
     elif isinstance(value, dt.date):
         rendered = f"{name}: {value.isoformat()}\n"
+    elif isinstance(value, str) and _DATE_TEXT.fullmatch(value):  # a date read as text: written plain, as a date
+        rendered = f"{name}: {value}\n"
     else:
         stream = io.StringIO()
         _dumper().dump({name: _yaml_value(value)}, stream)

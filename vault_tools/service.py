@@ -18,7 +18,7 @@ from . import notes
 from .errors import InconsistentVault, NoteError, NotFound, Refused, UsageError, VaultToolsError
 from .ledger import Event, History, histories, normalise_body, seal_hash, seal_text_without_bom, utc_stamp
 from .model import (
-    ID_PATTERN, MIN_TEXT, LinkResolver, TOPIC_PATTERN, Decision, Problem, Status, build_decision, duplicate_ids,
+    ID_PATTERN, KNOWN_FIELDS, MIN_TEXT, LinkResolver, TOPIC_PATTERN, Decision, Problem, Status, build_decision, duplicate_ids,
     format_id, id_number, local_date, newest_first_key, note_title, supersedes_cycle,
     topics_match, transition_problem,
 )
@@ -511,9 +511,28 @@ class Service:
             result.actions.append(Action("restore-deferred", decision.id, decision.path,
                                          "saved again while being restored; retrying after the next quiet period"))
             return
-        notes.write_atomic(path, seal.text.encode("utf-8"))
+        notes.write_atomic(path, self._restored_text(history, note).encode("utf-8"))
         result.touched.add(decision.path)
         result.actions.append(Action("restored", decision.id, decision.path, "sealed text put back"))
+
+    def _restored_text(self, history: History, typed: notes.Note) -> str:
+        """The sealed text, byte for byte, but for properties that are the owner's own (`tags`,
+        `aliases`, ...): as they were changed since sealing, they stay changed."""
+        seal = history.seal
+        assert seal is not None and seal.text is not None
+        sealed = notes.parse_text(seal_text_without_bom(history), typed.path)
+        if not hasattr(sealed.data, "items") or not hasattr(typed.data, "items"):
+            return seal.text
+        missing = object()
+        keys = {*sealed.data, *typed.data}
+        differ = {key for key in keys if typed.data.get(key, missing) != sealed.data.get(key, missing)}
+        if not differ - KNOWN_FIELDS:
+            return seal.text
+        # Start from what was typed, so the owner's lines stay as written; put back the rest.
+        put_back = {key: sealed.data.get(key, notes.REMOVE) for key in sorted(differ & KNOWN_FIELDS)}
+        text = notes.with_fields(typed, put_back) if put_back else typed.text
+        bom = seal.text[:len(seal.text) - len(sealed.text)]
+        return bom + text[:len(text) - len(typed.body)] + sealed.body
 
     def _has_note_file(self, state: VaultState, decision_id: str) -> bool:
         folder = self.vault.root / self.config.decisions_folder

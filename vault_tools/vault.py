@@ -358,7 +358,7 @@ class Vault:
                 continue
             kind, payload = self._read(Path(entry.path), rel)
             fresh[rel] = CacheRow(*key, time.time_ns(), kind,
-                                  json.dumps(payload, ensure_ascii=False) if payload is not None else None)
+                                  json.dumps(payload, ensure_ascii=False, default=str) if payload is not None else None)
             self._add(state, rel, kind, payload)
         if cache:
             cache.save(fresh, seen)
@@ -377,8 +377,8 @@ class Vault:
         if note is None:
             return "other", None
         body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
-        return "decision", {"data": notes.plain(note.data), "body": note.body, "lines": note.key_lines,
-                            "body_line": body_line}
+        data = note.data if all(isinstance(key, str) for key in note.data) else notes.plain(note.data)
+        return "decision", {"data": data, "body": note.body, "lines": note.key_lines, "body_line": body_line}
 
     def _add(self, state: VaultState, rel: str, kind: str, payload: dict[str, Any] | None) -> None:
         if kind == "other" or payload is None:
