@@ -114,3 +114,57 @@ def test_seal_hash_follows_a_renamed_linked_note(tmp_path):
 ], ids=["body", "summary", "topics", "ruled_at"])
 def test_seal_hash_changes_with_meaning(tmp_path, edit):
     assert hash_of(SEALED.replace(*edit), tmp=tmp_path) != hash_of(SEALED, tmp=tmp_path)
+
+
+# -- property: the seal covers meaning, not formatting -----------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+words = st.lists(st.sampled_from("footer article newsletter promotion reader reply bio link sale".split()),
+                 min_size=4, max_size=10).map(" ".join)
+topic = st.from_regex(r"[a-z]{3,8}(-[a-z]{3,8})?", fullmatch=True)
+
+
+def _scalar(value: str, style: str) -> str:
+    if style == "double":
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if style == "single":
+        return "'" + value.replace("'", "''") + "'"
+    return value
+
+
+@settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(summary=words, topics=st.lists(topic, min_size=1, max_size=3, unique=True), body=words,
+       styles=st.lists(st.sampled_from(["plain", "single", "double"]), min_size=4, max_size=4),
+       flow=st.booleans(), order=st.permutations(range(8)), crlf=st.booleans(), old_title=words)
+def test_seal_hash_is_unchanged_by_quoting_order_line_endings_and_renames(
+        tmp_path, summary, topics, body, styles, flow, order, crlf, old_title):
+    summary = summary.capitalize() + " and then some more words."
+    link = "[[D-0001 Old footer rule]]"
+    topic_lines = ("topics: [" + ", ".join(topics) + "]") if flow else "topics:\n" + "".join(f"  - {t}\n" for t in topics).rstrip("\n")
+    canonical = ["type: decision", "id: D-0002", "status: ruled", "topics: [" + ", ".join(topics) + "]",
+                 f"summary: {_scalar(summary, 'double')}", "ruled_at: 2026-07-17T08:30:00", "ruled_by: owner",
+                 f'supersedes: ["{link}"]']
+    variant = ["type: decision", f"id: {_scalar('D-0002', styles[0])}", f"status: {_scalar('ruled', styles[1])}",
+               topic_lines, f"summary: {_scalar(summary, styles[2])}", "ruled_at: 2026-07-17T08:30:00",
+               f"ruled_by: {_scalar('owner', styles[3])}",
+               f'supersedes: ["[[D-0001 {old_title}|old]]"]']
+    variant = [variant[i] for i in order]
+    text = "---\n" + "\n".join(canonical) + "\n---\n" + body + "\n"
+    other = "---\n" + "\n".join(variant) + "\n---\n" + body + "\n"
+    if crlf:
+        other = other.replace("\n", "\r\n")
+    assert hash_of_text(text, "D-0001 Old footer rule", tmp_path) == hash_of_text(other, f"D-0001 {old_title}", tmp_path)
+
+
+def hash_of_text(text: str, old_title: str, tmp: Path) -> str:
+    path = tmp / "D-0002 New.md"
+    path.write_bytes(text.encode())
+    note = notes.read_note(path)
+    decision, problems = build_decision(note.data, path="D-0002 New.md", body=note.body, key_lines=note.key_lines)
+    assert decision is not None and not problems, problems
+    old, _ = build_decision({"type": "decision", "id": "D-0001", "status": "superseded", "topics": ["a"],
+                             "summary": "x" * 20, "ruled_at": "2026-01-01", "superseded_by": "[[D-0002 New]]",
+                             "reason": "y" * 20}, path=f"Decisions/{old_title}.md")
+    return seal_hash(decision, LinkResolver([decision, old]), TZ)

@@ -379,3 +379,28 @@ def test_the_owners_own_properties_survive_a_restore(cli, vault):
         os.utime(path, (past, past))
         wait_until(lambda: "restored" in running.kinds())
     assert path.read_text() == tagged
+
+
+def test_a_rename_or_move_is_followed_by_id_and_is_not_an_edit(cli, vault):
+    configure(vault)
+    old = sealed_vault(cli, vault)
+    reason = "The owner banned promotion inside articles."
+    assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+               "--supersedes", "D-0001", "--reason", reason).code == 0
+    newer = next((vault / "Decisions").glob("D-0002 *.md"))
+    with Running(vault) as running:
+        moved = vault / "Archive" / "2026" / "D-0001 Footer rule.md"
+        moved.parent.mkdir(parents=True)
+        os.rename(old, moved)  # the owner renames and moves it in Obsidian
+        # Obsidian then rewrites the links to it across the vault.
+        obsidian_save(newer, newer.read_text().replace(f"[[{old.stem}]]", "[[D-0001 Footer rule]]"))
+        # A sync tool moving a note shows up as a delete and a create.
+        content = newer.read_bytes()
+        newer.unlink()
+        elsewhere = vault / "Decisions" / "Moved" / newer.name
+        elsewhere.parent.mkdir()
+        elsewhere.write_bytes(content)
+        wait_until(lambda: "[[D-0001 Footer rule|D-0001]]" in (vault / "Pinned/Decisions archive.md").read_text())
+        time.sleep(1)
+    assert not {"edit-rejected", "restored", "invalid"} & set(running.kinds()), running.actions
+    assert len(list(vault.rglob("D-*.md"))) == 2

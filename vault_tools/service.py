@@ -30,6 +30,11 @@ Clock = Callable[[], dt.datetime]
 STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
 
+def blocking_problems(problems: Iterable[Problem]) -> list[Problem]:
+    """The problems that make a note unusable: all but the stamps sealing will add."""
+    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.message.startswith("is required"))]
+
+
 def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
@@ -261,8 +266,7 @@ class Service:
     def page_problems(self, state: VaultState) -> list[PageProblem]:
         found = [PageProblem(e.path or "?", e.line, e.message) for e in state.broken]
         for path, problems in state.problems.items():
-            found += [PageProblem(path, p.line, str(p)) for p in problems
-                      if not (p.field in STAMPED_FIELDS and p.message.startswith("is required"))]
+            found += [PageProblem(path, p.line, str(p)) for p in blocking_problems(problems)]
         return found
 
     def pages(self, today: dt.date | None = None, state: VaultState | None = None) -> Pages:
@@ -581,7 +585,7 @@ class Service:
             raise InconsistentVault(f"{first.message}; fix this decision note before recording anything{more}",
                                     path=first.path, line=first.line)
         for path, problems in sorted(state.problems.items()):
-            blocking = [p for p in problems if not (p.field in STAMPED_FIELDS and p.message.startswith("is required"))]
+            blocking = blocking_problems(problems)
             if blocking:
                 raise NoteError(f"{blocking[0]}; fix this decision note before recording anything",
                                 path=path, line=blocking[0].line)
