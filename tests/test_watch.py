@@ -404,3 +404,17 @@ def test_a_rename_or_move_is_followed_by_id_and_is_not_an_edit(cli, vault):
         time.sleep(1)
     assert not {"edit-rejected", "restored", "invalid"} & set(running.kinds()), running.actions
     assert len(list(vault.rglob("D-*.md"))) == 2
+
+
+def test_once_exits_3_on_a_torn_ledger_and_touches_nothing(cli, vault):
+    configure(vault)
+    path = sealed_vault(cli, vault)
+    obsidian_save(path, path.read_text() + "\nAn edit waiting for the watcher.\n")
+    with open(vault / ".vault-tools" / "ledger.jsonl", "ab") as handle:
+        handle.write(b'{"event": "sea')
+    before = snapshot(vault)
+    done = subprocess.run([sys.executable, "-m", "vault_tools", "watch", "--once", "--vault", str(vault)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3 and "torn last line" in done.stderr
+    after = snapshot(vault)
+    assert {k: v for k, v in after.items() if k != ".vault-tools/watch.log"} == before

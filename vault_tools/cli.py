@@ -367,6 +367,8 @@ def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault
             watcher.process(everything=True)
         finally:
             watcher.release()
+        if watcher.last_error is not None:
+            raise watcher.last_error  # already logged; the exit code says what kind of trouble
         return
     previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -101,6 +101,7 @@ class Watcher:
         self.settle = config.settle_seconds if settle_seconds is None else settle_seconds
         self.schedule = Schedule(Debouncer(self.debounce, clock))
         self._reported_invalid: set[tuple[str | None, str]] = set()
+        self.last_error: VaultToolsError | None = None  # what stopped the last pass, if anything
         self._own_writes: dict[str, str] = {}  # relative path -> digest of what we last wrote there
         self._condition = threading.Condition()
         self._stopping = False
@@ -194,10 +195,13 @@ class Watcher:
             built = self.service.build(state=result.state)
             actions += [Action("page-kept", None, None, f"a pinned page was edited by hand; copy kept in {kept}")
                         for kept in built.kept]
-        except VaultToolsError as error:
-            actions.append(Action("invalid", None, error.path, error.message))
+        except VaultToolsError as error:  # a torn ledger, say: reported, and tried again on the next change
+            self.last_error = error
+            actions.append(Action("invalid", None, f"{error.path}:{error.line}" if error.line else error.path,
+                                  error.message))
             self._report(actions)
             return actions
+        self.last_error = None
         for relative in {*result.touched, *built.written}:
             digest = _digest(self.vault.root / relative)
             if digest:
