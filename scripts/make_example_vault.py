@@ -282,7 +282,7 @@ def ordinary_notes(titles: dict[str, str]) -> dict[str, str]:
 
 
     return {
-        "Home.md": f"""---
+        "Home.md": """---
 aliases:
   - Start here
 tags:

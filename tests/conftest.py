@@ -1,12 +1,14 @@
 """Shared fixtures: real temp vaults, the CLI in-process and as a subprocess."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -88,3 +90,13 @@ def decision(root: Path, number: int, status: str = "ruled", topics: tuple[str, 
     lines += [f"{key}: {value}" for key, value in fields.items()]
     lines += ["---", f"## Body of {decision_id}", ""]
     return write(root / "Decisions" / f"{title or decision_id + ' Note'}.md", "\n".join(lines))
+
+
+def load_script(path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """Import one of the project's scripts (they are not a package) for an in-process test."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module

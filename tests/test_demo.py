@@ -1,7 +1,6 @@
 """scripts/demo.py: the guided tour runs the real command line on a copy of example-vault/."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -9,19 +8,14 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .conftest import snapshot
+from .conftest import load_script, snapshot
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEMO = REPOSITORY / "scripts" / "demo.py"
 
 
 def load_demo(monkeypatch) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("vault_tools_demo", DEMO)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(DEMO, "vault_tools_demo", monkeypatch)
 
 
 def test_demo_runs_every_step_and_shows_the_refusal(tmp_path):

@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import configparser
-import importlib.util
 import json
 import plistlib
 import re
 import shlex
-import sys
 from dataclasses import fields
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +18,8 @@ from markdown_it import MarkdownIt
 
 from vault_tools import cli, docs
 from vault_tools.vault import CONFIG_DOC, Config, load_config
+
+from .conftest import load_script
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 README = REPOSITORY / "README.md"
@@ -44,13 +44,8 @@ def _app_commands() -> dict[str, Any]:
     return dict(getattr(typer.main.get_command(cli.app), "commands", {}))
 
 
-def load_script(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("update_readme", UPDATE_SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)
-    spec.loader.exec_module(module)
-    return module
+def load_update_script(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    return load_script(UPDATE_SCRIPT, "update_readme", monkeypatch)
 
 
 # -- the generated sections ------------------------------------------------------------------
@@ -73,7 +68,7 @@ def test_generators_are_stable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_update_script_rewrites_only_the_sections(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    script = load_script(monkeypatch)
+    script = load_update_script(monkeypatch)
     current = docs.render(readme())  # up to date even while README.md itself is not
     copy = tmp_path / "README.md"
     copy.write_text(current, encoding="utf-8")
@@ -95,7 +90,7 @@ def test_update_script_rewrites_only_the_sections(tmp_path: Path, monkeypatch: p
 
 def test_update_script_refuses_a_readme_without_markers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    script = load_script(monkeypatch)
+    script = load_update_script(monkeypatch)
     copy = tmp_path / "README.md"
     copy.write_text(readme().replace("<!-- config:end -->", ""), encoding="utf-8")
     assert script.main(["--readme", str(copy)]) == 2

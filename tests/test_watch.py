@@ -19,7 +19,7 @@ from vault_tools.service import Action, Service
 from vault_tools.vault import Vault
 from vault_tools.watch import Debouncer, Watcher, is_ignored
 
-from .conftest import decision, snapshot, write
+from .conftest import decision, snapshot
 
 FOOTER = "Every article footer carries the newsletter link and the author bio."
 
@@ -195,7 +195,7 @@ def test_malformed_yaml_is_never_touched(cli, vault):
 def test_a_hand_written_superseding_ruling_marks_the_old_one(cli, vault):
     configure(vault)
     old = sealed_vault(cli, vault)
-    with Running(vault) as running:
+    with Running(vault):
         decision(vault, 2, "ruled", ("article-footer",), "Footers carry only the author bio from now on.",
                  supersedes=f'["[[{old.stem}]]"]', reason="The owner banned promotion inside articles.",
                  ruled_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
