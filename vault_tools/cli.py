@@ -6,6 +6,7 @@ output is one JSON document on stdout and nothing else.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import platform
 import sys
@@ -15,7 +16,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 
 from . import __version__
 from .errors import VaultToolsError
@@ -33,7 +33,21 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _Stderr:
+    """rich's console for messages, made on first use: most runs print no message."""
+
+    @functools.cached_property
+    def console(self) -> Any:
+        from rich.console import Console
+        return Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def print(self, text: str, **options: Any) -> None:
+        self.console.print(text, **options)
+
+
+stderr = _Stderr()
 _vault_root: Path | None = None  # for the crash log
 
 VaultOption = Annotated[Optional[Path], typer.Option("--vault", metavar="PATH", help="The vault (default: the nearest folder up "
