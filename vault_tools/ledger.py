@@ -12,6 +12,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Iterable, Iterator
 from filelock import FileLock, Timeout
 
 from .errors import InconsistentVault
-from .model import SEALED_FIELDS, Decision, Resolve, Status, instant
+from .model import SEALED_FIELDS, Decision, Resolve, Status, instant, leading_id
 
 LEDGER_FILE = "ledger.jsonl"
 LOCK_FILE = "ledger.lock"
@@ -222,6 +223,20 @@ def normalise_body(body: str) -> str:
     return body.replace("\r\n", "\n").replace("\r", "\n").strip("\n") + "\n"
 
 
+_WIKILINK = re.compile(r"\[\[([^\[\]|]*?)(\|[^\[\]]*)?\]\]")
+
+
+def _links_as_meaning(text: str, resolve: Resolve) -> str:
+    """Wikilinks as what they mean, not how they are spelt: Obsidian rewrites them when a note or a
+    heading is renamed, and that is not an edit. A link to a decision becomes its id; a link to any
+    other note keeps only what it shows (its alias)."""
+    def meaning(match: re.Match[str]) -> str:
+        decision_id = resolve(match.group(0)) or leading_id(match.group(0))
+        return f"[[{decision_id}]]" if decision_id else f"[[{match.group(2) or ''}]]"
+
+    return _WIKILINK.sub(meaning, text) if "[[" in text else text
+
+
 def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[str, Any]:
     """The meaning of a note: what the seal covers, with links resolved to ids."""
     payload: dict[str, Any] = {}
@@ -231,7 +246,10 @@ def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[st
             # Moving to superseded/retracted is the tool's own edit, checked against the ledger.
             value = Status.RULED.value if value in (Status.SUPERSEDED, Status.RETRACTED) else value.value
         elif name == "supersedes":
-            value = sorted(resolve(link) or link for link in value)
+            # A deleted note's link still names its id: deleting it does not change this note.
+            value = sorted(resolve(link) or leading_id(link) or link for link in value)
+        elif name == "source" and value:
+            value = _links_as_meaning(value, resolve)
         elif name == "topics":
             value = list(value)
         elif isinstance(value, dt.datetime):
@@ -239,7 +257,7 @@ def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[st
         elif isinstance(value, dt.date):
             value = value.isoformat()
         payload[name] = value
-    payload["body"] = normalise_body(decision.body)
+    payload["body"] = _links_as_meaning(normalise_body(decision.body), resolve)
     return payload
 
 

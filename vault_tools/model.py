@@ -292,6 +292,12 @@ def link_target(link: str) -> str:
     return target.removesuffix(".md")
 
 
+def leading_id(link: str) -> str | None:
+    """The decision id a link's target starts with (`[[D-0003 Old rule]]` -> D-0003), existing or not."""
+    match = re.match(r"^(D-\d+)\b", link_target(link))
+    return match.group(1) if match else None
+
+
 def name_key(name: str) -> str:
     """How Obsidian compares note names: Unicode NFC, case-insensitive."""
     return unicodedata.normalize("NFC", name).casefold()
@@ -312,10 +318,8 @@ class LinkResolver:
         found = self._by_name.get(name_key(target))
         if found:
             return found
-        match = re.match(r"^(D-\d+)\b", target)
-        if match and match.group(1) in self._ids:
-            return match.group(1)
-        return None
+        by_id = leading_id(link)
+        return by_id if by_id in self._ids else None
 
 
 Resolve = Callable[[str], str | None]

@@ -10,15 +10,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from . import notes
 from .errors import InconsistentVault, NoteError, NotFound, Refused, UsageError, VaultToolsError
-from .ledger import Event, History, histories, normalise_body, seal_hash, seal_text_without_bom, utc_stamp
+from .ledger import Event, History, histories, seal_hash, seal_text_without_bom, utc_stamp
 from .model import (
-    ID_PATTERN, KNOWN_FIELDS, MIN_TEXT, LinkResolver, TOPIC_PATTERN, Decision, Problem, Status, build_decision, duplicate_ids,
+    FINAL_STATUSES, ID_PATTERN, KNOWN_FIELDS, MIN_TEXT, LinkResolver, TOPIC_PATTERN, Decision, Problem, Status, build_decision, duplicate_ids,
     format_id, id_number, local_date, newest_first_key, note_title, supersedes_cycle,
     topics_match, transition_problem,
 )
@@ -56,6 +56,15 @@ class Reconciled:
     settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
     busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
     state: VaultState | None = None  # the vault as the last pass read it, which changed no note
+
+
+@dataclass(frozen=True)
+class SupersedePlan:
+    note: notes.Note  # the old note as read
+    text: str  # its text once marked superseded
+    updated: Decision
+    successor: Decision
+    reason: str
 
 
 @dataclass
@@ -370,27 +379,41 @@ class Service:
 
         for error in state.broken:
             invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
+        quiet: list[tuple[Decision, float]] = []
         for decision in sorted(state.decisions, key=lambda d: d.number):
             try:
                 mtime = self.vault.path_of(decision).stat().st_mtime
             except OSError:
                 continue
             if mtime > quiet_before:
-                result.busy[decision.path] = mtime
-                continue
+                result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
+            else:
+                quiet.append((decision, mtime))
+        # A sealed note whose id was changed in place: the note at its path is that note, edited.
+        by_id = state.by_id()
+        lost = {h.path: h for h in known.values() if h.seal is not None and h.id not in by_id}
+        for decision, mtime in quiet:
+            history = known.get(decision.id)
             try:
-                if self._reconcile_note(state, decision, known.get(decision.id), mtime, settle_before, result):
+                if history is None and decision.path in lost:
+                    note = notes.read_note(self.vault.path_of(decision))
+                    self._reject_edit(state, decision, lost[decision.path], note, result)
+                    return True
+                if self._reconcile_note(state, decision, history, mtime, settle_before, result):
                     return True  # notes changed: the next pass starts from a fresh read
             except VaultToolsError as error:
                 invalid(decision.id, decision.path, str(error.message))
-        return self._finish_supersessions(state, known, result)
+        return self._finish_supersessions(state, known, result, invalid)
 
     def _reconcile_note(self, state: VaultState, decision: Decision, history: History | None, mtime: float,
                         settle_before: float | None, result: Reconciled) -> bool:
         if history is not None and history.seal is not None:
             return self._check_sealed(state, decision, history, result)
+        if history is not None and history.status in FINAL_STATUSES and decision.status is not history.status:
+            raise NoteError(f"was {history.status.value} (final), but the note now says {decision.status.value}; "
+                            "ask again as a new question", path=decision.path, line=decision.line_of("status"))
         if decision.status is Status.RULED:
-            if settle_before is None or mtime > settle_before:
+            if settle_before is None or mtime > settle_before or self._targets_paths(state, decision) & set(result.busy):
                 result.settle_deadlines[decision.path] = mtime + self.config.settle_seconds
                 return False
             sealed = self._seal_one(state, decision, history)
@@ -424,15 +447,39 @@ class Service:
             meanings[key] = seal_hash(decision, state.resolver(), self.tz)
         return meanings[key]
 
+    def _matches_ledger(self, state: VaultState, decision: Decision, history: History) -> bool:
+        """A sealed note as the ledger last fixed it: its meaning, and the lifecycle fields the tool wrote."""
+        seal = history.seal
+        if seal is None or self._meaning(state, decision) != seal.hash or decision.status is not history.status:
+            return False
+        if decision.status in (Status.SUPERSEDED, Status.RETRACTED):
+            closing = next(e for e in reversed(history.events) if e.event in ("superseded", "retracted"))
+            if decision.reason != closing.reason:
+                return False
+            if closing.successor and state.resolver()(decision.superseded_by or "") != closing.successor:
+                return False
+        return True
+
+    def unreviewed_edit(self, state: VaultState, decision: Decision, history: History | None) -> str | None:
+        """Why a sealed note may not be built on now: it was edited in place, and that edit is not reviewed."""
+        if history is None or history.seal is None or self._matches_ledger(state, decision, history):
+            return None
+        return (f"{decision.id} was edited in place since it was sealed; that edit must become a revision first "
+                "(the watcher does it, or run `vault-tools watch --once`)")
+
     def _check_sealed(self, state: VaultState, decision: Decision, history: History, result: Reconciled) -> bool:
         seal = history.seal
         assert seal is not None and seal.text is not None
-        digest = self._meaning(state, decision)
-        if digest == seal.hash and decision.status is history.status:
+        if self._matches_ledger(state, decision, history):
             return False
         path = self.vault.path_of(decision)
         note = notes.read_note(path)
-        if digest == seal.hash and self._finish_interrupted_close(state, decision, history, note, result):
+        if notes.file_text(note, note.text) == seal.text:
+            # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
+            raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
+                            "or removed; restore that note or its name", path=decision.path)
+        if self._meaning(state, decision) == seal.hash and \
+                self._finish_interrupted_close(state, decision, history, note, result):
             return True
         self._reject_edit(state, decision, history, note, result)
         return True
@@ -467,57 +514,111 @@ class Service:
 
     def _reject_edit(self, state: VaultState, decision: Decision, history: History, note: notes.Note,
                      result: Reconciled) -> None:
-        """Keep what was typed as a revision note, then put the sealed text back."""
+        """Keep what was typed, then put the sealed text back.
+
+        What was typed goes to a revision note: an open note proposing to supersede the ruling
+        (or, for a note whose ruling already ended, the ruling now current in its place). A later
+        burst on the same note is added to that revision under its own heading; nothing in a
+        revision is ever replaced. An edit of only the fields the tool writes (status, reason,
+        superseded_by) is no proposal: the typed text is kept in `.vault-tools/kept/` instead.
+        """
         seal = history.seal
         assert seal is not None and seal.text is not None
+        sealed_id = history.id  # the note's own id, even if the typing changed it
         typed = notes.file_text(note, note.text)
         typed_bytes = notes.encode(note.text, bom=note.bom)
-        previous = next((e for e in reversed(history.events) if e.event == "edit-rejected" and e.successor), None)
-        revision = state.get(previous.successor) if previous and previous.successor else None
-        reuse = previous is not None and previous.successor is not None and (
-            (revision is not None and revision.status is Status.OPEN)
-            or (revision is None and not self._has_note_file(state, previous.successor)))
-        revision_id = previous.successor if reuse and previous else self._next_id(state)
-        assert revision_id is not None
         now = self.now_local()
+        event = Event(event="edit-rejected", id=sealed_id, at=utc_stamp(self.clock()),
+                      actor=self.config.default_ruler, path=decision.path,
+                      hash=seal_hash(decision, state.resolver(), self.tz), text=typed)
+        if self._meaning(state, decision) == seal.hash and decision.id == sealed_id:
+            self.vault.ledger.append([event])
+            kept = self._keep_note_copy(sealed_id, typed)
+            result.actions.append(Action("edit-rejected", sealed_id, decision.path,
+                                         f"the fields vault-tools writes were edited; the edited copy is kept in {kept}"))
+        else:
+            revision_rel = self._write_revision(state, decision, history, note, event, now)
+            result.touched.add(revision_rel)
+            result.actions.append(Action("edit-rejected", sealed_id, decision.path,
+                                         f"in-place edit of a sealed note; the typed text is kept in {revision_rel}"))
+        path = self.vault.path_of(decision)
+        if path.read_bytes() != typed_bytes:
+            result.actions.append(Action("restore-deferred", sealed_id, decision.path,
+                                         "saved again while being restored; retrying after the next quiet period"))
+            return
+        notes.write_atomic(path, self._restored_text(history, note).encode("utf-8"))
+        result.touched.add(decision.path)
+        result.actions.append(Action("restored", sealed_id, decision.path, "sealed text put back"))
+
+    def _write_revision(self, state: VaultState, decision: Decision, history: History, note: notes.Note,
+                        event: Event, now: dt.datetime) -> str:
+        """Record the edit and write its revision note; returns the revision's path."""
+        known = self.histories()
+        previous = next((e.successor for e in reversed(history.events) if e.event == "edit-rejected" and e.successor),
+                        None)
+        revision = state.get(previous) if previous else None
+        previous_history = known.get(previous) if previous else None
+        open_in_ledger = previous_history is None or previous_history.status in (None, Status.OPEN)
+        reuse = previous is not None and open_in_ledger and (
+            (revision is not None and revision.status is Status.OPEN)
+            or (revision is None and not self._has_note_file(state, previous)))
+        revision_id = previous if reuse and previous else self._next_id(state)
         sealed_decision = self._sealed_decision(decision, seal_text_without_bom(history))
-        revision_text = self._revision_text(note, sealed_decision, revision_id, now)
         if revision is not None and reuse:
             revision_path = self.vault.path_of(revision)
         else:
             revision_path = self._new_path(revision_id, f"Revision of {sealed_decision.title}")
         rel = self.vault.relative(revision_path)
-        events = [Event(event="edit-rejected", id=decision.id, at=utc_stamp(self.clock()),
-                        actor=self.config.default_ruler, path=decision.path,
-                        hash=seal_hash(decision, state.resolver(), self.tz), text=typed, successor=revision_id)]
+        events = [replace(event, successor=revision_id)]
         if not reuse:
-            events.append(Event(event="asked", id=revision_id, at=utc_stamp(self.clock()),
-                                actor=self.config.default_ruler, path=rel))
+            events.append(Event(event="asked", id=revision_id, at=event.at, actor=self.config.default_ruler, path=rel))
         self.vault.ledger.append(events)
         if revision is not None and reuse:
-            revision_note = notes.read_note(revision_path)
-            earlier_body = notes.split(previous.text.removeprefix(notes.BOM))[1] if previous and previous.text else ""
-            if normalise_body(revision_note.body) != normalise_body(earlier_body):
-                # The owner has worked on the revision: add the new text below theirs, replace nothing.
-                revision_text = (revision_note.text.rstrip("\r\n") + revision_note.newline * 2
-                                 + f"## Typed into {decision.id} on {now:%Y-%m-%d %H:%M}{revision_note.newline * 2}"
-                                 + note.body.replace("\r\n", "\n").replace("\n", revision_note.newline))
-            notes.write_note(revision_note, revision_text)
-        elif revision_path.exists():
-            notes.write_atomic(revision_path, notes.encode(revision_text, bom=note.bom))
-        else:
-            notes.create_note(revision_path, revision_text)
-        result.touched.add(rel)
-        result.actions.append(Action("edit-rejected", decision.id, decision.path,
-                                     f"in-place edit of a sealed note; the typed text is now {revision_id} ({rel})"))
-        path = self.vault.path_of(decision)
-        if path.read_bytes() != typed_bytes:
-            result.actions.append(Action("restore-deferred", decision.id, decision.path,
-                                         "saved again while being restored; retrying after the next quiet period"))
-            return
-        notes.write_atomic(path, self._restored_text(history, note).encode("utf-8"))
-        result.touched.add(decision.path)
-        result.actions.append(Action("restored", decision.id, decision.path, "sealed text put back"))
+            self._add_to_revision(revision_path, note, sealed_decision, now)
+        elif not revision_path.exists():
+            target = self._current_successor(state, sealed_decision, known)
+            notes.create_note(revision_path, self._revision_text(note, sealed_decision, target, revision_id, now))
+        return rel
+
+    def _add_to_revision(self, path: Path, typed: notes.Note, sealed: Decision, now: dt.datetime) -> None:
+        """A later burst: its text goes below what the revision holds, once."""
+        revision = notes.read_note(path)
+        newline = revision.newline
+        body = typed.body.replace("\r\n", "\n").strip("\n")
+        if body and body.replace("\n", newline) in revision.text:
+            return  # already there (a restart after a crash repeats the step)
+        changed = [f"- {key}: {value}" for key, value in (typed.data or {}).items()
+                   if key in ("summary", "topics", "source", "revisit_if", "revisit_by")
+                   and notes.plain(value) != notes.plain(getattr(sealed, key, None))
+                   and not (key == "topics" and list(value or []) == list(sealed.topics))]
+        section = [f"## Typed into {sealed.id} on {now:%Y-%m-%d %H:%M}", ""]
+        if changed:
+            section += ["Properties as typed:", "", *changed, ""]
+        section.append(body)
+        text = revision.text.rstrip("\r\n") + newline * 2 + newline.join(section) + newline
+        notes.write_note(revision, text)
+
+    def _current_successor(self, state: VaultState, old: Decision, known: dict[str, History]) -> Decision | None:
+        """The ruling a revision of `old` should propose to replace: `old` itself while it is current,
+        else the current end of its supersession chain; none for a retracted ruling."""
+        by_id, resolve = state.by_id(), state.resolver()
+        current: Decision | None = by_id.get(old.id, old)
+        seen: set[str] = set()
+        while current is not None and current.id not in seen:
+            seen.add(current.id)
+            status = (known.get(current.id).status if known.get(current.id) else None) or current.status
+            if status is Status.RULED:
+                return current
+            if status is not Status.SUPERSEDED:
+                return None
+            current = by_id.get(resolve(current.superseded_by or "") or "")
+        return None
+
+    def _keep_note_copy(self, decision_id: str, text: str) -> str:
+        stamp = self.clock().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
+        kept = self.vault.state_dir / "kept" / f"{decision_id} {stamp}.md"
+        notes.write_atomic(kept, text.encode("utf-8"))
+        return self.vault.relative(kept)
 
     def _restored_text(self, history: History, typed: notes.Note) -> str:
         """The sealed text, byte for byte, but for properties that are the owner's own (`tags`,
@@ -536,7 +637,8 @@ class Service:
         put_back = {key: sealed.data.get(key, notes.REMOVE) for key in sorted(differ & KNOWN_FIELDS)}
         text = notes.with_fields(typed, put_back) if put_back else typed.text
         bom = seal.text[:len(seal.text) - len(sealed.text)]
-        return bom + text[:len(text) - len(typed.body)] + sealed.body
+        body = sealed.body.replace("\r\n", "\n").replace("\n", typed.newline)
+        return bom + text[:len(text) - len(typed.body)] + body
 
     def _has_note_file(self, state: VaultState, decision_id: str) -> bool:
         folder = self.vault.root / self.config.decisions_folder
@@ -547,14 +649,18 @@ class Service:
         found, _ = build_decision(note.data, path=current.path, body=note.body, key_lines=note.key_lines)
         return found or current
 
-    def _revision_text(self, typed: notes.Note, old: Decision, revision_id: str, now: dt.datetime) -> str:
-        changes = {"id": revision_id, "status": Status.OPEN.value, "supersedes": [f"[[{old.title}]]"],
-                   "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it.",
-                   "asked_at": now, "asked_by": self.config.default_ruler,
-                   "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
+    def _revision_text(self, typed: notes.Note, old: Decision, target: Decision | None, revision_id: str,
+                       now: dt.datetime) -> str:
+        changes: dict[str, Any] = {
+            "id": revision_id, "status": Status.OPEN.value,
+            "supersedes": [f"[[{target.title}]]"] if target else notes.REMOVE,
+            "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it.",
+            "asked_at": now, "asked_by": self.config.default_ruler,
+            "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
         return notes.with_fields(typed, changes)
 
-    def _finish_supersessions(self, state: VaultState, known: dict[str, History], result: Reconciled) -> bool:
+    def _finish_supersessions(self, state: VaultState, known: dict[str, History], result: Reconciled,
+                              invalid: Callable[[str | None, str | None, str], None]) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
         for ruling in sorted(state.decisions, key=lambda d: d.number):
             history = known.get(ruling.id)
@@ -563,7 +669,14 @@ class Service:
             if self._meaning(state, ruling) != history.seal.hash:
                 continue
             for target in self._supersede_targets_lenient(state, ruling):
-                self._mark_superseded(state, target, ruling, ruling.reason or "", ruling.ruled_by or self.config.default_ruler)
+                if target.path in result.busy:
+                    continue
+                try:
+                    plan = self._plan_superseded(state, target, ruling, ruling.reason or "", known)
+                    self._apply_superseded(state, plan, ruling.ruled_by or self.config.default_ruler)
+                except VaultToolsError as error:
+                    invalid(target.id, target.path, error.message)
+                    continue
                 result.touched.add(target.path)
                 result.actions.append(Action("superseded", target.id, target.path, f"superseded by {ruling.id}"))
                 return True
@@ -633,8 +746,10 @@ class Service:
         return LinkResolver([*others, *extra])
 
     def _supersede_targets(self, state: VaultState, decision: Decision, links: Iterable[str]) -> list[Decision]:
-        """The rulings `decision` will supersede; refuses a target that is missing or not current."""
+        """The rulings `decision` will supersede; refuses a target that is missing, not current,
+        or edited in place since it was sealed (that edit has to be reviewed first)."""
         by_id, resolve = state.by_id(), self._resolver_with(state, decision)
+        known = self.histories()
         targets = []
         for link in links:
             target_id = resolve(link)
@@ -644,10 +759,14 @@ class Service:
             target = by_id[target_id]
             if target_id == decision.id:
                 raise Refused("a ruling cannot supersede itself", path=decision.path)
-            if target.status is not Status.RULED:
+            status = (known[target_id].status if target_id in known else None) or target.status
+            if target.status is not Status.RULED or status is not Status.RULED:
                 successor = f" by {target.superseded_by}" if target.superseded_by else ""
-                raise Refused(f"{target.id} is {target.status.value}{successor}; only a current ruling can be superseded",
+                raise Refused(f"{target.id} is {status.value}{successor}; only a current ruling can be superseded",
                               path=decision.path, line=decision.line_of("supersedes"))
+            edited = self.unreviewed_edit(state, target, known.get(target_id))
+            if edited:
+                raise InconsistentVault(edited, path=target.path)
             targets.append(target)
         return targets
 
@@ -662,16 +781,21 @@ class Service:
         events.append(self._event("sealed", decision, actor, hash=digest, text=text))
         return events
 
-    def _mark_superseded(self, state: VaultState, old: Decision, new: Decision, reason: str, actor: str) -> None:
+    def _plan_superseded(self, state: VaultState, old: Decision, new: Decision, reason: str,
+                         known: dict[str, History] | None = None) -> "SupersedePlan":
+        """The old note's text once marked superseded, worked out and checked before anything is written."""
         path = self.vault.path_of(old)
         note = notes.read_note(path)
         text = notes.with_fields(note, {"status": Status.SUPERSEDED.value,
                                         "superseded_by": f"[[{new.title}]]", "reason": reason})
-        updated = self._understand(path, text)
-        notes.write_note(note, text)
-        digest = seal_hash(updated, self._resolver_with(state, new), self.tz)
-        self.vault.ledger.append([self._event("superseded", updated, actor, hash=digest,
-                                              text=notes.file_text(note, text), reason=reason, successor=new.id)])
+        return SupersedePlan(note, text, self._understand(path, text), new, reason)
+
+    def _apply_superseded(self, state: VaultState, plan: "SupersedePlan", actor: str) -> None:
+        notes.write_note(plan.note, plan.text)
+        digest = seal_hash(plan.updated, self._resolver_with(state, plan.successor), self.tz)
+        self.vault.ledger.append([self._event("superseded", plan.updated, actor, hash=digest,
+                                              text=notes.file_text(plan.note, plan.text), reason=plan.reason,
+                                              successor=plan.successor.id)])
 
     def _write_ruling(self, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
                       reason: str | None) -> Decision:
@@ -679,14 +803,15 @@ class Service:
         targets = self._supersede_targets(state, decision, decision.supersedes)
         if targets and reason is None:
             raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
+        plans = [self._plan_superseded(state, target, decision, reason or "") for target in targets]
         if note is None:
             notes.create_note(path, text)
         else:
             notes.write_note(note, text)
             text = notes.file_text(note, text)
         self.vault.ledger.append(self._seal_events(state, decision, text, self.histories().get(decision.id), actor))
-        for target in targets:
-            self._mark_superseded(state, target, decision, reason or "", actor)
+        for plan in plans:
+            self._apply_superseded(state, plan, actor)
         return decision
 
     def _new_path(self, decision_id: str, summary: str) -> Path:
@@ -760,6 +885,8 @@ class Service:
         if superseded_ids and reason is None:
             raise UsageError("--supersedes needs --reason saying why (at least 20 characters)")
         when = parse_when("--ruled-at", ruled_at) or self.now_local()
+        if isinstance(when, dt.datetime) and when.tzinfo is not None:  # notes hold the vault's local time
+            when = when.astimezone(self.tz).replace(tzinfo=None)
         revisit_day = parse_day("--revisit-by", revisit_by)
         actor = ruled_by or self.config.default_ruler
         changes: dict[str, Any] = {"status": Status.RULED.value, "summary": summary, "ruled_at": when,
@@ -783,7 +910,7 @@ class Service:
             if topics:
                 raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
             question = self.find(state, decision_id)
-            problem = transition_problem(question.status, Status.RULED)
+            problem = transition_problem(self._status(question), Status.RULED)
             if problem:
                 raise Refused(f"{question.id} {problem}", path=question.path)
             path = self.vault.path_of(question)
@@ -799,9 +926,12 @@ class Service:
         with self.vault.ledger.locked():
             state = self._state_for_write()
             decision = self.find(state, decision_id)
-            problem = transition_problem(decision.status, new_status)
+            problem = transition_problem(self._status(decision), new_status)
             if problem:
                 raise Refused(f"{decision.id} {problem}", path=decision.path)
+            edited = self.unreviewed_edit(state, decision, self.histories().get(decision.id))
+            if edited:
+                raise InconsistentVault(edited, path=decision.path)
             path = self.vault.path_of(decision)
             note = notes.read_note(path)
             text = notes.with_fields(note, {"status": new_status.value, "reason": reason})
@@ -829,12 +959,12 @@ class Service:
             known = self.histories()
             for decision_id in sorted(wanted):
                 decision = self.find(state, decision_id)
-                if decision.status is not Status.RULED:
-                    raise Refused(f"{decision.id} is {decision.status.value}; only a ruling can be sealed",
-                                  path=decision.path)
+                status = self._status(decision)
+                if decision.status is not Status.RULED or status in FINAL_STATUSES:
+                    raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
             for decision in sorted(state.decisions, key=lambda d: d.number):
                 history = known.get(decision.id)
-                if decision.status is not Status.RULED or (history and history.sealed):
+                if decision.status is not Status.RULED or (history and (history.sealed or history.status in FINAL_STATUSES)):
                     continue
                 if wanted and decision.id not in wanted:
                     continue
@@ -855,13 +985,19 @@ class Service:
         if targets and decision.reason is None:
             raise NoteError("supersedes a ruling but has no reason (at least 20 characters)", path=decision.path,
                             line=decision.line_of("supersedes"))
+        plans = [self._plan_superseded(state, target, decision, decision.reason or "") for target in targets]
         if stamps:
             notes.write_note(note, text)
         actor = decision.ruled_by or self.config.default_ruler
         self.vault.ledger.append(self._seal_events(state, decision, notes.file_text(note, text), history, actor))
-        for target in targets:
-            self._mark_superseded(state, target, decision, decision.reason or "", actor)
+        for plan in plans:
+            self._apply_superseded(state, plan, actor)
         return decision
+
+    def _status(self, decision: Decision) -> Status:
+        """Where a note stands: the ledger's word where it has one (final statuses stay final)."""
+        history = self.histories().get(decision.id)
+        return (history.status if history else None) or decision.status
 
 
 MAX_RECONCILE_PASSES = 200
