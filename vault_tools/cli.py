@@ -493,6 +493,11 @@ def _crash_log(error: BaseException) -> Path:
 
 
 def report(error: VaultToolsError) -> None:
+    if error.path and _vault_root is not None and Path(error.path).is_absolute():
+        try:  # name files as the vault does
+            error.path = Path(error.path).relative_to(_vault_root).as_posix()
+        except ValueError:
+            pass
     stderr.print(f"error: {error}", style="red", markup=False)
     for line in error.details:
         stderr.print(f"  {line}", markup=False)

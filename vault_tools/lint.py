@@ -970,7 +970,9 @@ class Report:
 
 
 def _within(path: str, scopes: Sequence[str]) -> bool:
-    return any(scope in ("", ".") or path == scope or path.startswith(scope.rstrip("/") + "/") for scope in scopes)
+    path = unicodedata.normalize("NFC", path)  # a name typed on one system may be spelt otherwise on disk
+    return any(scope in ("", ".") or path == scope or path.startswith(scope.rstrip("/") + "/")
+               for scope in (unicodedata.normalize("NFC", scope) for scope in scopes))
 
 
 def lint(facts: Facts, paths: Sequence[str] | None = None) -> Report:
@@ -1090,7 +1092,7 @@ def report_paths(root: Path, paths: Iterable[Path], cwd: Path | None = None) -> 
             relative = absolute.resolve().relative_to(root.resolve()).as_posix()
         except ValueError:
             raise UsageError("is not inside the vault", path=str(path)) from None
-        found.append(unicodedata.normalize("NFC", "" if relative == "." else relative))
+        found.append("" if relative == "." else relative)
     return found
 
 

@@ -260,6 +260,8 @@ def _key_spans(frontmatter: str, key_lines: Mapping[str, int]) -> dict[str, tupl
 
 
 REMOVE = object()  # as a value in `with_fields` changes: delete the property
+# `key: value  # comment` where the value has no quotes or `#` that could hide the comment's start.
+_INLINE_COMMENT = re.compile(r"^([^'\"#\n]*?)(\s+#[^\n]*?)\r?\n?$")
 
 
 def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
@@ -275,12 +277,29 @@ def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += note.newline
     spans = _key_spans(note.frontmatter, note.key_lines)
+    # The owner's keys may all be indented (valid YAML): new lines follow their indentation.
+    indent = ""
+    if spans:
+        first = lines[min(start for start, _ in spans.values())]
+        indent = first[:len(first) - len(first.lstrip(" "))]
+
+    def rendered(name: str, value: Any, old: list[str]) -> list[str]:
+        if value is REMOVE:
+            return []
+        new = [indent + line for line in render_field(name, value, note.newline).splitlines(keepends=True)]
+        # Keep the owner's comments: one at the end of the key's line, and comment lines under it.
+        comment = _INLINE_COMMENT.match(old[0]) if old else None
+        if comment and len(new) == 1:
+            new[0] = new[0].rstrip("\r\n") + comment.group(2) + note.newline
+        elif comment:
+            new.append(indent + comment.group(2).strip() + note.newline)
+        return new + [line for line in old[1:] if line.lstrip().startswith("#")]
+
     # Replace from the bottom up so earlier line numbers stay valid.
     for name in sorted((n for n in changes if n in spans), key=lambda n: -spans[n][0]):
         start, end = spans[name]
-        lines[start:end] = [] if changes[name] is REMOVE else [render_field(name, changes[name], note.newline)]
-    additions = [render_field(name, value, note.newline) for name, value in changes.items()
-                 if name not in spans and value is not REMOVE]
+        lines[start:end] = rendered(name, changes[name], lines[start:end])
+    additions = [line for name, value in changes.items() if name not in spans for line in rendered(name, value, [])]
     frontmatter = "".join(lines) + "".join(additions)
     prefix_end = note.text.index("\n") + 1  # the opening fence, as written
     fence_start = len(note.text) - len(note.body)

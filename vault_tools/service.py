@@ -208,6 +208,14 @@ class Service:
     def state(self) -> VaultState:
         return self.vault.load()
 
+    def _read(self, path: Path) -> notes.Note:
+        """One note, with any error naming it as the vault does (relative to the vault)."""
+        try:
+            return notes.read_note(path)
+        except NoteError as error:
+            error.path = self.vault.relative(path)
+            raise
+
     def histories(self) -> dict[str, History]:
         return histories(self.vault.ledger.read())
 
@@ -396,13 +404,15 @@ class Service:
             history = known.get(decision.id)
             try:
                 if history is None and decision.path in lost:
-                    note = notes.read_note(self.vault.path_of(decision))
+                    note = self._read(self.vault.path_of(decision))
                     self._reject_edit(state, decision, lost[decision.path], note, result)
                     return True
                 if self._reconcile_note(state, decision, history, mtime, settle_before, result):
                     return True  # notes changed: the next pass starts from a fresh read
             except VaultToolsError as error:
                 invalid(decision.id, decision.path, str(error.message))
+            except OSError as error:  # renamed or deleted while being read: the next quiet period sees it anew
+                invalid(decision.id, decision.path, f"could not be read just now ({error.strerror}); will retry")
         return self._finish_supersessions(state, known, result, invalid)
 
     def _reconcile_note(self, state: VaultState, decision: Decision, history: History | None, mtime: float,
@@ -473,7 +483,7 @@ class Service:
         if self._matches_ledger(state, decision, history):
             return False
         path = self.vault.path_of(decision)
-        note = notes.read_note(path)
+        note = self._read(path)
         if notes.file_text(note, note.text) == seal.text:
             # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
             raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
@@ -582,20 +592,18 @@ class Service:
 
     def _add_to_revision(self, path: Path, typed: notes.Note, sealed: Decision, now: dt.datetime) -> None:
         """A later burst: its text goes below what the revision holds, once."""
-        revision = notes.read_note(path)
+        revision = self._read(path)
         newline = revision.newline
         body = typed.body.replace("\r\n", "\n").strip("\n")
-        if body and body.replace("\n", newline) in revision.text:
-            return  # already there (a restart after a crash repeats the step)
         changed = [f"- {key}: {value}" for key, value in (typed.data or {}).items()
                    if key in ("summary", "topics", "source", "revisit_if", "revisit_by")
                    and notes.plain(value) != notes.plain(getattr(sealed, key, None))
                    and not (key == "topics" and list(value or []) == list(sealed.topics))]
-        section = [f"## Typed into {sealed.id} on {now:%Y-%m-%d %H:%M}", ""]
-        if changed:
-            section += ["Properties as typed:", "", *changed, ""]
-        section.append(body)
-        text = revision.text.rstrip("\r\n") + newline * 2 + newline.join(section) + newline
+        content = (["Properties as typed:", "", *changed, ""] if changed else []) + [body]
+        if newline.join(content).replace("\n", newline) in revision.text:
+            return  # already there (a restart after a crash repeats the step)
+        section = [f"## Typed into {sealed.id} on {now:%Y-%m-%d %H:%M}", "", *content]
+        text = revision.text.rstrip("\r\n") + newline * 2 + newline.join(section).replace("\n", newline) + newline
         notes.write_note(revision, text)
 
     def _current_successor(self, state: VaultState, old: Decision, known: dict[str, History]) -> Decision | None:
@@ -676,6 +684,9 @@ class Service:
                     self._apply_superseded(state, plan, ruling.ruled_by or self.config.default_ruler)
                 except VaultToolsError as error:
                     invalid(target.id, target.path, error.message)
+                    continue
+                except OSError as error:
+                    invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
                     continue
                 result.touched.add(target.path)
                 result.actions.append(Action("superseded", target.id, target.path, f"superseded by {ruling.id}"))
@@ -785,7 +796,7 @@ class Service:
                          known: dict[str, History] | None = None) -> "SupersedePlan":
         """The old note's text once marked superseded, worked out and checked before anything is written."""
         path = self.vault.path_of(old)
-        note = notes.read_note(path)
+        note = self._read(path)
         text = notes.with_fields(note, {"status": Status.SUPERSEDED.value,
                                         "superseded_by": f"[[{new.title}]]", "reason": reason})
         return SupersedePlan(note, text, self._understand(path, text), new, reason)
@@ -914,7 +925,7 @@ class Service:
             if problem:
                 raise Refused(f"{question.id} {problem}", path=question.path)
             path = self.vault.path_of(question)
-            note = notes.read_note(path)
+            note = self._read(path)
             text = notes.with_fields(note, changes)
             if body:
                 text = text.rstrip("\r\n") + note.newline * 2 + _sections(("Ruling", body)).replace("\n", note.newline)
@@ -933,7 +944,7 @@ class Service:
             if edited:
                 raise InconsistentVault(edited, path=decision.path)
             path = self.vault.path_of(decision)
-            note = notes.read_note(path)
+            note = self._read(path)
             text = notes.with_fields(note, {"status": new_status.value, "reason": reason})
             updated = self._understand(path, text)
             notes.write_note(note, text)
@@ -973,7 +984,7 @@ class Service:
 
     def _seal_one(self, state: VaultState, decision: Decision, history: History | None) -> Decision:
         path = self.vault.path_of(decision)
-        note = notes.read_note(path)
+        note = self._read(path)
         stamps: dict[str, Any] = {}
         if decision.ruled_at is None:
             stamps["ruled_at"] = self.now_local()

@@ -10,7 +10,6 @@ import json
 import os
 import sqlite3
 import time
-import unicodedata
 from contextlib import closing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -177,7 +176,8 @@ def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
 
 
 def relative(root: Path, path: Path) -> str:
-    return unicodedata.normalize("NFC", path.relative_to(root).as_posix())
+    """A vault-relative path, spelt as on disk (names are compared NFC and case-folded elsewhere)."""
+    return path.relative_to(root).as_posix()
 
 
 def iter_markdown(root: Path, config: Config) -> Iterator[tuple[str, os.DirEntry[str]]]:
@@ -204,7 +204,7 @@ def iter_markdown(root: Path, config: Config) -> Iterator[tuple[str, os.DirEntry
                 if relative_name not in skipped:
                     subfolders.append(relative_name)
             elif name.endswith(".md") and (entry.is_file() or entry.is_symlink()):
-                yield unicodedata.normalize("NFC", relative_name), entry
+                yield relative_name, entry
         stack.extend(reversed(subfolders))
 
 

@@ -131,14 +131,14 @@ class Watcher:
             self._lock.release()
 
     def start(self) -> None:
-        """Take the single-instance lock, reconcile the whole vault, then start observing."""
+        """Take the single-instance lock, start observing, then reconcile the whole vault."""
         self.acquire()
-        self.process(everything=True)
-        observer = Observer()
+        observer = Observer()  # started first: a change made during the reconcile is not missed
         observer.schedule(_Handler(self), str(self.vault.root), recursive=True)
         observer.daemon = True
         observer.start()
         self._observer = observer
+        self.process(everything=True)
 
     def stop(self) -> None:
         with self._condition:
@@ -195,6 +195,11 @@ class Watcher:
             built = self.service.build(state=result.state)
             actions += [Action("page-kept", None, None, f"a pinned page was edited by hand; copy kept in {kept}")
                         for kept in built.kept]
+        except OSError as error:  # a note moved away mid-pass: the events it made bring it back
+            actions.append(Action("invalid", None, error.filename, f"could not be read just now ({error.strerror}); "
+                                  "will retry"))
+            self._report(actions)
+            return actions
         except VaultToolsError as error:  # a torn ledger, say: reported, and tried again on the next change
             self.last_error = error
             actions.append(Action("invalid", None, f"{error.path}:{error.line}" if error.line else error.path,
