@@ -228,11 +228,11 @@ _WIKILINK = re.compile(r"\[\[([^\[\]|]*?)(\|[^\[\]]*)?\]\]")
 
 def _links_as_meaning(text: str, resolve: Resolve) -> str:
     """Wikilinks as what they mean, not how they are spelt: Obsidian rewrites them when a note or a
-    heading is renamed, and that is not an edit. A link to a decision becomes its id; a link to any
-    other note keeps only what it shows (its alias)."""
+    heading is renamed or moved, and that is not an edit. A link to a decision becomes its id; a
+    link to any other note becomes just "a link" (which note it names is not the ruling's meaning)."""
     def meaning(match: re.Match[str]) -> str:
         decision_id = resolve(match.group(0)) or leading_id(match.group(0))
-        return f"[[{decision_id}]]" if decision_id else f"[[{match.group(2) or ''}]]"
+        return f"[[{decision_id}]]" if decision_id else "[[]]"
 
     return _WIKILINK.sub(meaning, text) if "[[" in text else text
 

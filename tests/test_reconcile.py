@@ -1,0 +1,164 @@
+"""Reconciling against the ledger in the cases that could lose or launder the owner's text.
+
+Each test drives one watcher pass (`watch --once` semantics, in-process) on a real temp vault,
+with the notes' mtimes set in the past so they count as quiet.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import unicodedata
+from pathlib import Path
+
+from vault_tools import lint, notes
+from vault_tools.ledger import Ledger, histories
+from vault_tools.service import Service
+from vault_tools.vault import Vault
+from vault_tools.watch import Watcher
+
+from .conftest import decision, snapshot, write
+
+FOOTER = "Every article footer carries the newsletter link and the author bio."
+REASON = "The owner banned promotion inside articles."
+
+
+def quiet(vault: Path) -> None:
+    past = time.time() - 600
+    for path in vault.rglob("*.md"):
+        os.utime(path, (past, past))
+
+
+def one_pass(vault: Path) -> list[str]:
+    quiet(vault)
+    actions = []
+    watcher = Watcher(Service(Vault(vault)), on_action=actions.append)
+    watcher.acquire()
+    try:
+        watcher.process(everything=True)
+    finally:
+        watcher.release()
+    return [a.kind for a in actions]
+
+
+def events(vault: Path) -> list[str]:
+    return [e.event for e in Ledger(vault / ".vault-tools").read()]
+
+
+def sealed(cli, vault: Path) -> Path:
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "[[Call 2026-07-17]] with owner",
+               "--body", "See [[Reader mail]] for the complaints.").code == 0
+    return next((vault / "Decisions").glob("D-0001 *.md"))
+
+
+def test_deleting_a_superseded_note_does_not_set_off_its_successor(cli, vault):
+    old = sealed(cli, vault)
+    assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+               "--supersedes", "D-0001", "--reason", REASON).code == 0
+    old.unlink()
+    before = events(vault)
+    for _ in range(3):
+        assert "edit-rejected" not in one_pass(vault)
+    assert events(vault) == before
+
+
+def test_renaming_linked_notes_is_not_an_edit(cli, vault):
+    path = sealed(cli, vault)
+    write(vault / "Call with Anna 2026-07-17.md", "notes of the call\n")
+    text = path.read_text().replace("[[Call 2026-07-17]]", "[[Call with Anna 2026-07-17]]")
+    text = text.replace("[[Reader mail]]", "[[Inbox/Reader mail]]")  # moved into a folder
+    path.write_text(text)
+    assert "edit-rejected" not in one_pass(vault)
+    assert path.read_text() == text
+    assert not [d for d in lint.lint(lint.gather(Vault(vault))).diagnostics if d.code == "VT021"]
+
+
+def test_superseding_or_retracting_a_ruling_with_an_unreviewed_edit_is_refused(cli, vault):
+    path = sealed(cli, vault)
+    path.write_text(path.read_text() + "\nTyped in place while the watcher was off.\n")
+    before = snapshot(vault)
+    superseding = cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+                      "--supersedes", "D-0001", "--reason", REASON)
+    assert superseding.code == 3 and "edited in place since it was sealed" in superseding.err
+    retracting = cli("retract", "D-0001", "--reason", "It was recorded in error, says the owner.")
+    assert retracting.code == 3 and "edited in place" in retracting.err
+    assert snapshot(vault) == before
+
+
+def test_a_later_burst_is_added_to_the_revision_with_its_properties(cli, vault):
+    path = sealed(cli, vault)
+    sealed_text = path.read_text()
+    path.write_text(sealed_text + "\nFirst sitting.\n")
+    assert "restored" in one_pass(vault)
+    revision = next((vault / "Decisions").glob("D-0002 *.md"))
+    note = notes.read_note(revision)
+    revision.write_text(notes.with_fields(note, {"due": "2026-12-31"}) + "\nThe owner's own line.\n")
+    path.write_text(sealed_text.replace(FOOTER, "Footers carry the bio and a link to the archive page.")
+                    + "\nSecond sitting.\n")
+    assert "restored" in one_pass(vault)
+    text = revision.read_text()
+    for kept in ("First sitting.", "The owner's own line.", "due: 2026-12-31", "Second sitting.",
+                 "- summary: Footers carry the bio and a link to the archive page."):
+        assert kept in text, kept
+    assert len(list((vault / "Decisions").glob("D-*.md"))) == 2
+
+
+def test_changing_the_id_of_a_sealed_note_is_an_edit_of_it(cli, vault):
+    path = sealed(cli, vault)
+    sealed_bytes = path.read_bytes()
+    path.write_text(path.read_text().replace("id: D-0001", "id: D-0007"))
+    kinds = one_pass(vault)
+    assert "edit-rejected" in kinds and "sealed" not in kinds
+    assert path.read_bytes() == sealed_bytes
+    assert "D-0007" not in histories(Ledger(vault / ".vault-tools").read())
+
+
+def test_a_withdrawn_question_stays_withdrawn(cli, vault):
+    assert cli("ask", "What should article footers contain?", "--topic", "article-footer").code == 0
+    assert cli("withdraw", "D-0001", "--reason", "The owner stopped the newsletter entirely.").code == 0
+    path = next((vault / "Decisions").glob("D-0001 *.md"))
+    note = notes.read_note(path)
+    path.write_text(notes.with_fields(note, {"status": "ruled", "summary": FOOTER}))
+    assert "sealed" not in one_pass(vault)
+    assert cli("seal").err.strip() == "nothing to seal"
+    note = notes.read_note(path)
+    path.write_text(notes.with_fields(note, {"status": "open"}))
+    refused = cli("rule", "D-0001", "--summary", FOOTER)
+    assert refused.code == 1 and "withdrawn, which is final" in refused.err
+    assert events(vault) == ["asked", "withdrawn"]
+
+
+def test_a_tampered_reason_on_a_superseded_note_is_put_back_and_kept(cli, vault):
+    old = sealed(cli, vault)
+    assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+               "--supersedes", "D-0001", "--reason", REASON).code == 0
+    tool_written = old.read_bytes()
+    old.write_text(old.read_text().replace(REASON, "The agent decided this on its own, apparently."))
+    kinds = one_pass(vault)
+    assert "edit-rejected" in kinds and "restored" in kinds
+    assert old.read_bytes() == tool_written
+    kept = list((vault / ".vault-tools" / "kept").iterdir())
+    assert len(kept) == 1 and "on its own" in kept[0].read_text()
+
+
+def test_a_revision_of_a_superseded_note_proposes_to_replace_the_current_ruling(cli, vault):
+    old = sealed(cli, vault)
+    assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+               "--supersedes", "D-0001", "--reason", REASON).code == 0
+    old.write_text(old.read_text().replace(FOOTER, "Footers carry a sponsor line after all, says the owner."))
+    assert "restored" in one_pass(vault)
+    revision = notes.read_note(next((vault / "Decisions").glob("D-0003 *.md")))
+    assert revision.data["supersedes"] == ["[[D-0002 Footers carry only the author bio now]]"]
+
+
+def test_ruled_at_with_an_offset_is_written_in_the_vaults_time(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--ruled-at", "2026-07-17T08:30:00Z").code == 0
+    shown = json.loads(cli("show", "D-0001", "--json").out)
+    assert shown["ruled_at"] == "2026-07-17T17:30:00"  # Asia/Tokyo
+
+
+def test_decomposed_unicode_file_names_work(cli, vault):
+    name = unicodedata.normalize("NFD", "D-0001 Café footer")
+    decision(vault, 1, title=name)
+    assert "sealed" in one_pass(vault)
+    assert cli("retract", "D-0001", "--reason", "It was recorded in error, says the owner.").code == 0
