@@ -661,9 +661,9 @@ def _changed_parts(decision: Decision, sealed: Event, facts: Facts) -> list[tupl
 def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
-    Reports a note whose `status` (or `superseded_by`) disagrees with what the ledger recorded: a
-    superseded or retracted note put back to `ruled`, a ruling marked `superseded` or `retracted` by
-    hand, a withdrawn question reopened. A question the owner has just ruled or withdrawn in Obsidian
+    Reports a note whose `status` (or `superseded_by`, or the `reason` of its end) disagrees with
+    what the ledger recorded: a superseded or retracted note put back to `ruled`, a ruling marked
+    `superseded` or `retracted` by hand, a withdrawn question reopened, a reason rewritten. A question the owner has just ruled or withdrawn in Obsidian
     is not a disagreement: the ledger catches up when it is sealed.
 
     ## Why
@@ -686,14 +686,16 @@ def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
             yield Finding(decision.path, where, f"status is {decision.status.value}, but the ledger recorded "
                                                 f"{recorded.value}")
             continue
-        if recorded is Status.SUPERSEDED and history is not None:
-            successor_event = next((e for e in reversed(history.events) if e.event == "superseded"), None)
+        closing = next((e for e in reversed(history.events) if e.event in ("superseded", "withdrawn", "retracted")),
+                       None) if history is not None else None
+        if closing is not None and closing.reason and decision.reason != closing.reason:
+            yield Finding(decision.path, _at(decision, "reason"),
+                          f"reason differs from the one the ledger recorded ({closing.reason!r})")
+        if recorded is Status.SUPERSEDED and closing is not None:
             successor = facts.successor_of(decision)
-            if successor_event and successor_event.successor and successor is not None \
-                    and successor.id != successor_event.successor:
+            if closing.successor and successor is not None and successor.id != closing.successor:
                 yield Finding(decision.path, _at(decision, "superseded_by"),
-                              f"superseded_by names {successor.id}, but the ledger recorded "
-                              f"{successor_event.successor}")
+                              f"superseded_by names {successor.id}, but the ledger recorded {closing.successor}")
 
 
 @rule("VT023", "sealed-note-missing", ERROR)
