@@ -585,7 +585,7 @@ class Service:
         self.vault.ledger.append(events)
         if revision is not None and reuse:
             self._add_to_revision(revision_path, note, sealed_decision, now)
-        elif not revision_path.exists():
+        else:  # never over an existing file: that refusal leaves the edit in place, to be tried again
             target = self._current_successor(state, sealed_decision, known)
             notes.create_note(revision_path, self._revision_text(note, sealed_decision, target, revision_id, now))
         return rel
