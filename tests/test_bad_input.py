@@ -88,6 +88,10 @@ def test_symlink_to_outside_the_vault(cli, settled, tmp_path):
     (["show", "../../etc/passwd"], "is not a decision id"),
     (["rule", "--topic", "a-b", "--summary", RULING, "--supersedes", "D-0001"], "needs --reason"),
     (["list", "--status", "accepted"], "unknown status 'accepted'"),
+    (["build", "--today", "tomorrow"], "--today must be a date"),
+    (["context", "--today", "2026-13-45"], "--today must be a date"),
+    (["lint", "--format", "xml"], "--format must be one of text, json, github"),
+    (["rule", "--topic", "a-b", "--summary", RULING, "--ruled-at", "yesterday"], "--ruled-at must be a date"),
 ])
 def test_bad_arguments_exit_2(cli, settled, args, message):
     before = snapshot(settled)
@@ -144,3 +148,11 @@ def test_torn_ledger_is_exit_3_and_never_repaired(cli, settled):
     with open(ledger, "ab") as handle:
         handle.write(b'{"event":"ask')
     assert_refused_untouched(cli, settled, "torn last line", ".vault-tools/ledger.jsonl:3")
+
+
+def test_init_with_an_unknown_timezone_writes_nothing(tmp_path):
+    from .conftest import vt
+    (tmp_path / "v" / ".obsidian").mkdir(parents=True)
+    result = vt("init", "--timezone", "Mars/Base", cwd=tmp_path / "v")
+    assert result.code == 2 and "unknown timezone 'Mars/Base'" in result.err
+    assert sorted(p.name for p in (tmp_path / "v").iterdir()) == [".obsidian"]

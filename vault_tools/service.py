@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import notes
 from .errors import InconsistentVault, NoteError, NotFound, Refused, UsageError, VaultToolsError
@@ -170,6 +171,11 @@ def _ensure_lines(path: Path, lines: Iterable[str]) -> bool:
 
 def init_vault(root: Path, timezone: str | None = None) -> list[str]:
     """Set up `.vault-tools/` and the git attributes; returns what it created or changed."""
+    if timezone is not None:
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise UsageError(f"unknown timezone {timezone!r} (use an IANA name like Europe/Paris)") from None
     changed = []
     state_dir = root / STATE_DIR
     state_dir.mkdir(exist_ok=True)
