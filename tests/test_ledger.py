@@ -167,3 +167,21 @@ def hash_of_text(text: str, old_title: str, tmp: Path) -> str:
                              "summary": "x" * 20, "ruled_at": "2026-01-01", "superseded_by": "[[D-0002 New]]",
                              "reason": "y" * 20}, path=f"Decisions/{old_title}.md")
     return seal_hash(decision, LinkResolver([decision, old]), TZ)
+
+
+def test_a_long_lived_reader_sees_exactly_what_is_on_disk_after_appends(tmp_path):
+    """The watcher keeps one Ledger for hours: its memory of the file must never drift from the file."""
+    ledger = Ledger(tmp_path)
+    other_process = Ledger(tmp_path)
+    first = Event("asked", "D-0001", "2026-11-29T12:00:00Z", "agent", "a.md")
+    with ledger.locked():
+        ledger.append([first])
+    assert ledger.read() == [first]
+    second = Event("ruled", "D-0001", "2026-11-29T12:01:00Z", "owner", "a.md", hash="sha256:x")
+    with ledger.locked():
+        ledger.append([second])
+    third = Event("sealed", "D-0001", "2026-11-29T12:02:00Z", "owner", "a.md", hash="sha256:x", text="t")
+    with other_process.locked():
+        other_process.append([third])  # written by someone else: the first reader must notice
+    on_disk = parse_ledger(ledger.path.read_text(), "ledger.jsonl")
+    assert ledger.read() == on_disk == [first, second, third]

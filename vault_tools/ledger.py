@@ -14,7 +14,7 @@ import json
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -132,11 +132,9 @@ class Ledger:
 
     def read(self) -> list[Event]:
         """Every event, verified. A long-running process re-reads only when the file changed."""
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
+        key = self._stat_key()
+        if key is None:
             return []
-        key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
         if self._read_cache is not None and self._read_cache[0] == key:
             return list(self._read_cache[1])
         try:
@@ -157,12 +155,15 @@ class Ledger:
 
         Refuses to write after a torn last line: that line is left for a person to look at.
         """
+        events = list(events)
         payload = "".join(event_line(event) for event in events).encode("utf-8")
         if not payload:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        before = self._stat_key()
         with open(self.path, "a+b") as handle:
-            if handle.seek(0, os.SEEK_END) > 0:
+            size = handle.seek(0, os.SEEK_END)
+            if size > 0:
                 handle.seek(-1, os.SEEK_END)
                 if handle.read(1) != b"\n":
                     self.read()  # raises, naming the torn line
@@ -170,6 +171,22 @@ class Ledger:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
+        # What was read before plus what was just written is the ledger now: no need to read it all again.
+        if self._read_cache is not None and before is not None and self._read_cache[0] == before and size == before[0]:
+            first_line = (self._read_cache[1][-1].line or 0) + 1 if self._read_cache[1] else 1
+            numbered = [replace(event, line=first_line + index) for index, event in enumerate(events)]
+            after = self._stat_key()
+            if after is not None and after[0] == size + len(payload):
+                self._read_cache = (after, self._read_cache[1] + numbered)
+                return
+        self._read_cache = None
+
+    def _stat_key(self) -> tuple[int, int, int, int] | None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
 # -- what the events say ------------------------------------------------------------
