@@ -27,6 +27,7 @@ from typing import Callable
 from vault_tools import notes
 from vault_tools.model import Decision
 from vault_tools.service import Service, init_vault
+from vault_tools.watch import reconcile
 from vault_tools.starter import install_templates
 from vault_tools.vault import STATE_DIR, Vault
 
@@ -108,7 +109,7 @@ def owner_adds_properties(service: Service, decision_id: str, properties: dict[s
 
 def watcher_pass(service: Service) -> None:
     """What the watcher does once the owner has stopped typing and the settle window has passed."""
-    service.reconcile(quiet_before=float("inf"), settle_before=float("inf"))
+    reconcile(service, quiet_before=float("inf"), settle_before=float("inf"))
 
 
 def record_decisions(service: Service, clock: StoryClock) -> None:

@@ -15,9 +15,9 @@ import pytest
 
 from vault_tools import lint, notes
 from vault_tools.ledger import Ledger, histories, seal_hash
-from vault_tools.service import Action, Service
+from vault_tools.service import Service
 from vault_tools.vault import Vault
-from vault_tools.watch import Debouncer, Watcher, is_ignored
+from vault_tools.watch import Action, Debouncer, Watcher, is_ignored
 
 from .conftest import decision, snapshot
 

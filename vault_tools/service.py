@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from . import notes
-from .errors import InconsistentVault, NoteError, NotFound, Refused, UsageError, VaultToolsError
+from .errors import InconsistentVault, NoteError, NotFound, Refused, UsageError
 from .ledger import Event, History, histories, seal_hash, seal_text_without_bom, utc_stamp
 from .model import (
     FINAL_STATUSES, ID_PATTERN, KNOWN_FIELDS, MIN_TEXT, LinkResolver, TOPIC_PATTERN, Decision, Problem, Status, build_decision, duplicate_ids,
@@ -41,22 +41,12 @@ def utc_now() -> dt.datetime:
 
 
 @dataclass(frozen=True)
-class Action:
-    """One thing reconciling did or found, for the watcher's log."""
+class RejectedEdit:
+    """What rejecting an in-place edit of a sealed note did."""
 
-    kind: str  # sealed, superseded, edit-rejected, restore-deferred, recorded, invalid, page-kept, waiting
-    id: str | None
-    path: str | None
-    why: str
-
-
-@dataclass
-class Reconciled:
-    actions: list[Action] = field(default_factory=list)
-    touched: set[str] = field(default_factory=set)  # vault-relative paths written
-    settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
-    busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
-    state: VaultState | None = None  # the vault as the last pass read it, which changed no note
+    kept_in: str  # where the typed text went: a revision note, or a copy under .vault-tools/kept/
+    as_revision: bool
+    restored: bool  # False: saved again meanwhile, so the restore waits for the next quiet period
 
 
 @dataclass(frozen=True)
@@ -214,7 +204,7 @@ class Service:
     def state(self) -> VaultState:
         return self.vault.load()
 
-    def _read(self, path: Path) -> notes.Note:
+    def read(self, path: Path) -> notes.Note:
         """One note, with any error naming it as the vault does (relative to the vault)."""
         try:
             return notes.read_note(path)
@@ -361,101 +351,20 @@ class Service:
         notes.write_atomic(kept, data)
         return self.vault.relative(kept)
 
-    # reconciling: what the watcher does at start and after each quiet period
+    # the operations reconciling is made of (when to apply them is the watcher's business)
 
-    def reconcile(self, *, quiet_before: float, settle_before: float | None) -> Reconciled:
-        """Bring notes and ledger into agreement, as if every change had been seen live.
+    def record_hand_made(self, decision: Decision, kind: str) -> None:
+        """A question made or withdrawn in Obsidian: the ledger records it like any other."""
+        if kind == "withdrawn" and decision.reason is None:
+            raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
+        actor = decision.asked_by if kind == "asked" and decision.asked_by else self.config.default_ruler
+        self.vault.ledger.append([self._event(kind, decision, actor, reason=decision.reason)])
 
-        Notes modified after `quiet_before` (epoch seconds) are still being typed
-        and are left for later. Ruled notes unchanged since `settle_before` are
-        sealed; `None` means seal nothing and only say when they will be.
-        Each pass reads the vault afresh and stops at its first write, so every
-        decision is taken on the current state; the passes end when one writes nothing.
-        """
-        result = Reconciled()
-        with self.vault.ledger.locked():
-            for _ in range(MAX_RECONCILE_PASSES):
-                if not self._reconcile_pass(result, quiet_before, settle_before):
-                    break
-        return result
-
-    def _reconcile_pass(self, result: Reconciled, quiet_before: float, settle_before: float | None) -> bool:
-        state = result.state = self.state()
-        known = self.histories()
-        result.settle_deadlines.clear()
-        result.busy.clear()
-        reported = {(a.path, a.why) for a in result.actions if a.kind == "invalid"}
-
-        def invalid(decision_id: str | None, path: str | None, why: str) -> None:
-            if (path, why) not in reported:
-                result.actions.append(Action("invalid", decision_id, path, why))
-                reported.add((path, why))
-
-        for error in state.broken:
-            invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
-        quiet: list[tuple[Decision, float]] = []
-        for decision in sorted(state.decisions, key=lambda d: d.number):
-            try:
-                mtime = self.vault.path_of(decision).stat().st_mtime
-            except OSError:
-                continue
-            if mtime > quiet_before:
-                result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
-            else:
-                quiet.append((decision, mtime))
-        # A sealed note whose id was changed in place: the note at its path is that note, edited.
-        by_id = state.by_id()
-        lost = {h.path: h for h in known.values() if h.seal is not None and h.id not in by_id}
-        for decision, mtime in quiet:
-            history = known.get(decision.id)
-            try:
-                if history is None and decision.path in lost:
-                    note = self._read(self.vault.path_of(decision))
-                    self._reject_edit(state, decision, lost[decision.path], note, result)
-                    return True
-                if self._reconcile_note(state, decision, history, mtime, settle_before, result):
-                    return True  # notes changed: the next pass starts from a fresh read
-            except VaultToolsError as error:
-                invalid(decision.id, decision.path, str(error.message))
-            except OSError as error:  # renamed or deleted while being read: the next quiet period sees it anew
-                invalid(decision.id, decision.path, f"could not be read just now ({error.strerror}); will retry")
-        return self._finish_supersessions(state, known, result, invalid)
-
-    def _reconcile_note(self, state: VaultState, decision: Decision, history: History | None, mtime: float,
-                        settle_before: float | None, result: Reconciled) -> bool:
-        if history is not None and history.seal is not None:
-            return self._check_sealed(state, decision, history, result)
-        if history is not None and history.status in FINAL_STATUSES and decision.status is not history.status:
-            raise NoteError(f"was {history.status.value} (final), but the note now says {decision.status.value}; "
-                            "ask again as a new question", path=decision.path, line=decision.line_of("status"))
-        if decision.status is Status.RULED:
-            if settle_before is None or mtime > settle_before or self._targets_paths(state, decision) & set(result.busy):
-                result.settle_deadlines[decision.path] = mtime + self.config.settle_seconds
-                return False
-            sealed = self._seal_one(state, decision, history)
-            result.touched.add(sealed.path)
-            result.touched.update(self._targets_paths(state, sealed))
-            result.actions.append(Action("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window"))
-            return True
-        # Below, only the ledger is written: no note changes, so the pass goes on.
-        kind = {Status.OPEN: "asked", Status.WITHDRAWN: "withdrawn"}.get(decision.status)
-        if history is None and kind is not None:
-            actor = decision.asked_by or self.config.default_ruler
-            self.vault.ledger.append([self._event(kind, decision, actor, reason=decision.reason)])
-            result.actions.append(Action("recorded", decision.id, decision.path, f"new {decision.status.value} note"))
-        elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
-            if decision.reason is None:
-                raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
-            self.vault.ledger.append([self._event("withdrawn", decision, self.config.default_ruler,
-                                                  reason=decision.reason)])
-            result.actions.append(Action("recorded", decision.id, decision.path, "withdrawn in Obsidian"))
-        return False
-
-    def _targets_paths(self, state: VaultState, decision: Decision) -> set[str]:
+    def targets_paths(self, state: VaultState, decision: Decision) -> set[str]:
         by_id, resolve = state.by_id(), state.resolver()
         return {by_id[t].path for t in (resolve(link) for link in decision.supersedes) if t in by_id}
 
-    def _meaning(self, state: VaultState, decision: Decision) -> str:
+    def meaning(self, state: VaultState, decision: Decision) -> str:
         """The seal hash of a note as it is now, computed once per read of the vault."""
         meanings = state.derived.setdefault("meanings", {})
         key = (decision.id, decision.path)  # ids are not unique in a vault that lint would flag
@@ -463,10 +372,10 @@ class Service:
             meanings[key] = seal_hash(decision, state.resolver(), self.tz)
         return meanings[key]
 
-    def _matches_ledger(self, state: VaultState, decision: Decision, history: History) -> bool:
+    def matches_ledger(self, state: VaultState, decision: Decision, history: History) -> bool:
         """A sealed note as the ledger last fixed it: its meaning, and the lifecycle fields the tool wrote."""
         seal = history.seal
-        if seal is None or self._meaning(state, decision) != seal.hash or decision.status is not history.status:
+        if seal is None or self.meaning(state, decision) != seal.hash or decision.status is not history.status:
             return False
         if decision.status in (Status.SUPERSEDED, Status.RETRACTED):
             closing = next(e for e in reversed(history.events) if e.event in ("superseded", "retracted"))
@@ -478,31 +387,15 @@ class Service:
 
     def unreviewed_edit(self, state: VaultState, decision: Decision, history: History | None) -> str | None:
         """Why a sealed note may not be built on now: it was edited in place, and that edit is not reviewed."""
-        if history is None or history.seal is None or self._matches_ledger(state, decision, history):
+        if history is None or history.seal is None or self.matches_ledger(state, decision, history):
             return None
         return (f"{decision.id} was edited in place since it was sealed; that edit must become a revision first "
                 "(the watcher does it, or run `vault-tools watch --once`)")
 
-    def _check_sealed(self, state: VaultState, decision: Decision, history: History, result: Reconciled) -> bool:
-        seal = history.seal
-        assert seal is not None and seal.text is not None
-        if self._matches_ledger(state, decision, history):
-            return False
-        path = self.vault.path_of(decision)
-        note = self._read(path)
-        if notes.file_text(note, note.text) == seal.text:
-            # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
-            raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
-                            "or removed; restore that note or its name", path=decision.path)
-        if self._meaning(state, decision) == seal.hash and \
-                self._finish_interrupted_close(state, decision, history, note, result):
-            return True
-        self._reject_edit(state, decision, history, note, result)
-        return True
-
-    def _finish_interrupted_close(self, state: VaultState, decision: Decision, history: History, note: notes.Note,
-                                  result: Reconciled) -> bool:
-        """A supersession or retraction whose note was written but whose event was not (a crash between)."""
+    def finish_interrupted_close(self, state: VaultState, decision: Decision, history: History,
+                                 note: notes.Note) -> bool:
+        """A supersession or retraction whose note was written but whose event was not (a crash between):
+        record the event. False when the note is not exactly what that operation writes."""
         if history.status is not Status.RULED or decision.status not in (Status.SUPERSEDED, Status.RETRACTED):
             return False
         sealed = notes.parse_text(seal_text_without_bom(history), note.path)
@@ -525,12 +418,10 @@ class Service:
                                               hash=history.seal.hash if history.seal else None,
                                               text=notes.file_text(note, note.text),
                                               successor=successor.id if successor else None)])
-        result.actions.append(Action(kind, decision.id, decision.path, "finished an interrupted operation"))
         return True
 
-    def _reject_edit(self, state: VaultState, decision: Decision, history: History, note: notes.Note,
-                     result: Reconciled) -> None:
-        """Keep what was typed, then put the sealed text back.
+    def reject_edit(self, state: VaultState, decision: Decision, history: History, note: notes.Note) -> RejectedEdit:
+        """Keep what was typed into a sealed note, then put the sealed text back.
 
         What was typed goes to a revision note: an open note proposing to supersede the ruling
         (or, for a note whose ruling already ended, the ruling now current in its place). A later
@@ -547,24 +438,17 @@ class Service:
         event = Event(event="edit-rejected", id=sealed_id, at=utc_stamp(self.clock()),
                       actor=self.config.default_ruler, path=decision.path,
                       hash=seal_hash(decision, state.resolver(), self.tz), text=typed)
-        if self._meaning(state, decision) == seal.hash and decision.id == sealed_id:
-            self.vault.ledger.append([event])
-            kept = self._keep_note_copy(sealed_id, typed)
-            result.actions.append(Action("edit-rejected", sealed_id, decision.path,
-                                         f"the fields vault-tools writes were edited; the edited copy is kept in {kept}"))
+        as_revision = not (self.meaning(state, decision) == seal.hash and decision.id == sealed_id)
+        if as_revision:
+            kept_in = self._write_revision(state, decision, history, note, event, now)
         else:
-            revision_rel = self._write_revision(state, decision, history, note, event, now)
-            result.touched.add(revision_rel)
-            result.actions.append(Action("edit-rejected", sealed_id, decision.path,
-                                         f"in-place edit of a sealed note; the typed text is kept in {revision_rel}"))
+            self.vault.ledger.append([event])
+            kept_in = self._keep_note_copy(sealed_id, typed)
         path = self.vault.path_of(decision)
         if path.read_bytes() != typed_bytes:
-            result.actions.append(Action("restore-deferred", sealed_id, decision.path,
-                                         "saved again while being restored; retrying after the next quiet period"))
-            return
+            return RejectedEdit(kept_in, as_revision, restored=False)
         notes.write_atomic(path, self._restored_text(history, note).encode("utf-8"))
-        result.touched.add(decision.path)
-        result.actions.append(Action("restored", sealed_id, decision.path, "sealed text put back"))
+        return RejectedEdit(kept_in, as_revision, restored=True)
 
     def _write_revision(self, state: VaultState, decision: Decision, history: History, note: notes.Note,
                         event: Event, now: dt.datetime) -> str:
@@ -598,7 +482,7 @@ class Service:
 
     def _add_to_revision(self, path: Path, typed: notes.Note, sealed: Decision, now: dt.datetime) -> None:
         """A later burst: its text goes below what the revision holds, once."""
-        revision = self._read(path)
+        revision = self.read(path)
         newline = revision.newline
         body = typed.body.replace("\r\n", "\n").strip("\n")
         changed = [f"- {key}: {value}" for key, value in (typed.data or {}).items()
@@ -673,33 +557,12 @@ class Service:
             "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
         return notes.with_fields(typed, changes)
 
-    def _finish_supersessions(self, state: VaultState, known: dict[str, History], result: Reconciled,
-                              invalid: Callable[[str | None, str | None, str], None]) -> bool:
-        """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
-        for ruling in sorted(state.decisions, key=lambda d: d.number):
-            history = known.get(ruling.id)
-            if ruling.status is not Status.RULED or history is None or history.seal is None:
-                continue
-            if self._meaning(state, ruling) != history.seal.hash:
-                continue
-            for target in self._supersede_targets_lenient(state, ruling):
-                if target.path in result.busy:
-                    continue
-                try:
-                    plan = self._plan_superseded(state, target, ruling, ruling.reason or "", known)
-                    self._apply_superseded(state, plan, ruling.ruled_by or self.config.default_ruler)
-                except VaultToolsError as error:
-                    invalid(target.id, target.path, error.message)
-                    continue
-                except OSError as error:
-                    invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
-                    continue
-                result.touched.add(target.path)
-                result.actions.append(Action("superseded", target.id, target.path, f"superseded by {ruling.id}"))
-                return True
-        return False
+    def supersede_now(self, state: VaultState, target: Decision, ruling: Decision) -> None:
+        """Mark `target` superseded by the sealed `ruling` (finishing what a crash interrupted)."""
+        plan = self._plan_superseded(state, target, ruling, ruling.reason or "")
+        self._apply_superseded(state, plan, ruling.ruled_by or self.config.default_ruler)
 
-    def _supersede_targets_lenient(self, state: VaultState, ruling: Decision) -> list[Decision]:
+    def pending_supersessions(self, state: VaultState, ruling: Decision) -> list[Decision]:
         by_id, resolve = state.by_id(), state.resolver()
         found = (by_id.get(resolve(link) or "") for link in ruling.supersedes)
         return [t for t in found if t is not None and t.id != ruling.id and t.status is Status.RULED]
@@ -802,7 +665,7 @@ class Service:
                          known: dict[str, History] | None = None) -> "SupersedePlan":
         """The old note's text once marked superseded, worked out and checked before anything is written."""
         path = self.vault.path_of(old)
-        note = self._read(path)
+        note = self.read(path)
         text = notes.with_fields(note, {"status": Status.SUPERSEDED.value,
                                         "superseded_by": f"[[{new.title}]]", "reason": reason})
         return SupersedePlan(note, text, self._understand(path, text), new, reason)
@@ -931,7 +794,7 @@ class Service:
             if problem:
                 raise Refused(f"{question.id} {problem}", path=question.path)
             path = self.vault.path_of(question)
-            note = self._read(path)
+            note = self.read(path)
             text = notes.with_fields(note, changes)
             if body:
                 text = text.rstrip("\r\n") + note.newline * 2 + _sections(("Ruling", body)).replace("\n", note.newline)
@@ -950,7 +813,7 @@ class Service:
             if edited:
                 raise InconsistentVault(edited, path=decision.path)
             path = self.vault.path_of(decision)
-            note = self._read(path)
+            note = self.read(path)
             text = notes.with_fields(note, {"status": new_status.value, "reason": reason})
             updated = self._understand(path, text)
             notes.write_note(note, text)
@@ -985,12 +848,12 @@ class Service:
                     continue
                 if wanted and decision.id not in wanted:
                     continue
-                sealed.append(self._seal_one(state, decision, history))
+                sealed.append(self.seal_one(state, decision, history))
         return sealed
 
-    def _seal_one(self, state: VaultState, decision: Decision, history: History | None) -> Decision:
+    def seal_one(self, state: VaultState, decision: Decision, history: History | None) -> Decision:
         path = self.vault.path_of(decision)
-        note = self._read(path)
+        note = self.read(path)
         stamps: dict[str, Any] = {}
         if decision.ruled_at is None:
             stamps["ruled_at"] = self.now_local()
@@ -1015,9 +878,6 @@ class Service:
         """Where a note stands: the ledger's word where it has one (final statuses stay final)."""
         history = self.histories().get(decision.id)
         return (history.status if history else None) or decision.status
-
-
-MAX_RECONCILE_PASSES = 200
 
 
 def _digest(data: bytes) -> str:

@@ -1,10 +1,13 @@
-"""The watcher: a watchdog observer, a per-file debouncer and the reconcile loop.
+"""The watcher: a watchdog observer, a per-file debouncer and reconcile.
 
-What to do with a note is decided by `Service.reconcile`, the same code that
-runs at start and in `watch --once`; this module only decides *when*: after a
-file has been quiet for `debounce_ms` (each save restarts its wait, so nothing
-is touched while the owner types), and for a ruling after `settle_seconds`.
-Its own writes are recognised by content hash and cause no work.
+`reconcile` compares every decision note with the ledger and applies the
+service's operations (seal, supersede, reject an edit, record) where they
+disagree. The same code runs at start, after each quiet period and in
+`watch --once`, so a change made while the watcher was stopped is handled as if
+it had been seen live. The watcher decides *when*: after a file has been quiet
+for `debounce_ms` (each save restarts its wait, so nothing is touched while the
+owner types), and for a ruling after `settle_seconds`. Its own writes are
+recognised by content hash and cause no work.
 """
 from __future__ import annotations
 
@@ -22,13 +25,193 @@ from filelock import FileLock, Timeout
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from .errors import ConfigError, VaultToolsError
-from .service import Action, Service
-from .vault import STATE_DIR
+from . import notes
+from .errors import ConfigError, NoteError, VaultToolsError
+from .ledger import History
+from .model import FINAL_STATUSES, Decision, Status
+from .service import Service
+from .vault import STATE_DIR, VaultState
 
 Clock = Callable[[], float]
+MAX_RECONCILE_PASSES = 200
 IGNORED_NAMES = ("*.tmp", "*.swp", "*.swx", ".#*", "*~", ".~*", "4913")  # editor temp and swap files
 IGNORED_FOLDERS = (".obsidian", ".trash", ".git", STATE_DIR)
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing reconciling did or found, for the watcher's log."""
+
+    kind: str  # sealed, superseded, edit-rejected, restored, restore-deferred, recorded, invalid, page-kept, pages
+    id: str | None
+    path: str | None
+    why: str
+
+
+@dataclass
+class Reconciled:
+    actions: list[Action] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)  # vault-relative paths written
+    settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
+    busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
+    state: VaultState | None = None  # the vault as the last pass read it, which changed no note
+
+
+def reconcile(service: Service, *, quiet_before: float, settle_before: float | None) -> Reconciled:
+    """Bring notes and ledger into agreement, as if every change had been seen live.
+
+    Notes modified after `quiet_before` (epoch seconds) are still being typed and
+    are left for later. Ruled notes unchanged since `settle_before` are sealed;
+    `None` means seal nothing and only say when they will be. Each pass reads the
+    vault afresh and stops at its first change to a note, so every decision is
+    taken on the current state; the passes end when one changes no note.
+    """
+    result = Reconciled()
+    with service.vault.ledger.locked():
+        for _ in range(MAX_RECONCILE_PASSES):
+            if not _Pass(service, result, quiet_before, settle_before).run():
+                break
+    return result
+
+
+class _Pass:
+    """One reading of the vault, and the first change it calls for."""
+
+    def __init__(self, service: Service, result: Reconciled, quiet_before: float, settle_before: float | None) -> None:
+        self.service = service
+        self.result = result
+        self.quiet_before = quiet_before
+        self.settle_before = settle_before
+        self.state = result.state = service.state()
+        self.known = service.histories()
+        result.settle_deadlines.clear()
+        result.busy.clear()
+        self.reported = {(a.path, a.why) for a in result.actions if a.kind == "invalid"}
+
+    def invalid(self, decision_id: str | None, path: str | None, why: str) -> None:
+        if (path, why) not in self.reported:
+            self.result.actions.append(Action("invalid", decision_id, path, why))
+            self.reported.add((path, why))
+
+    def act(self, kind: str, decision_id: str | None, path: str | None, why: str) -> None:
+        self.result.actions.append(Action(kind, decision_id, path, why))
+
+    def run(self) -> bool:
+        """True when a note was changed (and another pass must look again)."""
+        state, vault = self.state, self.service.vault
+        for error in state.broken:
+            self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
+        quiet: list[tuple[Decision, float]] = []
+        for decision in sorted(state.decisions, key=lambda d: d.number):
+            try:
+                mtime = vault.path_of(decision).stat().st_mtime
+            except OSError:
+                continue
+            if mtime > self.quiet_before:
+                self.result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
+            else:
+                quiet.append((decision, mtime))
+        # A sealed note whose id was changed in place: the note at its path is that note, edited.
+        lost = {h.path: h for h in self.known.values() if h.seal is not None and h.id not in state.by_id()}
+        for decision, mtime in quiet:
+            history = self.known.get(decision.id)
+            try:
+                if history is None and decision.path in lost:
+                    self.reject_edit(decision, lost[decision.path])
+                    return True
+                if self.note(decision, history, mtime):
+                    return True
+            except VaultToolsError as error:
+                self.invalid(decision.id, decision.path, error.message)
+            except OSError as error:  # renamed or deleted while being read: the next quiet period sees it anew
+                self.invalid(decision.id, decision.path, f"could not be read just now ({error.strerror}); will retry")
+        return self.finish_supersessions()
+
+    def note(self, decision: Decision, history: History | None, mtime: float) -> bool:
+        service = self.service
+        if history is not None and history.seal is not None:
+            return self.sealed(decision, history)
+        if history is not None and history.status in FINAL_STATUSES and decision.status is not history.status:
+            raise NoteError(f"was {history.status.value} (final), but the note now says {decision.status.value}; "
+                            "ask again as a new question", path=decision.path, line=decision.line_of("status"))
+        if decision.status is Status.RULED:
+            waiting_on = service.targets_paths(self.state, decision) & set(self.result.busy)
+            if self.settle_before is None or mtime > self.settle_before or waiting_on:
+                self.result.settle_deadlines[decision.path] = mtime + service.config.settle_seconds
+                return False
+            sealed = service.seal_one(self.state, decision, history)
+            self.result.touched.add(sealed.path)
+            self.result.touched.update(service.targets_paths(self.state, sealed))
+            self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
+            return True
+        # Below, only the ledger is written: no note changes, so the pass goes on.
+        if history is None and decision.status in (Status.OPEN, Status.WITHDRAWN):
+            kind = "asked" if decision.status is Status.OPEN else "withdrawn"
+            service.record_hand_made(decision, kind)
+            self.act("recorded", decision.id, decision.path, f"new {decision.status.value} note")
+        elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
+            service.record_hand_made(decision, "withdrawn")
+            self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
+        return False
+
+    def sealed(self, decision: Decision, history: History) -> bool:
+        service, seal = self.service, history.seal
+        assert seal is not None and seal.text is not None
+        if service.matches_ledger(self.state, decision, history):
+            return False
+        note = service.read(service.vault.path_of(decision))
+        if notes.file_text(note, note.text) == seal.text:
+            # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
+            raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
+                            "or removed; restore that note or its name", path=decision.path)
+        if service.meaning(self.state, decision) == seal.hash and \
+                service.finish_interrupted_close(self.state, decision, history, note):
+            self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")
+            return True
+        self.reject_edit(decision, history, note)
+        return True
+
+    def reject_edit(self, decision: Decision, history: History, note: notes.Note | None = None) -> None:
+        service = self.service
+        note = note or service.read(service.vault.path_of(decision))
+        done = service.reject_edit(self.state, decision, history, note)
+        if done.as_revision:
+            self.result.touched.add(done.kept_in)
+            why = f"in-place edit of a sealed note; the typed text is kept in {done.kept_in}"
+        else:
+            why = f"the fields vault-tools writes were edited; the edited copy is kept in {done.kept_in}"
+        self.act("edit-rejected", history.id, decision.path, why)
+        if done.restored:
+            self.result.touched.add(decision.path)
+            self.act("restored", history.id, decision.path, "sealed text put back")
+        else:
+            self.act("restore-deferred", history.id, decision.path,
+                     "saved again while being restored; retrying after the next quiet period")
+
+    def finish_supersessions(self) -> bool:
+        """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
+        service, state = self.service, self.state
+        for ruling in sorted(state.decisions, key=lambda d: d.number):
+            history = self.known.get(ruling.id)
+            if ruling.status is not Status.RULED or history is None or history.seal is None:
+                continue
+            if service.meaning(state, ruling) != history.seal.hash:
+                continue
+            for target in service.pending_supersessions(state, ruling):
+                if target.path in self.result.busy:
+                    continue
+                try:
+                    service.supersede_now(state, target, ruling)
+                except VaultToolsError as error:
+                    self.invalid(target.id, target.path, error.message)
+                    continue
+                except OSError as error:
+                    self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
+                    continue
+                self.result.touched.add(target.path)
+                self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
+                return True
+        return False
 
 
 def is_ignored(relative: str) -> bool:
@@ -190,7 +373,7 @@ class Watcher:
         actions: list[Action] = []
         now = self.clock()
         try:
-            result = self.service.reconcile(quiet_before=now - self.debounce, settle_before=now - self.settle)
+            result = reconcile(self.service, quiet_before=now - self.debounce, settle_before=now - self.settle)
             actions += result.actions
             built = self.service.build(state=result.state)
             actions += [Action("page-kept", None, None, f"a pinned page was edited by hand; copy kept in {kept}")
