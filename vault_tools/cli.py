@@ -289,18 +289,25 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
            json_: JsonOption = False) -> None:
     """Current rulings on these topics, newest first, each with what it superseded."""
     service = _service(vault)
-    found = service.lookup(topics)
+    found, problems = service.lookup(topics)
     if json_:
         _json([_lookup_json(item) for item in found])
-        return
-    if not found:
-        stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
-    for item in found:
-        _out(_line(item.ruling, service))
-        for old in item.chain:
-            _out(f"    superseded {_line(old, service)}")
-            if old.reason:
-                _out(f"      because: {old.reason}")
+    else:
+        if not found:
+            stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
+        for item in found:
+            _out(_line(item.ruling, service))
+            for old in item.chain:
+                _out(f"    superseded {_line(old, service)}")
+                if old.reason:
+                    _out(f"      because: {old.reason}")
+    if problems:  # a ruling on these topics may be hiding in a note that cannot be read
+        for problem in problems:
+            where = f"{problem.path}:{problem.line}" if problem.line else problem.path
+            stderr.print(f"warning: {where}: {problem.message}", markup=False)
+        stderr.print(f"error: {len(problems)} decision note(s) cannot be read; the answer may be incomplete",
+                     style="red", markup=False)
+        raise typer.Exit(3)
 
 
 def _lookup_json(item: Lookup) -> dict[str, Any]:
@@ -352,15 +359,17 @@ def _budget_json(pages: Any) -> dict[str, Any]:
 @app.command()
 def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """What an agent loads at session start: the open questions and the decisions log."""
-    from .pages import DECISIONS_LOG, OPEN_QUESTIONS
     service = _service(vault)
-    pages = service.pages(_today(today))
+    state = service.state()
+    pages = service.pages(_today(today), state)
     if json_:
         _json({"open_questions": [decision_json(d) for d in pages.open_questions],
                "rulings": [decision_json(d) for d in pages.current[:pages.rulings_shown]],
+               "problems": [{"path": p.path, "line": p.line, "message": p.message}
+                            for p in service.page_problems(state)],
                **_budget_json(pages)})
     else:
-        typer.echo(pages.texts[OPEN_QUESTIONS] + "\n" + pages.texts[DECISIONS_LOG], nl=False)
+        typer.echo(pages.agent_text, nl=False)
     if pages.over_budget:
         stderr.print(f"warning: {pages.budget_message()}", markup=False)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .model import Decision, Resolve, Status, local_date, newest_first_key
 
@@ -50,8 +50,14 @@ class Pages:
 
     @property
     def over_budget(self) -> bool:
-        """Open questions alone overflow the budget: never cut, so the build fails instead."""
+        """Even with every ruling moved to the archive the budget is overflowed: the open questions,
+        which are never cut, are too many. The build fails instead."""
         return self.used_lines > self.settings.budget_lines or self.used_bytes > self.settings.budget_bytes
+
+    @property
+    def agent_text(self) -> str:
+        """Exactly what an agent loads: the open questions, then the decisions log."""
+        return self.texts[OPEN_QUESTIONS] + AGENT_SEPARATOR + self.texts[DECISIONS_LOG]
 
     def budget_message(self) -> str:
         return (f"the open-question backlog is over budget: the agent's pages need {self.used_lines} lines and "
@@ -190,20 +196,22 @@ def _superseded_line(old: Decision, successor: Decision | None, tz: dt.tzinfo) -
 
 
 def decisions_log_page(shown: Sequence[Decision], left_out: int, recent: Sequence[tuple[Decision, Decision | None]],
-                       today: dt.date, tz: dt.tzinfo) -> str:
+                       recent_left_out: int, today: dt.date, tz: dt.tzinfo) -> str:
     total = len(shown) + left_out
     topics = len({d.topics[0] for d in shown if d.topics})
     out = [NOTICE, "", f"# {DECISIONS_LOG}", "",
            f"{_plural(total, 'current ruling')}; newest first within each topic. "
            "Do not re-ask these; `vault-tools ask` refuses settled topics.", ""]
     out += _by_topic(shown, today, tz)
-    if recent:
+    if recent or recent_left_out:
         out += ["## Recently superseded", ""]
         out += [_superseded_line(old, new, tz) for old, new in recent]
+        if recent_left_out:
+            out.append(f"- {_plural(recent_left_out, 'more superseded ruling')} (load budget): see [[{ARCHIVE}]].")
         out.append("")
     if left_out:
         out += [f"{_plural(left_out, 'older ruling')} not listed here (load budget): see [[{ARCHIVE}]].", ""]
-    elif topics == 0 and not recent:
+    elif topics == 0 and not recent and not recent_left_out:
         out += ["No rulings yet.", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -248,6 +256,23 @@ def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], succ
 
 # -- all pages within the budget --------------------------------------------------------
 
+AGENT_SEPARATOR = "\n"  # between the two pages in what an agent loads
+
+
+def _largest_fitting(most: int, fits: Callable[[int], bool]) -> int:
+    """The largest count from 0 to `most` that fits, by bisection (a page only grows with the count)."""
+    if fits(most):
+        return most
+    low, high = 0, most
+    while low < high - 1:
+        middle = (low + high) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo,
                 settings: Settings, problems: Sequence[PageProblem] = ()) -> Pages:
     by_id = {d.id: d for d in decisions}
@@ -270,26 +295,21 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
                     key=lambda pair: newest_first_key(pair[1], tz), reverse=True)  # type: ignore[arg-type]
 
     open_page = open_questions_page(questions, revisions, problems, today, tz, settings)
-    open_lines, open_bytes = size(open_page)
+    # What an agent loads is the two pages one after the other (see `Pages.agent_text`).
+    open_lines, open_bytes = size(open_page + AGENT_SEPARATOR)
 
-    def log_with(count: int) -> str:
-        return decisions_log_page(current[:count], len(current) - count, recent, today, tz)
+    def log_with(count: int, recent_count: int = 0) -> str:
+        return decisions_log_page(current[:count], len(current) - count, recent[:recent_count],
+                                  len(recent) - recent_count, today, tz)
 
-    def fits(count: int) -> bool:
-        lines, size_bytes = size(log_with(count))
+    def fits(page: str) -> bool:
+        lines, size_bytes = size(page)
         return open_lines + lines <= settings.budget_lines and open_bytes + size_bytes <= settings.budget_bytes
 
-    low, high = 0, len(current)  # the largest count that fits, by bisection (the log grows with count)
-    if fits(high):
-        low = high
-    else:
-        while low < high - 1:
-            middle = (low + high) // 2
-            if fits(middle):
-                low = middle
-            else:
-                high = middle
-    log_page = log_with(low)
+    # Current rulings first, newest first, as many as fit; then as much recent history as still fits.
+    low = _largest_fitting(len(current), lambda count: fits(log_with(count)))
+    recent_shown = _largest_fitting(len(recent), lambda count: fits(log_with(low, count)))
+    log_page = log_with(low, recent_shown)
     archive = archive_page(current[low:], history, successor_of, today, tz)
     log_lines, log_bytes = size(log_page)
     return Pages(texts={OPEN_QUESTIONS: open_page, DECISIONS_LOG: log_page, ARCHIVE: archive},

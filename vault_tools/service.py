@@ -236,23 +236,53 @@ class Service:
         decision = self.find(state, decision_id)
         return decision, self.histories().get(decision.id, History(decision.id)), state.problems.get(decision.path, [])
 
+    def as_they_stand(self, state: VaultState) -> list[Decision]:
+        """The decisions as they stand, for everything that reads them: the ledger's final statuses
+        win over what a note says (a retracted ruling set back to `ruled` by hand is still
+        retracted), and a ruling named in a ruling's `supersedes` is no longer current, even
+        before sealing marks it."""
+        if "as_they_stand" in state.derived:
+            return state.derived["as_they_stand"]
+        try:
+            known = self.histories()
+        except InconsistentVault:  # a damaged ledger is reported by lint and refused by writes; read the notes
+            known = {}
+        resolve = state.resolver()
+        replaced = {target for ruling in state.decisions if ruling.status is Status.RULED
+                    for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
+        standing = []
+        for decision in state.decisions:
+            history = known.get(decision.id)
+            status = decision.status
+            if history is not None and history.status in FINAL_STATUSES:
+                status = history.status
+            elif status is Status.RULED and decision.id in replaced:
+                status = Status.SUPERSEDED
+            standing.append(decision if status is decision.status else replace(decision, status=status))
+        state.derived["as_they_stand"] = standing
+        return standing
+
     def list(self, status: str | None = None, topic: str | None = None) -> list[Decision]:
         if status is not None and status not in {s.value for s in Status}:
             raise UsageError(f"unknown status {status!r} (expected one of: {', '.join(s.value for s in Status)})")
-        found = [d for d in self.state().decisions
+        state = self.state()
+        found = [d for d in self.as_they_stand(state)
                  if (status is None or d.status.value == status)
                  and (topic is None or any(topics_match(topic, t) for t in d.topics))]
         return sorted(found, key=lambda d: d.number)
 
-    def lookup(self, topics: Iterable[str]) -> list[Lookup]:
+    def lookup(self, topics: Iterable[str]) -> tuple[list[Lookup], list[PageProblem]]:
+        """Current rulings on these topics, and the decision notes that could not be read (one of
+        them might be a ruling on these topics)."""
         asked = check_topics(topics)
         state = self.state()
-        return self._lookup(state, asked)
+        return self._lookup(state, asked), self.page_problems(state)
 
     def _lookup(self, state: VaultState, asked: tuple[str, ...]) -> list[Lookup]:
-        by_id, resolve = state.by_id(), state.resolver()
+        standing = self.as_they_stand(state)
+        by_id, resolve = {d.id: d for d in standing}, state.resolver()
         results = []
-        for ruling in state.decisions:
+        for ruling in standing:
             if not ruling.is_current:
                 continue
             matched = [topic for topic in asked if any(topics_match(topic, t) for t in ruling.topics)]
@@ -286,7 +316,7 @@ class Service:
         state = state or self.state()
         settings = Settings(self.config.budget_lines, self.config.budget_bytes, self.config.stale_after_days,
                             self.config.recent_days, self.config.reminder_days)
-        return build_pages(state.decisions, state.resolver(), today or self.today(), self.tz, settings,
+        return build_pages(self.as_they_stand(state), state.resolver(), today or self.today(), self.tz, settings,
                            self.page_problems(state))
 
     def build(self, today: dt.date | None = None, *, check: bool = False, state: VaultState | None = None) -> BuildResult:
@@ -715,7 +745,7 @@ class Service:
         actor = asked_by or self.config.default_asker
         with self.vault.ledger.locked():
             state = self._state_for_write()
-            for question in state.decisions:
+            for question in self.as_they_stand(state):
                 if question.status is Status.OPEN:
                     shared = [t for t in asked if any(topics_match(t, theirs) for theirs in question.topics)]
                     if shared:
