@@ -92,6 +92,10 @@ def test_symlink_to_outside_the_vault(cli, settled, tmp_path):
     (["context", "--today", "2026-13-45"], "--today must be a date"),
     (["lint", "--format", "xml"], "--format must be one of text, json, github"),
     (["rule", "--topic", "a-b", "--summary", RULING, "--ruled-at", "yesterday"], "--ruled-at must be a date"),
+    (["rule", "--topic", "a-b", "--summary", RULING, "--ruled-at", "9999-12-31T23:00:00-05:00"], "--ruled-at must be"),
+    (["context", "--today", "0001-01-01"], "--today must be a date"),
+    (["ask", "What should article footers contain now?", "--topic", "a-b", "--by", "agent\n# Injected\n- [[x]]"],
+     "--by must be a name on one line"),
 ])
 def test_bad_arguments_exit_2(cli, settled, args, message):
     before = snapshot(settled)

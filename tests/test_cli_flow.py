@@ -129,3 +129,15 @@ def test_init_sets_up_a_vault_with_templates_and_is_idempotent(tmp_path):
     again = vt("init", "--templates", cwd=root)
     assert again.code == 0 and "already set up" in again.err
     assert snapshot(root) == before
+
+
+def test_a_typo_that_reorders_the_words_is_still_the_same_topic(cli):
+    assert cli("rule", "--topic", "hosting-image", "--summary", "Images are hosted on our own server only.").code == 0
+    refused = cli("ask", "Where should article images be hosted?", "--topic", "ohsting-image")
+    assert refused.code == 1 and "matched hosting-image" in refused.err
+
+
+def test_a_topic_given_twice_is_written_once(cli, vault):
+    assert cli("ask", "What should article footers contain?", "--topic", "article-footer",
+               "--topic", "article-footer").code == 0
+    assert json.loads(cli("show", "D-0001", "--json").out)["topics"] == ["article-footer"]

@@ -8,6 +8,7 @@ from vault_tools.model import Status, build_decision, link_target, near_field_na
 @pytest.mark.parametrize("a,b", [
     ("article-footer", "article-footers"), ("article-footer", "footer-article"),
     ("article-footer", "artcle-footer"), ("category", "categories"), ("reply-policy", "replies-policy"),
+    ("hosting-image", "ohsting-image"),  # the typo moves the word past the other when sorted
 ])
 def test_near_identical_topics_match(a, b):
     assert topics_match(a, b) and topics_match(b, a)
@@ -60,7 +61,8 @@ def test_topic_index_finds_what_pairwise_matching_finds():
     rng = random.Random(7)
     words = "article footer newsletter author promotion reader reply pricing sale draft archive".split()
     topics = {f"{rng.choice(words)}-{rng.choice(words)}" for _ in range(300)}
-    topics |= {"article-footers", "footer-article", "artcle-footer", "articlefooter", "pricing-sales", "raeder-reply"}
+    topics |= {"article-footers", "footer-article", "artcle-footer", "articlefooter", "pricing-sales", "raeder-reply",
+               "hosting-image", "ohsting-image"}
     ordered = sorted(topics)
     index = TopicIndex()
     for topic in ordered:

@@ -178,3 +178,52 @@ def test_build_keeps_a_copy_of_a_hand_edited_page(cli, vault):
     assert "edited by hand; the edited copy is kept in .vault-tools/kept/Decisions log " in rebuilt.err
     kept = list((vault / ".vault-tools" / "kept").iterdir())
     assert len(kept) == 1 and kept[0].read_text().endswith("My own line.\n")
+
+
+def test_recent_history_never_pushes_current_rulings_off_the_log(cli, vault):
+    (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nbudget:\n  lines: 50\n")
+    for n in range(8):
+        decision(vault, 2 * n + 1, "superseded", (f"topic-{n}",), f"Old ruling on topic number {n} here.",
+                 ruled_at="2026-11-01T09:00:00", superseded_by=f'"[[D-{2 * n + 2:04d} Note]]"',
+                 reason="The owner changed course after a review.")
+        decision(vault, 2 * n + 2, "ruled", (f"topic-{n}",), f"New ruling on topic number {n} here.",
+                 ruled_at="2026-11-20T09:00:00", supersedes=f'["[[D-{2 * n + 1:04d} Note]]"]',
+                 reason="The owner changed course after a review.")
+    result = build(cli)
+    assert result.code == 0, result.err
+    log = page(vault, "Decisions log")
+    assert all(f"|D-{2 * n + 2:04d}]] 2026-11-20" in log for n in range(8))  # every current ruling
+    assert "more superseded rulings (load budget): see [[Decisions archive]]" in log
+    agent = cli("context", "--today", TODAY).out
+    assert agent.count("\n") <= 50
+
+
+def test_context_is_exactly_within_the_budget(cli, vault):
+    (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nbudget:\n  lines: 30\n")
+    for number in range(1, 40):
+        decision(vault, number, topics=(f"topic-{number}",), summary=f"Ruling number {number} on its own topic.")
+    assert build(cli).code == 0
+    assert cli("context", "--today", TODAY).out.count("\n") <= 30
+
+
+def test_readers_take_the_ledger_and_pending_supersessions_as_they_stand(cli, vault):
+    assert cli("rule", "--topic", "pricing", "--summary", "Prices always include VAT for every reader.").code == 0
+    assert cli("retract", "D-0001", "--reason", "It was recorded in error, says the owner.").code == 0
+    path = next((vault / "Decisions").glob("D-0001 *.md"))
+    path.write_text(path.read_text().replace("status: retracted", "status: ruled"))  # a merge put it back
+    assert json.loads(cli("lookup", "pricing", "--json").out) == []
+    decision(vault, 2, "ruled", ("footer",), "Footers carry the newsletter link for now.")
+    decision(vault, 3, "ruled", ("footer",), "Footers carry only the author bio from today.",
+             supersedes='["[[D-0002 Note]]"]', reason="The owner banned promotion inside articles.")
+    found = json.loads(cli("lookup", "footer", "--json").out)
+    assert [item["id"] for item in found] == ["D-0003"] and [o["id"] for o in found[0]["chain"]] == ["D-0002"]
+    assert [r["id"] for r in json.loads(cli("context", "--today", TODAY, "--json").out)["rulings"]] == ["D-0003"]
+
+
+def test_lookup_and_context_say_when_a_decision_note_cannot_be_read(cli, vault):
+    (vault / "Decisions").mkdir()
+    (vault / "Decisions" / "D-0001 Prices.md").write_text("---\ntype: decision\nid: D-0001\nstatus: [ruled\n---\n")
+    looked = cli("lookup", "pricing", "--json")
+    assert looked.code == 3 and json.loads(looked.out) == [] and "D-0001 Prices.md:4" in looked.err
+    problems = json.loads(cli("context", "--json").out)["problems"]
+    assert problems[0]["path"] == "Decisions/D-0001 Prices.md" and problems[0]["line"] == 4

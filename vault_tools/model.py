@@ -372,10 +372,14 @@ def topics_match(a: str, b: str) -> bool:
     words_a, words_b = key_a.split("-"), key_b.split("-")
     if len(words_a) != len(words_b):
         return False
-    differing = [(x, y) for x, y in zip(words_a, words_b) if x != y]
+    only_a, only_b = list(words_a), list(words_b)
+    for word in words_a:  # the words both share, in any order
+        if word in only_b:
+            only_a.remove(word)
+            only_b.remove(word)
     # One typo in one word, and only in words long enough for a typo to be plain.
-    return (len(differing) == 1 and min(map(len, differing[0])) >= 5
-            and edit_distance(*differing[0], limit=1) <= 1)
+    return (len(only_a) == 1 and min(len(only_a[0]), len(only_b[0])) >= 5
+            and edit_distance(only_a[0], only_b[0], limit=1) <= 1)
 
 
 class TopicIndex:
@@ -395,8 +399,9 @@ class TopicIndex:
         for index, word in enumerate(words):
             if len(word) < 4:
                 continue
+            others = tuple(sorted(words[:index] + words[index + 1:]))
             for variant in {word, *(word[:j] + word[j + 1:] for j in range(len(word)))}:
-                found.add(("typo", index, *words[:index], variant, *words[index + 1:]))
+                found.add(("typo", others, variant))
         return found
 
     def add(self, topic: str) -> None:

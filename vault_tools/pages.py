@@ -71,8 +71,9 @@ _SPECIAL = re.compile(r"([\\`*_\[\]<>#|~=%^$])")
 
 
 def escape(text: str) -> str:
-    """Owner's text as literal Markdown: no links, tags, HTML, comments or math can come of it."""
-    return _SPECIAL.sub(r"\\\1", text)
+    """Owner's text as literal Markdown on one line: no links, tags, HTML, comments, math or new
+    lines can come of it."""
+    return _SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
 def link(decision: Decision) -> str:

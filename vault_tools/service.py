@@ -82,8 +82,18 @@ def check_id(value: str) -> str:
     return value
 
 
+def check_name(value: str | None) -> str | None:
+    """Who is recording something (`--by`): one short line."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value or "\n" in value or "\r" in value or len(value) > 100:
+        raise UsageError(f"--by must be a name on one line (at most 100 characters): {value!r}")
+    return value
+
+
 def check_topics(topics: Iterable[str]) -> tuple[str, ...]:
-    found = tuple(topic.strip() for topic in topics)
+    found = tuple(dict.fromkeys(topic.strip() for topic in topics))  # in order, each once
     if not found:
         raise UsageError("give at least one --topic")
     for topic in found:
@@ -110,8 +120,12 @@ def parse_when(name: str, value: str | None) -> dt.datetime | dt.date | None:
         return None
     try:
         if len(value.strip()) == 10:
-            return dt.date.fromisoformat(value.strip())
-        return dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            found: dt.date = dt.date.fromisoformat(value.strip())
+        else:
+            found = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        if not 1900 <= found.year <= 9000:  # far dates overflow date arithmetic; none is meant
+            raise ValueError
+        return found
     except ValueError:
         raise UsageError(f"{name} must be a date (2026-07-17) or date and time (2026-07-17T08:30:00): {value!r}") from None
 
@@ -742,7 +756,7 @@ class Service:
         asked = check_topics(topics)
         reask_reason = check_text("--reask-reason", reask_reason)
         due_day = parse_day("--due", due)
-        actor = asked_by or self.config.default_asker
+        actor = check_name(asked_by) or self.config.default_asker
         with self.vault.ledger.locked():
             state = self._state_for_write()
             for question in self.as_they_stand(state):
@@ -798,7 +812,7 @@ class Service:
         if isinstance(when, dt.datetime) and when.tzinfo is not None:  # notes hold the vault's local time
             when = when.astimezone(self.tz).replace(tzinfo=None)
         revisit_day = parse_day("--revisit-by", revisit_by)
-        actor = ruled_by or self.config.default_ruler
+        actor = check_name(ruled_by) or self.config.default_ruler
         changes: dict[str, Any] = {"status": Status.RULED.value, "summary": summary, "ruled_at": when,
                                    "ruled_by": actor}
         for name, value in (("source", source), ("revisit_if", revisit_if), ("revisit_by", revisit_day)):
@@ -832,7 +846,7 @@ class Service:
 
     def _close(self, decision_id: str, new_status: Status, reason: str | None, actor: str | None) -> Decision:
         reason = check_text("--reason", reason, required=True)
-        who = actor or self.config.default_ruler
+        who = check_name(actor) or self.config.default_ruler
         with self.vault.ledger.locked():
             state = self._state_for_write()
             decision = self.find(state, decision_id)
