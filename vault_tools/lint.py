@@ -1058,7 +1058,12 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
     service = Service(vault)
     state = vault.load()
     facts = Facts(state=state, today=today or service.today(), now=time.time() if now is None else now)
-    facts.ledger_lines, facts.events, facts.ledger_damage = read_ledger(vault.ledger.path)
+    try:  # an intact ledger is read once, and remembered for the page check below
+        facts.events = vault.ledger.read()
+        text = vault.ledger.path.read_text(encoding="utf-8") if vault.ledger.path.exists() else ""
+        facts.ledger_lines = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n") if text else []
+    except (InconsistentVault, OSError):  # damaged: read what can be read, line by line
+        facts.ledger_lines, facts.events, facts.ledger_damage = read_ledger(vault.ledger.path)
     committed = committed_text(vault.ledger.path)
     if committed is not None:
         facts.committed_ledger = [line.rstrip("\r") for line in committed.split("\n")]
