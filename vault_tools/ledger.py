@@ -181,6 +181,31 @@ class Ledger:
                 return
         self._read_cache = None
 
+    def statuses(self) -> dict[str, Status]:
+        """Where the ledger says each note stands. Remembered in `.vault-tools/cache/` against the
+        ledger file's size and times, so reading it costs nothing while the ledger is unchanged."""
+        key = self._stat_key()
+        if key is None:
+            return {}
+        memo = self.path.parent / "cache" / "ledger-statuses.json"
+        try:
+            stored = json.loads(memo.read_text(encoding="utf-8"))
+            if stored.get("key") == list(key):
+                return {decision_id: Status(status) for decision_id, status in stored["statuses"].items()}
+        except (OSError, ValueError, KeyError, AttributeError):
+            pass
+        found = {decision_id: history.status for decision_id, history in histories(self.read()).items()
+                 if history.status is not None}
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            temp = memo.with_suffix(f".{os.getpid()}.tmp")
+            temp.write_text(json.dumps({"key": list(key), "statuses": {k: v.value for k, v in found.items()}}),
+                            encoding="utf-8")
+            os.replace(temp, memo)
+        except OSError:
+            pass  # derived data: without it the next run reads the ledger again
+        return found
+
     def _stat_key(self) -> tuple[int, int, int, int] | None:
         try:
             stat = self.path.stat()

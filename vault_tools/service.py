@@ -258,18 +258,17 @@ class Service:
         if "as_they_stand" in state.derived:
             return state.derived["as_they_stand"]
         try:
-            known = self.histories()
+            recorded = self.vault.ledger.statuses()
         except InconsistentVault:  # a damaged ledger is reported by lint and refused by writes; read the notes
-            known = {}
+            recorded = {}
         resolve = state.resolver()
         replaced = {target for ruling in state.decisions if ruling.status is Status.RULED
                     for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
         standing = []
         for decision in state.decisions:
-            history = known.get(decision.id)
             status = decision.status
-            if history is not None and history.status in FINAL_STATUSES:
-                status = history.status
+            if recorded.get(decision.id) in FINAL_STATUSES:
+                status = recorded[decision.id]
             elif status is Status.RULED and decision.id in replaced:
                 status = Status.SUPERSEDED
             standing.append(decision if status is decision.status else replace(decision, status=status))
