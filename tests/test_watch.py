@@ -200,7 +200,8 @@ def test_a_hand_written_superseding_ruling_marks_the_old_one(cli, vault):
                  supersedes=f'["[[{old.stem}]]"]', reason="The owner banned promotion inside articles.",
                  ruled_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
         wait_until(lambda: "superseded" in notes.read_note(old).data["status"])
-        log = wait_until(lambda: "superseded by" in (vault / "Pinned/Decisions log.md").read_text()
+        wait_until(lambda: notes.read_note(old).data.get("reason"))
+        log = wait_until(lambda: "because:" in (vault / "Pinned/Decisions log.md").read_text()
                          and (vault / "Pinned/Decisions log.md").read_text())
     assert "[[D-0002 Note|D-0002]] 20" in log and "because: The owner banned promotion inside articles." in log
     assert notes.read_note(old).data["superseded_by"] == "[[D-0002 Note]]"

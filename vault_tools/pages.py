@@ -191,7 +191,8 @@ def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo) -> lis
 def _superseded_line(old: Decision, successor: Decision | None, tz: dt.tzinfo) -> str:
     if successor is None:
         return f"- {link(old)} ({_ruled_day(old, tz)}) {escape(old.summary)}: superseded; its successor is missing"
-    because = f" because: {escape(old.reason)}" if old.reason else ""
+    reason = old.reason or successor.reason  # the successor says why, before sealing copies it across
+    because = f" because: {escape(reason)}" if reason else ""
     return (f"- {link(old)} superseded by {link(successor)} on {_ruled_day(successor, tz)}{because}"
             f" (was: {escape(old.summary)})")
 
