@@ -125,6 +125,8 @@ def test_init_sets_up_a_vault_with_templates_and_is_idempotent(tmp_path):
     assert {p.name for p in (root / "Meta" / "Templates").iterdir()} == {"Decision.md", "Question.md"}
     assert "vault-tools context" in first.out and "SessionStart" in first.out
     assert (root / ".gitattributes").read_text() == ".vault-tools/ledger.jsonl merge=union\n"
+    ignored = (root / ".gitignore").read_text().splitlines()
+    assert {".vault-tools/cache/", ".vault-tools/*.lock", ".vault-tools/watch.pid"} <= set(ignored)
     before = snapshot(root)
     again = vt("init", "--templates", cwd=root)
     assert again.code == 0 and "already set up" in again.err

@@ -160,7 +160,8 @@ timezone: {timezone}          # dates in notes are written in this zone
 """
 
 GITATTRIBUTES_LINE = f"{STATE_DIR}/ledger.jsonl merge=union"
-GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/crash.log", f"{STATE_DIR}/watch.log*")
+GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/watch.pid", f"{STATE_DIR}/crash.log",
+                   f"{STATE_DIR}/watch.log*")
 
 
 def _ensure_lines(path: Path, lines: Iterable[str]) -> bool:
