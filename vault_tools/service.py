@@ -386,6 +386,7 @@ class Service:
         notes.write_atomic(self._page_cache(), json.dumps(digests, sort_keys=True).encode())
 
     def _keep_copy(self, name: str, data: bytes) -> str:
+        """Keep text about to be replaced under `.vault-tools/kept/`, never over an earlier copy."""
         stamp = self.clock().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
         kept = self.vault.state_dir / "kept" / f"{name} {stamp}.md"
         counter = 1
@@ -487,7 +488,7 @@ class Service:
             kept_in = self._write_revision(state, decision, history, note, event, now)
         else:
             self.vault.ledger.append([event])
-            kept_in = self._keep_note_copy(sealed_id, typed)
+            kept_in = self._keep_copy(sealed_id, typed.encode("utf-8"))
         path = self.vault.path_of(decision)
         if path.read_bytes() != typed_bytes:
             return RejectedEdit(kept_in, as_revision, restored=False)
@@ -555,12 +556,6 @@ class Service:
                 return None
             current = by_id.get(resolve(current.superseded_by or "") or "")
         return None
-
-    def _keep_note_copy(self, decision_id: str, text: str) -> str:
-        stamp = self.clock().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
-        kept = self.vault.state_dir / "kept" / f"{decision_id} {stamp}.md"
-        notes.write_atomic(kept, text.encode("utf-8"))
-        return self.vault.relative(kept)
 
     def _restored_text(self, history: History, typed: notes.Note) -> str:
         """The sealed text, byte for byte, but for properties that are the owner's own (`tags`,
@@ -920,8 +915,7 @@ class Service:
 
     def _status(self, decision: Decision) -> Status:
         """Where a note stands: the ledger's word where it has one (final statuses stay final)."""
-        history = self.histories().get(decision.id)
-        return (history.status if history else None) or decision.status
+        return self.vault.ledger.statuses().get(decision.id) or decision.status
 
 
 def _digest(data: bytes) -> str:
