@@ -95,20 +95,36 @@ def parse_line(text: str, number: int, where: str) -> Event:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
 
 
-def parse_ledger(text: str, where: str) -> list[Event]:
-    """All events in `text`; raises on a torn last line or a damaged one."""
-    events = []
+TORN = "torn last line (a write was interrupted)"
+
+
+def scan_ledger(text: str, where: str) -> tuple[list[Event], list[tuple[int, str]]]:
+    """Every event that can be read, and every damaged line as (line number, what is wrong)."""
+    events: list[Event] = []
+    damage: list[tuple[int, str]] = []
     lines = text.split("\n")
     for number, line in enumerate(lines, 1):
         if number == len(lines):
             if line:
-                raise InconsistentVault(
-                    "torn last line (a write was interrupted); check it and remove the partial line by hand",
-                    path=where, line=number)
+                damage.append((number, TORN))
             break
         if not line.strip():
             continue
-        events.append(parse_line(line, number, where))
+        try:  # a checkout that turned line endings into CRLF leaves each event as it was
+            events.append(parse_line(line.rstrip("\r"), number, where))
+        except InconsistentVault as error:
+            damage.append((number, error.message))
+    return events, damage
+
+
+def parse_ledger(text: str, where: str) -> list[Event]:
+    """All events in `text`; raises on a torn last line or a damaged one."""
+    events, damage = scan_ledger(text, where)
+    if damage:
+        number, message = damage[0]
+        if message == TORN:
+            message += "; check it and remove the partial line by hand"
+        raise InconsistentVault(message, path=where, line=number)
     return events
 
 

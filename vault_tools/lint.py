@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Seque
 
 from . import notes
 from .errors import ConfigError, InconsistentVault, NoteError, UsageError, VaultToolsError
-from .ledger import LEDGER_FILE, Event, History, histories, normalise_body, parse_line, seal_hash, seal_payload
+from .ledger import LEDGER_FILE, Event, History, histories, normalise_body, scan_ledger, seal_hash, seal_payload
 from .model import (
     DATE_FIELDS, DATETIME_FIELDS, Decision, LinkResolver, Problem, Status, build_decision, duplicate_ids, local_date,
     near_field_name, supersedes_cycle, TopicIndex,
@@ -1036,20 +1036,8 @@ def read_ledger(path: Path) -> tuple[list[str], list[Event], list[tuple[int, str
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         return [], [], [(raw[:error.start].count(b"\n") + 1, "ledger is not UTF-8")]
+    events, damage = scan_ledger(text, LEDGER_PATH)
     lines = text.split("\n")
-    events: list[Event] = []
-    damage: list[tuple[int, str]] = []
-    for number, line in enumerate(lines, 1):
-        if number == len(lines):
-            if line:
-                damage.append((number, "torn last line (a write was interrupted)"))
-            break
-        if not line.strip():
-            continue
-        try:
-            events.append(parse_line(line.rstrip("\r"), number, LEDGER_PATH))
-        except InconsistentVault as error:
-            damage.append((number, error.message))
     return lines[:-1] if lines and not lines[-1] else lines, events, damage
 
 
