@@ -5,7 +5,7 @@
 About 10% of the notes are decision notes (rulings, supersession chains, open
 questions); the rest are ordinary notes with frontmatter, wikilinks, callouts
 and bodies whose sizes follow a log-normal law (mean about 2 KB, a long tail
-up to 200 KB), in nested folders. Rulings are sealed through the real service,
+up to 200 KB), in nested folders. Rulings are sealed through the real commands,
 so the ledger is consistent and `lint` sees a vault in good order.
 """
 from __future__ import annotations
@@ -19,7 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vault_tools.service import Service, init_vault  # noqa: E402
+from vault_tools.commands.seal import seal  # noqa: E402
+from vault_tools.commands.setup import init_vault  # noqa: E402
+from vault_tools.commands.workspace import Workspace  # noqa: E402
 from vault_tools.vault import Vault  # noqa: E402
 
 WORDS = ("article footer newsletter author promotion reader reply sign-off pricing sale draft edition "
@@ -107,7 +109,7 @@ def make_vault(root: Path, notes: int, seed: int = 1) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)} {index}"
         (folder / f"{name}.md").write_text(ordinary_note(rng, index, titles[-50:] + [name]), encoding="utf-8")
-    Service(Vault(root)).seal()  # seals the rulings and applies their supersedes, as the watcher would
+    seal(Workspace(Vault(root)))  # seals the rulings and applies their supersedes, as the watcher would
     return root
 
 

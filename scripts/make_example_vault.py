@@ -2,7 +2,7 @@
 
 Low Tide is a weekly newsletter and a blog, run day to day by an agent for its
 owner, Ines, who lives in Lisbon. Every decision note is made by the code the
-command line and the watcher run (`Service.ask`, `rule`, `withdraw`,
+command line and the watcher run (`ask`, `rule`, `withdraw`,
 `retract`, `reconcile`), with a clock set to the moment each thing happened in
 the story, so the notes, the ledger and the pinned pages agree. Daily notes and
 other ordinary notes are written as files, the way the owner writes them in
@@ -26,7 +26,12 @@ from typing import Callable
 
 from vault_tools import notes
 from vault_tools.model import Decision
-from vault_tools.service import Service, init_vault
+from vault_tools.commands.ask import ask
+from vault_tools.commands.build import build
+from vault_tools.commands.close import retract, withdraw
+from vault_tools.commands.rule import rule
+from vault_tools.commands.setup import init_vault
+from vault_tools.commands.workspace import Workspace
 from vault_tools.watch import reconcile
 from vault_tools.starter import install_templates
 from vault_tools.vault import STATE_DIR, Vault
@@ -40,7 +45,7 @@ LinkTo = Callable[[str], str]  # decision id -> a wikilink to its note
 
 
 class StoryClock:
-    """The service's clock, moved by hand to each moment of the story (local time)."""
+    """The workspace's clock, moved by hand to each moment of the story (local time)."""
 
     def __init__(self, timezone: dt.tzinfo) -> None:
         self.timezone = timezone
@@ -84,37 +89,37 @@ def write_file(path: Path, text: str) -> None:
 
 # -- the decisions, in the order they happened ----------------------------------------------
 
-def owner_rules_in_obsidian(service: Service, decision_id: str, summary: str, ruling: str, source: str) -> None:
+def owner_rules_in_obsidian(ws: Workspace, decision_id: str, summary: str, ruling: str, source: str) -> None:
     """The owner opens a question in Obsidian, sets it to ruled and writes the answer (the watcher seals it)."""
-    decision = service.find(service.state(), decision_id)
-    note = notes.read_note(service.vault.path_of(decision))
+    decision = ws.find(ws.state(), decision_id)
+    note = notes.read_note(ws.vault.path_of(decision))
     text = notes.with_fields(note, {"status": "ruled", "summary": summary, "source": source})
     notes.write_note(note, text.rstrip("\n") + f"\n\n## Ruling\n\n{ruling}\n")
 
 
-def owner_edits_sealed_note(service: Service, decision_id: str, summary: str, addition: str) -> None:
+def owner_edits_sealed_note(ws: Workspace, decision_id: str, summary: str, addition: str) -> None:
     """The owner types into a sealed ruling in place, as if it were an ordinary note."""
-    decision = service.find(service.state(), decision_id)
-    note = notes.read_note(service.vault.path_of(decision))
+    decision = ws.find(ws.state(), decision_id)
+    note = notes.read_note(ws.vault.path_of(decision))
     text = notes.with_fields(note, {"summary": summary})
     notes.write_note(note, text.rstrip("\n") + f"\n\n{addition}\n")
 
 
-def owner_adds_properties(service: Service, decision_id: str, properties: dict[str, object]) -> None:
+def owner_adds_properties(ws: Workspace, decision_id: str, properties: dict[str, object]) -> None:
     """The owner adds their own properties (tags, aliases) in Obsidian: not an edit of the sealed meaning."""
-    decision = service.find(service.state(), decision_id)
-    note = notes.read_note(service.vault.path_of(decision))
+    decision = ws.find(ws.state(), decision_id)
+    note = notes.read_note(ws.vault.path_of(decision))
     notes.write_note(note, notes.with_fields(note, properties))
 
 
-def watcher_pass(service: Service) -> None:
+def watcher_pass(ws: Workspace) -> None:
     """What the watcher does once the owner has stopped typing and the settle window has passed."""
-    reconcile(service, quiet_before=float("inf"), settle_before=float("inf"))
+    reconcile(ws, quiet_before=float("inf"), settle_before=float("inf"))
 
 
-def record_decisions(service: Service, clock: StoryClock) -> None:
+def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     clock.set("2026-06-02T09:12:00")
-    service.ask("Which day and time should the newsletter go out each week?", ["newsletter-schedule"], body=(
+    ask(ws, "Which day and time should the newsletter go out each week?", ["newsletter-schedule"], body=(
         "Low Tide's first issue goes out in June. About two thirds of the 1,400 subscribers are in Europe, "
         "most of the rest on the US east coast.\n\n"
         "## Options\n\n"
@@ -122,98 +127,98 @@ def record_decisions(service: Service, clock: StoryClock) -> None:
         "- Thursday 07:00 Lisbon time\n"
         "- Sunday 09:00 Lisbon time (a weekend read)"))
     clock.set("2026-06-03T08:30:00")
-    service.rule("D-0001", "The newsletter goes out every Thursday at 07:00 Lisbon time.",
+    rule(ws, "D-0001", "The newsletter goes out every Thursday at 07:00 Lisbon time.",
                  source="[[2026-06-03]] chat with owner",
                  revisit_if="Open rates fall for four issues in a row.",
                  body="Thursday at 07:00: it is in European inboxes with breakfast and waits overnight for the "
                       "US east coast. Buttondown schedules it; the agent checks the draft on Wednesday evening.")
 
     clock.set("2026-06-03T21:00:00")
-    owner_adds_properties(service, "D-0001", {"tags": ["newsletter"]})
-    watcher_pass(service)
+    owner_adds_properties(ws, "D-0001", {"tags": ["newsletter"]})
+    watcher_pass(ws)
 
     clock.set("2026-06-04T10:05:00")
-    service.ask("Do private replies to readers need the owner's sign-off before they are sent?", ["reader-replies"],
+    ask(ws, "Do private replies to readers need the owner's sign-off before they are sent?", ["reader-replies"],
                 body="Readers answer the newsletter by email, five to fifteen a week. The agent can draft replies "
                      "in minutes; the question is whether Ines reads each one before it goes out.")
     clock.set("2026-06-05T08:45:00")
-    service.rule("D-0002", "Yes: every private reply to a reader waits for the owner's sign-off.",
+    rule(ws, "D-0002", "Yes: every private reply to a reader waits for the owner's sign-off.",
                  source="[[2026-06-05]] chat with owner",
                  body="Every reply is a draft until Ines approves it. The agent keeps drafts in [[Reader mail]].")
 
     clock.set("2026-06-10T14:20:00")
-    service.ask("Should the blog have a comment section?", ["blog-comments"],
+    ask(ws, "Should the blog have a comment section?", ["blog-comments"],
                 body="The blog theme offers comments through a hosted service that adds its own scripts.")
     clock.set("2026-06-11T09:10:00")
-    service.rule("D-0003", "Blog comments stay closed; readers reply by email and the best replies are quoted.",
+    rule(ws, "D-0003", "Blog comments stay closed; readers reply by email and the best replies are quoted.",
                  source="[[2026-06-11]] chat with owner",
                  body="No comment section. Each article ends with the reply address, and the best replies "
                       "(with permission) are quoted in the next issue.\n\n"
                       "## Consequences\n\n- No third-party comment scripts on the blog.")
 
     clock.set("2026-07-16T10:02:00")
-    service.ask("What should article footers contain?", ["article-footer"],
+    ask(ws, "What should article footers contain?", ["article-footer"],
                 body="Articles end abruptly. Other blogs close with a newsletter sign-up, an author bio, "
                      "related links or a sponsor line.")
     clock.set("2026-07-17T08:30:00")
-    service.rule("D-0004", "Every article footer carries the newsletter link and the author bio.",
+    rule(ws, "D-0004", "Every article footer carries the newsletter link and the author bio.",
                  source="[[2026-07-17]] chat with owner",
                  revisit_if="Promotion policy changes, or readers complain about footers.",
                  body="Footer: one line inviting readers to subscribe, with the link, then the author bio "
                       "(two sentences, no photo).")
 
     clock.set("2026-07-20T16:40:00")
-    service.ask("Which images may articles use?", ["image-policy"],
+    ask(ws, "Which images may articles use?", ["image-policy"],
                 body="Stock photo sites are cheap but their licences differ, and the agent cannot check "
                      "every one.")
     clock.set("2026-07-21T09:00:00")
-    service.rule("D-0005", "Articles use only our own photos or CC0 images, each with alt text.",
+    rule(ws, "D-0005", "Articles use only our own photos or CC0 images, each with alt text.",
                  source="[[2026-07-21]] chat with owner",
                  body="Only photos Ines or a guest writer took, or CC0 images (note the source in the caption). "
                       "Every image gets alt text that says what it shows.")
 
     clock.set("2026-08-04T09:00:00")
-    service.rule(None, "Private replies no longer need sign-off: the agent sends them and logs each in Reader mail.",
+    rule(ws, None, "Private replies no longer need sign-off: the agent sends them and logs each in Reader mail.",
                  topics=["reader-replies"], source="[[2026-08-04]] chat with owner", supersedes=["D-0002"],
                  reason="sign-off held replies for up to four days while the owner travelled, and readers noticed.",
                  body="The agent sends replies itself, in the voice of the style guide, and logs each one in "
                       "[[Reader mail]] so Ines can read them later.")
 
     clock.set("2026-08-12T11:30:00")
-    service.ask("Should the newsletter accept a sponsor for the autumn issues?", ["sponsorship"],
+    ask(ws, "Should the newsletter accept a sponsor for the autumn issues?", ["sponsorship"],
                 body="A notebook maker offered to sponsor six issues from September, one line each.")
     clock.set("2026-08-20T17:05:00")
-    service.withdraw("D-0007", "The notebook maker withdrew its offer, so there is nothing to decide.",
+    withdraw(ws, "D-0007", "The notebook maker withdrew its offer, so there is nothing to decide.",
                      actor="agent")
 
     clock.set("2026-08-25T10:15:00")
-    service.ask("How many long articles should the blog publish each month?", ["publishing-cadence"])
+    ask(ws, "How many long articles should the blog publish each month?", ["publishing-cadence"])
     clock.set("2026-08-26T08:50:00")
-    service.rule("D-0008", "The blog publishes two long articles a month, on the first and third Tuesday.",
+    rule(ws, "D-0008", "The blog publishes two long articles a month, on the first and third Tuesday.",
                  source="[[2026-08-26]] chat with owner", revisit_by="2027-02-26",
                  revisit_if="The newsletter goes paid, or an article slips twice in a row.")
 
     clock.set("2026-09-02T18:00:00")
-    service.rule(None, "Typos in published articles are fixed silently; factual errors get a dated correction.",
+    rule(ws, None, "Typos in published articles are fixed silently; factual errors get a dated correction.",
                  topics=["corrections-policy"], source="chat")
     clock.set("2026-09-05T09:30:00")
-    service.retract("D-0009", "Recorded in error: the owner was describing another publication's policy, not ours.")
+    retract(ws, "D-0009", "Recorded in error: the owner was describing another publication's policy, not ours.")
 
     clock.set("2026-09-07T10:00:00")
-    service.ask("How do we correct mistakes in published articles?", ["corrections-policy"],
+    ask(ws, "How do we correct mistakes in published articles?", ["corrections-policy"],
                 body="D-0009 was retracted; there is no rule for corrections now.")
     clock.set("2026-09-08T08:40:00")
-    service.rule("D-0010", "Every change to a published article, typo or fact, gets a dated note at its end.",
+    rule(ws, "D-0010", "Every change to a published article, typo or fact, gets a dated note at its end.",
                  source="[[2026-09-08]] chat with owner",
                  body="Any change after publication gets a line at the end: *Corrected on DATE: what changed.* "
                       "Readers should never wonder whether a page was quietly rewritten.")
 
     clock.set("2026-09-14T09:25:00")
-    service.ask("Should private replies to readers need the owner's sign-off again?", ["reader-replies"],
+    ask(ws, "Should private replies to readers need the owner's sign-off again?", ["reader-replies"],
                 reask_reason="On 2026-09-12 a reply promised a refund the owner had never offered.",
                 body="See [[2026-09-12]]. The agent apologised to the reader; no refund was paid.")
     clock.set("2026-09-15T08:35:00")
-    service.rule("D-0011", "Private replies wait for the owner's sign-off again; a plain thank-you may go at once.",
+    rule(ws, "D-0011", "Private replies wait for the owner's sign-off again; a plain thank-you may go at once.",
                  source="[[2026-09-15]] chat with owner", supersedes=["D-0006"],
                  reason="a reply promised a refund the owner never offered, "
                         "so sign-off is back for anything but thanks.",
@@ -221,16 +226,16 @@ def record_decisions(service: Service, clock: StoryClock) -> None:
                       "offer or opinion, may go out at once.")
 
     clock.set("2026-10-13T15:00:00")
-    service.ask("Should past newsletter issues be published on the blog?", ["newsletter-archive"],
+    ask(ws, "Should past newsletter issues be published on the blog?", ["newsletter-archive"],
                 body="Readers ask for links to old issues; today they exist only in Buttondown.")
     clock.set("2026-10-14T09:20:00")
-    owner_rules_in_obsidian(service, "D-0012", "Each issue goes on the blog archive one week after it is sent.",
+    owner_rules_in_obsidian(ws, "D-0012", "Each issue goes on the blog archive one week after it is sent.",
                             "Yes, with a week's delay, so subscribers still read it first.",
                             source="[[2026-10-14]] answered in Obsidian")
-    watcher_pass(service)
+    watcher_pass(ws)
 
     clock.set("2026-10-31T10:30:00")
-    service.ask("Should Low Tide start a paid tier for the newsletter?", ["paid-tier"],
+    ask(ws, "Should Low Tide start a paid tier for the newsletter?", ["paid-tier"],
                 body="Three readers offered to pay. See [[Paid tier research]] for numbers.\n\n"
                      "## Options\n\n"
                      "- No paid tier\n"
@@ -238,7 +243,7 @@ def record_decisions(service: Service, clock: StoryClock) -> None:
                      "- Voluntary support, everything stays free")
 
     clock.set("2026-11-05T08:30:00")
-    service.rule(None, "No promotion inside articles: footers carry only the author bio.",
+    rule(ws, None, "No promotion inside articles: footers carry only the author bio.",
                  topics=["promotion", "article-footer"], source="[[2026-11-05]] chat with owner",
                  supersedes=["D-0004"],
                  reason="readers complained about the subscribe line, so the owner banned promotion inside articles.",
@@ -246,31 +251,31 @@ def record_decisions(service: Service, clock: StoryClock) -> None:
                       "is the author bio and nothing else. The newsletter is promoted on its own page only.")
 
     clock.set("2026-11-05T19:10:00")
-    owner_adds_properties(service, "D-0014", {"aliases": ["Footer rule"], "tags": ["blog"]})
-    watcher_pass(service)
+    owner_adds_properties(ws, "D-0014", {"aliases": ["Footer rule"], "tags": ["blog"]})
+    watcher_pass(ws)
 
     clock.set("2026-11-10T17:45:00")
-    service.rule(None, "No third-party trackers on the blog; page counts come from the server logs only.",
+    rule(ws, None, "No third-party trackers on the blog; page counts come from the server logs only.",
                  topics=["analytics"], source="[[2026-11-10]] chat with owner",
                  revisit_if="Hosting changes and server logs are no longer available.")
 
     clock.set("2026-11-20T11:00:00")
-    service.ask("Which guest essay should run in the December issue?", ["guest-posts"], due="2026-11-30", body=(
+    ask(ws, "Which guest essay should run in the December issue?", ["guest-posts"], due="2026-11-30", body=(
         "Two drafts are ready: [[Slow journalism (guest draft)]] by [[Priya Natarajan]], and a photo essay "
         "on the Tagus estuary. The December issue is scheduled for Thursday 3 December."))
 
     clock.set("2026-11-24T09:40:00")
-    service.ask("Should the newsletter move from Thursday to Tuesday?", ["newsletter-schedule"],
+    ask(ws, "Should the newsletter move from Thursday to Tuesday?", ["newsletter-schedule"],
                 reask_reason="Open rates on Thursdays fell from 48% to 39% since October.",
                 body="See the open rates in [[Low Tide newsletter]].")
 
     clock.set("2026-11-26T21:14:00")
-    owner_edits_sealed_note(service, "D-0005", "Articles use our own photos, CC0 images or labelled AI illustrations.",
+    owner_edits_sealed_note(ws, "D-0005", "Articles use our own photos, CC0 images or labelled AI illustrations.",
                             "AI illustrations are fine for abstract topics if the caption says so.")
-    watcher_pass(service)
+    watcher_pass(ws)
 
     clock.set("2026-11-27T16:20:00")
-    service.ask("Should the agent cross-post new articles to Mastodon?", ["social-crossposting"],
+    ask(ws, "Should the agent cross-post new articles to Mastodon?", ["social-crossposting"],
                 body="Mastodon brought 60 visits last month from links readers shared by hand.")
 
 
@@ -510,15 +515,15 @@ def make_example_vault(root: Path) -> list[Decision]:
     install_templates(root)
     vault = Vault(root)
     clock = StoryClock(vault.config.tz)
-    service = Service(vault, clock=clock)
-    record_decisions(service, clock)
-    state = service.state()
+    ws = Workspace(vault, now=clock)
+    record_decisions(ws, clock)
+    state = ws.state()
     titles = {decision.id: decision.title for decision in state.decisions}
     for path, text in ordinary_notes(titles).items():
         write_file(root / path, text)
     clock.set("2026-11-29T08:00:00")
-    service.build(TODAY)
-    decisions = sorted(service.state().decisions, key=lambda decision: decision.number)
+    build(ws, TODAY)
+    decisions = sorted(ws.state().decisions, key=lambda decision: decision.number)
     for leftover in [root / STATE_DIR / "cache", *(root / STATE_DIR).glob("*.lock")]:
         if leftover.is_dir():
             shutil.rmtree(leftover)

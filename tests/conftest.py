@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 
 from vault_tools.cli import run
-from vault_tools.service import init_vault
+from vault_tools.commands.setup import init_vault
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 TZ = "Asia/Tokyo"

@@ -31,7 +31,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from vault_tools.cli import run
-from vault_tools.service import Service
+from vault_tools.commands.workspace import Workspace
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 README = REPOSITORY / "README.md"
@@ -155,10 +155,10 @@ ANOTHER_DAY = dt.datetime(2027, 6, 15, 10, 0, tzinfo=dt.timezone.utc)
 
 def run_on_another_day(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the commands believe it is ANOTHER_DAY: an example must not pass only on the day it was written."""
-    clock = inspect.signature(Service.__init__).parameters.get("clock")
+    clock = inspect.signature(Workspace.__init__).parameters.get("now")
     if clock is None or clock.default is inspect.Parameter.empty:
-        pytest.skip("Service no longer takes a clock; update run_on_another_day in this test")
-    monkeypatch.setattr(Service.__init__, "__defaults__", (lambda: ANOTHER_DAY,))
+        pytest.skip("Workspace no longer takes a clock; update run_on_another_day in this test")
+    monkeypatch.setattr(Workspace.__init__, "__defaults__", (lambda: ANOTHER_DAY,))
 
 
 @pytest.mark.parametrize("day", ["today", "another day"])

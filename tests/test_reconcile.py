@@ -13,7 +13,7 @@ from pathlib import Path
 
 from vault_tools import lint, notes
 from vault_tools.ledger import Ledger, histories
-from vault_tools.service import Service
+from vault_tools.commands.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
@@ -32,7 +32,7 @@ def quiet(vault: Path) -> None:
 def one_pass(vault: Path) -> list[str]:
     quiet(vault)
     actions = []
-    watcher = Watcher(Service(Vault(vault)), on_action=actions.append)
+    watcher = Watcher(Workspace(Vault(vault)), on_action=actions.append)
     watcher.acquire()
     try:
         watcher.process(everything=True)

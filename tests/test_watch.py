@@ -15,7 +15,7 @@ import pytest
 
 from vault_tools import lint, notes
 from vault_tools.ledger import Ledger, histories, seal_hash
-from vault_tools.service import Service
+from vault_tools.commands.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Debouncer, Watcher, is_ignored
 
@@ -42,8 +42,8 @@ def wait_until(predicate, timeout: float = 15, step: float = 0.05):
 class Running:
     def __init__(self, vault: Path) -> None:
         self.actions: list[Action] = []
-        self.service = Service(Vault(vault))
-        self.watcher = Watcher(self.service, on_action=self.actions.append)
+        self.ws = Workspace(Vault(vault))
+        self.watcher = Watcher(self.ws, on_action=self.actions.append)
         self.thread = threading.Thread(target=self.watcher.run, daemon=True)
 
     def __enter__(self) -> "Running":
@@ -305,17 +305,17 @@ def _scenario(vault: Path, cli) -> dict[str, bytes]:
 
 
 def _check_invariants(vault: Path, typed: bytes) -> None:
-    service = Service(Vault(vault))
-    events = service.vault.ledger.read()  # verifies every line
+    ws = Workspace(Vault(vault))
+    events = ws.vault.ledger.read()  # verifies every line
     known = histories(events)
-    state = service.state()
+    state = ws.state()
     assert not state.broken
     by_id = state.by_id()
     resolve = state.resolver()
     for decision_ in state.decisions:
         history = known.get(decision_.id)
         if decision_.status.value in ("ruled", "superseded"):
-            assert history and history.seal and seal_hash(decision_, resolve, service.tz) == history.seal.hash
+            assert history and history.seal and seal_hash(decision_, resolve, ws.tz) == history.seal.hash
             assert history.status is decision_.status
     assert by_id["D-0003"].status.value == "superseded" and by_id["D-0004"].status.value == "ruled"
     assert by_id["D-0002"].status.value == "ruled"
@@ -336,7 +336,7 @@ def test_kill_9_at_random_moments_loses_nothing(cli, tmp_path):
     calibration = make_vault(tmp_path / "calibration")
     _scenario(calibration, lambda *a: cli(*a, root=calibration))
     started = time.perf_counter()
-    Watcher(Service(Vault(calibration)), on_action=lambda action: None).process(everything=True)
+    Watcher(Workspace(Vault(calibration)), on_action=lambda action: None).process(everything=True)
     duration = time.perf_counter() - started
     runs = killed_mid_work = 0
     for run in range(52):
@@ -345,7 +345,7 @@ def test_kill_9_at_random_moments_loses_nothing(cli, tmp_path):
         pid = os.fork()
         if pid == 0:  # the child: a watcher reconciling the vault at start
             try:
-                watcher = Watcher(Service(Vault(vault)), on_action=lambda action: None)
+                watcher = Watcher(Workspace(Vault(vault)), on_action=lambda action: None)
                 watcher.acquire()
                 watcher.process(everything=True)
             finally:
@@ -355,7 +355,7 @@ def test_kill_9_at_random_moments_loses_nothing(cli, tmp_path):
         _, status = os.waitpid(pid, 0)
         killed_mid_work += os.WIFSIGNALED(status)
         # Restart: the next watcher reconciles whatever state the kill left.
-        restarted = Watcher(Service(Vault(vault)), on_action=lambda action: None)
+        restarted = Watcher(Workspace(Vault(vault)), on_action=lambda action: None)
         restarted.acquire()
         try:
             restarted.process(everything=True)

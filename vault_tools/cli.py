@@ -1,4 +1,4 @@
-"""The `vault-tools` command line: parse, call the service, print, map errors to exit codes.
+"""The `vault-tools` command line: parse, call the commands, print, map errors to exit codes.
 
 Only this module prints. Data goes to stdout, messages to stderr; `--json`
 output is one JSON document on stdout and nothing else.
@@ -20,8 +20,9 @@ import typer
 from . import __version__
 from .errors import VaultToolsError
 from .ledger import History
-from .model import Decision, local_date
-from .service import Lookup, Service, init_vault
+from .commands.workspace import Workspace
+from .dates import local_date
+from .model import Decision
 from .vault import STATE_DIR, Vault, find_vault
 
 app = typer.Typer(
@@ -56,11 +57,11 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout."
 ByOption = Annotated[Optional[str], typer.Option("--by", metavar="NAME", help="Who is recording this (default from config).")]
 
 
-def _service(vault: Path | None) -> Service:
+def _workspace(vault: Path | None) -> Workspace:
     global _vault_root
     found = Vault.find(vault)
-    _vault_root = found.root
-    return Service(found)
+    _vault_root = found.root  # where a crash is logged
+    return Workspace(found)
 
 
 def _out(text: str = "") -> None:
@@ -96,9 +97,9 @@ def decision_json(decision: Decision) -> dict[str, Any]:
     }
 
 
-def _line(decision: Decision, service: Service) -> str:
+def _line(decision: Decision, ws: Workspace) -> str:
     when = decision.ruled_at or decision.asked_at
-    day = local_date(when, service.tz).isoformat() if when else "undated"
+    day = local_date(when, ws.tz).isoformat() if when else "undated"
     return f"{decision.id}  {decision.status.value:<10} {day}  [{', '.join(decision.topics)}]  {decision.summary}"
 
 
@@ -117,6 +118,7 @@ def init(vault: VaultOption = None,
     except VaultToolsError:
         root = Path.cwd().resolve()
     _vault_root = root
+    from .commands.setup import init_vault
     changed = init_vault(root, timezone)
     Vault(root).config  # reads the config back: a bad one fails here, not later
     if templates:
@@ -164,8 +166,8 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
             help="What changed since the ruling on this topic (at least 20 characters).")] = None,
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Register a question for the owner; refused when its topic is already settled or open."""
-    service = _service(vault)
-    decision = service.ask(summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
+    from .commands.ask import ask as ask_question
+    decision = ask_question(_workspace(vault), summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
     if json_:
         _json(decision_json(decision))
     else:
@@ -186,8 +188,8 @@ def rule(decision_id: Annotated[Optional[str], typer.Argument(metavar="[ID]",
          revisit_by: Annotated[Optional[str], typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Record the owner's ruling: on a question (ID) or given directly (--topic)."""
-    service = _service(vault)
-    decision = service.rule(decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
+    from .commands.rule import rule as record_ruling
+    decision = record_ruling(_workspace(vault), decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
                             supersedes=supersedes, reason=reason, body=_read_body(body),
                             revisit_if=revisit_if, revisit_by=revisit_by)
     if json_:
@@ -206,7 +208,8 @@ def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The 
              reason: ReasonOption,
              by: ByOption = None, vault: VaultOption = None) -> None:
     """Drop an open question that will not be answered."""
-    decision = _service(vault).withdraw(decision_id, reason, by)
+    from .commands.close import withdraw as withdraw_question
+    decision = withdraw_question(_workspace(vault), decision_id, reason, by)
     _out(f"{decision.id} withdrawn")
 
 
@@ -215,7 +218,8 @@ def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The r
             reason: ReasonOption,
             by: ByOption = None, vault: VaultOption = None) -> None:
     """Declare a ruling wrong (recorded in error), with no replacement."""
-    decision = _service(vault).retract(decision_id, reason, by)
+    from .commands.close import retract as retract_ruling
+    decision = retract_ruling(_workspace(vault), decision_id, reason, by)
     _out(f"{decision.id} retracted")
 
 
@@ -224,7 +228,8 @@ def seal(decision_ids: Annotated[Optional[list[str]], typer.Argument(
         metavar="[ID]...", help="Only these rulings (default: every ruled note not sealed yet).")] = None,
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Seal ruled notes now instead of waiting for the settle window."""
-    sealed = _service(vault).seal(decision_ids or [])
+    from .commands.seal import seal as seal_rulings
+    sealed = seal_rulings(_workspace(vault), decision_ids or [])
     if json_:
         _json([decision_json(d) for d in sealed])
         return
@@ -239,8 +244,9 @@ def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decisi
          vault: VaultOption = None,
          json_: JsonOption = False) -> None:
     """One decision note, with its ledger history."""
-    service = _service(vault)
-    decision, history, problems = service.show(decision_id)
+    from .commands.read import show as show_decision
+    ws = _workspace(vault)
+    decision, history, problems = show_decision(ws, decision_id)
     if json_:
         data = decision_json(decision)
         data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
@@ -248,15 +254,15 @@ def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decisi
         data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
         _json(data)
     else:
-        _show(service, decision, history)
+        _show(ws, decision, history)
     if problems:
         for problem in problems:
             stderr.print(f"{decision.path}:{problem.line or 1}: {problem}", markup=False)
         raise typer.Exit(3)
 
 
-def _show(service: Service, decision: Decision, history: History) -> None:
-    _out(_line(decision, service))
+def _show(ws: Workspace, decision: Decision, history: History) -> None:
+    _out(_line(decision, ws))
     _out(f"  file: {decision.path}")
     for name in ("source", "reask_reason", "revisit_if", "superseded_by", "reason"):
         value = getattr(decision, name)
@@ -274,13 +280,14 @@ def list_(status: Annotated[Optional[str], typer.Option(metavar="STATUS", help="
           topic: Annotated[Optional[str], typer.Option(metavar="TOPIC", help="Only this topic (near matches count).")] = None,
           vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Decision notes, filtered by status and topic."""
-    service = _service(vault)
-    found = service.list(status, topic)
+    from .commands.read import list_decisions
+    ws = _workspace(vault)
+    found = list_decisions(ws, status, topic)
     if json_:
         _json([decision_json(d) for d in found])
         return
     for decision in found:
-        _out(_line(decision, service))
+        _out(_line(decision, ws))
 
 
 @app.command()
@@ -288,17 +295,18 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
            vault: VaultOption = None,
            json_: JsonOption = False) -> None:
     """Current rulings on these topics, newest first, each with what it superseded."""
-    service = _service(vault)
-    found, problems = service.lookup(topics)
+    from .commands.read import lookup as lookup_topics
+    ws = _workspace(vault)
+    found, problems = lookup_topics(ws, topics)
     if json_:
         _json([_lookup_json(item) for item in found])
     else:
         if not found:
             stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
         for item in found:
-            _out(_line(item.ruling, service))
+            _out(_line(item.ruling, ws))
             for old in item.chain:
-                _out(f"    superseded {_line(old, service)}")
+                _out(f"    superseded {_line(old, ws)}")
                 if old.reason:
                     _out(f"      because: {old.reason}")
     if problems:  # a ruling on these topics may be hiding in a note that cannot be read
@@ -310,7 +318,7 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
         raise typer.Exit(3)
 
 
-def _lookup_json(item: Lookup) -> dict[str, Any]:
+def _lookup_json(item: Any) -> dict[str, Any]:
     data = decision_json(item.ruling)
     data["matched_topics"] = item.matched
     data["chain"] = [decision_json(old) for old in item.chain]
@@ -322,16 +330,16 @@ TodayOption = Annotated[Optional[str], typer.Option(
 
 
 def _today(value: str | None) -> dt.date | None:
-    from .service import parse_day
-    return parse_day("--today", value)
+    from .dates import parse_day_option
+    return parse_day_option("--today", value)
 
 
 @app.command()
 def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if a page is stale.")] = False,
           today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Regenerate the pinned pages (open questions, decisions log, archive)."""
-    service = _service(vault)
-    result = service.build(_today(today), check=check)
+    from .commands.build import build as build_pages
+    result = build_pages(_workspace(vault), _today(today), check=check)
     pages = result.pages
     if json_:
         _json({"written": result.written, "stale": result.stale, "kept": result.kept, "over_budget": pages.over_budget,
@@ -359,14 +367,15 @@ def _budget_json(pages: Any) -> dict[str, Any]:
 @app.command()
 def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """What an agent loads at session start: the open questions and the decisions log."""
-    service = _service(vault)
-    state = service.state()
-    pages = service.pages(_today(today), state)
+    from .commands.build import page_problems, pages as agent_pages
+    ws = _workspace(vault)
+    state = ws.state()
+    pages = agent_pages(ws, _today(today), state)
     if json_:
         _json({"open_questions": [decision_json(d) for d in pages.open_questions],
                "rulings": [decision_json(d) for d in pages.current[:pages.rulings_shown]],
                "problems": [{"path": p.path, "line": p.line, "message": p.message}
-                            for p in service.page_problems(state)],
+                            for p in page_problems(state)],
                **_budget_json(pages)})
     else:
         typer.echo(pages.agent_text, nl=False)
@@ -381,9 +390,9 @@ def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault
     import signal
 
     from .watch import Watcher
-    service = _service(vault)
-    log = _watch_log(service.vault.state_dir, json_)
-    watcher = Watcher(service, on_action=log)
+    ws = _workspace(vault)
+    log = _watch_log(ws.vault.state_dir, json_)
+    watcher = Watcher(ws, on_action=log)
     if once:
         watcher.acquire()
         try:
@@ -396,7 +405,7 @@ def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault
     previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         watcher.start()
-        log_line = f"watching {service.vault.root} (debounce {watcher.debounce:g} s, settle {watcher.settle:g} s)"
+        log_line = f"watching {ws.vault.root} (debounce {watcher.debounce:g} s, settle {watcher.settle:g} s)"
         stderr.print(log_line, markup=False)
         watcher.run()
     finally:
@@ -453,14 +462,14 @@ def lint_command(
         _out(lint_rules.explain(explain).rstrip("\n"))
         return
     output = "json" if json_ else lint_rules.check_format(format_)
-    service = _service(vault)
-    lint_rules.check_config(service.config)
-    scopes = lint_rules.report_paths(service.vault.root, paths or [])
+    ws = _workspace(vault)
+    lint_rules.check_config(ws.config)
+    scopes = lint_rules.report_paths(ws.vault.root, paths or [])
     day = _today(today)
     fixed: tuple[list[str], list[str]] = ([], [])
     if fix:
-        fixed = lint_rules.fix(service.vault, today=day)
-    report = lint_rules.lint(lint_rules.gather(service.vault, today=day), scopes)
+        fixed = lint_rules.fix(ws.vault, today=day)
+    report = lint_rules.lint(lint_rules.gather(ws.vault, today=day), scopes)
     report.fixed, report.not_fixed = fixed
     if output == "json":
         _json(lint_rules.report_json(report))
@@ -469,7 +478,7 @@ def lint_command(
             stderr.print(line, markup=False)
         for diagnostic in report.diagnostics:
             if output == "github":
-                file = service.vault.root / diagnostic.path
+                file = ws.vault.root / diagnostic.path
                 try:
                     shown = file.relative_to(Path.cwd().resolve()).as_posix()
                 except ValueError:

@@ -21,13 +21,13 @@ from typing import Any, Iterable, Iterator
 from filelock import FileLock, Timeout
 
 from .errors import InconsistentVault
-from .model import SEALED_FIELDS, Decision, Resolve, Status, instant, leading_id
+from .dates import instant
+from .model import SEALED_FIELDS, Decision, Resolve, Status, leading_id
 
 LEDGER_FILE = "ledger.jsonl"
 LOCK_FILE = "ledger.lock"
 LOCK_TIMEOUT_SECONDS = 30
 
-EVENT_KINDS = ("asked", "ruled", "sealed", "superseded", "withdrawn", "retracted", "edit-rejected", "imported")
 
 # What each event says about a note's status.
 STATUS_AFTER = {
@@ -58,10 +58,6 @@ class Event:
         data.pop("line")
         data["supersedes"] = list(self.supersedes)
         return {key: value for key, value in data.items() if value not in (None, [])}
-
-
-def utc_stamp(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _canonical(data: dict[str, Any]) -> str:

@@ -25,11 +25,14 @@ from . import notes
 from .errors import ConfigError, InconsistentVault, NoteError, UsageError, VaultToolsError
 from .ledger import LEDGER_FILE, Event, History, histories, normalise_body, scan_ledger, seal_hash, seal_payload
 from .model import (
-    DATE_FIELDS, DATETIME_FIELDS, Decision, LinkResolver, Problem, Status, build_decision, duplicate_ids, local_date,
+    DATE_FIELDS, DATETIME_FIELDS, Decision, LinkResolver, Problem, Status, build_decision, duplicate_ids,
     near_field_name, supersedes_cycle, TopicIndex,
 )
+from .dates import local_date
 from .pages import OPEN_QUESTIONS, PAGE_NAMES
-from .service import STAMPED_FIELDS, Service
+from .commands.build import build, page_path
+from .commands.seal import seal
+from .commands.workspace import STAMPED_FIELDS, Workspace
 from .vault import CONFIG_FILE, STATE_DIR, Config, Vault, VaultState
 
 ERROR = "error"
@@ -1043,9 +1046,9 @@ def read_ledger(path: Path) -> tuple[list[str], list[Event], list[tuple[int, str
 
 def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> Facts:
     """Read everything the rules look at, once."""
-    service = Service(vault)
+    ws = Workspace(vault)
     state = vault.load()
-    facts = Facts(state=state, today=today or service.today(), now=time.time() if now is None else now)
+    facts = Facts(state=state, today=today or ws.today(), now=time.time() if now is None else now)
     try:  # an intact ledger is read once, and remembered for the page check below
         facts.events = vault.ledger.read()
         text = vault.ledger.path.read_text(encoding="utf-8") if vault.ledger.path.exists() else ""
@@ -1063,13 +1066,13 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
             facts.mtimes[decision.path] = (vault.root / decision.path).stat().st_mtime
         except OSError:
             pass
-    pages_exist = any(service.page_path(name).exists() for name in PAGE_NAMES)
+    pages_exist = any(page_path(ws, name).exists() for name in PAGE_NAMES)
     if state.decisions or state.broken or pages_exist:
-        built = service.build(facts.today, check=True, state=state)
+        built = build(ws, facts.today, check=True, state=state)
         facts.stale_pages = built.stale
         if built.pages.over_budget:
             facts.over_budget = built.pages.budget_message()
-    facts.open_questions_page = vault.relative(service.page_path(OPEN_QUESTIONS))
+    facts.open_questions_page = vault.relative(page_path(ws, OPEN_QUESTIONS))
     return facts
 
 
@@ -1095,7 +1098,7 @@ def report_paths(root: Path, paths: Iterable[Path], cwd: Path | None = None) -> 
 
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
     """Seal rulings past their settle window, then rebuild stale pages. Returns (done, not done)."""
-    service = Service(vault)
+    ws = Workspace(vault)
     state = vault.load()
     moment = time.time() if now is None else now
     _, events, _ = read_ledger(vault.ledger.path)
@@ -1115,14 +1118,14 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     not_done: list[str] = []
     if due:
         try:
-            done += [f"sealed {d.id}" for d in service.seal(due)]
+            done += [f"sealed {d.id}" for d in seal(ws, due)]
         except VaultToolsError:
             for decision_id in due:  # seal what can be sealed, say why the rest cannot
                 try:
-                    done += [f"sealed {d.id}" for d in service.seal([decision_id])]
+                    done += [f"sealed {d.id}" for d in seal(ws, [decision_id])]
                 except VaultToolsError as error:
                     not_done.append(f"could not seal {decision_id}: {error}")
-    built = service.build(today)
+    built = build(ws, today)
     done += [f"rebuilt {path}" for path in built.written]
     return done, not_done
 

@@ -14,6 +14,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from .dates import instant, parse_date, parse_datetime
+
 ID_PATTERN = re.compile(r"^D-(\d{1,9})$")
 TOPIC_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long
@@ -128,23 +130,6 @@ def is_decision_mapping(data: Any) -> bool:
 
 # -- building a Decision from frontmatter ------------------------------------------
 
-def _parse_datetime(value: Any) -> dt.datetime | dt.date:
-    if isinstance(value, dt.datetime | dt.date):
-        return value
-    text = str(value).strip()
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        return dt.date.fromisoformat(text)
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _parse_date(value: Any) -> dt.date:
-    if isinstance(value, dt.datetime):
-        return value.date()
-    if isinstance(value, dt.date):
-        return value
-    return dt.date.fromisoformat(str(value).strip())
-
-
 def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
                    key_lines: Mapping[str, int] | None = None) -> tuple[Decision | None, list[Problem]]:
     """Turn a parsed frontmatter mapping into a Decision, with every problem found.
@@ -176,7 +161,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         if data.get(name) in (None, ""):
             continue
         try:
-            values[name] = _parse_datetime(data[name])
+            values[name] = parse_datetime(data[name])
         except ValueError:
             problem(name, f"must be a date and time like 2026-07-17T08:30:00, not {data[name]!r}")
 
@@ -184,7 +169,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         if data.get(name) in (None, ""):
             continue
         try:
-            values[name] = _parse_date(data[name])
+            values[name] = parse_date(data[name])
         except ValueError:
             problem(name, f"must be a date like 2026-07-17, not {data[name]!r}")
 
@@ -453,21 +438,6 @@ def note_title(decision_id: str, summary: str) -> str:
 
 
 # -- time ---------------------------------------------------------------------------
-
-def instant(value: dt.datetime | dt.date, tz: dt.tzinfo) -> dt.datetime:
-    """A point in time in UTC; a value without offset is in the vault's time zone."""
-    if not isinstance(value, dt.datetime):
-        value = dt.datetime.combine(value, dt.time(0, 0))
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=tz)
-    return value.astimezone(dt.timezone.utc)
-
-
-def local_date(value: dt.datetime | dt.date, tz: dt.tzinfo) -> dt.date:
-    if isinstance(value, dt.datetime):
-        return instant(value, tz).astimezone(tz).date()
-    return value
-
 
 def newest_first_key(decision: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
     when = decision.ruled_at or decision.asked_at

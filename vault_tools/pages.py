@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from .model import Decision, Resolve, Status, local_date, newest_first_key
+from .dates import local_date
+from .model import Decision, Resolve, Status, newest_first_key
 
 OPEN_QUESTIONS = "Open questions"
 DECISIONS_LOG = "Decisions log"

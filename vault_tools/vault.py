@@ -14,12 +14,12 @@ from contextlib import closing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from . import notes
+from .dates import zone
 from .errors import ConfigError, NoteError
 from .ledger import Ledger
 from .model import Decision, LinkResolver, Problem, build_decision, is_decision_mapping
@@ -75,33 +75,9 @@ CONFIG_DOC = {
 
 def _zone(name: str) -> dt.tzinfo:
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigError(f"unknown timezone {name!r} (use an IANA name like Europe/Paris)",
-                          path=f"{STATE_DIR}/{CONFIG_FILE}") from None
-
-
-def machine_timezone() -> str:
-    """This machine's IANA time zone name, or UTC when it cannot be told."""
-    candidates = [os.environ.get("TZ", "").lstrip(":")]
-    try:
-        candidates.append(Path("/etc/timezone").read_text().strip())
-    except OSError:
-        pass
-    try:
-        target = os.readlink("/etc/localtime")
-        if "zoneinfo/" in target:
-            candidates.append(target.split("zoneinfo/", 1)[1])
-    except OSError:
-        pass
-    for name in candidates:
-        if name:
-            try:
-                ZoneInfo(name)
-                return name
-            except (ZoneInfoNotFoundError, ValueError):
-                continue
-    return "UTC"
+        return zone(name)
+    except ValueError as error:
+        raise ConfigError(str(error), path=f"{STATE_DIR}/{CONFIG_FILE}") from None
 
 
 def load_config(root: Path) -> Config:

@@ -1,7 +1,7 @@
 """The watcher: a watchdog observer, a per-file debouncer and reconcile.
 
 `reconcile` compares every decision note with the ledger and applies the
-service's operations (seal, supersede, reject an edit, record) where they
+commands' operations (seal, supersede, reject an edit, record) where they
 disagree. The same code runs at start, after each quiet period and in
 `watch --once`, so a change made while the watcher was stopped is handled as if
 it had been seen live. The watcher decides *when*: after a file has been quiet
@@ -29,7 +29,13 @@ from . import notes
 from .errors import ConfigError, NoteError, VaultToolsError
 from .ledger import History
 from .model import FINAL_STATUSES, Decision, Status
-from .service import Service
+from .commands.build import build
+from .commands.close import finish_interrupted_close, record_hand_made
+from .commands.revise import reject_edit
+from .commands.seal import seal_one
+from .commands.sealed import matches_ledger
+from .commands.supersede import pending_supersessions, supersede_now
+from .commands.workspace import Workspace
 from .vault import STATE_DIR, VaultState
 
 Clock = Callable[[], float]
@@ -57,7 +63,7 @@ class Reconciled:
     state: VaultState | None = None  # the vault as the last pass read it, which changed no note
 
 
-def reconcile(service: Service, *, quiet_before: float, settle_before: float | None) -> Reconciled:
+def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None) -> Reconciled:
     """Bring notes and ledger into agreement, as if every change had been seen live.
 
     Notes modified after `quiet_before` (epoch seconds) are still being typed and
@@ -67,9 +73,9 @@ def reconcile(service: Service, *, quiet_before: float, settle_before: float | N
     taken on the current state; the passes end when one changes no note.
     """
     result = Reconciled()
-    with service.vault.ledger.locked():
+    with ws.vault.ledger.locked():
         for _ in range(MAX_RECONCILE_PASSES):
-            if not _Pass(service, result, quiet_before, settle_before).run():
+            if not _Pass(ws, result, quiet_before, settle_before).run():
                 break
     return result
 
@@ -77,13 +83,13 @@ def reconcile(service: Service, *, quiet_before: float, settle_before: float | N
 class _Pass:
     """One reading of the vault, and the first change it calls for."""
 
-    def __init__(self, service: Service, result: Reconciled, quiet_before: float, settle_before: float | None) -> None:
-        self.service = service
+    def __init__(self, ws: Workspace, result: Reconciled, quiet_before: float, settle_before: float | None) -> None:
+        self.ws = ws
         self.result = result
         self.quiet_before = quiet_before
         self.settle_before = settle_before
-        self.state = result.state = service.state()
-        self.known = service.histories()
+        self.state = result.state = ws.state()
+        self.known = ws.histories()
         result.settle_deadlines.clear()
         result.busy.clear()
         self.reported = {(a.path, a.why) for a in result.actions if a.kind == "invalid"}
@@ -98,7 +104,7 @@ class _Pass:
 
     def run(self) -> bool:
         """True when a note was changed (and another pass must look again)."""
-        state, vault = self.state, self.service.vault
+        state, vault = self.state, self.ws.vault
         for error in state.broken:
             self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
         quiet: list[tuple[Decision, float]] = []
@@ -128,53 +134,53 @@ class _Pass:
         return self.finish_supersessions()
 
     def note(self, decision: Decision, history: History | None, mtime: float) -> bool:
-        service = self.service
+        ws = self.ws
         if history is not None and history.seal is not None:
             return self.sealed(decision, history)
         if history is not None and history.status in FINAL_STATUSES and decision.status is not history.status:
             raise NoteError(f"was {history.status.value} (final), but the note now says {decision.status.value}; "
                             "ask again as a new question", path=decision.path, line=decision.line_of("status"))
         if decision.status is Status.RULED:
-            waiting_on = service.targets_paths(self.state, decision) & set(self.result.busy)
+            waiting_on = ws.targets_paths(self.state, decision) & set(self.result.busy)
             if self.settle_before is None or mtime > self.settle_before or waiting_on:
-                self.result.settle_deadlines[decision.path] = mtime + service.config.settle_seconds
+                self.result.settle_deadlines[decision.path] = mtime + ws.config.settle_seconds
                 return False
-            sealed = service.seal_one(self.state, decision, history)
+            sealed = seal_one(ws, self.state, decision, history)
             self.result.touched.add(sealed.path)
-            self.result.touched.update(service.targets_paths(self.state, sealed))
+            self.result.touched.update(ws.targets_paths(self.state, sealed))
             self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
             return True
         # Below, only the ledger is written: no note changes, so the pass goes on.
         if history is None and decision.status in (Status.OPEN, Status.WITHDRAWN):
             kind = "asked" if decision.status is Status.OPEN else "withdrawn"
-            service.record_hand_made(decision, kind)
+            record_hand_made(ws, decision, kind)
             self.act("recorded", decision.id, decision.path, f"new {decision.status.value} note")
         elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
-            service.record_hand_made(decision, "withdrawn")
+            record_hand_made(ws, decision, "withdrawn")
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
         return False
 
     def sealed(self, decision: Decision, history: History) -> bool:
-        service, seal = self.service, history.seal
+        ws, seal = self.ws, history.seal
         assert seal is not None and seal.text is not None
-        if service.matches_ledger(self.state, decision, history):
+        if matches_ledger(ws, self.state, decision, history):
             return False
-        note = service.read(service.vault.path_of(decision))
+        note = ws.read(ws.vault.path_of(decision))
         if notes.file_text(note, note.text) == seal.text:
             # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
             raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
                             "or removed; restore that note or its name", path=decision.path)
-        if service.meaning(self.state, decision) == seal.hash and \
-                service.finish_interrupted_close(self.state, decision, history, note):
+        if ws.seal_hash_of(self.state, decision) == seal.hash and \
+                finish_interrupted_close(ws, self.state, decision, history, note):
             self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")
             return True
         self.reject_edit(decision, history, note)
         return True
 
     def reject_edit(self, decision: Decision, history: History, note: notes.Note | None = None) -> None:
-        service = self.service
-        note = note or service.read(service.vault.path_of(decision))
-        done = service.reject_edit(self.state, decision, history, note)
+        ws = self.ws
+        note = note or ws.read(ws.vault.path_of(decision))
+        done = reject_edit(ws, self.state, decision, history, note)
         if done.as_revision:
             self.result.touched.add(done.kept_in)
             why = f"in-place edit of a sealed note; the typed text is kept in {done.kept_in}"
@@ -190,18 +196,18 @@ class _Pass:
 
     def finish_supersessions(self) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
-        service, state = self.service, self.state
+        ws, state = self.ws, self.state
         for ruling in sorted(state.decisions, key=lambda d: d.number):
             history = self.known.get(ruling.id)
             if ruling.status is not Status.RULED or history is None or history.seal is None:
                 continue
-            if service.meaning(state, ruling) != history.seal.hash:
+            if ws.seal_hash_of(state, ruling) != history.seal.hash:
                 continue
-            for target in service.pending_supersessions(state, ruling):
+            for target in pending_supersessions(state, ruling):
                 if target.path in self.result.busy:
                     continue
                 try:
-                    service.supersede_now(state, target, ruling)
+                    supersede_now(ws, state, target, ruling)
                 except VaultToolsError as error:
                     self.invalid(target.id, target.path, error.message)
                     continue
@@ -273,13 +279,13 @@ class Schedule:
 class Watcher:
     """Watches one vault. `start()` takes the lock and reconciles; `run()` loops until `stop()`."""
 
-    def __init__(self, service: Service, *, on_action: Callable[[Action], None], clock: Clock = time.time,
+    def __init__(self, ws: Workspace, *, on_action: Callable[[Action], None], clock: Clock = time.time,
                  debounce_seconds: float | None = None, settle_seconds: float | None = None) -> None:
-        self.service = service
-        self.vault = service.vault
+        self.ws = ws
+        self.vault = ws.vault
         self.on_action = on_action
         self.clock = clock
-        config = service.config
+        config = ws.config
         self.debounce = config.debounce_ms / 1000 if debounce_seconds is None else debounce_seconds
         self.settle = config.settle_seconds if settle_seconds is None else settle_seconds
         self.schedule = Schedule(Debouncer(self.debounce, clock))
@@ -373,9 +379,9 @@ class Watcher:
         actions: list[Action] = []
         now = self.clock()
         try:
-            result = reconcile(self.service, quiet_before=now - self.debounce, settle_before=now - self.settle)
+            result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle)
             actions += result.actions
-            built = self.service.build(state=result.state)
+            built = build(self.ws, state=result.state)
             actions += [Action("page-kept", None, None, f"a pinned page was edited by hand; copy kept in {kept}")
                         for kept in built.kept]
         except OSError as error:  # a note moved away mid-pass: the events it made bring it back

@@ -1,0 +1,63 @@
+"""`ask`: register a question for the owner, refused when its topic is settled or already open."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .. import notes
+from ..dates import local_date, parse_day_option
+from ..errors import Refused
+from ..model import MIN_TEXT, Decision, Status, topics_match
+from .checks import check_name, check_text, check_topics
+from .read import Lookup, current_rulings_on
+from .workspace import Workspace, sections
+
+
+def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None = None, due: str | None = None,
+        reask_reason: str | None = None, asked_by: str | None = None) -> Decision:
+    summary = check_text("summary", summary, required=True) or ""
+    asked = check_topics(topics)
+    reask_reason = check_text("--reask-reason", reask_reason)
+    due_day = parse_day_option("--due", due)
+    actor = check_name(asked_by) or ws.config.default_asker
+    with ws.vault.ledger.locked():
+        state = ws.state_for_write()
+        for question in ws.decisions_in_effect(state):
+            if question.status is Status.OPEN:
+                shared = [t for t in asked if any(topics_match(t, theirs) for theirs in question.topics)]
+                if shared:
+                    raise Refused(
+                        f"{question.id} is already open on topic {shared[0]}: {question.summary}",
+                        details=["Add to that question instead of asking again."])
+        if reask_reason is None:
+            settled = current_rulings_on(ws, state, asked)
+            if settled:
+                details = [_settled_line(ws, found) for found in settled]
+                details.append("If something changed, ask again with --reask-reason \"what changed\" "
+                               f"(at least {MIN_TEXT} characters).")
+                raise Refused(f"topic {settled[0].matched[0]} is settled: {len(settled)} current ruling(s)",
+                              details=details)
+        decision_id = ws.next_id(state)
+        path = ws.new_note_path(decision_id, summary)
+        fields: list[tuple[str, Any]] = [
+            ("type", "decision"), ("id", decision_id), ("status", Status.OPEN.value), ("topics", list(asked)),
+            ("summary", summary), ("asked_at", ws.now_local()), ("asked_by", actor)]
+        if due_day:
+            fields.append(("due", due_day))
+        if reask_reason:
+            fields.append(("reask_reason", reask_reason))
+        text = notes.render_note(fields, sections(("Question", summary), ("Context", body)))
+        decision = ws.parse_new(path, text)
+        notes.create_note(path, text)
+        ws.vault.ledger.append([ws.event("asked", decision, actor)])
+        return decision
+
+
+def _settled_line(ws: Workspace, found: Lookup) -> str:
+    ruling = found.ruling
+    day = local_date(ruling.ruled_at, ws.tz).isoformat() if ruling.ruled_at else "undated"
+    via = ""
+    for topic in found.matched:
+        key = next((t for t in ruling.topics if topics_match(topic, t)), topic)
+        if key != topic:
+            via = f" (your topic {topic} matched {key})"
+    return f"{ruling.id} ruled {day}{via}: {ruling.summary}"

@@ -1,0 +1,102 @@
+"""`build`: the pinned pages written from the decisions as they stand, and the agent's view of them."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import notes
+from ..pages import NOTICE, PAGE_NAMES, PageProblem, Pages, Settings, build_pages
+from ..vault import VaultState
+from .workspace import Workspace, blocking_problems
+
+
+@dataclass
+class BuildResult:
+    pages: Pages
+    written: list[str] = field(default_factory=list)  # vault-relative paths
+    stale: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # copies of pages edited by hand
+
+
+def page_path(ws: Workspace, name: str) -> Path:
+    return ws.vault.root / ws.config.pinned_folder / f"{name}.md"
+
+
+def page_problems(state: VaultState) -> list[PageProblem]:
+    """The decision notes that cannot be read or used, as the pages and the agent's view list them."""
+    found = [PageProblem(e.path or "?", e.line, e.message) for e in state.broken]
+    for path, problems in state.problems.items():
+        found += [PageProblem(path, p.line, str(p)) for p in blocking_problems(problems)]
+    return found
+
+
+def pages(ws: Workspace, today: dt.date | None = None, state: VaultState | None = None) -> Pages:
+    state = state or ws.state()
+    config = ws.config
+    settings = Settings(config.budget_lines, config.budget_bytes, config.stale_after_days, config.recent_days,
+                        config.reminder_days)
+    return build_pages(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings,
+                       page_problems(state))
+
+
+def build(ws: Workspace, today: dt.date | None = None, *, check: bool = False,
+          state: VaultState | None = None) -> BuildResult:
+    """Write the pages whose bytes changed (or, with `check`, only say which are stale).
+
+    A page that is neither what was last generated nor what is generated now
+    was edited by hand: a copy goes to `.vault-tools/kept/` before it is replaced.
+    """
+    result = BuildResult(pages(ws, today, state))
+    generated = _generated_digests(ws)
+    for name in PAGE_NAMES:
+        path = page_path(ws, name)
+        data = result.pages.texts[name].encode("utf-8")
+        try:
+            current = path.read_bytes()
+        except FileNotFoundError:
+            current = None
+        if current == data:
+            continue
+        rel = ws.vault.relative(path)
+        result.stale.append(rel)
+        if check:
+            continue
+        if current is not None and _edited_by_hand(current, generated.get(rel)):
+            result.kept.append(ws.keep_copy(name, current))
+        notes.write_atomic(path, data)
+        result.written.append(rel)
+    if result.written:
+        _remember_pages(ws, {ws.vault.relative(page_path(ws, name)): result.pages.texts[name] for name in PAGE_NAMES})
+    return result
+
+
+def _edited_by_hand(current: bytes, last_generated: str | None) -> bool:
+    """Not what vault-tools last wrote there. With no record (a fresh clone, a cleared
+    cache) a page still opening with the generated notice is taken as generated."""
+    if last_generated is not None:
+        return _digest(current) != last_generated
+    return not current.startswith(NOTICE.encode("utf-8"))
+
+
+def _page_cache(ws: Workspace) -> Path:
+    return ws.vault.state_dir / "cache" / "pages.json"
+
+
+def _generated_digests(ws: Workspace) -> dict[str, str]:
+    try:
+        found = json.loads(_page_cache(ws).read_text(encoding="utf-8"))
+        return found if isinstance(found, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember_pages(ws: Workspace, texts: dict[str, str]) -> None:
+    digests = {rel: _digest(text.encode("utf-8")) for rel, text in texts.items()}
+    notes.write_atomic(_page_cache(ws), json.dumps(digests, sort_keys=True).encode())
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

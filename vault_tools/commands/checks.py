@@ -1,0 +1,47 @@
+"""Checks of the values a caller typed, made before anything is read or written."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..errors import UsageError
+from ..model import ID_PATTERN, MIN_TEXT, TOPIC_PATTERN
+
+
+def check_id(value: str) -> str:
+    value = value.strip()
+    if not ID_PATTERN.match(value):
+        raise UsageError(f"{value!r} is not a decision id (like D-0007)")
+    return value
+
+
+def check_name(value: str | None) -> str | None:
+    """Who is recording something (`--by`): one short line."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value or "\n" in value or "\r" in value or len(value) > 100:
+        raise UsageError(f"--by must be a name on one line (at most 100 characters): {value!r}")
+    return value
+
+
+def check_topics(topics: Iterable[str]) -> tuple[str, ...]:
+    found = tuple(dict.fromkeys(topic.strip() for topic in topics))  # in order, each once
+    if not found:
+        raise UsageError("give at least one --topic")
+    for topic in found:
+        if not TOPIC_PATTERN.match(topic):
+            raise UsageError(f"topic {topic!r} is not a kebab-case key (like article-footer)")
+    return found
+
+
+def check_text(name: str, value: str | None, *, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise UsageError(f"{name} is required")
+        return None
+    value = value.strip()
+    if "\n" in value or "\r" in value:
+        raise UsageError(f"{name} must be one line")
+    if len(value) < MIN_TEXT:
+        raise UsageError(f"{name} must be at least {MIN_TEXT} characters ({len(value)} given): {value!r}")
+    return value

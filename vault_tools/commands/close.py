@@ -1,0 +1,82 @@
+"""`withdraw` and `retract`: the closings with a reason; and closings made in Obsidian."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import notes
+from ..errors import InconsistentVault, NoteError, Refused
+from ..ledger import History, seal_hash, seal_text_without_bom
+from ..model import Decision, Status, transition_problem
+from ..vault import VaultState
+from .checks import check_name, check_text
+from .sealed import unreviewed_edit
+from .workspace import Workspace
+
+
+def withdraw(ws: Workspace, decision_id: str, reason: str | None, actor: str | None = None) -> Decision:
+    return _close(ws, decision_id, Status.WITHDRAWN, reason, actor)
+
+
+def retract(ws: Workspace, decision_id: str, reason: str | None, actor: str | None = None) -> Decision:
+    return _close(ws, decision_id, Status.RETRACTED, reason, actor)
+
+
+def _close(ws: Workspace, decision_id: str, new_status: Status, reason: str | None, actor: str | None) -> Decision:
+    reason = check_text("--reason", reason, required=True)
+    who = check_name(actor) or ws.config.default_ruler
+    with ws.vault.ledger.locked():
+        state = ws.state_for_write()
+        decision = ws.find(state, decision_id)
+        problem = transition_problem(ws.status_of(decision), new_status)
+        if problem:
+            raise Refused(f"{decision.id} {problem}", path=decision.path)
+        edited = unreviewed_edit(ws, state, decision, ws.histories().get(decision.id))
+        if edited:
+            raise InconsistentVault(edited, path=decision.path)
+        path = ws.vault.path_of(decision)
+        note = ws.read(path)
+        text = notes.with_fields(note, {"status": new_status.value, "reason": reason})
+        updated = ws.parse_new(path, text)
+        notes.write_note(note, text)
+        kind = "withdrawn" if new_status is Status.WITHDRAWN else "retracted"
+        extra: dict[str, Any] = {"reason": reason}
+        if new_status is Status.RETRACTED:
+            extra.update(text=notes.file_text(note, text), hash=seal_hash(updated, state.resolver(), ws.tz))
+        ws.vault.ledger.append([ws.event(kind, updated, who, **extra)])
+        return updated
+
+
+def record_hand_made(ws: Workspace, decision: Decision, kind: str) -> None:
+    """A question made or withdrawn in Obsidian: the ledger records it like any other."""
+    if kind == "withdrawn" and decision.reason is None:
+        raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
+    actor = decision.asked_by if kind == "asked" and decision.asked_by else ws.config.default_ruler
+    ws.vault.ledger.append([ws.event(kind, decision, actor, reason=decision.reason)])
+
+
+def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decision, history: History,
+                             note: notes.Note) -> bool:
+    """A supersession or retraction whose note was written but whose event was not (a crash between):
+    record the event. False when the note is not exactly what that operation writes."""
+    if history.status is not Status.RULED or decision.status not in (Status.SUPERSEDED, Status.RETRACTED):
+        return False
+    sealed = notes.parse_text(seal_text_without_bom(history), note.path)
+    changes: dict[str, Any] = {"status": decision.status.value, "reason": decision.reason}
+    successor: Decision | None = None
+    if decision.status is Status.SUPERSEDED:
+        successor = state.get(state.resolver()(decision.superseded_by or "") or "")
+        if successor is None or successor.status is not Status.RULED:
+            return False
+        changes = {"status": decision.status.value, "superseded_by": f"[[{successor.title}]]",
+                   "reason": decision.reason}
+    try:
+        expected = notes.with_fields(sealed, changes)
+    except NoteError:
+        return False
+    if expected != note.text:
+        return False
+    ws.vault.ledger.append([ws.event(decision.status.value, decision, ws.config.default_ruler,
+                                     reason=decision.reason, hash=history.seal.hash if history.seal else None,
+                                     text=notes.file_text(note, note.text),
+                                     successor=successor.id if successor else None)])
+    return True

@@ -1,0 +1,164 @@
+"""Rejecting an in-place edit of a sealed note: the typed text becomes a revision, the sealed text goes back."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .. import notes
+from ..dates import utc_stamp
+from ..ledger import Event, History, seal_hash, seal_text_without_bom
+from ..model import KNOWN_FIELDS, Decision, Status, build_decision
+from ..vault import VaultState
+from .workspace import Workspace
+
+
+@dataclass(frozen=True)
+class RejectedEdit:
+    """What rejecting an in-place edit of a sealed note did."""
+
+    kept_in: str  # where the typed text went: a revision note, or a copy under .vault-tools/kept/
+    as_revision: bool
+    restored: bool  # False: saved again meanwhile, so the restore waits for the next quiet period
+
+
+def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: History,
+                note: notes.Note) -> RejectedEdit:
+    """Keep what was typed into a sealed note, then put the sealed text back.
+
+    What was typed goes to a revision note: an open note proposing to supersede the ruling
+    (or, for a note whose ruling already ended, the ruling now current in its place). A later
+    burst on the same note is added to that revision under its own heading; nothing in a
+    revision is ever replaced. An edit of only the fields the tool writes (status, reason,
+    superseded_by) is no proposal: the typed text is kept in `.vault-tools/kept/` instead.
+    """
+    seal = history.seal
+    assert seal is not None and seal.text is not None
+    sealed_id = history.id  # the note's own id, even if the typing changed it
+    typed = notes.file_text(note, note.text)
+    typed_bytes = notes.encode(note.text, bom=note.bom)
+    now = ws.now_local()
+    event = Event(event="edit-rejected", id=sealed_id, at=utc_stamp(ws.now()),
+                  actor=ws.config.default_ruler, path=decision.path,
+                  hash=seal_hash(decision, state.resolver(), ws.tz), text=typed)
+    as_revision = not (ws.seal_hash_of(state, decision) == seal.hash and decision.id == sealed_id)
+    if as_revision:
+        kept_in = _write_revision(ws, state, decision, history, note, event, now)
+    else:
+        ws.vault.ledger.append([event])
+        kept_in = ws.keep_copy(sealed_id, typed.encode("utf-8"))
+    path = ws.vault.path_of(decision)
+    if path.read_bytes() != typed_bytes:
+        return RejectedEdit(kept_in, as_revision, restored=False)
+    notes.write_atomic(path, _restored_text(history, note).encode("utf-8"))
+    return RejectedEdit(kept_in, as_revision, restored=True)
+
+
+def _write_revision(ws: Workspace, state: VaultState, decision: Decision, history: History, note: notes.Note,
+                    event: Event, now: dt.datetime) -> str:
+    """Record the edit and write its revision note; returns the revision's path."""
+    known = ws.histories()
+    previous = next((e.successor for e in reversed(history.events) if e.event == "edit-rejected" and e.successor),
+                    None)
+    revision = state.get(previous) if previous else None
+    previous_history = known.get(previous) if previous else None
+    open_in_ledger = previous_history is None or previous_history.status in (None, Status.OPEN)
+    reuse = previous is not None and open_in_ledger and (
+        (revision is not None and revision.status is Status.OPEN)
+        or (revision is None and not _has_note_file(ws, previous)))
+    revision_id = previous if reuse and previous else ws.next_id(state)
+    sealed_decision = _sealed_decision(ws, decision, seal_text_without_bom(history))
+    if revision is not None and reuse:
+        revision_path = ws.vault.path_of(revision)
+    else:
+        revision_path = ws.new_note_path(revision_id, f"Revision of {sealed_decision.title}")
+    rel = ws.vault.relative(revision_path)
+    events = [replace(event, successor=revision_id)]
+    if not reuse:
+        events.append(Event(event="asked", id=revision_id, at=event.at, actor=ws.config.default_ruler, path=rel))
+    ws.vault.ledger.append(events)
+    if revision is not None and reuse:
+        _add_to_revision(ws, revision_path, note, sealed_decision, now)
+    else:  # never over an existing file: that refusal leaves the edit in place, to be tried again
+        target = _current_successor(state, sealed_decision, known)
+        notes.create_note(revision_path, _revision_text(ws, note, sealed_decision, target, revision_id, now))
+    return rel
+
+
+def _add_to_revision(ws: Workspace, path: Path, typed: notes.Note, sealed: Decision, now: dt.datetime) -> None:
+    """A later burst: its text goes below what the revision holds, once."""
+    revision = ws.read(path)
+    newline = revision.newline
+    body = typed.body.replace("\r\n", "\n").strip("\n")
+    changed = [f"- {key}: {value}" for key, value in (typed.data or {}).items()
+               if key in ("summary", "topics", "source", "revisit_if", "revisit_by")
+               and notes.plain(value) != notes.plain(getattr(sealed, key, None))
+               and not (key == "topics" and list(value or []) == list(sealed.topics))]
+    content = (["Properties as typed:", "", *changed, ""] if changed else []) + [body]
+    if newline.join(content).replace("\n", newline) in revision.text:
+        return  # already there (a restart after a crash repeats the step)
+    section = [f"## Typed into {sealed.id} on {now:%Y-%m-%d %H:%M}", "", *content]
+    text = revision.text.rstrip("\r\n") + newline * 2 + newline.join(section).replace("\n", newline) + newline
+    notes.write_note(revision, text)
+
+
+def _current_successor(state: VaultState, old: Decision, known: dict[str, History]) -> Decision | None:
+    """The ruling a revision of `old` should propose to replace: `old` itself while it is current,
+    else the current end of its supersession chain; none for a retracted ruling."""
+    by_id, resolve = state.by_id(), state.resolver()
+    current: Decision | None = by_id.get(old.id, old)
+    seen: set[str] = set()
+    while current is not None and current.id not in seen:
+        seen.add(current.id)
+        history = known.get(current.id)
+        status = (history.status if history else None) or current.status
+        if status is Status.RULED:
+            return current
+        if status is not Status.SUPERSEDED:
+            return None
+        current = by_id.get(resolve(current.superseded_by or "") or "")
+    return None
+
+
+def _restored_text(history: History, typed: notes.Note) -> str:
+    """The sealed text, byte for byte, but for properties that are the owner's own (`tags`,
+    `aliases`, ...): as they were changed since sealing, they stay changed."""
+    seal = history.seal
+    assert seal is not None and seal.text is not None
+    sealed = notes.parse_text(seal_text_without_bom(history), typed.path)
+    if not hasattr(sealed.data, "items") or not hasattr(typed.data, "items"):
+        return seal.text
+    missing = object()
+    keys = {*sealed.data, *typed.data}
+    differ = {key for key in keys if typed.data.get(key, missing) != sealed.data.get(key, missing)}
+    if not differ - KNOWN_FIELDS:
+        return seal.text
+    # Start from what was typed, so the owner's lines stay as written; put back the rest.
+    put_back = {key: sealed.data.get(key, notes.REMOVE) for key in sorted(differ & KNOWN_FIELDS)}
+    text = notes.with_fields(typed, put_back) if put_back else typed.text
+    bom = seal.text[:len(seal.text) - len(sealed.text)]
+    body = sealed.body.replace("\r\n", "\n").replace("\n", typed.newline)
+    return bom + text[:len(text) - len(typed.body)] + body
+
+
+def _has_note_file(ws: Workspace, decision_id: str) -> bool:
+    folder = ws.vault.root / ws.config.decisions_folder
+    return any(folder.glob(f"{decision_id} *.md")) or any(folder.glob(f"{decision_id}.md"))
+
+
+def _sealed_decision(ws: Workspace, current: Decision, sealed_text: str) -> Decision:
+    note = notes.parse_text(sealed_text, ws.vault.path_of(current))
+    found, _ = build_decision(note.data, path=current.path, body=note.body, key_lines=note.key_lines)
+    return found or current
+
+
+def _revision_text(ws: Workspace, typed: notes.Note, old: Decision, target: Decision | None, revision_id: str,
+                   now: dt.datetime) -> str:
+    changes: dict[str, Any] = {
+        "id": revision_id, "status": Status.OPEN.value,
+        "supersedes": [f"[[{target.title}]]"] if target else notes.REMOVE,
+        "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it.",
+        "asked_at": now, "asked_by": ws.config.default_ruler,
+        "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
+    return notes.with_fields(typed, changes)

@@ -1,0 +1,78 @@
+"""`rule`: record the owner's ruling, on a question or given directly; sealed at once."""
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Iterable
+
+from .. import notes
+from ..dates import parse_day_option, parse_option, to_vault_time
+from ..errors import Refused, UsageError
+from ..model import Decision, Status, transition_problem
+from ..vault import VaultState
+from .checks import check_id, check_name, check_text, check_topics
+from .seal import seal_events
+from .supersede import apply_superseded, plan_superseded, supersede_targets
+from .workspace import Workspace, sections
+
+
+def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterable[str] = (),
+         source: str | None = None, ruled_at: str | None = None, ruled_by: str | None = None,
+         supersedes: Iterable[str] = (), reason: str | None = None, body: str | None = None,
+         revisit_if: str | None = None, revisit_by: str | None = None) -> Decision:
+    summary = check_text("summary", summary, required=True) or ""
+    reason = check_text("--reason", reason)
+    superseded_ids = [check_id(value) for value in supersedes]
+    if superseded_ids and reason is None:
+        raise UsageError("--supersedes needs --reason saying why (at least 20 characters)")
+    when: dt.datetime | dt.date = to_vault_time(parse_option("--ruled-at", ruled_at) or ws.now_local(), ws.tz)
+    revisit_day = parse_day_option("--revisit-by", revisit_by)
+    actor = check_name(ruled_by) or ws.config.default_ruler
+    changes: dict[str, Any] = {"status": Status.RULED.value, "summary": summary, "ruled_at": when,
+                               "ruled_by": actor}
+    for name, value in (("source", source), ("revisit_if", revisit_if), ("revisit_by", revisit_day)):
+        if value:
+            changes[name] = value
+    with ws.vault.ledger.locked():
+        state = ws.state_for_write()
+        if superseded_ids:
+            changes["supersedes"] = [ws.link_to(state, value) for value in superseded_ids]
+            changes["reason"] = reason
+        if decision_id is None:
+            asked = check_topics(topics)
+            new_id = ws.next_id(state)
+            path = ws.new_note_path(new_id, summary)
+            fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
+                      ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
+            text = notes.render_note(fields, sections(("Ruling", body or summary)))
+            return _write_ruling(ws, state, path, None, text, actor, reason)
+        if topics:
+            raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
+        question = ws.find(state, decision_id)
+        problem = transition_problem(ws.status_of(question), Status.RULED)
+        if problem:
+            raise Refused(f"{question.id} {problem}", path=question.path)
+        path = ws.vault.path_of(question)
+        note = ws.read(path)
+        text = notes.with_fields(note, changes)
+        if body:
+            text = text.rstrip("\r\n") + note.newline * 2 + sections(("Ruling", body)).replace("\n", note.newline)
+        return _write_ruling(ws, state, path, note, text, actor, reason)
+
+
+def _write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
+                  reason: str | None) -> Decision:
+    decision = ws.parse_new(path, text)
+    targets = supersede_targets(ws, state, decision, decision.supersedes)
+    if targets and reason is None:
+        raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
+    plans = [plan_superseded(ws, target, decision, reason or "") for target in targets]
+    if note is None:
+        notes.create_note(path, text)
+    else:
+        notes.write_note(note, text)
+        text = notes.file_text(note, text)
+    ws.vault.ledger.append(seal_events(ws, state, decision, text, ws.histories().get(decision.id), actor))
+    for plan in plans:
+        apply_superseded(ws, state, plan, actor)
+    return decision

@@ -1,0 +1,72 @@
+"""`seal`: fix a ruling's content in the ledger, stamping what is missing and applying its `supersedes`."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .. import notes
+from ..errors import NoteError, Refused
+from ..ledger import Event, History, seal_hash
+from ..model import FINAL_STATUSES, Decision, Status
+from ..vault import VaultState
+from .checks import check_id
+from .supersede import apply_superseded, plan_superseded, supersede_targets
+from .workspace import Workspace
+
+
+def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
+    """Seal ruled notes that are not sealed yet (all of them, or those named)."""
+    wanted = {check_id(value) for value in decision_ids}
+    sealed = []
+    with ws.vault.ledger.locked():
+        state = ws.state_for_write()
+        known = ws.histories()
+        for decision_id in sorted(wanted):
+            decision = ws.find(state, decision_id)
+            status = ws.status_of(decision)
+            if decision.status is not Status.RULED or status in FINAL_STATUSES:
+                raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
+        for decision in sorted(state.decisions, key=lambda d: d.number):
+            history = known.get(decision.id)
+            if decision.status is not Status.RULED or (history and (history.sealed or history.status in FINAL_STATUSES)):
+                continue
+            if wanted and decision.id not in wanted:
+                continue
+            sealed.append(seal_one(ws, state, decision, history))
+    return sealed
+
+
+def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None) -> Decision:
+    path = ws.vault.path_of(decision)
+    note = ws.read(path)
+    stamps: dict[str, Any] = {}
+    if decision.ruled_at is None:
+        stamps["ruled_at"] = ws.now_local()
+    if decision.ruled_by is None:
+        stamps["ruled_by"] = ws.config.default_ruler
+    text = notes.with_fields(note, stamps) if stamps else note.text
+    decision = ws.parse_new(path, text)
+    targets = supersede_targets(ws, state, decision, decision.supersedes)
+    if targets and decision.reason is None:
+        raise NoteError("supersedes a ruling but has no reason (at least 20 characters)", path=decision.path,
+                        line=decision.line_of("supersedes"))
+    plans = [plan_superseded(ws, target, decision, decision.reason or "") for target in targets]
+    if stamps:
+        notes.write_note(note, text)
+    actor = decision.ruled_by or ws.config.default_ruler
+    ws.vault.ledger.append(seal_events(ws, state, decision, notes.file_text(note, text), history, actor))
+    for plan in plans:
+        apply_superseded(ws, state, plan, actor)
+    return decision
+
+
+def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str, history: History | None,
+                actor: str) -> list[Event]:
+    """`ruled` (unless the ledger has it already) and `sealed`, with the note's meaning and text."""
+    resolve = ws.resolver_with(state, decision)
+    digest = seal_hash(decision, resolve, ws.tz)
+    supersedes = tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes))))
+    events = []
+    if history is None or history.status is not Status.RULED:
+        events.append(ws.event("ruled", decision, actor, hash=digest, supersedes=supersedes))
+    events.append(ws.event("sealed", decision, actor, hash=digest, text=text))
+    return events

@@ -1,0 +1,78 @@
+"""Superseding: which rulings a new ruling replaces, and marking each of them superseded."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .. import notes
+from ..errors import InconsistentVault, Refused
+from ..ledger import seal_hash
+from ..model import Decision, Status
+from ..vault import VaultState
+from .sealed import unreviewed_edit
+from .workspace import Workspace
+
+
+@dataclass(frozen=True)
+class SupersedePlan:
+    note: notes.Note  # the old note as read
+    text: str  # its text once marked superseded
+    updated: Decision
+    successor: Decision
+    reason: str
+
+
+def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, links: Iterable[str]) -> list[Decision]:
+    """The rulings `decision` will supersede; refuses a target that is missing, not current,
+    or edited in place since it was sealed (that edit has to be reviewed first)."""
+    by_id, resolve = state.by_id(), ws.resolver_with(state, decision)
+    known = ws.histories()
+    targets = []
+    for link in links:
+        target_id = resolve(link)
+        if target_id is None or target_id not in by_id:
+            raise Refused(f"supersedes {link!r}, but no decision note is called that", path=decision.path,
+                          line=decision.line_of("supersedes"))
+        target = by_id[target_id]
+        if target_id == decision.id:
+            raise Refused("a ruling cannot supersede itself", path=decision.path)
+        status = (known[target_id].status if target_id in known else None) or target.status
+        if target.status is not Status.RULED or status is not Status.RULED:
+            successor = f" by {target.superseded_by}" if target.superseded_by else ""
+            raise Refused(f"{target.id} is {status.value}{successor}; only a current ruling can be superseded",
+                          path=decision.path, line=decision.line_of("supersedes"))
+        edited = unreviewed_edit(ws, state, target, known.get(target_id))
+        if edited:
+            raise InconsistentVault(edited, path=target.path)
+        targets.append(target)
+    return targets
+
+
+def plan_superseded(ws: Workspace, old: Decision, new: Decision, reason: str) -> SupersedePlan:
+    """The old note's text once marked superseded, worked out and checked before anything is written."""
+    path = ws.vault.path_of(old)
+    note = ws.read(path)
+    text = notes.with_fields(note, {"status": Status.SUPERSEDED.value,
+                                    "superseded_by": f"[[{new.title}]]", "reason": reason})
+    return SupersedePlan(note, text, ws.parse_new(path, text), new, reason)
+
+
+def apply_superseded(ws: Workspace, state: VaultState, plan: SupersedePlan, actor: str) -> None:
+    notes.write_note(plan.note, plan.text)
+    digest = seal_hash(plan.updated, ws.resolver_with(state, plan.successor), ws.tz)
+    ws.vault.ledger.append([ws.event("superseded", plan.updated, actor, hash=digest,
+                                     text=notes.file_text(plan.note, plan.text), reason=plan.reason,
+                                     successor=plan.successor.id)])
+
+
+def supersede_now(ws: Workspace, state: VaultState, target: Decision, ruling: Decision) -> None:
+    """Mark `target` superseded by the sealed `ruling` (finishing what a crash interrupted)."""
+    plan = plan_superseded(ws, target, ruling, ruling.reason or "")
+    apply_superseded(ws, state, plan, ruling.ruled_by or ws.config.default_ruler)
+
+
+def pending_supersessions(state: VaultState, ruling: Decision) -> list[Decision]:
+    """The rulings `ruling` names in `supersedes` that are not marked superseded yet."""
+    by_id, resolve = state.by_id(), state.resolver()
+    found = (by_id.get(resolve(link) or "") for link in ruling.supersedes)
+    return [t for t in found if t is not None and t.id != ruling.id and t.status is Status.RULED]

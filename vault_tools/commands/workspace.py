@@ -1,0 +1,192 @@
+"""A vault opened for one command: its config, zone and clock, and the reads and checks every operation shares."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .. import notes
+from ..dates import Now, local_now, utc_now, utc_stamp
+from ..errors import InconsistentVault, NoteError, NotFound, UsageError
+from ..ledger import Event, History, histories, seal_hash
+from ..model import (
+    FINAL_STATUSES, ID_PATTERN, Decision, LinkResolver, Problem, Status, build_decision, duplicate_ids, format_id,
+    id_number, note_title, supersedes_cycle,
+)
+from ..vault import Vault, VaultState
+from .checks import check_id
+
+# Missing on a hand-ruled note until sealing stamps them: not a reason to block other writes.
+STAMPED_FIELDS = ("ruled_at", "ruled_by")
+
+
+def blocking_problems(problems: Iterable[Problem]) -> list[Problem]:
+    """The problems that make a note unusable: all but the stamps sealing will add."""
+    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.message.startswith("is required"))]
+
+
+class Workspace:
+    def __init__(self, vault: Vault, now: Now = utc_now) -> None:
+        self.vault = vault
+        self.config = vault.config
+        self.tz = vault.config.tz
+        self.now = now
+
+    # reading
+
+    def state(self) -> VaultState:
+        return self.vault.load()
+
+    def read(self, path: Path) -> notes.Note:
+        """One note, with any error naming it as the vault does (relative to the vault)."""
+        try:
+            return notes.read_note(path)
+        except NoteError as error:
+            error.path = self.vault.relative(path)
+            raise
+
+    def histories(self) -> dict[str, History]:
+        return histories(self.vault.ledger.read())
+
+    def now_local(self) -> dt.datetime:
+        return local_now(self.now, self.tz)
+
+    def today(self) -> dt.date:
+        return self.now_local().date()
+
+    def find(self, state: VaultState, decision_id: str) -> Decision:
+        decision_id = check_id(decision_id)
+        for broken in state.broken:
+            if broken.path and broken.path.rsplit("/", 1)[-1].startswith(decision_id + " "):
+                raise broken
+        found = state.get(decision_id)
+        if found is None:
+            raise NotFound(f"no decision note has id {decision_id}")
+        return found
+
+    def decisions_in_effect(self, state: VaultState) -> list[Decision]:
+        """The decisions with the status in effect, for everything that reads them: the ledger's
+        final statuses win over what a note says (a retracted ruling set back to `ruled` by hand
+        is still retracted), and a ruling named in a ruling's `supersedes` is no longer current,
+        even before sealing marks it."""
+        if "in_effect" in state.derived:
+            return state.derived["in_effect"]
+        try:
+            recorded = self.vault.ledger.statuses()
+        except InconsistentVault:  # a damaged ledger is reported by lint and refused by writes; read the notes
+            recorded = {}
+        resolve = state.resolver()
+        replaced = {target for ruling in state.decisions if ruling.status is Status.RULED
+                    for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
+        in_effect = []
+        for decision in state.decisions:
+            status = decision.status
+            if recorded.get(decision.id) in FINAL_STATUSES:
+                status = recorded[decision.id]
+            elif status is Status.RULED and decision.id in replaced:
+                status = Status.SUPERSEDED
+            in_effect.append(decision if status is decision.status else replace(decision, status=status))
+        state.derived["in_effect"] = in_effect
+        return in_effect
+
+    def seal_hash_of(self, state: VaultState, decision: Decision) -> str:
+        """The seal hash of a note as it is now, computed once per read of the vault."""
+        hashes = state.derived.setdefault("seal_hashes", {})
+        key = (decision.id, decision.path)  # ids are not unique in a vault that lint would flag
+        if key not in hashes:
+            hashes[key] = seal_hash(decision, state.resolver(), self.tz)
+        return hashes[key]
+
+    def status_of(self, decision: Decision) -> Status:
+        """Where a note stands: the ledger's word where it has one (final statuses stay final)."""
+        return self.vault.ledger.statuses().get(decision.id) or decision.status
+
+    def targets_paths(self, state: VaultState, decision: Decision) -> set[str]:
+        """The paths of the notes `decision` names in `supersedes`."""
+        by_id, resolve = state.by_id(), state.resolver()
+        return {by_id[t].path for t in (resolve(link) for link in decision.supersedes) if t in by_id}
+
+    # shared steps of every write
+
+    def state_for_write(self) -> VaultState:
+        """The vault as read now, refused when writing to it could make things worse."""
+        state = self.state()
+        if state.broken:
+            first = state.broken[0]
+            more = f" (and {len(state.broken) - 1} more)" if len(state.broken) > 1 else ""
+            raise InconsistentVault(f"{first.message}; fix this decision note before recording anything{more}",
+                                    path=first.path, line=first.line)
+        for path, problems in sorted(state.problems.items()):
+            blocking = blocking_problems(problems)
+            if blocking:
+                raise NoteError(f"{blocking[0]}; fix this decision note before recording anything",
+                                path=path, line=blocking[0].line)
+        for decision_id, found in duplicate_ids(state.decisions).items():
+            paths = ", ".join(d.path for d in found)
+            raise InconsistentVault(f"id {decision_id} is used by {len(found)} notes: {paths}", path=found[0].path)
+        by_id, resolve = state.by_id(), state.resolver()
+        for decision in state.decisions:
+            cycle = supersedes_cycle(decision, by_id, resolve)
+            if cycle:
+                raise InconsistentVault(f"supersedes links form a cycle: {' -> '.join(cycle)}", path=decision.path,
+                                        line=decision.line_of("supersedes"))
+        self.vault.ledger.read()  # a torn or changed ledger stops every write
+        return state
+
+    def next_id(self, state: VaultState) -> str:
+        numbers = [d.number for d in state.decisions]
+        numbers += [id_number(event.id) for event in self.vault.ledger.read() if ID_PATTERN.match(event.id)]
+        folder = self.vault.root / self.config.decisions_folder
+        if folder.is_dir():
+            for path in folder.glob("D-*.md"):
+                match = ID_PATTERN.match(path.name.split(" ", 1)[0].removesuffix(".md"))
+                if match:
+                    numbers.append(int(match.group(1)))
+        return format_id(max(numbers, default=0) + 1)
+
+    def event(self, kind: str, decision: Decision, actor: str, **extra: Any) -> Event:
+        return Event(event=kind, id=decision.id, at=utc_stamp(self.now()), actor=actor, path=decision.path, **extra)
+
+    def parse_new(self, path: Path, text: str) -> Decision:
+        """Parse text about to be written, refusing it if it is not a valid decision."""
+        note = notes.parse_text(text, path)
+        rel = self.vault.relative(path)
+        decision, problems = build_decision(note.data, path=rel, body=note.body, key_lines=note.key_lines)
+        if problems or decision is None:
+            problem = problems[0] if problems else Problem(None, "is not a decision")
+            raise NoteError(f"would not be a valid decision: {problem}", path=rel, line=problem.line)
+        return decision
+
+    def resolver_with(self, state: VaultState, *extra: Decision) -> Callable[[str], str | None]:
+        """The state's resolver, also knowing notes about to be written (their titles may be new)."""
+        if all((known := state.get(e.id)) is not None and known.path == e.path for e in extra):
+            return state.resolver()
+        others = [d for d in state.decisions if d.id not in {e.id for e in extra}]
+        return LinkResolver([*others, *extra])
+
+    def new_note_path(self, decision_id: str, summary: str) -> Path:
+        folder = self.vault.root / self.config.decisions_folder
+        path = folder / f"{note_title(decision_id, summary)}.md"
+        if not self.vault.inside(path.parent if path.parent.exists() else self.vault.root):
+            raise UsageError(f"decisions_folder {self.config.decisions_folder!r} is outside the vault")
+        return path
+
+    def link_to(self, state: VaultState, decision_id: str) -> str:
+        return f"[[{self.find(state, decision_id).title}]]"
+
+    def keep_copy(self, name: str, data: bytes) -> str:
+        """Keep text about to be replaced under `.vault-tools/kept/`, never over an earlier copy."""
+        stamp = self.now().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
+        kept = self.vault.state_dir / "kept" / f"{name} {stamp}.md"
+        counter = 1
+        while kept.exists():
+            counter += 1
+            kept = kept.with_name(f"{name} {stamp} {counter}.md")
+        notes.write_atomic(kept, data)
+        return self.vault.relative(kept)
+
+
+def sections(*parts: tuple[str, str | None]) -> str:
+    """A note body of `## Heading` sections, leaving out those with no text."""
+    return "".join(f"## {heading}\n\n{text.strip()}\n\n" for heading, text in parts if text).rstrip("\n") + "\n"
