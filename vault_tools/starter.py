@@ -1,6 +1,7 @@
 """The starter kit: Obsidian templates for decision notes, installed into a vault.
 
-The templates ship inside the package (`vault_tools/templates/`) and are
+The templates live in the repository's `templates/` folder, ship in the wheel as
+`vault_tools.templates`, and are
 written for Obsidian's core Templates plugin (`{{date}}`, `{{time}}`,
 `{{title}}`). Every template value is quoted, so the frontmatter is valid YAML
 before the plugin fills it in.
@@ -27,7 +28,7 @@ OBSIDIAN_TEMPLATES_SETTINGS = ".obsidian/templates.json"
 
 def packaged_templates() -> dict[str, str]:
     """The templates shipped with vault-tools, by file name."""
-    folder = resources.files("vault_tools") / "templates"
+    folder = resources.files("vault_tools.templates")
     return {name: (folder / name).read_text(encoding="utf-8") for name in TEMPLATE_NAMES}
 
 
