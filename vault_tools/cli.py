@@ -417,27 +417,12 @@ def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault
 
 def _watch_log(state_dir: Path, as_json: bool) -> Any:
     """One line per action, to stderr and to the rotated `.vault-tools/watch.log`."""
-    import logging
-    from logging.handlers import RotatingFileHandler
+    from .watch import format_action, open_log
 
-    logging.getLogger("watchdog").setLevel(logging.ERROR)  # its shutdown notices are not the owner's business
-    logger = logging.getLogger("vault_tools.watch")
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-        handler.close()
-    file_handler = RotatingFileHandler(state_dir / "watch.log", maxBytes=1_000_000, backupCount=3, encoding="utf-8")
-    logger.addHandler(file_handler)
+    logger = open_log(state_dir)
 
     def log(action: Any) -> None:
-        at = dt.datetime.now().astimezone().isoformat(timespec="seconds")
-        if as_json:
-            line = json.dumps({"at": at, "action": action.kind, "id": action.id, "path": action.path,
-                               "why": action.why}, ensure_ascii=False)
-        else:
-            subject = " ".join(part for part in (action.id, action.path) if part)
-            line = f"{at} {action.kind} {subject + ': ' if subject else ''}{action.why}"
+        line = format_action(action, as_json)
         logger.info(line)
         stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
 

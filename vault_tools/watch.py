@@ -14,10 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import fnmatch
 import hashlib
+import json
+import logging
 import os
 import threading
 import time
 from dataclasses import dataclass, field
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Callable
 
@@ -125,7 +128,7 @@ class _Pass:
                 if history is None and decision.path in lost:
                     self.reject_edit(decision, lost[decision.path])
                     return True
-                if self.note(decision, history, mtime):
+                if self.apply_lifecycle(decision, history, mtime):
                     return True
             except VaultToolsError as error:
                 self.invalid(decision.id, decision.path, error.message)
@@ -133,10 +136,11 @@ class _Pass:
                 self.invalid(decision.id, decision.path, f"could not be read just now ({error.strerror}); will retry")
         return self.finish_supersessions()
 
-    def note(self, decision: Decision, history: History | None, mtime: float) -> bool:
+    def apply_lifecycle(self, decision: Decision, history: History | None, mtime: float) -> bool:
+        """Seal a quiet ruling, or record a question made or withdrawn by hand. True when a note was written."""
         ws = self.ws
         if history is not None and history.seal is not None:
-            return self.sealed(decision, history)
+            return self.enforce_seal(decision, history)
         if history is not None and history.status in FINAL_STATUSES and decision.status is not history.status:
             raise NoteError(f"was {history.status.value} (final), but the note now says {decision.status.value}; "
                             "ask again as a new question", path=decision.path, line=decision.line_of("status"))
@@ -160,7 +164,8 @@ class _Pass:
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
         return False
 
-    def sealed(self, decision: Decision, history: History) -> bool:
+    def enforce_seal(self, decision: Decision, history: History) -> bool:
+        """A sealed note that no longer matches the ledger: finish an interrupted closing, or reject the edit."""
         ws, seal = self.ws, history.seal
         assert seal is not None and seal.text is not None
         if matches_ledger(ws, self.state, decision, history):
@@ -428,3 +433,26 @@ class _Handler(FileSystemEventHandler):
         for path in (event.src_path, getattr(event, "dest_path", "")):
             if path:
                 self.watcher.notice(os.fsdecode(path))
+
+
+def open_log(state_dir: Path) -> logging.Logger:
+    """The watcher's log file, `.vault-tools/watch.log`, rotated at 1 MB (three kept)."""
+    logging.getLogger("watchdog").setLevel(logging.ERROR)  # its shutdown notices are not the owner's business
+    logger = logging.getLogger("vault_tools.watch")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    logger.addHandler(RotatingFileHandler(state_dir / "watch.log", maxBytes=1_000_000, backupCount=3, encoding="utf-8"))
+    return logger
+
+
+def format_action(action: Action, as_json: bool) -> str:
+    """One log line for an action: plain text, or a JSON object."""
+    at = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    if as_json:
+        return json.dumps({"at": at, "action": action.kind, "id": action.id, "path": action.path, "why": action.why},
+                          ensure_ascii=False)
+    subject = " ".join(part for part in (action.id, action.path) if part)
+    return f"{at} {action.kind} {subject + ': ' if subject else ''}{action.why}"
