@@ -19,14 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vault_tools.commands.seal import seal  # noqa: E402
-from vault_tools.commands.setup import init_vault  # noqa: E402
-from vault_tools.commands.workspace import Workspace  # noqa: E402
-from vault_tools.vault import Vault  # noqa: E402
+from vault_tools.commands.seal import seal
+from vault_tools.commands.setup import init_vault
+from vault_tools.commands.workspace import Workspace
+from vault_tools.vault import Vault
 
-WORDS = ("article footer newsletter author promotion reader reply sign-off pricing sale draft edition "
-         "archive category tag editor publish schedule budget sponsor podcast episode guest review "
-         "policy template index summary weekly monthly plan launch audience growth metric survey").split()
+WORDS = ["article", "footer", "newsletter", "author", "promotion", "reader", "reply", "sign-off", "pricing", "sale", "draft", "edition", "archive", "category", "tag", "editor", "publish", "schedule", "budget", "sponsor", "podcast", "episode", "guest", "review", "policy", "template", "index", "summary", "weekly", "monthly", "plan", "launch", "audience", "growth", "metric", "survey"]
 FOLDERS = ("Projects/Newsletter", "Projects/Blog", "Projects/Podcast/Episodes", "Areas/Publishing",
            "Areas/Finance", "Resources/Reading", "Daily/2025", "Daily/2026", "Meetings", "People")
 MEAN_BODY_BYTES = 2048
@@ -108,7 +106,7 @@ def make_vault(root: Path, notes: int, seed: int = 1) -> Path:
         folder = root / rng.choice(FOLDERS)
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)} {index}"
-        (folder / f"{name}.md").write_text(ordinary_note(rng, index, titles[-50:] + [name]), encoding="utf-8")
+        (folder / f"{name}.md").write_text(ordinary_note(rng, index, [*titles[-50:], name]), encoding="utf-8")
     seal(Workspace(Vault(root)))  # seals the rulings and applies their supersedes, as the watcher would
     return root
 

@@ -29,7 +29,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 FLOOR = """
 import os, sys
 total = 0

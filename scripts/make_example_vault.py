@@ -21,20 +21,20 @@ import datetime as dt
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from vault_tools import notes
-from vault_tools.model import Decision
 from vault_tools.commands.ask import ask
 from vault_tools.commands.build import build
 from vault_tools.commands.close import retract, withdraw
 from vault_tools.commands.rule import rule
 from vault_tools.commands.setup import init_vault
 from vault_tools.commands.workspace import Workspace
-from vault_tools.watch import reconcile
+from vault_tools.model import Decision
 from vault_tools.starter import install_templates
 from vault_tools.vault import STATE_DIR, Vault
+from vault_tools.watch import reconcile
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPOSITORY / "example-vault"
@@ -55,7 +55,7 @@ class StoryClock:
         self.moment = dt.datetime.fromisoformat(local).replace(tzinfo=self.timezone)
 
     def __call__(self) -> dt.datetime:
-        return self.moment.astimezone(dt.timezone.utc)
+        return self.moment.astimezone(dt.UTC)
 
 
 # -- the vault's Obsidian settings ----------------------------------------------------------

@@ -13,17 +13,17 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from . import __version__
-from .errors import VaultToolsError
-from .ledger import History
 from .commands.workspace import Workspace
 from .dates import local_date
+from .errors import VaultToolsError
+from .ledger import History
 from .model import Decision
-from .vault import STATE_DIR, Vault, find_vault
+from .vault import STATE_DIR, Vault, find_vault, load_config
 
 app = typer.Typer(
     name="vault-tools",
@@ -51,10 +51,10 @@ class _Stderr:
 stderr = _Stderr()
 _vault_root: Path | None = None  # for the crash log
 
-VaultOption = Annotated[Optional[Path], typer.Option("--vault", metavar="PATH", help="The vault (default: the nearest folder up "
+VaultOption = Annotated[Path | None, typer.Option("--vault", metavar="PATH", help="The vault (default: the nearest folder up "
                                                      "from here with .vault-tools/ or .obsidian/).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
-ByOption = Annotated[Optional[str], typer.Option("--by", metavar="NAME", help="Who is recording this (default from config).")]
+ByOption = Annotated[str | None, typer.Option("--by", metavar="NAME", help="Who is recording this (default from config).")]
 
 
 def _workspace(vault: Path | None) -> Workspace:
@@ -107,7 +107,7 @@ def _line(decision: Decision, ws: Workspace) -> str:
 
 @app.command()
 def init(vault: VaultOption = None,
-         timezone: Annotated[Optional[str], typer.Option(metavar="ZONE", help="IANA time zone, like Europe/Paris (default: this machine's).")] = None,
+         timezone: Annotated[str | None, typer.Option(metavar="ZONE", help="IANA time zone, like Europe/Paris (default: this machine's).")] = None,
          templates: Annotated[bool, typer.Option(
              "--templates", help="Also copy the Decision and Question templates into Obsidian's templates folder.")] = False,
          ) -> None:
@@ -120,7 +120,7 @@ def init(vault: VaultOption = None,
     _vault_root = root
     from .commands.setup import init_vault
     changed = init_vault(root, timezone)
-    Vault(root).config  # reads the config back: a bad one fails here, not later
+    load_config(root)  # reads the config back: a bad one fails here, not later
     if templates:
         from .starter import install_templates
         changed += install_templates(root)
@@ -160,9 +160,9 @@ Or load it at every session start (Claude Code, .claude/settings.json):
 @app.command()
 def ask(summary: Annotated[str, typer.Argument(help="The question, one line of at least 20 characters.")],
         topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC", help="Topic key (kebab-case); repeatable.")],
-        body: Annotated[Optional[str], typer.Option(help="Context for the owner; - reads stdin.")] = None,
-        due: Annotated[Optional[str], typer.Option(metavar="DATE", help="Date an answer is needed by (2026-07-17).")] = None,
-        reask_reason: Annotated[Optional[str], typer.Option(
+        body: Annotated[str | None, typer.Option(help="Context for the owner; - reads stdin.")] = None,
+        due: Annotated[str | None, typer.Option(metavar="DATE", help="Date an answer is needed by (2026-07-17).")] = None,
+        reask_reason: Annotated[str | None, typer.Option(
             help="What changed since the ruling on this topic (at least 20 characters).")] = None,
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Register a question for the owner; refused when its topic is already settled or open."""
@@ -175,17 +175,17 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
 
 
 @app.command()
-def rule(decision_id: Annotated[Optional[str], typer.Argument(metavar="[ID]",
+def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
                                                                 help="The question being answered.")] = None,
          summary: Annotated[str, typer.Option(help="The ruling, one line of at least 20 characters.")] = ...,  # type: ignore[assignment]
          topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC", help="Topic of a ruling given directly; repeatable.")] = [],  # noqa: B006
-         source: Annotated[Optional[str], typer.Option(help="Where the ruling came from.")] = None,
-         ruled_at: Annotated[Optional[str], typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now).")] = None,
+         source: Annotated[str | None, typer.Option(help="Where the ruling came from.")] = None,
+         ruled_at: Annotated[str | None, typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now).")] = None,
          supersedes: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
-         reason: Annotated[Optional[str], typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
-         body: Annotated[Optional[str], typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
-         revisit_if: Annotated[Optional[str], typer.Option(help="When revisiting is legitimate.")] = None,
-         revisit_by: Annotated[Optional[str], typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
+         reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
+         body: Annotated[str | None, typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
+         revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
+         revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Record the owner's ruling: on a question (ID) or given directly (--topic)."""
     from .commands.rule import rule as record_ruling
@@ -224,7 +224,7 @@ def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The r
 
 
 @app.command()
-def seal(decision_ids: Annotated[Optional[list[str]], typer.Argument(
+def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
         metavar="[ID]...", help="Only these rulings (default: every ruled note not sealed yet).")] = None,
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Seal ruled notes now instead of waiting for the settle window."""
@@ -276,8 +276,8 @@ def _show(ws: Workspace, decision: Decision, history: History) -> None:
 
 
 @app.command("list")
-def list_(status: Annotated[Optional[str], typer.Option(metavar="STATUS", help="open, ruled, superseded, withdrawn or retracted.")] = None,
-          topic: Annotated[Optional[str], typer.Option(metavar="TOPIC", help="Only this topic (near matches count).")] = None,
+def list_(status: Annotated[str | None, typer.Option(metavar="STATUS", help="open, ruled, superseded, withdrawn or retracted.")] = None,
+          topic: Annotated[str | None, typer.Option(metavar="TOPIC", help="Only this topic (near matches count).")] = None,
           vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Decision notes, filtered by status and topic."""
     from .commands.read import list_decisions
@@ -325,7 +325,7 @@ def _lookup_json(item: Any) -> dict[str, Any]:
     return data
 
 
-TodayOption = Annotated[Optional[str], typer.Option(
+TodayOption = Annotated[str | None, typer.Option(
     "--today", metavar="DATE", help="Compute ages and due dates against this date (default: today in the vault's time zone).")]
 
 
@@ -367,7 +367,8 @@ def _budget_json(pages: Any) -> dict[str, Any]:
 @app.command()
 def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """What an agent loads at session start: the open questions and the decisions log."""
-    from .commands.build import page_problems, pages as agent_pages
+    from .commands.build import page_problems
+    from .commands.build import pages as agent_pages
     ws = _workspace(vault)
     state = ws.state()
     pages = agent_pages(ws, _today(today), state)
@@ -431,14 +432,14 @@ def _watch_log(state_dir: Path, as_json: bool) -> Any:
 
 @app.command("lint")
 def lint_command(
-        paths: Annotated[Optional[list[Path]], typer.Argument(
+        paths: Annotated[list[Path] | None, typer.Argument(
             metavar="PATH", help="Report only findings in these files or folders (the whole vault is "
                                  "still checked for consistency).")] = None,
         fix: Annotated[bool, typer.Option("--fix", help="Seal rulings past their settle window and rebuild stale "
                                                          "pages first; never edits what the owner wrote.")] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
         format_: Annotated[str, typer.Option("--format", help="text, json or github (Actions annotations).")] = "text",
-        explain: Annotated[Optional[str], typer.Option("--explain", metavar="CODE",
+        explain: Annotated[str | None, typer.Option("--explain", metavar="CODE",
                                                        help="Print what a rule checks and how to fix it.")] = None,
         today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Check the vault against every rule (VT001...); exit 1 on errors. For pre-commit and CI."""

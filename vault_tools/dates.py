@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import UsageError
@@ -20,12 +21,12 @@ EARLIEST_YEAR, LATEST_YEAR = 1900, 9000  # far dates overflow date arithmetic; n
 
 
 def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 def utc_stamp(moment: dt.datetime) -> str:
     """How the ledger writes a moment: UTC, to the second, with a Z."""
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_datetime(value: Any) -> dt.datetime | dt.date:
@@ -73,7 +74,7 @@ def instant(value: dt.datetime | dt.date, tz: dt.tzinfo) -> dt.datetime:
         value = dt.datetime.combine(value, dt.time(0, 0))
     if value.tzinfo is None:
         value = value.replace(tzinfo=tz)
-    return value.astimezone(dt.timezone.utc)
+    return value.astimezone(dt.UTC)
 
 
 def local_date(value: dt.datetime | dt.date, tz: dt.tzinfo) -> dt.date:

@@ -13,15 +13,16 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from filelock import FileLock, Timeout
 
-from .errors import InconsistentVault
 from .dates import instant
+from .errors import InconsistentVault
 from .model import SEALED_FIELDS, Decision, Resolve, Status, leading_id
 
 LEDGER_FILE = "ledger.jsonl"

@@ -11,8 +11,9 @@ import enum
 import functools
 import re
 import unicodedata
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from .dates import instant, parse_date, parse_datetime
 
@@ -21,15 +22,12 @@ TOPIC_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     OPEN = "open"
     RULED = "ruled"
     SUPERSEDED = "superseded"
     WITHDRAWN = "withdrawn"
     RETRACTED = "retracted"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 FINAL_STATUSES = frozenset({Status.SUPERSEDED, Status.WITHDRAWN, Status.RETRACTED})
@@ -152,7 +150,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         value = data.get(name)
         if value is None or name == "type":
             continue
-        if isinstance(value, list | dict) or isinstance(value, Mapping):
+        if isinstance(value, list | dict | Mapping):
             problem(name, f"must be text, not a {'list' if isinstance(value, list) else 'mapping'}")
             continue
         values[name] = str(value).strip()
@@ -441,7 +439,7 @@ def note_title(decision_id: str, summary: str) -> str:
 
 def newest_first_key(decision: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
     when = decision.ruled_at or decision.asked_at
-    moment = instant(when, tz) if when else dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    moment = instant(when, tz) if when else dt.datetime.min.replace(tzinfo=dt.UTC)
     return moment, decision.number
 
 
@@ -464,7 +462,7 @@ def supersedes_cycle(start: Decision, by_id: Mapping[str, Decision], resolve: Re
             if target is None or target not in by_id:
                 continue
             if target == start.id:
-                return path + [target]
+                return [*path, target]
             if target in path:
                 continue
             path.append(target)

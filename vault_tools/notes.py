@@ -17,9 +17,10 @@ import io
 import os
 import re
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar
 
 import yaml
 
@@ -41,7 +42,7 @@ class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignor
     (as Obsidian does): `yes`/`on` stay text, and timestamps stay the text the owner
     typed, for the model to parse."""
 
-    yaml_implicit_resolvers: dict = {}
+    yaml_implicit_resolvers: ClassVar[dict[str, list[Any]]] = {}
 
 
 for _tag, _pattern, _first in (

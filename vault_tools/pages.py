@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from .dates import local_date
 from .model import Decision, Resolve, Status, newest_first_key
@@ -114,7 +114,7 @@ def _question_line(question: Decision, today: dt.date, tz: dt.tzinfo, settings: 
     return lines
 
 
-def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple:
+def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
     return newest_first_key(question, tz)
 
 
@@ -123,7 +123,6 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
     overdue = [q for q in questions if q.due and q.due < today]
     soon = [q for q in questions if q.due and today <= q.due <= today + dt.timedelta(days=settings.reminder_days)]
     rest = [q for q in questions if q not in overdue and q not in soon]
-    oldest_first = lambda items: sorted(items, key=lambda q: _asked_key(q, tz))  # noqa: E731
     stale = sum(1 for q in questions if q.asked_at and (today - local_date(q.asked_at, tz)).days > settings.stale_after_days)
 
     out = [NOTICE, "", f"# {OPEN_QUESTIONS}", ""]
@@ -139,7 +138,7 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
     out += [", ".join(counts) + ".", ""]
     for heading, items in (("Overdue", sorted(overdue, key=lambda q: (q.due, _asked_key(q, tz)))),
                            (f"Due within {settings.reminder_days} days", sorted(soon, key=lambda q: (q.due, _asked_key(q, tz)))),
-                           ("Open", oldest_first(rest))):
+                           ("Open", sorted(rest, key=lambda q: _asked_key(q, tz)))):
         if items:
             out += [f"## {heading}", ""]
             for question in items:
@@ -279,7 +278,10 @@ def _largest_fitting(most: int, fits: Callable[[int], bool]) -> int:
 def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo,
                 settings: Settings, problems: Sequence[PageProblem] = ()) -> Pages:
     by_id = {d.id: d for d in decisions}
-    targets = lambda d: [by_id[t] for t in (resolve(link) for link in d.supersedes) if t in by_id]  # noqa: E731
+
+    def targets(decision: Decision) -> list[Decision]:
+        return [by_id[t] for t in (resolve(link) for link in decision.supersedes) if t in by_id]
+
     open_notes = [d for d in decisions if d.status is Status.OPEN]
     revisions = [(d, targets(d)) for d in open_notes if d.supersedes]
     questions = [d for d in open_notes if not d.supersedes]

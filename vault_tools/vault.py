@@ -10,10 +10,11 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -117,7 +118,7 @@ def load_config(root: Path) -> Config:
         else:
             values[key] = _typed(key, value, type(default), shown, line)
     config = Config(**values)
-    config.tz  # validates the name
+    _zone(config.timezone)  # refuses an unknown zone now, naming the config file
     return config
 
 
@@ -289,7 +290,7 @@ class Vault:
         self.ledger = Ledger(self.state_dir)
 
     @classmethod
-    def find(cls, explicit: Path | None = None) -> "Vault":
+    def find(cls, explicit: Path | None = None) -> Vault:
         return cls(find_vault(explicit))
 
     def relative(self, path: Path) -> str:

@@ -1,7 +1,8 @@
 """`ask`: register a question for the owner, refused when its topic is settled or already open."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .. import notes
 from ..dates import local_date, parse_day_option

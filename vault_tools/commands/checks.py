@@ -1,7 +1,7 @@
 """Checks of the values a caller typed, made before anything is read or written."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..errors import UsageError
 from ..model import ID_PATTERN, MIN_TEXT, TOPIC_PATTERN

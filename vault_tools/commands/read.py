@@ -1,8 +1,8 @@
 """Reading decisions: `show`, `list`, `lookup`."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from ..errors import UsageError
 from ..ledger import History

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .. import notes
 from ..dates import parse_day_option, parse_option, to_vault_time

@@ -1,7 +1,8 @@
 """`seal`: fix a ruling's content in the ledger, stamping what is missing and applying its `supersedes`."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .. import notes
 from ..errors import NoteError, Refused

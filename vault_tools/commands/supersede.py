@@ -1,8 +1,8 @@
 """Superseding: which rulings a new ruling replaces, and marking each of them superseded."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .. import notes
 from ..errors import InconsistentVault, Refused

@@ -2,17 +2,28 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .. import notes
 from ..dates import Now, local_now, utc_now, utc_stamp
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
 from ..ledger import Event, History, histories, seal_hash
 from ..model import (
-    FINAL_STATUSES, ID_PATTERN, Decision, LinkResolver, Problem, Status, build_decision, duplicate_ids, format_id,
-    id_number, note_title, supersedes_cycle,
+    FINAL_STATUSES,
+    ID_PATTERN,
+    Decision,
+    LinkResolver,
+    Problem,
+    Status,
+    build_decision,
+    duplicate_ids,
+    format_id,
+    id_number,
+    note_title,
+    supersedes_cycle,
 )
 from ..vault import Vault, VaultState
 from .checks import check_id
@@ -71,7 +82,8 @@ class Workspace:
         is still retracted), and a ruling named in a ruling's `supersedes` is no longer current,
         even before sealing marks it."""
         if "in_effect" in state.derived:
-            return state.derived["in_effect"]
+            memo: list[Decision] = state.derived["in_effect"]
+            return memo
         try:
             recorded = self.vault.ledger.statuses()
         except InconsistentVault:  # a damaged ledger is reported by lint and refused by writes; read the notes
@@ -92,7 +104,7 @@ class Workspace:
 
     def seal_hash_of(self, state: VaultState, decision: Decision) -> str:
         """The seal hash of a note as it is now, computed once per read of the vault."""
-        hashes = state.derived.setdefault("seal_hashes", {})
+        hashes: dict[tuple[str, str], str] = state.derived.setdefault("seal_hashes", {})
         key = (decision.id, decision.path)  # ids are not unique in a vault that lint would flag
         if key not in hashes:
             hashes[key] = seal_hash(decision, state.resolver(), self.tz)
