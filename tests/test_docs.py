@@ -425,17 +425,56 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
 
 
-def test_links_inside_the_readme_lead_somewhere() -> None:
-    tokens = MarkdownIt("commonmark").parse(readme())
-    anchors: set[str] = set()
+def anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings (a repeated heading gets -1, -2...)."""
+    tokens = MarkdownIt("commonmark").parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
     for token, following in zip(tokens, tokens[1:]):
         if token.type == "heading_open":
             slug = _slug(following.content)
             anchor, count = slug, 0
-            while anchor in anchors:
+            while anchor in found:
                 count += 1
                 anchor = f"{slug}-{count}"
-            anchors.add(anchor)
-    links = set(re.findall(r"\]\(#([^)]+)\)", readme()))
-    assert links, "README.md has no table of contents"
-    assert not links - anchors, f"README.md links to headings that do not exist: {sorted(links - anchors)}"
+            found.add(anchor)
+    return found
+
+
+def links(path: Path) -> list[tuple[str, int]]:
+    """(target, line) of every link and image of a page."""
+    found = []
+    for token in MarkdownIt("commonmark").parse(path.read_text(encoding="utf-8")):
+        for child in token.children or []:
+            target = child.attrs.get("href") if child.type == "link_open" else (
+                child.attrs.get("src") if child.type == "image" else None)
+            if target is not None:
+                found.append((str(target), token.map[0] + 1 if token.map else 0))
+    return found
+
+
+EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.IGNORECASE)  # https:, mailto:
+
+
+def test_relative_links_lead_somewhere() -> None:
+    """Every relative link of README.md and docs/*.md names a file that exists and, for a page, a heading it has."""
+    broken = []
+    for page in PAGES:
+        for target, line in links(page):
+            if EXTERNAL.match(target):
+                continue
+            file, _, anchor = target.partition("#")
+            destination = (page.parent / file).resolve() if file else page
+            if not destination.exists():
+                broken.append(f"{page_name(page)} line {line}: {target} (no such file)")
+            elif anchor and destination.suffix == ".md" and anchor not in anchors(destination):
+                broken.append(f"{page_name(page)} line {line}: {target} (no such heading)")
+    assert not broken, "links that lead nowhere:\n" + "\n".join(broken)
+
+
+def test_every_page_is_linked_from_the_readme_or_the_index() -> None:
+    index = DOCS / "README.md"
+    linked = {(start.parent / target.partition("#")[0]).resolve() for start in (README, index)
+              for target, _ in links(start) if not EXTERNAL.match(target) and not target.startswith("#")}
+    assert index.resolve() in linked, "README.md does not link to the documentation index, docs/README.md"
+    orphans = [page_name(page) for page in PAGES[1:] if page != index and page.resolve() not in linked]
+    assert not orphans, f"pages no reader can find from README.md or docs/README.md: {orphans}"

@@ -142,6 +142,21 @@ def test_the_pages_have_shell_examples() -> None:
     assert any(line.expected == 1 for line in runnable), "no example shows a refusal (`# exit 1: ...`)"
 
 
+def test_examples_are_collected_from_every_page_that_has_them() -> None:
+    """A page under docs/ is not left out: its ```sh blocks are run like the README's."""
+    pages_with_shell = {page_name(path) for path in PAGES if "\n```sh\n" in "\n" + path.read_text(encoding="utf-8")}
+    assert len(pages_with_shell) > 1, "no page under docs/ has a shell example: were the pages found?"
+    assert {block.page for block in BLOCKS} == pages_with_shell
+
+
+def test_every_code_block_names_its_language() -> None:
+    """An unlabelled block could hide a shell example from these tests."""
+    unlabelled = [f"{page_name(path)} line {token.map[0] + 1 if token.map else '?'}" for path in PAGES
+                  for token in MarkdownIt("commonmark").parse(path.read_text(encoding="utf-8"))
+                  if token.type == "fence" and not token.info.strip()]
+    assert not unlabelled, f"code blocks without a language (```sh, ```text, ...): {unlabelled}"
+
+
 def test_every_line_is_run_or_skipped_by_a_listed_rule() -> None:
     unknown = [f"{line.where}: {line.text}" for line in ALL_LINES
                if not line.skipped_by and line.argv[:1] != ("vault-tools",)]
