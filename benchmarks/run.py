@@ -13,6 +13,7 @@ hook runs them), the median wall time and the peak memory (RSS) of:
   minus the configured debounce (median and p95 over `--saves` saves).
 
 Absolute seconds depend on the machine; the ratios are what to compare.
+The figures in docs/performance.md are this script's output from one run.
 """
 from __future__ import annotations
 

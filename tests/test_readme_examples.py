@@ -1,4 +1,4 @@
-"""Every shell example in README.md runs, and exits as the README says.
+"""Every shell example in README.md and docs/*.md runs, and exits as the page says.
 
 Each ```sh block runs, line by line, in its own fresh copy of example-vault/ (the
 current folder is the copy, so vault discovery finds it). A line exits 0 unless it
@@ -35,10 +35,12 @@ from vault_tools.commands.workspace import Workspace
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 README = REPOSITORY / "README.md"
+# Every page a reader may copy an example from.
+PAGES = [README, *sorted((REPOSITORY / "docs").glob("*.md"))]
 EXAMPLE_VAULT = REPOSITORY / "example-vault"
 MAKEFILE = REPOSITORY / "Makefile"
 
-# Lines that are not run, and why. Each rule must match at least one line of README.md.
+# Lines that are not run, and why. Each rule must match at least one line of the pages.
 SKIPPED: tuple[tuple[str, str], ...] = (
     (r"make (demo|test)\b", "runs the whole demo or test suite (the demo has its own test, tests/test_demo.py)"),
     (r"pipx? install\b", "installs software"),
@@ -53,7 +55,8 @@ OUTPUT_COMMENT = re.compile(r"^<!-- output: (.+) -->$")
 
 @dataclass(frozen=True)
 class Line:
-    number: int  # in README.md
+    page: str  # README.md, docs/agents.md, ...
+    number: int  # in that page
     text: str  # continuation lines joined, comment kept
     argv: tuple[str, ...]  # the command, without the comment
     expected: int
@@ -66,29 +69,34 @@ class Line:
                 return pattern
         return None
 
+    @property
+    def where(self) -> str:
+        return f"{self.page} line {self.number}"
+
 
 @dataclass(frozen=True)
 class Block:
+    page: str
     number: int
     lines: tuple[Line, ...]
 
 
-def _parse_line(number: int, text: str) -> Line:
+def _parse_line(page: str, number: int, text: str) -> Line:
     argv = tuple(shlex.split(text, comments=True))
     expected = 0
     match = EXIT_COMMENT.search(text)
     # a `# exit N` marker counts only where it is a comment, not inside a quoted argument
     if match and tuple(shlex.split(text[:match.start()])) == argv:
         expected = int(match.group(1))
-    return Line(number, text, argv, expected)
+    return Line(page, number, text, argv, expected)
 
 
-def shell_blocks(text: str) -> list[Block]:
+def shell_blocks(text: str, page: str = "README.md") -> list[Block]:
     blocks = []
     for token in MarkdownIt("commonmark").parse(text):
         if token.type != "fence" or token.info.strip() not in ("sh", "shell", "bash", "console"):
             continue
-        assert token.info.strip() == "sh", f"README.md line {token.map and token.map[0] + 1}: use ```sh for shell"
+        assert token.info.strip() == "sh", f"{page} line {token.map and token.map[0] + 1}: use ```sh for shell"
         first = token.map[0] + 2 if token.map else 0
         lines: list[Line] = []
         pending, start = "", 0
@@ -101,13 +109,17 @@ def shell_blocks(text: str) -> list[Block]:
             joined = (pending + raw).strip()
             pending = ""
             if joined and not joined.startswith("#"):
-                lines.append(_parse_line(start, joined))
-        assert not pending, f"README.md line {start}: a line continues past the end of its block"
-        blocks.append(Block(first - 1, tuple(lines)))
+                lines.append(_parse_line(page, start, joined))
+        assert not pending, f"{page} line {start}: a line continues past the end of its block"
+        blocks.append(Block(page, first - 1, tuple(lines)))
     return blocks
 
 
-BLOCKS = shell_blocks(README.read_text(encoding="utf-8"))
+def page_name(path: Path) -> str:
+    return path.relative_to(REPOSITORY).as_posix()
+
+
+BLOCKS = [block for path in PAGES for block in shell_blocks(path.read_text(encoding="utf-8"), page_name(path))]
 ALL_LINES = [line for block in BLOCKS for line in block.lines]
 
 
@@ -123,31 +135,46 @@ def example_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
         handler.close()
 
 
-def test_readme_has_shell_examples() -> None:
+def test_the_pages_have_shell_examples() -> None:
     assert len(BLOCKS) >= 5
     runnable = [line for line in ALL_LINES if not line.skipped_by]
     assert len(runnable) >= 20
     assert any(line.expected == 1 for line in runnable), "no example shows a refusal (`# exit 1: ...`)"
 
 
+def test_examples_are_collected_from_every_page_that_has_them() -> None:
+    """A page under docs/ is not left out: its ```sh blocks are run like the README's."""
+    pages_with_shell = {page_name(path) for path in PAGES if "\n```sh\n" in "\n" + path.read_text(encoding="utf-8")}
+    assert len(pages_with_shell) > 1, "no page under docs/ has a shell example: were the pages found?"
+    assert {block.page for block in BLOCKS} == pages_with_shell
+
+
+def test_every_code_block_names_its_language() -> None:
+    """An unlabelled block could hide a shell example from these tests."""
+    unlabelled = [f"{page_name(path)} line {token.map[0] + 1 if token.map else '?'}" for path in PAGES
+                  for token in MarkdownIt("commonmark").parse(path.read_text(encoding="utf-8"))
+                  if token.type == "fence" and not token.info.strip()]
+    assert not unlabelled, f"code blocks without a language (```sh, ```text, ...): {unlabelled}"
+
+
 def test_every_line_is_run_or_skipped_by_a_listed_rule() -> None:
-    unknown = [f"line {line.number}: {line.text}" for line in ALL_LINES
+    unknown = [f"{line.where}: {line.text}" for line in ALL_LINES
                if not line.skipped_by and line.argv[:1] != ("vault-tools",)]
-    assert not unknown, ("README.md has shell lines the test neither runs nor skips; make them `vault-tools` "
+    assert not unknown, ("the pages have shell lines the test neither runs nor skips; make them `vault-tools` "
                          f"commands or add a rule with its reason to SKIPPED: {unknown}")
 
 
 def test_every_skip_rule_is_used() -> None:
     used = {line.skipped_by for line in ALL_LINES}
     unused = [pattern for pattern, _ in SKIPPED if pattern not in used]
-    assert not unused, f"rules in SKIPPED that match no line of README.md (remove them): {unused}"
+    assert not unused, f"rules in SKIPPED that match no line of the pages (remove them): {unused}"
 
 
 def test_make_targets_in_the_examples_exist() -> None:
     targets = set(re.findall(r"^([\w-]+):", MAKEFILE.read_text(encoding="utf-8"), re.MULTILINE))
     for line in ALL_LINES:
         if line.argv[:1] == ("make",):
-            assert set(line.argv[1:]) <= targets, f"README.md line {line.number}: no such make target: {line.text}"
+            assert set(line.argv[1:]) <= targets, f"{line.where}: no such make target: {line.text}"
 
 
 ANOTHER_DAY = dt.datetime(2027, 6, 15, 10, 0, tzinfo=dt.timezone.utc)
@@ -163,7 +190,7 @@ def run_on_another_day(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("day", ["today", "another day"])
 @pytest.mark.parametrize("block", [block for block in BLOCKS if any(not line.skipped_by for line in block.lines)],
-                         ids=lambda block: f"README line {block.number}")
+                         ids=lambda block: f"{block.page} line {block.number}")
 def test_shell_block_runs(block: Block, day: str, example_copy: Path, capsys: pytest.CaptureFixture[str],
                           monkeypatch: pytest.MonkeyPatch) -> None:
     if day == "another day":
@@ -172,39 +199,40 @@ def test_shell_block_runs(block: Block, day: str, example_copy: Path, capsys: py
         if line.skipped_by:
             continue
         assert line.argv[:1] == ("vault-tools",), (
-            f"README.md line {line.number}: not run, it is not a `vault-tools` command: {line.text}")
+            f"{line.where}: not run, it is not a `vault-tools` command: {line.text}")
         capsys.readouterr()
         code = run(list(line.argv[1:]))
         captured = capsys.readouterr()
         assert code == line.expected, (
-            f"README.md line {line.number}: exit {code} ({day}), the README says {line.expected}\n$ {line.text}\n"
+            f"{line.where}: exit {code} ({day}), the page says {line.expected}\n$ {line.text}\n"
             f"{captured.out[-2000:]}{captured.err[-2000:]}")
 
 
-def output_examples() -> list[tuple[int, str, str]]:
-    """(README line, vault-tools arguments, expected output) of each `<!-- output: ... -->` example."""
-    text = README.read_text(encoding="utf-8")
-    lines = text.splitlines()
+def output_examples() -> list[tuple[str, str, str]]:
+    """(page and line, vault-tools arguments, expected output) of each `<!-- output: ... -->` example."""
     found = []
-    for token in MarkdownIt("commonmark").parse(text):
-        if token.type != "fence" or not token.map:
-            continue
-        before = next((lines[i] for i in range(token.map[0] - 1, -1, -1) if lines[i].strip()), "")
-        match = OUTPUT_COMMENT.match(before.strip())
-        if match:
-            found.append((token.map[0] + 1, match.group(1), token.content))
+    for path in PAGES:
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for token in MarkdownIt("commonmark").parse(text):
+            if token.type != "fence" or not token.map:
+                continue
+            before = next((lines[i] for i in range(token.map[0] - 1, -1, -1) if lines[i].strip()), "")
+            match = OUTPUT_COMMENT.match(before.strip())
+            if match:
+                found.append((f"{page_name(path)} line {token.map[0] + 1}", match.group(1), token.content))
     return found
 
 
-def test_readme_has_output_examples() -> None:
+def test_the_pages_have_output_examples() -> None:
     assert output_examples()
 
 
-@pytest.mark.parametrize("number, args, expected", output_examples(), ids=lambda value: str(value)[:50])
-def test_output_example_is_what_the_command_prints(number: int, args: str, expected: str, example_copy: Path,
+@pytest.mark.parametrize("where, args, expected", output_examples(), ids=lambda value: str(value)[:50])
+def test_output_example_is_what_the_command_prints(where: str, args: str, expected: str, example_copy: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     capsys.readouterr()
     run(shlex.split(args))
     captured = capsys.readouterr()
     printed = "\n".join(line.rstrip() for line in (captured.out + captured.err).splitlines())
-    assert printed == expected.rstrip("\n"), f"README.md line {number}: `vault-tools {args}` now prints:\n{printed}"
+    assert printed == expected.rstrip("\n"), f"{where}: `vault-tools {args}` now prints:\n{printed}"

@@ -1,8 +1,8 @@
-"""The README's reference sections, generated from the code so they cannot drift.
+"""The documentation's reference sections, generated from the code so they cannot drift.
 
-Pure functions returning Markdown. `scripts/update_readme.py` writes them into
-README.md between `<!-- NAME:start -->` and `<!-- NAME:end -->` markers, and
-`tests/test_docs.py` fails when README.md differs from what they return.
+Pure functions returning Markdown. `scripts/update_docs.py` writes them into the
+pages under docs/ between `<!-- NAME:start -->` and `<!-- NAME:end -->` markers,
+and `tests/test_docs.py` fails when a page differs from what they return.
 
 - `commands_reference()`: every command of the typer app, its help and its
   arguments and options, read from the command objects (not from `--help`
@@ -91,7 +91,7 @@ class Command:
 
     @property
     def anchor(self) -> str:
-        """GitHub's anchor for this command's heading (`#### `vault-tools ask``)."""
+        """GitHub's anchor for this command's heading (`## `vault-tools ask``)."""
         return f"{PROGRAM}-{self.name}"
 
     def usage(self) -> str:
@@ -189,7 +189,7 @@ def _entry(param: Param) -> str:
 
 
 def commands_reference() -> str:
-    """The README's command reference: a summary table, the shared options, then each command."""
+    """The command reference: a summary table, the shared options, then each command."""
     found = commands()
     shared = shared_options(found)
     shared_keys = {param.key for param in shared}
@@ -201,7 +201,7 @@ def commands_reference() -> str:
     for command in found:
         own = [param for param in command.params if param.key not in shared_keys]
         also = [param for param in command.params if param.key in shared_keys]
-        lines += ["", f"#### `{PROGRAM} {command.name}`", "", f"`{command.usage()}`", ""]
+        lines += ["", f"## `{PROGRAM} {command.name}`", "", f"`{command.usage()}`", ""]
         lines += [_one_line(paragraph) for paragraph in command.help.split("\n\n") if paragraph.strip()] or ["-"]
         entries = [_entry(param) for param in own if param.kind == "argument" and param.help]
         entries += [_entry(param) for param in own if param.kind == "option"]
@@ -259,7 +259,7 @@ def config_yaml() -> str:
 
 
 def config_reference() -> str:
-    """The README's configuration reference: a table of keys, then the defaults as a file."""
+    """The configuration reference: a table of keys, then the defaults as a file."""
     lines = ["| key | default | sets |", "|---|---|---|"]
     for _, key, default, meaning in config_items():
         lines.append(f"| `{key}` | `{_yaml_value(default)}` | {_cell(meaning)} |")
@@ -268,7 +268,7 @@ def config_reference() -> str:
     return "\n".join(lines) + "\n"
 
 
-# -- README sections --------------------------------------------------------------------------
+# -- generated sections -----------------------------------------------------------------------
 
 SECTIONS: dict[str, Callable[[], str]] = {
     "commands": commands_reference,
@@ -281,8 +281,13 @@ def markers(name: str) -> tuple[str, str]:
     return f"<!-- {name}:start -->\n", f"<!-- {name}:end -->"
 
 
+def sections_in(text: str) -> list[str]:
+    """Names of the generated sections whose start marker is in the text, in the order of SECTIONS."""
+    return [name for name in SECTIONS if markers(name)[0] in text]
+
+
 def section(text: str, name: str) -> str | None:
-    """What README text holds between a section's markers, or None when a marker is missing."""
+    """What a page's text holds between a section's markers, or None when a marker is missing."""
     start, end = markers(name)
     begin = text.find(start)
     finish = text.find(end, begin + len(start)) if begin >= 0 else -1
@@ -297,21 +302,21 @@ def replace_section(text: str, name: str, content: str) -> str:
     begin = text.find(start)
     finish = text.find(end, begin + len(start)) if begin >= 0 else -1
     if begin < 0 or finish < 0:
-        raise KeyError(f"README.md lacks the markers {start.strip()} ... {end}")
+        raise KeyError(f"lacks the markers {start.strip()} ... {end}")
     return text[:begin + len(start)] + content.rstrip("\n") + "\n" + text[finish:]
 
 
 def render(text: str, generators: dict[str, Callable[[], str]] | None = None) -> str:
-    """README text with every generated section brought up to date."""
-    for name, generate in (generators or SECTIONS).items():
+    """The text with every generated section (of `generators`, default all) brought up to date."""
+    for name, generate in (SECTIONS if generators is None else generators).items():
         text = replace_section(text, name, generate())
     return text
 
 
 def stale_sections(text: str, generators: dict[str, Callable[[], str]] | None = None) -> list[str]:
-    """Names of the generated sections whose README content differs from the code (or is missing)."""
+    """Names of the generated sections whose content in the text differs from the code (or is missing)."""
     stale = []
-    for name, generate in (generators or SECTIONS).items():
+    for name, generate in (SECTIONS if generators is None else generators).items():
         current = section(text, name)
         if current is None or current.strip("\n") != generate().strip("\n"):
             stale.append(name)
