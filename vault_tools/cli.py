@@ -305,6 +305,9 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
             stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
         for item in found:
             _out(_line(item.ruling, ws))
+            for _key, chain in item.via.values():
+                if chain:
+                    _out(f"    settles it because {chain}")
             for old in item.chain:
                 _out(f"    superseded {_line(old, ws)}")
                 if old.reason:
@@ -321,6 +324,7 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
 def _lookup_json(item: Any) -> dict[str, Any]:
     data = decision_json(item.ruling)
     data["matched_topics"] = item.matched
+    data["settled_through"] = {topic: {"topic": key, "chain": chain} for topic, (key, chain) in item.via.items() if chain}
     data["chain"] = [decision_json(old) for old in item.chain]
     return data
 

@@ -11,7 +11,7 @@ import enum
 import functools
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -441,6 +441,35 @@ def newest_first_key(decision: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, in
     when = decision.ruled_at or decision.asked_at
     moment = instant(when, tz) if when else dt.datetime.min.replace(tzinfo=dt.UTC)
     return moment, decision.number
+
+
+# -- what a ruling settles ------------------------------------------------------------
+
+def settled_topics(ruling: Decision, by_id: Mapping[str, Decision], resolve: Resolve) -> dict[str, tuple[str, ...]]:
+    """Every topic a ruling settles: its own, and those of every ruling it superseded, transitively,
+    whatever topics the chain crosses. Each topic maps to the ids through which it came, from the
+    ruling to the one that carried the topic (empty for the ruling's own topics)."""
+    found: dict[str, tuple[str, ...]] = {topic: () for topic in ruling.topics}
+    seen = {ruling.id}
+    todo: list[tuple[Decision, tuple[str, ...]]] = [(ruling, (ruling.id,))]
+    while todo:
+        current, chain = todo.pop(0)  # breadth first: each topic keeps its shortest way back
+        for link in current.supersedes:
+            target_id = resolve(link)
+            if target_id is None or target_id in seen or target_id not in by_id:
+                continue
+            seen.add(target_id)
+            target = by_id[target_id]
+            for topic in target.topics:
+                found.setdefault(topic, (*chain, target_id))
+            todo.append((target, (*chain, target_id)))
+    return found
+
+
+def describe_chain(chain: Sequence[str], topic: str) -> str:
+    """How a ruling came to settle a topic: "D-0003 superseded D-0002, which superseded D-0001 on X"."""
+    steps = [f"{chain[0]} superseded {chain[1]}"] + [f"which superseded {later}" for later in chain[2:]]
+    return ", ".join(steps) + f" on {topic}"
 
 
 # -- whole-vault consistency ----------------------------------------------------------

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .dates import local_date
-from .model import Decision, Resolve, Status, newest_first_key
+from .model import Decision, Resolve, Status, newest_first_key, settled_topics
 
 OPEN_QUESTIONS = "Open questions"
 DECISIONS_LOG = "Decisions log"
@@ -166,16 +166,32 @@ def _ruled_day(decision: Decision, tz: dt.tzinfo) -> str:
     return local_date(decision.ruled_at, tz).isoformat() if decision.ruled_at else "undated"
 
 
-def _ruling_line(ruling: Decision, today: dt.date, tz: dt.tzinfo) -> str:
+# ruling id -> the topics it settles through rulings it superseded, each with the id that carried it
+TakenOver = Mapping[str, Sequence[tuple[str, str]]]
+
+
+def taken_over_topics(rulings: Iterable[Decision], by_id: Mapping[str, Decision], resolve: Resolve) -> dict[str, list[tuple[str, str]]]:
+    """For each ruling, the topics it settles only because it superseded a ruling on them."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for ruling in rulings:
+        taken = [(topic, chain[-1]) for topic, chain in settled_topics(ruling, by_id, resolve).items() if chain]
+        if taken:
+            found[ruling.id] = sorted(taken)
+    return found
+
+
+def _ruling_line(ruling: Decision, today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> str:
     line = f"- {link(ruling)} {_ruled_day(ruling, tz)} {escape(ruling.summary)}"
     if len(ruling.topics) > 1:
         line += " (also: " + ", ".join(f"`{t}`" for t in ruling.topics[1:]) + ")"
+    if ruling.id in taken_over:
+        line += " · also settles " + ", ".join(f"`{topic}` (from {old})" for topic, old in taken_over[ruling.id])
     if ruling.revisit_by and ruling.revisit_by < today:
         line += f" · **revisit by {ruling.revisit_by.isoformat()} has passed**"
     return line
 
 
-def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo) -> list[str]:
+def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> list[str]:
     groups: dict[str, list[Decision]] = {}
     for ruling in rulings:
         groups.setdefault(ruling.topics[0] if ruling.topics else "(no topic)", []).append(ruling)
@@ -183,7 +199,7 @@ def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo) -> lis
     for topic in sorted(groups):
         out += [f"## {topic}", ""]
         for ruling in sorted(groups[topic], key=lambda d: newest_first_key(d, tz), reverse=True):
-            out.append(_ruling_line(ruling, today, tz))
+            out.append(_ruling_line(ruling, today, tz, taken_over))
         out.append("")
     return out
 
@@ -198,13 +214,13 @@ def _superseded_line(old: Decision, successor: Decision | None, tz: dt.tzinfo) -
 
 
 def decisions_log_page(shown: Sequence[Decision], left_out: int, recent: Sequence[tuple[Decision, Decision | None]],
-                       recent_left_out: int, today: dt.date, tz: dt.tzinfo) -> str:
+                       recent_left_out: int, today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> str:
     total = len(shown) + left_out
     topics = len({d.topics[0] for d in shown if d.topics})
     out = [NOTICE, "", f"# {DECISIONS_LOG}", "",
            f"{_plural(total, 'current ruling')}; newest first within each topic. "
            "Do not re-ask these; `vault-tools ask` refuses settled topics.", ""]
-    out += _by_topic(shown, today, tz)
+    out += _by_topic(shown, today, tz, taken_over)
     if recent or recent_left_out:
         out += ["## Recently superseded", ""]
         out += [_superseded_line(old, new, tz) for old, new in recent]
@@ -223,11 +239,11 @@ def _mermaid_label(decision: Decision, tz: dt.tzinfo) -> str:
 
 
 def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], successor_of: dict[str, Decision],
-                 today: dt.date, tz: dt.tzinfo) -> str:
+                 today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> str:
     out = [NOTICE, "", f"# {ARCHIVE}", ""]
     out += [f"## Current rulings left off the log ({len(left_out)})", ""]
     if left_out:
-        out += [line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in _by_topic(left_out, today, tz)]
+        out += [line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in _by_topic(left_out, today, tz, taken_over)]
     else:
         out += ["None: the log lists every current ruling.", ""]
     superseded = [d for d in history if d.status is Status.SUPERSEDED]
@@ -293,6 +309,7 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
         if decision.status in (Status.RULED, Status.SUPERSEDED, Status.RETRACTED):
             for old in targets(decision):
                 successor_of.setdefault(old.id, decision)
+    taken_over = taken_over_topics(current, by_id, resolve)
     recent_since = today - dt.timedelta(days=settings.recent_days)
     recent = sorted(((old, successor_of.get(old.id)) for old in history if old.status is Status.SUPERSEDED
                      and successor_of.get(old.id) is not None and successor_of[old.id].ruled_at
@@ -305,7 +322,7 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
 
     def log_with(count: int, recent_count: int = 0) -> str:
         return decisions_log_page(current[:count], len(current) - count, recent[:recent_count],
-                                  len(recent) - recent_count, today, tz)
+                                  len(recent) - recent_count, today, tz, taken_over)
 
     def fits(page: str) -> bool:
         lines, size_bytes = size(page)
@@ -315,7 +332,7 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
     low = _largest_fitting(len(current), lambda count: fits(log_with(count)))
     recent_shown = _largest_fitting(len(recent), lambda count: fits(log_with(low, count)))
     log_page = log_with(low, recent_shown)
-    archive = archive_page(current[low:], history, successor_of, today, tz)
+    archive = archive_page(current[low:], history, successor_of, today, tz, taken_over)
     log_lines, log_bytes = size(log_page)
     return Pages(texts={OPEN_QUESTIONS: open_page, DECISIONS_LOG: log_page, ARCHIVE: archive},
                  rulings_shown=low, rulings_left_out=len(current) - low,

@@ -56,9 +56,11 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
 def _settled_line(ws: Workspace, found: Lookup) -> str:
     ruling = found.ruling
     day = local_date(ruling.ruled_at, ws.tz).isoformat() if ruling.ruled_at else "undated"
-    via = ""
-    for topic in found.matched:
-        key = next((t for t in ruling.topics if topics_match(topic, t)), topic)
+    remarks = []
+    for topic, (key, chain) in found.via.items():
         if key != topic:
-            via = f" (your topic {topic} matched {key})"
+            remarks.append(f"your topic {topic} matched {key}")
+        if chain:
+            remarks.append(chain)
+    via = f" ({'; '.join(remarks)})" if remarks else ""
     return f"{ruling.id} ruled {day}{via}: {ruling.summary}"

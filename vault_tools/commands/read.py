@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..ledger import History
-from ..model import Decision, Problem, Status, newest_first_key, topics_match
+from ..model import Decision, Problem, Status, describe_chain, newest_first_key, settled_topics, topics_match
 from ..pages import PageProblem
 from ..vault import VaultState
 from .build import page_problems
@@ -19,6 +19,8 @@ class Lookup:
     ruling: Decision
     chain: list[Decision]  # what it superseded, newest first
     matched: list[str] = field(default_factory=list)  # the asked topics it matched
+    # asked topic -> the topic it matched and, when that topic came from a superseded ruling, how
+    via: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
 
 def show(ws: Workspace, decision_id: str) -> tuple[Decision, History, list[Problem]]:
@@ -52,9 +54,17 @@ def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...])
     for ruling in in_effect:
         if not ruling.is_current:
             continue
-        matched = [topic for topic in asked if any(topics_match(topic, t) for t in ruling.topics)]
-        if matched:
-            results.append(Lookup(ruling, _chain(ws, ruling, by_id, resolve), matched))
+        settles = settled_topics(ruling, by_id, resolve)
+        via: dict[str, tuple[str, str | None]] = {}
+        for topic in asked:
+            # the ruling's own topics first, then those it took over, nearest first
+            key = next((t for t, chain in sorted(settles.items(), key=lambda item: len(item[1]))
+                        if topics_match(topic, t)), None)
+            if key is not None:
+                chain = settles[key]
+                via[topic] = (key, describe_chain(chain, key) if chain else None)
+        if via:
+            results.append(Lookup(ruling, _chain(ws, ruling, by_id, resolve), list(via), via))
     return sorted(results, key=lambda found: newest_first_key(found.ruling, ws.tz), reverse=True)
 
 
