@@ -33,7 +33,7 @@ STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
 def blocking_problems(problems: Iterable[Problem]) -> list[Problem]:
     """The problems that make a note unusable: all but the stamps sealing will add."""
-    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.message.startswith("is required"))]
+    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.code == "VT002")]  # VT002: missing-field
 
 
 def utc_now() -> dt.datetime:

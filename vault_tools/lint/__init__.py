@@ -21,7 +21,7 @@ from __future__ import annotations
 
 # The families register their rules on import; this order (by code) is the order of RULES.
 from . import schema, supersession, seals, pinned, hygiene  # noqa: F401
-from .facts import TOOK_EFFECT, Facts, committed_text, first_line, gather, problem_code, read_ledger
+from .facts import TOOK_EFFECT, Facts, committed_text, first_line, gather, read_ledger
 from .fixes import fix
 from .formats import (
     FORMATS, check_format, explain, format_github, format_text, report_json, rules_table, summary,
@@ -36,6 +36,6 @@ __all__ = [
     "CODE_PATTERN", "CONFIG_PATH", "DOC_HEADINGS", "ERROR", "FORMATS", "IGNORE_PROPERTY", "LEDGER_PATH", "RULES",
     "SEVERITIES", "TOOK_EFFECT", "WARNING", "Check", "Diagnostic", "Facts", "Finding", "Report", "Rule",
     "check_config", "check_format", "committed_text", "explain", "first_line", "fix", "format_github", "format_text",
-    "gather", "ignore_problems", "ignored_codes", "lint", "problem_code", "read_ledger", "report_json", "report_paths",
-    "rule", "rules_table", "summary",
+    "gather", "ignore_problems", "ignored_codes", "lint", "read_ledger", "report_json", "report_paths", "rule",
+    "rules_table", "summary",
 ]

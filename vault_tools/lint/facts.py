@@ -90,21 +90,8 @@ class Facts:
         """The problems found while reading notes that belong to these rules, with each note's path."""
         for path, problems in sorted(self.state.problems.items()):
             for problem in problems:
-                if problem_code(problem) in codes:
+                if problem.code in codes:
                     yield path, problem
-
-
-def problem_code(problem: Problem) -> str:
-    """Which rule a schema problem found while reading a note belongs to."""
-    if problem.message.startswith("is required"):
-        return "VT002"
-    if problem.field == "status" and problem.message.startswith("unknown status"):
-        return "VT006"
-    if problem.field == "topics" and "kebab-case" in problem.message:
-        return "VT004"
-    if problem.message.startswith("must be at least"):
-        return "VT005"
-    return "VT003"
 
 
 def first_line(decision: Decision, *names: str) -> int:

@@ -1,7 +1,7 @@
 """Schema rules (VT001-VT008): whether each decision note can be read and its properties are well-formed.
 
 Most of these report the problems `model.build_decision` found while the
-vault was read.
+vault was read; each such problem carries the code of the rule it belongs to.
 """
 from __future__ import annotations
 
