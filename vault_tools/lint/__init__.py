@@ -24,18 +24,18 @@ from . import schema, supersession, seals, pinned, hygiene  # noqa: F401
 from .facts import TOOK_EFFECT, Facts, committed_text, first_line, gather, read_ledger
 from .fixes import fix
 from .formats import (
-    FORMATS, check_format, explain, format_github, format_text, report_json, rules_table, summary,
+    FORMATS, check_format, explain, format_github, format_text, report_json, rules_table, summary, workspace_file,
 )
 from .registry import (
     CODE_PATTERN, CONFIG_PATH, DOC_HEADINGS, ERROR, IGNORE_PROPERTY, LEDGER_PATH, RULES, SEVERITIES, WARNING, Check,
     Diagnostic, Finding, Report, Rule, check_config, ignore_problems, ignored_codes, rule,
 )
-from .runner import lint, report_paths
+from .runner import LintResult, lint, report_paths, run_lint
 
 __all__ = [
     "CODE_PATTERN", "CONFIG_PATH", "DOC_HEADINGS", "ERROR", "FORMATS", "IGNORE_PROPERTY", "LEDGER_PATH", "RULES",
-    "SEVERITIES", "TOOK_EFFECT", "WARNING", "Check", "Diagnostic", "Facts", "Finding", "Report", "Rule",
+    "SEVERITIES", "TOOK_EFFECT", "WARNING", "Check", "Diagnostic", "Facts", "Finding", "LintResult", "Report", "Rule",
     "check_config", "check_format", "committed_text", "explain", "first_line", "fix", "format_github", "format_text",
     "gather", "ignore_problems", "ignored_codes", "lint", "read_ledger", "report_json", "report_paths", "rule",
-    "rules_table", "summary",
+    "rules_table", "run_lint", "summary", "workspace_file",
 ]

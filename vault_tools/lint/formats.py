@@ -3,6 +3,7 @@ the closing summary, `lint --explain CODE` and the README's rule table.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
@@ -32,6 +33,15 @@ def format_github(diagnostic: Diagnostic, file: str) -> str:
     title = f"{diagnostic.code} {diagnostic.name}"
     return (f"::{level} file={_github_escape(file, property_=True)},line={diagnostic.line},"
             f"title={_github_escape(title, property_=True)}::{_github_escape(diagnostic.message)}")
+
+
+def workspace_file(root: Path, path: str, cwd: Path) -> str:
+    """A vault-relative path as GitHub shows it: relative to the folder lint runs in, else absolute."""
+    file = root / path
+    try:
+        return file.relative_to(cwd.resolve()).as_posix()
+    except ValueError:
+        return file.as_posix()
 
 
 def report_json(report: Report) -> dict[str, Any]:
