@@ -1,22 +1,93 @@
-"""Every problem found while reading a note carries the code of a rule that reports it."""
+"""The rule registry guards itself: one code per rule, every code like VT001, every rule documented beside
+itself, and every problem found while reading a note carries the code of a rule that reports it."""
 from __future__ import annotations
 
 import ast
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 import vault_tools
 from vault_tools import lint
+from vault_tools.lint import registry
 from vault_tools.service import blocking_problems
 from vault_tools.vault import Vault
 
 from .conftest import make_vault, write
 
 PACKAGE = Path(vault_tools.__file__).parent
+LINT_PACKAGE = PACKAGE / "lint"
 # The modules that read notes and may report what is wrong with one as a Problem.
 PROBLEM_MAKERS = ("model.py", "notes.py", "vault.py")
+
+
+def registered_in_source() -> list[tuple[str, str]]:
+    """(code, where) for every `@rule("VT...", ...)` written in the lint package, read from the source itself."""
+    found = []
+    for module in sorted(LINT_PACKAGE.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for decorator in node.decorator_list:
+                if (isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Name)
+                        and decorator.func.id == "rule" and decorator.args
+                        and isinstance(decorator.args[0], ast.Constant)):
+                    found.append((decorator.args[0].value, f"{module.name}:{node.name}"))
+    return found
+
+
+# -- the table --------------------------------------------------------------------------------
+
+def test_no_two_rules_share_a_code_and_every_written_rule_is_in_the_table() -> None:
+    written = registered_in_source()
+    shared = {code: [where for c, where in written if c == code]
+              for code, count in Counter(code for code, _ in written).items() if count > 1}
+    assert not shared, f"codes used by more than one rule: {shared}"
+    assert {code for code, _ in written} == set(lint.RULES), "a rule is written but not registered, or the reverse"
+
+
+def test_no_two_rules_share_a_name() -> None:
+    names = Counter(rule.name for rule in lint.RULES.values())
+    assert [name for name, count in names.items() if count > 1] == []
+
+
+def test_registering_a_taken_code_again_is_refused_and_keeps_the_first_rule() -> None:
+    first = lint.RULES["VT001"]
+
+    def another_check(facts: lint.Facts) -> list[lint.Finding]:
+        return []
+
+    with pytest.raises(ValueError, match="VT001 is registered twice"):
+        registry.rule("VT001", "another-rule", lint.ERROR)(another_check)
+    assert lint.RULES["VT001"] is first
+
+
+@pytest.mark.parametrize("code", ["VT1", "vt001", "VT0001", "XX001", "VT00a", ""])
+def test_a_code_not_like_vt_and_three_digits_is_refused(code: str) -> None:
+    before = dict(lint.RULES)
+    with pytest.raises(ValueError, match="is not like VT001"):
+        registry.rule(code, "badly-coded-rule", lint.ERROR)
+    assert lint.RULES == before
+
+
+def test_rules_are_listed_in_code_order() -> None:
+    # The README table and `lint` run the rules in table order; new families must keep it sorted.
+    assert list(lint.RULES) == sorted(lint.RULES)
+
+
+@pytest.mark.parametrize("code", list(lint.RULES))
+def test_each_rule_has_a_stable_code_and_its_doc_beside_it(code: str) -> None:
+    rule = lint.RULES[code]
+    assert lint.CODE_PATTERN.match(code) and rule.code == code
+    assert rule.severity in lint.SEVERITIES
+    missing = [heading for heading in lint.DOC_HEADINGS if not rule.section(heading)]
+    assert not missing, f"{code} {rule.name} lacks doc sections: {missing}"
+    module = rule.check.__module__
+    assert module.startswith("vault_tools.lint.") and module not in (
+        "vault_tools.lint.registry", "vault_tools.lint.facts", "vault_tools.lint.runner"), (
+        f"{code} is not kept in a family module: {module}")
 
 
 # -- problems carry their rule's code ---------------------------------------------------------------

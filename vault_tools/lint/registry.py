@@ -66,8 +66,14 @@ RULES: dict[str, Rule] = {}
 
 def rule(code: str, name: str, severity: str, severity_shown: str | None = None) -> Callable[[Check], Check]:
     """Register the decorated check as the rule `code`; its docstring is the rule's doc."""
+    if not CODE_PATTERN.match(code):
+        raise ValueError(f"rule code {code!r} is not like VT001")
+    if severity not in SEVERITIES:
+        raise ValueError(f"{code}: severity {severity!r} is not one of {', '.join(SEVERITIES)}")
+
     def register(check: Check) -> Check:
-        assert code not in RULES, f"{code} is registered twice"
+        if code in RULES:
+            raise ValueError(f"{code} is registered twice: {RULES[code].name} and {name}")
         RULES[code] = Rule(code, name, severity, check, severity_shown or severity)
         return check
 
