@@ -26,10 +26,12 @@ from markdown_it import MarkdownIt
 
 from vault_tools import lint
 from vault_tools.cli import run
+from vault_tools.errors import UsageError
 from vault_tools.ledger import event_line, parse_line
 from vault_tools.model import TOPIC_PATTERN
+from vault_tools.vault import Vault
 
-from .conftest import CORPORA, decision, make_vault, write
+from .conftest import CORPORA, decision, make_vault, snapshot, write
 from .git_repo import commit_all
 
 FIXTURES = Path(__file__).parent / "lint"
@@ -325,6 +327,36 @@ def test_fix_reports_what_it_cannot_seal(cli, vault) -> None:
     assert result.code == 1
     assert "could not seal D-0001" in result.err and "no decision note is called that" in result.err
     assert ": VT010 error:" in result.out and ": VT020 error:" in result.out
+
+
+# -- the entry point the command line calls ----------------------------------------------------
+
+def unsealed_old_ruling(vault: Path) -> Path:
+    note = decision(vault, 1, summary="Every article footer carries the newsletter link.", source="chat")
+    age = time.time() - 3600
+    os.utime(note, (age, age))
+    return note
+
+
+def test_run_lint_refuses_a_path_outside_the_vault_before_fixing_anything(vault: Path, tmp_path: Path) -> None:
+    unsealed_old_ruling(vault)
+    before = snapshot(vault)
+    with pytest.raises(UsageError, match="is not inside the vault"):
+        lint.run_lint(Vault(vault), paths=[tmp_path], fix=True)
+    assert snapshot(vault) == before
+
+
+def test_run_lint_fixes_first_and_shows_github_files_from_the_folder_given(vault: Path) -> None:
+    unsealed_old_ruling(vault)
+    fixed = lint.run_lint(Vault(vault), fix=True, output_format="github", cwd=vault.parent)
+    assert "sealed D-0001" in fixed.fix_lines and not fixed.failed
+    assert fixed.as_json()["fixed"] == fixed.fix_lines
+    assert fixed.lines == [] and fixed.summary() == "No problems found."
+    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    note.write_text(note.read_text().replace("newsletter link", "author bio"))
+    edited = lint.run_lint(Vault(vault), output_format="github", cwd=vault.parent)
+    assert edited.failed and edited.fix_lines == []
+    assert edited.lines[0].startswith("::error file=vault/Decisions/D-0001 Note.md,line=6,title=VT021 ")
 
 
 # -- real material --------------------------------------------------------------------------

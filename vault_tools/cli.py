@@ -453,31 +453,17 @@ def lint_command(
         return
     output = "json" if json_ else lint_rules.check_format(format_)
     ws = _workspace(vault)
-    lint_rules.check_config(ws.config)
-    scopes = lint_rules.report_paths(ws.vault.root, paths or [])
-    day = _today(today)
-    fixed: tuple[list[str], list[str]] = ([], [])
-    if fix:
-        fixed = lint_rules.fix(ws.vault, today=day)
-    report = lint_rules.lint(lint_rules.gather(ws.vault, today=day), scopes)
-    report.fixed, report.not_fixed = fixed
+    result = lint_rules.run_lint(ws.vault, paths=paths or [], fix=fix, strict=strict, today=_today(today),
+                                 output_format=output)
     if output == "json":
-        _json(lint_rules.report_json(report))
+        _json(result.as_json())
     else:
-        for line in [*report.fixed, *report.not_fixed]:
+        for line in result.fix_lines:
             stderr.print(line, markup=False)
-        for diagnostic in report.diagnostics:
-            if output == "github":
-                file = ws.vault.root / diagnostic.path
-                try:
-                    shown = file.relative_to(Path.cwd().resolve()).as_posix()
-                except ValueError:
-                    shown = file.as_posix()
-                _out(lint_rules.format_github(diagnostic, shown))
-            else:
-                _out(lint_rules.format_text(diagnostic))
-        stderr.print(lint_rules.summary(report), markup=False)
-    if report.failed(strict):
+        for line in result.lines:
+            _out(line)
+        stderr.print(result.summary(), markup=False)
+    if result.failed:
         raise typer.Exit(1)
 
 

@@ -67,6 +67,7 @@ class Problem:
     field: str | None
     message: str
     line: int | None = None
+    code: str | None = None  # the lint rule that reports it (VT002...); set where the problem is found
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}" if self.field else self.message
@@ -138,20 +139,20 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
     lines = dict(key_lines or {})
     problems: list[Problem] = []
 
-    def problem(name: str | None, message: str) -> None:
-        problems.append(Problem(name, message, lines.get(name) if name else None))
+    def problem(name: str | None, message: str, code: str) -> None:
+        problems.append(Problem(name, message, lines.get(name) if name else None, code))
 
     values: dict[str, Any] = {}
     for name in ALWAYS_REQUIRED:
         if data.get(name) in (None, "", []):
-            problem(name, "is required")
+            problem(name, "is required", "VT002")
 
     for name in TEXT_FIELDS:
         value = data.get(name)
         if value is None or name == "type":
             continue
         if isinstance(value, list | dict | Mapping):
-            problem(name, f"must be text, not a {'list' if isinstance(value, list) else 'mapping'}")
+            problem(name, f"must be text, not a {'list' if isinstance(value, list) else 'mapping'}", "VT003")
             continue
         values[name] = str(value).strip()
 
@@ -161,7 +162,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         try:
             values[name] = parse_datetime(data[name])
         except ValueError:
-            problem(name, f"must be a date and time like 2026-07-17T08:30:00, not {data[name]!r}")
+            problem(name, f"must be a date and time like 2026-07-17T08:30:00, not {data[name]!r}", "VT003")
 
     for name in DATE_FIELDS:
         if data.get(name) in (None, ""):
@@ -169,26 +170,26 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         try:
             values[name] = parse_date(data[name])
         except ValueError:
-            problem(name, f"must be a date like 2026-07-17, not {data[name]!r}")
+            problem(name, f"must be a date like 2026-07-17, not {data[name]!r}", "VT003")
 
     for name in LIST_FIELDS:
         value = data.get(name)
         if value is None:
             continue
         if not isinstance(value, list):
-            problem(name, "must be a list")
+            problem(name, "must be a list", "VT003")
             continue
         items = []
         for item in value:
             if not isinstance(item, str) or not item.strip():
-                problem(name, f"items must be text, not {item!r}")
+                problem(name, f"items must be text, not {item!r}", "VT003")
                 continue
             items.append(item.strip())
         values[name] = tuple(items)
 
     decision_id = values.get("id")
     if decision_id is not None and not ID_PATTERN.match(decision_id):
-        problem("id", f"must look like D-0007, not {decision_id!r}")
+        problem("id", f"must look like D-0007, not {decision_id!r}", "VT003")
         decision_id = None
 
     status = None
@@ -197,29 +198,29 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
             status = Status(values["status"])
         except ValueError:
             allowed = ", ".join(s.value for s in Status)
-            problem("status", f"unknown status {values['status']!r} (expected one of: {allowed})")
+            problem("status", f"unknown status {values['status']!r} (expected one of: {allowed})", "VT006")
 
     for topic in values.get("topics", ()):
         if not TOPIC_PATTERN.match(topic):
-            problem("topics", f"{topic!r} is not a kebab-case key (like article-footer)")
+            problem("topics", f"{topic!r} is not a kebab-case key (like article-footer)", "VT004")
     if "topics" in data and data.get("topics") == []:
         pass  # reported as required above
 
     summary = values.get("summary")
     if summary is not None:
         if "\n" in summary:
-            problem("summary", "must be one line")
+            problem("summary", "must be one line", "VT003")
         if len(summary) < MIN_TEXT:
-            problem("summary", f"must be at least {MIN_TEXT} characters ({len(summary)} given)")
+            problem("summary", f"must be at least {MIN_TEXT} characters ({len(summary)} given)", "VT005")
     for name in ("reason", "reask_reason"):
         text = values.get(name)
         if text is not None and len(text) < MIN_TEXT:
-            problem(name, f"must be at least {MIN_TEXT} characters ({len(text)} given)")
+            problem(name, f"must be at least {MIN_TEXT} characters ({len(text)} given)", "VT005")
 
     if status is not None:
         for name in REQUIRED_BY_STATUS[status]:
             if name not in values:
-                problem(name, f"is required when status is {status.value}")
+                problem(name, f"is required when status is {status.value}", "VT002")
 
     if decision_id is None or status is None:
         return None, problems

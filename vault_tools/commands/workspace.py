@@ -34,7 +34,7 @@ STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
 def blocking_problems(problems: Iterable[Problem]) -> list[Problem]:
     """The problems that make a note unusable: all but the stamps sealing will add."""
-    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.message.startswith("is required"))]
+    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.code == "VT002")]
 
 
 class Workspace:
@@ -166,7 +166,7 @@ class Workspace:
         rel = self.vault.relative(path)
         decision, problems = build_decision(note.data, path=rel, body=note.body, key_lines=note.key_lines)
         if problems or decision is None:
-            problem = problems[0] if problems else Problem(None, "is not a decision")
+            problem = problems[0] if problems else Problem(None, "is not a decision", code="VT001")
             raise NoteError(f"would not be a valid decision: {problem}", path=rel, line=problem.line)
         return decision
 

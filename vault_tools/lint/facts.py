@@ -1,0 +1,179 @@
+"""Everything the rules look at, read once: the vault's notes, the ledger, `git show` of the committed ledger,
+file times and the pinned pages. This is the only I/O lint does; every rule is a pure function of `Facts`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from ..errors import InconsistentVault
+from ..ledger import Event, History, histories, scan_ledger
+from ..model import Decision, LinkResolver, Problem, Status
+from ..pages import OPEN_QUESTIONS, PAGE_NAMES
+from ..commands.build import build, page_path
+from ..commands.workspace import Workspace
+from ..vault import Config, Vault, VaultState
+from .registry import LEDGER_PATH
+
+GIT_TIMEOUT_SECONDS = 10
+
+# Statuses of a note that took effect as a ruling (it is current, or was later superseded or retracted).
+TOOK_EFFECT = frozenset({Status.RULED, Status.SUPERSEDED, Status.RETRACTED})
+
+
+@dataclass
+class Facts:
+    """Everything the rules need, read once. Rules only look at this; they read no files."""
+
+    state: VaultState
+    today: dt.date
+    now: float  # seconds since the epoch, compared with file modification times
+    events: list[Event] = field(default_factory=list)  # the ledger lines that could be read
+    ledger_damage: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
+    ledger_lines: list[str] = field(default_factory=list)  # current ledger, one entry per line
+    committed_ledger: list[str] | None = None  # the ledger at git HEAD; None when there is none to compare
+    properties: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # frontmatter of decision notes
+    property_lines: dict[str, Mapping[str, int]] = field(default_factory=dict)  # the line of each property
+    mtimes: dict[str, float] = field(default_factory=dict)
+    body_lines: dict[str, int] = field(default_factory=dict)  # the line each decision note's body starts on
+    stale_pages: list[str] = field(default_factory=list)
+    over_budget: str | None = None  # the budget message, when the pages overflow it
+    open_questions_page: str = "Pinned/Open questions.md"
+
+    @property
+    def config(self) -> Config:
+        return self.state.config
+
+    @cached_property
+    def histories(self) -> dict[str, History]:
+        return histories(self.events)
+
+    @cached_property
+    def by_id(self) -> dict[str, Decision]:
+        return self.state.by_id()
+
+    @cached_property
+    def resolve(self) -> LinkResolver:
+        return self.state.resolver()
+
+    def sealed(self, decision: Decision) -> bool:
+        history = self.histories.get(decision.id)
+        return history is not None and history.sealed
+
+    def targets(self, decision: Decision) -> Iterator[tuple[str, Decision | None]]:
+        """Each `supersedes` link with the note it resolves to (None when it resolves to none)."""
+        for link in decision.supersedes:
+            target = self.resolve(link)
+            yield link, self.by_id.get(target) if target else None
+
+    def successor_of(self, decision: Decision) -> Decision | None:
+        target = self.resolve(decision.superseded_by) if decision.superseded_by else None
+        return self.by_id.get(target) if target else None
+
+    @cached_property
+    def successors(self) -> dict[str, list[Decision]]:
+        """For each note, the notes that took effect as rulings and list it in `supersedes`."""
+        found: dict[str, list[Decision]] = {}
+        for decision in self.state.decisions:
+            if decision.status in TOOK_EFFECT:
+                for _, target in self.targets(decision):
+                    if target is not None and target.id != decision.id:
+                        found.setdefault(target.id, []).append(decision)
+        return found
+
+    def problems(self, *codes: str) -> Iterator[tuple[str, Problem]]:
+        """The problems found while reading notes that belong to these rules, with each note's path."""
+        for path, problems in sorted(self.state.problems.items()):
+            for problem in problems:
+                if problem.code in codes:
+                    yield path, problem
+
+
+def first_line(decision: Decision, *names: str) -> int:
+    """The line of the first of these properties the note has; 1 when it has none of them."""
+    for name in names:
+        line = decision.line_of(name)
+        if line:
+            return line
+    return 1
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+def _git_env() -> dict[str, str]:
+    # Inside a git hook these point at the repository running the hook; `-C` must decide instead.
+    return {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+
+
+def committed_text(file: Path) -> str | None:
+    """The file as of git HEAD; None when it is not in a git repository or not committed."""
+    folder = file.parent if file.parent.is_dir() else file.parent.parent
+    try:
+        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=GIT_TIMEOUT_SECONDS, env=_git_env())
+        if top.returncode != 0:
+            return None
+        toplevel = Path(top.stdout.strip()).resolve()
+        relative = file.resolve().relative_to(toplevel).as_posix()
+        shown = subprocess.run(["git", "-C", str(toplevel), "show", f"HEAD:{relative}"], capture_output=True,
+                               timeout=GIT_TIMEOUT_SECONDS, env=_git_env())
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    if shown.returncode != 0:
+        return None  # no commit yet, or the ledger is new since the last one
+    return shown.stdout.decode("utf-8", errors="replace")
+
+
+def read_ledger(path: Path) -> tuple[list[str], list[Event], list[tuple[int, str]]]:
+    """The ledger's lines, the events that can be read, and every damaged line (line, message)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return [], [], []
+    except OSError as error:
+        return [], [], [(1, f"cannot be read: {error.strerror}")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return [], [], [(raw[:error.start].count(b"\n") + 1, "ledger is not UTF-8")]
+    events, damage = scan_ledger(text, LEDGER_PATH)
+    lines = text.split("\n")
+    return lines[:-1] if lines and not lines[-1] else lines, events, damage
+
+
+def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> Facts:
+    """Read everything the rules look at, once."""
+    ws = Workspace(vault)
+    state = vault.load()
+    facts = Facts(state=state, today=today or ws.today(), now=time.time() if now is None else now)
+    try:  # an intact ledger is read once, and remembered for the page check below
+        facts.events = vault.ledger.read()
+        text = vault.ledger.path.read_text(encoding="utf-8") if vault.ledger.path.exists() else ""
+        facts.ledger_lines = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n") if text else []
+    except (InconsistentVault, OSError):  # damaged: read what can be read, line by line
+        facts.ledger_lines, facts.events, facts.ledger_damage = read_ledger(vault.ledger.path)
+    committed = committed_text(vault.ledger.path)
+    if committed is not None:
+        facts.committed_ledger = [line.rstrip("\r") for line in committed.split("\n")]
+        if facts.committed_ledger and not facts.committed_ledger[-1]:
+            facts.committed_ledger.pop()
+    facts.properties, facts.property_lines, facts.body_lines = state.properties, state.property_lines, state.body_lines
+    for decision in state.decisions:
+        try:
+            facts.mtimes[decision.path] = (vault.root / decision.path).stat().st_mtime
+        except OSError:
+            pass
+    pages_exist = any(page_path(ws, name).exists() for name in PAGE_NAMES)
+    if state.decisions or state.broken or pages_exist:
+        built = build(ws, facts.today, check=True, state=state)
+        facts.stale_pages = built.stale
+        if built.pages.over_budget:
+            facts.over_budget = built.pages.budget_message()
+    facts.open_questions_page = vault.relative(page_path(ws, OPEN_QUESTIONS))
+    return facts

@@ -1,0 +1,48 @@
+"""`lint --fix`: the safe, mechanical repairs and nothing else. It never edits what the owner wrote."""
+from __future__ import annotations
+
+import datetime as dt
+import time
+
+from ..errors import VaultToolsError
+from ..ledger import histories
+from ..model import Status
+from ..commands.build import build
+from ..commands.seal import seal
+from ..commands.workspace import Workspace
+from ..vault import Vault
+from .facts import read_ledger
+
+
+def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
+    """Seal rulings past their settle window, then rebuild stale pages. Returns (done, not done)."""
+    ws = Workspace(vault)
+    state = vault.load()
+    moment = time.time() if now is None else now
+    _, events, _ = read_ledger(vault.ledger.path)
+    known = histories(events)
+    due = []
+    for decision in sorted(state.decisions, key=lambda d: d.number):
+        history = known.get(decision.id)
+        if decision.status is not Status.RULED or (history is not None and history.sealed):
+            continue
+        try:
+            age = moment - vault.path_of(decision).stat().st_mtime
+        except OSError:
+            continue
+        if age >= vault.config.settle_seconds:
+            due.append(decision.id)
+    done: list[str] = []
+    not_done: list[str] = []
+    if due:
+        try:
+            done += [f"sealed {d.id}" for d in seal(ws, due)]
+        except VaultToolsError:
+            for decision_id in due:  # seal what can be sealed, say why the rest cannot
+                try:
+                    done += [f"sealed {d.id}" for d in seal(ws, [decision_id])]
+                except VaultToolsError as error:
+                    not_done.append(f"could not seal {decision_id}: {error}")
+    built = build(ws, today)
+    done += [f"rebuilt {path}" for path in built.written]
+    return done, not_done

@@ -1,0 +1,104 @@
+"""Hygiene rules (VT040-VT043), warnings by default: questions left open, rulings due for review,
+topic spellings that drift apart, rulings with no source.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..dates import local_date
+from ..model import Decision, Status, TopicIndex
+from .facts import Facts, first_line
+from .registry import WARNING, Finding, rule
+
+
+@rule("VT040", "stale-question", WARNING)
+def stale_question(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a question open for longer than `stale_after_days` (default 14), counted from `asked_at`.
+
+    ## Why
+    An open question is work the owner has not done; left long enough it stops being seen.
+
+    ## How to fix
+    Rule on it, or withdraw it with `vault-tools withdraw ID --reason ...`.
+    """
+    limit = facts.config.stale_after_days
+    for decision in facts.state.decisions:
+        if decision.status is not Status.OPEN or decision.asked_at is None:
+            continue
+        age = (facts.today - local_date(decision.asked_at, facts.config.tz)).days
+        if age > limit:
+            yield Finding(decision.path, first_line(decision, "asked_at"),
+                          f"{decision.id} has been open for {age} days (stale_after_days is {limit})")
+
+
+@rule("VT041", "revisit-date-passed", WARNING)
+def revisit_date_passed(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a current ruling whose `revisit_by` date has passed.
+
+    ## Why
+    The owner asked to look at this ruling again by that date.
+
+    ## How to fix
+    Review it with the owner: confirm it with a new ruling that supersedes it (with a new `revisit_by`),
+    or retract it. To keep it as it is, add `vault-tools-ignore: [VT041]` to the note.
+    """
+    for decision in facts.state.decisions:
+        if decision.status is Status.RULED and decision.revisit_by and decision.revisit_by < facts.today:
+            yield Finding(decision.path, first_line(decision, "revisit_by"),
+                          f"{decision.id} was to be revisited by {decision.revisit_by.isoformat()}")
+
+
+@rule("VT042", "similar-topics", WARNING)
+def similar_topics(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports topics that look like variants of each other: plural and singular, another word order, a
+    missing hyphen, or one typo (`article-footer`, `article-footers`, `footer-article`,
+    `artcle-footer`). It uses the same near-match as `ask`. The less used spelling is reported.
+
+    ## Why
+    `ask` and `lookup` treat them as one topic anyway, but pages group by exact spelling, and a reader
+    cannot tell whether two topics were meant to differ.
+
+    ## How to fix
+    Use one spelling in notes that are not sealed yet. For sealed notes add
+    `vault-tools-ignore: [VT042]`, since their topics cannot change.
+    """
+    uses: dict[str, list[Decision]] = {}
+    for decision in sorted(facts.state.decisions, key=lambda d: d.number):
+        for topic in decision.topics:
+            uses.setdefault(topic, []).append(decision)
+    # The most used spelling (then the earliest) of each group is the one the others are measured against.
+    canonical = TopicIndex()
+    for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].number, t)):
+        common = next(iter(canonical.matches(topic)), None)
+        if common is None:
+            canonical.add(topic)
+            continue
+        users = ", ".join(d.id for d in uses[common][:3]) + (", ..." if len(uses[common]) > 3 else "")
+        for decision in uses[topic]:
+            yield Finding(decision.path, first_line(decision, "topics"),
+                          f"topic {topic!r} looks like a variant of {common!r} (used by {users})")
+
+
+@rule("VT043", "ruling-without-source", WARNING)
+def ruling_without_source(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a current ruling with no `source`.
+
+    ## Why
+    The source (a link to a note, "chat", a message id) is how anyone checks later that the owner
+    really said this.
+
+    ## How to fix
+    Add `source` before the ruling is sealed. A sealed ruling cannot take one any more: add
+    `vault-tools-ignore: [VT043]` to acknowledge it, or turn the rule off in `.vault-tools/config.yaml`.
+    """
+    for decision in facts.state.decisions:
+        if decision.status is Status.RULED and not decision.source:
+            yield Finding(decision.path, first_line(decision, "status"), f"{decision.id} is a ruling with no source")

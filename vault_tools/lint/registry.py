@@ -1,0 +1,151 @@
+"""The rule registry: what a rule is, the one table from code to rule, and what running rules reports.
+
+Each family module registers its rules with `@rule(code, name, severity)`;
+the rule's docstring (What it does / Why / How to fix) is its documentation,
+read by `lint --explain` and the README's rule table. A code is never reused
+for another rule.
+"""
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
+
+from ..errors import ConfigError
+from ..ledger import LEDGER_FILE
+from ..vault import CONFIG_FILE, STATE_DIR, Config
+
+if TYPE_CHECKING:
+    from .facts import Facts
+
+ERROR = "error"
+WARNING = "warning"
+SEVERITIES = (ERROR, WARNING)
+CODE_PATTERN = re.compile(r"^VT\d{3}$")
+DOC_HEADINGS = ("What it does", "Why", "How to fix")
+IGNORE_PROPERTY = "vault-tools-ignore"
+LEDGER_PATH = f"{STATE_DIR}/{LEDGER_FILE}"
+CONFIG_PATH = f"{STATE_DIR}/{CONFIG_FILE}"
+
+
+class Finding(NamedTuple):
+    """What a rule reports; the rule's code and severity are added by `lint`."""
+
+    path: str
+    line: int | None
+    message: str
+    severity: str | None = None  # only for a rule whose severity depends on the case
+
+
+Check = Callable[["Facts"], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    severity: str
+    check: Check
+    severity_shown: str  # how the table shows the default severity
+
+    @property
+    def doc(self) -> str:
+        return inspect.cleandoc(self.check.__doc__ or "")
+
+    def section(self, heading: str) -> str:
+        """One `## heading` section of the doc, as a single line of Markdown."""
+        parts = re.split(r"^## +(.+)$", self.doc, flags=re.MULTILINE)
+        sections = {parts[i].strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+        return " ".join(sections.get(heading, "").split())
+
+
+# The one table from code to rule, in the order the families register them (by code).
+RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, name: str, severity: str, severity_shown: str | None = None) -> Callable[[Check], Check]:
+    """Register the decorated check as the rule `code`; its docstring is the rule's doc."""
+    if not CODE_PATTERN.match(code):
+        raise ValueError(f"rule code {code!r} is not like VT001")
+    if severity not in SEVERITIES:
+        raise ValueError(f"{code}: severity {severity!r} is not one of {', '.join(SEVERITIES)}")
+
+    def register(check: Check) -> Check:
+        if code in RULES:
+            raise ValueError(f"{code} is registered twice: {RULES[code].name} and {name}")
+        RULES[code] = Rule(code, name, severity, check, severity_shown or severity)
+        return check
+
+    return register
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    severity: str
+    path: str  # vault-relative, forward slashes
+    line: int
+    message: str
+
+    @property
+    def name(self) -> str:
+        return RULES[self.code].name
+
+    def sort_key(self) -> tuple[str, int, str, str]:
+        return self.path, self.line, self.code, self.message
+
+
+@dataclass
+class Report:
+    diagnostics: list[Diagnostic]
+    ignored: int = 0  # findings a note opted out of with vault-tools-ignore
+    fixed: list[str] = field(default_factory=list)  # what --fix did
+    not_fixed: list[str] = field(default_factory=list)  # what --fix could not do, and why
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == ERROR)
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == WARNING)
+
+    def failed(self, strict: bool = False) -> bool:
+        return self.errors > 0 or (strict and self.warnings > 0)
+
+
+# -- codes named by the owner: `vault-tools-ignore` and `config.yaml` ----------------------------
+
+def ignore_problems(value: Any) -> list[str]:
+    """What is wrong with a `vault-tools-ignore` value (nothing when it is absent)."""
+    if value is None:
+        return []
+    codes = ignored_codes(value)
+    if codes is None:
+        return ["must be a list of rule codes, like [VT043]"]
+    return [f"names no rule: {code!r}" for code in sorted(codes) if code not in RULES]
+
+
+def ignored_codes(value: Any) -> set[str] | None:
+    if value is None:
+        return set()
+    if isinstance(value, str):
+        items: list[Any] = [part for part in re.split(r"[,\s]+", value) if part]
+    elif isinstance(value, list):
+        items = list(value)
+    else:
+        return None
+    if not all(isinstance(item, str) for item in items):
+        return None
+    return {item.strip().upper() for item in items}
+
+
+def check_config(config: Config) -> dict[str, str]:
+    """The severity overrides of `config.yaml`; refuses a code that names no rule."""
+    for code, setting in config.lint.items():
+        if code not in RULES:
+            raise ConfigError(f"lint: {code!r} names no rule (known: {', '.join(RULES)})", path=CONFIG_PATH)
+        if setting not in (ERROR, WARNING, "off"):
+            raise ConfigError(f"lint: {code} must be error, warning or off, not {setting!r}", path=CONFIG_PATH)
+    return dict(config.lint)

@@ -1,0 +1,105 @@
+"""Running the rules: `lint` over gathered facts, and `run_lint`, the one call the command line makes."""
+from __future__ import annotations
+
+import datetime as dt
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ..errors import UsageError
+from ..vault import Vault
+from .facts import Facts, gather
+from .fixes import fix as fix_vault
+from .formats import check_format, format_github, format_text, report_json, summary, workspace_file
+from .registry import IGNORE_PROPERTY, RULES, Diagnostic, Report, check_config, ignored_codes
+
+
+def _within(path: str, scopes: Sequence[str]) -> bool:
+    path = unicodedata.normalize("NFC", path)  # a name typed on one system may be spelt otherwise on disk
+    return any(scope in ("", ".") or path == scope or path.startswith(scope.rstrip("/") + "/")
+               for scope in (unicodedata.normalize("NFC", scope) for scope in scopes))
+
+
+def lint(facts: Facts, paths: Sequence[str] | None = None) -> Report:
+    """Every rule over the facts; `paths` (vault-relative) limit what is reported, not what is checked."""
+    overrides = check_config(facts.config)
+    diagnostics: list[Diagnostic] = []
+    ignored = 0
+    for code, rule_ in RULES.items():
+        setting = overrides.get(code)
+        if setting == "off":
+            continue
+        for finding in rule_.check(facts):
+            if paths is not None and not _within(finding.path, paths):
+                continue
+            if code in (ignored_codes(facts.properties.get(finding.path, {}).get(IGNORE_PROPERTY)) or set()):
+                ignored += 1
+                continue
+            severity = setting or finding.severity or rule_.severity
+            diagnostics.append(Diagnostic(code, severity, finding.path, finding.line or 1, finding.message))
+    diagnostics.sort(key=Diagnostic.sort_key)
+    return Report(diagnostics, ignored)
+
+
+def report_paths(root: Path, paths: Iterable[Path], cwd: Path | None = None) -> list[str] | None:
+    """The paths asked for, relative to the vault; None when none were given."""
+    given = list(paths)
+    if not given:
+        return None
+    found = []
+    for path in given:
+        absolute = (cwd or Path.cwd()) / path.expanduser()
+        if not absolute.exists():
+            raise UsageError("no such file or folder", path=str(path))
+        try:
+            relative = absolute.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            raise UsageError("is not inside the vault", path=str(path)) from None
+        found.append("" if relative == "." else relative)
+    return found
+
+
+@dataclass
+class LintResult:
+    """One run of `vault-tools lint`: the report (with what --fix did) and how to show it."""
+
+    report: Report
+    output_format: str  # text, json or github
+    failed: bool  # errors were found, or warnings under --strict: exit 1
+    lines: list[str]  # the diagnostics, one a line, in the text or github format (none for json)
+
+    @property
+    def fix_lines(self) -> list[str]:
+        """What --fix did, then what it could not do and why."""
+        return [*self.report.fixed, *self.report.not_fixed]
+
+    def summary(self) -> str:
+        return summary(self.report)
+
+    def as_json(self) -> dict[str, Any]:
+        return report_json(self.report)
+
+
+def run_lint(vault: Vault, *, paths: Iterable[Path] = (), fix: bool = False, strict: bool = False,
+             today: dt.date | None = None, output_format: str = "text", cwd: Path | None = None) -> LintResult:
+    """Check the vault against every rule, after the safe repairs when `fix` is set.
+
+    `paths` (relative to `cwd`, the current folder by default) limit what is
+    reported, not what is checked. Refuses, before anything is written, an
+    unknown format, a `config.yaml` naming no rule, and a path outside the vault.
+    """
+    check_format(output_format)
+    check_config(vault.config)
+    scopes = report_paths(vault.root, paths, cwd)
+    fixed: tuple[list[str], list[str]] = fix_vault(vault, today=today) if fix else ([], [])
+    report = lint(gather(vault, today=today), scopes)
+    report.fixed, report.not_fixed = fixed
+    if output_format == "github":
+        where = cwd or Path.cwd()
+        lines = [format_github(d, workspace_file(vault.root, d.path, where)) for d in report.diagnostics]
+    elif output_format == "text":
+        lines = [format_text(d) for d in report.diagnostics]
+    else:
+        lines = []
+    return LintResult(report, output_format, report.failed(strict), lines)

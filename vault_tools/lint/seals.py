@@ -1,0 +1,232 @@
+"""Seal and ledger rules (VT020-VT025): rulings are sealed, sealed notes are unchanged and agree with the
+ledger, and the ledger is intact and only ever appended to.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from .. import notes
+from ..errors import NoteError
+from ..ledger import Event, normalise_body, seal_hash, seal_payload
+from ..model import Decision, Status, build_decision
+from .facts import Facts, first_line
+from .registry import ERROR, LEDGER_PATH, WARNING, Finding, rule
+
+
+@rule("VT020", "unsealed-ruling", ERROR, "error (warning inside the settle window)")
+def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a ruled note that the ledger has not sealed. Inside the settle window (`settle_seconds`
+    after the note was last saved) it is a warning: the owner may still be fixing typos, and the
+    watcher seals it when the window ends. After that it is an error.
+
+    ## Why
+    Until it is sealed a ruling can still change without trace, and its `supersedes` have not been
+    applied.
+
+    ## How to fix
+    Run `vault-tools seal ID` (or `vault-tools lint --fix`, which seals rulings past the window), or
+    keep `vault-tools watch` running.
+    """
+    settle = facts.config.settle_seconds
+    for decision in facts.state.decisions:
+        if decision.status is not Status.RULED or facts.sealed(decision):
+            continue
+        where = first_line(decision, "status")
+        age = facts.now - facts.mtimes.get(decision.path, facts.now)
+        if age < settle:
+            yield Finding(decision.path, where, f"{decision.id} is ruled but not sealed yet; it is sealed when "
+                                                f"the settle window ({settle:g} s) ends", WARNING)
+        else:
+            yield Finding(decision.path, where, f"{decision.id} is ruled but not sealed; "
+                                                f"run `vault-tools seal {decision.id}`")
+
+
+@rule("VT021", "sealed-note-edited", ERROR)
+def sealed_note_edited(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a sealed note whose meaning no longer matches its seal: a sealed property (`summary`,
+    `topics`, `ruled_at`, `source`, `supersedes`, ...) or the body was edited in place. Renaming or
+    moving the note, Obsidian rewriting links, re-quoting YAML, line endings and properties the ledger
+    does not cover (`tags`, `aliases`, a linter's `modified`) are not edits.
+
+    ## Why
+    A ruling is immutable: an agent that cited it must be able to trust it still says the same. A
+    change is a new ruling that supersedes the old one, with a reason.
+
+    ## How to fix
+    Undo the edit (`git checkout -- PATH`, or `git diff` to see it). To change the ruling, write a new
+    note with `supersedes: ["[[old note]]"]` and a `reason`, or run
+    `vault-tools rule --supersedes ID --reason ...`. The watcher does this for you while it runs.
+    """
+    for decision in facts.state.decisions:
+        history = facts.histories.get(decision.id)
+        if history is None or not history.sealed or history.seal is None or not history.seal.hash:
+            continue
+        if seal_hash(decision, facts.resolve, facts.config.tz) == history.seal.hash:
+            continue
+        changed = _changed_parts(decision, history.seal, facts)
+        names = [name for name, _ in changed]
+        differ = f"{', '.join(names)} differ" if len(names) > 1 else f"{names[0]} differs" if names else "it differs"
+        line = next((line for _, line in changed if line), None)
+        yield Finding(decision.path, line or first_line(decision, "id"),
+                      f"{decision.id} was edited after it was sealed ({differ} from the sealed text); "
+                      "supersede a sealed ruling instead of editing it")
+
+
+def _changed_parts(decision: Decision, sealed: Event, facts: Facts) -> list[tuple[str, int | None]]:
+    """Which sealed fields (and the body) differ from the text the seal event kept, with the line of each."""
+    if not sealed.text:
+        return []
+    try:
+        note = notes.parse_text(sealed.text.removeprefix(notes.BOM), Path(decision.path))
+        before, _ = build_decision(note.data, path=decision.path, body=note.body, key_lines=note.key_lines)
+    except (NoteError, TypeError, AttributeError):
+        return []
+    if before is None:
+        return []
+    old = seal_payload(before, facts.resolve, facts.config.tz)
+    new = seal_payload(decision, facts.resolve, facts.config.tz)
+    changed: list[tuple[str, int | None]] = []
+    for name in new:
+        if old.get(name) == new[name]:
+            continue
+        if name != "body":
+            changed.append((name, decision.line_of(name)))
+            continue
+        start = facts.body_lines.get(decision.path)
+        old_lines, new_lines = normalise_body(before.body).split("\n"), normalise_body(decision.body).split("\n")
+        first = next((i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b),
+                     min(len(old_lines), len(new_lines)))
+        # Bodies are compared without their leading blank lines; count those back in for the file's line.
+        body = decision.body.replace("\r\n", "\n")
+        leading_blank_lines = len(body) - len(body.lstrip("\n"))
+        changed.append(("body", start + leading_blank_lines + first if start else None))
+    return changed
+
+
+@rule("VT022", "status-differs-from-ledger", ERROR)
+def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a note whose `status` (or `superseded_by`, or the `reason` of its end) disagrees with
+    what the ledger recorded: a superseded or retracted note put back to `ruled`, a ruling marked
+    `superseded` or `retracted` by hand, a withdrawn question reopened, a reason rewritten. A question the owner has just ruled or withdrawn in Obsidian
+    is not a disagreement: the ledger catches up when it is sealed.
+
+    ## Why
+    `superseded`, `withdrawn` and `retracted` are final, and moving a ruling to them is the tool's job,
+    so that the reason and the successor are recorded.
+
+    ## How to fix
+    Put the status back to what `vault-tools show ID` says the ledger recorded, then use
+    `vault-tools rule --supersedes`, `retract` or `withdraw` for the change you meant.
+    """
+    for decision in facts.state.decisions:
+        history = facts.histories.get(decision.id)
+        recorded = history.status if history else None
+        if recorded is None:
+            continue
+        where = first_line(decision, "status")
+        if decision.status is not recorded:
+            if recorded is Status.OPEN and decision.status in (Status.RULED, Status.WITHDRAWN):
+                continue
+            yield Finding(decision.path, where, f"status is {decision.status.value}, but the ledger recorded "
+                                                f"{recorded.value}")
+            continue
+        closing = next((e for e in reversed(history.events) if e.event in ("superseded", "withdrawn", "retracted")),
+                       None) if history is not None else None
+        if closing is not None and closing.reason and decision.reason != closing.reason:
+            yield Finding(decision.path, first_line(decision, "reason"),
+                          f"reason differs from the one the ledger recorded ({closing.reason!r})")
+        if recorded is Status.SUPERSEDED and closing is not None:
+            successor = facts.successor_of(decision)
+            if closing.successor and successor is not None and successor.id != closing.successor:
+                yield Finding(decision.path, first_line(decision, "superseded_by"),
+                              f"superseded_by names {successor.id}, but the ledger recorded {closing.successor}")
+
+
+@rule("VT023", "sealed-note-missing", ERROR)
+def sealed_note_missing(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a ruling the ledger sealed whose note is no longer in the vault (deleted, moved into a
+    skipped folder, or its `type: decision` removed).
+
+    ## Why
+    A deleted ruling is a reversal with no trace: the question it settled can be asked again.
+
+    ## How to fix
+    Restore the note (`git checkout`, or Obsidian's `.trash`). To drop a ruling, keep the note and run
+    `vault-tools retract ID --reason ...`.
+    """
+    present = {d.id for d in facts.state.decisions}
+    unreadable = [error.path or "" for error in facts.state.broken]
+    for decision_id, history in sorted(facts.histories.items()):
+        if not history.sealed or decision_id in present:
+            continue
+        if any(path == history.path or path.rsplit("/", 1)[-1].startswith(decision_id + " ") for path in unreadable):
+            continue  # the note is there but cannot be read (VT001)
+        line = next((e.line for e in reversed(history.events) if e.event == "sealed"), None)
+        yield Finding(LEDGER_PATH, line, f"{decision_id} is sealed in the ledger, but no decision note has that id "
+                                         f"(last seen at {history.path})")
+
+
+@rule("VT024", "damaged-ledger-line", ERROR)
+def damaged_ledger_line(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a ledger line that is torn (a write was interrupted), is not a JSON event, or whose checksum
+    no longer matches its content (it was edited).
+
+    ## Why
+    The ledger is the append-only record that seals are checked against; a damaged line means history
+    can no longer be trusted, so every write is refused until it is resolved.
+
+    ## How to fix
+    Restore `.vault-tools/ledger.jsonl` from git (`git checkout -- .vault-tools/ledger.jsonl`), or remove
+    a torn last line by hand. Never edit a ledger line.
+    """
+    for line, message in facts.ledger_damage:
+        yield Finding(LEDGER_PATH, line, message)
+
+
+@rule("VT025", "ledger-history-rewritten", ERROR)
+def ledger_history_rewritten(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    When the vault is in a git repository, compares the ledger with the last commit
+    (`git show HEAD:.vault-tools/ledger.jsonl`) and reports every committed line that was changed or
+    removed. Lines added after the committed ones are how the ledger grows.
+
+    ## Why
+    The ledger is append-only. A rewritten line can carry a valid checksum, so only the committed copy
+    shows that history was changed.
+
+    ## How to fix
+    Restore the committed lines (`git checkout -- .vault-tools/ledger.jsonl`); new events are appended
+    again by the commands that make them.
+    """
+    if facts.committed_ledger is None:
+        return
+    current = [line.rstrip("\r") for line in facts.ledger_lines]
+    remaining: dict[str, int] = {}
+    for line in current:
+        remaining[line] = remaining.get(line, 0) + 1
+    committed_set: dict[str, int] = {}
+    for line in facts.committed_ledger:
+        committed_set[line] = committed_set.get(line, 0) + 1
+    for number, line in enumerate(facts.committed_ledger, 1):
+        if not line.strip():
+            continue
+        if remaining.get(line, 0) > 0:
+            remaining[line] -= 1
+            continue
+        here = current[number - 1] if number <= len(current) else None
+        if here is not None and here.strip() and here not in committed_set:
+            yield Finding(LEDGER_PATH, number, f"line {number} was changed since the last commit")
+        else:
+            yield Finding(LEDGER_PATH, number, f"committed line {number} was removed")
