@@ -15,9 +15,10 @@ and `tests/test_docs.py` fails when a page differs from what they return.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Iterable, get_args
+from typing import Any, get_args
 
 import typer
 

@@ -20,15 +20,39 @@ renders reports, `--explain` and the README's rule table.
 from __future__ import annotations
 
 # The families register their rules on import; this order (by code) is the order of RULES.
-from . import schema, supersession, seals, pinned, hygiene  # noqa: F401
+from . import hygiene, pinned, schema, seals, supersession  # noqa: F401
 from .facts import TOOK_EFFECT, Facts, committed_text, first_line, gather, read_ledger
 from .fixes import fix
 from .formats import (
-    FORMATS, check_format, explain, format_github, format_text, report_json, rules_table, summary, workspace_file,
+    FORMATS,
+    check_format,
+    explain,
+    format_github,
+    format_text,
+    report_json,
+    rules_table,
+    summary,
+    workspace_file,
 )
 from .registry import (
-    CODE_PATTERN, CONFIG_PATH, DOC_HEADINGS, ERROR, IGNORE_PROPERTY, LEDGER_PATH, RULES, SEVERITIES, WARNING, Check,
-    Diagnostic, Finding, Report, Rule, check_config, ignore_problems, ignored_codes, rule,
+    CODE_PATTERN,
+    CONFIG_PATH,
+    DOC_HEADINGS,
+    ERROR,
+    IGNORE_PROPERTY,
+    LEDGER_PATH,
+    RULES,
+    SEVERITIES,
+    WARNING,
+    Check,
+    Diagnostic,
+    Finding,
+    Report,
+    Rule,
+    check_config,
+    ignore_problems,
+    ignored_codes,
+    rule,
 )
 from .runner import LintResult, lint, report_paths, run_lint
 

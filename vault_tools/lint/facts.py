@@ -7,17 +7,18 @@ import datetime as dt
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
+from ..commands.build import build, page_path
+from ..commands.workspace import Workspace
 from ..errors import InconsistentVault
 from ..ledger import Event, History, histories, scan_ledger
 from ..model import Decision, LinkResolver, Problem, Status
 from ..pages import OPEN_QUESTIONS, PAGE_NAMES
-from ..commands.build import build, page_path
-from ..commands.workspace import Workspace
 from ..vault import Config, Vault, VaultState
 from .registry import LEDGER_PATH
 
@@ -38,8 +39,8 @@ class Facts:
     ledger_damage: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
     ledger_lines: list[str] = field(default_factory=list)  # current ledger, one entry per line
     committed_ledger: list[str] | None = None  # the ledger at git HEAD; None when there is none to compare
-    properties: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # frontmatter of decision notes
-    property_lines: dict[str, Mapping[str, int]] = field(default_factory=dict)  # the line of each property
+    properties: dict[str, dict[str, Any]] = field(default_factory=dict)  # frontmatter of decision notes
+    property_lines: dict[str, dict[str, int]] = field(default_factory=dict)  # the line of each property
     mtimes: dict[str, float] = field(default_factory=dict)
     body_lines: dict[str, int] = field(default_factory=dict)  # the line each decision note's body starts on
     stale_pages: list[str] = field(default_factory=list)

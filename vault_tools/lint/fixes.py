@@ -4,12 +4,12 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-from ..errors import VaultToolsError
-from ..ledger import histories
-from ..model import Status
 from ..commands.build import build
 from ..commands.seal import seal
 from ..commands.workspace import Workspace
+from ..errors import VaultToolsError
+from ..ledger import histories
+from ..model import Status
 from ..vault import Vault
 from .facts import read_ledger
 

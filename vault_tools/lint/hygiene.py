@@ -3,7 +3,7 @@ topic spellings that drift apart, rulings with no source.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..dates import local_date
 from ..model import Decision, Status, TopicIndex

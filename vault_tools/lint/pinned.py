@@ -1,7 +1,7 @@
 """Pinned page rules (VT030-VT031): the pages an agent loads are current and fit its budget."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from .facts import Facts
 from .registry import ERROR, Finding, rule

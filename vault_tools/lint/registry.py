@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import ConfigError
 from ..ledger import LEDGER_FILE

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import datetime as dt
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..errors import UsageError
 from ..vault import Vault

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
-from ..model import DATE_FIELDS, DATETIME_FIELDS, Problem, Status, duplicate_ids, near_field_name
 from ..commands.workspace import STAMPED_FIELDS
+from ..model import DATE_FIELDS, DATETIME_FIELDS, Problem, Status, duplicate_ids, near_field_name
 from .facts import Facts, first_line
 from .registry import ERROR, IGNORE_PROPERTY, Finding, ignore_problems, rule
 
@@ -99,8 +99,8 @@ def invalid_field_value(facts: Facts) -> Iterator[Finding]:
                 if not pattern.match(text) and _parses_as_date(text):
                     yield Finding(path, lines.get(key),
                                   f"{key} {text!r} is not in Obsidian's date format; write it as {example}")
-        for problem in ignore_problems(data.get(IGNORE_PROPERTY)):
-            yield Finding(path, lines.get(IGNORE_PROPERTY), f"{IGNORE_PROPERTY} {problem}")
+        for complaint in ignore_problems(data.get(IGNORE_PROPERTY)):
+            yield Finding(path, lines.get(IGNORE_PROPERTY), f"{IGNORE_PROPERTY} {complaint}")
 
 
 def _parses_as_date(text: str) -> bool:

@@ -3,8 +3,8 @@ ledger, and the ledger is intact and only ever appended to.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .. import notes
 from ..errors import NoteError
@@ -99,7 +99,7 @@ def _changed_parts(decision: Decision, sealed: Event, facts: Facts) -> list[tupl
             continue
         start = facts.body_lines.get(decision.path)
         old_lines, new_lines = normalise_body(before.body).split("\n"), normalise_body(decision.body).split("\n")
-        first = next((i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b),
+        first = next((i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=False)) if a != b),
                      min(len(old_lines), len(new_lines)))
         # Bodies are compared without their leading blank lines; count those back in for the file's line.
         body = decision.body.replace("\r\n", "\n")

@@ -1,7 +1,7 @@
 """Supersession rules (VT010-VT015): `supersedes` and `superseded_by` links form one consistent chain."""
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..model import Status, supersedes_cycle
 from .facts import TOOK_EFFECT, Facts, first_line
