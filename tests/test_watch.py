@@ -49,9 +49,10 @@ class Scripted:
 
     Scripted time starts at the real time and only moves when the test says. Every file the
     test saves gets the scripted time as its mtime and is reported to `notice()`, as an observer
-    would report it. After each `step()` of the watcher, whatever it wrote (a changed size, mtime
+    would report it. After each `step()` of the watcher, whatever it wrote (a changed mtime, inode
     or content) is reported the same way and stamped with the scripted time, so the watcher sees
-    its own writes as it would live.
+    its own writes as it would live. (Within one step its writes still carry the real time, usually
+    behind the scripted time, so a later pass of the same reconcile may see them as already quiet.)
     """
 
     def __init__(self, vault: Path) -> None:
