@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from vault_tools import lint, notes
-from vault_tools.ledger import Ledger, histories, seal_hash
 from vault_tools.commands.workspace import Workspace
+from vault_tools.ledger import Ledger, histories, seal_hash
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Debouncer, Watcher, is_ignored
 
@@ -61,7 +61,7 @@ class Scripted:
         self.actions: list[Action] = []
         self.timeline: list[tuple[float, Action]] = []  # each action with the scripted time it was reported at
         self.writes: list[tuple[float, str]] = []  # (scripted time, vault-relative path) of each watcher write
-        ws = Workspace(Vault(vault), now=lambda: dt.datetime.fromtimestamp(self.now, dt.timezone.utc))
+        ws = Workspace(Vault(vault), now=lambda: dt.datetime.fromtimestamp(self.now, dt.UTC))
         self.watcher = Watcher(ws, on_action=self._report, clock=lambda: self.now)
         self._seen = self._files()
 
@@ -69,7 +69,7 @@ class Scripted:
         self.actions.append(action)
         self.timeline.append((self.now, action))
 
-    def __enter__(self) -> "Scripted":
+    def __enter__(self) -> Scripted:
         self.watcher.start(observe=False)
         self._observe()
         return self
@@ -172,7 +172,7 @@ class Running:
         self.actions.append(action)
         self.queue.put(action)
 
-    def __enter__(self) -> "Running":
+    def __enter__(self) -> Running:
         self.watcher.start()
         self.thread.start()
         return self
@@ -545,7 +545,7 @@ def _kill_9_at_random_moments(cli, tmp_path: Path, runs: int) -> int:
     killed_mid_work = 0
     for run in range(runs):
         vault = make_vault(tmp_path / f"v{run}")
-        typed = _scenario(vault, lambda *a: cli(*a, root=vault))["typed"]
+        typed = _scenario(vault, lambda *a, root=vault: cli(*a, root=root))["typed"]
         pid = os.fork()
         if pid == 0:  # the child: a watcher reconciling the vault at start
             try:

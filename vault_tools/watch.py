@@ -19,19 +19,16 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
-from typing import Callable
 
 from filelock import FileLock, Timeout
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from . import notes
-from .errors import ConfigError, NoteError, VaultToolsError
-from .ledger import History
-from .model import FINAL_STATUSES, Decision, Status
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
 from .commands.revise import reject_edit
@@ -39,6 +36,9 @@ from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
 from .commands.supersede import pending_supersessions, supersede_now
 from .commands.workspace import Workspace
+from .errors import ConfigError, NoteError, VaultToolsError
+from .ledger import History
+from .model import FINAL_STATUSES, Decision, Status
 from .vault import STATE_DIR, VaultState
 
 Clock = Callable[[], float]
