@@ -91,7 +91,7 @@ def decision_json(decision: Decision) -> dict[str, Any]:
         "summary": decision.summary, "path": decision.path,
         "asked_at": _when(decision.asked_at), "asked_by": decision.asked_by,
         "ruled_at": _when(decision.ruled_at), "ruled_by": decision.ruled_by,
-        "source": decision.source, "supersedes": list(decision.supersedes),
+        "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
         "superseded_by": decision.superseded_by, "reason": decision.reason,
         "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
         "revisit_by": _when(decision.revisit_by), "due": _when(decision.due),
@@ -183,15 +183,19 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          source: Annotated[str | None, typer.Option(help="Where the ruling came from.")] = None,
          ruled_at: Annotated[str | None, typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now).")] = None,
          supersedes: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
+         alongside: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling on the topic that still stands beside this one; repeatable.")] = [],  # noqa: B006
          reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
          body: Annotated[str | None, typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
          revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
          revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """Record the owner's ruling: on a question (ID) or given directly (--topic)."""
+    """Record the owner's ruling: on a question (ID) or given directly (--topic).
+
+    On a topic that already has a current ruling, say whether this one replaces it (--supersedes ID
+    --reason ...) or stands beside it (--alongside ID); otherwise it is refused."""
     from .commands.rule import rule as record_ruling
     decision = record_ruling(_workspace(vault), decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
-                            supersedes=supersedes, reason=reason, body=_read_body(body),
+                            supersedes=supersedes, alongside=alongside, reason=reason, body=_read_body(body),
                             revisit_if=revisit_if, revisit_by=revisit_by)
     if json_:
         _json(decision_json(decision))
@@ -222,6 +226,25 @@ def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The r
     from .commands.close import retract as retract_ruling
     decision = retract_ruling(_workspace(vault), decision_id, reason, by)
     _out(f"{decision.id} retracted")
+
+
+@app.command()
+def relate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A current, sealed ruling.")],
+           alongside: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling that stands beside it; repeatable.")] = [],  # noqa: B006
+           supersedes: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling it replaces; repeatable.")] = [],  # noqa: B006
+           reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
+           vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Say how a ruling stands to other current rulings on its topic: it replaces them, or they stand beside it."""
+    from .commands.amend import relate as relate_rulings
+    decision = relate_rulings(_workspace(vault), decision_id, alongside=alongside, supersedes=supersedes,
+                              reason=reason)
+    if json_:
+        _json(decision_json(decision))
+        return
+    for link in supersedes:
+        _out(f"{decision.id} supersedes {link}")
+    for link in alongside:
+        _out(f"{decision.id} stands alongside {link}")
 
 
 @app.command()
@@ -280,6 +303,8 @@ def _show(ws: Workspace, decision: Decision, history: History, body: str) -> Non
             _out(f"  {name}: {value}")
     for link in decision.supersedes:
         _out(f"  supersedes: {link}")
+    for link in decision.alongside:
+        _out(f"  alongside: {link}")
     _out(f"  sealed: {'yes' if history.sealed else 'no'}")
     for event in history.events:
         _out(f"  {event.at}  {event.event} by {event.actor}")
@@ -339,6 +364,10 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
             for _key, chain in item.via.values():
                 if chain:
                     _out(f"    settles it because {chain}")
+            for other in item.alongside:
+                _out(f"    stands alongside {_line(other, ws)}")
+            for other in item.not_said:
+                _out(f"    NOT SAID whether one replaces the other: {_line(other, ws)}")
             for old in item.chain:
                 _out(f"    superseded {_line(old, ws)}")
                 if old.reason:
@@ -355,6 +384,8 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
 def _lookup_json(item: Any) -> dict[str, Any]:
     data = decision_json(item.ruling)
     data["matched_topics"] = item.matched
+    data["alongside"] = [other.id for other in item.alongside]
+    data["not_said_whether_replaces"] = [other.id for other in item.not_said]
     data["settled_through"] = {topic: {"topic": key, "chain": chain} for topic, (key, chain) in item.via.items() if chain}
     data["chain"] = [decision_json(old) for old in item.chain]
     return data
@@ -410,6 +441,8 @@ def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOpt
     if json_:
         _json({"open_questions": [decision_json(d) for d in pages.open_questions],
                "rulings": [decision_json(d) for d in pages.current[:pages.rulings_shown]],
+               "not_said_whether_replaces": [{"newer": o.newer.id, "older": o.older.id, "topic": o.topic}
+                                             for o in pages.overlaps],
                "problems": [{"path": p.path, "line": p.line, "message": p.message}
                             for p in page_problems(state)],
                **_budget_json(pages)})

@@ -510,7 +510,8 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
         for topic in settles[newer.id]:
             index.add(topic)
             owners.setdefault(topic, []).append(newer)
-    return found
+    # the newest ruling first, and under it the older rulings newest first
+    return sorted(found, key=lambda o: (newest_first_key(o.newer, tz), newest_first_key(o.older, tz)), reverse=True)
 
 
 # -- whole-vault consistency ----------------------------------------------------------

@@ -29,6 +29,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from . import notes
+from .commands.amend import apply_owner_step, owner_step
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
 from .commands.revise import reject_edit
@@ -178,6 +179,14 @@ class _Pass:
         if ws.seal_hash_of(self.state, decision) == seal.hash and \
                 finish_interrupted_close(ws, self.state, decision, history, note):
             self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")
+            return True
+        step = owner_step(ws, self.state, decision, history)
+        if step is not None and step.kind == "incomplete":
+            self.invalid(decision.id, decision.path, step.why)  # left as typed: the owner is not done
+            return False
+        if step is not None:
+            apply_owner_step(ws, self.state, decision, history, note, step)
+            self.act(step.kind, decision.id, decision.path, step.why)
             return True
         self.reject_edit(decision, history, note)
         return True

@@ -96,6 +96,8 @@ class Workspace:
             status = decision.status
             if recorded.get(decision.id) in FINAL_STATUSES:
                 status = recorded[decision.id]
+            elif recorded.get(decision.id) is Status.RULED and status is Status.RETRACTED:
+                status = Status.RULED  # a retraction typed in Obsidian counts once it is recorded
             elif status is Status.RULED and decision.id in replaced:
                 status = Status.SUPERSEDED
             in_effect.append(decision if status is decision.status else replace(decision, status=status))
