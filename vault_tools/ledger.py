@@ -52,6 +52,7 @@ class Event:
     reason: str | None = None
     successor: str | None = None
     supersedes: tuple[str, ...] = ()
+    origin: str | None = None  # on `imported`: the foreign record it came from ("adr:...", "owner-ask:R-003")
     line: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
