@@ -19,19 +19,16 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
-from typing import Callable
 
 from filelock import FileLock, Timeout
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from . import notes
-from .errors import ConfigError, NoteError, VaultToolsError
-from .ledger import History
-from .model import FINAL_STATUSES, Decision, Status
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
 from .commands.revise import reject_edit
@@ -39,6 +36,9 @@ from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
 from .commands.supersede import pending_supersessions, supersede_now
 from .commands.workspace import Workspace
+from .errors import ConfigError, NoteError, VaultToolsError
+from .ledger import History
+from .model import FINAL_STATUSES, Decision, Status
 from .vault import STATE_DIR, VaultState
 
 Clock = Callable[[], float]
@@ -324,15 +324,19 @@ class Watcher:
             (self.vault.state_dir / "watch.pid").unlink(missing_ok=True)
             self._lock.release()
 
-    def start(self) -> None:
-        """Take the single-instance lock, start observing, then reconcile the whole vault."""
+    def start(self, *, observe: bool = True) -> list[Action]:
+        """Take the single-instance lock, start observing, then reconcile the whole vault.
+
+        With `observe=False` no observer is started: events come only from whoever calls `notice()`.
+        """
         self.acquire()
-        observer = Observer()  # started first: a change made during the reconcile is not missed
-        observer.schedule(_Handler(self), str(self.vault.root), recursive=True)
-        observer.daemon = True
-        observer.start()
-        self._observer = observer
-        self.process(everything=True)
+        if observe:
+            observer = Observer()  # started first: a change made during the reconcile is not missed
+            observer.schedule(_Handler(self), str(self.vault.root), recursive=True)
+            observer.daemon = True
+            observer.start()
+            self._observer = observer
+        return self.process(everything=True)
 
     def stop(self) -> None:
         with self._condition:
@@ -340,7 +344,7 @@ class Watcher:
             self._condition.notify_all()
 
     def run(self) -> None:
-        """Loop until `stop()`: wait for the next deadline, then process what is due."""
+        """Loop until `stop()`: wait for the next deadline (or a notice), then `step()`."""
         while True:
             with self._condition:
                 if self._stopping:
@@ -351,11 +355,22 @@ class Watcher:
                     self._condition.wait(timeout=min(timeout, 1.0) if timeout is not None else 1.0)
                 if self._stopping:
                     return
-                due = self.schedule.debouncer.due()
-                now = self.clock()
-                settled = [p for p, when in self.schedule.settle.items() if when <= now]
-            if due or settled:
-                self.process(paths=due)
+            self.step()
+
+    def step(self) -> list[Action]:
+        """What the loop does each time it wakes, at the clock's current time: process the vault
+        if a path has been quiet for the debounce time or a ruling's settle window has passed.
+
+        The loop calls it after each wait; a test calls it directly with a scripted clock,
+        after feeding `notice()` the paths an observer would have reported.
+        """
+        with self._condition:
+            due = self.schedule.debouncer.due()
+            now = self.clock()
+            settled = [p for p, when in self.schedule.settle.items() if when <= now]
+        if due or settled:
+            return self.process(paths=due)
+        return []
 
     # -- events -----------------------------------------------------------------
 

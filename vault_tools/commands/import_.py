@@ -22,6 +22,7 @@ from ..model import MIN_TEXT, Decision, Status
 from ..vault import VaultState, iter_markdown
 from .build import build
 from .close import retract, withdraw
+from .read import current_rulings_on
 from .rule import rule, write_ruling
 from .workspace import Workspace, sections
 
@@ -184,6 +185,13 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
     reason = record.reason if links else None
     if links:
         fields += [("supersedes", links), ("reason", reason)]
+    if ruling:  # a current ruling on the same topic that this record does not say it replaces stands beside it
+        replaced = {known.get(key) for key in record.supersedes}
+        beside = [found.ruling for found in current_rulings_on(ws, state, record.topics)
+                  if found.ruling.id not in replaced]
+        if beside:
+            fields.append(("alongside", [f"[[{d.title}]]" for d in beside]))
+            outcome.remarks.append(f"stands alongside {', '.join(d.id for d in beside)}, on the same topic")
     if record.reask_reason and len(record.reask_reason) >= MIN_TEXT:
         fields.append(("reask_reason", record.reask_reason))
     body = sections(("Question", record.question),
