@@ -5,6 +5,7 @@ output is one JSON document on stdout and nothing else.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -12,6 +13,7 @@ import platform
 import sys
 import tempfile
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -525,6 +527,17 @@ class _Progress:
         if self._bar is not None:
             self._bar.stop()
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The bar taken off the terminal while the owner is asked something."""
+        if self._bar is not None:
+            self._bar.stop()
+        try:
+            yield
+        finally:
+            if self._bar is not None:
+                self._bar.start()
+
 
 @app.command("import")
 def import_command(
@@ -573,11 +586,14 @@ def harvest(
     ws = _workspace(vault)
     interactive = not json_ and not dry_run and sys.stdin.isatty() and stderr.console.is_terminal
 
-    def ask_owner(outcome: Any) -> bool:
-        return bool(typer.confirm(f"{outcome.id} reads as a decision already made: \"{outcome.summary}\". "
-                                  "Record it as ruled?", default=False, err=True))
+    progress = _Progress("harvesting", not json_)
 
-    with _Progress("harvesting", not json_) as progress:
+    def ask_owner(outcome: Any) -> bool:
+        with progress.paused():
+            return bool(typer.confirm(f"{outcome.id} reads as a decision already made: \"{outcome.summary}\". "
+                                      "Record it as ruled?", default=False, err=True))
+
+    with progress:
         result = harvest_notes(ws, paths or [], dry_run=dry_run, link_back=link_back, confirm_ids=confirm,
                                confirm=ask_owner if interactive else None, progress=progress)
     if json_:
