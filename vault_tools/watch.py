@@ -41,7 +41,7 @@ from .ledger import History
 from .model import FINAL_STATUSES, Decision, Status
 from .vault import STATE_DIR, VaultState
 
-Clock = Callable[[], float]
+EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
 MAX_RECONCILE_PASSES = 200
 IGNORED_NAMES = ("*.tmp", "*.swp", "*.swx", ".#*", "*~", ".~*", "4913")  # editor temp and swap files
 IGNORED_FOLDERS = (".obsidian", ".trash", ".git", STATE_DIR)
@@ -239,7 +239,7 @@ def is_ignored(relative: str) -> bool:
 class Debouncer:
     """Per-key quiet-time debounce with an injectable clock: each touch restarts the key's wait."""
 
-    def __init__(self, quiet_seconds: float, clock: Clock = time.time) -> None:
+    def __init__(self, quiet_seconds: float, clock: EpochClock = time.time) -> None:
         self.quiet = quiet_seconds
         self.clock = clock
         self._last: dict[str, float] = {}
@@ -284,7 +284,7 @@ class Schedule:
 class Watcher:
     """Watches one vault. `start()` takes the lock and reconciles; `run()` loops until `stop()`."""
 
-    def __init__(self, ws: Workspace, *, on_action: Callable[[Action], None], clock: Clock = time.time,
+    def __init__(self, ws: Workspace, *, on_action: Callable[[Action], None], clock: EpochClock = time.time,
                  debounce_seconds: float | None = None, settle_seconds: float | None = None) -> None:
         self.ws = ws
         self.vault = ws.vault
@@ -389,6 +389,17 @@ class Watcher:
             self._condition.notify_all()
 
     # -- work -------------------------------------------------------------------
+
+    def run_once(self) -> None:
+        """Reconcile the whole vault once under the single-watcher lock (`watch --once`); raises what
+        stopped it, after it was logged."""
+        self.acquire()
+        try:
+            self.process(everything=True)
+        finally:
+            self.release()
+        if self.last_error is not None:
+            raise self.last_error
 
     def process(self, paths: list[str] | None = None, *, everything: bool = False) -> list[Action]:
         """Reconcile the vault, then rebuild the pages; report what was done.
