@@ -5,6 +5,7 @@ output is one JSON document on stdout and nothing else.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -12,6 +13,7 @@ import platform
 import sys
 import tempfile
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -523,6 +525,121 @@ def lint_command(
         stderr.print(result.summary(), markup=False)
     if result.failed:
         raise typer.Exit(1)
+
+
+class _Progress:
+    """A rich progress bar on stderr while long work runs, only when stderr is a terminal and not --json."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled and stderr.console.is_terminal
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import Progress
+            self._bar = Progress(console=stderr.console, transient=True)
+            self._bar.start()
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            return
+        if self._task is None:
+            self._task = self._bar.add_task(self.label, total=total)
+        self._bar.update(self._task, completed=done, total=total)
+
+    def __exit__(self, *_: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The bar taken off the terminal while the owner is asked something."""
+        if self._bar is not None:
+            self._bar.stop()
+        try:
+            yield
+        finally:
+            if self._bar is not None:
+                self._bar.start()
+
+
+@app.command("import")
+def import_command(
+        kind: Annotated[str, typer.Argument(metavar="KIND", help="owner-ask (a JSONL rulings and asks ledger) or adr "
+                                                                  "(adr-tools, MADR, log4brains).")],
+        folder: Annotated[Path, typer.Argument(metavar="DIR", help="The folder holding the records (for owner-ask, "
+                                                                    "the one with state/; for adr, any folder above the ADRs).")],
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be imported; write nothing.")] = False,
+        vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Bring decisions in from another record; run again, it imports nothing twice."""
+    from .commands.import_ import import_records, parse_source
+    ws = _workspace(vault)
+    parsed = parse_source(kind, folder)
+    with _Progress(f"importing {kind}", not json_) as progress:
+        result = import_records(ws, parsed, dry_run=dry_run, progress=progress)
+    if json_:
+        _json(result.as_json())
+        return
+    verb = "would import" if dry_run else "imported"
+    for outcome in result.created:
+        _out(f"{verb} {outcome.label} as {outcome.id or 'a new note'} ({outcome.status}): {outcome.summary}")
+        for remark in outcome.remarks:
+            _out(f"  {remark}")
+    for outcome in result.reviews:
+        _out(f"{'would ask' if dry_run else 'asked'} {outcome.id or ''} for review: {outcome.summary}".replace("  ", " "))
+    for skipped in result.skipped:
+        stderr.print(f"skipped {skipped.file}: {skipped.why}", markup=False)
+    for warning in result.warnings:
+        stderr.print(f"warning: {warning}", markup=False)
+    stderr.print(f"{result.files_read} file(s) read; {verb} {len(result.created)}, {len(result.reviews)} for review, "
+                 f"{len(result.already)} imported before, {len(result.skipped)} skipped", markup=False)
+
+
+@app.command()
+def harvest(
+        paths: Annotated[list[Path] | None, typer.Argument(metavar="[PATH]...", help="Notes or folders to read "
+                                                                                    "(default: the whole vault).")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be proposed; write nothing.")] = False,
+        link_back: Annotated[bool, typer.Option("--link-back", help="Add a block id (^d-0012) to the source note, so the "
+                                                                    "decision note links to the very line.")] = False,
+        confirm: Annotated[list[str], typer.Option("--confirm", metavar="ID", help="Record this harvested question as "
+                                                                                    "ruled, in its own words; repeatable.")] = [],  # noqa: B006
+        vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Propose a decision note for each decision written in passing (#decision, > [!decision], decision::)."""
+    from .commands.import_ import harvest as harvest_notes
+    ws = _workspace(vault)
+    interactive = not json_ and not dry_run and sys.stdin.isatty() and stderr.console.is_terminal
+
+    progress = _Progress("harvesting", not json_)
+
+    def ask_owner(outcome: Any) -> bool:
+        with progress.paused():
+            return bool(typer.confirm(f"{outcome.id} reads as a decision already made: \"{outcome.summary}\". "
+                                      "Record it as ruled?", default=False, err=True))
+
+    with progress:
+        result = harvest_notes(ws, paths or [], dry_run=dry_run, link_back=link_back, confirm_ids=confirm,
+                               confirm=ask_owner if interactive else None, progress=progress)
+    if json_:
+        _json(result.as_json())
+        return
+    verb = "would propose" if dry_run else "proposed"
+    for outcome in result.created:
+        _out(f"{verb} {outcome.id or ''} from {outcome.label}: {outcome.summary}".replace("  ", " "))
+    for outcome in result.confirmed:
+        _out(f"{outcome.id} ruled: {outcome.summary}")
+    for outcome in result.to_confirm:
+        hint = f"; confirm with `vault-tools harvest --confirm {outcome.id}`" if outcome.id else ""
+        _out(f"  {outcome.id or outcome.label} reads as already decided{hint}")
+    for rel in result.linked_back:
+        _out(f"linked back from {rel}")
+    for skipped in result.skipped:
+        stderr.print(f"skipped {skipped.file}: {skipped.why}", markup=False)
+    stderr.print(f"{result.notes_read} note(s) read; {verb} {len(result.created) + (len(result.to_confirm) if dry_run else 0)}, "
+                 f"{len(result.already)} harvested before, {len(result.skipped)} skipped", markup=False)
 
 
 @app.command()

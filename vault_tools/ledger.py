@@ -53,6 +53,7 @@ class Event:
     successor: str | None = None
     supersedes: tuple[str, ...] = ()
     alongside: tuple[str, ...] = ()  # ids of the current rulings a ruling stands beside
+    origin: str | None = None  # on `imported`: the foreign record it came from ("adr:...", "owner-ask:R-003")
     line: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:

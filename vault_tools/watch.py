@@ -419,6 +419,10 @@ class Watcher:
         actions: list[Action] = []
         now = self.clock()
         try:
+            if paths and self.ws.config.harvest_on_change:
+                from .commands.import_ import harvest_changed
+                actions += [Action("harvested", d.id, d.path, "a decision written in passing, proposed as a question")
+                            for d in harvest_changed(self.ws, paths)]
             result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle)
             actions += result.actions
             built = build(self.ws, state=result.state)

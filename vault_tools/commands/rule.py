@@ -55,7 +55,7 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
                       ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
             text = notes.render_note(fields, sections(("Ruling", body or summary)))
-            return _write_ruling(ws, state, path, None, text, actor, reason)
+            return write_ruling(ws, state, path, None, text, actor, reason)
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         question = ws.find(state, decision_id)
@@ -67,10 +67,10 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         text = notes.with_fields(note, changes)
         if body:
             text = text.rstrip("\r\n") + note.newline * 2 + sections(("Ruling", body)).replace("\n", note.newline)
-        return _write_ruling(ws, state, path, note, text, actor, reason)
+        return write_ruling(ws, state, path, note, text, actor, reason)
 
 
-def _write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
+def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
                   reason: str | None) -> Decision:
     decision = ws.parse_new(path, text)
     targets = supersede_targets(ws, state, decision, decision.supersedes)
