@@ -172,7 +172,7 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
             pass
     pages_exist = any(page_path(ws, name).exists() for name in PAGE_NAMES)
     if state.decisions or state.broken or pages_exist:
-        built = build(ws, facts.today, check=True, state=state)
+        built = build(ws, check=True, state=state)
         facts.stale_pages = built.stale
         if built.pages.over_budget:
             facts.over_budget = built.pages.budget_message()
