@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from . import __version__
+from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
 from .commands.workspace import Workspace
 from .dates import local_date
 from .errors import VaultToolsError
@@ -265,27 +266,36 @@ def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
 
 @app.command()
 def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
+         all_: Annotated[bool, typer.Option("--all", help="The whole body, however long (default: cut at "
+                                                          f"{SHOW_LIMIT:,} characters, saying so).")] = False,
          vault: VaultOption = None,
          json_: JsonOption = False) -> None:
-    """One decision note, with its ledger history."""
+    """One decision note: its properties, its body (Obsidian comments left out) and its ledger history."""
+    from .commands.read import body_view
     from .commands.read import show as show_decision
     ws = _workspace(vault)
     decision, history, problems = show_decision(ws, decision_id)
+    body = body_view(decision, None if all_ else SHOW_LIMIT)
     if json_:
         data = decision_json(decision)
+        data.update(_body_json(body))
         data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
         data["sealed"] = history.sealed
         data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
         _json(data)
     else:
-        _show(ws, decision, history)
+        _show(ws, decision, history, body.text)
     if problems:
         for problem in problems:
             stderr.print(f"{decision.path}:{problem.line or 1}: {problem}", markup=False)
         raise typer.Exit(3)
 
 
-def _show(ws: Workspace, decision: Decision, history: History) -> None:
+def _body_json(body: Any) -> dict[str, Any]:
+    return {"body": body.text, "sections": body.sections, "body_left_out": body.left_out}
+
+
+def _show(ws: Workspace, decision: Decision, history: History, body: str) -> None:
     _out(_line(decision, ws))
     _out(f"  file: {decision.path}")
     for name in ("source", "reask_reason", "revisit_if", "superseded_by", "reason"):
@@ -297,6 +307,9 @@ def _show(ws: Workspace, decision: Decision, history: History) -> None:
     _out(f"  sealed: {'yes' if history.sealed else 'no'}")
     for event in history.events:
         _out(f"  {event.at}  {event.event} by {event.actor}")
+    if body:
+        _out("")
+        _out(body)
 
 
 @app.command("list")
@@ -316,19 +329,37 @@ def list_(status: Annotated[str | None, typer.Option(metavar="STATUS", help="ope
 
 @app.command()
 def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help="Topic keys; near spellings count.")],
+           full: Annotated[bool, typer.Option("--full", help="Each ruling's whole body (cut at "
+                                                              f"{LOOKUP_FULL_LIMIT:,} characters, saying so).")] = False,
            vault: VaultOption = None,
            json_: JsonOption = False) -> None:
-    """Current rulings on these topics, newest first, each with what it superseded."""
+    """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded."""
+    from .commands.read import body_view, ruling_preview
     from .commands.read import lookup as lookup_topics
     ws = _workspace(vault)
     found, problems = lookup_topics(ws, topics)
     if json_:
-        _json([_lookup_json(item) for item in found])
+        items = []
+        for item in found:
+            data = _lookup_json(item)
+            data["ruling_preview"] = ruling_preview(item.ruling)
+            if full:
+                data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
+            items.append(data)
+        _json(items)
     else:
         if not found:
             stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
         for item in found:
             _out(_line(item.ruling, ws))
+            if full:
+                _out("")
+                _out("\n".join("    " + line if line else "" for line in
+                               body_view(item.ruling, LOOKUP_FULL_LIMIT).text.split("\n")))
+                _out("")
+            else:
+                for line in ruling_preview(item.ruling):
+                    _out(f"    | {line}")
             for _key, chain in item.via.values():
                 if chain:
                     _out(f"    settles it because {chain}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ..bodies import BodyView, preview, sections, view, without_comments
 from ..errors import UsageError
 from ..ledger import History
 from ..model import Decision, Problem, Status, describe_chain, newest_first_key, settled_topics, topics_match
@@ -79,3 +80,14 @@ def _chain(ws: Workspace, ruling: Decision, by_id: dict[str, Decision],
         chain.append(by_id[target])
         todo.extend(by_id[target].supersedes)
     return sorted(chain, key=lambda d: newest_first_key(d, ws.tz), reverse=True)
+
+
+def body_view(decision: Decision, limit: int | None) -> BodyView:
+    """The note's body as an agent is shown it, cut at `limit` characters (None: all) with a marker."""
+    return view(decision.body, limit, how_to_see_all=f"vault-tools show {decision.id} --all")
+
+
+def ruling_preview(decision: Decision) -> list[str]:
+    """The first lines of the note's `## Ruling` section (none when it has no such section)."""
+    section = sections(without_comments(decision.body.replace("\r\n", "\n"))).get("Ruling")
+    return preview(section) if section else []
