@@ -30,9 +30,11 @@ def stale_pinned_page(facts: Facts) -> Iterator[Finding]:
 def pages_over_budget(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
-    Reports when the open questions alone make the pages an agent loads larger than the budget
-    (`budget.lines`, `budget.bytes`). Rulings that do not fit move to the archive with a note saying so;
-    open questions are never cut.
+    Reports when the open questions alone do not fit what an agent loads: the pinned pages' budget
+    (`budget.lines`, `budget.bytes`), or the Claude Code session-start hook's (`vault-tools context
+    --budget claude-hook`, 9,500 characters). Rulings that do not fit are left out with a line saying
+    so; open questions are never cut, so `context` exits 1 instead (and a hook, with `--hook`, shows
+    the most urgent and counts the rest).
 
     ## Why
     What goes past an agent's load limit is dropped silently, and open questions must always be seen.
@@ -43,3 +45,5 @@ def pages_over_budget(facts: Facts) -> Iterator[Finding]:
     """
     if facts.over_budget:
         yield Finding(facts.open_questions_page, 1, facts.over_budget)
+    for message in facts.context_overflow:
+        yield Finding(facts.open_questions_page, 1, message)
