@@ -154,9 +154,10 @@ Add to CLAUDE.md / AGENTS.md:
   Before asking the owner anything, run `vault-tools ask "<question>" --topic <topic>`;
   if it is refused, the answer is in the ruling it names.
 
-Or load it at every session start (Claude Code, .claude/settings.json); Claude Code keeps only
-10,000 characters of hook output and cuts the rest silently, so the hook asks for less:
-  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context --budget claude-hook --hook"}]}]}}"""
+Or load it at every session start (Claude Code, .claude/settings.json):
+  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context --budget claude-hook --hook"}]}]}}
+Claude Code keeps only 10,000 characters of hook output and drops the rest without a word:
+--budget claude-hook stays under 9,500 characters, and --hook never fails the session."""
 
 
 @app.command()
