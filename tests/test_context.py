@@ -83,8 +83,12 @@ def test_one_oversized_note_cannot_starve_the_rest():
     assert len(found.text) <= 9500
     line = next(line for line in found.text.splitlines() if line.startswith("- D-09998 "))
     assert len(line) < 1000 and "more characters: vault-tools show D-09998]" in line
-    assert found.topics_left_out > 0  # 10,000 topics cannot be named in 9,500 characters: counted instead
-    assert "more topics not named here (budget)" in found.text
+    # Its topic list is over-long: the index names 20 of them and says so, and the rest of the vault still fits.
+    assert "D-09999 settles 9,980 more topics than named here (an over-long list): `vault-tools show D-09999`" in found.text
+    assert found.topics_left_out == 0 and {t for d in decisions for t in d.topics if d.status is Status.RULED} <= set(found.topics)
+    pinned = next(line for line in found.text.splitlines() if line.startswith("- D-09999 "))
+    assert found.rulings[0][0].id == "D-09999" and len(pinned) < 600 and "+9,995 more]" in pinned
+    assert "more characters: vault-tools show D-09999]" in pinned
 
 
 def test_rulings_most_likely_to_matter_come_first(cli, vault):

@@ -442,6 +442,7 @@ class Context:
 FIELD_LIMIT = 300  # characters of one field (summary, reason) in the agent's view
 TOPIC_LIMIT = 60  # characters of one topic name
 TOPICS_PER_LINE = 5  # topics named on one question or ruling line; the index names them all
+TOPICS_INDEXED_PER_NOTE = 20  # past this, a note's topic list is over-long: the index names 20 and says so
 PROBLEMS_LISTED = 10
 INDEX_WIDTH = 160
 _WIKILINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
@@ -553,7 +554,16 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
     question_lines = [_agent_question_line(q, targets(q) if q.supersedes else [], today, tz, settings) for q in questions]
 
     current = [d for d in decisions if d.status is Status.RULED]
-    topics = sorted({topic for ruling in current for topic in settled_topics(ruling, by_id, resolve)})
+    named: set[str] = set()
+    over_long: list[tuple[str, int]] = []  # rulings whose topic list is cut: (id, topics not named)
+    for ruling in current:
+        settles = list(settled_topics(ruling, by_id, resolve))  # its own topics first
+        named.update(settles[:TOPICS_INDEXED_PER_NOTE])
+        if len(settles) > TOPICS_INDEXED_PER_NOTE:
+            over_long.append((ruling.id, len(settles) - TOPICS_INDEXED_PER_NOTE))
+    topics = sorted(named)
+    cut_lines = [f"{ruling_id} settles {count:,} more topics than named here (an over-long list): "
+                 f"`vault-tools show {ruling_id}`" for ruling_id, count in sorted(over_long)]
     chosen = {ruling.id: _why_listed(ruling, today, tz, settings) for ruling in current}
 
     def priority(ruling: Decision) -> tuple[int, dt.datetime, int]:
@@ -592,6 +602,10 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
         if topics:
             out += [f"## Settled topics ({len(topics):,}): each has a current ruling", ""]
             out += _index_lines(topics[:n_topics], len(topics) - n_topics)
+            out += cut_lines[:PROBLEMS_LISTED]
+            if len(cut_lines) > PROBLEMS_LISTED:
+                out.append(f"{len(cut_lines) - PROBLEMS_LISTED:,} more rulings with over-long topic lists: "
+                           "`vault-tools lint`")
             out += ["", f"## Rulings ({n_rulings:,} of {len(current):,} listed; most likely to matter first)", ""]
             out += ruling_lines[:n_rulings]
             if out[-1]:
