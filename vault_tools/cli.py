@@ -485,13 +485,7 @@ def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault
     log = _watch_log(ws.vault.state_dir, json_)
     watcher = Watcher(ws, on_action=log)
     if once:
-        watcher.acquire()
-        try:
-            watcher.process(everything=True)
-        finally:
-            watcher.release()
-        if watcher.last_error is not None:
-            raise watcher.last_error  # already logged; the exit code says what kind of trouble
+        watcher.run_once()  # an error it raises was logged already; its exit code says what kind of trouble
         return
     previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -5,6 +5,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..bodies import BodyView, preview, sections, view, without_comments
+from ..dates import local_date
 from ..errors import UsageError
 from ..ledger import History
 from ..model import Decision, Problem, Status, describe_chain, newest_first_key, settled_topics, topics_match
@@ -91,3 +92,16 @@ def ruling_preview(decision: Decision) -> list[str]:
     """The first lines of the note's `## Ruling` section (none when it has no such section)."""
     section = sections(without_comments(decision.body.replace("\r\n", "\n"))).get("Ruling")
     return preview(section) if section else []
+
+
+def settled_line(ws: Workspace, found: Lookup) -> str:
+    ruling = found.ruling
+    day = local_date(ruling.ruled_at, ws.tz).isoformat() if ruling.ruled_at else "undated"
+    remarks = []
+    for topic, (key, chain) in found.via.items():
+        if key != topic:
+            remarks.append(f"your topic {topic} matched {key}")
+        if chain:
+            remarks.append(chain)
+    via = f" ({'; '.join(remarks)})" if remarks else ""
+    return f"{ruling.id} ruled {day}{via}: {ruling.summary}"
