@@ -23,7 +23,7 @@ from . import __version__
 from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
 from .commands.workspace import Workspace
 from .dates import local_date
-from .errors import VaultToolsError
+from .errors import UsageError, VaultToolsError
 from .ledger import History
 from .model import Decision
 from .vault import STATE_DIR, Vault, find_vault, load_config
@@ -640,6 +640,113 @@ def harvest(
         stderr.print(f"skipped {skipped.file}: {skipped.why}", markup=False)
     stderr.print(f"{result.notes_read} note(s) read; {verb} {len(result.created) + (len(result.to_confirm) if dry_run else 0)}, "
                  f"{len(result.already)} harvested before, {len(result.skipped)} skipped", markup=False)
+
+
+@app.command()
+def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
+            vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Every version and lifecycle event of a decision, oldest first, with what each changed in its text."""
+    from .commands.history import history as record_history
+    from .commands.history import text_diff
+    found = record_history(_workspace(vault), decision_id)
+    if json_:
+        items, before = [], None
+        for version in found.versions:
+            item: dict[str, Any] = {k: v for k, v in version.event.to_json().items() if k not in ("text", "hash")}
+            item["status"] = version.decision.status.value if version.decision else None
+            item["text"] = version.text
+            item["taken_from"] = version.taken_from or "ledger"
+            if version.text is not None:
+                item["diff"] = text_diff(before, version)
+                before = version
+            items.append(item)
+        _json({"id": found.id, "events": items, "remarks": found.remarks})
+        return
+    before = None
+    for version in found.versions:
+        event = version.event
+        extra = [f"reason: {event.reason}"] if event.reason else []
+        if event.successor:
+            extra.append(f"{'revision' if event.event == 'edit-rejected' else 'successor'}: {event.successor}")
+        if event.origin:
+            extra.append(f"from {event.origin}")
+        _out(f"{event.at}  {event.event} by {event.actor}  {event.path}")
+        for line in extra:
+            _out(f"  {line}")
+        if version.text is not None:
+            if version.taken_from:
+                _out(f"  (text taken from {version.taken_from})")
+            for line in text_diff(before, version):
+                _out(f"  {line}")
+            before = version
+    for remark in found.remarks:
+        stderr.print(f"note: {remark}", markup=False)
+
+
+RecordedOption = Annotated[bool, typer.Option("--recorded", help="Go by when the vault recorded each step (the "
+                                                                  "ledger's time) instead of when it was decided.")]
+
+
+@app.command("as-of")
+def as_of(date: Annotated[str, typer.Argument(metavar="DATE", help="A date (its end counts) or date and time, "
+                                                                    "in the vault's time zone.")],
+          topics: Annotated[list[str] | None, typer.Argument(metavar="[TOPIC]...", help="Only these topics "
+                                                                                         "(near spellings count).")] = None,
+          recorded: RecordedOption = False, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """The rulings in force on DATE: by when they were decided (ruled_at), or what the vault knew then (--recorded)."""
+    from .commands.history import rulings_as_of
+    ws = _workspace(vault)
+    found = rulings_as_of(ws, date, topics or [], recorded=recorded)
+    if json_:
+        _json([decision_json(s.decision) | {"in_force_since": s.since.isoformat() if s.since else None}
+               for s in found])
+        return
+    if not found:
+        stderr.print(f"no ruling in force on {date}" + (f" on {', '.join(topics)}" if topics else ""), markup=False)
+    for standing in found:
+        _out(_line(standing.decision, ws))
+
+
+@app.command()
+def changed(since: Annotated[str, typer.Option("--since", metavar="DATE", help="From this date (its start) or "
+                                                                                "date and time.")],
+            until: Annotated[str | None, typer.Option("--until", metavar="DATE", help="Up to this date (its end) "
+                                                                                      "or date and time (default: now).")] = None,
+            vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """What was asked, ruled, superseded, withdrawn or retracted in a period, by when the vault recorded it."""
+    from .commands.history import changed as changes_between
+    ws = _workspace(vault)
+    found = changes_between(ws, since, until)
+    if json_:
+        _json([{"event": c.event.event, "id": c.event.id, "at": c.event.at, "actor": c.event.actor,
+                "summary": c.summary, "reason": c.event.reason, "successor": c.event.successor,
+                "ruled_at": _when(c.ruled_at), "path": c.event.path} for c in found])
+        return
+    for change in found:
+        event = change.event
+        decided = f" (decided {_when(change.ruled_at)})" if change.ruled_at is not None else ""
+        _out(f"{event.at}  {event.event:<10} {event.id}{decided}  {change.summary or ''}".rstrip())
+        if event.reason:
+            _out(f"  because: {event.reason}")
+        if event.successor and event.event == "superseded":
+            _out(f"  by {event.successor}")
+    if not found:
+        stderr.print("nothing changed in that period", markup=False)
+
+
+@app.command()
+def export(format_: Annotated[str, typer.Option("--format", help="jsonl (one record a line, for `import export`) "
+                                                                  "or md (a readable page).")] = "jsonl",
+           as_of_: Annotated[str | None, typer.Option("--as-of", metavar="DATE", help="As the decisions stood on "
+                                                                                      "this date (default: now).")] = None,
+           recorded: RecordedOption = False, vault: VaultOption = None) -> None:
+    """A snapshot of every decision, now or as of a date, as JSON lines or Markdown, on stdout."""
+    from .commands.history import export_jsonl, export_markdown, export_records
+    if format_ not in ("jsonl", "md"):
+        raise UsageError(f"unknown --format {format_!r} (expected jsonl or md)")
+    ws = _workspace(vault)
+    rows = export_records(ws, as_of_, recorded=recorded)
+    typer.echo(export_jsonl(ws, rows, as_of_) if format_ == "jsonl" else export_markdown(rows, as_of_), nl=False)
 
 
 @app.command()

@@ -204,7 +204,7 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
     else:
         decision = ws.parse_new(path, text)
         notes.create_note(path, text)
-        ws.vault.ledger.append([ws.event("asked", decision, record.asked_by or ws.config.default_asker)])
+        ws.vault.ledger.append([ws.asked_event(decision, record.asked_by or ws.config.default_asker, text)])
     ws.vault.ledger.append([ws.event("imported", decision, IMPORT_ACTOR, origin=record.key)])
     if record.status == RETRACTED:
         decision = retract(ws, decision.id, record.reason, ruler)
@@ -235,7 +235,7 @@ def _review_question(ws: Workspace, state: VaultState, review: Review, record: R
     text = notes.render_note(fields, sections(("Question", summary), ("Context", " ".join(how))))
     decision = ws.parse_new(path, text)
     notes.create_note(path, text)
-    ws.vault.ledger.append([ws.event("asked", decision, IMPORT_ACTOR),
+    ws.vault.ledger.append([ws.asked_event(decision, IMPORT_ACTOR, text),
                             ws.event("imported", decision, IMPORT_ACTOR, origin=review.key)])
     return decision
 
@@ -365,7 +365,7 @@ def _harvested_note(ws: Workspace, state: VaultState, candidate: harvesting.Cand
     if link_back and candidate.block_id is None:
         linked = harvesting.with_block_id(text, candidate, block_id or new_id.lower())
     notes.create_note(note_path, note_text)
-    ws.vault.ledger.append([ws.event("asked", decision, ws.config.default_ruler),
+    ws.vault.ledger.append([ws.asked_event(decision, ws.config.default_ruler, note_text),
                             ws.event("imported", decision, "vault-tools harvest", origin=candidate.key)])
     if linked is not None:
         notes.write_atomic(path, notes.encode(linked, bom=bom))
