@@ -331,7 +331,8 @@ def list_(status: Annotated[str | None, typer.Option(metavar="STATUS", help="ope
 
 
 @app.command()
-def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help="Topic keys; near spellings count.")],
+def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help="Topic keys (near spellings count), "
+                                                                              "or free text, searched when no topic matches.")],
            full: Annotated[bool, typer.Option("--full", help="Each ruling's whole body (cut at "
                                                               f"{LOOKUP_FULL_LIMIT:,} characters, saying so).")] = False,
            vault: VaultOption = None,
@@ -339,8 +340,12 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
     """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded."""
     from .commands.read import body_view, ruling_preview
     from .commands.read import lookup as lookup_topics
+    from .commands.read import is_topic_key
     ws = _workspace(vault)
-    found, problems = lookup_topics(ws, topics)
+    found, problems = lookup_topics(ws, topics) if all(map(is_topic_key, topics)) else ([], [])
+    if not found and not problems:
+        _search_fallback(ws, " ".join(topics), json_)
+        return
     if json_:
         items = []
         for item in found:
@@ -381,6 +386,49 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
         stderr.print(f"error: {len(problems)} decision note(s) cannot be read; the answer may be incomplete",
                      style="red", markup=False)
         raise typer.Exit(3)
+
+
+def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
+    """`lookup` with no topic matching: the decisions whose words match, best first."""
+    from .commands.read import search as search_decisions
+    result = search_decisions(ws, text.replace("-", " "), limit=5)
+    for notice in result.notices:
+        stderr.print(f"note: {notice}", markup=False)
+    if json_:
+        _json([hit.as_json() | {"matched_by": "words"} for hit in result.hits])
+        return
+    if not result.hits:
+        stderr.print(f"no current ruling on {text}, and no decision mentions it", markup=False)
+        return
+    stderr.print(f"no topic matches {text!r}; decisions whose words match:", markup=False)
+    _print_hits(result.hits)
+
+
+def _print_hits(hits: list[Any]) -> None:
+    for hit in hits:
+        mark = f" [{hit.status.value.upper()}]" if hit.historical else ""
+        _out(f"{hit.id}  {hit.status.value:<10} [{', '.join(hit.topics)}]  {hit.summary}{mark}")
+        _out(f"    | {' '.join(hit.snippet.split())}")
+
+
+@app.command()
+def search(query: Annotated[list[str], typer.Argument(metavar="QUERY...", help="Words to look for (any of them; "
+                                                                               "accents and word endings do not matter).")],
+           history: Annotated[bool, typer.Option("--history", help="Also superseded, withdrawn and retracted "
+                                                                    "decisions, marked as such.")] = False,
+           limit: Annotated[int, typer.Option("--limit", metavar="N", help="At most this many results.")] = 20,
+           vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Find decisions by their words: current rulings and open questions, best match first, with the matching passage."""
+    from .commands.read import search as search_decisions
+    result = search_decisions(_workspace(vault), " ".join(query), history=history, limit=limit)
+    for notice in result.notices:
+        stderr.print(f"note: {notice}", markup=False)
+    if json_:
+        _json([hit.as_json() for hit in result.hits])
+        return
+    if not result.hits:
+        stderr.print("no decision matches", markup=False)
+    _print_hits(result.hits)
 
 
 def _lookup_json(item: Any) -> dict[str, Any]:
