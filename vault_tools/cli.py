@@ -338,9 +338,8 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
            vault: VaultOption = None,
            json_: JsonOption = False) -> None:
     """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded."""
-    from .commands.read import body_view, ruling_preview
+    from .commands.read import body_view, is_topic_key, ruling_preview
     from .commands.read import lookup as lookup_topics
-    from .commands.read import is_topic_key
     ws = _workspace(vault)
     found, problems = lookup_topics(ws, topics) if all(map(is_topic_key, topics)) else ([], [])
     if not found and not problems:
