@@ -145,6 +145,8 @@ class SearchIndex:
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+        # Derived data: a crash mid-write at worst damages it, and a damaged index is built again.
+        connection.execute("PRAGMA synchronous = OFF")
         connection.executescript(f"""
             CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INT, mtime_ns INT, ctime_ns INT, inode INT,
                                               indexed_at_ns INT, doc INT);
