@@ -152,12 +152,14 @@ Add to .pre-commit-config.yaml:
         always_run: true
 
 Add to CLAUDE.md / AGENTS.md:
-  At the start of every session run `vault-tools context` and follow it.
+  At the start of every session run `vault-tools context --budget claude-hook` and follow it.
   Before asking the owner anything, run `vault-tools ask "<question>" --topic <topic>`;
   if it is refused, the answer is in the ruling it names.
 
 Or load it at every session start (Claude Code, .claude/settings.json):
-  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context"}]}]}}"""
+  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context --budget claude-hook --hook"}]}]}}
+Claude Code keeps only 10,000 characters of hook output and drops the rest without a word:
+--budget claude-hook stays under 9,500 characters, and --hook never fails the session."""
 
 
 @app.command()
@@ -170,7 +172,9 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Register a question for the owner; refused when its topic is already settled or open."""
     from .commands.ask import ask as ask_question
-    decision = ask_question(_workspace(vault), summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
+    ws = _workspace(vault)
+    decision = ask_question(ws, summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
+    _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
     else:
@@ -196,15 +200,30 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
     On a topic that already has a current ruling, say whether this one replaces it (--supersedes ID
     --reason ...) or stands beside it (--alongside ID); otherwise it is refused."""
     from .commands.rule import rule as record_ruling
-    decision = record_ruling(_workspace(vault), decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
+    ws = _workspace(vault)
+    decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
                             supersedes=supersedes, alongside=alongside, reason=reason, body=_read_body(body),
                             revisit_if=revisit_if, revisit_by=revisit_by)
+    _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
     else:
         _out(f"{decision.id} ruled and sealed: {decision.path}")
         for link in decision.supersedes:
             _out(f"  supersedes {link}")
+
+
+def _refresh_pages(ws: Workspace) -> None:
+    """After a command changed a decision: the pinned pages as the vault now stands, so nobody opening
+    `Pinned/` sees the state before it. The change itself is done; a page that cannot be written is a warning."""
+    from .commands.build import build as build_pages
+    try:
+        result = build_pages(ws)
+    except (VaultToolsError, OSError) as error:
+        stderr.print(f"warning: the pinned pages were not rebuilt ({error}); run `vault-tools build`", markup=False)
+        return
+    for kept in result.kept:
+        stderr.print(f"a pinned page was edited by hand; the edited copy is kept in {kept}", markup=False)
 
 
 ReasonOption = Annotated[str, typer.Option(help="Why (at least 20 characters).")]
@@ -216,7 +235,9 @@ def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The 
              by: ByOption = None, vault: VaultOption = None) -> None:
     """Drop an open question that will not be answered."""
     from .commands.close import withdraw as withdraw_question
-    decision = withdraw_question(_workspace(vault), decision_id, reason, by)
+    ws = _workspace(vault)
+    decision = withdraw_question(ws, decision_id, reason, by)
+    _refresh_pages(ws)
     _out(f"{decision.id} withdrawn")
 
 
@@ -226,7 +247,9 @@ def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The r
             by: ByOption = None, vault: VaultOption = None) -> None:
     """Declare a ruling wrong (recorded in error), with no replacement."""
     from .commands.close import retract as retract_ruling
-    decision = retract_ruling(_workspace(vault), decision_id, reason, by)
+    ws = _workspace(vault)
+    decision = retract_ruling(ws, decision_id, reason, by)
+    _refresh_pages(ws)
     _out(f"{decision.id} retracted")
 
 
@@ -238,8 +261,9 @@ def relate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A curr
            vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Say how a ruling stands to other current rulings on its topic: it replaces them, or they stand beside it."""
     from .commands.amend import relate as relate_rulings
-    decision = relate_rulings(_workspace(vault), decision_id, alongside=alongside, supersedes=supersedes,
-                              reason=reason)
+    ws = _workspace(vault)
+    decision = relate_rulings(ws, decision_id, alongside=alongside, supersedes=supersedes, reason=reason)
+    _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
         return
@@ -255,7 +279,9 @@ def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Seal ruled notes now instead of waiting for the settle window."""
     from .commands.seal import seal as seal_rulings
-    sealed = seal_rulings(_workspace(vault), decision_ids or [])
+    ws = _workspace(vault)
+    sealed = seal_rulings(ws, decision_ids or [])
+    _refresh_pages(ws)
     if json_:
         _json([decision_json(d) for d in sealed])
         return
@@ -451,10 +477,13 @@ def _today(value: str | None) -> dt.date | None:
 
 @app.command()
 def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if a page is stale.")] = False,
-          today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+          today: Annotated[str | None, typer.Option("--today", metavar="DATE", hidden=True,
+                                                    help="Accepted for older scripts; the pages do not depend on the date.")] = None,
+          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Regenerate the pinned pages (open questions, decisions log, archive)."""
     from .commands.build import build as build_pages
-    result = build_pages(_workspace(vault), _today(today), check=check)
+    _today(today)  # still checked: a bad date is a usage error
+    result = build_pages(_workspace(vault), check=check)
     pages = result.pages
     if json_:
         _json({"written": result.written, "stale": result.stale, "kept": result.kept, "over_budget": pages.over_budget,
@@ -480,25 +509,52 @@ def _budget_json(pages: Any) -> dict[str, Any]:
 
 
 @app.command()
-def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """What an agent loads at session start: the open questions and the decisions log."""
-    from .commands.build import page_problems
-    from .commands.build import pages as agent_pages
+def context(budget: Annotated[str, typer.Option(
+                "--budget", metavar="BUDGET",
+                help="What the consumer loads without cutting: claude-hook (9,500 characters), codex-hook (2,400 "
+                     "tokens, counted as 1 per 3 ASCII characters and 1 per other character), memory-file (200 lines, "
+                     "25,000 bytes), config (the vault's budget.lines and budget.bytes; the default) or a number of "
+                     "characters.")] = "config",
+            hook: Annotated[bool, typer.Option(
+                "--hook", help="For an agent hook, which must not fail: if the open questions alone overflow the "
+                               "budget, print the most urgent that fit and a line counting the rest, warn on "
+                               "stderr, and exit 0.")] = False,
+            today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """What an agent reads at session start: open questions, settled topics and rulings, within a budget."""
+    from .commands.build import context as agent_context
     ws = _workspace(vault)
-    state = ws.state()
-    pages = agent_pages(ws, _today(today), state)
+    found = agent_context(ws, budget, _today(today))
+    overflow = found.questions_overflow
+    if overflow and not hook:
+        stderr.print(f"error: {overflow}; nothing printed (a hook can pass --hook to show the most urgent)",
+                     style="red", markup=False)
+        raise typer.Exit(1)
     if json_:
-        _json({"open_questions": [decision_json(d) for d in pages.open_questions],
-               "rulings": [decision_json(d) for d in pages.current[:pages.rulings_shown]],
-               "not_said_whether_replaces": [{"newer": o.newer.id, "older": o.older.id, "topic": o.topic}
-                                             for o in pages.overlaps],
-               "problems": [{"path": p.path, "line": p.line, "message": p.message}
-                            for p in page_problems(state)],
-               **_budget_json(pages)})
+        _json(_context_json(found))
     else:
-        typer.echo(pages.agent_text, nl=False)
-    if pages.over_budget:
-        stderr.print(f"warning: {pages.budget_message()}", markup=False)
+        typer.echo(found.text, nl=False)
+    if overflow:
+        stderr.print(f"warning: {overflow}; {found.questions_left_out} not shown", markup=False)
+
+
+def _context_json(found: Any) -> dict[str, Any]:
+    def ruling(item: Any) -> dict[str, Any]:
+        decision, why = item
+        return {**decision_json(decision), "pinned": decision.pinned, "why": why}
+
+    budget, usage = found.budget, found.usage
+    return {"budget": {"name": budget.name, "characters": budget.chars, "lines": budget.lines, "bytes": budget.bytes,
+                       "tokens": budget.tokens},
+            "used": {"characters": usage.chars, "lines": usage.lines, "bytes": usage.bytes, "tokens": usage.tokens},
+            "open_questions": [decision_json(d) for d in found.open_questions],
+            "open_questions_left_out": found.questions_left_out,
+            "problems": [{"path": p.path, "line": p.line, "message": p.message} for p in found.problems],
+            "problems_left_out": found.problems_left_out,
+            "topics": found.topics, "topics_left_out": found.topics_left_out,
+            "rulings": [ruling(item) for item in found.rulings], "rulings_left_out": found.rulings_left_out,
+            "not_said_whether_replaces": [{"newer": o.newer.id, "older": o.older.id, "topic": o.topic}
+                                          for o in found.overlaps],
+            "text": found.text}
 
 
 @app.command()

@@ -48,6 +48,16 @@ DATE_FIELDS = ("revisit_by", "due")
 LIST_FIELDS = ("topics", "supersedes", "alongside")
 KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS)
 
+# The owner's mark for a ruling the agent's view always lists in full. Not a ledger field: the owner
+# sets and clears it at any time, on sealed rulings too, like `tags`.
+PINNED = "pinned"
+
+
+def is_pinned(value: Any) -> bool:
+    """An Obsidian checkbox (`pinned: true`), or the text `true` / `yes` typed by hand."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
+
+
 # The fields whose parsed values the seal covers (plus the body).
 SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
                  "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside")
@@ -96,6 +106,7 @@ class Decision:
     revisit_if: str | None = None
     revisit_by: dt.date | None = None
     due: dt.date | None = None
+    pinned: bool = False  # the owner's `pinned: true`: always listed in full in the agent's view
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -248,6 +259,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         revisit_if=values.get("revisit_if"),
         revisit_by=values.get("revisit_by"),
         due=values.get("due"),
+        pinned=is_pinned(data.get(PINNED)),
         key_lines=lines,
     )
     return decision, problems
