@@ -539,6 +539,35 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
     return sorted(found, key=lambda o: (newest_first_key(o.newer, tz), newest_first_key(o.older, tz)), reverse=True)
 
 
+# -- a ruling that does not answer yet -----------------------------------------------------
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
+def unanswered(decision: Decision, *, unchanged_question_counts: bool = True) -> str | None:
+    """Why a note marked ruled does not hold an answer yet, in plain words; None when it does.
+
+    Its summary still asks (ends with a question mark), or is still the question's own text (the first
+    line of its `## Question` section, punctuation and case aside): the owner set `status: ruled` but has
+    not written the answer where the agent reads it. A summary given on purpose (`rule --summary`, a
+    harvested statement confirmed as it is) is checked only for the question mark."""
+    if decision.status is not Status.RULED:
+        return None
+    summary = decision.summary.strip()
+    if summary.endswith("?"):
+        return (f"{decision.id} is marked ruled, but its summary still asks the question: "
+                "write the answer in `summary`")
+    if unchanged_question_counts and "Question" in decision.body:
+        from .bodies import sections
+
+        question = next((line for line in sections(decision.body).get("Question", "").splitlines() if line.strip()), "")
+        if question and _words(question) == _words(summary):
+            return (f"{decision.id} is marked ruled, but its summary is still the question's text: "
+                    "write the answer in `summary`")
+    return None
+
+
 # -- whole-vault consistency ----------------------------------------------------------
 
 def duplicate_ids(decisions: Iterable[Decision]) -> dict[str, list[Decision]]:

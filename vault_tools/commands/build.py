@@ -4,11 +4,13 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import notes
-from ..errors import UsageError
+from ..errors import UsageError, VaultToolsError
+from ..model import Status, unanswered
 from ..pages import (
     NOTICE,
     PAGE_NAMES,
@@ -37,12 +39,25 @@ def page_path(ws: Workspace, name: str) -> Path:
     return ws.vault.root / ws.config.pinned_folder / f"{name}.md"
 
 
-def page_problems(state: VaultState) -> list[PageProblem]:
-    """The decision notes that cannot be read or used, as the pages and the agent's view list them."""
+def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = None) -> list[PageProblem]:
+    """The decision notes that cannot be read or used, as the pages and the agent's view list them; with
+    the ledger's statuses (`recorded`), also the rulings not sealed yet that do not hold an answer."""
     found = [PageProblem(e.path or "?", e.line, e.message) for e in state.broken]
     for path, problems in state.problems.items():
         found += [PageProblem(path, p.line, str(p)) for p in blocking_problems(problems)]
+    if recorded is not None:
+        for decision in state.decisions:
+            why = unanswered(decision) if recorded.get(decision.id) is None or recorded[decision.id] is Status.OPEN else None
+            if why:
+                found.append(PageProblem(decision.path, decision.line_of("summary"), why))
     return found
+
+
+def _recorded(ws: Workspace) -> dict[str, Status]:
+    try:
+        return ws.vault.ledger.statuses()
+    except VaultToolsError:  # a damaged ledger is reported by lint; the pages still show what can be read
+        return {}
 
 
 def settings(ws: Workspace) -> Settings:
@@ -58,7 +73,8 @@ def config_budget(ws: Workspace) -> Budget:
 
 def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
     state = state or ws.state()
-    return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws), page_problems(state))
+    return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws),
+                       page_problems(state, _recorded(ws)))
 
 
 def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
@@ -70,7 +86,7 @@ def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
         raise UsageError(str(error)) from None
     state = state or ws.state()
     return agent_context(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings(ws),
-                         chosen, page_problems(state))
+                         chosen, page_problems(state, _recorded(ws)))
 
 
 def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None) -> BuildResult:
