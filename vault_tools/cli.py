@@ -757,7 +757,8 @@ def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owne
             raise typer.Exit(1)
         return
     written = reviews.write_review(ws, _today(today))
-    _refresh_pages(ws)
+    if written.written:
+        _refresh_pages(ws)  # the open-questions page says a review is waiting
     if json_:
         _json({"note": written.path if written.proposals or written.written else None, "written": written.written,
                "proposals": [{"section": p.section, "action": p.action, "args": list(p.args), "text": p.text}

@@ -17,7 +17,16 @@ from .. import notes
 from ..dates import local_date, utc_stamp
 from ..errors import Refused, UsageError, VaultToolsError
 from ..ledger import Event
-from ..model import Decision, Resolve, Status, TopicIndex, canonical_topic, leading_id, unresolved_overlaps
+from ..model import (
+    Decision,
+    Resolve,
+    Status,
+    TopicIndex,
+    canonical_topic,
+    leading_id,
+    newest_first_key,
+    unresolved_overlaps,
+)
 from ..pages import escape, link
 from ..topic_aliases import SHOWN as TOPICS_SHOWN
 from ..topic_aliases import add_alias
@@ -44,6 +53,7 @@ class Proposal:
     action: str  # merge, supersede, alongside, withdraw, reask
     args: tuple[str, ...]
     reason: str | None = None  # the default reason, when the action records one
+    quote: str = ""  # the words of a ruling that say it replaces another
 
     @property
     def marker(self) -> str:
@@ -74,14 +84,19 @@ def proposals(ws: Workspace, state: VaultState, today: dt.date) -> list[Proposal
     in_effect = ws.decisions_in_effect(state)
     resolve = state.resolver()
     found = _merges(in_effect)
+    named = _named_replacements(in_effect, resolve, ws.tz)
+    quoted = {p.args: p.quote for p in named}
     for overlap in unresolved_overlaps(in_effect, resolve, ws.tz):
         newer, older = overlap.newer, overlap.older
         said = f"{link(newer)} and {link(older)} both rule on `{overlap.topic}`"
+        if (newer.id, older.id) in quoted:
+            said += f" ({newer.id} says “{quoted[(newer.id, older.id)]}”)"
         found.append(Proposal(SECTIONS[1], f"{said}: {link(newer)} replaces {link(older)}", "supersede",
                               (newer.id, older.id),
                               f"Accepted in review: {newer.id} replaces {older.id} on {overlap.topic}."))
         found.append(Proposal(SECTIONS[1], f"{said}: both stand", "alongside", (newer.id, older.id)))
-    found += _named_replacements(in_effect, resolve)
+    proposed = {p.marker for p in found}
+    found += [p for p in named if p.marker not in proposed]
     by_asked = sorted((d for d in in_effect if d.status is Status.OPEN and d.asked_at),
                       key=lambda d: (local_date(d.asked_at, ws.tz), d.number))  # type: ignore[arg-type]
     for question in by_asked:
@@ -118,9 +133,13 @@ def _merges(decisions: list[Decision]) -> list[Proposal]:
     return found
 
 
-def _named_replacements(decisions: list[Decision], resolve: Resolve) -> list[Proposal]:
+def _named_replacements(decisions: list[Decision], resolve: Resolve, tz: dt.tzinfo) -> list[Proposal]:
     """Current rulings whose summary or text says they replace an earlier current ruling they do not link."""
     by_id = {d.id: d for d in decisions}
+
+    def earlier(a: Decision, b: Decision) -> bool:
+        return newest_first_key(a, tz) < newest_first_key(b, tz)
+
     found = []
     for ruling in sorted(decisions, key=lambda d: d.number):
         if not ruling.is_current:
@@ -132,12 +151,12 @@ def _named_replacements(decisions: list[Decision], resolve: Resolve) -> list[Pro
             target = by_id.get(match.group("id"))
             if target is None or target.id == ruling.id or target.id in linked or target.id in named:
                 continue
-            if target.is_current and target.number < ruling.number:
+            if target.is_current and earlier(target, ruling):
                 named.append(target.id)
                 quote = escape(match.group(0))
                 found.append(Proposal(SECTIONS[2], f"{link(ruling)} says \u201c{quote}\u201d: record that it "
                                                    f"supersedes {link(target)}", "supersede", (ruling.id, target.id),
-                                      f"Accepted in review: {ruling.id} says it replaces {target.id}."))
+                                      f"Accepted in review: {ruling.id} says it replaces {target.id}.", quote))
     return found
 
 
