@@ -166,3 +166,30 @@ def test_nothing_to_review_writes_nothing(vault, cli):
     result = cli("review", "--today", TODAY)
     assert result.code == 0 and "nothing to review" in result.err
     assert snapshot(vault) == before
+
+
+def test_the_watcher_writes_the_review_on_its_schedule(messy):
+    from tests.test_watch import Scripted
+    write(messy / ".vault-tools" / "config.yaml",
+          (messy / ".vault-tools" / "config.yaml").read_text(encoding="utf-8") + "review_every_days: 7\n")
+    with Scripted(messy) as scripted:
+        kinds = [a.kind for a in scripted.actions]
+        assert kinds.count("review") == 1
+        note = review_note(messy)
+        assert (messy / "Pinned" / "Stats.md").exists()
+        assert "A review is waiting" in (messy / "Pinned" / "Open questions.md").read_text(encoding="utf-8")
+        # While it waits for the owner, no other review is written, however long it waits.
+        scripted.now += 30 * 86400
+        scripted.watcher.step()
+        assert [a.kind for a in scripted.actions].count("review") == 1
+        assert review_note(messy) == note
+
+
+def test_the_watcher_writes_no_review_by_default(messy):
+    from tests.test_watch import Scripted
+    with Scripted(messy) as scripted:
+        scripted.now += 30 * 86400
+        scripted.watcher.step()
+        assert "review" not in [a.kind for a in scripted.actions]
+    assert not list((messy / "Pinned").glob("Review *.md"))
+    assert not (messy / "Pinned" / "Stats.md").exists()
