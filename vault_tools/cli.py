@@ -23,7 +23,7 @@ from . import __version__
 from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
 from .commands.workspace import Workspace
 from .dates import local_date
-from .errors import VaultToolsError
+from .errors import UsageError, VaultToolsError
 from .ledger import History
 from .model import Decision
 from .vault import STATE_DIR, Vault, find_vault, load_config
@@ -357,16 +357,20 @@ def list_(status: Annotated[str | None, typer.Option(metavar="STATUS", help="ope
 
 
 @app.command()
-def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help="Topic keys; near spellings count.")],
+def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help="Topic keys (near spellings count), "
+                                                                              "or free text, searched when no topic matches.")],
            full: Annotated[bool, typer.Option("--full", help="Each ruling's whole body (cut at "
                                                               f"{LOOKUP_FULL_LIMIT:,} characters, saying so).")] = False,
            vault: VaultOption = None,
            json_: JsonOption = False) -> None:
     """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded."""
-    from .commands.read import body_view, ruling_preview
+    from .commands.read import body_view, is_topic_key, ruling_preview
     from .commands.read import lookup as lookup_topics
     ws = _workspace(vault)
-    found, problems = lookup_topics(ws, topics)
+    found, problems = lookup_topics(ws, topics) if all(map(is_topic_key, topics)) else ([], [])
+    if not found and not problems:
+        _search_fallback(ws, " ".join(topics), json_)
+        return
     if json_:
         items = []
         for item in found:
@@ -407,6 +411,49 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
         stderr.print(f"error: {len(problems)} decision note(s) cannot be read; the answer may be incomplete",
                      style="red", markup=False)
         raise typer.Exit(3)
+
+
+def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
+    """`lookup` with no topic matching: the decisions whose words match, best first."""
+    from .commands.read import search as search_decisions
+    result = search_decisions(ws, text.replace("-", " "), limit=5)
+    for notice in result.notices:
+        stderr.print(f"note: {notice}", markup=False)
+    if json_:
+        _json([hit.as_json() | {"matched_by": "words"} for hit in result.hits])
+        return
+    if not result.hits:
+        stderr.print(f"no current ruling on {text}, and no decision mentions it", markup=False)
+        return
+    stderr.print(f"no topic matches {text!r}; decisions whose words match:", markup=False)
+    _print_hits(result.hits)
+
+
+def _print_hits(hits: list[Any]) -> None:
+    for hit in hits:
+        mark = f" [{hit.status.value.upper()}]" if hit.historical else ""
+        _out(f"{hit.id}  {hit.status.value:<10} [{', '.join(hit.topics)}]  {hit.summary}{mark}")
+        _out(f"    | {' '.join(hit.snippet.split())}")
+
+
+@app.command()
+def search(query: Annotated[list[str], typer.Argument(metavar="QUERY...", help="Words to look for (any of them; "
+                                                                               "accents and word endings do not matter).")],
+           history: Annotated[bool, typer.Option("--history", help="Also superseded, withdrawn and retracted "
+                                                                    "decisions, marked as such.")] = False,
+           limit: Annotated[int, typer.Option("--limit", metavar="N", help="At most this many results.")] = 20,
+           vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Find decisions by their words: current rulings and open questions, best match first, with the matching passage."""
+    from .commands.read import search as search_decisions
+    result = search_decisions(_workspace(vault), " ".join(query), history=history, limit=limit)
+    for notice in result.notices:
+        stderr.print(f"note: {notice}", markup=False)
+    if json_:
+        _json([hit.as_json() for hit in result.hits])
+        return
+    if not result.hits:
+        stderr.print("no decision matches", markup=False)
+    _print_hits(result.hits)
 
 
 def _lookup_json(item: Any) -> dict[str, Any]:
@@ -769,6 +816,113 @@ def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owne
         return
     _out(f"{'wrote' if written.written else 'unchanged'} {written.path}: {len(written.proposals)} proposal(s); "
          "tick what you accept, then run `vault-tools review --apply`")
+
+
+@app.command()
+def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
+            vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Every version and lifecycle event of a decision, oldest first, with what each changed in its text."""
+    from .commands.history import history as record_history
+    from .commands.history import text_diff
+    found = record_history(_workspace(vault), decision_id)
+    if json_:
+        items, before = [], None
+        for version in found.versions:
+            item: dict[str, Any] = {k: v for k, v in version.event.to_json().items() if k not in ("text", "hash")}
+            item["status"] = version.decision.status.value if version.decision else None
+            item["text"] = version.text
+            item["taken_from"] = version.taken_from or "ledger"
+            if version.text is not None:
+                item["diff"] = text_diff(before, version)
+                before = version
+            items.append(item)
+        _json({"id": found.id, "events": items, "remarks": found.remarks})
+        return
+    before = None
+    for version in found.versions:
+        event = version.event
+        extra = [f"reason: {event.reason}"] if event.reason else []
+        if event.successor:
+            extra.append(f"{'revision' if event.event == 'edit-rejected' else 'successor'}: {event.successor}")
+        if event.origin:
+            extra.append(f"from {event.origin}")
+        _out(f"{event.at}  {event.event} by {event.actor}  {event.path}")
+        for line in extra:
+            _out(f"  {line}")
+        if version.text is not None:
+            if version.taken_from:
+                _out(f"  (text taken from {version.taken_from})")
+            for line in text_diff(before, version):
+                _out(f"  {line}")
+            before = version
+    for remark in found.remarks:
+        stderr.print(f"note: {remark}", markup=False)
+
+
+RecordedOption = Annotated[bool, typer.Option("--recorded", help="Go by when the vault recorded each step (the "
+                                                                  "ledger's time) instead of when it was decided.")]
+
+
+@app.command("as-of")
+def as_of(date: Annotated[str, typer.Argument(metavar="DATE", help="A date (its end counts) or date and time, "
+                                                                    "in the vault's time zone.")],
+          topics: Annotated[list[str] | None, typer.Argument(metavar="[TOPIC]...", help="Only these topics "
+                                                                                         "(near spellings count).")] = None,
+          recorded: RecordedOption = False, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """The rulings in force on DATE: by when they were decided (ruled_at), or what the vault knew then (--recorded)."""
+    from .commands.history import rulings_as_of
+    ws = _workspace(vault)
+    found = rulings_as_of(ws, date, topics or [], recorded=recorded)
+    if json_:
+        _json([decision_json(s.decision) | {"in_force_since": s.since.isoformat() if s.since else None}
+               for s in found])
+        return
+    if not found:
+        stderr.print(f"no ruling in force on {date}" + (f" on {', '.join(topics)}" if topics else ""), markup=False)
+    for standing in found:
+        _out(_line(standing.decision, ws))
+
+
+@app.command()
+def changed(since: Annotated[str, typer.Option("--since", metavar="DATE", help="From this date (its start) or "
+                                                                                "date and time.")],
+            until: Annotated[str | None, typer.Option("--until", metavar="DATE", help="Up to this date (its end) "
+                                                                                      "or date and time (default: now).")] = None,
+            vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """What was asked, ruled, superseded, withdrawn or retracted in a period, by when the vault recorded it."""
+    from .commands.history import changed as changes_between
+    ws = _workspace(vault)
+    found = changes_between(ws, since, until)
+    if json_:
+        _json([{"event": c.event.event, "id": c.event.id, "at": c.event.at, "actor": c.event.actor,
+                "summary": c.summary, "reason": c.event.reason, "successor": c.event.successor,
+                "ruled_at": _when(c.ruled_at), "path": c.event.path} for c in found])
+        return
+    for change in found:
+        event = change.event
+        decided = f" (decided {_when(change.ruled_at)})" if change.ruled_at is not None else ""
+        _out(f"{event.at}  {event.event:<10} {event.id}{decided}  {change.summary or ''}".rstrip())
+        if event.reason:
+            _out(f"  because: {event.reason}")
+        if event.successor and event.event == "superseded":
+            _out(f"  by {event.successor}")
+    if not found:
+        stderr.print("nothing changed in that period", markup=False)
+
+
+@app.command()
+def export(format_: Annotated[str, typer.Option("--format", help="jsonl (one record a line, for `import export`) "
+                                                                  "or md (a readable page).")] = "jsonl",
+           as_of_: Annotated[str | None, typer.Option("--as-of", metavar="DATE", help="As the decisions stood on "
+                                                                                      "this date (default: now).")] = None,
+           recorded: RecordedOption = False, vault: VaultOption = None) -> None:
+    """A snapshot of every decision, now or as of a date, as JSON lines or Markdown, on stdout."""
+    from .commands.history import export_jsonl, export_markdown, export_records
+    if format_ not in ("jsonl", "md"):
+        raise UsageError(f"unknown --format {format_!r} (expected jsonl or md)")
+    ws = _workspace(vault)
+    rows = export_records(ws, as_of_, recorded=recorded)
+    typer.echo(export_jsonl(ws, rows, as_of_) if format_ == "jsonl" else export_markdown(rows, as_of_), nl=False)
 
 
 @app.command()

@@ -267,6 +267,19 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
 
 # -- lifecycle ----------------------------------------------------------------------
 
+def status_in_effect(status: Status, recorded: Status | None, replaced: bool) -> Status:
+    """Where a note stands for everything that reads it: the ledger's final statuses win over what the
+    note says (a retracted ruling set back to `ruled` by hand is still retracted), and a ruling named in
+    a current ruling's `supersedes` is no longer current, even before sealing marks it."""
+    if recorded in FINAL_STATUSES:
+        return recorded
+    if recorded is Status.RULED and status is Status.RETRACTED:
+        return Status.RULED  # a retraction typed in Obsidian counts once it is recorded
+    if status is Status.RULED and replaced:
+        return Status.SUPERSEDED
+    return status
+
+
 def can_move(current: Status, new: Status) -> bool:
     return new in TRANSITIONS[current]
 
