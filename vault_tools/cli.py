@@ -746,6 +746,79 @@ def harvest(
 
 
 @app.command()
+def stats(since: Annotated[str | None, typer.Option(metavar="DATE", help="Count only questions asked and rulings "
+                                                                         "ruled on or after this day (2026-07-01).")] = None,
+          write: Annotated[bool, typer.Option("--write", help="Also write the Pinned/Stats.md page, with charts.")] = False,
+          today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """The record's own figures: rulings, questions, time to answer, re-asks, supersessions, topics, who recorded what."""
+    from .commands.stats import stats as compute_stats
+    from .commands.stats import write_stats_page
+    from .figures import summary_lines
+    ws = _workspace(vault)
+    figures = compute_stats(ws, _day("--since", since), _today(today))
+    if write:
+        written, kept = write_stats_page(ws, figures)
+        stderr.print(f"wrote {written}", markup=False)
+        if kept:
+            stderr.print(f"the page was edited by hand; the edited copy is kept in {kept}", markup=False)
+    if json_:
+        _json(figures.as_json())
+        return
+    for line in summary_lines(figures):
+        _out(line)
+    if figures.topics:
+        _out("per topic (questions, rulings, current):")
+        for item in figures.topics:
+            _out(f"  {item.topic}: {item.questions}, {item.rulings}, {item.current}")
+    if figures.recorded_by:
+        _out("who recorded what:")
+        for actor, counts in figures.recorded_by.items():
+            _out(f"  {actor}: " + ", ".join(f"{kind} {count}" for kind, count in counts.items()))
+
+
+def _day(name: str, value: str | None) -> dt.date | None:
+    from .dates import parse_day_option
+    return parse_day_option(name, value)
+
+
+@app.command()
+def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owner ticked in the waiting review, "
+                                                                "each through its command, and mark it applied.")] = False,
+           today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Write proposals for the owner to tick (topics to merge, rulings to relate, stale questions); never changes a decision."""
+    from .commands import review as reviews
+    ws = _workspace(vault)
+    if apply:
+        applied = reviews.apply_review(ws)
+        _refresh_pages(ws)
+        if json_:
+            _json({"note": applied.note, "done": applied.done, "not_done": applied.not_done})
+        else:
+            for line in applied.done:
+                _out(f"applied: {line}")
+            for line in applied.not_done:
+                stderr.print(f"not applied: {line}", markup=False)
+            if not applied.done and not applied.not_done:
+                stderr.print(f"nothing was ticked in {applied.note}", markup=False)
+        if applied.not_done:
+            raise typer.Exit(1)
+        return
+    written = reviews.write_review(ws, _today(today))
+    if written.written:
+        _refresh_pages(ws)  # the open-questions page says a review is waiting
+    if json_:
+        _json({"note": written.path if written.proposals or written.written else None, "written": written.written,
+               "proposals": [{"section": p.section, "action": p.action, "args": list(p.args), "text": p.text}
+                             for p in written.proposals]})
+        return
+    if not written.proposals:
+        stderr.print("nothing to review", markup=False)
+        return
+    _out(f"{'wrote' if written.written else 'unchanged'} {written.path}: {len(written.proposals)} proposal(s); "
+         "tick what you accept, then run `vault-tools review --apply`")
+
+
+@app.command()
 def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
             vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Every version and lifecycle event of a decision, oldest first, with what each changed in its text."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..dates import local_date
-from ..model import Decision, Status, TopicIndex
+from ..model import Decision, Status, TopicIndex, canonical_topic
 from .facts import Facts, first_line
 from .registry import WARNING, Finding, rule
 
@@ -65,8 +65,9 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
     cannot tell whether two topics were meant to differ.
 
     ## How to fix
-    Use one spelling in notes that are not sealed yet. For sealed notes add
-    `vault-tools-ignore: [VT042]`, since their topics cannot change.
+    Use one spelling in notes that are not sealed yet. For sealed notes, whose topics cannot change,
+    merge the spellings into one topic: tick the item `vault-tools review` proposes, or list the alias
+    under its topic in `.vault-tools/topics.yaml` (`article-footer: [article-footers]`).
     """
     uses: dict[str, list[Decision]] = {}
     for decision in sorted(facts.state.decisions, key=lambda d: d.number):
@@ -76,6 +77,8 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
     canonical = TopicIndex()
     for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].number, t)):
         common = next(iter(canonical.matches(topic)), None)
+        if common is not None and canonical_topic(topic) == canonical_topic(common):
+            continue  # merged by the owner in .vault-tools/topics.yaml: one topic, on purpose
         if common is None:
             canonical.add(topic)
             continue
