@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..bodies import sections, without_comments
-from ..index import SearchIndex, fold, fts5_available, words
+from ..index import Hit, SearchIndex, fold, fts5_available, words
 from ..model import Decision, Status
 from ..vault import VaultState
 from .workspace import Workspace
@@ -257,3 +257,13 @@ def same_matter_pairs(decisions: Sequence[Decision], *,
                 if value >= threshold:
                     pairs.append((described[first][0], described[second][0], value))
     return sorted(pairs, key=lambda p: (p[0].number, p[1].number))
+
+
+def rank_hits(ws: Workspace, text: str, hits: Sequence[Hit]) -> list[Hit]:
+    """Search hits reordered by the same-matter score of `text` against each (bm25's order breaks ties), for
+    `lookup` with free text: the decision on the same matter first, not the one repeating a word most."""
+    by_id = {d.id: d for d in ws.decisions_in_effect(ws.state())}
+    asked = question_terms(text)
+    scored = [(similarity(asked, decision_terms(by_id[hit.id])) if hit.id in by_id else 0.0, position, hit)
+              for position, hit in enumerate(hits)]
+    return [hit for _, _, hit in sorted(scored, key=lambda item: (-item[0], item[1]))]
