@@ -176,9 +176,25 @@ def decision_terms(decision: Decision) -> frozenset[str]:
     """What a decision is about: summary, topics and the start of its `## Question` and `## Ruling` sections."""
     parts = [decision.summary, *decision.topics]
     if "#" in decision.body:
-        found = sections(without_comments(decision.body.replace("\r\n", "\n")))
+        body = decision.body.replace("\r\n", "\n")
+        # Markdown is parsed only where a code block or comment could hide a heading: it costs milliseconds.
+        found = sections(without_comments(body)) if any(m in body for m in ("```", "~~~", "%%", "    #")) \
+            else _plain_sections(body)
         parts.extend(found.get(name, "")[:SECTION_CHARS] for name in ("Question", "Ruling"))
     return terms("\n".join(parts))
+
+
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def _plain_sections(body: str) -> dict[str, str]:
+    """The text under each heading, to the next heading, of a body with no code and no comments."""
+    found: dict[str, str] = {}
+    marks = list(_HEADING.finditer(body))
+    for position, mark in enumerate(marks):
+        end = marks[position + 1].start() if position + 1 < len(marks) else len(body)
+        found.setdefault(mark.group(1).strip(), body[mark.end():end].strip("\n"))
+    return found
 
 
 @dataclass(frozen=True)
