@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.same_question import report as same_question_report  # noqa: E402
+from benchmarks.same_question import report as same_question_report
 
 FLOOR = """
 import os, sys

@@ -120,4 +120,4 @@ def test_lookup_with_free_text_puts_the_same_matter_first(cli, vault):
     assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
     result = cli("lookup", "what goes at the bottom of an article", "--json")
     assert result.code == 0, result.err
-    assert [hit["id"] for hit in json.loads(result.out)][0] == "D-0002"
+    assert json.loads(result.out)[0]["id"] == "D-0002"

@@ -8,8 +8,8 @@ from .. import notes
 from ..dates import parse_day_option
 from ..errors import Refused
 from ..model import MIN_TEXT, Decision, Status, topics_match
-from .checks import check_name, check_text, check_topics
 from ..vault import VaultState
+from .checks import check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
 from .same import same_matter
 from .workspace import Workspace, sections
