@@ -169,11 +169,16 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
         due: Annotated[str | None, typer.Option(metavar="DATE", help="Date an answer is needed by (2026-07-17).")] = None,
         reask_reason: Annotated[str | None, typer.Option(
             help="What changed since the ruling on this topic (at least 20 characters).")] = None,
+        not_the_same: Annotated[list[str], typer.Option(
+            "--not-the-same", metavar="ID", help="A decision the refusal named that you read and found to be a "
+            "different matter; recorded in the ledger. Repeatable.")] = [],  # noqa: B006
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """Register a question for the owner; refused when its topic is already settled or open."""
+    """Register a question for the owner; refused when its topic is already settled or open, or when its words
+    say the same matter as a current ruling or open question under other topics."""
     from .commands.ask import ask as ask_question
     ws = _workspace(vault)
-    decision = ask_question(ws, summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
+    decision = ask_question(ws, summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
+                            not_the_same=not_the_same)
     _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
@@ -416,7 +421,9 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
 def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
     """`lookup` with no topic matching: the decisions whose words match, best first."""
     from .commands.read import search as search_decisions
-    result = search_decisions(ws, text.replace("-", " "), limit=5)
+    from .commands.same import rank_hits
+    result = search_decisions(ws, text.replace("-", " "), limit=20)
+    result.hits = rank_hits(ws, text, result.hits)[:5]
     for notice in result.notices:
         stderr.print(f"note: {notice}", markup=False)
     if json_:
