@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from vault_tools import lint, notes
-from vault_tools.ledger import Ledger, histories, seal_hash
+from vault_tools.ledger import Ledger, histories_by_id, seal_hash
 from vault_tools.commands.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Debouncer, Watcher, is_ignored
@@ -114,7 +114,7 @@ def test_a_question_ruled_in_obsidian_is_sealed_after_settling(cli, vault):
     assert FOOTER in log
     data = notes.read_note(path).data
     assert data["ruled_by"] == "owner" and data["ruled_at"]
-    assert histories(Ledger(vault / ".vault-tools").read())["D-0001"].sealed
+    assert histories_by_id(Ledger(vault / ".vault-tools").read())["D-0001"].sealed
 
 
 def test_an_in_place_edit_is_restored_and_kept_as_a_revision_and_then_all_is_quiet(cli, vault):
@@ -232,7 +232,7 @@ def test_edits_made_while_stopped_are_reconciled_at_start(cli, vault):
     with Running(vault) as running:
         assert {"edit-rejected", "restored", "sealed"} <= set(running.kinds())
     assert path.read_bytes() == sealed
-    assert histories(Ledger(vault / ".vault-tools").read())["D-0002"].sealed
+    assert histories_by_id(Ledger(vault / ".vault-tools").read())["D-0002"].sealed
 
 
 def test_typing_at_obsidian_speed_with_default_scale_timings_is_not_sealed_mid_ruling(cli, vault):
@@ -307,7 +307,7 @@ def _scenario(vault: Path, cli) -> dict[str, bytes]:
 def _check_invariants(vault: Path, typed: bytes) -> None:
     ws = Workspace(Vault(vault))
     events = ws.vault.ledger.read()  # verifies every line
-    known = histories(events)
+    known = histories_by_id(events)
     state = ws.state()
     assert not state.broken
     by_id = state.by_id()

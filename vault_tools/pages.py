@@ -38,6 +38,16 @@ class PageProblem:
     message: str
 
 
+@dataclass(frozen=True)
+class PageConflict:
+    """Outcomes two clones recorded for one decision that cannot both stand, for the owner to decide."""
+
+    id: str
+    note: Decision | None
+    what: str  # what each clone did
+    settle: str  # the command that settles it
+
+
 @dataclass
 class Pages:
     texts: dict[str, str]  # page name -> Markdown
@@ -48,6 +58,7 @@ class Pages:
     settings: Settings
     open_questions: list[Decision] = field(default_factory=list)
     current: list[Decision] = field(default_factory=list)
+    conflicts: list[PageConflict] = field(default_factory=list)
 
     @property
     def over_budget(self) -> bool:
@@ -114,12 +125,13 @@ def _question_line(question: Decision, today: dt.date, tz: dt.tzinfo, settings: 
     return lines
 
 
-def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
+def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int, str]:
     return newest_first_key(question, tz)
 
 
 def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple[Decision, list[Decision]]],
-                        problems: Sequence[PageProblem], today: dt.date, tz: dt.tzinfo, settings: Settings) -> str:
+                        problems: Sequence[PageProblem], today: dt.date, tz: dt.tzinfo, settings: Settings,
+                        conflicts: Sequence[PageConflict] = ()) -> str:
     overdue = [q for q in questions if q.due and q.due < today]
     soon = [q for q in questions if q.due and today <= q.due <= today + dt.timedelta(days=settings.reminder_days)]
     rest = [q for q in questions if q not in overdue and q not in soon]
@@ -135,7 +147,16 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
         counts.append(f"{stale} stale")
     if revisions:
         counts.append(_plural(len(revisions), "proposed revision"))
+    if conflicts:
+        counts.append(_plural(len(conflicts), "conflict"))
     out += [", ".join(counts) + ".", ""]
+    if conflicts:
+        out += ["## Conflicts", "", "Two clones of the vault recorded outcomes that cannot both stand; both are kept "
+                "until the owner decides:", ""]
+        for conflict in conflicts:
+            name = link(conflict.note) if conflict.note else conflict.id
+            out.append(f"- {name} {escape(conflict.what)} · settle: `{conflict.settle.replace('`', '')}`")
+        out.append("")
     for heading, items in (("Overdue", sorted(overdue, key=lambda q: (q.due, _asked_key(q, tz)))),
                            (f"Due within {settings.reminder_days} days", sorted(soon, key=lambda q: (q.due, _asked_key(q, tz)))),
                            ("Open", sorted(rest, key=lambda q: _asked_key(q, tz)))):
@@ -262,7 +283,7 @@ def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], succ
         out += [_superseded_line(old, successor_of.get(old.id), tz) for old in reversed(olds)]
         out.append("")
     for status, heading in ((Status.WITHDRAWN, "Withdrawn questions"), (Status.RETRACTED, "Retracted rulings")):
-        items = sorted((d for d in history if d.status is status), key=lambda d: d.number)
+        items = sorted((d for d in history if d.status is status), key=lambda d: d.order)
         out += [f"## {heading} ({len(items)})", ""]
         for item in items:
             reason = f" (because: {escape(item.reason)})" if item.reason else ""
@@ -292,7 +313,8 @@ def _largest_fitting(most: int, fits: Callable[[int], bool]) -> int:
 
 
 def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo,
-                settings: Settings, problems: Sequence[PageProblem] = ()) -> Pages:
+                settings: Settings, problems: Sequence[PageProblem] = (),
+                conflicts: Sequence[PageConflict] = ()) -> Pages:
     by_id = {d.id: d for d in decisions}
 
     def targets(decision: Decision) -> list[Decision]:
@@ -316,7 +338,7 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
                      and local_date(successor_of[old.id].ruled_at, tz) >= recent_since),  # type: ignore[arg-type]
                     key=lambda pair: newest_first_key(pair[1], tz), reverse=True)  # type: ignore[arg-type]
 
-    open_page = open_questions_page(questions, revisions, problems, today, tz, settings)
+    open_page = open_questions_page(questions, revisions, problems, today, tz, settings, conflicts)
     # What an agent loads is the two pages one after the other (see `Pages.agent_text`).
     open_lines, open_bytes = size(open_page + AGENT_SEPARATOR)
 
@@ -337,4 +359,4 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
     return Pages(texts={OPEN_QUESTIONS: open_page, DECISIONS_LOG: log_page, ARCHIVE: archive},
                  rulings_shown=low, rulings_left_out=len(current) - low,
                  used_lines=open_lines + log_lines, used_bytes=open_bytes + log_bytes, settings=settings,
-                 open_questions=[*questions, *(r for r, _ in revisions)], current=current)
+                 open_questions=[*questions, *(r for r, _ in revisions)], current=current, conflicts=list(conflicts))

@@ -31,7 +31,7 @@ from watchdog.observers import Observer
 from . import notes
 from .errors import ConfigError, NoteError, VaultToolsError
 from .ledger import History
-from .model import FINAL_STATUSES, Decision, Status
+from .model import FINAL_STATUSES, Decision, Status, duplicate_ids
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
 from .commands.revise import reject_edit
@@ -111,7 +111,7 @@ class _Pass:
         for error in state.broken:
             self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
         quiet: list[tuple[Decision, float]] = []
-        for decision in sorted(state.decisions, key=lambda d: d.number):
+        for decision in sorted(state.decisions, key=lambda d: d.order):
             try:
                 mtime = vault.path_of(decision).stat().st_mtime
             except OSError:
@@ -120,10 +120,24 @@ class _Pass:
                 self.result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
             else:
                 quiet.append((decision, mtime))
+        ties = {d.path: self.ws.history_of(state, d, self.known) for d in state.decisions}
+        tied_records = {h.record for h in ties.values() if h is not None}
         # A sealed note whose id was changed in place: the note at its path is that note, edited.
-        lost = {h.path: h for h in self.known.values() if h.seal is not None and h.id not in state.by_id()}
+        lost = {h.path: h for h in self.known.values()
+                if h.seal is not None and h.record not in tied_records and h.id not in state.by_id()}
+        duplicated = duplicate_ids(state.decisions)
         for decision, mtime in quiet:
-            history = self.known.get(decision.id)
+            history = ties[decision.path]
+            if decision.id in duplicated:  # which record is which waits for `renumber`: nothing is written
+                others = ", ".join(d.path for d in duplicated[decision.id] if d.path != decision.path)
+                self.invalid(decision.id, decision.path, f"id {decision.id} is also used by {others}; left alone "
+                             f"until one is renumbered (vault-tools renumber {decision.id} --path ...)")
+                continue
+            if history is not None and history.conflict is not None:
+                conflict = history.conflict
+                self.invalid(decision.id, decision.path, f"in conflict ({' / '.join(conflict.outcomes)}, recorded on "
+                             f"different clones); left alone until settled (vault-tools settle {decision.id} ...)")
+                continue
             try:
                 if history is None and decision.path in lost:
                     self.reject_edit(decision, lost[decision.path])
@@ -155,12 +169,12 @@ class _Pass:
             self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
             return True
         # Below, only the ledger is written: no note changes, so the pass goes on.
-        if history is None and decision.status in (Status.OPEN, Status.WITHDRAWN):
+        if (history is None or history.status is None) and decision.status in (Status.OPEN, Status.WITHDRAWN):
             kind = "asked" if decision.status is Status.OPEN else "withdrawn"
-            record_hand_made(ws, decision, kind)
+            record_hand_made(ws, decision, kind, history)
             self.act("recorded", decision.id, decision.path, f"new {decision.status.value} note")
         elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
-            record_hand_made(ws, decision, "withdrawn")
+            record_hand_made(ws, decision, "withdrawn", history)
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
         return False
 
@@ -202,14 +216,20 @@ class _Pass:
     def finish_supersessions(self) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
         ws, state = self.ws, self.state
-        for ruling in sorted(state.decisions, key=lambda d: d.number):
-            history = self.known.get(ruling.id)
+        duplicated = duplicate_ids(state.decisions)
+        for ruling in sorted(state.decisions, key=lambda d: d.order):
+            history = ws.history_of(state, ruling, self.known)
             if ruling.status is not Status.RULED or history is None or history.seal is None:
+                continue
+            if ruling.id in duplicated or history.conflict is not None:
                 continue
             if ws.seal_hash_of(state, ruling) != history.seal.hash:
                 continue
             for target in pending_supersessions(state, ruling):
-                if target.path in self.result.busy:
+                if target.path in self.result.busy or target.id in duplicated:
+                    continue
+                target_history = ws.history_of(state, target, self.known)
+                if target_history is not None and target_history.conflict is not None:
                     continue
                 try:
                     supersede_now(ws, state, target, ruling)

@@ -7,6 +7,7 @@ from typing import Any
 from .. import notes
 from ..dates import local_date, parse_day_option
 from ..errors import Refused
+from ..ledger import new_record
 from ..model import MIN_TEXT, Decision, Status, topics_match
 from .checks import check_name, check_text, check_topics
 from .read import Lookup, current_rulings_on
@@ -49,7 +50,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
         text = notes.render_note(fields, sections(("Question", summary), ("Context", body)))
         decision = ws.parse_new(path, text)
         notes.create_note(path, text)
-        ws.vault.ledger.append([ws.event("asked", decision, actor)])
+        ws.vault.ledger.append([ws.event("asked", decision, actor, record=new_record(), text=text)])
         return decision
 
 

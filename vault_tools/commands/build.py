@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import notes
-from ..pages import NOTICE, PAGE_NAMES, PageProblem, Pages, Settings, build_pages
+from ..pages import NOTICE, PAGE_NAMES, PageConflict, PageProblem, Pages, Settings, build_pages
 from ..vault import VaultState
 from .workspace import Workspace, blocking_problems
 
@@ -39,7 +39,15 @@ def pages(ws: Workspace, today: dt.date | None = None, state: VaultState | None 
     settings = Settings(config.budget_lines, config.budget_bytes, config.stale_after_days, config.recent_days,
                         config.reminder_days)
     return build_pages(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings,
-                       page_problems(state))
+                       page_problems(state), page_conflicts(ws, state))
+
+
+def page_conflicts(ws: Workspace, state: VaultState) -> list[PageConflict]:
+    """Outcomes merged from two clones that the owner has to decide, as the pages and `context` show them."""
+    from .settle import describe_conflict, settle_hint
+
+    return [PageConflict(conflict.id, note, describe_conflict(conflict), settle_hint(conflict))
+            for conflict, note in ws.conflicts(state)]
 
 
 def build(ws: Workspace, today: dt.date | None = None, *, check: bool = False,
@@ -64,7 +72,7 @@ def build(ws: Workspace, today: dt.date | None = None, *, check: bool = False,
         result.stale.append(rel)
         if check:
             continue
-        if current is not None and _edited_by_hand(current, generated.get(rel)):
+        if current is not None and _edited_by_hand(current, generated.get(rel)) and not _from_git(ws, path, current):
             result.kept.append(ws.keep_copy(name, current))
         notes.write_atomic(path, data)
         result.written.append(rel)
@@ -79,6 +87,21 @@ def _edited_by_hand(current: bytes, last_generated: str | None) -> bool:
     if last_generated is not None:
         return _digest(current) != last_generated
     return not current.startswith(NOTICE.encode("utf-8"))
+
+
+def _from_git(ws: Workspace, path: Path, current: bytes) -> bool:
+    """The page is exactly what git holds for it (another clone generated it, and a pull brought it):
+    not an edit to keep a copy of."""
+    from .setup import run_git
+    from .workspace import git_dir
+
+    if git_dir(ws.vault.root) is None:
+        return False
+    done = run_git(path.parent, "ls-files", "-s", "--", path.name)
+    if done is None or done.returncode != 0:
+        return False
+    blob = hashlib.sha1(b"blob %d\0" % len(current) + current).hexdigest()  # git names objects by SHA-1
+    return any(line.split()[1] == blob for line in done.stdout.splitlines() if len(line.split()) > 1)
 
 
 def _page_cache(ws: Workspace) -> Path:

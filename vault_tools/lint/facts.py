@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ..commands.build import build, page_path
+from ..commands.setup import merge_drivers_missing
 from ..commands.workspace import Workspace
 from ..errors import InconsistentVault
-from ..ledger import Event, History, histories, scan_ledger
+from ..ledger import Event, History, histories, scan_ledger, seal_hash, tie_notes
 from ..model import Decision, LinkResolver, Problem, Status
 from ..pages import OPEN_QUESTIONS, PAGE_NAMES
 from ..vault import Config, Vault, VaultState
@@ -46,6 +47,7 @@ class Facts:
     stale_pages: list[str] = field(default_factory=list)
     over_budget: str | None = None  # the budget message, when the pages overflow it
     open_questions_page: str = "Pinned/Open questions.md"
+    merge_drivers_missing: list[str] = field(default_factory=list)  # git merge drivers this clone lacks
 
     @property
     def config(self) -> Config:
@@ -63,8 +65,21 @@ class Facts:
     def resolve(self) -> LinkResolver:
         return self.state.resolver()
 
+    @cached_property
+    def ties(self) -> dict[str, History]:
+        """Each note's record, by the note's path (see `ledger.tie_notes`)."""
+        return tie_notes(self.state.decisions, self.histories.values(),
+                         lambda d: seal_hash(d, self.resolve, self.config.tz))
+
+    def history_of(self, decision: Decision) -> History | None:
+        return self.ties.get(decision.path)
+
+    def in_conflict(self, decision: Decision) -> bool:
+        history = self.history_of(decision)
+        return history is not None and history.conflict is not None
+
     def sealed(self, decision: Decision) -> bool:
-        history = self.histories.get(decision.id)
+        history = self.history_of(decision)
         return history is not None and history.sealed
 
     def targets(self, decision: Decision) -> Iterator[tuple[str, Decision | None]]:
@@ -177,4 +192,5 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
         if built.pages.over_budget:
             facts.over_budget = built.pages.budget_message()
     facts.open_questions_page = vault.relative(page_path(ws, OPEN_QUESTIONS))
+    facts.merge_drivers_missing = merge_drivers_missing(vault.root)
     return facts

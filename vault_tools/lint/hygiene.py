@@ -69,12 +69,12 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
     `vault-tools-ignore: [VT042]`, since their topics cannot change.
     """
     uses: dict[str, list[Decision]] = {}
-    for decision in sorted(facts.state.decisions, key=lambda d: d.number):
+    for decision in sorted(facts.state.decisions, key=lambda d: d.order):
         for topic in decision.topics:
             uses.setdefault(topic, []).append(decision)
     # The most used spelling (then the earliest) of each group is the one the others are measured against.
     canonical = TopicIndex()
-    for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].number, t)):
+    for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].order, t)):
         common = next(iter(canonical.matches(topic)), None)
         if common is None:
             canonical.add(topic)
