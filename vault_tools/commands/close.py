@@ -41,9 +41,9 @@ def _close(ws: Workspace, decision_id: str, new_status: Status, reason: str | No
         updated = ws.parse_new(path, text)
         notes.write_note(note, text)
         kind = "withdrawn" if new_status is Status.WITHDRAWN else "retracted"
-        extra: dict[str, Any] = {"reason": reason}
+        extra: dict[str, Any] = {"reason": reason, "text": notes.file_text(note, text)}  # as the other clones will see
         if new_status is Status.RETRACTED:
-            extra.update(text=notes.file_text(note, text), hash=seal_hash(updated, state.resolver(), ws.tz))
+            extra.update(hash=seal_hash(updated, state.resolver(), ws.tz))
         record = history.record if history is not None else new_record()
         ws.vault.ledger.append([ws.event(kind, updated, who, record=record, **extra)])
         return updated

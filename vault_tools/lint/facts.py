@@ -94,14 +94,24 @@ class Facts:
 
     @cached_property
     def successors(self) -> dict[str, list[Decision]]:
-        """For each note, the notes that took effect as rulings and list it in `supersedes`."""
+        """For each note, the notes that took effect as rulings and list it in `supersedes` (but for a
+        ruling retracted when the owner settled which of two successors stands)."""
         found: dict[str, list[Decision]] = {}
         for decision in self.state.decisions:
             if decision.status in TOOK_EFFECT:
                 for _, target in self.targets(decision):
-                    if target is not None and target.id != decision.id:
+                    if target is not None and target.id != decision.id and not self.settled_away(decision, target):
                         found.setdefault(target.id, []).append(decision)
         return found
+
+    def settled_away(self, decision: Decision, target: Decision) -> bool:
+        """`decision` was one of two rulings that superseded `target` on two clones, and the owner settled
+        on the other one (it is retracted)."""
+        if decision.status is not Status.RETRACTED:
+            return False
+        history = self.history_of(target)
+        settled = history.settled if history is not None else None
+        return settled is not None and settled.successor is not None and settled.successor != decision.id
 
     def problems(self, *codes: str) -> Iterator[tuple[str, Problem]]:
         """The problems found while reading notes that belong to these rules, with each note's path."""

@@ -50,7 +50,7 @@ def supersedes_not_applied(facts: Facts) -> Iterator[Finding]:
             continue  # on an open note, supersedes is a proposal
         for _, target in facts.targets(decision):
             if target is None or target.id == decision.id or len(facts.successors.get(target.id, [])) > 1 \
-                    or facts.in_conflict(target):
+                    or facts.in_conflict(target) or facts.settled_away(decision, target):
                 continue  # reported as dangling, as a cycle, as two successors, or as a conflict (VT026)
             where = first_line(decision, "supersedes")
             if target.status is Status.SUPERSEDED:
