@@ -261,11 +261,13 @@ class Conflict:
 
     record: str
     id: str
-    kind: str  # ruled-and-withdrawn, or closed-twice (superseded by two rulings, or superseded and retracted)
+    kind: str  # ruled-and-withdrawn, ruled-twice (two answers), or closed-twice (superseded by two rulings,
+    # or superseded and retracted)
     outcomes: tuple[str, ...]  # what each clone did: "ruled", "withdrawn", "retracted", "superseded by D-0007"
     successors: tuple[str, ...] = ()  # closed-twice: the rulings that each superseded it
     ruling: str | None = None  # ruled-and-withdrawn: the ruling's summary, as sealed
     reason: str | None = None  # ruled-and-withdrawn: why it was withdrawn
+    rulings: tuple[str, ...] = ()  # ruled-twice: each answer's summary, in ledger order (kept as ruling-1, ...)
 
 
 @dataclass
@@ -283,10 +285,11 @@ class History:
     @property
     def status(self) -> Status | None:
         settled = self.settled
-        if settled is not None and settled.outcome:
+        if settled is not None and settled.outcome and settled.outcome != Status.RULED.value:
             return Status(settled.outcome)
         for event in reversed(self.events):
-            if event.event in STATUS_AFTER:
+            # Keeping a ruling over a withdrawal keeps what became of the ruling since (a retraction, say).
+            if event.event in STATUS_AFTER and not (settled is not None and event.event == "withdrawn"):
                 return STATUS_AFTER[event.event]
         return None
 
@@ -319,10 +322,12 @@ class History:
     @property
     def closing(self) -> Event | None:
         """The event that ended the ruling as it stands (a settlement's choice wins over the events it settled)."""
+        if self.status not in (Status.SUPERSEDED, Status.RETRACTED):
+            return None
         settled = self.settled
-        if settled is not None:
-            return next((e for e in reversed(self.events) if e.event == settled.outcome
-                         and (settled.outcome != "superseded" or e.successor == settled.successor)), None)
+        if settled is not None and settled.outcome == "superseded":
+            return next((e for e in reversed(self.events) if e.event == "superseded"
+                         and e.successor == settled.successor), None)
         return next((e for e in reversed(self.events) if e.event in CLOSING_EVENTS), None)
 
     @property
@@ -335,6 +340,10 @@ class History:
             withdrawn = next(e for e in self.events if e.event == "withdrawn")
             return Conflict(self.record, self.id, "ruled-and-withdrawn", ("ruled", "withdrawn"),
                             ruling=_summary_of(self.seal.text if self.seal else None), reason=withdrawn.reason)
+        answers = list({e.hash: e for e in self.events if e.event == "sealed" and e.hash}.values())
+        if len(answers) > 1:
+            return Conflict(self.record, self.id, "ruled-twice", tuple(f"ruling-{n}" for n in range(1, len(answers) + 1)),
+                            rulings=tuple(_summary_of(e.text) or "?" for e in answers))
         closings: dict[tuple[str, str | None], None] = {}
         for event in self.events:
             if event.event in CLOSING_EVENTS:
@@ -430,7 +439,8 @@ class RecordSummary:
         return cls(data["record"], data["id"], Status(data["status"]) if data.get("status") else None,
                    list(data["paths"]), data.get("seal_hash"),
                    Conflict(**{**conflict, "outcomes": tuple(conflict["outcomes"]),
-                               "successors": tuple(conflict["successors"])}) if conflict else None)
+                               "successors": tuple(conflict["successors"]),
+                               "rulings": tuple(conflict.get("rulings", ()))}) if conflict else None)
 
 
 def histories_by_id(events: Iterable[Event]) -> dict[str, History]:

@@ -189,6 +189,15 @@ class _Pass:
             # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
             raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
                             "or removed; restore that note or its name", path=decision.path)
+        typed = notes.file_text(note, note.text)
+        if any(event.text == typed for event in history.events if event is not seal):
+            # A version the ledger already holds (a merge or a rebase brought back an earlier state of this
+            # record): nothing typed is lost by putting the record's current text back.
+            notes.write_atomic(ws.vault.path_of(decision), seal.text.encode("utf-8"))
+            self.result.touched.add(decision.path)
+            self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
+                                                             "the current one put back")
+            return True
         if ws.seal_hash_of(self.state, decision) == seal.hash and \
                 finish_interrupted_close(ws, self.state, decision, history, note):
             self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")

@@ -55,7 +55,9 @@ def record_hand_made(ws: Workspace, decision: Decision, kind: str, history: Hist
         raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
     actor = decision.asked_by if kind == "asked" and decision.asked_by else ws.config.default_ruler
     record = history.record if history is not None else new_record()
-    ws.vault.ledger.append([ws.event(kind, decision, actor, record=record, reason=decision.reason)])
+    note = ws.read(ws.vault.path_of(decision))
+    ws.vault.ledger.append([ws.event(kind, decision, actor, record=record, reason=decision.reason,
+                                     text=notes.file_text(note, note.text))])
 
 
 def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decision, history: History,

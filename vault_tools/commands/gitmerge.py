@@ -3,8 +3,8 @@
 git calls it with the common ancestor, this clone's version and the other clone's version of one note. It
 merges them as git's own text merge would. Where both clones closed one decision differently (one ruled
 the question, the other withdrew it; two rulings each superseded it), their lifecycle properties conflict:
-this clone's lines are kept in the note, the other clone's whole note is kept under `.vault-tools/kept/`,
-and the ledger, merged by line union, holds both outcomes, which `lint`, the pages and `context` show as
+this clone's lines are kept in the note, and the ledger, merged by line union, holds both outcomes with
+the text each clone wrote, which `lint`, the pages and `context` show as
 a conflict for the owner to settle. Any other conflict is left to the owner, with git's markers.
 """
 from __future__ import annotations
@@ -15,14 +15,15 @@ from pathlib import Path
 
 from .. import notes
 from ..model import KNOWN_FIELDS
-from ..vault import STATE_DIR
 
 _PROPERTY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:")
 _LIST_ITEM = re.compile(r"^\s*- ")
 OURS, THEIRS = b"<<<<<<< ", b">>>>>>> "
 
 
-def _status_and_successor(text: bytes) -> tuple[object, object]:
+def _status_and_successor(text: bytes | None) -> tuple[object, object]:
+    if text is None:
+        return None, None
     try:
         note = notes.parse_text(notes.decode(text, Path("note.md"))[0], Path("note.md"))
     except Exception:  # a side that cannot be read has no lifecycle to compare
@@ -72,14 +73,7 @@ def resolve_lifecycle_conflicts(merged: bytes) -> tuple[bytes, bool]:
     return b"".join(out), clean
 
 
-def _vault_root(start: Path) -> Path | None:
-    for folder in (start, *start.parents):
-        if (folder / STATE_DIR).is_dir():
-            return folder
-    return None
-
-
-def merge_note(base: Path, ours: Path, theirs: Path, shown: str, cwd: Path | None = None) -> int:
+def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
     """Merge `theirs` into `ours` (written in place, as git expects); 0 when merged, 1 when conflicts remain."""
     done = subprocess.run(["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs",
                            str(ours), str(base), str(theirs)], capture_output=True, timeout=60)
@@ -91,20 +85,13 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str, cwd: Path | Non
         return 0
     ours_bytes, theirs_bytes = ours.read_bytes(), theirs.read_bytes()
     ours_state, theirs_state = _status_and_successor(ours_bytes), _status_and_successor(theirs_bytes)
+    base_status = _status_and_successor(base.read_bytes() if base.exists() else None)[0]
     closed_differently = ours_state[0] != theirs_state[0] or (
-        ours_state[1] and theirs_state[1] and ours_state[1] != theirs_state[1])
+        ours_state[1] and theirs_state[1] and ours_state[1] != theirs_state[1]) or (
+        base_status not in (ours_state[0], theirs_state[0]))  # both moved it on (two answers to one question)
     if closed_differently:
         merged, clean = resolve_lifecycle_conflicts(merged)
         if clean:
-            root = _vault_root(((cwd or Path.cwd()) / shown).parent)
-            if root is not None:
-                name = Path(shown).stem
-                kept = root / STATE_DIR / "kept" / f"{name} (other clone's version).md"
-                counter = 1
-                while kept.exists():
-                    counter += 1
-                    kept = kept.with_name(f"{name} (other clone's version) {counter}.md")
-                notes.write_atomic(kept, theirs_bytes)
             ours.write_bytes(merged)
             return 0
     ours.write_bytes(merged)

@@ -20,12 +20,17 @@ def describe_conflict(conflict: Conflict) -> str:
         ruling = f" (ruling: {conflict.ruling})" if conflict.ruling else ""
         reason = f" (because: {conflict.reason})" if conflict.reason else ""
         return f"ruled on one clone{ruling} and withdrawn on another{reason}"
+    if conflict.kind == "ruled-twice":
+        return "answered differently on two clones: " + "; ".join(
+            f"{name}: {summary}" for name, summary in zip(conflict.outcomes, conflict.rulings, strict=False))
     return " and ".join(conflict.outcomes) + ", on different clones"
 
 
 def keep_choices(conflict: Conflict) -> tuple[str, ...]:
     if conflict.kind == "ruled-and-withdrawn":
         return ("ruled", "withdrawn")
+    if conflict.kind == "ruled-twice":
+        return conflict.outcomes
     return conflict.successors
 
 
@@ -62,6 +67,8 @@ def settle(ws: Workspace, decision_id: str, keep: str, reason: str | None, actor
             wanted = matches[0]
         if conflict.kind == "ruled-and-withdrawn":
             return _settle_outcome(ws, state, decision, history, wanted, reason, who)
+        if conflict.kind == "ruled-twice":
+            return _settle_answer(ws, state, decision, history, int(wanted.rsplit("-", 1)[1]), reason, who)
         return _settle_successor(ws, state, decision, history, wanted, reason, who)
 
 
@@ -90,7 +97,7 @@ def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, histor
                     who: str) -> Settled:
     """A question ruled on one clone and withdrawn on another: keep the ruling, or the withdrawal."""
     if keep == "ruled":
-        seal = next((e for e in reversed(history.events) if e.event == "sealed" and e.text), None)
+        seal = history.seal  # the ruling as last fixed: sealed, or closed since on its own clone
         if seal is None or seal.text is None:
             raise Refused(f"{decision.id}: the ledger holds no sealed text of the ruling to keep", path=decision.path)
         text = seal.text
@@ -111,6 +118,18 @@ def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, histor
     updated, written, kept = _write(ws, state, decision, text)
     ws.vault.ledger.append([_settled_event(ws, state, updated, history, who, keep, written, reason)])
     return Settled(updated, keep, kept_copy=kept)
+
+
+def _settle_answer(ws: Workspace, state: VaultState, decision: Decision, history: History, number: int, reason: str,
+                   who: str) -> Settled:
+    """A question answered on two clones: one answer stays; the other stays in the ledger and a kept copy."""
+    answers = list({e.hash: e for e in history.events if e.event == "sealed" and e.hash}.values())
+    chosen = answers[number - 1]
+    if chosen.text is None:
+        raise Refused(f"{decision.id}: the ledger holds no text of ruling-{number}", path=decision.path)
+    updated, written, kept = _write(ws, state, decision, chosen.text)
+    ws.vault.ledger.append([_settled_event(ws, state, updated, history, who, Status.RULED.value, written, reason)])
+    return Settled(updated, f"ruling-{number}", kept_copy=kept)
 
 
 def _settle_successor(ws: Workspace, state: VaultState, decision: Decision, history: History, keep: str, reason: str,

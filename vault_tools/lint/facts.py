@@ -106,12 +106,12 @@ class Facts:
 
     def settled_away(self, decision: Decision, target: Decision) -> bool:
         """`decision` was one of two rulings that superseded `target` on two clones, and the owner settled
-        on the other one (it is retracted)."""
-        if decision.status is not Status.RETRACTED:
-            return False
+        on the other one (whatever became of `decision` since)."""
         history = self.history_of(target)
         settled = history.settled if history is not None else None
-        return settled is not None and settled.successor is not None and settled.successor != decision.id
+        if history is None or settled is None or settled.successor is None or settled.successor == decision.id:
+            return False
+        return any(e.event == "superseded" and e.successor == decision.id for e in history.events)
 
     def problems(self, *codes: str) -> Iterator[tuple[str, Problem]]:
         """The problems found while reading notes that belong to these rules, with each note's path."""

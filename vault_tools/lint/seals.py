@@ -142,8 +142,10 @@ def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
             continue
         closing = None
         if history is not None:
-            closing = next((e for e in reversed(history.events) if e.event == "withdrawn"), None) \
-                if recorded is Status.WITHDRAWN else history.closing
+            # Two clones may both withdraw a question, each with its own reason: either is what was recorded.
+            withdrawals = [e for e in history.events if e.event == "withdrawn"]
+            closing = next((e for e in reversed(withdrawals) if e.reason == decision.reason),
+                           withdrawals[-1] if withdrawals else None) if recorded is Status.WITHDRAWN else history.closing
         if closing is not None and closing.reason and decision.reason != closing.reason:
             yield Finding(decision.path, first_line(decision, "reason"),
                           f"reason differs from the one the ledger recorded ({closing.reason!r})")
