@@ -372,8 +372,8 @@ def test_random_work_on_several_clones_merges_without_loss(tmp_path, capsys):
                 else:
                     each.vt("rule", "--topic", topic, "--summary", summary, "--source", "chat")
             each.commit(f"work {counter}")
-        before = [each.decision_texts() for each in clones]
         puller, other = rng.sample(clones, 2)
+        before = [puller.decision_texts(), other.decision_texts()]
         puller.pull(other, rebase=rng.random() < 0.5)
         conflicts = len(json.loads(puller.vt("context", "--json")[1])["conflicts"])
         check_invariants(puller, before, conflicts)

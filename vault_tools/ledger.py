@@ -285,8 +285,12 @@ class History:
     @property
     def status(self) -> Status | None:
         settled = self.settled
-        if settled is not None and settled.outcome and settled.outcome != Status.RULED.value:
-            return Status(settled.outcome)
+        if settled is not None:
+            for event in reversed(self.events[self.events.index(settled) + 1:]):  # what happened since
+                if event.event in STATUS_AFTER:
+                    return STATUS_AFTER[event.event]
+            if settled.outcome and settled.outcome != Status.RULED.value:
+                return Status(settled.outcome)
         for event in reversed(self.events):
             # Keeping a ruling over a withdrawal keeps what became of the ruling since (a retraction, say).
             if event.event in STATUS_AFTER and not (settled is not None and event.event == "withdrawn"):
@@ -325,6 +329,9 @@ class History:
         if self.status not in (Status.SUPERSEDED, Status.RETRACTED):
             return None
         settled = self.settled
+        since = self.events[self.events.index(settled) + 1:] if settled is not None else []
+        if any(e.event in CLOSING_EVENTS for e in since):
+            return next(e for e in reversed(since) if e.event in CLOSING_EVENTS)
         if settled is not None and settled.outcome == "superseded":
             return next((e for e in reversed(self.events) if e.event == "superseded"
                          and e.successor == settled.successor), None)
@@ -333,19 +340,20 @@ class History:
     @property
     def conflict(self) -> Conflict | None:
         """Two outcomes recorded on two clones that cannot both stand, until the owner settles them."""
-        if self.settled is not None:
-            return None
-        kinds = {e.event for e in self.events}
+        settled = self.settled
+        # A settlement decides what was recorded before it; what clones record after it may conflict anew.
+        events = self.events[self.events.index(settled) + 1:] if settled is not None else self.events
+        kinds = {e.event for e in events}
         if "withdrawn" in kinds and kinds & {"ruled", "sealed"}:
-            withdrawn = next(e for e in self.events if e.event == "withdrawn")
+            withdrawn = next(e for e in events if e.event == "withdrawn")
             return Conflict(self.record, self.id, "ruled-and-withdrawn", ("ruled", "withdrawn"),
                             ruling=_summary_of(self.seal.text if self.seal else None), reason=withdrawn.reason)
-        answers = list({e.hash: e for e in self.events if e.event == "sealed" and e.hash}.values())
+        answers = list({e.hash: e for e in events if e.event == "sealed" and e.hash}.values())
         if len(answers) > 1:
             return Conflict(self.record, self.id, "ruled-twice", tuple(f"ruling-{n}" for n in range(1, len(answers) + 1)),
                             rulings=tuple(_summary_of(e.text) or "?" for e in answers))
         closings: dict[tuple[str, str | None], None] = {}
-        for event in self.events:
+        for event in events:
             if event.event in CLOSING_EVENTS:
                 closings.setdefault((event.event, event.successor if event.event == "superseded" else None), None)
         if len(closings) > 1:

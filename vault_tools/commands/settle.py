@@ -123,7 +123,9 @@ def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, histor
 def _settle_answer(ws: Workspace, state: VaultState, decision: Decision, history: History, number: int, reason: str,
                    who: str) -> Settled:
     """A question answered on two clones: one answer stays; the other stays in the ledger and a kept copy."""
-    answers = list({e.hash: e for e in history.events if e.event == "sealed" and e.hash}.values())
+    settled = history.settled
+    after = history.events[history.events.index(settled) + 1:] if settled is not None else history.events
+    answers = list({e.hash: e for e in after if e.event == "sealed" and e.hash}.values())
     chosen = answers[number - 1]
     if chosen.text is None:
         raise Refused(f"{decision.id}: the ledger holds no text of ruling-{number}", path=decision.path)
