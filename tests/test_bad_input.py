@@ -62,7 +62,8 @@ def test_duplicate_ids_refuse_only_writes_that_touch_that_id(cli, settled):
 
 
 def test_supersedes_cycle(cli, settled):
-    link = lambda target: f'supersedes: ["[[{target}]]"]\nreason: Because the owner said so in a chat.\n'
+    def link(target):
+        return f'supersedes: ["[[{target}]]"]\nreason: Because the owner said so in a chat.\n'
     write(settled / "Decisions" / "D-0002 A.md", FM + link("D-0003 B") + "---\n")
     write(settled / "Decisions" / "D-0003 B.md", FM.replace("D-0002", "D-0003") + link("D-0002 A") + "---\n")
     assert_refused_untouched(cli, settled, "cycle: D-0002 -> D-0003 -> D-0002", "Decisions/D-0002 A.md:9")

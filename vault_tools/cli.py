@@ -5,6 +5,7 @@ output is one JSON document on stdout and nothing else.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -12,12 +13,14 @@ import platform
 import sys
 import tempfile
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from . import __version__
+from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
 from .commands.workspace import Workspace
 from .dates import local_date
 from .errors import VaultToolsError
@@ -90,7 +93,7 @@ def decision_json(decision: Decision) -> dict[str, Any]:
         "summary": decision.summary, "path": decision.path,
         "asked_at": _when(decision.asked_at), "asked_by": decision.asked_by,
         "ruled_at": _when(decision.ruled_at), "ruled_by": decision.ruled_by,
-        "source": decision.source, "supersedes": list(decision.supersedes),
+        "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
         "superseded_by": decision.superseded_by, "reason": decision.reason,
         "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
         "revisit_by": _when(decision.revisit_by), "due": _when(decision.due),
@@ -182,15 +185,19 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          source: Annotated[str | None, typer.Option(help="Where the ruling came from.")] = None,
          ruled_at: Annotated[str | None, typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now).")] = None,
          supersedes: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
+         alongside: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling on the topic that still stands beside this one; repeatable.")] = [],  # noqa: B006
          reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
          body: Annotated[str | None, typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
          revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
          revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """Record the owner's ruling: on a question (ID) or given directly (--topic)."""
+    """Record the owner's ruling: on a question (ID) or given directly (--topic).
+
+    On a topic that already has a current ruling, say whether this one replaces it (--supersedes ID
+    --reason ...) or stands beside it (--alongside ID); otherwise it is refused."""
     from .commands.rule import rule as record_ruling
     decision = record_ruling(_workspace(vault), decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
-                            supersedes=supersedes, reason=reason, body=_read_body(body),
+                            supersedes=supersedes, alongside=alongside, reason=reason, body=_read_body(body),
                             revisit_if=revisit_if, revisit_by=revisit_by)
     if json_:
         _json(decision_json(decision))
@@ -224,6 +231,25 @@ def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The r
 
 
 @app.command()
+def relate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A current, sealed ruling.")],
+           alongside: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling that stands beside it; repeatable.")] = [],  # noqa: B006
+           supersedes: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling it replaces; repeatable.")] = [],  # noqa: B006
+           reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
+           vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Say how a ruling stands to other current rulings on its topic: it replaces them, or they stand beside it."""
+    from .commands.amend import relate as relate_rulings
+    decision = relate_rulings(_workspace(vault), decision_id, alongside=alongside, supersedes=supersedes,
+                              reason=reason)
+    if json_:
+        _json(decision_json(decision))
+        return
+    for link in supersedes:
+        _out(f"{decision.id} supersedes {link}")
+    for link in alongside:
+        _out(f"{decision.id} stands alongside {link}")
+
+
+@app.command()
 def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
         metavar="[ID]...", help="Only these rulings (default: every ruled note not sealed yet).")] = None,
          vault: VaultOption = None, json_: JsonOption = False) -> None:
@@ -241,27 +267,36 @@ def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
 
 @app.command()
 def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
+         all_: Annotated[bool, typer.Option("--all", help="The whole body, however long (default: cut at "
+                                                          f"{SHOW_LIMIT:,} characters, saying so).")] = False,
          vault: VaultOption = None,
          json_: JsonOption = False) -> None:
-    """One decision note, with its ledger history."""
+    """One decision note: its properties, its body (Obsidian comments left out) and its ledger history."""
+    from .commands.read import body_view
     from .commands.read import show as show_decision
     ws = _workspace(vault)
     decision, history, problems = show_decision(ws, decision_id)
+    body = body_view(decision, None if all_ else SHOW_LIMIT)
     if json_:
         data = decision_json(decision)
+        data.update(_body_json(body))
         data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
         data["sealed"] = history.sealed
         data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
         _json(data)
     else:
-        _show(ws, decision, history)
+        _show(ws, decision, history, body.text)
     if problems:
         for problem in problems:
             stderr.print(f"{decision.path}:{problem.line or 1}: {problem}", markup=False)
         raise typer.Exit(3)
 
 
-def _show(ws: Workspace, decision: Decision, history: History) -> None:
+def _body_json(body: Any) -> dict[str, Any]:
+    return {"body": body.text, "sections": body.sections, "body_left_out": body.left_out}
+
+
+def _show(ws: Workspace, decision: Decision, history: History, body: str) -> None:
     _out(_line(decision, ws))
     _out(f"  file: {decision.path}")
     for name in ("source", "reask_reason", "revisit_if", "superseded_by", "reason"):
@@ -270,9 +305,14 @@ def _show(ws: Workspace, decision: Decision, history: History) -> None:
             _out(f"  {name}: {value}")
     for link in decision.supersedes:
         _out(f"  supersedes: {link}")
+    for link in decision.alongside:
+        _out(f"  alongside: {link}")
     _out(f"  sealed: {'yes' if history.sealed else 'no'}")
     for event in history.events:
         _out(f"  {event.at}  {event.event} by {event.actor}")
+    if body:
+        _out("")
+        _out(body)
 
 
 @app.command("list")
@@ -292,22 +332,44 @@ def list_(status: Annotated[str | None, typer.Option(metavar="STATUS", help="ope
 
 @app.command()
 def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help="Topic keys; near spellings count.")],
+           full: Annotated[bool, typer.Option("--full", help="Each ruling's whole body (cut at "
+                                                              f"{LOOKUP_FULL_LIMIT:,} characters, saying so).")] = False,
            vault: VaultOption = None,
            json_: JsonOption = False) -> None:
-    """Current rulings on these topics, newest first, each with what it superseded."""
+    """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded."""
+    from .commands.read import body_view, ruling_preview
     from .commands.read import lookup as lookup_topics
     ws = _workspace(vault)
     found, problems = lookup_topics(ws, topics)
     if json_:
-        _json([_lookup_json(item) for item in found])
+        items = []
+        for item in found:
+            data = _lookup_json(item)
+            data["ruling_preview"] = ruling_preview(item.ruling)
+            if full:
+                data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
+            items.append(data)
+        _json(items)
     else:
         if not found:
             stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
         for item in found:
             _out(_line(item.ruling, ws))
+            if full:
+                _out("")
+                _out("\n".join("    " + line if line else "" for line in
+                               body_view(item.ruling, LOOKUP_FULL_LIMIT).text.split("\n")))
+                _out("")
+            else:
+                for line in ruling_preview(item.ruling):
+                    _out(f"    | {line}")
             for _key, chain in item.via.values():
                 if chain:
                     _out(f"    settles it because {chain}")
+            for other in item.alongside:
+                _out(f"    stands alongside {_line(other, ws)}")
+            for other in item.not_said:
+                _out(f"    NOT SAID whether one replaces the other: {_line(other, ws)}")
             for old in item.chain:
                 _out(f"    superseded {_line(old, ws)}")
                 if old.reason:
@@ -324,6 +386,8 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
 def _lookup_json(item: Any) -> dict[str, Any]:
     data = decision_json(item.ruling)
     data["matched_topics"] = item.matched
+    data["alongside"] = [other.id for other in item.alongside]
+    data["not_said_whether_replaces"] = [other.id for other in item.not_said]
     data["settled_through"] = {topic: {"topic": key, "chain": chain} for topic, (key, chain) in item.via.items() if chain}
     data["chain"] = [decision_json(old) for old in item.chain]
     return data
@@ -389,6 +453,8 @@ def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOpt
     if json_:
         _json({"open_questions": [decision_json(d) for d in pages.open_questions],
                "rulings": [decision_json(d) for d in pages.current[:pages.rulings_shown]],
+               "not_said_whether_replaces": [{"newer": o.newer.id, "older": o.older.id, "topic": o.topic}
+                                             for o in pages.overlaps],
                "problems": [{"path": p.path, "line": p.line, "message": p.message}
                             for p in page_problems(state)],
                "conflicts": [{"id": c.id, "path": c.note.path if c.note else None, "what": c.what,
@@ -411,13 +477,7 @@ def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault
     log = _watch_log(ws.vault.state_dir, json_)
     watcher = Watcher(ws, on_action=log)
     if once:
-        watcher.acquire()
-        try:
-            watcher.process(everything=True)
-        finally:
-            watcher.release()
-        if watcher.last_error is not None:
-            raise watcher.last_error  # already logged; the exit code says what kind of trouble
+        watcher.run_once()  # an error it raises was logged already; its exit code says what kind of trouble
         return
     previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -477,6 +537,121 @@ def lint_command(
         stderr.print(result.summary(), markup=False)
     if result.failed:
         raise typer.Exit(1)
+
+
+class _Progress:
+    """A rich progress bar on stderr while long work runs, only when stderr is a terminal and not --json."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled and stderr.console.is_terminal
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import Progress
+            self._bar = Progress(console=stderr.console, transient=True)
+            self._bar.start()
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            return
+        if self._task is None:
+            self._task = self._bar.add_task(self.label, total=total)
+        self._bar.update(self._task, completed=done, total=total)
+
+    def __exit__(self, *_: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The bar taken off the terminal while the owner is asked something."""
+        if self._bar is not None:
+            self._bar.stop()
+        try:
+            yield
+        finally:
+            if self._bar is not None:
+                self._bar.start()
+
+
+@app.command("import")
+def import_command(
+        kind: Annotated[str, typer.Argument(metavar="KIND", help="owner-ask (a JSONL rulings and asks ledger) or adr "
+                                                                  "(adr-tools, MADR, log4brains).")],
+        folder: Annotated[Path, typer.Argument(metavar="DIR", help="The folder holding the records (for owner-ask, "
+                                                                    "the one with state/; for adr, any folder above the ADRs).")],
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be imported; write nothing.")] = False,
+        vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Bring decisions in from another record; run again, it imports nothing twice."""
+    from .commands.import_ import import_records, parse_source
+    ws = _workspace(vault)
+    parsed = parse_source(kind, folder)
+    with _Progress(f"importing {kind}", not json_) as progress:
+        result = import_records(ws, parsed, dry_run=dry_run, progress=progress)
+    if json_:
+        _json(result.as_json())
+        return
+    verb = "would import" if dry_run else "imported"
+    for outcome in result.created:
+        _out(f"{verb} {outcome.label} as {outcome.id or 'a new note'} ({outcome.status}): {outcome.summary}")
+        for remark in outcome.remarks:
+            _out(f"  {remark}")
+    for outcome in result.reviews:
+        _out(f"{'would ask' if dry_run else 'asked'} {outcome.id or ''} for review: {outcome.summary}".replace("  ", " "))
+    for skipped in result.skipped:
+        stderr.print(f"skipped {skipped.file}: {skipped.why}", markup=False)
+    for warning in result.warnings:
+        stderr.print(f"warning: {warning}", markup=False)
+    stderr.print(f"{result.files_read} file(s) read; {verb} {len(result.created)}, {len(result.reviews)} for review, "
+                 f"{len(result.already)} imported before, {len(result.skipped)} skipped", markup=False)
+
+
+@app.command()
+def harvest(
+        paths: Annotated[list[Path] | None, typer.Argument(metavar="[PATH]...", help="Notes or folders to read "
+                                                                                    "(default: the whole vault).")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be proposed; write nothing.")] = False,
+        link_back: Annotated[bool, typer.Option("--link-back", help="Add a block id (^d-0012) to the source note, so the "
+                                                                    "decision note links to the very line.")] = False,
+        confirm: Annotated[list[str], typer.Option("--confirm", metavar="ID", help="Record this harvested question as "
+                                                                                    "ruled, in its own words; repeatable.")] = [],  # noqa: B006
+        vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Propose a decision note for each decision written in passing (#decision, > [!decision], decision::)."""
+    from .commands.import_ import harvest as harvest_notes
+    ws = _workspace(vault)
+    interactive = not json_ and not dry_run and sys.stdin.isatty() and stderr.console.is_terminal
+
+    progress = _Progress("harvesting", not json_)
+
+    def ask_owner(outcome: Any) -> bool:
+        with progress.paused():
+            return bool(typer.confirm(f"{outcome.id} reads as a decision already made: \"{outcome.summary}\". "
+                                      "Record it as ruled?", default=False, err=True))
+
+    with progress:
+        result = harvest_notes(ws, paths or [], dry_run=dry_run, link_back=link_back, confirm_ids=confirm,
+                               confirm=ask_owner if interactive else None, progress=progress)
+    if json_:
+        _json(result.as_json())
+        return
+    verb = "would propose" if dry_run else "proposed"
+    for outcome in result.created:
+        _out(f"{verb} {outcome.id or ''} from {outcome.label}: {outcome.summary}".replace("  ", " "))
+    for outcome in result.confirmed:
+        _out(f"{outcome.id} ruled: {outcome.summary}")
+    for outcome in result.to_confirm:
+        hint = f"; confirm with `vault-tools harvest --confirm {outcome.id}`" if outcome.id else ""
+        _out(f"  {outcome.id or outcome.label} reads as already decided{hint}")
+    for rel in result.linked_back:
+        _out(f"linked back from {rel}")
+    for skipped in result.skipped:
+        stderr.print(f"skipped {skipped.file}: {skipped.why}", markup=False)
+    stderr.print(f"{result.notes_read} note(s) read; {verb} {len(result.created) + (len(result.to_confirm) if dry_run else 0)}, "
+                 f"{len(result.already)} harvested before, {len(result.skipped)} skipped", markup=False)
 
 
 @app.command()

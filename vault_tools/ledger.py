@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 
 from .dates import instant
 from .errors import InconsistentVault
-from .model import SEALED_FIELDS, Decision, Resolve, Status, leading_id, name_key
+from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Resolve, Status, leading_id, name_key
 
 LEDGER_FILE = "ledger.jsonl"
 LOCK_FILE = "ledger.lock"
@@ -53,6 +53,8 @@ class Event:
     reason: str | None = None
     successor: str | None = None
     supersedes: tuple[str, ...] = ()
+    alongside: tuple[str, ...] = ()  # ids of the current rulings a ruling stands beside
+    origin: str | None = None  # on `imported`: the foreign record it came from ("adr:...", "owner-ask:R-003")
     record: str | None = None  # the record's identity, fixed at its first event (older lines: derived)
     was: str | None = None  # `renumbered`: the id the record had before
     outcome: str | None = None  # `settled`: the status the owner kept
@@ -62,6 +64,7 @@ class Event:
         data = asdict(self)
         data.pop("line")
         data["supersedes"] = list(self.supersedes)
+        data["alongside"] = list(self.alongside)
         return {key: value for key, value in data.items() if value not in (None, [])}
 
 
@@ -91,6 +94,7 @@ def parse_line(text: str, number: int, where: str) -> Event:
                                 path=where, line=number)
     try:
         data["supersedes"] = tuple(data.get("supersedes", ()))
+        data["alongside"] = tuple(data.get("alongside", ()))
         return Event(**data, line=number)
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
@@ -245,7 +249,7 @@ class Ledger:
 # -- what the events say ------------------------------------------------------------
 
 # Events that fix a note's whole content: its seal is the latest of them that carries text.
-SEALING_EVENTS = ("sealed", "superseded", "retracted", "imported", "renumbered", "relinked", "settled")
+SEALING_EVENTS = ("sealed", "amended", "superseded", "retracted", "imported", "renumbered", "relinked", "settled")
 # The ways a record can end, and so conflict when two clones each took one.
 CLOSING_EVENTS = ("superseded", "retracted")
 
@@ -560,9 +564,11 @@ def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[st
         if name == "status":
             # Moving to superseded/retracted is the tool's own edit, checked against the ledger.
             value = Status.RULED.value if value in (Status.SUPERSEDED, Status.RETRACTED) else value.value
-        elif name == "supersedes":
+        elif name in ("supersedes", "alongside"):
             # A deleted note's link still names its id: deleting it does not change this note.
             value = sorted(resolve(link) or leading_id(link) or link for link in value)
+            if not value and name in SEALED_WHEN_SET:
+                continue
         elif name == "source" and value:
             value = _links_as_meaning(value, resolve)
         elif name == "topics":

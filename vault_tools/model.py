@@ -49,12 +49,14 @@ TEXT_FIELDS = ("type", "id", "status", "summary", "asked_by", "ruled_by", "sourc
                "superseded_by", "reason", "reask_reason", "revisit_if")
 DATETIME_FIELDS = ("asked_at", "ruled_at")
 DATE_FIELDS = ("revisit_by", "due")
-LIST_FIELDS = ("topics", "supersedes")
+LIST_FIELDS = ("topics", "supersedes", "alongside")
 KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS)
 
 # The fields whose parsed values the seal covers (plus the body).
 SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
-                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by")
+                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside")
+# Sealed fields that join the seal only when they hold something, so seals made before they existed stay valid.
+SEALED_WHEN_SET = frozenset({"alongside"})
 
 REQUIRED_BY_STATUS: dict[Status, tuple[str, ...]] = {
     Status.OPEN: (),
@@ -91,6 +93,7 @@ class Decision:
     ruled_by: str | None = None
     source: str | None = None
     supersedes: tuple[str, ...] = ()  # links as written
+    alongside: tuple[str, ...] = ()  # links to current rulings this one stands beside without replacing them
     superseded_by: str | None = None
     reason: str | None = None
     reask_reason: str | None = None
@@ -253,6 +256,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         ruled_by=values.get("ruled_by"),
         source=values.get("source"),
         supersedes=values.get("supersedes", ()),
+        alongside=values.get("alongside", ()),
         superseded_by=values.get("superseded_by"),
         reason=values.get("reason"),
         reask_reason=values.get("reask_reason"),
@@ -486,6 +490,43 @@ def describe_chain(chain: Sequence[str], topic: str) -> str:
     """How a ruling came to settle a topic: "D-0003 superseded D-0002, which superseded D-0001 on X"."""
     steps = [f"{chain[0]} superseded {chain[1]}"] + [f"which superseded {later}" for later in chain[2:]]
     return ", ".join(steps) + f" on {topic}"
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Two current rulings settling one topic, the newer not saying whether it replaces the older."""
+
+    newer: Decision
+    older: Decision
+    topic: str
+
+
+def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo) -> list[Overlap]:
+    """Pairs of current rulings on one topic (near spellings and topics taken over by supersession count)
+    where neither names the other in `supersedes` or `alongside`: the record does not say which stands."""
+    current = sorted((d for d in decisions if d.is_current), key=lambda d: newest_first_key(d, tz))
+    by_id = {d.id: d for d in decisions}
+    settles = {d.id: settled_topics(d, by_id, resolve) for d in current}
+    related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
+               if (target := resolve(link) or leading_id(link))}
+    index = TopicIndex()
+    owners: dict[str, list[Decision]] = {}  # topic -> the current rulings settling it, oldest first
+    found: list[Overlap] = []
+    paired: set[tuple[str, str]] = set()
+    for newer in current:  # oldest first: each ruling meets those before it
+        for topic in sorted(settles[newer.id]):
+            for known in index.matches(topic):
+                for older in owners[known]:
+                    pair = (newer.id, older.id)
+                    if older.id == newer.id or pair in paired or pair in related or pair[::-1] in related:
+                        continue
+                    paired.add(pair)
+                    found.append(Overlap(newer, older, topic))
+        for topic in settles[newer.id]:
+            index.add(topic)
+            owners.setdefault(topic, []).append(newer)
+    # the newest ruling first, and under it the older rulings newest first
+    return sorted(found, key=lambda o: (newest_first_key(o.newer, tz), newest_first_key(o.older, tz)), reverse=True)
 
 
 # -- whole-vault consistency ----------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .dates import local_date
-from .model import Decision, Resolve, Status, newest_first_key, settled_topics
+from .model import Decision, Overlap, Resolve, Status, newest_first_key, settled_topics, unresolved_overlaps
 
 OPEN_QUESTIONS = "Open questions"
 DECISIONS_LOG = "Decisions log"
@@ -58,6 +58,7 @@ class Pages:
     settings: Settings
     open_questions: list[Decision] = field(default_factory=list)
     current: list[Decision] = field(default_factory=list)
+    overlaps: list[Overlap] = field(default_factory=list)  # newer rulings not saying whether they replace older
     conflicts: list[PageConflict] = field(default_factory=list)
 
     @property
@@ -131,7 +132,7 @@ def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int, str
 
 def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple[Decision, list[Decision]]],
                         problems: Sequence[PageProblem], today: dt.date, tz: dt.tzinfo, settings: Settings,
-                        conflicts: Sequence[PageConflict] = ()) -> str:
+                        overlaps: Sequence[Overlap] = (), conflicts: Sequence[PageConflict] = ()) -> str:
     overdue = [q for q in questions if q.due and q.due < today]
     soon = [q for q in questions if q.due and today <= q.due <= today + dt.timedelta(days=settings.reminder_days)]
     rest = [q for q in questions if q not in overdue and q not in soon]
@@ -147,6 +148,8 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
         counts.append(f"{stale} stale")
     if revisions:
         counts.append(_plural(len(revisions), "proposed revision"))
+    if overlaps:
+        counts.append(_plural(len(overlaps), "ruling") + " not saying whether " + ("it replaces" if len(overlaps) == 1 else "they replace") + " another")
     if conflicts:
         counts.append(_plural(len(conflicts), "conflict"))
     out += [", ".join(counts) + ".", ""]
@@ -171,6 +174,18 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
             targets = ", ".join(f"{link(old)} ({escape(old.summary)})" for old in replaces) or "a ruling not found"
             out += _question_line(revision, today, tz, settings)
             out.append(f"  - would replace {targets}")
+            if revision.reason:
+                out.append(f"  - {escape(revision.reason)}")
+        out.append("")
+    if overlaps:
+        out += [f"## {NOT_SAID}", "",
+                "Two current rulings on one topic, and the newer does not say whether it replaces the older. "
+                "Add the older one to the newer one's `supersedes` (with a `reason`) if it replaces it, or to its "
+                "`alongside` if both stand.", ""]
+        for overlap in overlaps[:MAX_OVERLAPS_LISTED]:
+            out += overlap_lines(overlap, tz)
+        if len(overlaps) > MAX_OVERLAPS_LISTED:
+            out.append(f"- and {len(overlaps) - MAX_OVERLAPS_LISTED} more pairs: `vault-tools lint` lists every one")
         out.append("")
     if problems:
         out += ["## Problems", "", "These decision notes cannot be used until they are fixed:", ""]
@@ -181,6 +196,18 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+NOT_SAID = "Not said whether it replaces"
+MAX_OVERLAPS_LISTED = 10  # pairs shown side by side; the rest are counted (lint lists them all)
+
+
+def overlap_lines(overlap: Overlap, tz: dt.tzinfo) -> list[str]:
+    """The newer ruling and the older one side by side, for the owner to say which stands."""
+    newer, older = overlap.newer, overlap.older
+    return [f"- {link(newer)} has not said whether it replaces {link(older)} on `{overlap.topic}`",
+            f"  - newer, {_ruled_day(newer, tz)}: {escape(newer.summary)}",
+            f"  - older, {_ruled_day(older, tz)}: {escape(older.summary)}"]
+
+
 # -- decisions log and archive ----------------------------------------------------------
 
 def _ruled_day(decision: Decision, tz: dt.tzinfo) -> str:
@@ -189,6 +216,28 @@ def _ruled_day(decision: Decision, tz: dt.tzinfo) -> str:
 
 # ruling id -> the topics it settles through rulings it superseded, each with the id that carried it
 TakenOver = Mapping[str, Sequence[tuple[str, str]]]
+# ruling id -> what the log says of it while a newer ruling on its topic has not said whether it replaces it
+Unsaid = Mapping[str, Sequence[str]]
+
+
+def unsaid_notes(overlaps: Iterable[Overlap]) -> dict[str, list[str]]:
+    """One mark per ruling: which newer ruling has not said whether it replaces it, or which older one
+    it has not said it replaces (the first, and how many more)."""
+    newer_of: dict[str, list[str]] = {}
+    older_of: dict[str, list[str]] = {}
+    for overlap in overlaps:
+        newer_of.setdefault(overlap.older.id, []).append(overlap.newer.id)
+        older_of.setdefault(overlap.newer.id, []).append(overlap.older.id)
+
+    def more(ids: list[str]) -> str:
+        return f" (and {len(ids) - 1} more)" if len(ids) > 1 else ""
+
+    found: dict[str, list[str]] = {}
+    for ruling_id, newer in newer_of.items():
+        found.setdefault(ruling_id, []).append(f"{newer[0]}{more(newer)}, newer, has not said whether it replaces this")
+    for ruling_id, older in older_of.items():
+        found.setdefault(ruling_id, []).append(f"has not said whether it replaces {older[0]}{more(older)}")
+    return found
 
 
 def taken_over_topics(rulings: Iterable[Decision], by_id: Mapping[str, Decision], resolve: Resolve) -> dict[str, list[tuple[str, str]]]:
@@ -201,18 +250,21 @@ def taken_over_topics(rulings: Iterable[Decision], by_id: Mapping[str, Decision]
     return found
 
 
-def _ruling_line(ruling: Decision, today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> str:
+def _ruling_line(ruling: Decision, today: dt.date, tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
     line = f"- {link(ruling)} {_ruled_day(ruling, tz)} {escape(ruling.summary)}"
     if len(ruling.topics) > 1:
         line += " (also: " + ", ".join(f"`{t}`" for t in ruling.topics[1:]) + ")"
     if ruling.id in taken_over:
         line += " · also settles " + ", ".join(f"`{topic}` (from {old})" for topic, old in taken_over[ruling.id])
+    for note in unsaid.get(ruling.id, ()):
+        line += f" · **{note}**"
     if ruling.revisit_by and ruling.revisit_by < today:
         line += f" · **revisit by {ruling.revisit_by.isoformat()} has passed**"
     return line
 
 
-def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> list[str]:
+def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo, taken_over: TakenOver,
+              unsaid: Unsaid) -> list[str]:
     groups: dict[str, list[Decision]] = {}
     for ruling in rulings:
         groups.setdefault(ruling.topics[0] if ruling.topics else "(no topic)", []).append(ruling)
@@ -220,7 +272,7 @@ def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo, taken_
     for topic in sorted(groups):
         out += [f"## {topic}", ""]
         for ruling in sorted(groups[topic], key=lambda d: newest_first_key(d, tz), reverse=True):
-            out.append(_ruling_line(ruling, today, tz, taken_over))
+            out.append(_ruling_line(ruling, today, tz, taken_over, unsaid))
         out.append("")
     return out
 
@@ -235,13 +287,14 @@ def _superseded_line(old: Decision, successor: Decision | None, tz: dt.tzinfo) -
 
 
 def decisions_log_page(shown: Sequence[Decision], left_out: int, recent: Sequence[tuple[Decision, Decision | None]],
-                       recent_left_out: int, today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> str:
+                       recent_left_out: int, today: dt.date, tz: dt.tzinfo, taken_over: TakenOver,
+                       unsaid: Unsaid) -> str:
     total = len(shown) + left_out
     topics = len({d.topics[0] for d in shown if d.topics})
     out = [NOTICE, "", f"# {DECISIONS_LOG}", "",
            f"{_plural(total, 'current ruling')}; newest first within each topic. "
            "Do not re-ask these; `vault-tools ask` refuses settled topics.", ""]
-    out += _by_topic(shown, today, tz, taken_over)
+    out += _by_topic(shown, today, tz, taken_over, unsaid)
     if recent or recent_left_out:
         out += ["## Recently superseded", ""]
         out += [_superseded_line(old, new, tz) for old, new in recent]
@@ -260,11 +313,11 @@ def _mermaid_label(decision: Decision, tz: dt.tzinfo) -> str:
 
 
 def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], successor_of: dict[str, Decision],
-                 today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> str:
+                 today: dt.date, tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
     out = [NOTICE, "", f"# {ARCHIVE}", ""]
     out += [f"## Current rulings left off the log ({len(left_out)})", ""]
     if left_out:
-        out += [line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in _by_topic(left_out, today, tz, taken_over)]
+        out += [line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in _by_topic(left_out, today, tz, taken_over, unsaid)]
     else:
         out += ["None: the log lists every current ruling.", ""]
     superseded = [d for d in history if d.status is Status.SUPERSEDED]
@@ -332,19 +385,21 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
             for old in targets(decision):
                 successor_of.setdefault(old.id, decision)
     taken_over = taken_over_topics(current, by_id, resolve)
+    overlaps = unresolved_overlaps(decisions, resolve, tz)
+    unsaid = unsaid_notes(overlaps)
     recent_since = today - dt.timedelta(days=settings.recent_days)
     recent = sorted(((old, successor_of.get(old.id)) for old in history if old.status is Status.SUPERSEDED
                      and successor_of.get(old.id) is not None and successor_of[old.id].ruled_at
                      and local_date(successor_of[old.id].ruled_at, tz) >= recent_since),  # type: ignore[arg-type]
                     key=lambda pair: newest_first_key(pair[1], tz), reverse=True)  # type: ignore[arg-type]
 
-    open_page = open_questions_page(questions, revisions, problems, today, tz, settings, conflicts)
+    open_page = open_questions_page(questions, revisions, problems, today, tz, settings, overlaps, conflicts)
     # What an agent loads is the two pages one after the other (see `Pages.agent_text`).
     open_lines, open_bytes = size(open_page + AGENT_SEPARATOR)
 
     def log_with(count: int, recent_count: int = 0) -> str:
         return decisions_log_page(current[:count], len(current) - count, recent[:recent_count],
-                                  len(recent) - recent_count, today, tz, taken_over)
+                                  len(recent) - recent_count, today, tz, taken_over, unsaid)
 
     def fits(page: str) -> bool:
         lines, size_bytes = size(page)
@@ -354,9 +409,10 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
     low = _largest_fitting(len(current), lambda count: fits(log_with(count)))
     recent_shown = _largest_fitting(len(recent), lambda count: fits(log_with(low, count)))
     log_page = log_with(low, recent_shown)
-    archive = archive_page(current[low:], history, successor_of, today, tz, taken_over)
+    archive = archive_page(current[low:], history, successor_of, today, tz, taken_over, unsaid)
     log_lines, log_bytes = size(log_page)
     return Pages(texts={OPEN_QUESTIONS: open_page, DECISIONS_LOG: log_page, ARCHIVE: archive},
                  rulings_shown=low, rulings_left_out=len(current) - low,
                  used_lines=open_lines + log_lines, used_bytes=open_bytes + log_bytes, settings=settings,
-                 open_questions=[*questions, *(r for r, _ in revisions)], current=current, conflicts=list(conflicts))
+                 open_questions=[*questions, *(r for r, _ in revisions)], current=current, overlaps=overlaps,
+                 conflicts=list(conflicts))

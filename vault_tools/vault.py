@@ -50,6 +50,7 @@ class Config:
     default_asker: str = "agent"
     default_ruler: str = "owner"
     lint: dict[str, str] = field(default_factory=dict)
+    harvest_on_change: bool = False
 
     @property
     def tz(self) -> dt.tzinfo:
@@ -71,6 +72,7 @@ CONFIG_DOC = {
     "default_asker": "`asked_by` when a command does not say",
     "default_ruler": "`ruled_by` when a command or the watcher does not say",
     "lint": "per-rule severity: a mapping of code to error, warning or off",
+    "harvest_on_change": "the watcher harvests decisions written in passing from notes as they change",
 }
 
 
@@ -125,7 +127,10 @@ def load_config(root: Path) -> Config:
 def _typed(key: str, value: Any, kind: type, shown: str, line: int) -> Any:
     if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    if isinstance(value, kind) and not isinstance(value, bool):
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif isinstance(value, kind) and not isinstance(value, bool):
         return value
     raise ConfigError(f"{key} must be {kind.__name__}, not {value!r}", path=shown, line=line)
 

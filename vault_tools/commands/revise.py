@@ -159,7 +159,9 @@ def _revision_text(ws: Workspace, typed: notes.Note, old: Decision, target: Deci
     changes: dict[str, Any] = {
         "id": revision_id, "status": Status.OPEN.value,
         "supersedes": [f"[[{target.title}]]"] if target else notes.REMOVE,
-        "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it.",
+        "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it."
+                  + (" The retraction typed with it is not applied: to retract, change only `status` and `reason`."
+                     if str((typed.data or {}).get("status", "")).strip() == Status.RETRACTED.value else ""),
         "asked_at": now, "asked_by": ws.config.default_ruler,
         "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
     return notes.with_fields(typed, changes)

@@ -13,7 +13,7 @@ from typing import Any
 from .. import notes
 from ..dates import Now, local_now, utc_now, utc_stamp
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
-from ..ledger import Conflict, Event, History, RecordSummary, new_record, seal_hash, tie_notes
+from ..ledger import Conflict, Event, History, RecordSummary, latest_with_id, new_record, seal_hash, tie_notes
 from ..model import (
     CLONE_TAG_ALPHABET,
     CLONE_TAG_LENGTH,
@@ -117,6 +117,11 @@ class Workspace:
             state.derived["history_ties"] = memo
         return memo[1].get(decision.path)
 
+    def record_of_new(self, decision: Decision) -> str:
+        """The record of a note this command has just recorded (the state read before does not have it)."""
+        found = latest_with_id(self.histories(), decision.id)
+        return found.record if found is not None else new_record()
+
     def record_for(self, state: VaultState, decision: Decision, known: dict[str, History] | None = None) -> str:
         """The record identity events about this note carry: its record's, or a new one."""
         history = self.history_of(state, decision, known)
@@ -150,6 +155,8 @@ class Workspace:
             recorded = summary.status if summary is not None and summary.conflict is None else None
             if recorded in FINAL_STATUSES:
                 status = recorded
+            elif recorded is Status.RULED and status is Status.RETRACTED:
+                status = Status.RULED  # a retraction typed in Obsidian counts once it is recorded
             elif status is Status.RULED and decision.id in replaced:
                 status = Status.SUPERSEDED
             in_effect.append(decision if status is decision.status else replace(decision, status=status))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+from ..commands.amend import apply_owner_steps
 from ..commands.build import build
 from ..commands.seal import seal
 from ..commands.workspace import Workspace
@@ -15,7 +16,8 @@ from .facts import read_ledger
 
 
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
-    """Seal rulings past their settle window, then rebuild stale pages. Returns (done, not done)."""
+    """Record retractions and relations the owner typed into sealed rulings, seal rulings past their settle
+    window, then rebuild stale pages. Returns (done, not done)."""
     ws = Workspace(vault)
     state = vault.load()
     moment = time.time() if now is None else now
@@ -33,8 +35,10 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
             continue
         if age >= vault.config.settle_seconds:
             due.append(decision.id)
-    done: list[str] = []
-    not_done: list[str] = []
+    try:
+        done, not_done = apply_owner_steps(ws)
+    except VaultToolsError as error:  # a damaged ledger: lint reports it; nothing can be recorded
+        done, not_done = [], [f"could not record steps taken in Obsidian: {error}"]
     if due:
         try:
             done += [f"sealed {d.id}" for d in seal(ws, due)]
