@@ -43,7 +43,7 @@ class Clone:
         code = run([*args, "--vault", str(self.root)])
         captured = self.capsys.readouterr()
         if expect is not None:
-            assert code == expect, f"vault-tools {' '.join(args)} exited {code}: {captured.err}"
+            assert code == expect, f"vault-tools {' '.join(args)} exited {code}: {captured.out}{captured.err}"
         return code, captured.out, captured.err
 
     def new_id(self, out: str) -> str:
@@ -207,9 +207,11 @@ def test_three_clones_record_at_once_and_each_id_is_unique(tmp_path, capsys):
     origin = make_origin(tmp_path, capsys)
     clones = [clone(origin, name) for name in "ABC"]
     made = []
+    subjects = iter(["newsletter-format", "shop-prices", "podcast-plans", "survey-timing", "merch-colours",
+                     "events-venue", "sponsor-rules", "archive-access", "footer-links"])
     for index, each in enumerate(clones):
         for round_ in range(3):
-            made.append(each.rule("--topic", f"topic-{index}-{round_}",
+            made.append(each.rule("--topic", next(subjects),
                                   "--summary", f"Ruling number {round_} recorded on clone {index} offline."))
         each.commit(f"clone {index}")
     assert len(set(made)) == len(made) == 9
@@ -285,7 +287,8 @@ def test_case_only_twins_keep_their_own_text_until_one_is_renumbered(tmp_path, c
     sealed = next(folder.glob("D-0001-*.md"))
     decision_id = sealed.name.split(" ")[0]
     twin = folder / ("d" + sealed.name[1:].lower())
-    twin_text = sealed.read_text(encoding="utf-8").replace(NEWSLETTER_DAY, "The newsletter moves to a monthly issue.")
+    twin_text = sealed.read_text(encoding="utf-8").replace(NEWSLETTER_DAY, "The newsletter moves to a monthly issue.") \
+        .replace("newsletter-day", "newsletter-cadence")
     write(twin, twin_text)
     linking = origin.new_id(origin.vt("rule", "--topic", "newsletter-format", "--summary",
                                       "Each issue links the sealed day ruling.", "--source", f"[[{twin.stem}]]")[1])
@@ -323,7 +326,8 @@ def test_a_hand_made_copy_of_a_sealed_ruling_is_never_restored_over(tmp_path, ca
     folder = origin.root / "Decisions"
     sealed = next(folder.glob("D-0002-*.md"))
     copy = folder / "Copy of the comments ruling.md"
-    copy_text = sealed.read_text(encoding="utf-8").replace(BLOG_COMMENTS, "Blog comments open for subscribers only.")
+    copy_text = sealed.read_text(encoding="utf-8").replace(BLOG_COMMENTS, "Blog comments open for subscribers only.") \
+        .replace("blog-comments", "blog-moderation")
     write(copy, copy_text)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     origin.vt("watch", "--once", expect=None)

@@ -191,9 +191,9 @@ class _Pass:
             raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
                             "or removed; restore that note or its name", path=decision.path)
         typed = notes.file_text(note, note.text)
-        if any(event.text == typed for event in history.events if event is not seal):
-            # A version the ledger already holds (a merge or a rebase brought back an earlier state of this
-            # record): nothing typed is lost by putting the record's current text back.
+        if history.settled is not None and any(event.text == typed for event in history.events if event is not seal):
+            # A conflict was settled, and a merge or a rebase brought back a version the ledger already holds
+            # from before: nothing typed is lost by putting the settled text back.
             notes.write_atomic(ws.vault.path_of(decision), seal.text.encode("utf-8"))
             self.result.touched.add(decision.path)
             self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "

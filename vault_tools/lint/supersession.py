@@ -199,6 +199,9 @@ def replacement_not_said(facts: Facts) -> Iterator[Finding]:
     in_effect = [d for d in facts.state.decisions if d.status is not Status.RULED or not _closed(facts, d)]
     for overlap in unresolved_overlaps(in_effect, facts.resolve, facts.config.tz):
         newer, older = overlap.newer, overlap.older
+        shared = {t.id for _, t in facts.targets(newer) if t} & {t.id for _, t in facts.targets(older) if t}
+        if any(facts.in_conflict(facts.by_id[target]) for target in shared):
+            continue  # two clones each superseded one ruling with these: reported once as a conflict (VT026)
         yield Finding(newer.path, first_line(newer, "supersedes", "alongside", "topics"),
                       f"{newer.id} has not said whether it replaces {older.id} ({older.path}), also current on "
                       f"{overlap.topic}: add it to `supersedes` (with a reason) or to `alongside`")
