@@ -55,6 +55,10 @@ class Event:
     supersedes: tuple[str, ...] = ()
     alongside: tuple[str, ...] = ()  # ids of the current rulings a ruling stands beside
     origin: str | None = None  # on `imported`: the foreign record it came from ("adr:...", "owner-ask:R-003")
+    # On `asked`: the question's summary and topics (its full text is in `text`), so its history
+    # outlives the note. Left out when empty, so lines written before they existed keep their checksums.
+    summary: str | None = None
+    topics: tuple[str, ...] = ()
     record: str | None = None  # the record's identity, fixed at its first event (older lines: derived)
     was: str | None = None  # `renumbered`: the id the record had before
     outcome: str | None = None  # `settled`: the status the owner kept
@@ -65,6 +69,7 @@ class Event:
         data.pop("line")
         data["supersedes"] = list(self.supersedes)
         data["alongside"] = list(self.alongside)
+        data["topics"] = list(self.topics)
         return {key: value for key, value in data.items() if value not in (None, [])}
 
 
@@ -95,6 +100,7 @@ def parse_line(text: str, number: int, where: str) -> Event:
     try:
         data["supersedes"] = tuple(data.get("supersedes", ()))
         data["alongside"] = tuple(data.get("alongside", ()))
+        data["topics"] = tuple(data.get("topics", ()))
         return Event(**data, line=number)
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
@@ -212,6 +218,11 @@ class Ledger:
         found = histories(events)
         self._histories_memo = (self._stat_key(), len(events), found)
         return found
+
+    def statuses(self) -> dict[str, Status]:
+        """Each id's status where the ledger has one, for readers that know notes by id alone (where two
+        records share an id, the later one's; a record in conflict has none)."""
+        return {s.id: s.status for s in self.summaries() if s.status is not None and s.conflict is None}
 
     def summaries(self) -> list[RecordSummary]:
         """What each record stands at (id, status, paths, seal, conflict). Remembered in

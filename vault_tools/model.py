@@ -52,6 +52,16 @@ DATE_FIELDS = ("revisit_by", "due")
 LIST_FIELDS = ("topics", "supersedes", "alongside")
 KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS)
 
+# The owner's mark for a ruling the agent's view always lists in full. Not a ledger field: the owner
+# sets and clears it at any time, on sealed rulings too, like `tags`.
+PINNED = "pinned"
+
+
+def is_pinned(value: Any) -> bool:
+    """An Obsidian checkbox (`pinned: true`), or the text `true` / `yes` typed by hand."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
+
+
 # The fields whose parsed values the seal covers (plus the body).
 SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
                  "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside")
@@ -100,6 +110,7 @@ class Decision:
     revisit_if: str | None = None
     revisit_by: dt.date | None = None
     due: dt.date | None = None
+    pinned: bool = False  # the owner's `pinned: true`: always listed in full in the agent's view
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -263,12 +274,26 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         revisit_if=values.get("revisit_if"),
         revisit_by=values.get("revisit_by"),
         due=values.get("due"),
+        pinned=is_pinned(data.get(PINNED)),
         key_lines=lines,
     )
     return decision, problems
 
 
 # -- lifecycle ----------------------------------------------------------------------
+
+def status_in_effect(status: Status, recorded: Status | None, replaced: bool) -> Status:
+    """Where a note stands for everything that reads it: the ledger's final statuses win over what the
+    note says (a retracted ruling set back to `ruled` by hand is still retracted), and a ruling named in
+    a current ruling's `supersedes` is no longer current, even before sealing marks it."""
+    if recorded in FINAL_STATUSES:
+        return recorded
+    if recorded is Status.RULED and status is Status.RETRACTED:
+        return Status.RULED  # a retraction typed in Obsidian counts once it is recorded
+    if status is Status.RULED and replaced:
+        return Status.SUPERSEDED
+    return status
+
 
 def can_move(current: Status, new: Status) -> bool:
     return new in TRANSITIONS[current]

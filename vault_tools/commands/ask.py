@@ -7,7 +7,6 @@ from typing import Any
 from .. import notes
 from ..dates import parse_day_option
 from ..errors import Refused
-from ..ledger import new_record
 from ..model import MIN_TEXT, Decision, Status, topics_match
 from .checks import check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
@@ -50,5 +49,5 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
         text = notes.render_note(fields, sections(("Question", summary), ("Context", body)))
         decision = ws.parse_new(path, text)
         notes.create_note(path, text)
-        ws.vault.ledger.append([ws.event("asked", decision, actor, record=new_record(), text=text)])
+        ws.vault.ledger.append([ws.asked_event(decision, actor, text)])
         return decision

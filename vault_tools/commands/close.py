@@ -56,6 +56,9 @@ def record_hand_made(ws: Workspace, decision: Decision, kind: str, history: Hist
     actor = decision.asked_by if kind == "asked" and decision.asked_by else ws.config.default_ruler
     record = history.record if history is not None else new_record()
     note = ws.read(ws.vault.path_of(decision))
+    if kind == "asked":
+        ws.vault.ledger.append([ws.asked_event(decision, actor, notes.file_text(note, note.text), record=record)])
+        return
     ws.vault.ledger.append([ws.event(kind, decision, actor, record=record, reason=decision.reason,
                                      text=notes.file_text(note, note.text))])
 

@@ -17,7 +17,6 @@ from ..ledger import Conflict, Event, History, RecordSummary, latest_with_id, ne
 from ..model import (
     CLONE_TAG_ALPHABET,
     CLONE_TAG_LENGTH,
-    FINAL_STATUSES,
     ID_PATTERN,
     Decision,
     LinkResolver,
@@ -29,6 +28,7 @@ from ..model import (
     id_matches,
     id_number,
     note_title,
+    status_in_effect,
     supersedes_cycle,
 )
 from ..vault import Vault, VaultState
@@ -92,6 +92,11 @@ class Workspace:
                              "give the whole id")
         return found[0]
 
+    def histories_by_id(self) -> dict[str, History]:
+        """Every record by its current id, for readers that name records by id (where two records share an
+        id, the later one)."""
+        return {history.id: history for history in self.histories().values()}
+
     def record_summaries(self) -> list[RecordSummary]:
         try:
             return self.vault.ledger.summaries()
@@ -150,15 +155,9 @@ class Workspace:
                     for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
         in_effect = []
         for decision in state.decisions:
-            status = decision.status
             summary = self.summary_of(state, decision)
             recorded = summary.status if summary is not None and summary.conflict is None else None
-            if recorded in FINAL_STATUSES:
-                status = recorded
-            elif recorded is Status.RULED and status is Status.RETRACTED:
-                status = Status.RULED  # a retraction typed in Obsidian counts once it is recorded
-            elif status is Status.RULED and decision.id in replaced:
-                status = Status.SUPERSEDED
+            status = status_in_effect(decision.status, recorded, decision.id in replaced)
             in_effect.append(decision if status is decision.status else replace(decision, status=status))
         state.derived["in_effect"] = in_effect
         return in_effect
@@ -246,6 +245,12 @@ class Workspace:
     def event(self, kind: str, decision: Decision, actor: str, *, record: str, **extra: Any) -> Event:
         return Event(event=kind, id=decision.id, at=utc_stamp(self.now()), actor=actor, path=decision.path,
                      record=record, **extra)
+
+    def asked_event(self, decision: Decision, actor: str, text: str, record: str | None = None) -> Event:
+        """The `asked` event of a question, carrying what rebuilds it without its note; it begins a new record
+        unless the note already has one."""
+        return self.event("asked", decision, actor, record=record or new_record(), text=text,
+                          summary=decision.summary, topics=decision.topics)
 
     def parse_new(self, path: Path, text: str) -> Decision:
         """Parse text about to be written, refusing it if it is not a valid decision."""

@@ -7,7 +7,7 @@ facts, kept with its doc in the module of its family:
     schema.py        VT001-VT008  each note readable, its properties well-formed
     supersession.py  VT010-VT015  supersedes / superseded_by form one chain
     seals.py         VT020-VT025  seals hold, notes agree with the ledger, the ledger is append-only
-    pinned.py        VT030-VT031  pinned pages current and within budget
+    pinned.py        VT030-VT033  pinned pages current, the agent's view within budget, git set up
     hygiene.py       VT040-VT043  warnings: stale questions, revisit dates, topic variants, no source
 
 `registry.RULES` is the one table from code to rule. `runner.lint` runs the
