@@ -115,7 +115,7 @@ def check_invariants(merged: Clone, before: list[dict[str, str]], conflicts: int
     listed = {ruling["id"] for ruling in context["rulings"]}
     current = {d.id for d in ws.decisions_in_effect(state) if d.status.value == "ruled"}
     left_out = current - listed  # only what the load budget moved to the archive, and counted
-    assert len(left_out) == context["budget"]["rulings_left_out"], f"context leaves out {left_out}"
+    assert len(left_out) == context["rulings_left_out"], f"context leaves out {left_out}"
     assert len(context["conflicts"]) == conflicts, context["conflicts"]
     # Nothing was overwritten: every note's text from every clone is in a note, the ledger or a kept copy.
     kept = vault.state_dir / "kept"

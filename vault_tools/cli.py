@@ -806,6 +806,7 @@ def merge_note(base: Annotated[Path, typer.Argument(help="The common ancestor (g
         raise typer.Exit(code)
 
 
+@app.command()
 def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
             vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Every version and lifecycle event of a decision, oldest first, with what each changed in its text."""
