@@ -527,7 +527,7 @@ def make_example_vault(root: Path) -> list[Decision]:
         write_file(root / path, text)
     clock.set("2026-11-29T08:00:00")
     build(ws)
-    decisions = sorted(ws.state().decisions, key=lambda decision: decision.number)
+    decisions = sorted(ws.state().decisions, key=lambda decision: decision.order)
     for leftover in [root / STATE_DIR / "cache", *(root / STATE_DIR).glob("*.lock")]:
         if leftover.is_dir():
             shutil.rmtree(leftover)

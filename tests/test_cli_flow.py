@@ -127,7 +127,9 @@ def test_init_sets_up_a_vault_with_templates_and_is_idempotent(tmp_path):
     assert 'templates_folder: "Meta/Templates"' in (root / ".vault-tools" / "config.yaml").read_text()
     assert {p.name for p in (root / "Meta" / "Templates").iterdir()} == {"Decision.md", "Question.md"}
     assert "vault-tools context" in first.out and "SessionStart" in first.out
-    assert (root / ".gitattributes").read_text() == ".vault-tools/ledger.jsonl merge=union\n"
+    assert (root / ".gitattributes").read_text() == (".vault-tools/ledger.jsonl merge=union\n"
+                                                    "Decisions/**/*.md merge=vault-tools-notes\n"
+                                                    "Pinned/*.md merge=vault-tools-pages\n")
     ignored = (root / ".gitignore").read_text().splitlines()
     assert {".vault-tools/cache/", ".vault-tools/*.lock", ".vault-tools/watch.pid"} <= set(ignored)
     before = snapshot(root)

@@ -490,7 +490,8 @@ def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; ex
     """Regenerate the pinned pages (open questions, decisions log, archive)."""
     from .commands.build import build as build_pages
     _today(today)  # still checked: a bad date is a usage error
-    result = build_pages(_workspace(vault), check=check)
+    ws = _workspace(vault)
+    result = build_pages(ws, check=check)
     pages = result.pages
     if json_:
         _json({"written": result.written, "stale": result.stale, "kept": result.kept, "over_budget": pages.over_budget,
@@ -500,6 +501,7 @@ def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; ex
             _out(f"{'stale' if check else 'wrote'} {path}")
     for kept in result.kept:
         stderr.print(f"a pinned page was edited by hand; the edited copy is kept in {kept}", markup=False)
+    _warn_merge_drivers(ws.vault.root)
     if check and result.stale:
         stderr.print(f"error: {len(result.stale)} pinned page(s) are stale: {', '.join(result.stale)}; "
                      "run `vault-tools build`", style="red", markup=False)
@@ -507,6 +509,14 @@ def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; ex
     if pages.over_budget:
         stderr.print(f"error: {pages.budget_message()}", style="red", markup=False)
         raise typer.Exit(1)
+
+
+def _warn_merge_drivers(root: Path) -> None:
+    from .commands.setup import merge_drivers_missing
+    missing = merge_drivers_missing(root)
+    if missing:
+        stderr.print(f"warning: this git clone lacks the merge driver(s) {', '.join(missing)}, so a pull can stop "
+                     "on the pinned pages; run `vault-tools init` once in it", markup=False)
 
 
 def _budget_json(pages: Any) -> dict[str, Any]:
@@ -561,6 +571,8 @@ def _context_json(found: Any) -> dict[str, Any]:
             "rulings": [ruling(item) for item in found.rulings], "rulings_left_out": found.rulings_left_out,
             "not_said_whether_replaces": [{"newer": o.newer.id, "older": o.older.id, "topic": o.topic}
                                           for o in found.overlaps],
+            "conflicts": [{"id": c.id, "path": c.note.path if c.note else None, "what": c.what, "settle": c.settle}
+                          for c in found.conflicts],
             "text": found.text}
 
 
@@ -823,6 +835,55 @@ def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owne
         return
     _out(f"{'wrote' if written.written else 'unchanged'} {written.path}: {len(written.proposals)} proposal(s); "
          "tick what you accept, then run `vault-tools review --apply`")
+
+
+@app.command()
+def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The decision in conflict.")],
+           keep: Annotated[str, typer.Option(metavar="OUTCOME", help="What stands: ruled or withdrawn (a question "
+                                             "ruled on one clone and withdrawn on another), or the id of the ruling "
+                                             "that stays its successor (a ruling superseded twice).")],
+           reason: ReasonOption,
+           by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Decide a conflict two clones recorded (lint VT026): keep one outcome; the other stays in the ledger."""
+    from .commands.settle import settle as settle_conflict
+    done = settle_conflict(_workspace(vault), decision_id, keep, reason, by)
+    if json_:
+        _json({"id": done.decision.id, "kept": done.kept, "retracted": done.retracted, "kept_copy": done.kept_copy})
+        return
+    _out(f"{done.decision.id} settled: kept {done.kept}")
+    for other in done.retracted:
+        _out(f"  {other} retracted")
+    if done.kept_copy:
+        stderr.print(f"the note's previous text is kept in {done.kept_copy}", markup=False)
+
+
+@app.command()
+def renumber(decision_id: Annotated[str, typer.Argument(metavar="ID", help="An id two notes share.")],
+             path: Annotated[str | None, typer.Option("--path", metavar="NOTE", help="The note to give a new id "
+                                                      "(default: the one the ledger has no record of).")] = None,
+             by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Give one of two notes that share an id a new id: its file name and the links to it follow."""
+    from .commands.renumber import renumber as renumber_note
+    done = renumber_note(_workspace(vault), decision_id, path, by)
+    if json_:
+        _json({"old_id": done.old_id, "new_id": done.new_id, "path": done.path, "old_path": done.old_path,
+               "relinked": done.relinked})
+        return
+    _out(f"{done.old_id} -> {done.new_id}: {done.path}")
+    for relinked in done.relinked:
+        _out(f"  links rewritten in {relinked}")
+
+
+@app.command("merge-note")
+def merge_note(base: Annotated[Path, typer.Argument(help="The common ancestor (git's %O).")],
+               ours: Annotated[Path, typer.Argument(help="This clone's version, merged in place (%A).")],
+               theirs: Annotated[Path, typer.Argument(help="The other clone's version (%B).")],
+               shown: Annotated[str, typer.Argument(help="The note's path in the repository (%P).")]) -> None:
+    """git's merge driver for decision notes (set up by init); not for use by hand."""
+    from .commands.gitmerge import merge_note as merge
+    code = merge(base, ours, theirs, shown)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

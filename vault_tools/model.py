@@ -17,7 +17,11 @@ from typing import Any
 
 from .dates import instant, parse_date, parse_datetime
 
-ID_PATTERN = re.compile(r"^D-(\d{1,9})$")
+# `D-0007` (sequential, one writer) or `D-0007-k7q2` (a counter and the tag of the clone that made it:
+# unique without coordination across clones; see docs/several-machines.md).
+ID_PATTERN = re.compile(r"^D-(\d{1,9})(?:-([0-9a-z]{2,8}))?$")
+CLONE_TAG_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case: no i, l, o, u
+CLONE_TAG_LENGTH = 4
 TOPIC_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long
 
@@ -114,6 +118,11 @@ class Decision:
         return id_number(self.id)
 
     @property
+    def order(self) -> tuple[int, str]:
+        """Creation order as far as ids tell: the counter, then the clone tag."""
+        return self.number, self.id
+
+    @property
     def title(self) -> str:
         """The file name without folder and `.md`: what an Obsidian link names."""
         return self.path.rsplit("/", 1)[-1].removesuffix(".md")
@@ -133,8 +142,14 @@ def id_number(decision_id: str) -> int:
     return int(match.group(1))
 
 
-def format_id(number: int, digits: int = 4) -> str:
-    return f"D-{number:0{digits}d}"
+def format_id(number: int, digits: int = 4, tag: str | None = None) -> str:
+    return f"D-{number:0{digits}d}" + (f"-{tag}" if tag else "")
+
+
+def id_matches(typed: str, decision_id: str) -> bool:
+    """Whether a typed id names this decision: the whole id, or its counter alone (`D-0003` for
+    `D-0003-k7q2`), as a short form that only counts when it names one note."""
+    return decision_id == typed or decision_id.startswith(typed + "-")
 
 
 def is_decision_mapping(data: Any) -> bool:
@@ -307,7 +322,7 @@ def link_target(link: str) -> str:
 
 def leading_id(link: str) -> str | None:
     """The decision id a link's target starts with (`[[D-0003 Old rule]]` -> D-0003), existing or not."""
-    match = re.match(r"^(D-\d+)\b", link_target(link))
+    match = re.match(r"^(D-\d+(?:-[0-9a-z]{2,8})?)(?![\w-])", link_target(link))
     return match.group(1) if match else None
 
 
@@ -488,10 +503,10 @@ def note_title(decision_id: str, summary: str) -> str:
 
 # -- time ---------------------------------------------------------------------------
 
-def newest_first_key(decision: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
+def newest_first_key(decision: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int, str]:
     when = decision.ruled_at or decision.asked_at
     moment = instant(when, tz) if when else dt.datetime.min.replace(tzinfo=dt.UTC)
-    return moment, decision.number
+    return moment, decision.number, decision.id
 
 
 # -- what a ruling settles ------------------------------------------------------------

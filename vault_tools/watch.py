@@ -39,7 +39,7 @@ from .commands.supersede import pending_supersessions, supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, VaultToolsError
 from .ledger import History
-from .model import FINAL_STATUSES, Decision, Status
+from .model import FINAL_STATUSES, Decision, Status, duplicate_ids
 from .vault import STATE_DIR, VaultState
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
@@ -112,7 +112,7 @@ class _Pass:
         for error in state.broken:
             self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
         quiet: list[tuple[Decision, float]] = []
-        for decision in sorted(state.decisions, key=lambda d: d.number):
+        for decision in sorted(state.decisions, key=lambda d: d.order):
             try:
                 mtime = vault.path_of(decision).stat().st_mtime
             except OSError:
@@ -121,10 +121,24 @@ class _Pass:
                 self.result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
             else:
                 quiet.append((decision, mtime))
+        ties = {d.path: self.ws.history_of(state, d, self.known) for d in state.decisions}
+        tied_records = {h.record for h in ties.values() if h is not None}
         # A sealed note whose id was changed in place: the note at its path is that note, edited.
-        lost = {h.path: h for h in self.known.values() if h.seal is not None and h.id not in state.by_id()}
+        lost = {h.path: h for h in self.known.values()
+                if h.seal is not None and h.record not in tied_records and h.id not in state.by_id()}
+        duplicated = duplicate_ids(state.decisions)
         for decision, mtime in quiet:
-            history = self.known.get(decision.id)
+            history = ties[decision.path]
+            if decision.id in duplicated:  # which record is which waits for `renumber`: nothing is written
+                others = ", ".join(d.path for d in duplicated[decision.id] if d.path != decision.path)
+                self.invalid(decision.id, decision.path, f"id {decision.id} is also used by {others}; left alone "
+                             f"until one is renumbered (vault-tools renumber {decision.id} --path ...)")
+                continue
+            if history is not None and history.conflict is not None:
+                conflict = history.conflict
+                self.invalid(decision.id, decision.path, f"in conflict ({' / '.join(conflict.outcomes)}, recorded on "
+                             f"different clones); left alone until settled (vault-tools settle {decision.id} ...)")
+                continue
             try:
                 if history is None and decision.path in lost:
                     self.reject_edit(decision, lost[decision.path])
@@ -156,12 +170,12 @@ class _Pass:
             self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
             return True
         # Below, only the ledger is written: no note changes, so the pass goes on.
-        if history is None and decision.status in (Status.OPEN, Status.WITHDRAWN):
+        if (history is None or history.status is None) and decision.status in (Status.OPEN, Status.WITHDRAWN):
             kind = "asked" if decision.status is Status.OPEN else "withdrawn"
-            record_hand_made(ws, decision, kind)
+            record_hand_made(ws, decision, kind, history)
             self.act("recorded", decision.id, decision.path, f"new {decision.status.value} note")
         elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
-            record_hand_made(ws, decision, "withdrawn")
+            record_hand_made(ws, decision, "withdrawn", history)
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
         return False
 
@@ -176,6 +190,15 @@ class _Pass:
             # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
             raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
                             "or removed; restore that note or its name", path=decision.path)
+        typed = notes.file_text(note, note.text)
+        if history.settled is not None and any(event.text == typed for event in history.events if event is not seal):
+            # A conflict was settled, and a merge or a rebase brought back a version the ledger already holds
+            # from before: nothing typed is lost by putting the settled text back.
+            notes.write_atomic(ws.vault.path_of(decision), seal.text.encode("utf-8"))
+            self.result.touched.add(decision.path)
+            self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
+                                                             "the current one put back")
+            return True
         if ws.seal_hash_of(self.state, decision) == seal.hash and \
                 finish_interrupted_close(ws, self.state, decision, history, note):
             self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")
@@ -211,14 +234,20 @@ class _Pass:
     def finish_supersessions(self) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
         ws, state = self.ws, self.state
-        for ruling in sorted(state.decisions, key=lambda d: d.number):
-            history = self.known.get(ruling.id)
+        duplicated = duplicate_ids(state.decisions)
+        for ruling in sorted(state.decisions, key=lambda d: d.order):
+            history = ws.history_of(state, ruling, self.known)
             if ruling.status is not Status.RULED or history is None or history.seal is None:
+                continue
+            if ruling.id in duplicated or history.conflict is not None:
                 continue
             if ws.seal_hash_of(state, ruling) != history.seal.hash:
                 continue
             for target in pending_supersessions(state, ruling):
-                if target.path in self.result.busy:
+                if target.path in self.result.busy or target.id in duplicated:
+                    continue
+                target_history = ws.history_of(state, target, self.known)
+                if target_history is not None and target_history.conflict is not None:
                     continue
                 try:
                     supersede_now(ws, state, target, ruling)

@@ -16,6 +16,7 @@ from ..pages import (
     PAGE_NAMES,
     Budget,
     Context,
+    PageConflict,
     PageProblem,
     Pages,
     Settings,
@@ -66,6 +67,14 @@ def settings(ws: Workspace) -> Settings:
                     config.reminder_days)
 
 
+def page_conflicts(ws: Workspace, state: VaultState) -> list[PageConflict]:
+    """Outcomes merged from two clones that the owner has to decide, as the pages and `context` show them."""
+    from .settle import describe_conflict, settle_hint
+
+    return [PageConflict(conflict.id, note, describe_conflict(conflict), settle_hint(conflict))
+            for conflict, note in ws.conflicts(state)]
+
+
 def config_budget(ws: Workspace) -> Budget:
     """The vault's own budget (`budget.lines`, `budget.bytes` in the config)."""
     return Budget("config", lines=ws.config.budget_lines, bytes=ws.config.budget_bytes)
@@ -75,7 +84,8 @@ def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
     state = state or ws.state()
     from .review import waiting_line
     return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws),
-                       page_problems(state, _recorded(ws)), waiting_line(ws))
+                       page_problems(state, _recorded(ws)), conflicts=page_conflicts(ws, state),
+                       review_waiting=waiting_line(ws))
 
 
 def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
@@ -87,7 +97,7 @@ def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
         raise UsageError(str(error)) from None
     state = state or ws.state()
     return agent_context(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings(ws),
-                         chosen, page_problems(state, _recorded(ws)))
+                         chosen, page_problems(state, _recorded(ws)), page_conflicts(ws, state))
 
 
 def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None) -> BuildResult:
@@ -112,7 +122,7 @@ def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None
         result.stale.append(rel)
         if check:
             continue
-        if current is not None and _edited_by_hand(current, generated.get(rel)):
+        if current is not None and _edited_by_hand(current, generated.get(rel)) and not _from_git(ws, path, current):
             result.kept.append(ws.keep_copy(name, current))
         notes.write_atomic(path, data)
         result.written.append(rel)
@@ -127,6 +137,21 @@ def _edited_by_hand(current: bytes, last_generated: str | None) -> bool:
     if last_generated is not None:
         return _digest(current) != last_generated
     return not current.startswith(NOTICE.encode("utf-8"))
+
+
+def _from_git(ws: Workspace, path: Path, current: bytes) -> bool:
+    """The page is exactly what git holds for it (another clone generated it, and a pull brought it):
+    not an edit to keep a copy of."""
+    from .setup import run_git
+    from .workspace import git_dir
+
+    if git_dir(ws.vault.root) is None:
+        return False
+    done = run_git(path.parent, "ls-files", "-s", "--", path.name)
+    if done is None or done.returncode != 0:
+        return False
+    blob = hashlib.sha1(b"blob %d\0" % len(current) + current).hexdigest()  # git names objects by SHA-1
+    return any(line.split()[1] == blob for line in done.stdout.splitlines() if len(line.split()) > 1)
 
 
 def _page_cache(ws: Workspace) -> Path:

@@ -59,7 +59,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         question = ws.find(state, decision_id)
-        problem = transition_problem(ws.status_of(question), Status.RULED)
+        ws.check_writable(state, question)
+        problem = transition_problem(ws.status_of(state, question), Status.RULED)
         if problem:
             raise Refused(f"{question.id} {problem}", path=question.path)
         path = ws.vault.path_of(question)
@@ -67,11 +68,11 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         text = notes.with_fields(note, changes)
         if body:
             text = text.rstrip("\r\n") + note.newline * 2 + sections(("Ruling", body)).replace("\n", note.newline)
-        return write_ruling(ws, state, path, note, text, actor, reason)
+        return write_ruling(ws, state, path, note, text, actor, reason, question)
 
 
 def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
-                  reason: str | None) -> Decision:
+                 reason: str | None, question: Decision | None = None) -> Decision:
     decision = ws.parse_new(path, text)
     why = unanswered(decision, unchanged_question_counts=False)
     if why:
@@ -80,13 +81,14 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
     _refuse_unsaid_replacement(ws, state, decision)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
-    plans = [plan_superseded(ws, target, decision, reason or "") for target in targets]
+    plans = [plan_superseded(ws, state, target, decision, reason or "") for target in targets]
     if note is None:
         notes.create_note(path, text)
     else:
         notes.write_note(note, text)
         text = notes.file_text(note, text)
-    ws.vault.ledger.append(seal_events(ws, state, decision, text, ws.histories().get(decision.id), actor))
+    history = ws.history_of(state, question) if question is not None else None
+    ws.vault.ledger.append(seal_events(ws, state, decision, text, history, actor))
     for plan in plans:
         apply_superseded(ws, state, plan, actor)
     return decision

@@ -70,12 +70,12 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
     under its topic in `.vault-tools/topics.yaml` (`article-footer: [article-footers]`).
     """
     uses: dict[str, list[Decision]] = {}
-    for decision in sorted(facts.state.decisions, key=lambda d: d.number):
+    for decision in sorted(facts.state.decisions, key=lambda d: d.order):
         for topic in decision.topics:
             uses.setdefault(topic, []).append(decision)
     # The most used spelling (then the earliest) of each group is the one the others are measured against.
     canonical = TopicIndex()
-    for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].number, t)):
+    for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].order, t)):
         common = next(iter(canonical.matches(topic)), None)
         if common is not None and canonical_topic(topic) == canonical_topic(common):
             continue  # merged by the owner in .vault-tools/topics.yaml: one topic, on purpose

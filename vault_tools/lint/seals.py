@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import notes
+from ..commands.settle import describe_conflict, settle_hint
 from ..errors import NoteError
 from ..ledger import Event, normalise_body, seal_hash, seal_payload
 from ..model import Decision, Status, build_decision, unanswered
@@ -63,9 +64,11 @@ def sealed_note_edited(facts: Facts) -> Iterator[Finding]:
     `vault-tools rule --supersedes ID --reason ...`. The watcher does this for you while it runs.
     """
     for decision in facts.state.decisions:
-        history = facts.histories.get(decision.id)
+        history = facts.history_of(decision)
         if history is None or not history.sealed or history.seal is None or not history.seal.hash:
             continue
+        if history.conflict is not None:
+            continue  # reported once as a conflict (VT026)
         if seal_hash(decision, facts.resolve, facts.config.tz) == history.seal.hash:
             continue
         changed = _changed_parts(decision, history.seal, facts)
@@ -126,9 +129,9 @@ def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
     `vault-tools rule --supersedes`, `retract` or `withdraw` for the change you meant.
     """
     for decision in facts.state.decisions:
-        history = facts.histories.get(decision.id)
+        history = facts.history_of(decision)
         recorded = history.status if history else None
-        if recorded is None:
+        if recorded is None or (history is not None and history.conflict is not None):
             continue
         where = first_line(decision, "status")
         if decision.status is not recorded:
@@ -137,8 +140,12 @@ def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
             yield Finding(decision.path, where, f"status is {decision.status.value}, but the ledger recorded "
                                                 f"{recorded.value}")
             continue
-        closing = next((e for e in reversed(history.events) if e.event in ("superseded", "withdrawn", "retracted")),
-                       None) if history is not None else None
+        closing = None
+        if history is not None:
+            # Two clones may both withdraw a question, each with its own reason: either is what was recorded.
+            withdrawals = [e for e in history.events if e.event == "withdrawn"]
+            closing = next((e for e in reversed(withdrawals) if e.reason == decision.reason),
+                           withdrawals[-1] if withdrawals else None) if recorded is Status.WITHDRAWN else history.closing
         if closing is not None and closing.reason and decision.reason != closing.reason:
             yield Finding(decision.path, first_line(decision, "reason"),
                           f"reason differs from the one the ledger recorded ({closing.reason!r})")
@@ -163,16 +170,23 @@ def sealed_note_missing(facts: Facts) -> Iterator[Finding]:
     Restore the note (`git checkout`, or Obsidian's `.trash`). To drop a ruling, keep the note and run
     `vault-tools retract ID --reason ...`.
     """
-    present = {d.id for d in facts.state.decisions}
+    tied = {history.record for history in facts.ties.values()}
     unreadable = [error.path or "" for error in facts.state.broken]
-    for decision_id, history in sorted(facts.histories.items()):
-        if not history.sealed or decision_id in present:
+    for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.events[0].line or 0)):
+        decision_id = history.id
+        if not history.sealed or history.record in tied:
             continue
         if any(path == history.path or path.rsplit("/", 1)[-1].startswith(decision_id + " ") for path in unreadable):
             continue  # the note is there but cannot be read (VT001)
         line = next((e.line for e in reversed(history.events) if e.event == "sealed"), None)
-        yield Finding(LEDGER_PATH, line, f"{decision_id} is sealed in the ledger, but no decision note has that id "
-                                         f"(last seen at {history.path})")
+        others = [d.path for d in facts.state.decisions if d.id == decision_id]
+        if others:
+            yield Finding(LEDGER_PATH, line, f"{decision_id} is sealed in the ledger, but no decision note is that "
+                                             f"ruling: {', '.join(others)} is another note with the same id "
+                                             f"(last seen at {history.path})")
+        else:
+            yield Finding(LEDGER_PATH, line, f"{decision_id} is sealed in the ledger, but no decision note has that "
+                                             f"id (last seen at {history.path})")
 
 
 @rule("VT024", "damaged-ledger-line", ERROR)
@@ -255,3 +269,34 @@ def ruling_without_answer(facts: Facts) -> Iterator[Finding]:
         why = unanswered(decision)
         if why:
             yield Finding(decision.path, first_line(decision, "summary"), why)
+
+
+@rule("VT026", "merge-conflict", ERROR)
+def merge_conflict(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a decision on which two clones of the vault recorded outcomes that cannot both stand, once
+    git merged their ledgers: a question ruled on one machine and withdrawn on another, or a ruling
+    superseded by two different rulings (or superseded on one and retracted on the other).
+
+    ## Why
+    The tool does not pick a winner for the owner: both outcomes are kept (in the notes and in the
+    ledger) and shown on the open-questions page and in `vault-tools context` until the owner decides.
+
+    ## How to fix
+    Decide, then run `vault-tools settle ID --keep OUTCOME --reason ...`: `--keep ruled` or
+    `--keep withdrawn` for a question ruled and withdrawn; `--keep D-0007` (the ruling that stays its
+    successor; the other is retracted) or `--keep retracted` for a ruling closed twice.
+    """
+    notes_of = {history.record: path for path, history in facts.ties.items()}
+    by_path = {d.path: d for d in facts.state.decisions}
+    for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.record)):
+        conflict = history.conflict
+        if conflict is None:
+            continue
+        path = notes_of.get(history.record)
+        decision = by_path.get(path) if path else None
+        line = first_line(decision, "status") if decision else next(
+            (e.line for e in history.events if e.line), None)
+        yield Finding(path or LEDGER_PATH, line, f"{history.id} is in conflict: {describe_conflict(conflict)}; "
+                                                 f"decide with `{settle_hint(conflict)}`")
