@@ -20,8 +20,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import random
 import shutil
 import sys
+import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -541,12 +544,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder to (re)create (default: example-vault/)")
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
-    if out.exists():
-        if not (out / STATE_DIR / "ledger.jsonl").exists():
-            print(f"{out} exists and is not a vault this script made; not replacing it", file=sys.stderr)
-            return 2
-        shutil.rmtree(out)
-    decisions = make_example_vault(out)
+    if out.exists() and not (out / STATE_DIR / "ledger.jsonl").exists():
+        print(f"{out} exists and is not a vault this script made; not replacing it", file=sys.stderr)
+        return 2
+    # Made outside any git repository, so its ids are the plain D-NNNN of a vault kept without git
+    # (inside a repository, new ids carry the clone's tag), then moved into place.
+    # Record identities are random uuids; drawn from a seeded generator here so the example vault
+    # regenerates byte for byte.
+    seeded = random.Random(20261129)
+    real_uuid4 = uuid.uuid4
+    uuid.uuid4 = lambda: uuid.UUID(int=seeded.getrandbits(128), version=4)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            made = Path(scratch) / out.name
+            decisions = make_example_vault(made)
+            if out.exists():
+                shutil.rmtree(out)
+            shutil.copytree(made, out)
+    finally:
+        uuid.uuid4 = real_uuid4
     print(f"wrote {out} with {len(decisions)} decision notes")
     return 0
 
