@@ -96,7 +96,7 @@ def decision_json(decision: Decision) -> dict[str, Any]:
         "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
         "superseded_by": decision.superseded_by, "reason": decision.reason,
         "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
-        "revisit_by": _when(decision.revisit_by), "due": _when(decision.due),
+        "revisit_by": _when(decision.revisit_by), "due": _when(decision.due), "terms": dict(decision.terms),
     }
 
 
@@ -190,6 +190,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          body: Annotated[str | None, typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
          revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
          revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
+         term: Annotated[list[str], typer.Option("--term", metavar="KEY=VALUE", help="A term the ruling grants, for `gate` (written as the property term_KEY); repeatable.")] = [],  # noqa: B006
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Record the owner's ruling: on a question (ID) or given directly (--topic).
 
@@ -198,7 +199,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
     from .commands.rule import rule as record_ruling
     decision = record_ruling(_workspace(vault), decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
                             supersedes=supersedes, alongside=alongside, reason=reason, body=_read_body(body),
-                            revisit_if=revisit_if, revisit_by=revisit_by)
+                            revisit_if=revisit_if, revisit_by=revisit_by, terms=term)
     if json_:
         _json(decision_json(decision))
     else:
@@ -452,6 +453,61 @@ def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOpt
         typer.echo(pages.agent_text, nl=False)
     if pages.over_budget:
         stderr.print(f"warning: {pages.budget_message()}", markup=False)
+
+
+@app.command()
+def gate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruling a script relies on, like D-0007.")],
+         require: Annotated[list[str], typer.Option("--require", metavar="KEY=VALUE", help="A term the ruling must grant "
+                                                    "exactly (its property term_KEY); repeatable.")] = [],  # noqa: B006
+         vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """For scripts: exit 0 only if ID is a current, sealed ruling granting every --require exactly; else exit 1 saying why."""
+    from .commands.gate import gate as check_gate
+    result = check_gate(_workspace(vault), decision_id, require)
+    if json_:
+        _json(gate_json(result))
+    elif result.passed:
+        _out(f"{result.ruling.id} grants it: {result.ruling.summary}")
+    for failure in result.failures:
+        stderr.print(f"refused: {failure}", markup=False)
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+def gate_json(result: Any) -> dict[str, Any]:
+    return {"id": result.ruling.id, "passed": result.passed, "status": result.ruling.status.value,
+            "summary": result.ruling.summary, "terms": dict(result.ruling.terms), "required": result.required,
+            "failures": result.failures, "current_ruling": result.successor}
+
+
+@app.command()
+def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: claude.")],
+         event: Annotated[str, typer.Argument(metavar="EVENT", help="session-start, pre-tool-use or user-prompt-submit.")],
+         vault: VaultOption = None) -> None:
+    """An agent hook: the event's JSON on stdin, the answer's JSON on stdout (nothing when the call may pass)."""
+    from .agents.claude import EVENTS, run as run_hook
+    if agent != "claude":
+        raise _usage(f"unknown agent {agent!r}: hooks exist for claude (codex, gemini and cursor are set up by "
+                     "`init --agent` through their instructions file and MCP)")
+    if event not in EVENTS:
+        raise _usage(f"unknown event {event!r} (expected one of: {', '.join(EVENTS)})")
+    text = run_hook(event, sys.stdin.read(), vault)
+    if text:
+        _out(text)
+
+
+def _usage(message: str) -> VaultToolsError:
+    from .errors import UsageError
+    return UsageError(message)
+
+
+@app.command()
+def mcp(vault: VaultOption = None) -> None:
+    """An MCP server on stdio (needs the mcp extra: pip install 'vault-tools[mcp]')."""
+    try:
+        from .agents.mcp_server import serve
+    except ImportError as error:
+        raise _usage(f"the MCP server needs the official SDK: pip install 'vault-tools[mcp]' ({error})") from None
+    serve(_workspace(vault).vault.root)
 
 
 @app.command()
