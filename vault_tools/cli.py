@@ -113,22 +113,39 @@ def init(vault: VaultOption = None,
          timezone: Annotated[str | None, typer.Option(metavar="ZONE", help="IANA time zone, like Europe/Paris (default: this machine's).")] = None,
          templates: Annotated[bool, typer.Option(
              "--templates", help="Also copy the Decision and Question templates into Obsidian's templates folder.")] = False,
+         agent: Annotated[str | None, typer.Option(
+             "--agent", metavar="AGENT", help="Wire an agent into the project: claude, codex, gemini or cursor (its "
+                                              "instructions section, hooks and MCP entry).")] = None,
+         remove: Annotated[bool, typer.Option("--remove", help="With --agent: take out exactly what --agent added.")] = False,
+         project: Annotated[Path | None, typer.Option(
+             "--project", metavar="DIR", help="With --agent: the project the agent works in (default: this folder).")] = None,
          ) -> None:
-    """Set up .vault-tools/ in a vault (safe to run again)."""
+    """Set up .vault-tools/ in a vault (safe to run again); with --agent, wire an agent in too."""
     global _vault_root
     try:
         root = find_vault(vault)
     except VaultToolsError:
         root = Path.cwd().resolve()
     _vault_root = root
-    from .commands.setup import init_vault
-    changed = init_vault(root, timezone)
+    from .commands.setup import init_agent, init_vault
+    if remove and agent is None:
+        raise typer.BadParameter("--remove goes with --agent", param_hint="--remove")
+    changed = [] if remove else init_vault(root, timezone)
     load_config(root)  # reads the config back: a bad one fails here, not later
     if templates:
         from .starter import install_templates
         changed += install_templates(root)
     for name in changed:
         stderr.print(f"created or updated {name}", markup=False)
+    if agent is not None:
+        where = (project or Path.cwd()).resolve()
+        touched = init_agent(where, root, agent, remove=remove)
+        for name in touched:
+            verb = "updated" if (where / name).exists() else "removed"
+            stderr.print(f"{verb} {name}" if remove else f"created or updated {name}", markup=False)
+        if not touched:
+            stderr.print(f"{agent} is {'not wired in' if remove else 'already wired in'}: nothing changed", markup=False)
+        return
     if not changed:
         stderr.print(f"{root} is already set up", markup=False)
     _out(INIT_SNIPPETS)
@@ -151,13 +168,8 @@ Add to .pre-commit-config.yaml:
         pass_filenames: false
         always_run: true
 
-Add to CLAUDE.md / AGENTS.md:
-  At the start of every session run `vault-tools context` and follow it.
-  Before asking the owner anything, run `vault-tools ask "<question>" --topic <topic>`;
-  if it is refused, the answer is in the ruling it names.
-
-Or load it at every session start (Claude Code, .claude/settings.json):
-  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context"}]}]}}"""
+Wire your agent in (its instructions, hooks and MCP server), from the project it works in:
+  vault-tools init --agent claude      # or codex, gemini, cursor; --remove takes it out again"""
 
 
 @app.command()
@@ -279,18 +291,23 @@ def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decisi
     decision, history, problems = show_decision(ws, decision_id)
     body = body_view(decision, None if all_ else SHOW_LIMIT)
     if json_:
-        data = decision_json(decision)
-        data.update(_body_json(body))
-        data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
-        data["sealed"] = history.sealed
-        data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
-        _json(data)
+        _json(show_json(decision, history, problems, body))
     else:
         _show(ws, decision, history, body.text)
     if problems:
         for problem in problems:
             stderr.print(f"{decision.path}:{problem.line or 1}: {problem}", markup=False)
         raise typer.Exit(3)
+
+
+def show_json(decision: Decision, history: History, problems: list[Any], body: Any) -> dict[str, Any]:
+    """What `show --json` prints (the MCP server's `show` gives the same)."""
+    data = decision_json(decision)
+    data.update(_body_json(body))
+    data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
+    data["sealed"] = history.sealed
+    data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
+    return data
 
 
 def _body_json(body: Any) -> dict[str, Any]:
@@ -343,14 +360,7 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
     ws = _workspace(vault)
     found, problems = lookup_topics(ws, topics)
     if json_:
-        items = []
-        for item in found:
-            data = _lookup_json(item)
-            data["ruling_preview"] = ruling_preview(item.ruling)
-            if full:
-                data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
-            items.append(data)
-        _json(items)
+        _json(lookup_json(found, full))
     else:
         if not found:
             stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
@@ -382,6 +392,19 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
         stderr.print(f"error: {len(problems)} decision note(s) cannot be read; the answer may be incomplete",
                      style="red", markup=False)
         raise typer.Exit(3)
+
+
+def lookup_json(found: list[Any], full: bool) -> list[dict[str, Any]]:
+    """What `lookup --json` prints (the MCP server's `lookup` gives the same)."""
+    from .commands.read import body_view, ruling_preview
+    items = []
+    for item in found:
+        data = _lookup_json(item)
+        data["ruling_preview"] = ruling_preview(item.ruling)
+        if full:
+            data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
+        items.append(data)
+    return items
 
 
 def _lookup_json(item: Any) -> dict[str, Any]:
@@ -484,7 +507,8 @@ def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: 
          event: Annotated[str, typer.Argument(metavar="EVENT", help="session-start, pre-tool-use or user-prompt-submit.")],
          vault: VaultOption = None) -> None:
     """An agent hook: the event's JSON on stdin, the answer's JSON on stdout (nothing when the call may pass)."""
-    from .agents.claude import EVENTS, run as run_hook
+    from .agents.claude import EVENTS
+    from .agents.claude import run as run_hook
     if agent != "claude":
         raise _usage(f"unknown agent {agent!r}: hooks exist for claude (codex, gemini and cursor are set up by "
                      "`init --agent` through their instructions file and MCP)")
