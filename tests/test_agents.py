@@ -299,3 +299,31 @@ def test_init_agent_refuses_a_settings_file_it_cannot_read_and_writes_nothing(va
     done = vt("init", "--agent", "claude", cwd=vault)
     assert done.code == 2 and ".claude/settings.json" in done.err
     assert snapshot(vault) == before
+
+
+# -- the README's transcripts -----------------------------------------------------------------
+
+def test_the_readme_hook_transcripts_are_what_the_hooks_answer(tmp_path) -> None:
+    """Each `<!-- hook: claude EVENT -->` in the README is followed by the input and the exact output."""
+    import re
+    import shutil
+
+    from markdown_it import MarkdownIt
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    fences = [token for token in MarkdownIt("commonmark").parse(readme) if token.type == "fence" and token.map]
+    copy = tmp_path / "Low Tide"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "example-vault", copy,
+                    ignore=shutil.ignore_patterns("cache", "*.lock"))
+    checked = 0
+    for index, token in enumerate(fences[:-1]):
+        marker = next(line for line in reversed(lines[:token.map[0]]) if line.strip())
+        found = re.fullmatch(r"<!-- hook: claude ([a-z-]+) -->", marker)
+        if not found:
+            continue
+        given = json.loads(token.content)
+        expected = json.loads(fences[index + 1].content)
+        done = vt("hook", "claude", found.group(1), cwd=copy, stdin=json.dumps(given))
+        assert done.code == 0 and json.loads(done.out) == expected
+        checked += 1
+    assert checked >= 2
