@@ -330,7 +330,7 @@ def _parses(argv: list[str]) -> None:
 
 
 def test_commands_in_the_setup_examples_are_real() -> None:
-    """The systemd unit, the launchd plist, the SessionStart hook and the local pre-commit hooks."""
+    """The systemd unit, the launchd plist, any agent hook settings and the local pre-commit hooks."""
     blocks = all_fences()
     unit = configparser.RawConfigParser(strict=False)
     unit.optionxform = str  # type: ignore[assignment,method-assign]
@@ -339,10 +339,11 @@ def test_commands_in_the_setup_examples_are_real() -> None:
     plist = plistlib.loads(next(content for info, content, _ in blocks if info == "xml").encode("utf-8"))
     _parses(plist["ProgramArguments"])
     for info, content, _ in blocks:
-        if info == "json":
-            for group in json.loads(content)["hooks"]["SessionStart"]:
-                for hook in group["hooks"]:
-                    _parses(shlex.split(hook["command"]))
+        if info == "json" and "hooks" in json.loads(content):
+            for groups in json.loads(content)["hooks"].values():
+                for group in groups:
+                    for hook in group["hooks"]:
+                        _parses(shlex.split(hook["command"]))
     for config in _precommit_configs():
         for repo in config["repos"]:
             for hook in repo["hooks"]:
