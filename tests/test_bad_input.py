@@ -132,7 +132,7 @@ def test_only_a_current_ruling_can_be_superseded(cli, settled):
 def test_typed_text_cannot_escape_the_vault(cli, vault, tmp_path):
     result = cli("ask", "../../../outside/evil: is this a path? <script>", "--topic", "a-b")
     assert result.code == 0, result.err
-    created = [p for p in tmp_path.rglob("*.md")]
+    created = [p for p in tmp_path.rglob("*.md") if p.parent != vault / "Pinned"]
     assert len(created) == 1 and created[0].parent == vault / "Decisions"
 
 

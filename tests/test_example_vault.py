@@ -20,7 +20,7 @@ from .conftest import snapshot, vt
 
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "example-vault"
 TODAY = dt.date(2026, 11, 29)
-OWNER_PROPERTIES = ("tags", "aliases", "cssclasses")
+OWNER_PROPERTIES = ("tags", "aliases", "cssclasses", "pinned")
 WIKILINK = re.compile(r"\[\[([^\]|#^]+)(?:[#^][^\]|]*)?(?:\|[^\]]*)?\]\]")
 
 

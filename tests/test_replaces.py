@@ -120,8 +120,10 @@ def test_a_ruling_made_in_obsidian_is_sealed_but_flagged_until_the_owner_says(va
     log = _page(vault, "Decisions log")
     old_line = next(line for line in log.splitlines() if "|D-0001]]" in line)
     assert "D-0002, newer, has not said whether it replaces this" in old_line  # never the plain answer
-    context = vt("context", cwd=vault).out
+    context = vt("context", "--budget", "claude-hook", cwd=vault).out
     assert "D-0002, newer, has not said whether it replaces this" in context
+    assert "## Not said whether it replaces (1)" in context
+    assert f"- D-0002 (2026-10-07: {BIO_ONLY}) has not said whether it replaces D-0001 (2026-07-17: {SIGNUP})" in context
     assert json.loads(vt("context", "--json", cwd=vault).out)["not_said_whether_replaces"] == [
         {"newer": "D-0002", "older": "D-0001", "topic": "article-footer"}]
     linted = vt("lint", cwd=vault)

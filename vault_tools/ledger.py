@@ -54,6 +54,10 @@ class Event:
     supersedes: tuple[str, ...] = ()
     alongside: tuple[str, ...] = ()  # ids of the current rulings a ruling stands beside
     origin: str | None = None  # on `imported`: the foreign record it came from ("adr:...", "owner-ask:R-003")
+    # On `asked`: the question's summary and topics (its full text is in `text`), so its history
+    # outlives the note. Left out when empty, so lines written before they existed keep their checksums.
+    summary: str | None = None
+    topics: tuple[str, ...] = ()
     line: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -61,6 +65,7 @@ class Event:
         data.pop("line")
         data["supersedes"] = list(self.supersedes)
         data["alongside"] = list(self.alongside)
+        data["topics"] = list(self.topics)
         return {key: value for key, value in data.items() if value not in (None, [])}
 
 
@@ -91,6 +96,7 @@ def parse_line(text: str, number: int, where: str) -> Event:
     try:
         data["supersedes"] = tuple(data.get("supersedes", ()))
         data["alongside"] = tuple(data.get("alongside", ()))
+        data["topics"] = tuple(data.get("topics", ()))
         return Event(**data, line=number)
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None

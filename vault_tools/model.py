@@ -52,6 +52,16 @@ KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIEL
 TERM_PREFIX = "term_"
 TERM_KEY_PATTERN = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*$")
 
+# The owner's mark for a ruling the agent's view always lists in full. Not a ledger field: the owner
+# sets and clears it at any time, on sealed rulings too, like `tags`.
+PINNED = "pinned"
+
+
+def is_pinned(value: Any) -> bool:
+    """An Obsidian checkbox (`pinned: true`), or the text `true` / `yes` typed by hand."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
+
+
 # The fields whose parsed values the seal covers (plus the body).
 SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
                  "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside", "terms")
@@ -106,6 +116,7 @@ class Decision:
     revisit_by: dt.date | None = None
     due: dt.date | None = None
     terms: Mapping[str, str] = field(default_factory=dict)  # term key (without `term_`) -> value as text
+    pinned: bool = False  # the owner's `pinned: true`: always listed in full in the agent's view
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -271,6 +282,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         revisit_by=values.get("revisit_by"),
         due=values.get("due"),
         terms=terms,
+        pinned=is_pinned(data.get(PINNED)),
         key_lines=lines,
     )
     return decision, problems
@@ -288,6 +300,19 @@ def term_text(value: Any) -> str:
 
 
 # -- lifecycle ----------------------------------------------------------------------
+
+def status_in_effect(status: Status, recorded: Status | None, replaced: bool) -> Status:
+    """Where a note stands for everything that reads it: the ledger's final statuses win over what the
+    note says (a retracted ruling set back to `ruled` by hand is still retracted), and a ruling named in
+    a current ruling's `supersedes` is no longer current, even before sealing marks it."""
+    if recorded in FINAL_STATUSES:
+        return recorded
+    if recorded is Status.RULED and status is Status.RETRACTED:
+        return Status.RULED  # a retraction typed in Obsidian counts once it is recorded
+    if status is Status.RULED and replaced:
+        return Status.SUPERSEDED
+    return status
+
 
 def can_move(current: Status, new: Status) -> bool:
     return new in TRANSITIONS[current]
@@ -546,6 +571,35 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
             owners.setdefault(topic, []).append(newer)
     # the newest ruling first, and under it the older rulings newest first
     return sorted(found, key=lambda o: (newest_first_key(o.newer, tz), newest_first_key(o.older, tz)), reverse=True)
+
+
+# -- a ruling that does not answer yet -----------------------------------------------------
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
+def unanswered(decision: Decision, *, unchanged_question_counts: bool = True) -> str | None:
+    """Why a note marked ruled does not hold an answer yet, in plain words; None when it does.
+
+    Its summary still asks (ends with a question mark), or is still the question's own text (the first
+    line of its `## Question` section, punctuation and case aside): the owner set `status: ruled` but has
+    not written the answer where the agent reads it. A summary given on purpose (`rule --summary`, a
+    harvested statement confirmed as it is) is checked only for the question mark."""
+    if decision.status is not Status.RULED:
+        return None
+    summary = decision.summary.strip()
+    if summary.endswith("?"):
+        return (f"{decision.id} is marked ruled, but its summary still asks the question: "
+                "write the answer in `summary`")
+    if unchanged_question_counts and "Question" in decision.body:
+        from .bodies import sections
+
+        question = next((line for line in sections(decision.body).get("Question", "").splitlines() if line.strip()), "")
+        if question and _words(question) == _words(summary):
+            return (f"{decision.id} is marked ruled, but its summary is still the question's text: "
+                    "write the answer in `summary`")
+    return None
 
 
 # -- whole-vault consistency ----------------------------------------------------------

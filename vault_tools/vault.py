@@ -338,7 +338,7 @@ class Vault:
             if row is not None and row.trusted(key):
                 self._add(state, rel, row.kind, json.loads(row.payload) if row.payload else None)
                 continue
-            kind, payload = self._read(Path(entry.path))
+            kind, payload = self.read_payload(Path(entry.path))
             fresh[rel] = CacheRow(*key, time.time_ns(), kind,
                                   json.dumps(payload, ensure_ascii=False, default=str) if payload is not None else None)
             self._add(state, rel, kind, payload)
@@ -346,7 +346,7 @@ class Vault:
             cache.save(fresh, seen)
         return state
 
-    def _read(self, path: Path) -> tuple[str, dict[str, Any] | None]:
+    def read_payload(self, path: Path) -> tuple[str, dict[str, Any] | None]:
         """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
         try:
             if notes.read_head(path) is None:

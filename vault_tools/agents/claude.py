@@ -62,8 +62,8 @@ def cut_text(text: str, max_chars: int) -> str:
 
 def session_context(ws: Workspace, max_chars: int, state: VaultState | None = None) -> str:
     """What an agent loads at session start, within `max_chars`."""
-    from ..commands.build import pages
-    return cut_text(pages(ws, ws.today(), state).agent_text, max_chars)
+    from ..commands.build import context
+    return cut_text(context(ws, str(max_chars), ws.today(), state).text, max_chars)
 
 
 # -- the hook -------------------------------------------------------------------------------

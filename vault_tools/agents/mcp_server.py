@@ -59,8 +59,8 @@ def build_server(root: Path) -> DecisionServer:
     @server.tool()
     def context() -> str:
         """The open questions and the decisions log, as an agent reads them at the start of a session."""
-        from ..commands.build import pages
-        return str(call(lambda ws: pages(ws).agent_text))
+        from ..commands.build import context as agent_context
+        return str(call(lambda ws: agent_context(ws).text))
 
     @server.tool()
     def lookup(topics: list[str], full: bool = False) -> list[dict[str, Any]]:

@@ -49,5 +49,5 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
         text = notes.render_note(fields, sections(("Question", summary), ("Context", body)))
         decision = ws.parse_new(path, text)
         notes.create_note(path, text)
-        ws.vault.ledger.append([ws.event("asked", decision, actor)])
+        ws.vault.ledger.append([ws.asked_event(decision, actor, text)])
         return decision

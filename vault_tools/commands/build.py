@@ -4,11 +4,25 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import notes
-from ..pages import NOTICE, PAGE_NAMES, PageProblem, Pages, Settings, build_pages
+from ..errors import UsageError, VaultToolsError
+from ..model import Status, unanswered
+from ..pages import (
+    NOTICE,
+    PAGE_NAMES,
+    Budget,
+    Context,
+    PageProblem,
+    Pages,
+    Settings,
+    agent_context,
+    build_pages,
+    parse_budget,
+)
 from ..vault import VaultState
 from .workspace import Workspace, blocking_problems
 
@@ -25,31 +39,64 @@ def page_path(ws: Workspace, name: str) -> Path:
     return ws.vault.root / ws.config.pinned_folder / f"{name}.md"
 
 
-def page_problems(state: VaultState) -> list[PageProblem]:
-    """The decision notes that cannot be read or used, as the pages and the agent's view list them."""
+def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = None) -> list[PageProblem]:
+    """The decision notes that cannot be read or used, as the pages and the agent's view list them; with
+    the ledger's statuses (`recorded`), also the rulings not sealed yet that do not hold an answer."""
     found = [PageProblem(e.path or "?", e.line, e.message) for e in state.broken]
     for path, problems in state.problems.items():
         found += [PageProblem(path, p.line, str(p)) for p in blocking_problems(problems)]
+    if recorded is not None:
+        for decision in state.decisions:
+            why = unanswered(decision) if recorded.get(decision.id) is None or recorded[decision.id] is Status.OPEN else None
+            if why:
+                found.append(PageProblem(decision.path, decision.line_of("summary"), why))
     return found
 
 
-def pages(ws: Workspace, today: dt.date | None = None, state: VaultState | None = None) -> Pages:
-    state = state or ws.state()
+def _recorded(ws: Workspace) -> dict[str, Status]:
+    try:
+        return ws.vault.ledger.statuses()
+    except VaultToolsError:  # a damaged ledger is reported by lint; the pages still show what can be read
+        return {}
+
+
+def settings(ws: Workspace) -> Settings:
     config = ws.config
-    settings = Settings(config.budget_lines, config.budget_bytes, config.stale_after_days, config.recent_days,
-                        config.reminder_days)
-    return build_pages(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings,
-                       page_problems(state))
+    return Settings(config.budget_lines, config.budget_bytes, config.stale_after_days, config.recent_days,
+                    config.reminder_days)
 
 
-def build(ws: Workspace, today: dt.date | None = None, *, check: bool = False,
-          state: VaultState | None = None) -> BuildResult:
+def config_budget(ws: Workspace) -> Budget:
+    """The vault's own budget (`budget.lines`, `budget.bytes` in the config)."""
+    return Budget("config", lines=ws.config.budget_lines, bytes=ws.config.budget_bytes)
+
+
+def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
+    state = state or ws.state()
+    return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws),
+                       page_problems(state, _recorded(ws)))
+
+
+def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
+            state: VaultState | None = None) -> Context:
+    """What the agent reads, within `budget` (a name from `BUDGETS`, `config` or a number of characters)."""
+    try:
+        chosen = parse_budget(budget, config_budget(ws))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    state = state or ws.state()
+    return agent_context(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings(ws),
+                         chosen, page_problems(state, _recorded(ws)))
+
+
+def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None) -> BuildResult:
     """Write the pages whose bytes changed (or, with `check`, only say which are stale).
 
-    A page that is neither what was last generated nor what is generated now
+    The pages depend on the decision notes only, never on the date: an unchanged vault is current on
+    any later day. A page that is neither what was last generated nor what is generated now
     was edited by hand: a copy goes to `.vault-tools/kept/` before it is replaced.
     """
-    result = BuildResult(pages(ws, today, state))
+    result = BuildResult(pages(ws, state))
     generated = _generated_digests(ws)
     for name in PAGE_NAMES:
         path = page_path(ws, name)

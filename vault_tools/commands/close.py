@@ -51,6 +51,10 @@ def record_hand_made(ws: Workspace, decision: Decision, kind: str) -> None:
     if kind == "withdrawn" and decision.reason is None:
         raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
     actor = decision.asked_by if kind == "asked" and decision.asked_by else ws.config.default_ruler
+    if kind == "asked":
+        note = ws.read(ws.vault.path_of(decision))
+        ws.vault.ledger.append([ws.asked_event(decision, actor, notes.file_text(note, note.text))])
+        return
     ws.vault.ledger.append([ws.event(kind, decision, actor, reason=decision.reason)])
 
 

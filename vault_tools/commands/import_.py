@@ -73,8 +73,12 @@ def imported_ids(ws: Workspace) -> dict[str, str]:
 
 
 def parse_source(kind: str, folder: Path) -> Parsed:
-    from ..importers import adr, owner_ask
+    from ..importers import adr, export, owner_ask
 
+    if kind == "export":
+        if not folder.is_file():
+            raise UsageError("is not a file (give the JSONL that `vault-tools export` wrote)", path=str(folder))
+        return export.parse(folder)
     if not folder.is_dir():
         raise UsageError("is not a folder", path=str(folder))
     if kind == "owner-ask":
@@ -85,7 +89,7 @@ def parse_source(kind: str, folder: Path) -> Parsed:
         return parsed
     if kind == "adr":
         return adr.parse(folder)
-    raise UsageError(f"unknown record kind {kind!r} (known: owner-ask, adr)")
+    raise UsageError(f"unknown record kind {kind!r} (known: owner-ask, adr, export)")
 
 
 def import_records(ws: Workspace, parsed: Parsed, *, dry_run: bool = False,
@@ -161,7 +165,7 @@ def _when(ws: Workspace, value: dt.datetime | dt.date | None) -> dt.datetime | d
 def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, str], outcome: Outcome) -> Decision:
     if len(record.summary) < MIN_TEXT or "\n" in record.summary:
         raise NoteError(f"summary must be one line of at least {MIN_TEXT} characters: {record.summary!r}")
-    new_id = ws.next_id(state)
+    new_id = record.id if record.id and _id_free(ws, state, record.id) else ws.next_id(state)
     path = ws.new_note_path(new_id, record.summary)
     fields: list[tuple[str, Any]] = [("type", "decision"), ("id", new_id)]
     ruling = record.status in (RULED, SUPERSEDED, RETRACTED)
@@ -172,7 +176,8 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
     ruler = _name(record.deciders, ws.config.default_ruler)
     if ruling:
         fields += [("ruled_at", _when(ws, record.ruled_at)), ("ruled_by", ruler)]
-    fields.append(("source", record.source))
+    if record.source:
+        fields.append(("source", record.source))
     links = []
     for key in record.supersedes:
         target = state.get(known.get(key, ""))
@@ -182,21 +187,25 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
             outcome.remarks.append(f"supersedes {target.id}, which is {ws.status_of(target).value}: left as it is")
         else:
             links.append(f"[[{target.title}]]")
-    reason = record.reason if links else None
+    reason = (record.supersede_reason or record.reason) if links else None
     if links:
         fields += [("supersedes", links), ("reason", reason)]
     if ruling:  # a current ruling on the same topic that this record does not say it replaces stands beside it
         replaced = {known.get(key) for key in record.supersedes}
+        said = [d for d in (state.get(known.get(key, "")) for key in record.alongside or ()) if d is not None]
         beside = [found.ruling for found in current_rulings_on(ws, state, record.topics)
-                  if found.ruling.id not in replaced]
+                  if found.ruling.id not in replaced and found.ruling.id not in {d.id for d in said}]
+        if said or beside:
+            fields.append(("alongside", [f"[[{d.title}]]" for d in [*said, *beside]]))
         if beside:
-            fields.append(("alongside", [f"[[{d.title}]]" for d in beside]))
             outcome.remarks.append(f"stands alongside {', '.join(d.id for d in beside)}, on the same topic")
     if record.reask_reason and len(record.reask_reason) >= MIN_TEXT:
         fields.append(("reask_reason", record.reask_reason))
-    body = sections(("Question", record.question),
+    fields += [(name, value) for name, value in (("revisit_if", record.revisit_if), ("revisit_by", record.revisit_by),
+                                                 ("due", record.due)) if value]
+    body = record.body if record.whole_body else sections(("Question", record.question),
                     ("Ruling" if ruling else "Context", record.summary if ruling else None))
-    if record.body:
+    if record.body and not record.whole_body:
         body = body.rstrip("\n") + "\n\n" + record.body.strip("\n") + "\n" if body.strip() else record.body
     text = notes.render_note(fields, body)
     if ruling:
@@ -204,13 +213,18 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
     else:
         decision = ws.parse_new(path, text)
         notes.create_note(path, text)
-        ws.vault.ledger.append([ws.event("asked", decision, record.asked_by or ws.config.default_asker)])
+        ws.vault.ledger.append([ws.asked_event(decision, record.asked_by or ws.config.default_asker, text)])
     ws.vault.ledger.append([ws.event("imported", decision, IMPORT_ACTOR, origin=record.key)])
     if record.status == RETRACTED:
         decision = retract(ws, decision.id, record.reason, ruler)
     elif record.status == WITHDRAWN:
         decision = withdraw(ws, decision.id, record.reason, ws.config.default_ruler)
     return decision
+
+
+def _id_free(ws: Workspace, state: VaultState, decision_id: str) -> bool:
+    """No note has the id and the ledger never gave it out."""
+    return state.get(decision_id) is None and decision_id not in ws.histories()
 
 
 def _review_question(ws: Workspace, state: VaultState, review: Review, record: Record, by_key: dict[str, Record],
@@ -235,7 +249,7 @@ def _review_question(ws: Workspace, state: VaultState, review: Review, record: R
     text = notes.render_note(fields, sections(("Question", summary), ("Context", " ".join(how))))
     decision = ws.parse_new(path, text)
     notes.create_note(path, text)
-    ws.vault.ledger.append([ws.event("asked", decision, IMPORT_ACTOR),
+    ws.vault.ledger.append([ws.asked_event(decision, IMPORT_ACTOR, text),
                             ws.event("imported", decision, IMPORT_ACTOR, origin=review.key)])
     return decision
 
@@ -365,7 +379,7 @@ def _harvested_note(ws: Workspace, state: VaultState, candidate: harvesting.Cand
     if link_back and candidate.block_id is None:
         linked = harvesting.with_block_id(text, candidate, block_id or new_id.lower())
     notes.create_note(note_path, note_text)
-    ws.vault.ledger.append([ws.event("asked", decision, ws.config.default_ruler),
+    ws.vault.ledger.append([ws.asked_event(decision, ws.config.default_ruler, note_text),
                             ws.event("imported", decision, "vault-tools harvest", origin=candidate.key)])
     if linked is not None:
         notes.write_atomic(path, notes.encode(linked, bom=bom))

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from ..bodies import BodyView, preview, sections, view, without_comments
 from ..dates import local_date
 from ..errors import UsageError
+from ..index import SearchIndex, SearchResult, fts5_available, notice_once, scan
 from ..ledger import History
 from ..model import (
+    TOPIC_PATTERN,
     Decision,
     Problem,
     Status,
@@ -58,6 +60,27 @@ def lookup(ws: Workspace, topics: Iterable[str]) -> tuple[list[Lookup], list[Pag
     asked = check_topics(topics)
     state = ws.state()
     return current_rulings_on(ws, state, asked), page_problems(state)
+
+
+def is_topic_key(text: str) -> bool:
+    return TOPIC_PATTERN.match(text) is not None
+
+
+def search(ws: Workspace, query: str, *, history: bool = False, limit: int = 20) -> SearchResult:
+    """Decisions whose words match `query`, best first: current rulings and open questions, and with
+    `history` superseded, withdrawn and retracted ones too (marked so)."""
+    if limit < 1:
+        raise UsageError("--limit must be at least 1")
+    if not fts5_available():
+        result = SearchResult()
+        notice = notice_once(ws.vault)
+        if notice:
+            result.notices.append(notice)
+        result.hits = scan(ws.decisions_in_effect(ws.state()), query, history=history, limit=limit)
+        return result
+    index = SearchIndex(ws.vault)
+    hits = index.search(query, history=history, limit=limit)
+    return SearchResult(hits, index.notices)
 
 
 def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...]) -> list[Lookup]:

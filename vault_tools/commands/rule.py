@@ -9,7 +9,7 @@ from typing import Any
 from .. import notes
 from ..dates import parse_day_option, parse_option, to_vault_time
 from ..errors import Refused, UsageError
-from ..model import MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem
+from ..model import MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem, unanswered
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
@@ -89,6 +89,9 @@ def parse_terms(option: str, given: Iterable[str]) -> dict[str, str]:
 def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
                   reason: str | None) -> Decision:
     decision = ws.parse_new(path, text)
+    why = unanswered(decision, unchanged_question_counts=False)
+    if why:
+        raise UsageError(why.replace("is marked ruled, but its summary", "would be ruled, but --summary"))
     targets = supersede_targets(ws, state, decision, decision.supersedes)
     _refuse_unsaid_replacement(ws, state, decision)
     if targets and reason is None:

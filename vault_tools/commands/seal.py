@@ -7,7 +7,7 @@ from typing import Any
 from .. import notes
 from ..errors import NoteError, Refused
 from ..ledger import Event, History, seal_hash
-from ..model import FINAL_STATUSES, Decision, Status
+from ..model import FINAL_STATUSES, Decision, Status, unanswered
 from ..vault import VaultState
 from .checks import check_id
 from .supersede import apply_superseded, plan_superseded, supersede_targets
@@ -46,6 +46,9 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
         stamps["ruled_by"] = ws.config.default_ruler
     text = notes.with_fields(note, stamps) if stamps else note.text
     decision = ws.parse_new(path, text)
+    why = unanswered(decision)
+    if why:
+        raise Refused(why, path=decision.path, line=decision.line_of("summary"))
     targets = supersede_targets(ws, state, decision, decision.supersedes)
     if targets and decision.reason is None:
         raise NoteError("supersedes a ruling but has no reason (at least 20 characters)", path=decision.path,

@@ -12,7 +12,6 @@ from ..dates import Now, local_now, utc_now, utc_stamp
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
 from ..ledger import Event, History, histories, seal_hash
 from ..model import (
-    FINAL_STATUSES,
     ID_PATTERN,
     Decision,
     LinkResolver,
@@ -23,6 +22,7 @@ from ..model import (
     format_id,
     id_number,
     note_title,
+    status_in_effect,
     supersedes_cycle,
 )
 from ..vault import Vault, VaultState
@@ -93,13 +93,7 @@ class Workspace:
                     for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
         in_effect = []
         for decision in state.decisions:
-            status = decision.status
-            if recorded.get(decision.id) in FINAL_STATUSES:
-                status = recorded[decision.id]
-            elif recorded.get(decision.id) is Status.RULED and status is Status.RETRACTED:
-                status = Status.RULED  # a retraction typed in Obsidian counts once it is recorded
-            elif status is Status.RULED and decision.id in replaced:
-                status = Status.SUPERSEDED
+            status = status_in_effect(decision.status, recorded.get(decision.id), decision.id in replaced)
             in_effect.append(decision if status is decision.status else replace(decision, status=status))
         state.derived["in_effect"] = in_effect
         return in_effect
@@ -161,6 +155,10 @@ class Workspace:
 
     def event(self, kind: str, decision: Decision, actor: str, **extra: Any) -> Event:
         return Event(event=kind, id=decision.id, at=utc_stamp(self.now()), actor=actor, path=decision.path, **extra)
+
+    def asked_event(self, decision: Decision, actor: str, text: str) -> Event:
+        """The `asked` event of a question, carrying what rebuilds it without its note."""
+        return self.event("asked", decision, actor, text=text, summary=decision.summary, topics=decision.topics)
 
     def parse_new(self, path: Path, text: str) -> Decision:
         """Parse text about to be written, refusing it if it is not a valid decision."""

@@ -34,6 +34,14 @@ class Record:
     reason: str | None = None  # why it was withdrawn, retracted or supersedes
     reask_reason: str | None = None
     remarks: list[str] = field(default_factory=list)  # what the importer assumed, for the report
+    # What a vault-tools export carries besides (left at their defaults by the other importers):
+    id: str | None = None  # the id to give the note, when the vault does not use it yet
+    whole_body: bool = False  # `body` is the note's whole body: no Question/Ruling sections are added
+    supersede_reason: str | None = None  # why it supersedes, when `reason` says why it was later closed
+    alongside: tuple[str, ...] | None = None  # keys of the rulings it stands beside (None: those on its topic)
+    revisit_if: str | None = None
+    revisit_by: dt.date | None = None
+    due: dt.date | None = None
 
 
 @dataclass

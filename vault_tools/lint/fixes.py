@@ -47,6 +47,6 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
                     done += [f"sealed {d.id}" for d in seal(ws, [decision_id])]
                 except VaultToolsError as error:
                     not_done.append(f"could not seal {decision_id}: {error}")
-    built = build(ws, today)
+    built = build(ws)
     done += [f"rebuilt {path}" for path in built.written]
     return done, not_done

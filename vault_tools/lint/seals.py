@@ -1,4 +1,4 @@
-"""Seal and ledger rules (VT020-VT025): rulings are sealed, sealed notes are unchanged and agree with the
+"""Seal and ledger rules (VT020-VT029): rulings are sealed, sealed notes are unchanged and agree with the
 ledger, and the ledger is intact and only ever appended to.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import notes
 from ..errors import NoteError
 from ..ledger import Event, normalise_body, seal_hash, seal_payload
-from ..model import Decision, Status, build_decision
+from ..model import Decision, Status, build_decision, unanswered
 from .facts import Facts, first_line
 from .registry import ERROR, LEDGER_PATH, WARNING, Finding, rule
 
@@ -230,3 +230,28 @@ def ledger_history_rewritten(facts: Facts) -> Iterator[Finding]:
             yield Finding(LEDGER_PATH, number, f"line {number} was changed since the last commit")
         else:
             yield Finding(LEDGER_PATH, number, f"committed line {number} was removed")
+
+
+@rule("VT029", "ruling-without-answer", ERROR)
+def ruling_without_answer(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a note marked `ruled`, not sealed yet, whose `summary` still asks the question: it ends with a
+    question mark, or it is still the first line of the note's `## Question` section. Such a ruling is
+    not sealed until the summary holds the answer.
+
+    ## Why
+    The summary is what the decisions log and the agent's view show. A ruling whose summary is its
+    question puts "Should we start a podcast?" where the answer should be, and the answer ("No podcast
+    this year") appears nowhere the agent reads.
+
+    ## How to fix
+    Rewrite `summary` as the answer, one line that makes sense on its own. The watcher seals the ruling
+    once it is left alone for the settle window, or run `vault-tools seal ID`.
+    """
+    for decision in facts.state.decisions:
+        if decision.status is not Status.RULED or facts.sealed(decision):
+            continue
+        why = unanswered(decision)
+        if why:
+            yield Finding(decision.path, first_line(decision, "summary"), why)
