@@ -39,6 +39,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.same_question import report as same_question_report
+
 FLOOR = """
 import os, sys
 total = 0
@@ -220,6 +223,12 @@ def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Mea
     time.sleep(2.1)
     results["search, warm, nothing changed"] = measure(search, repeat)
     results["search, warm, one note changed"] = measure(search, repeat, before=NoteChanger(vault))
+    # the same-matter check: `ask` with a current ruling's words under a new topic key is refused (writes nothing)
+    ruling = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: ruled" in p.read_text())
+    words = next(line for line in ruling.read_text().splitlines() if line.startswith("summary: "))
+    same = [*VAULT_TOOLS, "ask", words.removeprefix("summary: ").strip('"'), "--topic", "a-key-never-used",
+            "--vault", str(vault)]
+    results["ask refused as the same matter, warm"] = measure(same, repeat)
     if size <= 10000:
         results.update(measure_hooks(vault, max(repeat, 11)))
     if saves and size <= 10000:
@@ -235,8 +244,12 @@ def table(size: int, results: dict[str, Measure | tuple]) -> str:
     assert isinstance(floor, Measure) and isinstance(baseline, Measure)
     start_up = results.get("start-up: vault-tools version")
     warm = results.get("search, warm, nothing changed")
+    same = results.get("ask refused as the same matter, warm")
     over = (f"warm search minus start-up: {warm.median - start_up.median:.3f} s (target: under 0.100 s)"
             if isinstance(start_up, Measure) and isinstance(warm, Measure) else "")
+    if isinstance(start_up, Measure) and isinstance(same, Measure):
+        over += (f"\nsame-matter check (ask, refused) minus start-up: {same.median - start_up.median:.3f} s "
+                 f"({same.median / start_up.median:.2f} x start-up; target: under 0.100 s over it)")
     lines = [f"### {size:,} notes", "", *([over, ""] if over else []),
              "| measurement | seconds | x floor | x baseline | peak RSS MB |", "|---|---:|---:|---:|---:|"]
     for name, value in results.items():
@@ -329,6 +342,8 @@ def main() -> None:
     context_sizes = [int(size) for size in args.context_sizes.split(",") if size]
     print(f"# vault-tools benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    print()
+    print("\n".join(same_question_report()))
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:
         for size in sizes:

@@ -85,8 +85,11 @@ def test_json_output_is_only_json(cli):
 
 
 def test_concurrent_asks_never_share_an_id(vault):
+    questions = ("Which colour is the logo?", "Do interns get paid leave?", "Where are backups stored?",
+                 "Who approves travel budgets?", "Can readers comment on podcasts?", "How fast must support reply?")
+
     def ask(n: int) -> int:
-        return subprocess.run([sys.executable, "-m", "vault_tools", "ask", f"Question number {n} about topic {n}?",
+        return subprocess.run([sys.executable, "-m", "vault_tools", "ask", questions[n],
                                "--topic", f"topic-{'abcdefgh'[n]}"], cwd=vault, capture_output=True).returncode
 
     with ThreadPoolExecutor(6) as pool:

@@ -179,11 +179,16 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
         due: Annotated[str | None, typer.Option(metavar="DATE", help="Date an answer is needed by (2026-07-17).")] = None,
         reask_reason: Annotated[str | None, typer.Option(
             help="What changed since the ruling on this topic (at least 20 characters).")] = None,
+        not_the_same: Annotated[list[str], typer.Option(
+            "--not-the-same", metavar="ID", help="A decision the refusal named that you read and found to be a "
+            "different matter; recorded in the ledger. Repeatable.")] = [],  # noqa: B006
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """Register a question for the owner; refused when its topic is already settled or open."""
+    """Register a question for the owner; refused when its topic is already settled or open, or when its words
+    say the same matter as a current ruling or open question under other topics."""
     from .commands.ask import ask as ask_question
     ws = _workspace(vault)
-    decision = ask_question(ws, summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
+    decision = ask_question(ws, summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
+                            not_the_same=not_the_same)
     _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
@@ -438,7 +443,9 @@ def lookup_json(found: list[Any], full: bool) -> list[dict[str, Any]]:
 def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
     """`lookup` with no topic matching: the decisions whose words match, best first."""
     from .commands.read import search as search_decisions
-    result = search_decisions(ws, text.replace("-", " "), limit=5)
+    from .commands.same import rank_hits
+    result = search_decisions(ws, text.replace("-", " "), limit=20)
+    result.hits = rank_hits(ws, text, result.hits)[:5]
     for notice in result.notices:
         stderr.print(f"note: {notice}", markup=False)
     if json_:
@@ -821,6 +828,79 @@ def harvest(
         stderr.print(f"skipped {skipped.file}: {skipped.why}", markup=False)
     stderr.print(f"{result.notes_read} note(s) read; {verb} {len(result.created) + (len(result.to_confirm) if dry_run else 0)}, "
                  f"{len(result.already)} harvested before, {len(result.skipped)} skipped", markup=False)
+
+
+@app.command()
+def stats(since: Annotated[str | None, typer.Option(metavar="DATE", help="Count only questions asked and rulings "
+                                                                         "ruled on or after this day (2026-07-01).")] = None,
+          write: Annotated[bool, typer.Option("--write", help="Also write the Pinned/Stats.md page, with charts.")] = False,
+          today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """The record's own figures: rulings, questions, time to answer, re-asks, supersessions, topics, who recorded what."""
+    from .commands.stats import stats as compute_stats
+    from .commands.stats import write_stats_page
+    from .figures import summary_lines
+    ws = _workspace(vault)
+    figures = compute_stats(ws, _day("--since", since), _today(today))
+    if write:
+        written, kept = write_stats_page(ws, figures)
+        stderr.print(f"wrote {written}", markup=False)
+        if kept:
+            stderr.print(f"the page was edited by hand; the edited copy is kept in {kept}", markup=False)
+    if json_:
+        _json(figures.as_json())
+        return
+    for line in summary_lines(figures):
+        _out(line)
+    if figures.topics:
+        _out("per topic (questions, rulings, current):")
+        for item in figures.topics:
+            _out(f"  {item.topic}: {item.questions}, {item.rulings}, {item.current}")
+    if figures.recorded_by:
+        _out("who recorded what:")
+        for actor, counts in figures.recorded_by.items():
+            _out(f"  {actor}: " + ", ".join(f"{kind} {count}" for kind, count in counts.items()))
+
+
+def _day(name: str, value: str | None) -> dt.date | None:
+    from .dates import parse_day_option
+    return parse_day_option(name, value)
+
+
+@app.command()
+def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owner ticked in the waiting review, "
+                                                                "each through its command, and mark it applied.")] = False,
+           today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Write proposals for the owner to tick (topics to merge, rulings to relate, stale questions); never changes a decision."""
+    from .commands import review as reviews
+    ws = _workspace(vault)
+    if apply:
+        applied = reviews.apply_review(ws)
+        _refresh_pages(ws)
+        if json_:
+            _json({"note": applied.note, "done": applied.done, "not_done": applied.not_done})
+        else:
+            for line in applied.done:
+                _out(f"applied: {line}")
+            for line in applied.not_done:
+                stderr.print(f"not applied: {line}", markup=False)
+            if not applied.done and not applied.not_done:
+                stderr.print(f"nothing was ticked in {applied.note}", markup=False)
+        if applied.not_done:
+            raise typer.Exit(1)
+        return
+    written = reviews.write_review(ws, _today(today))
+    if written.written:
+        _refresh_pages(ws)  # the open-questions page says a review is waiting
+    if json_:
+        _json({"note": written.path if written.proposals or written.written else None, "written": written.written,
+               "proposals": [{"section": p.section, "action": p.action, "args": list(p.args), "text": p.text}
+                             for p in written.proposals]})
+        return
+    if not written.proposals:
+        stderr.print("nothing to review", markup=False)
+        return
+    _out(f"{'wrote' if written.written else 'unchanged'} {written.path}: {len(written.proposals)} proposal(s); "
+         "tick what you accept, then run `vault-tools review --apply`")
 
 
 @app.command()

@@ -58,6 +58,8 @@ class Event:
     # outlives the note. Left out when empty, so lines written before they existed keep their checksums.
     summary: str | None = None
     topics: tuple[str, ...] = ()
+    # On `asked`: ids the asker checked and said are a different matter (`ask --not-the-same ID`); left out when empty.
+    not_the_same: tuple[str, ...] = ()
     line: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -66,6 +68,7 @@ class Event:
         data["supersedes"] = list(self.supersedes)
         data["alongside"] = list(self.alongside)
         data["topics"] = list(self.topics)
+        data["not_the_same"] = list(self.not_the_same)
         return {key: value for key, value in data.items() if value not in (None, [])}
 
 
@@ -97,6 +100,7 @@ def parse_line(text: str, number: int, where: str) -> Event:
         data["supersedes"] = tuple(data.get("supersedes", ()))
         data["alongside"] = tuple(data.get("alongside", ()))
         data["topics"] = tuple(data.get("topics", ()))
+        data["not_the_same"] = tuple(data.get("not_the_same", ()))
         return Event(**data, line=number)
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None

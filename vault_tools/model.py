@@ -384,10 +384,29 @@ def _singular(word: str) -> str:
     return word
 
 
+# The owner's merged topics (`.vault-tools/topics.yaml`): each alias -> the topic it is read as. Set once per
+# vault read (`use_topic_aliases`); every comparison of topics goes through `topic_key`, so they all honour it.
+_ALIASES: dict[str, str] = {}
+
+
+def use_topic_aliases(aliases: Mapping[str, str]) -> None:
+    """Read each alias as its topic from now on, in every comparison of topics."""
+    if dict(aliases) != _ALIASES:
+        _ALIASES.clear()
+        _ALIASES.update(aliases)
+        topic_key.cache_clear()
+
+
+def canonical_topic(topic: str) -> str:
+    """The topic an alias was merged into (the topic itself when it is no alias)."""
+    return _ALIASES.get(topic, topic)
+
+
 @functools.lru_cache(maxsize=65536)
 def topic_key(topic: str) -> str:
-    """Plural/singular and word order do not matter: `footers-article` ~ `article-footer`."""
-    return "-".join(sorted(_singular(word) for word in topic.split("-")))
+    """Plural/singular and word order do not matter: `footers-article` ~ `article-footer`; an alias
+    the owner merged is its topic."""
+    return "-".join(sorted(_singular(word) for word in canonical_topic(topic).split("-")))
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
@@ -414,6 +433,7 @@ def topics_match(a: str, b: str) -> bool:
     if a == b:
         return True
     key_a, key_b = topic_key(a), topic_key(b)
+    a, b = canonical_topic(a), canonical_topic(b)
     if key_a == key_b or a.replace("-", "") == b.replace("-", ""):
         return True
     words_a, words_b = key_a.split("-"), key_b.split("-")
@@ -442,7 +462,8 @@ class TopicIndex:
     @staticmethod
     def _signatures(topic: str) -> set[tuple[object, ...]]:
         words = topic_key(topic).split("-")
-        found: set[tuple[object, ...]] = {("key", topic_key(topic)), ("flat", topic.replace("-", ""))}
+        flat = canonical_topic(topic).replace("-", "")
+        found: set[tuple[object, ...]] = {("key", topic_key(topic)), ("flat", flat)}
         for index, word in enumerate(words):
             if len(word) < 4:
                 continue

@@ -111,7 +111,8 @@ def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
 
 
 def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple[Decision, list[Decision]]],
-                        problems: Sequence[PageProblem], tz: dt.tzinfo, overlaps: Sequence[Overlap] = ()) -> str:
+                        problems: Sequence[PageProblem], tz: dt.tzinfo, overlaps: Sequence[Overlap] = (),
+                        review_waiting: str | None = None) -> str:
     """Every open question: those with a due date first, soonest first, then the rest oldest first.
 
     Dates only, no ages or overdue marks: the page changes when a note does, never because a day
@@ -128,6 +129,8 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
         counts.append(_plural(len(overlaps), "ruling") + " not saying whether "
                       + ("it replaces" if len(overlaps) == 1 else "they replace") + " another")
     out += [", ".join(counts) + ".", ""]
+    if review_waiting:  # the owner's side of the review: proposals to tick (`vault-tools review`)
+        out += [f"> [!todo] {review_waiting}", ""]
     for heading, items in (("Due by a date", dated), ("Open", undated)):
         if items:
             out += [f"## {heading}", ""]
@@ -337,7 +340,7 @@ def latest_ruling_day(decisions: Iterable[Decision], tz: dt.tzinfo) -> dt.date |
 
 
 def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
-                settings: Settings, problems: Sequence[PageProblem] = ()) -> Pages:
+                settings: Settings, problems: Sequence[PageProblem] = (), review_waiting: str | None = None) -> Pages:
     by_id = {d.id: d for d in decisions}
 
     def targets(decision: Decision) -> list[Decision]:
@@ -357,7 +360,7 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
     recent = recent_supersessions(history, successor_of, latest - dt.timedelta(days=settings.recent_days)
                                   if latest else None, tz)
 
-    open_page = open_questions_page(questions, revisions, problems, tz, overlaps)
+    open_page = open_questions_page(questions, revisions, problems, tz, overlaps, review_waiting)
     # What an agent loads from the pages is the two one after the other.
     open_lines, open_bytes = size(open_page + AGENT_SEPARATOR)
 

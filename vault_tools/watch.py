@@ -310,6 +310,7 @@ class Watcher:
         self._stopping = False
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self._lock = FileLock(str(self.vault.state_dir / "watch.lock"), timeout=0)
+        self._next_review: dt.date | None = None  # when the scheduled review is due (None: look it up)
 
     # -- lifetime ---------------------------------------------------------------
 
@@ -377,9 +378,37 @@ class Watcher:
             due = self.schedule.debouncer.due()
             now = self.clock()
             settled = [p for p, when in self.schedule.settle.items() if when <= now]
-        if due or settled:
+        if due or settled or self.review_due():
             return self.process(paths=due)
         return []
+
+    def review_due(self) -> bool:
+        """`review_every_days` after the last review (and none waiting): time to write the next one."""
+        every = self.ws.config.review_every_days
+        if every <= 0:
+            return False
+        if self._next_review is None:
+            from .commands.review import last_review_day, waiting_reviews
+            last = last_review_day(self.ws)
+            waiting = bool(waiting_reviews(self.ws))
+            self._next_review = dt.date.max if waiting else (last + dt.timedelta(days=every) if last else dt.date.min)
+        return self.ws.today() >= self._next_review
+
+    def _scheduled_review(self) -> list[Action]:
+        """The review and the Stats page, written on the schedule; a review waiting for the owner is left alone."""
+        if not self.review_due():
+            return []
+        from .commands.review import write_review
+        from .commands.stats import stats, write_stats_page
+        self._next_review = None
+        written = write_review(self.ws)
+        page, _ = write_stats_page(self.ws, stats(self.ws))
+        self._own_writes[page] = _digest(self.vault.root / page) or ""
+        if not written.written:
+            self._next_review = self.ws.today() + dt.timedelta(days=1)  # nothing to propose: look again tomorrow
+            return []
+        self._own_writes[written.path] = _digest(self.vault.root / written.path) or ""
+        return [Action("review", None, written.path, f"{len(written.proposals)} proposal(s) for the owner to tick")]
 
     # -- events -----------------------------------------------------------------
 
@@ -418,6 +447,8 @@ class Watcher:
         """
         actions: list[Action] = []
         now = self.clock()
+        if paths:
+            self._next_review = None  # a review may have been applied or removed: look again
         try:
             if paths and self.ws.config.harvest_on_change:
                 from .commands.import_ import harvest_changed
@@ -425,6 +456,7 @@ class Watcher:
                             for d in harvest_changed(self.ws, paths)]
             result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle)
             actions += result.actions
+            actions += self._scheduled_review()
             built = build(self.ws, state=result.state)
             actions += [Action("page-kept", None, None, f"a pinned page was edited by hand; copy kept in {kept}")
                         for kept in built.kept]

@@ -73,8 +73,9 @@ def config_budget(ws: Workspace) -> Budget:
 
 def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
     state = state or ws.state()
+    from .review import waiting_line
     return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws),
-                       page_problems(state, _recorded(ws)))
+                       page_problems(state, _recorded(ws)), waiting_line(ws))
 
 
 def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,

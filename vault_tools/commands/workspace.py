@@ -156,9 +156,11 @@ class Workspace:
     def event(self, kind: str, decision: Decision, actor: str, **extra: Any) -> Event:
         return Event(event=kind, id=decision.id, at=utc_stamp(self.now()), actor=actor, path=decision.path, **extra)
 
-    def asked_event(self, decision: Decision, actor: str, text: str) -> Event:
-        """The `asked` event of a question, carrying what rebuilds it without its note."""
-        return self.event("asked", decision, actor, text=text, summary=decision.summary, topics=decision.topics)
+    def asked_event(self, decision: Decision, actor: str, text: str, not_the_same: tuple[str, ...] = ()) -> Event:
+        """The `asked` event of a question, carrying what rebuilds it without its note (and the decisions the
+        asker said are a different matter)."""
+        return self.event("asked", decision, actor, text=text, summary=decision.summary, topics=decision.topics,
+                          not_the_same=not_the_same)
 
     def parse_new(self, path: Path, text: str) -> Decision:
         """Parse text about to be written, refusing it if it is not a valid decision."""
