@@ -252,7 +252,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     clock.set("2026-11-05T08:30:00")
     rule(ws, None, "No promotion inside articles: footers carry only the author bio.",
                  topics=["promotion", "article-footer"], source="[[2026-11-05]] chat with owner",
-                 supersedes=["D-0004"],
+                 supersedes=["D-0004"], scope=["Drafts/**"],
                  reason="readers complained about the subscribe line, so the owner banned promotion inside articles.",
                  body="Articles carry no calls to subscribe, no sponsor lines and no product links. The footer "
                       "is the author bio and nothing else. The newsletter is promoted on its own page only.")

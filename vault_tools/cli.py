@@ -210,6 +210,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
          revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
          term: Annotated[list[str], typer.Option("--term", metavar="KEY=VALUE", help="A term the ruling grants, for `gate` (written as the property term_KEY); repeatable.")] = [],  # noqa: B006
+         scope: Annotated[list[str], typer.Option("--scope", metavar="GLOB", help="Files the ruling governs, relative to the vault or project_root (Articles/**); repeatable.")] = [],  # noqa: B006
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Record the owner's ruling: on a question (ID) or given directly (--topic).
 
@@ -219,7 +220,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
     ws = _workspace(vault)
     decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
                             supersedes=supersedes, alongside=alongside, reason=reason, body=_read_body(body),
-                            revisit_if=revisit_if, revisit_by=revisit_by, terms=term)
+                            revisit_if=revisit_if, revisit_by=revisit_by, terms=term, scope=scope)
     _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
@@ -692,6 +693,57 @@ def _watch_log(state_dir: Path, as_json: bool) -> Any:
         stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
 
     return log
+
+
+@app.command("for")
+def for_paths(paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Files: absolute, relative to here, or "
+                                                                                  "(from outside it) to the scope root.")],
+              vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """The current rulings that govern these files through their `scope`, most specific glob first."""
+    from .commands.govern import governed
+    ws = _workspace(vault)
+    found = governed(ws, ws.state(), paths, Path.cwd())
+    if json_:
+        _json([{"path": item.path, "scoped_path": item.scoped,
+                "rulings": [{**decision_json(ruling), "glob": glob} for ruling, glob in item.rulings]}
+               for item in found])
+        return
+    for item in found:
+        if item.scoped is None:
+            stderr.print(f"{item.path}: outside the folder scopes are relative to", markup=False)
+            continue
+        _out(f"{item.path}: {len(item.rulings)} ruling(s)")
+        for ruling, glob in item.rulings:
+            _out(f"  {_line(ruling, ws)}  (scope {glob})")
+
+
+@app.command("check")
+def check_command(changed: Annotated[str, typer.Option("--changed", metavar="REV", help="A git revision: check "
+                                                                                      "the files changed since it.")],
+                  strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a changed file is governed by a "
+                                                                        "ruling past its revisit_by date, or by two "
+                                                                        "rulings that have not said which stands.")] = False,
+                  today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """For CI: the current rulings that govern the files changed since REV."""
+    from .commands.govern import check_changed
+    ws = _workspace(vault)
+    result = check_changed(ws, changed, _today(today))
+    if json_:
+        _json({"files": [{"path": item.path, "rulings": [{**decision_json(ruling), "glob": glob}
+                                                         for ruling, glob in item.rulings]}
+                         for item in result.governed],
+               "problems": result.problems})
+    else:
+        for item in result.governed:
+            _out(f"{item.path}")
+            for ruling, glob in item.rulings:
+                _out(f"  {_line(ruling, ws)}  (scope {glob})")
+        if not result.governed:
+            stderr.print(f"no file changed since {changed} is governed by a ruling", markup=False)
+    for problem in result.problems:
+        stderr.print(f"{'error' if strict else 'warning'}: {problem}", markup=False)
+    if strict and result.problems:
+        raise typer.Exit(1)
 
 
 @app.command("lint")

@@ -233,6 +233,10 @@ def _yaml_value(value: Any) -> str:
         return "{" + ", ".join(f"{k}: {v}" for k, v in value.items()) + "}"
     if isinstance(value, float):
         return f"{value:g}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value == "":
+        return '""'
     return str(value)
 
 

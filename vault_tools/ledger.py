@@ -588,6 +588,10 @@ def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[st
             value = _links_as_meaning(value, resolve)
         elif name == "topics":
             value = list(value)
+        elif name == "scope":
+            if not value:
+                continue
+            value = list(value)
         elif name == "terms":
             if not value and name in SEALED_WHEN_SET:
                 continue

@@ -49,7 +49,7 @@ TEXT_FIELDS = ("type", "id", "status", "summary", "asked_by", "ruled_by", "sourc
                "superseded_by", "reason", "reask_reason", "revisit_if")
 DATETIME_FIELDS = ("asked_at", "ruled_at")
 DATE_FIELDS = ("revisit_by", "due")
-LIST_FIELDS = ("topics", "supersedes", "alongside")
+LIST_FIELDS = ("topics", "supersedes", "alongside", "scope")
 KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS)
 # A ruling's terms, for `gate`: flat properties named `term_<key>` holding one value each (text, number,
 # checkbox or date), as Obsidian's Properties panel edits them; sealed with the ruling.
@@ -68,9 +68,9 @@ def is_pinned(value: Any) -> bool:
 
 # The fields whose parsed values the seal covers (plus the body).
 SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
-                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside", "terms")
+                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside", "terms", "scope")
 # Sealed fields that join the seal only when they hold something, so seals made before they existed stay valid.
-SEALED_WHEN_SET = frozenset({"alongside", "terms"})
+SEALED_WHEN_SET = frozenset({"alongside", "terms", "scope"})
 
 
 def is_ledger_property(name: str) -> bool:
@@ -113,6 +113,7 @@ class Decision:
     source: str | None = None
     supersedes: tuple[str, ...] = ()  # links as written
     alongside: tuple[str, ...] = ()  # links to current rulings this one stands beside without replacing them
+    scope: tuple[str, ...] = ()  # globs of the files this ruling governs (relative to the vault or project_root)
     superseded_by: str | None = None
     reason: str | None = None
     reask_reason: str | None = None
@@ -290,6 +291,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         source=values.get("source"),
         supersedes=values.get("supersedes", ()),
         alongside=values.get("alongside", ()),
+        scope=values.get("scope", ()),
         superseded_by=values.get("superseded_by"),
         reason=values.get("reason"),
         reask_reason=values.get("reask_reason"),

@@ -53,6 +53,8 @@ class Config:
     lint: dict[str, str] = field(default_factory=dict)
     harvest_on_change: bool = False
     review_every_days: int = 0
+    project_root: str = ""
+    scope_on_read: bool = False
 
     @property
     def tz(self) -> dt.tzinfo:
@@ -76,6 +78,8 @@ CONFIG_DOC = {
     "lint": "per-rule severity: a mapping of code to error, warning or off",
     "harvest_on_change": "the watcher harvests decisions written in passing from notes as they change",
     "review_every_days": "the watcher writes a review (`vault-tools review`) and the Stats page this often; 0 never",
+    "project_root": "folder a ruling's `scope` globs are relative to (absolute, or relative to the vault; empty: the vault)",
+    "scope_on_read": "the pre-tool-use hook also adds the rulings governing a file the agent reads",
 }
 
 

@@ -30,6 +30,7 @@ MAX_OUTPUT = 9500  # characters of JSON on stdout; Claude Code cuts hook output 
 EVENTS = {"session-start": "SessionStart", "pre-tool-use": "PreToolUse", "user-prompt-submit": "UserPromptSubmit"}
 WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 QUESTION_TOOL = "AskUserQuestion"
+SCOPE_CONTEXT_CHARS = 2000  # rulings that govern a file: one line each, at most this much context per call
 LEDGER_REL = ".vault-tools/ledger.jsonl"
 SEALABLE_STATUSES = ("ruled", "superseded", "retracted")
 _ID_LINE = re.compile(r"""^id:[ \t]*["']?(D-\d+(?:-[0-9a-z]{2,8})?)["']?[ \t]*$""", re.MULTILINE)
@@ -155,7 +156,11 @@ def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any) -> dict[str
     if tool in WRITE_TOOLS:
         target = tool_input.get(WRITE_TOOLS[tool])
         reason = protected_reason(root, _absolute(cwd, str(target))) if target else None
-        return deny(reason) if reason else None
+        if reason:
+            return deny(reason)
+        return _governing(root, _absolute(cwd, str(target)), reading=False) if target else None
+    if tool == "Read" and tool_input.get("file_path"):
+        return _governing(root, _absolute(cwd, str(tool_input["file_path"])), reading=True)
     if tool == "Bash":
         for target in bash_write_targets(str(tool_input.get("command") or "")):
             reason = protected_reason(root, _absolute(cwd, target))
@@ -165,6 +170,31 @@ def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any) -> dict[str
     if tool == QUESTION_TOOL:
         return _question(root, tool_input)
     return None
+
+
+def _governing(root: Path, target: Path, *, reading: bool) -> dict[str, Any] | None:
+    """The current rulings whose `scope` matches the file about to be edited (or read, when the config says so),
+    as context for the agent: most specific glob first, within SCOPE_CONTEXT_CHARS. The call goes through."""
+    from ..scope import governing, scope_path
+    from .snapshot import load
+    snapshot = load(root, MAX_OUTPUT)
+    scoped = [(ruling.id, ruling.scope) for ruling in snapshot.rulings if ruling.scope]
+    if not scoped or (reading and not snapshot.scope_on_read):
+        return None
+    rel = scope_path(Path(snapshot.scope_root), target, target.parent)
+    found = governing(scoped, rel) if rel is not None else []
+    if not found:
+        return None
+    by_id = {ruling.id: ruling for ruling in snapshot.rulings}
+    lines = [f"Current rulings that govern {rel} (follow them; `vault-tools for {rel}` lists them):"]
+    for item in found:
+        ruling = by_id[item.ruling_id]
+        line = f"- {ruling.id} {ruling.day}: {ruling.summary} (scope {item.glob})"
+        if sum(len(kept) + 1 for kept in lines) + len(line) > SCOPE_CONTEXT_CHARS:
+            lines.append(f"- and {len(found) - len(lines) + 1} more: `vault-tools for {rel}`")
+            break
+        lines.append(line)
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "\n".join(lines)}}
 
 
 def deny(reason: str) -> dict[str, Any]:

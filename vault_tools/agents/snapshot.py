@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 SNAPSHOT_FILE = "agent-snapshot.json"
-FORMAT = 1
+FORMAT = 2
 MAX_AGE_SECONDS = 300
 RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
 SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them
@@ -33,6 +33,7 @@ class RulingView:
     summary: str
     day: str  # ruled on, in the vault's zone
     path: str
+    scope: tuple[str, ...] = ()  # globs of the files it governs
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class Snapshot:
     rulings: list[RulingView]
     questions: list[QuestionView]
     session_text: str  # the session-start context, already within the hook's bound
+    scope_root: str = ""  # the folder scope globs are relative to (absolute)
+    scope_on_read: bool = False
 
 
 def _stat(path: str) -> list[int] | None:
@@ -109,10 +112,11 @@ def load(root: Path, session_chars: int) -> Snapshot:
 
 
 def _from_json(data: dict[str, Any]) -> Snapshot:
-    return Snapshot([RulingView(r["id"], tuple(r["topics"]), r["summary"], r["day"], r["path"]) for r in data["rulings"]],
+    return Snapshot([RulingView(r["id"], tuple(r["topics"]), r["summary"], r["day"], r["path"], tuple(r["scope"]))
+                     for r in data["rulings"]],
                     [QuestionView(q["id"], tuple(q["topics"]), q["summary"], q["day"], q["path"])
                      for q in data["questions"]],
-                    data["session_text"])
+                    data["session_text"], data["scope_root"], data["scope_on_read"])
 
 
 def _rebuild(root: Path, path: Path, session_chars: int) -> Snapshot:
@@ -132,11 +136,13 @@ def _rebuild(root: Path, path: Path, session_chars: int) -> Snapshot:
         return local_date(value, ws.tz).isoformat() if value else "undated"
 
     current = sorted((d for d in in_effect if d.is_current), key=lambda d: newest_first_key(d, ws.tz), reverse=True)
-    rulings = [RulingView(d.id, tuple(settled_topics(d, by_id, resolve)), d.summary, day(d.ruled_at), d.path)
-               for d in current]
+    rulings = [RulingView(d.id, tuple(settled_topics(d, by_id, resolve)), d.summary, day(d.ruled_at), d.path,
+                          d.scope) for d in current]
     questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path)
                  for d in sorted(in_effect, key=lambda d: d.number) if d.status is Status.OPEN]
-    snapshot = Snapshot(rulings, questions, session_context(ws, session_chars, state=state))
+    from ..commands.govern import scope_root
+    snapshot = Snapshot(rulings, questions, session_context(ws, session_chars, state=state),
+                        str(scope_root(ws)), ws.config.scope_on_read)
     skipped = {ws.config.templates_folder.strip("/"), ws.config.pinned_folder.strip("/")}
     notes = sorted({*state.properties, *(e.path for e in state.broken if e.path)})
     fingerprint = _fingerprint(root, skipped, notes)
@@ -144,6 +150,7 @@ def _rebuild(root: Path, path: Path, session_chars: int) -> Snapshot:
         data = {"format": FORMAT, "made_at": time.time(), "session_chars": session_chars,
                 "timezone": ws.config.timezone, "today": ws.today().isoformat(), "skipped": sorted(skipped),
                 "fingerprint": fingerprint, "session_text": snapshot.session_text,
+                "scope_root": snapshot.scope_root, "scope_on_read": snapshot.scope_on_read,
                 "rulings": [r.__dict__ for r in rulings], "questions": [q.__dict__ for q in questions]}
         try:
             from ..notes import write_atomic

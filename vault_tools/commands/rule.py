@@ -10,6 +10,7 @@ from .. import notes
 from ..dates import parse_day_option, parse_option, to_vault_time
 from ..errors import Refused, UsageError
 from ..model import MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem, unanswered
+from ..scope import problem as scope_problem
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
@@ -22,7 +23,7 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
          source: str | None = None, ruled_at: str | None = None, ruled_by: str | None = None,
          supersedes: Iterable[str] = (), alongside: Iterable[str] = (), reason: str | None = None,
          body: str | None = None, revisit_if: str | None = None, revisit_by: str | None = None,
-         terms: Iterable[str] = ()) -> Decision:
+         terms: Iterable[str] = (), scope: Iterable[str] = ()) -> Decision:
     """Record a ruling. On a topic that already has a current ruling it must say which way it goes:
     `supersedes` the current rulings it replaces (with a reason), `alongside` those that stand beside it."""
     summary = check_text("summary", summary, required=True) or ""
@@ -43,6 +44,13 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         if value:
             changes[name] = value
     changes.update({TERM_PREFIX + key: value for key, value in parse_terms("--term", terms).items()})
+    globs = list(dict.fromkeys(pattern.strip() for pattern in scope))
+    for pattern in globs:
+        why = scope_problem(pattern)
+        if why:
+            raise UsageError(f"--scope {why}")
+    if globs:
+        changes["scope"] = globs
     with ws.vault.ledger.locked():
         state = ws.state_for_write()
         if superseded_ids:

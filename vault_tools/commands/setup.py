@@ -30,6 +30,8 @@ timezone: {timezone}          # dates in notes are written in this zone
 # default_asker: agent         # asked_by when a command does not say
 # default_ruler: owner         # ruled_by when a command or the watcher does not say
 # harvest_on_change: false     # the watcher harvests decisions written in passing
+# project_root: ""             # scope globs are relative to this folder (default: the vault)
+# scope_on_read: false         # the agent hook adds governing rulings on reads too, not only edits
 # budget:                      # what an agent loads at session start
 #   lines: 200
 #   bytes: 25000
