@@ -12,6 +12,7 @@ hook runs them), the median wall time and the peak memory (RSS) of:
   and warm after one changed note;
 - `vault-tools search`: cold (no index), warm, and warm after one changed note, against the
   start-up of `vault-tools version` measured in the same run;
+- each Claude Code hook (`vault-tools hook claude EVENT`, the event's JSON on stdin), 10,000 notes only;
 - the watcher: from a save of a decision note to the pinned page being rewritten,
   minus the configured debounce (median and p95 over `--saves` saves).
 
@@ -83,10 +84,14 @@ class Measure:
         return statistics.median(self.seconds)
 
 
-def timed(args: list[str], cwd: Path | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process."""
+def timed(args: list[str], cwd: Path | None = None, stdin: bytes | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one process (fed `stdin`, as a hook is)."""
     started = time.perf_counter()
-    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.PIPE if stdin is not None else None)
+    if stdin is not None:
+        process.stdin.write(stdin)
+        process.stdin.close()
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -98,12 +103,12 @@ def peak_mb(usage: os.struct_rusage) -> float:  # type: ignore[name-defined]
     return usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
-def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None) -> Measure:
+def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None, stdin: bytes | None = None) -> Measure:
     result = Measure()
     for _ in range(repeat):
         if before:
             before()
-        seconds, peak = timed(args, cwd)
+        seconds, peak = timed(args, cwd, stdin)
         result.seconds.append(seconds)
         result.peak_mb = max(result.peak_mb, peak)
     return result
@@ -157,6 +162,34 @@ def watcher_latency(vault: Path, saves: int, debounce_ms: int = 200) -> tuple[li
     return latencies, peak_mb(usage)
 
 
+def hook_calls(vault: Path) -> list[tuple[str, str, dict]]:
+    """One Claude Code hook call of each kind, as Claude Code sends them."""
+    sealed = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: ruled" in p.read_text())
+    ordinary = next(iter(sorted((vault / "Areas").rglob("*.md"))))
+    question = {"questions": [{"question": "Should the weekly newsletter take a sponsor?", "header": "Sponsor",
+                               "options": [{"label": "Yes", "description": ""}], "multiSelect": False}]}
+    return [
+        ("session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),
+        ("user-prompt-submit", "user-prompt-submit", {"prompt": "why is there still promotion in the footers? I said no"}),
+        ("pre-tool-use, Edit of an ordinary note", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(ordinary)}}),
+        ("pre-tool-use, Edit of a sealed note (denied)", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}}),
+        ("pre-tool-use, Bash", "pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": "grep -r footer . | head"}}),
+        ("pre-tool-use, AskUserQuestion", "pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": question}),
+    ]
+
+
+def measure_hooks(vault: Path, repeat: int) -> dict[str, Measure]:
+    """Each hook as Claude Code runs it: a process, the event's JSON on stdin. The first call after a change
+    reads the vault and keeps a snapshot; the figures are for the calls after it (the vault unchanged)."""
+    args = [*VAULT_TOOLS, "hook", "claude"]
+    first = json.dumps({"cwd": str(vault)}).encode()
+    subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
+    time.sleep(2.1)
+    subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
+    return {f"hook {name}": measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode())
+            for name, event, payload in hook_calls(vault)}
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
@@ -196,6 +229,8 @@ def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Mea
     same = [*VAULT_TOOLS, "ask", words.removeprefix("summary: ").strip('"'), "--topic", "a-key-never-used",
             "--vault", str(vault)]
     results["ask refused as the same matter, warm"] = measure(same, repeat)
+    if size <= 10000:
+        results.update(measure_hooks(vault, max(repeat, 11)))
     if saves and size <= 10000:
         latencies, peak = watcher_latency(vault, saves)
         results["watcher: save to page, after debounce"] = (latencies, peak)

@@ -264,7 +264,8 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     clock.set("2026-11-10T17:45:00")
     rule(ws, None, "No third-party trackers on the blog; page counts come from the server logs only.",
                  topics=["analytics"], source="[[2026-11-10]] chat with owner",
-                 revisit_if="Hosting changes and server logs are no longer available.")
+                 revisit_if="Hosting changes and server logs are no longer available.",
+                 terms=["trackers=none", "analytics_budget=0"])
 
     clock.set("2026-11-20T11:00:00")
     ask(ws, "Which guest essay should run in the December issue?", ["guest-posts"], due="2026-11-30", body=(

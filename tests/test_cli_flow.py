@@ -126,7 +126,7 @@ def test_init_sets_up_a_vault_with_templates_and_is_idempotent(tmp_path):
     assert first.code == 0, first.err
     assert 'templates_folder: "Meta/Templates"' in (root / ".vault-tools" / "config.yaml").read_text()
     assert {p.name for p in (root / "Meta" / "Templates").iterdir()} == {"Decision.md", "Question.md"}
-    assert "vault-tools context" in first.out and "SessionStart" in first.out
+    assert "vault-tools init --agent claude" in first.out
     assert (root / ".gitattributes").read_text() == (".vault-tools/ledger.jsonl merge=union\n"
                                                     "Decisions/**/*.md merge=vault-tools-notes\n"
                                                     "Pinned/*.md merge=vault-tools-pages\n")

@@ -96,7 +96,7 @@ def decision_json(decision: Decision) -> dict[str, Any]:
         "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
         "superseded_by": decision.superseded_by, "reason": decision.reason,
         "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
-        "revisit_by": _when(decision.revisit_by), "due": _when(decision.due),
+        "revisit_by": _when(decision.revisit_by), "due": _when(decision.due), "terms": dict(decision.terms),
     }
 
 
@@ -113,22 +113,39 @@ def init(vault: VaultOption = None,
          timezone: Annotated[str | None, typer.Option(metavar="ZONE", help="IANA time zone, like Europe/Paris (default: this machine's).")] = None,
          templates: Annotated[bool, typer.Option(
              "--templates", help="Also copy the Decision and Question templates into Obsidian's templates folder.")] = False,
+         agent: Annotated[str | None, typer.Option(
+             "--agent", metavar="AGENT", help="Wire an agent into the project: claude, codex, gemini or cursor (its "
+                                              "instructions section, hooks and MCP entry).")] = None,
+         remove: Annotated[bool, typer.Option("--remove", help="With --agent: take out exactly what --agent added.")] = False,
+         project: Annotated[Path | None, typer.Option(
+             "--project", metavar="DIR", help="With --agent: the project the agent works in (default: this folder).")] = None,
          ) -> None:
-    """Set up .vault-tools/ in a vault (safe to run again)."""
+    """Set up .vault-tools/ in a vault (safe to run again); with --agent, wire an agent in too."""
     global _vault_root
     try:
         root = find_vault(vault)
     except VaultToolsError:
         root = Path.cwd().resolve()
     _vault_root = root
-    from .commands.setup import init_vault
-    changed = init_vault(root, timezone)
+    from .commands.setup import init_agent, init_vault
+    if remove and agent is None:
+        raise typer.BadParameter("--remove goes with --agent", param_hint="--remove")
+    changed = [] if remove else init_vault(root, timezone)
     load_config(root)  # reads the config back: a bad one fails here, not later
     if templates:
         from .starter import install_templates
         changed += install_templates(root)
     for name in changed:
         stderr.print(f"created or updated {name}", markup=False)
+    if agent is not None:
+        where = (project or Path.cwd()).resolve()
+        touched = init_agent(where, root, agent, remove=remove)
+        for name in touched:
+            verb = "updated" if (where / name).exists() else "removed"
+            stderr.print(f"{verb} {name}" if remove else f"created or updated {name}", markup=False)
+        if not touched:
+            stderr.print(f"{agent} is {'not wired in' if remove else 'already wired in'}: nothing changed", markup=False)
+        return
     if not changed:
         stderr.print(f"{root} is already set up", markup=False)
     _out(INIT_SNIPPETS)
@@ -151,15 +168,8 @@ Add to .pre-commit-config.yaml:
         pass_filenames: false
         always_run: true
 
-Add to CLAUDE.md / AGENTS.md:
-  At the start of every session run `vault-tools context --budget claude-hook` and follow it.
-  Before asking the owner anything, run `vault-tools ask "<question>" --topic <topic>`;
-  if it is refused, the answer is in the ruling it names.
-
-Or load it at every session start (Claude Code, .claude/settings.json):
-  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context --budget claude-hook --hook"}]}]}}
-Claude Code keeps only 10,000 characters of hook output and drops the rest without a word:
---budget claude-hook stays under 9,500 characters, and --hook never fails the session."""
+Wire your agent in (its instructions, hooks and MCP server), from the project it works in:
+  vault-tools init --agent claude      # or codex, gemini, cursor; --remove takes it out again"""
 
 
 @app.command()
@@ -199,6 +209,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          body: Annotated[str | None, typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
          revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
          revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
+         term: Annotated[list[str], typer.Option("--term", metavar="KEY=VALUE", help="A term the ruling grants, for `gate` (written as the property term_KEY); repeatable.")] = [],  # noqa: B006
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Record the owner's ruling: on a question (ID) or given directly (--topic).
 
@@ -208,7 +219,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
     ws = _workspace(vault)
     decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
                             supersedes=supersedes, alongside=alongside, reason=reason, body=_read_body(body),
-                            revisit_if=revisit_if, revisit_by=revisit_by)
+                            revisit_if=revisit_if, revisit_by=revisit_by, terms=term)
     _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
@@ -309,18 +320,23 @@ def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decisi
     decision, history, problems = show_decision(ws, decision_id)
     body = body_view(decision, None if all_ else SHOW_LIMIT)
     if json_:
-        data = decision_json(decision)
-        data.update(_body_json(body))
-        data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
-        data["sealed"] = history.sealed
-        data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
-        _json(data)
+        _json(show_json(decision, history, problems, body))
     else:
         _show(ws, decision, history, body.text)
     if problems:
         for problem in problems:
             stderr.print(f"{decision.path}:{problem.line or 1}: {problem}", markup=False)
         raise typer.Exit(3)
+
+
+def show_json(decision: Decision, history: History, problems: list[Any], body: Any) -> dict[str, Any]:
+    """What `show --json` prints (the MCP server's `show` gives the same)."""
+    data = decision_json(decision)
+    data.update(_body_json(body))
+    data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
+    data["sealed"] = history.sealed
+    data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
+    return data
 
 
 def _body_json(body: Any) -> dict[str, Any]:
@@ -377,14 +393,7 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
         _search_fallback(ws, " ".join(topics), json_)
         return
     if json_:
-        items = []
-        for item in found:
-            data = _lookup_json(item)
-            data["ruling_preview"] = ruling_preview(item.ruling)
-            if full:
-                data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
-            items.append(data)
-        _json(items)
+        _json(lookup_json(found, full))
     else:
         if not found:
             stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
@@ -416,6 +425,19 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
         stderr.print(f"error: {len(problems)} decision note(s) cannot be read; the answer may be incomplete",
                      style="red", markup=False)
         raise typer.Exit(3)
+
+
+def lookup_json(found: list[Any], full: bool) -> list[dict[str, Any]]:
+    """What `lookup --json` prints (the MCP server's `lookup` gives the same)."""
+    from .commands.read import body_view, ruling_preview
+    items = []
+    for item in found:
+        data = _lookup_json(item)
+        data["ruling_preview"] = ruling_preview(item.ruling)
+        if full:
+            data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
+        items.append(data)
+    return items
 
 
 def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
@@ -574,6 +596,62 @@ def _context_json(found: Any) -> dict[str, Any]:
             "conflicts": [{"id": c.id, "path": c.note.path if c.note else None, "what": c.what, "settle": c.settle}
                           for c in found.conflicts],
             "text": found.text}
+
+
+@app.command()
+def gate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruling a script relies on, like D-0007.")],
+         require: Annotated[list[str], typer.Option("--require", metavar="KEY=VALUE", help="A term the ruling must grant "
+                                                    "exactly (its property term_KEY); repeatable.")] = [],  # noqa: B006
+         vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """For scripts: exit 0 only if ID is a current, sealed ruling granting every --require exactly; else exit 1 saying why."""
+    from .commands.gate import gate as check_gate
+    result = check_gate(_workspace(vault), decision_id, require)
+    if json_:
+        _json(gate_json(result))
+    elif result.passed:
+        _out(f"{result.ruling.id} grants it: {result.ruling.summary}")
+    for failure in result.failures:
+        stderr.print(f"refused: {failure}", markup=False)
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+def gate_json(result: Any) -> dict[str, Any]:
+    return {"id": result.ruling.id, "passed": result.passed, "status": result.ruling.status.value,
+            "summary": result.ruling.summary, "terms": dict(result.ruling.terms), "required": result.required,
+            "failures": result.failures, "current_ruling": result.successor}
+
+
+@app.command()
+def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: claude.")],
+         event: Annotated[str, typer.Argument(metavar="EVENT", help="session-start, pre-tool-use or user-prompt-submit.")],
+         vault: VaultOption = None) -> None:
+    """An agent hook: the event's JSON on stdin, the answer's JSON on stdout (nothing when the call may pass)."""
+    from .agents.claude import EVENTS
+    from .agents.claude import run as run_hook
+    if agent != "claude":
+        raise _usage(f"unknown agent {agent!r}: hooks exist for claude (codex, gemini and cursor are set up by "
+                     "`init --agent` through their instructions file and MCP)")
+    if event not in EVENTS:
+        raise _usage(f"unknown event {event!r} (expected one of: {', '.join(EVENTS)})")
+    text = run_hook(event, sys.stdin.read(), vault)
+    if text:
+        _out(text)
+
+
+def _usage(message: str) -> VaultToolsError:
+    from .errors import UsageError
+    return UsageError(message)
+
+
+@app.command()
+def mcp(vault: VaultOption = None) -> None:
+    """An MCP server on stdio (needs the mcp extra: pip install 'vault-tools[mcp]')."""
+    try:
+        from .agents.mcp_server import serve
+    except ImportError as error:
+        raise _usage(f"the MCP server needs the official SDK: pip install 'vault-tools[mcp]' ({error})") from None
+    serve(_workspace(vault).vault.root)
 
 
 @app.command()

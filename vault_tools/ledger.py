@@ -656,6 +656,10 @@ def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[st
             value = _links_as_meaning(value, resolve)
         elif name == "topics":
             value = list(value)
+        elif name == "terms":
+            if not value and name in SEALED_WHEN_SET:
+                continue
+            value = dict(sorted(value.items()))
         elif isinstance(value, dt.datetime):
             value = instant(value, tz).isoformat()
         elif isinstance(value, dt.date):

@@ -51,6 +51,10 @@ DATETIME_FIELDS = ("asked_at", "ruled_at")
 DATE_FIELDS = ("revisit_by", "due")
 LIST_FIELDS = ("topics", "supersedes", "alongside")
 KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS)
+# A ruling's terms, for `gate`: flat properties named `term_<key>` holding one value each (text, number,
+# checkbox or date), as Obsidian's Properties panel edits them; sealed with the ruling.
+TERM_PREFIX = "term_"
+TERM_KEY_PATTERN = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*$")
 
 # The owner's mark for a ruling the agent's view always lists in full. Not a ledger field: the owner
 # sets and clears it at any time, on sealed rulings too, like `tags`.
@@ -64,9 +68,14 @@ def is_pinned(value: Any) -> bool:
 
 # The fields whose parsed values the seal covers (plus the body).
 SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
-                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside")
+                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside", "terms")
 # Sealed fields that join the seal only when they hold something, so seals made before they existed stay valid.
-SEALED_WHEN_SET = frozenset({"alongside"})
+SEALED_WHEN_SET = frozenset({"alongside", "terms"})
+
+
+def is_ledger_property(name: str) -> bool:
+    """A property the ledger gives a meaning to (a known field or a term), as opposed to the owner's own."""
+    return name in KNOWN_FIELDS or name.startswith(TERM_PREFIX)
 
 REQUIRED_BY_STATUS: dict[Status, tuple[str, ...]] = {
     Status.OPEN: (),
@@ -110,6 +119,7 @@ class Decision:
     revisit_if: str | None = None
     revisit_by: dt.date | None = None
     due: dt.date | None = None
+    terms: Mapping[str, str] = field(default_factory=dict)  # term key (without `term_`) -> value as text
     pinned: bool = False  # the owner's `pinned: true`: always listed in full in the agent's view
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
@@ -216,6 +226,18 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
             items.append(item.strip())
         values[name] = tuple(items)
 
+    terms: dict[str, str] = {}
+    for name, value in data.items():
+        if not isinstance(name, str) or not name.startswith(TERM_PREFIX) or value in (None, ""):
+            continue
+        key = name[len(TERM_PREFIX):]
+        if not TERM_KEY_PATTERN.match(key):
+            problem(name, f"a term is named term_ and a lowercase key like term_budget, not {name!r}", "VT003")
+        elif isinstance(value, list | dict | Mapping):
+            problem(name, "a term holds one value (text, number, checkbox or date), not a list", "VT003")
+        else:
+            terms[key] = term_text(value)
+
     decision_id = values.get("id")
     if decision_id is not None and not ID_PATTERN.match(decision_id):
         problem("id", f"must look like D-0007, not {decision_id!r}", "VT003")
@@ -274,10 +296,22 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         revisit_if=values.get("revisit_if"),
         revisit_by=values.get("revisit_by"),
         due=values.get("due"),
+        terms=terms,
         pinned=is_pinned(data.get(PINNED)),
         key_lines=lines,
     )
     return decision, problems
+
+
+def term_text(value: Any) -> str:
+    """A term's value as `gate` compares it: checkboxes as true/false, dates in ISO form, text stripped."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(timespec="seconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value).strip()
 
 
 # -- lifecycle ----------------------------------------------------------------------
@@ -470,7 +504,7 @@ class TopicIndex:
 
 def near_field_name(name: str) -> str | None:
     """A known field this unknown property is probably a typo of (`supercedes`, `ruledAt`)."""
-    if name in KNOWN_FIELDS:
+    if is_ledger_property(name):
         return None
     squashed = re.sub(r"[^a-z0-9]", "", name.lower())
     for known in sorted(KNOWN_FIELDS):

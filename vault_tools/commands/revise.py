@@ -9,7 +9,7 @@ from typing import Any
 from .. import notes
 from ..dates import utc_stamp
 from ..ledger import Event, History, latest_with_id, new_record, seal_hash, seal_text_without_bom
-from ..model import KNOWN_FIELDS, Decision, Status, build_decision
+from ..model import Decision, Status, build_decision, is_ledger_property
 from ..vault import VaultState
 from .workspace import Workspace
 
@@ -137,10 +137,11 @@ def _restored_text(history: History, typed: notes.Note) -> str:
     missing = object()
     keys = {*sealed.data, *typed.data}
     differ = {key for key in keys if typed.data.get(key, missing) != sealed.data.get(key, missing)}
-    if not differ - KNOWN_FIELDS:
+    ledger_keys = {key for key in differ if is_ledger_property(str(key))}
+    if differ == ledger_keys:
         return seal.text
     # Start from what was typed, so the owner's lines stay as written; put back the rest.
-    put_back = {key: sealed.data.get(key, notes.REMOVE) for key in sorted(differ & KNOWN_FIELDS)}
+    put_back = {key: sealed.data.get(key, notes.REMOVE) for key in sorted(ledger_keys)}
     text = notes.with_fields(typed, put_back) if put_back else typed.text
     bom = seal.text[:len(seal.text) - len(sealed.text)]
     body = sealed.body.replace("\r\n", "\n").replace("\n", typed.newline)

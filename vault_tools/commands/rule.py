@@ -9,7 +9,7 @@ from typing import Any
 from .. import notes
 from ..dates import parse_day_option, parse_option, to_vault_time
 from ..errors import Refused, UsageError
-from ..model import MIN_TEXT, Decision, Status, transition_problem, unanswered
+from ..model import MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem, unanswered
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
@@ -21,7 +21,8 @@ from .workspace import Workspace, sections
 def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterable[str] = (),
          source: str | None = None, ruled_at: str | None = None, ruled_by: str | None = None,
          supersedes: Iterable[str] = (), alongside: Iterable[str] = (), reason: str | None = None,
-         body: str | None = None, revisit_if: str | None = None, revisit_by: str | None = None) -> Decision:
+         body: str | None = None, revisit_if: str | None = None, revisit_by: str | None = None,
+         terms: Iterable[str] = ()) -> Decision:
     """Record a ruling. On a topic that already has a current ruling it must say which way it goes:
     `supersedes` the current rulings it replaces (with a reason), `alongside` those that stand beside it."""
     summary = check_text("summary", summary, required=True) or ""
@@ -41,6 +42,7 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
     for name, value in (("source", source), ("revisit_if", revisit_if), ("revisit_by", revisit_day)):
         if value:
             changes[name] = value
+    changes.update({TERM_PREFIX + key: value for key, value in parse_terms("--term", terms).items()})
     with ws.vault.ledger.locked():
         state = ws.state_for_write()
         if superseded_ids:
@@ -69,6 +71,20 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         if body:
             text = text.rstrip("\r\n") + note.newline * 2 + sections(("Ruling", body)).replace("\n", note.newline)
         return write_ruling(ws, state, path, note, text, actor, reason, question)
+
+
+def parse_terms(option: str, given: Iterable[str]) -> dict[str, str]:
+    """`KEY=VALUE` pairs (a term's key may be given with or without `term_`), refused when malformed."""
+    terms: dict[str, str] = {}
+    for item in given:
+        key, equals, value = item.partition("=")
+        key = key.strip().removeprefix(TERM_PREFIX)
+        if not equals or not TERM_KEY_PATTERN.match(key) or not value.strip():
+            raise UsageError(f"{option} {item!r}: expected KEY=VALUE with a lowercase key like budget=500")
+        if key in terms:
+            raise UsageError(f"{option}: {key} is given twice")
+        terms[key] = value.strip()
+    return terms
 
 
 def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from .. import notes
 from ..dates import machine_timezone, zone
@@ -151,3 +152,94 @@ def init_vault(root: Path, timezone: str | None = None) -> list[str]:
     if setup_git(root):
         changed.append("git merge drivers (.git/config)")
     return changed
+
+
+def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = False) -> list[str]:
+    """Wire an agent into a project (or take it out): its instructions section, hooks and MCP entry.
+    Returns the project-relative files written or removed; nothing is written when one of them cannot be read."""
+    import shlex
+    import tomllib
+
+    from ..agents import instructions as parts
+
+    if agent not in parts.AGENTS:
+        raise UsageError(f"unknown agent {agent!r} (expected one of: {', '.join(parts.AGENTS)})")
+    files = parts.FILES[agent]
+    try:
+        inside = vault_root.resolve().relative_to(project.resolve()).as_posix()
+        vault_arg = "" if inside == "." else inside
+    except ValueError:
+        vault_arg = str(vault_root.resolve())
+    vault_option = f"--vault {shlex.quote(vault_arg)}" if vault_arg else ""
+    mcp_args = ["mcp", "--vault", vault_arg] if vault_arg else ["mcp"]
+
+    def read(rel: str) -> str:
+        path = project / rel
+        try:
+            return path.read_text(encoding="utf-8-sig") if path.exists() else ""
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"cannot read: {error}", path=rel) from None
+
+    def read_json(rel: str) -> dict[str, Any]:
+        text = read(rel)
+        if not text.strip():
+            return {}
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise UsageError(f"is not valid JSON ({error}); fix it first, nothing was written", path=rel) from None
+        if not isinstance(data, dict):
+            raise UsageError("is not a JSON object; nothing was written", path=rel)
+        return data
+
+    planned: dict[str, str | None] = {}  # rel -> new text, None to delete
+
+    def plan_json(rel: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+        if after == before:
+            return
+        planned[rel] = parts.json_text(after) if after else None
+
+    def plan_text(rel: str, before: str, after: str, empty: str = "") -> None:
+        if after != before:
+            planned[rel] = after if after.strip() and after != empty else None
+
+    text = read(files.instructions)
+    if agent == "cursor":
+        body = text or parts.CURSOR_FRONTMATTER
+        new = parts.without_section(body) if remove else parts.with_section(body, parts.section(agent, vault_option))
+        plan_text(files.instructions, text, new, empty=parts.CURSOR_FRONTMATTER)
+    else:
+        new = parts.without_section(text) if remove else parts.with_section(text, parts.section(agent, vault_option))
+        plan_text(files.instructions, text, new)
+    try:
+        if files.settings is not None:
+            settings = read_json(files.settings)
+            plan_json(files.settings, settings,
+                      parts.without_hooks(settings) if remove else parts.with_hooks(settings, vault_option))
+        if files.mcp.endswith(".toml"):
+            text = read(files.mcp)
+            try:
+                tomllib.loads(parts.without_toml_block(text))
+                found = tomllib.loads(parts.without_toml_block(text)).get("mcp_servers", {})
+            except tomllib.TOMLDecodeError as error:
+                raise UsageError(f"is not valid TOML ({error}); fix it first, nothing was written",
+                                 path=files.mcp) from None
+            if not remove and parts.SERVER_NAME in found:
+                raise UsageError(f"already has [mcp_servers.{parts.SERVER_NAME}] of its own; nothing was written",
+                                 path=files.mcp)
+            new = parts.without_toml_block(text) if remove else parts.with_toml_block(text, parts.toml_block(mcp_args))
+            tomllib.loads(new)  # what is written must stay valid
+            plan_text(files.mcp, text, new)
+        else:
+            data = read_json(files.mcp)
+            plan_json(files.mcp, data, parts.without_mcp(data) if remove else parts.with_mcp(data, agent, mcp_args))
+    except ValueError as error:
+        raise UsageError(f"{error}; nothing was written", path=files.settings or files.mcp) from None
+    for rel, content in planned.items():
+        path = project / rel
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            notes.write_atomic(path, content.encode("utf-8"))
+    return list(planned)
