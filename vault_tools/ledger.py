@@ -64,6 +64,10 @@ class Event:
     record: str | None = None  # the record's identity, fixed at its first event (older lines: derived)
     was: str | None = None  # `renumbered`: the id the record had before
     outcome: str | None = None  # `settled`: the status the owner kept
+    # `settled`: the checksums of every event of the record the settling clone knew, so what it decided does
+    # not depend on the order lines end up in after a merge; left out when empty (older `settled` lines know
+    # every line before them).
+    settles: tuple[str, ...] = ()
     line: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -73,6 +77,7 @@ class Event:
         data["alongside"] = list(self.alongside)
         data["topics"] = list(self.topics)
         data["not_the_same"] = list(self.not_the_same)
+        data["settles"] = list(self.settles)
         return {key: value for key, value in data.items() if value not in (None, [])}
 
 
@@ -87,6 +92,11 @@ def _checksum(canonical: str) -> str:
 def event_line(event: Event) -> str:
     body = _canonical(event.to_json())
     return f'{body[:-1]},"sum":"{_checksum(body)}"}}\n'
+
+
+def event_key(event: Event) -> str:
+    """The checksum of an event's line: what a `settled` event names the events it knew by."""
+    return _checksum(_canonical(event.to_json()))
 
 
 def parse_line(text: str, number: int, where: str) -> Event:
@@ -105,6 +115,7 @@ def parse_line(text: str, number: int, where: str) -> Event:
         data["alongside"] = tuple(data.get("alongside", ()))
         data["topics"] = tuple(data.get("topics", ()))
         data["not_the_same"] = tuple(data.get("not_the_same", ()))
+        data["settles"] = tuple(data.get("settles", ()))
         return Event(**data, line=number)
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
@@ -297,15 +308,53 @@ class History:
     events: list[Event] = field(default_factory=list)
     record: str = ""
 
+    def _settlements(self) -> tuple[list[Event], list[Event]]:
+        """The settlements no other settlement knew of (in ledger order), and the events none of them knew of.
+
+        A settlement knows the events it names in `settles` (an older one: every line before it), and what
+        the settlements among them knew. Line order alone does not say what a clone knew: a rebase replays
+        this clone's lines after the other's, whatever each had seen."""
+        settlements = [e for e in self.events if e.event == "settled"]
+        if not settlements:
+            return [], list(self.events)
+        keys = [event_key(e) for e in self.events]
+        direct: dict[str, set[str]] = {}
+        for index, event in enumerate(self.events):
+            if event.event == "settled":
+                direct[keys[index]] = set(event.settles) if event.settles else set(keys[:index])
+        knows: dict[str, set[str]] = {}
+
+        def known_by(key: str, seen: frozenset[str] = frozenset()) -> set[str]:
+            if key not in knows:
+                found = set(direct[key])
+                for other in direct[key] & direct.keys():
+                    if other not in seen:
+                        found |= known_by(other, seen | {key})
+                knows[key] = found
+            return knows[key]
+
+        known_by_any = set().union(*(known_by(key) for key in direct))
+        frontier_keys = [key for key in direct if key not in known_by_any]
+        frontier = [e for e, key in zip(self.events, keys, strict=True) if key in frontier_keys]
+        known = set().union(*(known_by(key) for key in frontier_keys)) | set(frontier_keys)
+        return frontier, [e for e, key in zip(self.events, keys, strict=True) if key not in known]
+
     @property
     def settled(self) -> Event | None:
-        return next((e for e in reversed(self.events) if e.event == "settled"), None)
+        """The settlement that stands (where two clones settled differently, they are in conflict)."""
+        frontier, _ = self._settlements()
+        return frontier[-1] if frontier else None
+
+    @property
+    def since_settled(self) -> list[Event]:
+        """What no standing settlement knew of: all events, if none was settled."""
+        return self._settlements()[1]
 
     @property
     def status(self) -> Status | None:
         settled = self.settled
         if settled is not None:
-            for event in reversed(self.events[self.events.index(settled) + 1:]):  # what happened since
+            for event in reversed(self.since_settled):  # what happened since
                 if event.event in STATUS_AFTER:
                     return STATUS_AFTER[event.event]
             if settled.outcome and settled.outcome != Status.RULED.value:
@@ -348,7 +397,7 @@ class History:
         if self.status not in (Status.SUPERSEDED, Status.RETRACTED):
             return None
         settled = self.settled
-        since = self.events[self.events.index(settled) + 1:] if settled is not None else []
+        since = self.since_settled if settled is not None else []
         if any(e.event in CLOSING_EVENTS for e in since):
             return next(e for e in reversed(since) if e.event in CLOSING_EVENTS)
         if settled is not None and settled.outcome == "superseded":
@@ -356,12 +405,30 @@ class History:
                          and e.successor == settled.successor), None)
         return next((e for e in reversed(self.events) if e.event in CLOSING_EVENTS), None)
 
+    def _chosen(self, settlement: Event) -> Event | None:
+        """The outcome a settlement kept, as the event that recorded it."""
+        if settlement.outcome == "superseded":
+            return next((e for e in self.events if e.event == "superseded" and e.successor == settlement.successor),
+                        None)
+        if settlement.outcome == Status.RULED.value:
+            sealed = [e for e in self.events if e.event == "sealed"]
+            return next((e for e in sealed if e.hash == settlement.hash), sealed[-1] if sealed else None)
+        return next((e for e in self.events if e.event == settlement.outcome), None)
+
+    @property
+    def conflict_events(self) -> list[Event]:
+        """The outcomes that may conflict: what no standing settlement knew of, and what each kept."""
+        frontier, since = self._settlements()
+        chosen = [event for event in (self._chosen(s) for s in frontier) if event is not None]
+        if len(frontier) == 1 and not any(e.event in ("withdrawn", "sealed", *CLOSING_EVENTS) for e in since):
+            return since  # settled, and nothing it did not know of has ended or answered it since
+        return sorted({id(e): e for e in chosen + since}.values(), key=self.events.index) if chosen else since
+
     @property
     def conflict(self) -> Conflict | None:
         """Two outcomes recorded on two clones that cannot both stand, until the owner settles them."""
-        settled = self.settled
-        # A settlement decides what was recorded before it; what clones record after it may conflict anew.
-        events = self.events[self.events.index(settled) + 1:] if settled is not None else self.events
+        # A settlement decides what it knew of; what clones record without knowing of it may conflict anew.
+        events = self.conflict_events
         kinds = {e.event for e in events}
         if "withdrawn" in kinds and kinds & {"ruled", "sealed"}:
             withdrawn = next(e for e in events if e.event == "withdrawn")
@@ -441,7 +508,8 @@ def histories(events: Iterable[Event]) -> dict[str, History]:
             by_id[history.id].remove(key)
             history.id = event.id
             by_id.setdefault(event.id, []).append(key)
-        history.events.append(event)
+        if event not in history.events:  # a line a union merge kept twice is one event
+            history.events.append(event)
     return found
 
 

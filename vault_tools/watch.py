@@ -38,7 +38,7 @@ from .commands.sealed import matches_ledger
 from .commands.supersede import pending_supersessions, supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, VaultToolsError
-from .ledger import History
+from .ledger import STATUS_AFTER, History
 from .model import FINAL_STATUSES, Decision, Status, duplicate_ids
 from .vault import STATE_DIR, VaultState
 
@@ -157,6 +157,8 @@ class _Pass:
         if history is not None and history.seal is not None:
             return self.enforce_seal(decision, history)
         if history is not None and history.status in FINAL_STATUSES and decision.status is not history.status:
+            if self.restore_latest(decision, history):
+                return True
             raise NoteError(f"was {history.status.value} (final), but the note now says {decision.status.value}; "
                             "ask again as a new question", path=decision.path, line=decision.line_of("status"))
         if decision.status is Status.RULED:
@@ -178,6 +180,24 @@ class _Pass:
             record_hand_made(ws, decision, "withdrawn", history)
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
         return False
+
+    def restore_latest(self, decision: Decision, history: History) -> bool:
+        """A question the ledger closed (withdrawn) whose note a merge brought back to a version the ledger
+        holds from before: put the latest recorded text back. Nothing typed is lost, its text is in the ledger.
+        (A merge of two clones that each added the note, as after a rebase, has no common base: git's driver
+        keeps this clone's lines, which may be the older ones.)"""
+        latest = next((e for e in reversed(history.events) if e.text is not None), None)
+        if latest is None or latest.text is None or STATUS_AFTER.get(latest.event) is not history.status:
+            return False
+        note = self.ws.read(self.ws.vault.path_of(decision))
+        typed = notes.file_text(note, note.text)
+        if typed == latest.text or not any(e.text == typed for e in history.events if e is not latest):
+            return False
+        notes.write_atomic(self.ws.vault.path_of(decision), latest.text.encode("utf-8"))
+        self.result.touched.add(decision.path)
+        self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
+                                                         "the current one put back")
+        return True
 
     def enforce_seal(self, decision: Decision, history: History) -> bool:
         """A sealed note that no longer matches the ledger: finish an interrupted closing, or reject the edit."""

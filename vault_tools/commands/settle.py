@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import notes
 from ..errors import NoteError, Refused, UsageError
-from ..ledger import Conflict, Event, History, seal_hash
+from ..ledger import Conflict, Event, History, event_key, seal_hash
 from ..model import Decision, Status
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text
@@ -90,7 +90,8 @@ def _write(ws: Workspace, state: VaultState, decision: Decision, text: str) -> t
 def _settled_event(ws: Workspace, state: VaultState, updated: Decision, history: History, who: str, outcome: str,
                    text: str, reason: str, successor: str | None = None) -> Event:
     return ws.event("settled", updated, who, record=history.record, outcome=outcome, text=text, reason=reason,
-                    hash=seal_hash(updated, state.resolver(), ws.tz), successor=successor)
+                    hash=seal_hash(updated, state.resolver(), ws.tz), successor=successor,
+                    settles=tuple(event_key(event) for event in history.events))
 
 
 def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, history: History, keep: str, reason: str,
@@ -123,9 +124,7 @@ def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, histor
 def _settle_answer(ws: Workspace, state: VaultState, decision: Decision, history: History, number: int, reason: str,
                    who: str) -> Settled:
     """A question answered on two clones: one answer stays; the other stays in the ledger and a kept copy."""
-    settled = history.settled
-    after = history.events[history.events.index(settled) + 1:] if settled is not None else history.events
-    answers = list({e.hash: e for e in after if e.event == "sealed" and e.hash}.values())
+    answers = list({e.hash: e for e in history.conflict_events if e.event == "sealed" and e.hash}.values())
     chosen = answers[number - 1]
     if chosen.text is None:
         raise Refused(f"{decision.id}: the ledger holds no text of ruling-{number}", path=decision.path)
