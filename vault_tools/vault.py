@@ -23,7 +23,7 @@ from . import notes
 from .dates import zone
 from .errors import ConfigError, NoteError
 from .ledger import Ledger
-from .model import Decision, LinkResolver, Problem, build_decision, is_decision_mapping
+from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, is_decision_mapping
 
 STATE_DIR = ".vault-tools"
 CONFIG_FILE = "config.yaml"
@@ -157,10 +157,16 @@ def relative(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def iter_markdown(root: Path, config: Config) -> Iterator[tuple[str, os.DirEntry[str]]]:
+TEMP_PREFIX = ".vault-tools-"  # notes.write_atomic's temp files
+TEMP_SUFFIX = ".tmp"
+
+
+def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
+                  temps: list[str] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(vault-relative path, directory entry) of every note a decision could live in, in a stable order.
 
-    Works on strings rather than Path objects: on a vault of 50,000 notes the
+    Every other file met is added to `others` (what a link can name), and our own temp files
+    to `temps`. Works on strings rather than Path objects: on a vault of 50,000 notes the
     difference is a large part of the whole run.
     """
     skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
@@ -175,6 +181,8 @@ def iter_markdown(root: Path, config: Config) -> Iterator[tuple[str, os.DirEntry
         for entry in entries:
             name = entry.name
             if name.startswith(".") or name in SKIPPED_FOLDERS:
+                if temps is not None and name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
+                    temps.append(f"{prefix}/{name}" if prefix else name)
                 continue
             relative_name = f"{prefix}/{name}" if prefix else name
             if entry.is_dir(follow_symlinks=False):
@@ -182,6 +190,8 @@ def iter_markdown(root: Path, config: Config) -> Iterator[tuple[str, os.DirEntry
                     subfolders.append(relative_name)
             elif name.endswith(".md") and (entry.is_file() or entry.is_symlink()):
                 yield relative_name, entry
+            elif others is not None:
+                others.append(relative_name)
         stack.extend(reversed(subfolders))
 
 
@@ -199,6 +209,8 @@ class VaultState:
     properties: dict[str, dict[str, Any]] = field(default_factory=dict)
     property_lines: dict[str, dict[str, int]] = field(default_factory=dict)
     body_lines: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)  # every file of the vault a link can name
+    temp_files: list[str] = field(default_factory=list)  # our writes' temp files (left by a kill when old)
     _by_id: dict[str, Decision] | None = field(default=None, repr=False, compare=False)
     _resolver: LinkResolver | None = field(default=None, repr=False, compare=False)
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # memos of other modules
@@ -216,6 +228,12 @@ class VaultState:
 
     def get(self, decision_id: str) -> Decision | None:
         return self.by_id().get(decision_id)
+
+    def note_index(self) -> NoteIndex:
+        found = self.derived.get("note_index")
+        if not isinstance(found, NoteIndex):
+            found = self.derived["note_index"] = NoteIndex(self.files)
+        return found
 
 
 CACHE_FILE = "cache/notes-v2.sqlite"  # a new name whenever what is cached changes
@@ -321,8 +339,10 @@ class Vault:
         cached = cache.load() if cache else {}
         fresh: dict[str, CacheRow] = {}
         seen: set[str] = set()
-        for rel, entry in iter_markdown(self.root, self.config):
+        others: list[str] = []
+        for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files):
             seen.add(rel)
+            state.files.append(rel)
             try:
                 stat = entry.stat()
             except OSError as error:
@@ -339,6 +359,7 @@ class Vault:
             self._add(state, rel, kind, payload)
         if cache:
             cache.save(fresh, seen)
+        state.files += others
         return state
 
     def _read(self, path: Path) -> tuple[str, dict[str, Any] | None]:

@@ -11,6 +11,7 @@ from ..dates import utc_stamp
 from ..ledger import Event, History, seal_hash, seal_text_without_bom
 from ..model import KNOWN_FIELDS, Decision, Status, build_decision
 from ..vault import VaultState
+from .sealed import seal_holds
 from .workspace import Workspace
 
 
@@ -42,7 +43,7 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
     event = Event(event="edit-rejected", id=sealed_id, at=utc_stamp(ws.now()),
                   actor=ws.config.default_ruler, path=decision.path,
                   hash=seal_hash(decision, state.resolver(), ws.tz), text=typed)
-    as_revision = not (ws.seal_hash_of(state, decision) == seal.hash and decision.id == sealed_id)
+    as_revision = not (seal_holds(ws, state, decision, seal) and decision.id == sealed_id)
     if as_revision:
         kept_in = _write_revision(ws, state, decision, history, note, event, now)
     else:

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, Refused
 from ..ledger import seal_hash
-from ..model import Decision, Status
+from ..model import Decision, Status, unresolved_link
 from ..vault import VaultState
 from .sealed import unreviewed_edit
 from .workspace import Workspace
@@ -28,19 +29,21 @@ def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, link
     by_id, resolve = state.by_id(), ws.resolver_with(state, decision)
     known = ws.histories()
     targets = []
+    # A ruling given on the command line is not written yet: errors name no file for it.
+    where: dict[str, Any] = {"path": decision.path, "line": decision.line_of("supersedes")} \
+        if (ws.vault.root / decision.path).exists() else {}
     for link in links:
         target_id = resolve(link)
         if target_id is None or target_id not in by_id:
-            raise Refused(f"supersedes {link!r}, but no decision note is called that", path=decision.path,
-                          line=decision.line_of("supersedes"))
+            raise Refused(unresolved_link(resolve, link), **where)
         target = by_id[target_id]
         if target_id == decision.id:
-            raise Refused("a ruling cannot supersede itself", path=decision.path)
+            raise Refused("a ruling cannot supersede itself", **where)
         status = (known[target_id].status if target_id in known else None) or target.status
         if target.status is not Status.RULED or status is not Status.RULED:
             successor = f" by {target.superseded_by}" if target.superseded_by else ""
             raise Refused(f"{target.id} is {status.value}{successor}; only a current ruling can be superseded",
-                          path=decision.path, line=decision.line_of("supersedes"))
+                          **where)
         edited = unreviewed_edit(ws, state, target, known.get(target_id))
         if edited:
             raise InconsistentVault(edited, path=target.path)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -170,7 +170,7 @@ class Workspace:
             raise NoteError(f"would not be a valid decision: {problem}", path=rel, line=problem.line)
         return decision
 
-    def resolver_with(self, state: VaultState, *extra: Decision) -> Callable[[str], str | None]:
+    def resolver_with(self, state: VaultState, *extra: Decision) -> LinkResolver:
         """The state's resolver, also knowing notes about to be written (their titles may be new)."""
         if all((known := state.get(e.id)) is not None and known.path == e.path for e in extra):
             return state.resolver()
@@ -185,7 +185,10 @@ class Workspace:
         return path
 
     def link_to(self, state: VaultState, decision_id: str) -> str:
-        return f"[[{self.find(state, decision_id).title}]]"
+        """A wikilink to a decision: by its file name, or by its id when the name holds a character
+        that ends or splits a link (`[ ] | # ^`); vault-tools resolves a link by a leading id too."""
+        title = self.find(state, decision_id).title
+        return f"[[{decision_id}]]" if any(c in title for c in "[]|#^") else f"[[{title}]]"
 
     def keep_copy(self, name: str, data: bytes) -> str:
         """Keep text about to be replaced under `.vault-tools/kept/`, never over an earlier copy."""

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import notes
+from ..commands.sealed import retargeted
 from ..errors import NoteError
 from ..ledger import Event, normalise_body, seal_hash, seal_payload
 from ..model import Decision, Status, build_decision
@@ -66,9 +67,13 @@ def sealed_note_edited(facts: Facts) -> Iterator[Finding]:
         history = facts.histories.get(decision.id)
         if history is None or not history.sealed or history.seal is None or not history.seal.hash:
             continue
-        if seal_hash(decision, facts.resolve, facts.config.tz) == history.seal.hash:
+        moved = retargeted(facts.state, decision, history.seal) \
+            if seal_hash(decision, facts.resolve, facts.config.tz) == history.seal.hash else None
+        if moved == []:
             continue
-        changed = _changed_parts(decision, history.seal, facts)
+        changed = _changed_parts(decision, history.seal, facts) if moved is None else \
+            [(name, decision.line_of(name) if name != "body" else facts.body_lines.get(decision.path))
+             for name in moved]
         names = [name for name, _ in changed]
         differ = f"{', '.join(names)} differ" if len(names) > 1 else f"{names[0]} differs" if names else "it differs"
         line = next((line for _, line in changed if line), None)

@@ -1,0 +1,157 @@
+"""Broken, hostile and unlucky input (issue 11): each case gave a wrong answer, lost the owner's intent,
+wrote where it must not, or crashed. Every test runs the real command line against a real temp vault."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from .conftest import decision, snapshot, write
+
+RULING = "Every article footer carries the newsletter link and the author bio."
+REASON = "The owner changed their mind after the reader survey."
+
+
+def ledger_events(vault: Path) -> list[dict]:
+    text = (vault / ".vault-tools" / "ledger.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def only_note(vault: Path, prefix: str) -> Path:
+    found = [p for p in (vault / "Decisions").iterdir() if p.name.startswith(prefix)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def age(*paths: Path, seconds: float = 3600) -> None:
+    """Move files' modification times into the past, as if saved before the watcher's quiet period."""
+    for path in paths:
+        when = path.stat().st_mtime - seconds
+        os.utime(path, (when, when))
+
+
+def lint_errors(cli) -> list[str]:
+    """What `lint` reports as errors once the pages are rebuilt (warnings aside)."""
+    assert cli("build").code in (0, 1)
+    return [line for line in cli("lint").out.splitlines() if " error: " in line]
+
+
+def codes(result) -> set[str]:
+    return {word for line in result.out.splitlines() for word in line.split() if word.startswith("VT0")}
+
+
+# -- 1, 2: links compared by what they name, code kept as typed -------------------------------------------
+
+@pytest.fixture
+def designs(cli, vault):
+    write(vault / "Designs" / "Design A.md", "The first design.\n")
+    write(vault / "Designs" / "Design B.md", "The second design.\n")
+    body = "Use [[Design A]] for the footer.\n\nKeep `[[Design A]]` in the template.\n\n```\n[[Design A]]\n```\n"
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING, "--body", body).code == 0
+    assert lint_errors(cli) == []
+    return only_note(vault, "D-0001")
+
+
+def test_pointing_a_sealed_ruling_at_another_existing_note_is_an_edit(cli, vault, designs):
+    designs.write_text(designs.read_text().replace("Use [[Design A]]", "Use [[Design B]]"))
+    result = cli("lint")
+    assert result.code == 1 and "VT021" in codes(result) and "body differs" in result.out, result.out
+    age(designs)
+    assert cli("watch", "--once").code == 0
+    assert "Use [[Design A]]" in designs.read_text()  # the sealed text is back; the edit became a revision
+    assert any("Design B" in p.read_text() for p in (vault / "Decisions").glob("D-0002 *.md"))
+
+
+def test_renaming_the_linked_note_as_obsidian_does_is_not_an_edit(cli, vault, designs):
+    (vault / "Designs" / "Design A.md").rename(vault / "Designs" / "Design C.md")
+    designs.write_text(designs.read_text().replace("Use [[Design A]]", "Use [[Design C]]"))
+    assert lint_errors(cli) == []
+    age(designs)
+    typed = designs.read_bytes()
+    assert cli("watch", "--once").code == 0
+    assert designs.read_bytes() == typed and not list((vault / "Decisions").glob("D-0002*"))
+
+
+def test_moving_the_linked_note_to_another_folder_is_not_an_edit(cli, vault, designs):
+    (vault / "Archive").mkdir()
+    (vault / "Designs" / "Design A.md").rename(vault / "Archive" / "Design A.md")
+    designs.write_text(designs.read_text().replace("Use [[Design A]]", "Use [[Archive/Design A]]"))
+    assert lint_errors(cli) == []
+
+
+def test_rewording_a_link_that_names_no_note_is_an_edit(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING, "--body", "See [[Plan X]].").code == 0
+    note = only_note(vault, "D-0001")
+    note.write_text(note.read_text().replace("[[Plan X]]", "[[Plan Y]]"))
+    assert "VT021" in codes(cli("lint"))
+
+
+@pytest.mark.parametrize("old, new", [("`[[Design A]]`", "`[[Design B]]`"), ("```\n[[Design A]]", "```\n[[Design Z]]")])
+def test_a_link_inside_code_is_text_and_editing_it_is_an_edit(cli, vault, designs, old, new):
+    designs.write_text(designs.read_text().replace(old, new))
+    result = cli("lint")
+    assert "VT021" in codes(result), result.out
+
+
+def test_a_link_to_a_decision_still_compares_by_id(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
+    assert cli("rule", "--topic", "author-bio", "--summary", "Author bios stay under fifty words each.",
+               "--body", "Follows [[D-0001 Every article footer carries the newsletter link and the]].").code == 0
+    first = only_note(vault, "D-0001")
+    first.rename(first.with_name("D-0001 Footer rule.md"))
+    second = only_note(vault, "D-0002")
+    second.write_text(second.read_text().replace("[[D-0001 Every article footer carries the newsletter link and the]]",
+                                                 "[[D-0001 Footer rule]]"))
+    assert lint_errors(cli) == []
+
+
+# -- 3: an exact name wins; a case-only ambiguity is refused ----------------------------------------------
+
+def test_an_exactly_named_note_wins_over_one_that_differs_in_case(cli, vault):
+    decision(vault, 1, topics=("upper-case",), title="D-0001 Foo")
+    decision(vault, 2, topics=("lower-case",), title="d-0001 foo")
+    decision(vault, 3, topics=("lower-case",), supersedes='["[[d-0001 foo]]"]', reason=REASON)
+    assert cli("seal", "D-0003").code == 0
+    assert "status: superseded" in (vault / "Decisions" / "d-0001 foo.md").read_text()
+    assert "status: ruled" in (vault / "Decisions" / "D-0001 Foo.md").read_text()
+    assert lint_errors(cli) == []
+
+
+def test_a_link_only_case_could_resolve_is_refused_naming_both_files(cli, vault):
+    decision(vault, 1, topics=("upper-case",), title="D-0001 Foo")
+    decision(vault, 2, topics=("lower-case",), title="d-0001 foo")
+    decision(vault, 3, topics=("lower-case",), supersedes='["[[D-0001 FOO]]"]', reason=REASON)
+    before = snapshot(vault)
+    result = cli("seal", "D-0003")
+    assert result.code == 1
+    assert "Decisions/D-0001 Foo.md or Decisions/d-0001 foo.md" in result.err and "only in case" in result.err
+    assert snapshot(vault) == before
+    linted = cli("lint")
+    assert "VT010" in codes(linted) and "differ only in case" in linted.out
+
+
+# -- 14: names with characters that break a link -----------------------------------------------------------
+
+@pytest.mark.parametrize("title", ["D-0001 Footer [draft]", "D-0001 Footer | bio", "D-0001 Footer #1", "D-0001 Footer ^2"])
+def test_a_note_named_with_link_breaking_characters_can_be_superseded(cli, vault, title):
+    decision(vault, 1, title=title)
+    assert cli("seal").code == 0
+    result = cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+                 "--supersedes", "D-0001", "--reason", REASON)
+    assert result.code == 0, result.err
+    assert "status: superseded" in (vault / "Decisions" / f"{title}.md").read_text()
+    assert lint_errors(cli) == []
+    assert [d["id"] for d in json.loads(cli("lookup", "article-footer", "--json").out)] == ["D-0002"]
+
+
+def test_a_refused_supersession_names_no_file_that_does_not_exist(cli, vault):
+    decision(vault, 1)
+    decision(vault, 2, status="open")
+    result = cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+                 "--supersedes", "D-0002", "--reason", REASON)
+    assert result.code == 1 and "D-0002 is open" in result.err
+    named = re.match(r"error: (.+?\.md)(:\d+)?: ", result.err)
+    assert named is None or (vault / named.group(1)).exists(), result.err
