@@ -155,3 +155,85 @@ def test_a_refused_supersession_names_no_file_that_does_not_exist(cli, vault):
     assert result.code == 1 and "D-0002 is open" in result.err
     named = re.match(r"error: (.+?\.md)(:\d+)?: ", result.err)
     assert named is None or (vault / named.group(1)).exists(), result.err
+
+
+# -- 4: a supersession chain never brings back an old ruling ----------------------------------------------
+
+class Killed(BaseException):
+    """Stands for kill -9: nothing after it runs (not even the CLI's error handling)."""
+
+
+def kill_at_append(monkeypatch, number: int) -> None:
+    """The `number`th ledger append (from 0) dies before it writes: a kill between a note and its event."""
+    from vault_tools.ledger import Ledger
+
+    real = Ledger.append
+    calls = {"n": 0}
+
+    def append(self, events):
+        events = list(events)
+        if not events:
+            return real(self, events)
+        calls["n"] += 1
+        if calls["n"] - 1 == number:
+            raise Killed
+        return real(self, events)
+
+    monkeypatch.setattr(Ledger, "append", append)
+
+
+def current_on(cli, topic: str) -> list[str]:
+    return [d["id"] for d in json.loads(cli("lookup", topic, "--json").out)]
+
+
+@pytest.fixture
+def owner_chain(cli, vault):
+    """D-0001 sealed; D-0002, written by hand, supersedes it and is not sealed yet."""
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
+    first = only_note(vault, "D-0001").stem
+    decision(vault, 2, summary="Footers carry the newsletter link only.", supersedes=f'["[[{first}]]"]',
+             reason=REASON, source="Chat with the owner")
+    assert current_on(cli, "article-footer") == ["D-0002"]
+    return vault
+
+
+def supersede_owner_ruling(cli):
+    return cli("rule", "--topic", "article-footer", "--summary", "Footers carry the author bio only, no links.",
+               "--supersedes", "D-0002", "--reason", REASON, "--source", "Chat with the owner")
+
+
+def test_superseding_an_unsealed_ruling_keeps_what_it_superseded_superseded(cli, owner_chain):
+    assert supersede_owner_ruling(cli).code == 0
+    assert current_on(cli, "article-footer") == ["D-0003"]
+    listed = json.loads(cli("list", "--json").out)
+    assert {d["id"]: d["status"] for d in listed} == {"D-0001": "superseded", "D-0002": "superseded",
+                                                      "D-0003": "ruled"}
+    assert "superseded_by: \"[[D-0002" in only_note(owner_chain, "D-0001").read_text()
+    assert lint_errors(cli) == []
+
+
+@pytest.mark.parametrize("kill_point", range(4))
+def test_a_kill_between_note_and_ledger_never_resurrects_and_lint_fix_finishes(cli, owner_chain, monkeypatch,
+                                                                              kill_point):
+    kill_at_append(monkeypatch, kill_point)
+    with pytest.raises(Killed):
+        supersede_owner_ruling(cli)
+    monkeypatch.undo()
+    assert "D-0001" not in current_on(cli, "article-footer")
+    age(*(owner_chain / "Decisions").iterdir())
+    fixed = cli("lint", "--fix")
+    assert "D-0001" not in current_on(cli, "article-footer")
+    assert lint_errors(cli) == [], fixed.err
+    assert len(current_on(cli, "article-footer")) == 1
+    assert "status: superseded" in only_note(owner_chain, "D-0001").read_text()
+
+
+def test_watch_once_finishes_a_chain_the_agent_broke(cli, owner_chain, monkeypatch):
+    kill_at_append(monkeypatch, 3)
+    with pytest.raises(Killed):
+        supersede_owner_ruling(cli)
+    monkeypatch.undo()
+    age(*(owner_chain / "Decisions").iterdir())
+    assert cli("watch", "--once").code == 0
+    assert current_on(cli, "article-footer") == ["D-0003"]
+    assert lint_errors(cli) == []

@@ -37,7 +37,8 @@ from .commands.close import finish_interrupted_close, record_hand_made
 from .commands.revise import reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
-from .commands.supersede import pending_supersessions, supersede_now
+from .commands.repair import pending_chain
+from .commands.supersede import supersede_now
 from .commands.workspace import Workspace
 from .vault import STATE_DIR, VaultState
 
@@ -202,26 +203,20 @@ class _Pass:
     def finish_supersessions(self) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
         ws, state = self.ws, self.state
-        for ruling in sorted(state.decisions, key=lambda d: d.number):
-            history = self.known.get(ruling.id)
-            if ruling.status is not Status.RULED or history is None or history.seal is None:
+        for ruling, target in pending_chain(ws, state):
+            if target.path in self.result.busy:
                 continue
-            if ws.seal_hash_of(state, ruling) != history.seal.hash:
+            try:
+                supersede_now(ws, state, target, ruling)
+            except VaultToolsError as error:
+                self.invalid(target.id, target.path, error.message)
                 continue
-            for target in pending_supersessions(state, ruling):
-                if target.path in self.result.busy:
-                    continue
-                try:
-                    supersede_now(ws, state, target, ruling)
-                except VaultToolsError as error:
-                    self.invalid(target.id, target.path, error.message)
-                    continue
-                except OSError as error:
-                    self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
-                    continue
-                self.result.touched.add(target.path)
-                self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
-                return True
+            except OSError as error:
+                self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
+                continue
+            self.result.touched.add(target.path)
+            self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
+            return True
         return False
 
 

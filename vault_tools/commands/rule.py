@@ -13,7 +13,7 @@ from ..model import Decision, Status, transition_problem
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .seal import seal_events
-from .supersede import apply_superseded, plan_superseded, supersede_targets
+from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
 from .workspace import Workspace, sections
 
 
@@ -67,6 +67,7 @@ def _write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note
     targets = supersede_targets(ws, state, decision, decision.supersedes)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
+    seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, target, decision, reason or "") for target in targets]
     if note is None:
         notes.create_note(path, text)

@@ -10,7 +10,7 @@ from ..ledger import Event, History, seal_hash
 from ..model import FINAL_STATUSES, Decision, Status
 from ..vault import VaultState
 from .checks import check_id
-from .supersede import apply_superseded, plan_superseded, supersede_targets
+from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
 from .workspace import Workspace
 
 
@@ -50,6 +50,7 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
     if targets and decision.reason is None:
         raise NoteError("supersedes a ruling but has no reason (at least 20 characters)", path=decision.path,
                         line=decision.line_of("supersedes"))
+    seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, target, decision, decision.reason or "") for target in targets]
     if stamps:
         notes.write_note(note, text)

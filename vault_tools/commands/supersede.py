@@ -79,3 +79,15 @@ def pending_supersessions(state: VaultState, ruling: Decision) -> list[Decision]
     by_id, resolve = state.by_id(), state.resolver()
     found = (by_id.get(resolve(link) or "") for link in ruling.supersedes)
     return [t for t in found if t is not None and t.id != ruling.id and t.status is Status.RULED]
+
+
+def seal_targets_first(ws: Workspace, state: VaultState, targets: Iterable[Decision]) -> None:
+    """A ruling about to be superseded that is not sealed yet is sealed first, its own `supersedes`
+    applied: the chain is recorded in order, and what it replaced never becomes current again."""
+    from .seal import seal_one  # seal builds on this module
+
+    known = ws.histories()
+    for target in targets:
+        history = known.get(target.id)
+        if history is None or not history.sealed:
+            seal_one(ws, state, target, history)

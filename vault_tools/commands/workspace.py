@@ -28,6 +28,8 @@ from ..model import (
 from ..vault import Vault, VaultState
 from .checks import check_id
 
+# The statuses of a ruling that took effect: current, or superseded since.
+TOOK_EFFECT = frozenset({Status.RULED, Status.SUPERSEDED})
 # Missing on a hand-ruled note until sealing stamps them: not a reason to block other writes.
 STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
@@ -89,14 +91,17 @@ class Workspace:
         except InconsistentVault:  # a damaged ledger is reported by lint and refused by writes; read the notes
             recorded = {}
         resolve = state.resolver()
-        replaced = {target for ruling in state.decisions if ruling.status is Status.RULED
+        status_of = {d.id: recorded[d.id] if recorded.get(d.id) in FINAL_STATUSES else d.status
+                     for d in state.decisions}
+        # A ruling that took effect, current or superseded since, keeps what it superseded superseded:
+        # superseding a ruling before its own `supersedes` were applied never brings back what it replaced.
+        replaced = {target for ruling in state.decisions
+                    if ruling.status in TOOK_EFFECT and status_of[ruling.id] in TOOK_EFFECT
                     for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
         in_effect = []
         for decision in state.decisions:
-            status = decision.status
-            if recorded.get(decision.id) in FINAL_STATUSES:
-                status = recorded[decision.id]
-            elif status is Status.RULED and decision.id in replaced:
+            status = status_of[decision.id]
+            if status is Status.RULED and decision.id in replaced:
                 status = Status.SUPERSEDED
             in_effect.append(decision if status is decision.status else replace(decision, status=status))
         state.derived["in_effect"] = in_effect

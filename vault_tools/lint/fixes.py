@@ -5,6 +5,7 @@ import datetime as dt
 import time
 
 from ..commands.build import build
+from ..commands.repair import finish_interrupted
 from ..commands.seal import seal
 from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
@@ -15,7 +16,8 @@ from .facts import read_ledger
 
 
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
-    """Seal rulings past their settle window, then rebuild stale pages. Returns (done, not done)."""
+    """Finish operations a kill or a full disk interrupted, seal rulings past their settle window, then
+    rebuild stale pages. Returns (done, not done)."""
     ws = Workspace(vault)
     state = vault.load()
     moment = time.time() if now is None else now
@@ -34,6 +36,10 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
             due.append(decision.id)
     done: list[str] = []
     not_done: list[str] = []
+    try:
+        done, not_done = finish_interrupted(ws)
+    except VaultToolsError as error:
+        not_done.append(f"could not finish interrupted operations: {error}")
     if due:
         try:
             done += [f"sealed {d.id}" for d in seal(ws, due)]
