@@ -237,3 +237,81 @@ def test_watch_once_finishes_a_chain_the_agent_broke(cli, owner_chain, monkeypat
     assert cli("watch", "--once").code == 0
     assert current_on(cli, "article-footer") == ["D-0003"]
     assert lint_errors(cli) == []
+
+
+# -- 5, 9, 15: configured folders and values are checked when the config is read ---------------------------
+
+def set_config(vault: Path, text: str) -> None:
+    config = vault / ".vault-tools" / "config.yaml"
+    config.write_text(config.read_text() + text)
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("decisions_folder: ../escaped", "must stay inside the vault"),
+    ("decisions_folder: /tmp/elsewhere", "relative to it"),
+    ("pinned_folder: /abs/path", "relative to it"),
+    ("pinned_folder: ../../pages", "must stay inside the vault"),
+    ("templates_folder: Decisions", "every ruling would be skipped"),
+    ("pinned_folder: Decisions", "every ruling would be skipped"),
+    ("templates_folder: Meta\ndecisions_folder: Meta/Decisions", "every ruling would be skipped"),
+    ("decisions_folder: .hidden", "hidden folder"),
+    ("pinned_folder: Meta\ntemplates_folder: Meta/Templates", "overlap"),
+    ("templates_folder: ''", "must name a folder"),
+    ("settle_seconds: -5", "settle_seconds must be at least 0"),
+    ("budget:\n  bytes: 0", "budget.bytes must be at least 1"),
+    ("lint:\n  VT999: off", "'VT999' names no rule"),
+])
+@pytest.mark.parametrize("command", [["ask", "Should footers promote the newsletter?", "--topic", "promotion"],
+                                     ["build"], ["lint"], ["context"], ["list"]])
+def test_a_config_that_would_write_outside_or_hide_rulings_is_refused_by_every_command(cli, vault, setting,
+                                                                                       message, command):
+    decision(vault, 1, topics=("promotion",))
+    set_config(vault, setting + "\n")
+    before = snapshot(vault.parent)
+    result = cli(*command)
+    assert result.code == 2, result
+    assert message in result.err and ".vault-tools/config.yaml:" in result.err, result.err
+    assert snapshot(vault.parent) == before
+
+
+def test_a_decisions_folder_linked_out_of_the_vault_is_an_error_not_an_empty_answer(cli, vault, tmp_path):
+    outside = tmp_path / "elsewhere"
+    decision(outside.parent / "elsewhere-root", 1)
+    (outside.parent / "elsewhere-root" / "Decisions").rename(outside)
+    (vault / "Decisions").symlink_to(outside, target_is_directory=True)
+    before = snapshot(vault)
+    for command in (["context"], ["build"], ["lookup", "article-footer"], ["ask", "Should footers have links?",
+                                                                          "--topic", "article-footer"]):
+        result = cli(*command)
+        assert result.code == 2 and "symbolic link" in result.err, (command, result)
+    assert snapshot(vault) == before
+
+
+# -- 7: list says when a decision note cannot be read -------------------------------------------------------
+
+def test_list_warns_and_exits_3_when_a_decision_note_cannot_be_read(cli, vault):
+    decision(vault, 1)
+    write(vault / "Decisions" / "D-0002 Broken.md", "---\ntype: decision\nid: D-0002\ntopics: [a\n---\n")
+    for args in (["list"], ["list", "--json"], ["list", "--status", "ruled"]):
+        result = cli(*args)
+        assert result.code == 3, result
+        assert "D-0001" in result.out and "Decisions/D-0002 Broken.md" in result.err and "warning:" in result.err
+
+
+# -- 8: init makes exactly the folder named ----------------------------------------------------------------
+
+def test_init_with_a_missing_vault_folder_makes_that_folder_and_not_the_current_one(tmp_path, monkeypatch, capsys):
+    from vault_tools.cli import run
+
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert run(["init", "--vault", str(tmp_path / "new-vault"), "--timezone", "UTC"]) == 0
+    assert (tmp_path / "new-vault" / ".vault-tools" / "config.yaml").is_file()
+    assert list(here.iterdir()) == []
+    assert run(["init", "--vault", str(tmp_path / "missing" / "deeper"), "--timezone", "UTC"]) == 2
+    assert "create the folder above it first" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists() and list(here.iterdir()) == []
+    (tmp_path / "a-file").write_text("x")
+    assert run(["init", "--vault", str(tmp_path / "a-file")]) == 2
+    assert list(here.iterdir()) == []

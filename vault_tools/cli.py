@@ -111,12 +111,16 @@ def init(vault: VaultOption = None,
          templates: Annotated[bool, typer.Option(
              "--templates", help="Also copy the Decision and Question templates into Obsidian's templates folder.")] = False,
          ) -> None:
-    """Set up .vault-tools/ in a vault (safe to run again)."""
+    """Set up .vault-tools/ in a vault (safe to run again); --vault names the folder, made if missing."""
     global _vault_root
-    try:
-        root = find_vault(vault)
-    except VaultToolsError:
-        root = Path.cwd().resolve()
+    if vault is not None:  # exactly the folder named: made when missing, never another one
+        from .commands.setup import make_vault_folder
+        root = make_vault_folder(vault)
+    else:
+        try:
+            root = find_vault(None)
+        except VaultToolsError:
+            root = Path.cwd().resolve()
     _vault_root = root
     from .commands.setup import init_vault
     changed = init_vault(root, timezone)
@@ -282,12 +286,25 @@ def list_(status: Annotated[str | None, typer.Option(metavar="STATUS", help="ope
     """Decision notes, filtered by status and topic."""
     from .commands.read import list_decisions
     ws = _workspace(vault)
-    found = list_decisions(ws, status, topic)
+    found, problems = list_decisions(ws, status, topic)
     if json_:
         _json([decision_json(d) for d in found])
+    else:
+        for decision in found:
+            _out(_line(decision, ws))
+    _unreadable(problems)
+
+
+def _unreadable(problems: list[Any]) -> None:
+    """Warn of decision notes that cannot be read, and exit 3: the answer may be incomplete."""
+    if not problems:
         return
-    for decision in found:
-        _out(_line(decision, ws))
+    for problem in problems:
+        where = f"{problem.path}:{problem.line}" if problem.line else problem.path
+        stderr.print(f"warning: {where}: {problem.message}", markup=False)
+    stderr.print(f"error: {len(problems)} decision note(s) cannot be read; the answer may be incomplete",
+                 style="red", markup=False)
+    raise typer.Exit(3)
 
 
 @app.command()
@@ -312,13 +329,7 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
                 _out(f"    superseded {_line(old, ws)}")
                 if old.reason:
                     _out(f"      because: {old.reason}")
-    if problems:  # a ruling on these topics may be hiding in a note that cannot be read
-        for problem in problems:
-            where = f"{problem.path}:{problem.line}" if problem.line else problem.path
-            stderr.print(f"warning: {where}: {problem.message}", markup=False)
-        stderr.print(f"error: {len(problems)} decision note(s) cannot be read; the answer may be incomplete",
-                     style="red", markup=False)
-        raise typer.Exit(3)
+    _unreadable(problems)  # a ruling on these topics may be hiding in a note that cannot be read
 
 
 def _lookup_json(item: Any) -> dict[str, Any]:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -115,11 +116,99 @@ def load_config(root: Path) -> Config:
             if not hasattr(value, "items") or not all(v in ("error", "warning", "off") for v in value.values()):
                 raise ConfigError("lint must map rule codes to error, warning or off", path=shown, line=line)
             values[key] = {str(k): str(v) for k, v in value.items()}
+            if values[key]:  # every command refuses a code that names no rule, not only `lint`
+                from .lint import RULES
+
+                unknown = sorted(code for code in values[key] if code not in RULES)
+                if unknown:
+                    raise ConfigError(f"lint: {unknown[0]!r} names no rule (known: {', '.join(RULES)})",
+                                      path=shown, line=line)
         else:
             values[key] = _typed(key, value, type(default), shown, line)
+    for key in FOLDER_KEYS:
+        if key in values:
+            values[key] = _folder(key, values[key], shown, data.lc.key(key)[0] + 1)
+    for key in NUMBER_LIMITS:
+        if key in values:
+            _at_least(key, values[key], shown, _line_of(data, key))
     config = Config(**values)
+    _check_overlap(config, shown, lambda key: _line_of(data, key))
     _zone(config.timezone)  # refuses an unknown zone now, naming the config file
     return config
+
+
+FOLDER_KEYS = ("decisions_folder", "pinned_folder", "templates_folder")
+# The least each number may be: a negative wait or a budget of nothing is a typo.
+NUMBER_LIMITS = {"settle_seconds": 0, "debounce_ms": 0, "stale_after_days": 0, "recent_days": 0,
+                 "reminder_days": 0, "budget_lines": 1, "budget_bytes": 1}
+
+
+def _line_of(data: Any, key: str) -> int | None:
+    if key in data:
+        return int(data.lc.key(key)[0]) + 1
+    if key.startswith("budget_") and "budget" in data:
+        return int(data.lc.key("budget")[0]) + 1
+    return None
+
+
+def _at_least(key: str, value: float, shown: str, line: int | None) -> None:
+    least = NUMBER_LIMITS[key]
+    if value < least:
+        name = key.replace("budget_", "budget.")
+        raise ConfigError(f"{name} must be at least {least}, not {value!r}", path=shown, line=line)
+
+
+def _folder(key: str, value: str, shown: str, line: int) -> str:
+    """A configured folder as a clean vault-relative path; refuses one that leaves the vault or hides notes."""
+    text = value.strip().replace("\\", "/")
+    if text.startswith("/") or re.match(r"^[A-Za-z]:", text):
+        raise ConfigError(f"{key} must be a folder inside the vault, relative to it, not {value!r}",
+                          path=shown, line=line)
+    parts = [part for part in text.split("/") if part not in ("", ".")]
+    if any(part == ".." for part in parts):
+        raise ConfigError(f"{key} must stay inside the vault; {value!r} leaves it", path=shown, line=line)
+    if any(part.startswith(".") for part in parts):
+        raise ConfigError(f"{key} {value!r} is a hidden folder, which vault-tools does not read", path=shown, line=line)
+    if not parts and key != "decisions_folder":
+        raise ConfigError(f"{key} must name a folder; the whole vault would be skipped", path=shown, line=line)
+    return "/".join(parts)
+
+
+def _inside(folder: str, other: str) -> bool:
+    """`folder` is `other` or lies inside it."""
+    return other == "" or folder == other or folder.startswith(other + "/")
+
+
+def _check_overlap(config: Config, shown: str, line_of: Callable[[str], int | None]) -> None:
+    """Folders that would hide rulings or mix generated pages with templates are refused."""
+    decisions = config.decisions_folder
+    for key in ("templates_folder", "pinned_folder"):
+        skipped = getattr(config, key)
+        if _inside(decisions, skipped):
+            raise ConfigError(f"{key} {skipped!r} holds decisions_folder {decisions!r}: every ruling would be "
+                              "skipped", path=shown, line=line_of(key) or line_of("decisions_folder"))
+    pinned, templates = config.pinned_folder, config.templates_folder
+    if _inside(pinned, templates) or _inside(templates, pinned):
+        raise ConfigError(f"pinned_folder {pinned!r} and templates_folder {templates!r} overlap",
+                          path=shown, line=line_of("pinned_folder") or line_of("templates_folder"))
+
+
+def check_folders_on_disk(root: Path, config: Config) -> None:
+    """A decisions folder reached through a symbolic link would be skipped by the walk (its rulings
+    hidden), and a pinned folder linked out of the vault would be written outside it: both refused."""
+    shown = f"{STATE_DIR}/{CONFIG_FILE}"
+    folder = root
+    for part in [p for p in config.decisions_folder.split("/") if p]:
+        folder = folder / part
+        if folder.is_symlink():
+            raise ConfigError(f"decisions_folder {config.decisions_folder!r}: {relative(root, folder)} is a symbolic "
+                              "link; vault-tools reads only real folders, so its rulings would be hidden", path=shown)
+    pinned = root / config.pinned_folder
+    if pinned.exists():
+        try:
+            pinned.resolve().relative_to(root.resolve())
+        except ValueError:
+            raise ConfigError(f"pinned_folder {config.pinned_folder!r} leads outside the vault", path=shown) from None
 
 
 def _typed(key: str, value: Any, kind: type, shown: str, line: int) -> Any:
@@ -304,6 +393,7 @@ class Vault:
     def __init__(self, root: Path, config: Config | None = None) -> None:
         self.root = root
         self.config = config if config is not None else load_config(root)
+        check_folders_on_disk(root, self.config)
         self.state_dir = root / STATE_DIR
         self.ledger = Ledger(self.state_dir)
 

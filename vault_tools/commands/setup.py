@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import notes
 from ..dates import machine_timezone, zone
-from ..errors import UsageError
+from ..errors import ConfigError, UsageError
 from ..vault import STATE_DIR
 
 CONFIG_TEMPLATE = """\
@@ -43,6 +43,20 @@ def _ensure_lines(path: Path, lines: Iterable[str]) -> bool:
     prefix = "" if not existing or existing.endswith("\n") else "\n"
     notes.write_atomic(path, (existing + prefix + "\n".join(missing) + "\n").encode("utf-8"))
     return True
+
+
+def make_vault_folder(given: Path) -> Path:
+    """The folder `init --vault` names, made when missing (its parent must exist: a typo in a
+    parent is refused rather than made into a tree of folders)."""
+    root = given.expanduser()
+    if root.exists() and not root.is_dir():
+        raise ConfigError("is not a folder", path=str(given))
+    if not root.exists():
+        if not root.parent.is_dir():
+            raise ConfigError(f"does not exist, nor does {root.parent}; create the folder above it first",
+                              path=str(given))
+        root.mkdir()
+    return root.resolve()
 
 
 def init_vault(root: Path, timezone: str | None = None) -> list[str]:
