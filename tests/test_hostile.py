@@ -315,3 +315,38 @@ def test_init_with_a_missing_vault_folder_makes_that_folder_and_not_the_current_
     (tmp_path / "a-file").write_text("x")
     assert run(["init", "--vault", str(tmp_path / "a-file")]) == 2
     assert list(here.iterdir()) == []
+
+
+# -- 10, 15: a removed or tampered seal line ------------------------------------------------------------------
+
+def drop_ledger_line(vault: Path, number: int) -> None:
+    ledger = vault / ".vault-tools" / "ledger.jsonl"
+    lines = ledger.read_text().splitlines(keepends=True)
+    del lines[number - 1]
+    ledger.write_text("".join(lines))
+
+
+def test_a_removed_seal_line_is_noticed_without_git_and_the_edit_is_never_sealed(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
+    assert [e["event"] for e in ledger_events(vault)] == ["ruled", "sealed"]
+    drop_ledger_line(vault, 2)
+    note = only_note(vault, "D-0001")
+    note.write_text(note.read_text().replace("author bio.", "author bio, and nothing else at all."))
+    age(note)
+    linted = cli("lint")
+    assert "VT026" in codes(linted) and "VT020" not in codes(linted), linted.out
+    fixed = cli("lint", "--fix")
+    assert "could not seal D-0001" in fixed.err
+    cli("watch", "--once")
+    assert cli("seal", "D-0001").code == 3
+    assert [e["event"] for e in ledger_events(vault)] == ["ruled"]
+    assert "nothing else at all" in note.read_text()  # nothing of the owner's is lost either
+
+
+def test_a_ruling_whose_ledger_line_was_tampered_is_not_promised_a_seal(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
+    ledger = vault / ".vault-tools" / "ledger.jsonl"
+    ledger.write_text(ledger.read_text().replace('"owner"', '"0wner"'))
+    result = cli("lint")
+    assert "VT024" in codes(result)
+    assert "sealed when the settle window" not in result.out and "ledger is damaged" in result.out, result.out

@@ -257,6 +257,15 @@ class History:
         return any(event.event == "sealed" for event in self.events)
 
     @property
+    def seal_lost(self) -> Event | None:
+        """The `ruled` event, when the ledger has no `sealed` line to go with it. The two are always
+        written together, so the `sealed` line was removed: the ruling must not be sealed again
+        from whatever its note says now."""
+        if self.sealed:
+            return None
+        return next((event for event in self.events if event.event == "ruled" and event.hash), None)
+
+    @property
     def path(self) -> str | None:
         return self.events[-1].path if self.events else None
 

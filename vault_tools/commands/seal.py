@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import notes
-from ..errors import NoteError, Refused
+from ..errors import InconsistentVault, NoteError, Refused
 from ..ledger import Event, History, seal_hash
 from ..model import FINAL_STATUSES, Decision, Status
 from ..vault import VaultState
@@ -32,11 +32,19 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
                 continue
             if wanted and decision.id not in wanted:
                 continue
+            if not wanted and history is not None and history.seal_lost:
+                continue  # reported by lint (VT026); sealing it again is refused when asked by id
             sealed.append(seal_one(ws, state, decision, history))
     return sealed
 
 
 def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None) -> Decision:
+    lost = history.seal_lost if history is not None else None
+    if lost is not None:
+        raise InconsistentVault(
+            f"{decision.id} was sealed on {lost.at[:10]}, but its `sealed` line is missing from the ledger; "
+            "restore the ledger from git or a backup (it is not sealed again from its text as it is now)",
+            path=ws.vault.ledger.display_path, line=lost.line)
     path = ws.vault.path_of(decision)
     note = ws.read(path)
     stamps: dict[str, Any] = {}

@@ -6,7 +6,7 @@ facts, kept with its doc in the module of its family:
 
     schema.py        VT001-VT008  each note readable, its properties well-formed
     supersession.py  VT010-VT015  supersedes / superseded_by form one chain
-    seals.py         VT020-VT025  seals hold, notes agree with the ledger, the ledger is append-only
+    seals.py         VT020-VT026  seals hold, notes agree with the ledger, the ledger is append-only
     pinned.py        VT030-VT031  pinned pages current and within budget
     hygiene.py       VT040-VT043  warnings: stale questions, revisit dates, topic variants, no source
 
@@ -19,7 +19,7 @@ renders reports, `--explain` and the README's rule table.
 """
 from __future__ import annotations
 
-# The families register their rules on import; this order (by code) is the order of RULES.
+# The families register their rules on import; RULES is put in code order below, whatever the import order.
 from . import hygiene, pinned, schema, seals, supersession  # noqa: F401
 from .facts import TOOK_EFFECT, Facts, committed_text, first_line, gather, read_ledger
 from .fixes import fix
@@ -63,3 +63,7 @@ __all__ = [
     "gather", "ignore_problems", "ignored_codes", "lint", "read_ledger", "report_json", "report_paths", "rule",
     "rules_table", "run_lint", "summary", "workspace_file",
 ]
+
+_by_code = sorted(RULES.items())
+RULES.clear()
+RULES.update(_by_code)

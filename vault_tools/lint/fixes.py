@@ -24,9 +24,13 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     _, events, _ = read_ledger(vault.ledger.path)
     known = histories(events)
     due = []
+    not_done: list[str] = []
     for decision in sorted(state.decisions, key=lambda d: d.number):
         history = known.get(decision.id)
         if decision.status is not Status.RULED or (history is not None and history.sealed):
+            continue
+        if history is not None and history.seal_lost:
+            not_done.append(f"could not seal {decision.id}: its `sealed` line is missing from the ledger (VT026)")
             continue
         try:
             age = moment - vault.path_of(decision).stat().st_mtime
@@ -35,9 +39,9 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
         if age >= vault.config.settle_seconds:
             due.append(decision.id)
     done: list[str] = []
-    not_done: list[str] = []
     try:
-        done, not_done = finish_interrupted(ws)
+        done, unfinished = finish_interrupted(ws)
+        not_done += unfinished
     except VaultToolsError as error:
         not_done.append(f"could not finish interrupted operations: {error}")
     if due:

@@ -35,9 +35,16 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
     for decision in facts.state.decisions:
         if decision.status is not Status.RULED or facts.sealed(decision):
             continue
+        history = facts.histories.get(decision.id)
+        if history is not None and history.seal_lost:
+            continue  # VT026
         where = first_line(decision, "status")
         age = facts.now - facts.mtimes.get(decision.path, facts.now)
-        if age < settle:
+        if facts.ledger_damage:
+            yield Finding(decision.path, where, f"{decision.id} is ruled but the ledger shows no seal, and the ledger "
+                                                "is damaged (VT024): its seal may be on a damaged line; it cannot be "
+                                                "sealed until the ledger is restored")
+        elif age < settle:
             yield Finding(decision.path, where, f"{decision.id} is ruled but not sealed yet; it is sealed when "
                                                 f"the settle window ({settle:g} s) ends", WARNING)
         else:
@@ -235,3 +242,27 @@ def ledger_history_rewritten(facts: Facts) -> Iterator[Finding]:
             yield Finding(LEDGER_PATH, number, f"line {number} was changed since the last commit")
         else:
             yield Finding(LEDGER_PATH, number, f"committed line {number} was removed")
+
+
+@rule("VT026", "seal-line-missing", ERROR)
+def seal_line_missing(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a ruling whose `ruled` event is in the ledger but whose `sealed` line is not. vault-tools
+    writes the two together, so the `sealed` line was removed (by hand, or by a bad merge). Works
+    without git.
+
+    ## Why
+    Without its seal line an in-place edit of the ruling would look like a ruling never sealed, and be
+    sealed as if new. `seal`, `lint --fix` and the watcher refuse to seal it again.
+
+    ## How to fix
+    Restore `.vault-tools/ledger.jsonl` from git (`git checkout -- .vault-tools/ledger.jsonl`) or a
+    backup. Then `vault-tools lint` shows whether the note was edited since it was sealed.
+    """
+    for decision_id, history in sorted(facts.histories.items()):
+        lost = history.seal_lost
+        if lost is None:
+            continue
+        yield Finding(LEDGER_PATH, lost.line, f"{decision_id} was ruled and sealed, but its `sealed` line is missing "
+                                              "from the ledger")
