@@ -350,3 +350,113 @@ def test_a_ruling_whose_ledger_line_was_tampered_is_not_promised_a_seal(cli, vau
     result = cli("lint")
     assert "VT024" in codes(result)
     assert "sealed when the settle window" not in result.out and "ledger is damaged" in result.out, result.out
+
+
+# -- 12: temp files a kill left behind -----------------------------------------------------------------------
+
+def test_temp_files_a_kill_left_are_removed_on_the_next_write_and_kept_out_of_git(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
+    old = write(vault / "Decisions" / ".vault-tools-abc123.tmp", "---\ntype: decision\nid: D-0001\n---\n")
+    old_page = write(vault / "Pinned" / ".vault-tools-def456.tmp", "half a page")
+    age(old, old_page, seconds=120)
+    fresh = write(vault / "Decisions" / ".vault-tools-new999.tmp", "a write going on now")
+    someone_elses = write(vault / "Decisions" / "draft.tmp", "not ours")
+    age(someone_elses, seconds=120)
+    assert "Decisions/.vault-tools-abc123.tmp" not in cli("lint").out  # out of the vault walk
+    assert cli("ask", "Should footers promote the newsletter?", "--topic", "promotion").code == 0
+    assert not old.exists() and not old_page.exists()
+    assert fresh.exists() and someone_elses.exists()
+    assert ".vault-tools-*.tmp" in (vault / ".gitignore").read_text().splitlines()
+
+
+def test_the_watcher_removes_stale_temp_files_too(cli, vault):
+    old = write(vault / "Decisions" / ".vault-tools-abc123.tmp", "---\ntype: decision\n---\n")
+    age(old, seconds=120)
+    assert cli("watch", "--once").code == 0
+    assert not old.exists()
+
+
+def test_git_does_not_see_temp_files(cli, vault):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(vault)], check=True)
+    write(vault / "Decisions" / ".vault-tools-abc123.tmp", "x")
+    shown = subprocess.run(["git", "-C", str(vault), "status", "--porcelain", "--untracked-files=all"],
+                           capture_output=True, text=True, check=True).stdout
+    assert ".vault-tools-abc123.tmp" not in shown and ".gitignore" in shown
+
+
+# -- 11: a full disk and a read-only folder --------------------------------------------------------------------
+# A real full file system: a 1 MiB tmpfs mounted for the test (mounting needs root; elsewhere these skip).
+
+@pytest.fixture
+def small_disk(tmp_path):
+    import subprocess
+
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(disk: Path, leave_pages: int) -> Path:
+    """Fill the file system, then free `leave_pages` pages of 4 KiB."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 4096)
+        except OSError:
+            pass
+    size = filler.stat().st_size
+    os.truncate(filler, max(0, size - leave_pages * 4096))
+    return filler
+
+
+def temp_files(root: Path) -> list[Path]:
+    return [p for p in root.rglob(".vault-tools-*.tmp")]
+
+
+def assert_failed_cleanly(result, root: Path) -> None:
+    assert result.code in (0, 3), result
+    if result.code == 3:
+        assert "Traceback" not in result.err and len(result.err.strip().splitlines()) == 1, result.err
+        assert "cannot write: no space left on device" in result.err, result.err
+    assert temp_files(root) == []
+    ledger = (root / ".vault-tools" / "ledger.jsonl").read_bytes()
+    assert ledger == b"" or ledger.endswith(b"\n")  # never a torn line
+
+
+@pytest.mark.parametrize("leave_pages", range(6))
+def test_a_full_disk_fails_in_one_line_leaves_no_temp_files_and_lint_fix_finishes(cli, small_disk, leave_pages):
+    from .conftest import make_vault
+
+    root = make_vault(small_disk / "vault")
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING, root=root).code == 0
+    filler = fill(small_disk, leave_pages)
+    for args in (["rule", "--topic", "article-footer", "--summary", "Footers carry the author bio only, no links.",
+                  "--supersedes", "D-0001", "--reason", REASON],
+                 ["ask", "Should footers promote the newsletter?", "--topic", "promotion"],
+                 ["build"], ["lint", "--fix"]):
+        assert_failed_cleanly(cli(*args, root=root), root)
+    filler.unlink()
+    age(*(root / "Decisions").iterdir())
+    cli("lint", "--fix", root=root)
+    assert lint_errors(lambda *a: cli(*a, root=root)) == []
+    assert len(current_on(lambda *a: cli(*a, root=root), "article-footer")) == 1
+    assert not (root / ".vault-tools" / "crash.log").exists()
+
+
+def test_a_read_only_file_system_fails_in_one_line(cli, small_disk):
+    import subprocess
+
+    from .conftest import make_vault
+
+    root = make_vault(small_disk / "vault")
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING, root=root).code == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    result = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion", root=root)
+    assert result.code == 3 and "read-only file system" in result.err and "Traceback" not in result.err, result

@@ -6,8 +6,10 @@ output is one JSON document on stdout and nothing else.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import functools
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -20,7 +22,7 @@ import typer
 from . import __version__
 from .commands.workspace import Workspace
 from .dates import local_date
-from .errors import VaultToolsError
+from .errors import InconsistentVault, VaultToolsError
 from .ledger import History
 from .model import Decision
 from .vault import STATE_DIR, Vault, find_vault, load_config
@@ -524,11 +526,30 @@ def run(argv: list[str] | None = None) -> int:
     except VaultToolsError as error:
         report(error)
         return error.exit_code
+    except OSError as error:
+        if error.errno not in EXPECTED_OS_ERRORS:
+            return _internal_error(error)
+        # A full disk or a folder that may not be written is the machine's state, not a bug.
+        what = os.strerror(error.errno).lower() if error.errno else str(error)
+        report(InconsistentVault(f"cannot write: {what}; nothing more was written. Fix that, then run "
+                                 "`vault-tools lint --fix` to finish what was begun", path=error.filename))
+        return InconsistentVault.exit_code
     except Exception as error:  # a bug: keep the traceback, say where
-        path = _crash_log(error)
-        stderr.print(f"internal error: {type(error).__name__}: {error}. This is a bug; please report it "
-                     f"with the traceback saved in {path}", style="red", markup=False)
-        return 4
+        return _internal_error(error)
+
+
+# What the file system says when the disk is full or a file may not be written.
+EXPECTED_OS_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG})
+
+
+def _internal_error(error: BaseException) -> int:
+    try:
+        where = f"with the traceback saved in {_crash_log(error)}"
+    except OSError as log_error:  # the disk may be the trouble: say so rather than fail again
+        where = f"(the traceback could not be saved: {log_error.strerror})"
+    stderr.print(f"internal error: {type(error).__name__}: {error}. This is a bug; please report it {where}",
+                 style="red", markup=False)
+    return 4
 
 
 def main() -> None:

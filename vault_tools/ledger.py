@@ -9,6 +9,7 @@ never dropped or repaired by rewriting history.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import functools
 import hashlib
 import json
@@ -175,16 +176,24 @@ class Ledger:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         before = self._stat_key()
-        with open(self.path, "a+b") as handle:
+        with open(self.path, "a+b", buffering=0) as handle:
             size = handle.seek(0, os.SEEK_END)
             if size > 0:
                 handle.seek(-1, os.SEEK_END)
                 if handle.read(1) != b"\n":
                     self.read()  # raises, naming the torn line
             handle.seek(0, os.SEEK_END)
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
+            try:
+                written = 0
+                while written < len(payload):  # a full disk may take part of a write before it refuses
+                    step = handle.write(payload[written:])
+                    if not step:
+                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+                    written += step
+                os.fsync(handle.fileno())
+            except OSError:  # a full disk: take back a partial line rather than leave it torn
+                handle.truncate(size)
+                raise
         # What was read before plus what was just written is the ledger now: no need to read it all again.
         if self._read_cache is not None and before is not None and self._read_cache[0] == before and size == before[0]:
             first_line = (self._read_cache[1][-1].line or 0) + 1 if self._read_cache[1] else 1

@@ -246,10 +246,6 @@ def relative(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-TEMP_PREFIX = ".vault-tools-"  # notes.write_atomic's temp files
-TEMP_SUFFIX = ".tmp"
-
-
 def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
                   temps: list[str] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(vault-relative path, directory entry) of every note a decision could live in, in a stable order.
@@ -270,7 +266,7 @@ def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
         for entry in entries:
             name = entry.name
             if name.startswith(".") or name in SKIPPED_FOLDERS:
-                if temps is not None and name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
+                if temps is not None and name.startswith(notes.TEMP_PREFIX) and name.endswith(notes.TEMP_SUFFIX):
                     temps.append(f"{prefix}/{name}" if prefix else name)
                 continue
             relative_name = f"{prefix}/{name}" if prefix else name

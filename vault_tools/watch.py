@@ -78,6 +78,7 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     """
     result = Reconciled()
     with ws.vault.ledger.locked():
+        ws.remove_stale_temps(ws.state())
         for _ in range(MAX_RECONCILE_PASSES):
             if not _Pass(ws, result, quiet_before, settle_before).run():
                 break

@@ -32,7 +32,7 @@ timezone: {timezone}          # dates in notes are written in this zone
 
 GITATTRIBUTES_LINE = f"{STATE_DIR}/ledger.jsonl merge=union"
 GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/watch.pid", f"{STATE_DIR}/crash.log",
-                   f"{STATE_DIR}/watch.log*")
+                   f"{STATE_DIR}/watch.log*", f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}")
 
 
 def _ensure_lines(path: Path, lines: Iterable[str]) -> bool:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -149,7 +150,18 @@ class Workspace:
                 raise InconsistentVault(f"supersedes links form a cycle: {' -> '.join(cycle)}", path=decision.path,
                                         line=decision.line_of("supersedes"))
         self.vault.ledger.read()  # a torn or changed ledger stops every write
+        self.remove_stale_temps(state)
         return state
+
+    def remove_stale_temps(self, state: VaultState) -> list[Path]:
+        """Temp files a killed write left in the vault's folders, the pinned folder or `.vault-tools/`."""
+        vault = self.vault
+        found = [vault.root / rel for rel in state.temp_files]
+        for folder in (vault.root / self.config.pinned_folder, vault.state_dir, vault.state_dir / "kept",
+                       vault.state_dir / "cache"):
+            if folder.is_dir():
+                found += folder.glob(f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}")
+        return notes.remove_stale_temps(found, time.time())
 
     def next_id(self, state: VaultState) -> str:
         numbers = [d.number for d in state.decisions]
