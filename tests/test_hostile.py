@@ -460,3 +460,39 @@ def test_a_read_only_file_system_fails_in_one_line(cli, small_disk):
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
     result = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion", root=root)
     assert result.code == 3 and "read-only file system" in result.err and "Traceback" not in result.err, result
+
+
+# -- 13: what blocks the agent's writes ------------------------------------------------------------------------
+
+def test_an_unreadable_plain_note_does_not_block_writes(cli, vault):
+    decision(vault, 1)
+    (vault / "Attachments").mkdir()
+    (vault / "Attachments" / "Meeting notes.md").symlink_to(vault / "nowhere.md")  # cannot be opened
+    assert cli("ask", "Should footers promote the newsletter?", "--topic", "promotion").code == 0
+    (vault / "Decisions" / "D-0009 Lost.md").symlink_to(vault / "nowhere-either.md")
+    blocked = cli("ask", "Should headers show the date?", "--topic", "header-date")
+    assert blocked.code == 3 and "Decisions/D-0009 Lost.md" in blocked.err  # it could be a ruling
+
+
+HALF_TEMPLATE = '---\ntype: decision\nid: "D-"\nstatus: ruled\ntopics: []\nsummary:\nsource:\n---\n## Ruling\n'
+
+
+def test_a_half_filled_template_does_not_block_writes_on_other_topics(cli, vault):
+    decision(vault, 1)
+    write(vault / "Untitled.md", HALF_TEMPLATE)
+    assert cli("ask", "Should footers promote the newsletter?", "--topic", "promotion").code == 0
+    assert cli("rule", "--topic", "header-date", "--summary", "Headers show the date of the last edit.").code == 0
+
+
+def test_a_broken_note_on_the_topic_at_hand_still_blocks(cli, vault):
+    decision(vault, 1)
+    write(vault / "Untitled.md", HALF_TEMPLATE.replace("topics: []", "topics: [promotion]"))
+    write(vault / "Other.md", "---\ntype: decision\nid: D-0007\ntopics: [a\n---\n")
+    before = snapshot(vault)
+    result = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion")
+    assert result.code == 3 and ("Untitled.md" in result.err or "Other.md" in result.err)
+    assert snapshot(vault) == before
+    write(vault / "Other.md", "---\ntype: decision\nid: D-0007\nstatus: ruled\ntopics: [Promotions]\nsummary: x\n---\n")
+    write(vault / "Untitled.md", HALF_TEMPLATE)
+    result = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion")
+    assert result.code == 3 and "Other.md" in result.err  # `Promotions` is not kebab-case, but it is this topic

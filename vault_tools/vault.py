@@ -280,6 +280,10 @@ def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
         stack.extend(reversed(subfolders))
 
 
+class UnreadableNote(NoteError):
+    """A file the walk met but could not open: whether it is a decision note is not known."""
+
+
 @dataclass
 class VaultState:
     """The decision notes of a vault as read now, with the notes that could not be read."""
@@ -432,7 +436,7 @@ class Vault:
             try:
                 stat = entry.stat()
             except OSError as error:
-                state.broken.append(NoteError(f"cannot be read: {error.strerror}", path=rel))
+                state.broken.append(UnreadableNote(f"cannot be read: {error.strerror}", path=rel))
                 continue
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
             row = cached.get(rel)
@@ -457,7 +461,7 @@ class Vault:
         except NoteError as error:
             return "broken", {"message": error.message, "line": error.line}
         except OSError as error:
-            return "broken", {"message": f"cannot be read: {error.strerror}", "line": None}
+            return "broken", {"message": f"cannot be read: {error.strerror}", "line": None, "unreadable": True}
         if note is None:
             return "other", None
         body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
@@ -468,7 +472,8 @@ class Vault:
         if kind == "other" or payload is None:
             return
         if kind == "broken":
-            state.broken.append(NoteError(payload["message"], path=rel, line=payload["line"]))
+            kind_of_error = UnreadableNote if payload.get("unreadable") else NoteError
+            state.broken.append(kind_of_error(payload["message"], path=rel, line=payload["line"]))
             return
         decision, problems = build_decision(payload["data"], path=rel, body=payload["body"], key_lines=payload["lines"])
         state.properties[rel] = payload["data"]

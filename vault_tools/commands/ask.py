@@ -21,7 +21,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
     due_day = parse_day_option("--due", due)
     actor = check_name(asked_by) or ws.config.default_asker
     with ws.vault.ledger.locked():
-        state = ws.state_for_write()
+        state = ws.state_for_write(asked)
         for question in ws.decisions_in_effect(state):
             if question.status is Status.OPEN:
                 shared = [t for t in asked if any(topics_match(t, theirs) for theirs in question.topics)]

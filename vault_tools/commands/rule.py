@@ -34,8 +34,9 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
     for name, value in (("source", source), ("revisit_if", revisit_if), ("revisit_by", revisit_day)):
         if value:
             changes[name] = value
+    direct_topics = check_topics(topics) if decision_id is None else None
     with ws.vault.ledger.locked():
-        state = ws.state_for_write()
+        state = ws.state_for_write(direct_topics)
         if superseded_ids:
             changes["supersedes"] = [ws.link_to(state, value) for value in superseded_ids]
             changes["reason"] = reason

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -25,8 +26,9 @@ from ..model import (
     id_number,
     note_title,
     supersedes_cycle,
+    topics_match,
 )
-from ..vault import Vault, VaultState
+from ..vault import UnreadableNote, Vault, VaultState
 from .checks import check_id
 
 # The statuses of a ruling that took effect: current, or superseded since.
@@ -127,17 +129,23 @@ class Workspace:
 
     # shared steps of every write
 
-    def state_for_write(self) -> VaultState:
-        """The vault as read now, refused when writing to it could make things worse."""
+    def state_for_write(self, topics: tuple[str, ...] | None = None) -> VaultState:
+        """The vault as read now, refused when writing to it could make things worse.
+
+        A decision note that cannot be read or used blocks the write when it could hide a ruling
+        on `topics` (every such note, when the write has no topics of its own): its topics cannot
+        be read, or one of them matches. A file that cannot be opened at all blocks only when it
+        could be a decision note by where it is or how it is named."""
         state = self.state()
-        if state.broken:
-            first = state.broken[0]
-            more = f" (and {len(state.broken) - 1} more)" if len(state.broken) > 1 else ""
+        broken = [e for e in state.broken if self._could_hide_a_ruling(state, e, topics)]
+        if broken:
+            first = broken[0]
+            more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
             raise InconsistentVault(f"{first.message}; fix this decision note before recording anything{more}",
                                     path=first.path, line=first.line)
         for path, problems in sorted(state.problems.items()):
             blocking = blocking_problems(problems)
-            if blocking:
+            if blocking and (topics is None or _could_be_on(state.properties.get(path, {}).get("topics"), topics)):
                 raise NoteError(f"{blocking[0]}; fix this decision note before recording anything",
                                 path=path, line=blocking[0].line)
         for decision_id, found in duplicate_ids(state.decisions).items():
@@ -162,6 +170,16 @@ class Workspace:
             if folder.is_dir():
                 found += folder.glob(f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}")
         return notes.remove_stale_temps(found, time.time())
+
+    def _could_hide_a_ruling(self, state: VaultState, error: NoteError, topics: tuple[str, ...] | None) -> bool:
+        path = error.path or ""
+        if isinstance(error, UnreadableNote):
+            folder = self.config.decisions_folder
+            in_folder = not folder or path.startswith(folder + "/")
+            return in_folder or bool(ID_PATTERN.match(path.rsplit("/", 1)[-1].split(" ", 1)[0].removesuffix(".md")))
+        if topics is None or path not in state.properties:
+            return True  # no topics to compare, or properties that cannot be read: it could say anything
+        return _could_be_on(state.properties[path].get("topics"), topics)
 
     def next_id(self, state: VaultState) -> str:
         numbers = [d.number for d in state.decisions]
@@ -217,6 +235,18 @@ class Workspace:
             kept = kept.with_name(f"{name} {stamp} {counter}.md")
         notes.write_atomic(kept, data)
         return self.vault.relative(kept)
+
+
+def _could_be_on(value: Any, topics: tuple[str, ...]) -> bool:
+    """Whether a note's `topics`, as typed (perhaps wrongly), could be about one of `topics`."""
+    if value in (None, "", []):
+        return False  # a note on no topic settles none (a half-filled template)
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return True
+    typed = [re.sub(r"[^a-z0-9]+", "-", str(item).lower()).strip("-") for item in value]
+    return any(topics_match(mine, theirs) for mine in topics for theirs in typed if theirs)
 
 
 def sections(*parts: tuple[str, str | None]) -> str:
