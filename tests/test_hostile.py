@@ -496,3 +496,13 @@ def test_a_broken_note_on_the_topic_at_hand_still_blocks(cli, vault):
     write(vault / "Untitled.md", HALF_TEMPLATE)
     result = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion")
     assert result.code == 3 and "Other.md" in result.err  # `Promotions` is not kebab-case, but it is this topic
+
+
+def test_a_revision_note_does_not_repeat_the_old_rulings_summary(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
+    note = only_note(vault, "D-0001")
+    note.write_text(note.read_text().replace("## Ruling", "## Ruling\n\nAnd a link to the archive."))
+    age(note)
+    assert cli("watch", "--once").code == 0
+    lines = cli("list").out.splitlines()
+    assert len(lines) == 2 and "Revision of D-0001: " + RULING in lines[1], lines

@@ -162,4 +162,8 @@ def _revision_text(ws: Workspace, typed: notes.Note, old: Decision, target: Deci
         "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it.",
         "asked_at": now, "asked_by": ws.config.default_ruler,
         "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
+    typed_summary = (typed.data or {}).get("summary")
+    if typed_summary is None or str(typed_summary).strip() == old.summary:
+        # The summary was not what was edited: say what the note is, so lists do not show the line twice.
+        changes["summary"] = f"Revision of {old.id}: {old.summary}"
     return notes.with_fields(typed, changes)
