@@ -506,3 +506,33 @@ def test_a_revision_note_does_not_repeat_the_old_rulings_summary(cli, vault):
     assert cli("watch", "--once").code == 0
     lines = cli("list").out.splitlines()
     assert len(lines) == 2 and "Revision of D-0001: " + RULING in lines[1], lines
+
+
+# -- 6: one note cannot crowd out the others ---------------------------------------------------------------------
+
+def test_one_note_holding_a_book_stays_within_the_budget_and_crowds_out_no_ruling(cli, vault):
+    for number in range(1, 21):
+        decision(vault, number, topics=(f"topic-{number}",), summary=f"Ruling number {number} on its own topic.")
+    topics = "[" + ", ".join(f"huge-{n}" for n in range(10_000)) + "]"
+    decision(vault, 21, summary="A" * 1_000_000, topics=("placeholder",))
+    monster = vault / "Decisions" / "D-0021 Note.md"
+    monster.write_text(monster.read_text().replace("topics: [placeholder]", f"topics: {topics}"))
+    decision(vault, 22, status="open", summary="Q" * 1_000_000, topics=("question-topic",))
+    result = cli("context")
+    assert result.code == 0, result.err
+    assert len(result.out.encode()) <= 25_000, len(result.out.encode())
+    for number in range(1, 21):
+        assert f"|D-{number:04d}]]" in result.out
+    assert "cut: 1,000,000 characters in all" in result.out and "… and 9,989 more" in result.out
+    linted = cli("lint")
+    assert "D-0021 Note.md:5: VT009 error: topics must list at most 20 (10,000 given)" in linted.out
+    assert "D-0021 Note.md:6: VT009 error: summary must be at most 300 characters (1,000,000 given)" in linted.out
+    assert cli("ask", "Should the huge topic be split?", "--topic", "huge-5").code == 1  # still read: settled
+
+
+def test_the_command_line_refuses_fields_over_their_limits(cli, vault):
+    before = snapshot(vault)
+    assert cli("ask", "Q" * 301, "--topic", "a-b").code == 2
+    assert cli("ask", "Should footers promote the newsletter?", *[a for n in range(21) for a in ("--topic", f"t-{n}")]).code == 2
+    assert cli("rule", "--topic", "a-b", "--summary", RULING, "--source", "s" * 2001).code == 2
+    assert snapshot(vault) == before

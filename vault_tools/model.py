@@ -20,6 +20,12 @@ from .dates import instant, parse_date, parse_datetime
 ID_PATTERN = re.compile(r"^D-(\d{1,9})$")
 TOPIC_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long
+# The most one note's fields may hold (lint VT009): a summary is one line an agent reads in a list.
+MAX_SUMMARY = 300
+MAX_TEXT = 2000  # reason, reask_reason, revisit_if, source, asked_by, ruled_by
+MAX_TOPICS = 20
+MAX_TOPIC_CHARS = 64
+MAX_SUPERSEDES = 20
 
 
 class Status(enum.StrEnum):
@@ -216,6 +222,18 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         text = values.get(name)
         if text is not None and len(text) < MIN_TEXT:
             problem(name, f"must be at least {MIN_TEXT} characters ({len(text)} given)", "VT005")
+
+    for name in TEXT_FIELDS:
+        most = MAX_SUMMARY if name == "summary" else MAX_TEXT
+        if name in values and len(values[name]) > most:
+            problem(name, f"must be at most {most:,} characters ({len(values[name]):,} given)", "VT009")
+    for name, most in (("topics", MAX_TOPICS), ("supersedes", MAX_SUPERSEDES)):
+        if len(values.get(name, ())) > most:
+            problem(name, f"must list at most {most} ({len(values[name]):,} given)", "VT009")
+    long_topics = [t for t in values.get("topics", ()) if len(t) > MAX_TOPIC_CHARS]
+    if long_topics:
+        problem("topics", f"a topic must be at most {MAX_TOPIC_CHARS} characters ({len(long_topics[0]):,} given)",
+                "VT009")
 
     if status is not None:
         for name in REQUIRED_BY_STATUS[status]:

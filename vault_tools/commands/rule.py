@@ -9,7 +9,7 @@ from typing import Any
 from .. import notes
 from ..dates import parse_day_option, parse_option, to_vault_time
 from ..errors import Refused, UsageError
-from ..model import Decision, Status, transition_problem
+from ..model import MAX_TEXT, Decision, Status, transition_problem
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .seal import seal_events
@@ -32,6 +32,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
     changes: dict[str, Any] = {"status": Status.RULED.value, "summary": summary, "ruled_at": when,
                                "ruled_by": actor}
     for name, value in (("source", source), ("revisit_if", revisit_if), ("revisit_by", revisit_day)):
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            raise UsageError(f"--{name.replace('_', '-')} must be at most {MAX_TEXT:,} characters ({len(value):,} given)")
         if value:
             changes[name] = value
     direct_topics = check_topics(topics) if decision_id is None else None

@@ -38,8 +38,9 @@ STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
 
 def blocking_problems(problems: Iterable[Problem]) -> list[Problem]:
-    """The problems that make a note unusable: all but the stamps sealing will add."""
-    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.code == "VT002")]
+    """The problems that make a note unusable: all but the stamps sealing will add, and fields over
+    their limits (the note is still read; the pages cut what they show of it)."""
+    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.code == "VT002") and p.code != "VT009"]
 
 
 class Workspace:
