@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench install clean
+.PHONY: test check soak soak-ci demo bench install clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -16,6 +16,22 @@ install: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The code's own checks: ruff (style and bugs) and mypy (strict on the core). CI runs them.
+check: $(STAMP)
+	$(VENV)/bin/ruff check vault_tools tests scripts benchmarks templates
+	$(VENV)/bin/mypy vault_tools
+
+# Soak tests: randomized fault injection, repeated. `make soak` is a long local run;
+# `make soak-ci` a bounded one that CI runs after `make test`. VAULT_TOOLS_SOAK_RUNS sets the count.
+SOAK_RUNS ?= 1000
+SOAK_CI_RUNS ?= 300
+
+soak: $(STAMP)
+	VAULT_TOOLS_SOAK_RUNS=$(SOAK_RUNS) $(PY) -m pytest -m soak
+
+soak-ci: $(STAMP)
+	VAULT_TOOLS_SOAK_RUNS=$(SOAK_CI_RUNS) $(PY) -m pytest -m soak
 
 demo: $(STAMP)
 	$(PY) scripts/demo.py

@@ -1,6 +1,7 @@
 """A seeded generator of realistic synthetic vaults for the benchmarks.
 
     python benchmarks/make_vault.py PATH --notes 10000 [--seed 1]
+    python benchmarks/make_vault.py PATH --notes 0 --decisions 1000 --max-open 20 [--oversized]
 
 About 10% of the notes are decision notes (rulings, supersession chains, open
 questions); the rest are ordinary notes with frontmatter, wikilinks, callouts
@@ -81,11 +82,26 @@ def decision_note(rng: random.Random, number: int, status: str, topic: str, day:
     return "---\n" + "\n".join(lines) + "\n---\n## Question\n\n" + sentence(rng, []) + "\n\n" + body(rng, [])
 
 
-def make_vault(root: Path, notes: int, seed: int = 1) -> Path:
+def oversized_note(number: int) -> str:
+    """One ruling as no owner should write it: 10,000 topics and a 1 MB summary."""
+    topics = ", ".join(f"oversized-topic-{n}" for n in range(10000))
+    summary = "An enormous ruling that goes on and on. " * 26000
+    return ("---\n" + "\n".join(["type: decision", f"id: D-{number:05d}", "status: ruled", f"topics: [{topics}]",
+                                 f'summary: "{summary.strip()}"', "ruled_at: 2026-11-01T17:00:00", "ruled_by: owner",
+                                 'source: "chat"']) + "\n---\n## Ruling\n\nSee the summary.\n")
+
+
+def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = None, max_open: int | None = None,
+               oversized: bool = False) -> Path:
+    """`notes` notes, a tenth of them decisions unless `decisions` says how many (then on top of `notes`);
+    about 8% of the decisions are open questions, at most `max_open`."""
     rng = random.Random(seed)
     (root / ".obsidian").mkdir(parents=True, exist_ok=True)
     init_vault(root, "UTC")
-    decisions = notes // 10
+    if decisions is None:
+        decisions = notes // 10
+        notes -= decisions
+    opened = 0
     topics = [f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{n}" for n in range(max(1, decisions // 4))]
     titles: list[str] = []
     latest_by_topic: dict[str, str] = {}
@@ -93,7 +109,8 @@ def make_vault(root: Path, notes: int, seed: int = 1) -> Path:
     for number in range(1, decisions + 1):
         topic = rng.choice(topics)
         day = start + dt.timedelta(days=number * 900 // max(decisions, 1))
-        status = "open" if rng.random() < 0.08 else "ruled"
+        status = "open" if rng.random() < 0.08 and (max_open is None or opened < max_open) else "ruled"
+        opened += status == "open"
         supersedes = latest_by_topic.get(topic) if status == "ruled" and rng.random() < 0.3 else None
         title = f"D-{number:05d} Ruling on {topic}"
         path = root / "Decisions" / f"{title}.md"
@@ -102,7 +119,10 @@ def make_vault(root: Path, notes: int, seed: int = 1) -> Path:
         if status == "ruled":
             latest_by_topic[topic] = title
         titles.append(title)
-    for index in range(notes - decisions):
+    if oversized:
+        (root / "Decisions" / f"D-{decisions + 1:05d} Oversized.md").write_text(oversized_note(decisions + 1),
+                                                                               encoding="utf-8")
+    for index in range(notes):
         folder = root / rng.choice(FOLDERS)
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)} {index}"
@@ -116,8 +136,11 @@ def main() -> None:
     parser.add_argument("path", type=Path)
     parser.add_argument("--notes", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--decisions", type=int, help="decision notes, on top of --notes (default: a tenth of --notes)")
+    parser.add_argument("--max-open", type=int, help="at most this many open questions (default: about 8%%)")
+    parser.add_argument("--oversized", action="store_true", help="add one ruling with 10,000 topics and a 1 MB summary")
     args = parser.parse_args()
-    make_vault(args.path, args.notes, args.seed)
+    make_vault(args.path, args.notes, args.seed, args.decisions, args.max_open, args.oversized)
     print(f"{args.notes} notes in {args.path}")
 
 

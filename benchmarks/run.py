@@ -1,6 +1,7 @@
 """How fast vault-tools is on large vaults, as ratios to baselines measured in the same run.
 
     python benchmarks/run.py [--sizes 1000,10000,50000] [--repeat 3] [--saves 50]
+                             [--context-sizes 10,100,1000,10000] [--only-context]
 
 For each vault size it measures, each as a separate process (as a user or a
 hook runs them), the median wall time and the peak memory (RSS) of:
@@ -9,8 +10,14 @@ hook runs them), the median wall time and the peak memory (RSS) of:
 - the baseline a user would write: `frontmatter.load` over every note, keeping decisions;
 - `vault-tools build`, `lint` and `context`: cold (no cache), warm (nothing changed)
   and warm after one changed note;
+- `vault-tools search`: cold (no index), warm, and warm after one changed note, against the
+  start-up of `vault-tools version` measured in the same run;
 - the watcher: from a save of a decision note to the pinned page being rewritten,
   minus the configured debounce (median and p95 over `--saves` saves).
+
+Then, for vaults of 10 to 10,000 decisions (and 1,000 with one oversized note), what
+`vault-tools context --budget B` gives the agent under each budget: characters, lines,
+estimated tokens, rulings listed in full, topics named and open questions shown.
 
 Absolute seconds depend on the machine; the ratios are what to compare.
 The figures in docs/performance.md are this script's output from one run.
@@ -18,6 +25,7 @@ The figures in docs/performance.md are this script's output from one run.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
@@ -171,6 +179,14 @@ def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Mea
         time.sleep(2.1)
         results[f"{command}, warm, nothing changed"] = measure(args, repeat)
         results[f"{command}, warm, one note changed"] = measure(args, repeat, before=NoteChanger(vault))
+    # search: a warm index answers in the time it takes to stat the notes; the baseline is starting the tool
+    results["start-up: vault-tools version"] = measure([*VAULT_TOOLS, "version"], repeat)
+    search = [*VAULT_TOOLS, "search", "newsletter footer author", "--vault", str(vault)]
+    results["search, cold (no index)"] = measure(search, repeat, before=lambda: drop_cache(vault))
+    subprocess.run(search, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2.1)
+    results["search, warm, nothing changed"] = measure(search, repeat)
+    results["search, warm, one note changed"] = measure(search, repeat, before=NoteChanger(vault))
     if saves and size <= 10000:
         latencies, peak = watcher_latency(vault, saves)
         results["watcher: save to page, after debounce"] = (latencies, peak)
@@ -182,7 +198,11 @@ def table(size: int, results: dict[str, Measure | tuple]) -> str:
     floor = results["floor: read every note"]
     baseline = results["baseline: frontmatter.load loop"]
     assert isinstance(floor, Measure) and isinstance(baseline, Measure)
-    lines = [f"### {size:,} notes", "",
+    start_up = results.get("start-up: vault-tools version")
+    warm = results.get("search, warm, nothing changed")
+    over = (f"warm search minus start-up: {warm.median - start_up.median:.3f} s (target: under 0.100 s)"
+            if isinstance(start_up, Measure) and isinstance(warm, Measure) else "")
+    lines = [f"### {size:,} notes", "", *([over, ""] if over else []),
              "| measurement | seconds | x floor | x baseline | peak RSS MB |", "|---|---:|---:|---:|---:|"]
     for name, value in results.items():
         if isinstance(value, Measure):
@@ -210,13 +230,68 @@ def scaling(all_results: dict[int, dict[str, Measure | tuple]]) -> str:
     return "\n".join(lines)
 
 
+CONTEXT_BUDGETS = ("claude-hook", "codex-hook", "memory-file")
+MAX_OPEN = 20  # the open-question backlog of the context vaults: it does not grow with the record
+
+
+def context_rows(decisions: int, workdir: Path, oversized: bool = False) -> list[str]:
+    """One table row per budget: what the agent reads from a vault of `decisions` decision notes."""
+    vault = workdir / f"context-{decisions}{'-oversized' if oversized else ''}"
+    subprocess.run([sys.executable, str(Path(__file__).with_name("make_vault.py")), str(vault), "--notes", "0",
+                    "--decisions", str(decisions), "--max-open", str(MAX_OPEN), *(["--oversized"] if oversized else [])],
+                   check=True, stdout=subprocess.DEVNULL)
+    label = f"{decisions:,}" + (" + 1 oversized" if oversized else "")
+    rows = []
+    for budget in CONTEXT_BUDGETS:
+        args = [*VAULT_TOOLS, "context", "--budget", budget, "--vault", str(vault)]
+        started = time.perf_counter()
+        done = subprocess.run([*args, "--json"], capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        text = subprocess.run(args, capture_output=True, text=True).stdout
+        data = json.loads(done.stdout)
+        limit = data["budget"]
+        used = data["used"]
+        within = all(limit[key] is None or used[key] <= limit[key] for key in ("characters", "lines", "bytes", "tokens"))
+        assert used["characters"] == len(text), "the JSON and the text differ"
+        topics = len(data["topics"]) + data["topics_left_out"]
+        rulings = len(data["rulings"]) + data["rulings_left_out"]
+        questions = len(data["open_questions"]) + data["open_questions_left_out"]
+        rows.append(f"| {label} | {budget} | {used['characters']:,} | {used['lines']:,} | {used['tokens']:,} | "
+                    f"{'yes' if within else '**no**'} | {len(data['rulings']):,} of {rulings:,} | "
+                    f"{len(data['topics']):,} of {topics:,} ({_percent(len(data['topics']), topics)}) | "
+                    f"{len(data['open_questions'])} of {questions} ({_percent(len(data['open_questions']), questions)}) | "
+                    f"{seconds:.2f} |")
+    shutil.rmtree(vault)
+    return rows
+
+
+def _percent(part: int, whole: int) -> str:
+    return "100%" if part == whole else f"{100 * part / whole:.0f}%"
+
+
+def context_table(sizes: list[int], workdir: Path) -> str:
+    lines = ["### What the agent reads", "",
+             "| decisions | budget | characters | lines | tokens (est.) | within budget | rulings in full | "
+             "topics named | open questions | seconds |",
+             "|---|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+    for size in sizes:
+        print(f"(context: {size:,} decisions)", flush=True)
+        lines += context_rows(size, workdir)
+    if 1000 in sizes:
+        lines += context_rows(1000, workdir, oversized=True)
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--saves", type=int, default=50)
+    parser.add_argument("--context-sizes", default="10,100,1000,10000")
+    parser.add_argument("--only-context", action="store_true", help="only the table of what the agent reads")
     args = parser.parse_args()
-    sizes = [int(size) for size in args.sizes.split(",")]
+    sizes = [] if args.only_context else [int(size) for size in args.sizes.split(",")]
+    context_sizes = [int(size) for size in args.context_sizes.split(",") if size]
     print(f"# vault-tools benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
     all_results = {}
@@ -224,8 +299,12 @@ def main() -> None:
         for size in sizes:
             all_results[size] = run_size(size, args.repeat, args.saves, Path(workdir))
             print(table(size, all_results[size]), flush=True)
-    print()
-    print(scaling(all_results))
+        if all_results:
+            print()
+            print(scaling(all_results))
+        if context_sizes:
+            print()
+            print(context_table(context_sizes, Path(workdir)), flush=True)
 
 
 if __name__ == "__main__":

@@ -178,10 +178,11 @@ def step_owner_rules(tour: Tour) -> None:
 
 def step_context_for_the_agent(tour: Tour) -> None:
     tour.heading("What the next session of the agent sees",
-                 "`vault-tools context` prints the same state an agent loads at session start (add --json for "
-                 "a machine-readable copy). D-0016 has moved from the open questions to the log, and the "
-                 "question asked again in step 3 is waiting for Ines:")
-    tour.run("context", "--today", TODAY)
+                 "`vault-tools context --budget claude-hook` prints what a Claude Code session-start hook "
+                 "loads, never more than 9,500 characters (add --json for a machine-readable copy). D-0016 "
+                 "has moved from the open questions to the rulings, and the question asked again in step 3 "
+                 "is waiting for Ines:")
+    tour.run("context", "--budget", "claude-hook", "--today", TODAY)
 
 
 def step_watcher_restores_sealed_edit(tour: Tour) -> None:

@@ -7,7 +7,8 @@ command line and the watcher run (`ask`, `rule`, `withdraw`,
 the story, so the notes, the ledger and the pinned pages agree. Daily notes and
 other ordinary notes are written as files, the way the owner writes them in
 Obsidian. Finally the pinned pages are built for "today", 2026-11-29, the date
-the demo passes with `--today` so that the example never ages.
+the demo passes with `--today` to `context`, so that what the agent reads never ages
+(the pages themselves do not depend on the date).
 
     .venv/bin/python scripts/make_example_vault.py               # rewrites example-vault/
     .venv/bin/python scripts/make_example_vault.py --out /tmp/v  # somewhere else
@@ -106,7 +107,7 @@ def owner_edits_sealed_note(ws: Workspace, decision_id: str, summary: str, addit
 
 
 def owner_adds_properties(ws: Workspace, decision_id: str, properties: dict[str, object]) -> None:
-    """The owner adds their own properties (tags, aliases) in Obsidian: not an edit of the sealed meaning."""
+    """The owner adds their own properties (tags, aliases, pinned) in Obsidian: not an edit of the sealed meaning."""
     decision = ws.find(ws.state(), decision_id)
     note = notes.read_note(ws.vault.path_of(decision))
     notes.write_note(note, notes.with_fields(note, properties))
@@ -212,6 +213,9 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
                  source="[[2026-09-08]] chat with owner",
                  body="Any change after publication gets a line at the end: *Corrected on DATE: what changed.* "
                       "Readers should never wonder whether a page was quietly rewritten.")
+    clock.set("2026-09-08T09:10:00")  # after D-0009, the owner wants every agent to see this one, always
+    owner_adds_properties(ws, "D-0010", {"pinned": True})
+    watcher_pass(ws)
 
     clock.set("2026-09-14T09:25:00")
     ask(ws, "Should private replies to readers need the owner's sign-off again?", ["reader-replies"],
@@ -522,7 +526,7 @@ def make_example_vault(root: Path) -> list[Decision]:
     for path, text in ordinary_notes(titles).items():
         write_file(root / path, text)
     clock.set("2026-11-29T08:00:00")
-    build(ws, TODAY)
+    build(ws)
     decisions = sorted(ws.state().decisions, key=lambda decision: decision.number)
     for leftover in [root / STATE_DIR / "cache", *(root / STATE_DIR).glob("*.lock")]:
         if leftover.is_dir():

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +26,27 @@ def no_real_vaults(tmp_path, monkeypatch):
     """No test may walk up into a real vault: discovery stops at the test's temp folder."""
     monkeypatch.setenv("VAULT_TOOLS_CEILING", str(tmp_path))
     monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def no_thread_leaks():
+    """Fail a test that leaves a thread running (a watcher loop or an observer not stopped, a pool not shut down).
+
+    Threads that were running before the test are not its business; new ones get a short grace to finish.
+    """
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 2
+    leaked = []
+    for thread in threading.enumerate():
+        if thread in before:
+            continue
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            leaked.append(thread)
+    if leaked:
+        pytest.fail("the test left threads running: " + ", ".join(
+            f"{t.name} ({'daemon' if t.daemon else 'non-daemon'})" for t in leaked), pytrace=False)
 
 
 def make_vault(root: Path) -> Path:

@@ -56,7 +56,8 @@ def test_duplicate_ids(cli, settled):
 
 
 def test_supersedes_cycle(cli, settled):
-    link = lambda target: f'supersedes: ["[[{target}]]"]\nreason: Because the owner said so in a chat.\n'
+    def link(target):
+        return f'supersedes: ["[[{target}]]"]\nreason: Because the owner said so in a chat.\n'
     write(settled / "Decisions" / "D-0002 A.md", FM + link("D-0003 B") + "---\n")
     write(settled / "Decisions" / "D-0003 B.md", FM.replace("D-0002", "D-0003") + link("D-0002 A") + "---\n")
     assert_refused_untouched(cli, settled, "cycle: D-0002 -> D-0003 -> D-0002", "Decisions/D-0002 A.md:9")
@@ -133,7 +134,7 @@ def test_only_a_current_ruling_can_be_superseded(cli, settled):
 def test_typed_text_cannot_escape_the_vault(cli, vault, tmp_path):
     result = cli("ask", "../../../outside/evil: is this a path? <script>", "--topic", "a-b")
     assert result.code == 0, result.err
-    created = [p for p in tmp_path.rglob("*.md")]
+    created = [p for p in tmp_path.rglob("*.md") if p.parent != vault / "Pinned"]
     assert len(created) == 1 and created[0].parent == vault / "Decisions"
 
 

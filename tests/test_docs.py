@@ -3,6 +3,7 @@ says what the code does, and every link leads somewhere."""
 from __future__ import annotations
 
 import configparser
+import itertools
 import json
 import plistlib
 import re
@@ -429,7 +430,7 @@ def anchors(path: Path) -> set[str]:
     """The anchors GitHub gives a page's headings (a repeated heading gets -1, -2...)."""
     tokens = MarkdownIt("commonmark").parse(path.read_text(encoding="utf-8"))
     found: set[str] = set()
-    for token, following in zip(tokens, tokens[1:]):
+    for token, following in itertools.pairwise(tokens):
         if token.type == "heading_open":
             slug = _slug(following.content)
             anchor, count = slug, 0

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from vault_tools import notes
-from vault_tools.ledger import History, histories, seal_hash
 from vault_tools.dates import local_date
+from vault_tools.ledger import History, histories, seal_hash
 from vault_tools.model import Decision, Status
 from vault_tools.starter import packaged_templates
 from vault_tools.vault import Vault, VaultState
@@ -20,7 +20,7 @@ from .conftest import snapshot, vt
 
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "example-vault"
 TODAY = dt.date(2026, 11, 29)
-OWNER_PROPERTIES = ("tags", "aliases", "cssclasses")
+OWNER_PROPERTIES = ("tags", "aliases", "cssclasses", "pinned")
 WIKILINK = re.compile(r"\[\[([^\]|#^]+)(?:[#^][^\]|]*)?(?:\|[^\]]*)?\]\]")
 
 

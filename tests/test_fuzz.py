@@ -18,7 +18,7 @@ from vault_tools.cli import run
 
 from .conftest import decision, make_vault
 
-EXAMPLES = int(os.environ.get("VAULT_TOOLS_FUZZ_EXAMPLES", 40))
+EXAMPLES = int(os.environ.get("VAULT_TOOLS_FUZZ_EXAMPLES", 10))  # per kind of input; raise it for a longer pass
 COMMANDS = (["lint"], ["list"], ["lookup", "article-footer"], ["context"], ["show", "D-0002"],
             ["ask", "Should footers promote the newsletter?", "--topic", "promotion"], ["seal"],
             ["watch", "--once"], ["lint", "--fix"])

@@ -81,7 +81,7 @@ Only the bio.
 def hash_of(text: str, *, old_title: str = "D-0001 Old footer rule", tmp: Path) -> str:
     path = write(tmp / "D-0002 New.md", text)
     note = notes.read_note(path)
-    decision, problems = build_decision(note.data, path="D-0002 New.md", body=note.body, key_lines=note.key_lines)
+    decision, _problems = build_decision(note.data, path="D-0002 New.md", body=note.body, key_lines=note.key_lines)
     old, _ = build_decision({"type": "decision", "id": "D-0001", "status": "superseded", "topics": ["a"],
                              "summary": "x" * 20, "ruled_at": "2026-01-01", "superseded_by": "[[D-0002 New]]",
                              "reason": "y" * 20}, path=f"Decisions/{old_title}.md")
@@ -120,7 +120,7 @@ def test_seal_hash_changes_with_meaning(tmp_path, edit):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-words = st.lists(st.sampled_from("footer article newsletter promotion reader reply bio link sale".split()),
+words = st.lists(st.sampled_from(["footer", "article", "newsletter", "promotion", "reader", "reply", "bio", "link", "sale"]),
                  min_size=4, max_size=10).map(" ".join)
 topic = st.from_regex(r"[a-z]{3,8}(-[a-z]{3,8})?", fullmatch=True)
 

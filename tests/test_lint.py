@@ -101,7 +101,7 @@ def apply_step(root: Path, kind: str, argument: str, content: str, capsys: pytes
 def run_command(root: Path, words: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     name, args = words[0], words[1:]
     if name == "vault-tools":
-        code, out, err = in_process(root, *args, capsys=capsys)
+        code, _out, err = in_process(root, *args, capsys=capsys)
         assert code == 0, f"vault-tools {' '.join(args)} exited {code}: {err}"
     elif words == ["git", "commit"]:
         commit_all(root)
@@ -150,7 +150,7 @@ def test_rule_fixture(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[
     found = [line for line in out.splitlines() if f": {case.code} " in line]
     # An expected line ending in "..." leaves the rest to the YAML parser's own wording.
     shown = [want if want.endswith("...") and got.startswith(want[:-3]) else got
-             for got, want in zip(found, case.expected)] + found[len(case.expected):]
+             for got, want in zip(found, case.expected, strict=False)] + found[len(case.expected):]
     assert shown == case.expected
 
 

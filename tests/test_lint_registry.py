@@ -11,8 +11,8 @@ import pytest
 
 import vault_tools
 from vault_tools import lint
-from vault_tools.lint import registry
 from vault_tools.commands.workspace import blocking_problems
+from vault_tools.lint import registry
 from vault_tools.vault import Vault
 
 from .conftest import make_vault, write
@@ -69,7 +69,7 @@ def test_a_code_not_like_vt_and_three_digits_is_refused(code: str) -> None:
     before = dict(lint.RULES)
     with pytest.raises(ValueError, match="is not like VT001"):
         registry.rule(code, "badly-coded-rule", lint.ERROR)
-    assert lint.RULES == before
+    assert before == lint.RULES
 
 
 def test_rules_are_listed_in_code_order() -> None:

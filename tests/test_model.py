@@ -57,9 +57,10 @@ def test_unknown_status_gives_no_decision():
 def test_topic_index_finds_what_pairwise_matching_finds():
     """The index is an optimisation: on a realistic set of topics it must agree with comparing every pair."""
     import random
+
     from vault_tools.model import TopicIndex
     rng = random.Random(7)
-    words = "article footer newsletter author promotion reader reply pricing sale draft archive".split()
+    words = ["article", "footer", "newsletter", "author", "promotion", "reader", "reply", "pricing", "sale", "draft", "archive"]
     topics = {f"{rng.choice(words)}-{rng.choice(words)}" for _ in range(300)}
     topics |= {"article-footers", "footer-article", "artcle-footer", "articlefooter", "pricing-sales", "raeder-reply",
                "hosting-image", "ohsting-image"}

@@ -23,9 +23,9 @@ import logging
 import re
 import shlex
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from markdown_it import MarkdownIt
@@ -177,7 +177,7 @@ def test_make_targets_in_the_examples_exist() -> None:
             assert set(line.argv[1:]) <= targets, f"{line.where}: no such make target: {line.text}"
 
 
-ANOTHER_DAY = dt.datetime(2027, 6, 15, 10, 0, tzinfo=dt.timezone.utc)
+ANOTHER_DAY = dt.datetime(2027, 6, 15, 10, 0, tzinfo=dt.UTC)
 
 
 def run_on_another_day(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,8 +12,8 @@ import unicodedata
 from pathlib import Path
 
 from vault_tools import lint, notes
-from vault_tools.ledger import Ledger, histories
 from vault_tools.commands.workspace import Workspace
+from vault_tools.ledger import Ledger, histories
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 

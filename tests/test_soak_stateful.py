@@ -8,9 +8,11 @@ line (a ledger append that dies once). After every step:
 - no text lost: every phrase the owner typed is still in the vault or its ledger;
 - no ruling is current that a current ruling supersedes;
 - what an agent loads (`context`) stays within the budget;
-- once the watcher has reconciled, `lint` finds no error: the notes agree with the ledger.
+- once the watcher has reconciled, `lint` finds no error in the supersession chain (VT010-VT015), the
+  seals and the ledger (VT020-VT026) or the pages (VT030): the notes agree with the ledger. (Other
+  findings are about what the owner wrote, like two rulings on one topic that do not say how they relate.)
 
-`VAULT_TOOLS_SOAK_RUNS` sets the number of sequences (default: a bounded run of under a minute).
+`VAULT_TOOLS_SOAK_RUNS` sets the number of sequences (see `sequences`); `make soak` is the long run.
 """
 from __future__ import annotations
 
@@ -27,7 +29,14 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from vault_tools.cli import run
 from vault_tools.ledger import Ledger
@@ -134,7 +143,7 @@ class VaultMachine(RuleBasedStateMachine):
 
     @rule()
     def watch_once(self) -> None:
-        code, _, err = self.cli("watch", "--once")
+        code, _, _ = self.cli("watch", "--once")
         self.reconciled = code == 0
 
     @rule(point=st.integers(0, 3), topic=st.sampled_from(TOPICS), command=st.sampled_from(["rule", "seal", "ask"]))
@@ -252,17 +261,22 @@ class VaultMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.reconciled)
     @invariant()
     def lint_agrees_with_the_ledger(self) -> None:
-        code, out, err = self.cli("lint")
-        errors = [line for line in out.splitlines() if " error: " in line]
+        _, out, _ = self.cli("lint")
+        errors = [line for line in out.splitlines() if " error: " in line
+                  and re.search(r" (VT01[0-5]|VT02\d|VT030) ", line)]
         assert errors == [], errors
 
 
-def soak_runs(default: int) -> int:
-    return int(os.environ.get("VAULT_TOOLS_SOAK_RUNS", default))
+def sequences() -> int:
+    """One sequence for every 12 soak runs (a sequence is a dozen commands and the checks after each, one
+    to two seconds): `make soak-ci` (300 runs) stays under a minute, `make soak` (1000) runs 83 sequences;
+    15 without the variable."""
+    runs = os.environ.get("VAULT_TOOLS_SOAK_RUNS")
+    return max(15, int(runs) // 12) if runs else 15
 
 
 @pytest.mark.soak
 def test_random_operations_keep_the_record_right() -> None:
     run_state_machine_as_test(VaultMachine, settings=settings(
-        max_examples=soak_runs(15), stateful_step_count=12, deadline=None, derandomize=False,
+        max_examples=sequences(), stateful_step_count=12, deadline=None, derandomize=False,
         suppress_health_check=list(HealthCheck), print_blob=True))

@@ -5,6 +5,7 @@ output is one JSON document on stdout and nothing else.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import functools
@@ -14,15 +15,17 @@ import platform
 import sys
 import tempfile
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from . import __version__
+from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
 from .commands.workspace import Workspace
 from .dates import local_date
-from .errors import InconsistentVault, VaultToolsError
+from .errors import InconsistentVault, UsageError, VaultToolsError
 from .ledger import History
 from .model import Decision
 from .vault import STATE_DIR, Vault, find_vault, load_config
@@ -92,7 +95,7 @@ def decision_json(decision: Decision) -> dict[str, Any]:
         "summary": decision.summary, "path": decision.path,
         "asked_at": _when(decision.asked_at), "asked_by": decision.asked_by,
         "ruled_at": _when(decision.ruled_at), "ruled_by": decision.ruled_by,
-        "source": decision.source, "supersedes": list(decision.supersedes),
+        "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
         "superseded_by": decision.superseded_by, "reason": decision.reason,
         "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
         "revisit_by": _when(decision.revisit_by), "due": _when(decision.due),
@@ -155,12 +158,14 @@ Add to .pre-commit-config.yaml:
         always_run: true
 
 Add to CLAUDE.md / AGENTS.md:
-  At the start of every session run `vault-tools context` and follow it.
+  At the start of every session run `vault-tools context --budget claude-hook` and follow it.
   Before asking the owner anything, run `vault-tools ask "<question>" --topic <topic>`;
   if it is refused, the answer is in the ruling it names.
 
 Or load it at every session start (Claude Code, .claude/settings.json):
-  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context"}]}]}}"""
+  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context --budget claude-hook --hook"}]}]}}
+Claude Code keeps only 10,000 characters of hook output and drops the rest without a word:
+--budget claude-hook stays under 9,500 characters, and --hook never fails the session."""
 
 
 @app.command()
@@ -173,7 +178,9 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Register a question for the owner; refused when its topic is already settled or open."""
     from .commands.ask import ask as ask_question
-    decision = ask_question(_workspace(vault), summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
+    ws = _workspace(vault)
+    decision = ask_question(ws, summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
+    _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
     else:
@@ -188,22 +195,41 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          source: Annotated[str | None, typer.Option(help="Where the ruling came from.")] = None,
          ruled_at: Annotated[str | None, typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now).")] = None,
          supersedes: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
+         alongside: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling on the topic that still stands beside this one; repeatable.")] = [],  # noqa: B006
          reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
          body: Annotated[str | None, typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
          revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
          revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """Record the owner's ruling: on a question (ID) or given directly (--topic)."""
+    """Record the owner's ruling: on a question (ID) or given directly (--topic).
+
+    On a topic that already has a current ruling, say whether this one replaces it (--supersedes ID
+    --reason ...) or stands beside it (--alongside ID); otherwise it is refused."""
     from .commands.rule import rule as record_ruling
-    decision = record_ruling(_workspace(vault), decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
-                            supersedes=supersedes, reason=reason, body=_read_body(body),
+    ws = _workspace(vault)
+    decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
+                            supersedes=supersedes, alongside=alongside, reason=reason, body=_read_body(body),
                             revisit_if=revisit_if, revisit_by=revisit_by)
+    _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
     else:
         _out(f"{decision.id} ruled and sealed: {decision.path}")
         for link in decision.supersedes:
             _out(f"  supersedes {link}")
+
+
+def _refresh_pages(ws: Workspace) -> None:
+    """After a command changed a decision: the pinned pages as the vault now stands, so nobody opening
+    `Pinned/` sees the state before it. The change itself is done; a page that cannot be written is a warning."""
+    from .commands.build import build as build_pages
+    try:
+        result = build_pages(ws)
+    except (VaultToolsError, OSError) as error:
+        stderr.print(f"warning: the pinned pages were not rebuilt ({error}); run `vault-tools build`", markup=False)
+        return
+    for kept in result.kept:
+        stderr.print(f"a pinned page was edited by hand; the edited copy is kept in {kept}", markup=False)
 
 
 ReasonOption = Annotated[str, typer.Option(help="Why (at least 20 characters).")]
@@ -215,7 +241,9 @@ def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The 
              by: ByOption = None, vault: VaultOption = None) -> None:
     """Drop an open question that will not be answered."""
     from .commands.close import withdraw as withdraw_question
-    decision = withdraw_question(_workspace(vault), decision_id, reason, by)
+    ws = _workspace(vault)
+    decision = withdraw_question(ws, decision_id, reason, by)
+    _refresh_pages(ws)
     _out(f"{decision.id} withdrawn")
 
 
@@ -225,8 +253,30 @@ def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The r
             by: ByOption = None, vault: VaultOption = None) -> None:
     """Declare a ruling wrong (recorded in error), with no replacement."""
     from .commands.close import retract as retract_ruling
-    decision = retract_ruling(_workspace(vault), decision_id, reason, by)
+    ws = _workspace(vault)
+    decision = retract_ruling(ws, decision_id, reason, by)
+    _refresh_pages(ws)
     _out(f"{decision.id} retracted")
+
+
+@app.command()
+def relate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A current, sealed ruling.")],
+           alongside: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling that stands beside it; repeatable.")] = [],  # noqa: B006
+           supersedes: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling it replaces; repeatable.")] = [],  # noqa: B006
+           reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
+           vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Say how a ruling stands to other current rulings on its topic: it replaces them, or they stand beside it."""
+    from .commands.amend import relate as relate_rulings
+    ws = _workspace(vault)
+    decision = relate_rulings(ws, decision_id, alongside=alongside, supersedes=supersedes, reason=reason)
+    _refresh_pages(ws)
+    if json_:
+        _json(decision_json(decision))
+        return
+    for link in supersedes:
+        _out(f"{decision.id} supersedes {link}")
+    for link in alongside:
+        _out(f"{decision.id} stands alongside {link}")
 
 
 @app.command()
@@ -235,7 +285,9 @@ def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Seal ruled notes now instead of waiting for the settle window."""
     from .commands.seal import seal as seal_rulings
-    sealed = seal_rulings(_workspace(vault), decision_ids or [])
+    ws = _workspace(vault)
+    sealed = seal_rulings(ws, decision_ids or [])
+    _refresh_pages(ws)
     if json_:
         _json([decision_json(d) for d in sealed])
         return
@@ -247,27 +299,36 @@ def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
 
 @app.command()
 def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
+         all_: Annotated[bool, typer.Option("--all", help="The whole body, however long (default: cut at "
+                                                          f"{SHOW_LIMIT:,} characters, saying so).")] = False,
          vault: VaultOption = None,
          json_: JsonOption = False) -> None:
-    """One decision note, with its ledger history."""
+    """One decision note: its properties, its body (Obsidian comments left out) and its ledger history."""
+    from .commands.read import body_view
     from .commands.read import show as show_decision
     ws = _workspace(vault)
     decision, history, problems = show_decision(ws, decision_id)
+    body = body_view(decision, None if all_ else SHOW_LIMIT)
     if json_:
         data = decision_json(decision)
+        data.update(_body_json(body))
         data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
         data["sealed"] = history.sealed
         data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
         _json(data)
     else:
-        _show(ws, decision, history)
+        _show(ws, decision, history, body.text)
     if problems:
         for problem in problems:
             stderr.print(f"{decision.path}:{problem.line or 1}: {problem}", markup=False)
         raise typer.Exit(3)
 
 
-def _show(ws: Workspace, decision: Decision, history: History) -> None:
+def _body_json(body: Any) -> dict[str, Any]:
+    return {"body": body.text, "sections": body.sections, "body_left_out": body.left_out}
+
+
+def _show(ws: Workspace, decision: Decision, history: History, body: str) -> None:
     _out(_line(decision, ws))
     _out(f"  file: {decision.path}")
     for name in ("source", "reask_reason", "revisit_if", "superseded_by", "reason"):
@@ -276,9 +337,14 @@ def _show(ws: Workspace, decision: Decision, history: History) -> None:
             _out(f"  {name}: {value}")
     for link in decision.supersedes:
         _out(f"  supersedes: {link}")
+    for link in decision.alongside:
+        _out(f"  alongside: {link}")
     _out(f"  sealed: {'yes' if history.sealed else 'no'}")
     for event in history.events:
         _out(f"  {event.at}  {event.event} by {event.actor}")
+    if body:
+        _out("")
+        _out(body)
 
 
 @app.command("list")
@@ -310,23 +376,49 @@ def _unreadable(problems: list[Any]) -> None:
 
 
 @app.command()
-def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help="Topic keys; near spellings count.")],
+def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help="Topic keys (near spellings count), "
+                                                                              "or free text, searched when no topic matches.")],
+           full: Annotated[bool, typer.Option("--full", help="Each ruling's whole body (cut at "
+                                                              f"{LOOKUP_FULL_LIMIT:,} characters, saying so).")] = False,
            vault: VaultOption = None,
            json_: JsonOption = False) -> None:
-    """Current rulings on these topics, newest first, each with what it superseded."""
+    """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded."""
+    from .commands.read import body_view, is_topic_key, ruling_preview
     from .commands.read import lookup as lookup_topics
     ws = _workspace(vault)
-    found, problems = lookup_topics(ws, topics)
+    found, problems = lookup_topics(ws, topics) if all(map(is_topic_key, topics)) else ([], [])
+    if not found and not problems:
+        _search_fallback(ws, " ".join(topics), json_)
+        return
     if json_:
-        _json([_lookup_json(item) for item in found])
+        items = []
+        for item in found:
+            data = _lookup_json(item)
+            data["ruling_preview"] = ruling_preview(item.ruling)
+            if full:
+                data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
+            items.append(data)
+        _json(items)
     else:
         if not found:
             stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
         for item in found:
             _out(_line(item.ruling, ws))
+            if full:
+                _out("")
+                _out("\n".join("    " + line if line else "" for line in
+                               body_view(item.ruling, LOOKUP_FULL_LIMIT).text.split("\n")))
+                _out("")
+            else:
+                for line in ruling_preview(item.ruling):
+                    _out(f"    | {line}")
             for _key, chain in item.via.values():
                 if chain:
                     _out(f"    settles it because {chain}")
+            for other in item.alongside:
+                _out(f"    stands alongside {_line(other, ws)}")
+            for other in item.not_said:
+                _out(f"    NOT SAID whether one replaces the other: {_line(other, ws)}")
             for old in item.chain:
                 _out(f"    superseded {_line(old, ws)}")
                 if old.reason:
@@ -334,9 +426,54 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
     _unreadable(problems)  # a ruling on these topics may be hiding in a note that cannot be read
 
 
+def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
+    """`lookup` with no topic matching: the decisions whose words match, best first."""
+    from .commands.read import search as search_decisions
+    result = search_decisions(ws, text.replace("-", " "), limit=5)
+    for notice in result.notices:
+        stderr.print(f"note: {notice}", markup=False)
+    if json_:
+        _json([hit.as_json() | {"matched_by": "words"} for hit in result.hits])
+        return
+    if not result.hits:
+        stderr.print(f"no current ruling on {text}, and no decision mentions it", markup=False)
+        return
+    stderr.print(f"no topic matches {text!r}; decisions whose words match:", markup=False)
+    _print_hits(result.hits)
+
+
+def _print_hits(hits: list[Any]) -> None:
+    for hit in hits:
+        mark = f" [{hit.status.value.upper()}]" if hit.historical else ""
+        _out(f"{hit.id}  {hit.status.value:<10} [{', '.join(hit.topics)}]  {hit.summary}{mark}")
+        _out(f"    | {' '.join(hit.snippet.split())}")
+
+
+@app.command()
+def search(query: Annotated[list[str], typer.Argument(metavar="QUERY...", help="Words to look for (any of them; "
+                                                                               "accents and word endings do not matter).")],
+           history: Annotated[bool, typer.Option("--history", help="Also superseded, withdrawn and retracted "
+                                                                    "decisions, marked as such.")] = False,
+           limit: Annotated[int, typer.Option("--limit", metavar="N", help="At most this many results.")] = 20,
+           vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Find decisions by their words: current rulings and open questions, best match first, with the matching passage."""
+    from .commands.read import search as search_decisions
+    result = search_decisions(_workspace(vault), " ".join(query), history=history, limit=limit)
+    for notice in result.notices:
+        stderr.print(f"note: {notice}", markup=False)
+    if json_:
+        _json([hit.as_json() for hit in result.hits])
+        return
+    if not result.hits:
+        stderr.print("no decision matches", markup=False)
+    _print_hits(result.hits)
+
+
 def _lookup_json(item: Any) -> dict[str, Any]:
     data = decision_json(item.ruling)
     data["matched_topics"] = item.matched
+    data["alongside"] = [other.id for other in item.alongside]
+    data["not_said_whether_replaces"] = [other.id for other in item.not_said]
     data["settled_through"] = {topic: {"topic": key, "chain": chain} for topic, (key, chain) in item.via.items() if chain}
     data["chain"] = [decision_json(old) for old in item.chain]
     return data
@@ -353,10 +490,13 @@ def _today(value: str | None) -> dt.date | None:
 
 @app.command()
 def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if a page is stale.")] = False,
-          today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+          today: Annotated[str | None, typer.Option("--today", metavar="DATE", hidden=True,
+                                                    help="Accepted for older scripts; the pages do not depend on the date.")] = None,
+          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Regenerate the pinned pages (open questions, decisions log, archive)."""
     from .commands.build import build as build_pages
-    result = build_pages(_workspace(vault), _today(today), check=check)
+    _today(today)  # still checked: a bad date is a usage error
+    result = build_pages(_workspace(vault), check=check)
     pages = result.pages
     if json_:
         _json({"written": result.written, "stale": result.stale, "kept": result.kept, "over_budget": pages.over_budget,
@@ -382,23 +522,52 @@ def _budget_json(pages: Any) -> dict[str, Any]:
 
 
 @app.command()
-def context(today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """What an agent loads at session start: the open questions and the decisions log."""
-    from .commands.build import page_problems
-    from .commands.build import pages as agent_pages
+def context(budget: Annotated[str, typer.Option(
+                "--budget", metavar="BUDGET",
+                help="What the consumer loads without cutting: claude-hook (9,500 characters), codex-hook (2,400 "
+                     "tokens, counted as 1 per 3 ASCII characters and 1 per other character), memory-file (200 lines, "
+                     "25,000 bytes), config (the vault's budget.lines and budget.bytes; the default) or a number of "
+                     "characters.")] = "config",
+            hook: Annotated[bool, typer.Option(
+                "--hook", help="For an agent hook, which must not fail: if the open questions alone overflow the "
+                               "budget, print the most urgent that fit and a line counting the rest, warn on "
+                               "stderr, and exit 0.")] = False,
+            today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """What an agent reads at session start: open questions, settled topics and rulings, within a budget."""
+    from .commands.build import context as agent_context
     ws = _workspace(vault)
-    state = ws.state()
-    pages = agent_pages(ws, _today(today), state)
+    found = agent_context(ws, budget, _today(today))
+    overflow = found.questions_overflow
+    if overflow and not hook:
+        stderr.print(f"error: {overflow}; nothing printed (a hook can pass --hook to show the most urgent)",
+                     style="red", markup=False)
+        raise typer.Exit(1)
     if json_:
-        _json({"open_questions": [decision_json(d) for d in pages.open_questions],
-               "rulings": [decision_json(d) for d in pages.current[:pages.rulings_shown]],
-               "problems": [{"path": p.path, "line": p.line, "message": p.message}
-                            for p in page_problems(state)],
-               **_budget_json(pages)})
+        _json(_context_json(found))
     else:
-        typer.echo(pages.agent_text, nl=False)
-    if pages.over_budget:
-        stderr.print(f"warning: {pages.budget_message()}", markup=False)
+        typer.echo(found.text, nl=False)
+    if overflow:
+        stderr.print(f"warning: {overflow}; {found.questions_left_out} not shown", markup=False)
+
+
+def _context_json(found: Any) -> dict[str, Any]:
+    def ruling(item: Any) -> dict[str, Any]:
+        decision, why = item
+        return {**decision_json(decision), "pinned": decision.pinned, "why": why}
+
+    budget, usage = found.budget, found.usage
+    return {"budget": {"name": budget.name, "characters": budget.chars, "lines": budget.lines, "bytes": budget.bytes,
+                       "tokens": budget.tokens},
+            "used": {"characters": usage.chars, "lines": usage.lines, "bytes": usage.bytes, "tokens": usage.tokens},
+            "open_questions": [decision_json(d) for d in found.open_questions],
+            "open_questions_left_out": found.questions_left_out,
+            "problems": [{"path": p.path, "line": p.line, "message": p.message} for p in found.problems],
+            "problems_left_out": found.problems_left_out,
+            "topics": found.topics, "topics_left_out": found.topics_left_out,
+            "rulings": [ruling(item) for item in found.rulings], "rulings_left_out": found.rulings_left_out,
+            "not_said_whether_replaces": [{"newer": o.newer.id, "older": o.older.id, "topic": o.topic}
+                                          for o in found.overlaps],
+            "text": found.text}
 
 
 @app.command()
@@ -412,13 +581,7 @@ def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault
     log = _watch_log(ws.vault.state_dir, json_)
     watcher = Watcher(ws, on_action=log)
     if once:
-        watcher.acquire()
-        try:
-            watcher.process(everything=True)
-        finally:
-            watcher.release()
-        if watcher.last_error is not None:
-            raise watcher.last_error  # already logged; the exit code says what kind of trouble
+        watcher.run_once()  # an error it raises was logged already; its exit code says what kind of trouble
         return
     previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -478,6 +641,228 @@ def lint_command(
         stderr.print(result.summary(), markup=False)
     if result.failed:
         raise typer.Exit(1)
+
+
+class _Progress:
+    """A rich progress bar on stderr while long work runs, only when stderr is a terminal and not --json."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        self.enabled = enabled and stderr.console.is_terminal
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import Progress
+            self._bar = Progress(console=stderr.console, transient=True)
+            self._bar.start()
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            return
+        if self._task is None:
+            self._task = self._bar.add_task(self.label, total=total)
+        self._bar.update(self._task, completed=done, total=total)
+
+    def __exit__(self, *_: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The bar taken off the terminal while the owner is asked something."""
+        if self._bar is not None:
+            self._bar.stop()
+        try:
+            yield
+        finally:
+            if self._bar is not None:
+                self._bar.start()
+
+
+@app.command("import")
+def import_command(
+        kind: Annotated[str, typer.Argument(metavar="KIND", help="owner-ask (a JSONL rulings and asks ledger) or adr "
+                                                                  "(adr-tools, MADR, log4brains).")],
+        folder: Annotated[Path, typer.Argument(metavar="DIR", help="The folder holding the records (for owner-ask, "
+                                                                    "the one with state/; for adr, any folder above the ADRs).")],
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be imported; write nothing.")] = False,
+        vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Bring decisions in from another record; run again, it imports nothing twice."""
+    from .commands.import_ import import_records, parse_source
+    ws = _workspace(vault)
+    parsed = parse_source(kind, folder)
+    with _Progress(f"importing {kind}", not json_) as progress:
+        result = import_records(ws, parsed, dry_run=dry_run, progress=progress)
+    if json_:
+        _json(result.as_json())
+        return
+    verb = "would import" if dry_run else "imported"
+    for outcome in result.created:
+        _out(f"{verb} {outcome.label} as {outcome.id or 'a new note'} ({outcome.status}): {outcome.summary}")
+        for remark in outcome.remarks:
+            _out(f"  {remark}")
+    for outcome in result.reviews:
+        _out(f"{'would ask' if dry_run else 'asked'} {outcome.id or ''} for review: {outcome.summary}".replace("  ", " "))
+    for skipped in result.skipped:
+        stderr.print(f"skipped {skipped.file}: {skipped.why}", markup=False)
+    for warning in result.warnings:
+        stderr.print(f"warning: {warning}", markup=False)
+    stderr.print(f"{result.files_read} file(s) read; {verb} {len(result.created)}, {len(result.reviews)} for review, "
+                 f"{len(result.already)} imported before, {len(result.skipped)} skipped", markup=False)
+
+
+@app.command()
+def harvest(
+        paths: Annotated[list[Path] | None, typer.Argument(metavar="[PATH]...", help="Notes or folders to read "
+                                                                                    "(default: the whole vault).")] = None,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be proposed; write nothing.")] = False,
+        link_back: Annotated[bool, typer.Option("--link-back", help="Add a block id (^d-0012) to the source note, so the "
+                                                                    "decision note links to the very line.")] = False,
+        confirm: Annotated[list[str], typer.Option("--confirm", metavar="ID", help="Record this harvested question as "
+                                                                                    "ruled, in its own words; repeatable.")] = [],  # noqa: B006
+        vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Propose a decision note for each decision written in passing (#decision, > [!decision], decision::)."""
+    from .commands.import_ import harvest as harvest_notes
+    ws = _workspace(vault)
+    interactive = not json_ and not dry_run and sys.stdin.isatty() and stderr.console.is_terminal
+
+    progress = _Progress("harvesting", not json_)
+
+    def ask_owner(outcome: Any) -> bool:
+        with progress.paused():
+            return bool(typer.confirm(f"{outcome.id} reads as a decision already made: \"{outcome.summary}\". "
+                                      "Record it as ruled?", default=False, err=True))
+
+    with progress:
+        result = harvest_notes(ws, paths or [], dry_run=dry_run, link_back=link_back, confirm_ids=confirm,
+                               confirm=ask_owner if interactive else None, progress=progress)
+    if json_:
+        _json(result.as_json())
+        return
+    verb = "would propose" if dry_run else "proposed"
+    for outcome in result.created:
+        _out(f"{verb} {outcome.id or ''} from {outcome.label}: {outcome.summary}".replace("  ", " "))
+    for outcome in result.confirmed:
+        _out(f"{outcome.id} ruled: {outcome.summary}")
+    for outcome in result.to_confirm:
+        hint = f"; confirm with `vault-tools harvest --confirm {outcome.id}`" if outcome.id else ""
+        _out(f"  {outcome.id or outcome.label} reads as already decided{hint}")
+    for rel in result.linked_back:
+        _out(f"linked back from {rel}")
+    for skipped in result.skipped:
+        stderr.print(f"skipped {skipped.file}: {skipped.why}", markup=False)
+    stderr.print(f"{result.notes_read} note(s) read; {verb} {len(result.created) + (len(result.to_confirm) if dry_run else 0)}, "
+                 f"{len(result.already)} harvested before, {len(result.skipped)} skipped", markup=False)
+
+
+@app.command()
+def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
+            vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Every version and lifecycle event of a decision, oldest first, with what each changed in its text."""
+    from .commands.history import history as record_history
+    from .commands.history import text_diff
+    found = record_history(_workspace(vault), decision_id)
+    if json_:
+        items, before = [], None
+        for version in found.versions:
+            item: dict[str, Any] = {k: v for k, v in version.event.to_json().items() if k not in ("text", "hash")}
+            item["status"] = version.decision.status.value if version.decision else None
+            item["text"] = version.text
+            item["taken_from"] = version.taken_from or "ledger"
+            if version.text is not None:
+                item["diff"] = text_diff(before, version)
+                before = version
+            items.append(item)
+        _json({"id": found.id, "events": items, "remarks": found.remarks})
+        return
+    before = None
+    for version in found.versions:
+        event = version.event
+        extra = [f"reason: {event.reason}"] if event.reason else []
+        if event.successor:
+            extra.append(f"{'revision' if event.event == 'edit-rejected' else 'successor'}: {event.successor}")
+        if event.origin:
+            extra.append(f"from {event.origin}")
+        _out(f"{event.at}  {event.event} by {event.actor}  {event.path}")
+        for line in extra:
+            _out(f"  {line}")
+        if version.text is not None:
+            if version.taken_from:
+                _out(f"  (text taken from {version.taken_from})")
+            for line in text_diff(before, version):
+                _out(f"  {line}")
+            before = version
+    for remark in found.remarks:
+        stderr.print(f"note: {remark}", markup=False)
+
+
+RecordedOption = Annotated[bool, typer.Option("--recorded", help="Go by when the vault recorded each step (the "
+                                                                  "ledger's time) instead of when it was decided.")]
+
+
+@app.command("as-of")
+def as_of(date: Annotated[str, typer.Argument(metavar="DATE", help="A date (its end counts) or date and time, "
+                                                                    "in the vault's time zone.")],
+          topics: Annotated[list[str] | None, typer.Argument(metavar="[TOPIC]...", help="Only these topics "
+                                                                                         "(near spellings count).")] = None,
+          recorded: RecordedOption = False, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """The rulings in force on DATE: by when they were decided (ruled_at), or what the vault knew then (--recorded)."""
+    from .commands.history import rulings_as_of
+    ws = _workspace(vault)
+    found = rulings_as_of(ws, date, topics or [], recorded=recorded)
+    if json_:
+        _json([decision_json(s.decision) | {"in_force_since": s.since.isoformat() if s.since else None}
+               for s in found])
+        return
+    if not found:
+        stderr.print(f"no ruling in force on {date}" + (f" on {', '.join(topics)}" if topics else ""), markup=False)
+    for standing in found:
+        _out(_line(standing.decision, ws))
+
+
+@app.command()
+def changed(since: Annotated[str, typer.Option("--since", metavar="DATE", help="From this date (its start) or "
+                                                                                "date and time.")],
+            until: Annotated[str | None, typer.Option("--until", metavar="DATE", help="Up to this date (its end) "
+                                                                                      "or date and time (default: now).")] = None,
+            vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """What was asked, ruled, superseded, withdrawn or retracted in a period, by when the vault recorded it."""
+    from .commands.history import changed as changes_between
+    ws = _workspace(vault)
+    found = changes_between(ws, since, until)
+    if json_:
+        _json([{"event": c.event.event, "id": c.event.id, "at": c.event.at, "actor": c.event.actor,
+                "summary": c.summary, "reason": c.event.reason, "successor": c.event.successor,
+                "ruled_at": _when(c.ruled_at), "path": c.event.path} for c in found])
+        return
+    for change in found:
+        event = change.event
+        decided = f" (decided {_when(change.ruled_at)})" if change.ruled_at is not None else ""
+        _out(f"{event.at}  {event.event:<10} {event.id}{decided}  {change.summary or ''}".rstrip())
+        if event.reason:
+            _out(f"  because: {event.reason}")
+        if event.successor and event.event == "superseded":
+            _out(f"  by {event.successor}")
+    if not found:
+        stderr.print("nothing changed in that period", markup=False)
+
+
+@app.command()
+def export(format_: Annotated[str, typer.Option("--format", help="jsonl (one record a line, for `import export`) "
+                                                                  "or md (a readable page).")] = "jsonl",
+           as_of_: Annotated[str | None, typer.Option("--as-of", metavar="DATE", help="As the decisions stood on "
+                                                                                      "this date (default: now).")] = None,
+           recorded: RecordedOption = False, vault: VaultOption = None) -> None:
+    """A snapshot of every decision, now or as of a date, as JSON lines or Markdown, on stdout."""
+    from .commands.history import export_jsonl, export_markdown, export_records
+    if format_ not in ("jsonl", "md"):
+        raise UsageError(f"unknown --format {format_!r} (expected jsonl or md)")
+    ws = _workspace(vault)
+    rows = export_records(ws, as_of_, recorded=recorded)
+    typer.echo(export_jsonl(ws, rows, as_of_) if format_ == "jsonl" else export_markdown(rows, as_of_), nl=False)
 
 
 @app.command()

@@ -25,7 +25,7 @@ from filelock import FileLock, Timeout
 
 from .dates import instant
 from .errors import InconsistentVault
-from .model import SEALED_FIELDS, Decision, Resolve, Status, leading_id, link_target, name_key
+from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Resolve, Status, leading_id, link_target, name_key
 
 LEDGER_FILE = "ledger.jsonl"
 LOCK_FILE = "ledger.lock"
@@ -54,12 +54,20 @@ class Event:
     reason: str | None = None
     successor: str | None = None
     supersedes: tuple[str, ...] = ()
+    alongside: tuple[str, ...] = ()  # ids of the current rulings a ruling stands beside
+    origin: str | None = None  # on `imported`: the foreign record it came from ("adr:...", "owner-ask:R-003")
+    # On `asked`: the question's summary and topics (its full text is in `text`), so its history
+    # outlives the note. Left out when empty, so lines written before they existed keep their checksums.
+    summary: str | None = None
+    topics: tuple[str, ...] = ()
     line: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("line")
         data["supersedes"] = list(self.supersedes)
+        data["alongside"] = list(self.alongside)
+        data["topics"] = list(self.topics)
         return {key: value for key, value in data.items() if value not in (None, [])}
 
 
@@ -89,6 +97,8 @@ def parse_line(text: str, number: int, where: str) -> Event:
                                 path=where, line=number)
     try:
         data["supersedes"] = tuple(data.get("supersedes", ()))
+        data["alongside"] = tuple(data.get("alongside", ()))
+        data["topics"] = tuple(data.get("topics", ()))
         return Event(**data, line=number)
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
@@ -257,7 +267,7 @@ class History:
     def seal(self) -> Event | None:
         """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit)."""
         for event in reversed(self.events):
-            if event.event in ("sealed", "superseded", "retracted", "imported") and event.text is not None:
+            if event.event in ("sealed", "amended", "superseded", "retracted", "imported") and event.text is not None:
                 return event
         return None
 
@@ -363,9 +373,11 @@ def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[st
         if name == "status":
             # Moving to superseded/retracted is the tool's own edit, checked against the ledger.
             value = Status.RULED.value if value in (Status.SUPERSEDED, Status.RETRACTED) else value.value
-        elif name == "supersedes":
+        elif name in ("supersedes", "alongside"):
             # A deleted note's link still names its id: deleting it does not change this note.
             value = sorted(resolve(link) or leading_id(link) or link for link in value)
+            if not value and name in SEALED_WHEN_SET:
+                continue
         elif name == "source" and value:
             value = _links_as_meaning(value, resolve)
         elif name == "topics":

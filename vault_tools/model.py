@@ -51,12 +51,24 @@ TEXT_FIELDS = ("type", "id", "status", "summary", "asked_by", "ruled_by", "sourc
                "superseded_by", "reason", "reask_reason", "revisit_if")
 DATETIME_FIELDS = ("asked_at", "ruled_at")
 DATE_FIELDS = ("revisit_by", "due")
-LIST_FIELDS = ("topics", "supersedes")
+LIST_FIELDS = ("topics", "supersedes", "alongside")
 KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS)
+
+# The owner's mark for a ruling the agent's view always lists in full. Not a ledger field: the owner
+# sets and clears it at any time, on sealed rulings too, like `tags`.
+PINNED = "pinned"
+
+
+def is_pinned(value: Any) -> bool:
+    """An Obsidian checkbox (`pinned: true`), or the text `true` / `yes` typed by hand."""
+    return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
+
 
 # The fields whose parsed values the seal covers (plus the body).
 SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
-                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by")
+                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside")
+# Sealed fields that join the seal only when they hold something, so seals made before they existed stay valid.
+SEALED_WHEN_SET = frozenset({"alongside"})
 
 REQUIRED_BY_STATUS: dict[Status, tuple[str, ...]] = {
     Status.OPEN: (),
@@ -93,12 +105,14 @@ class Decision:
     ruled_by: str | None = None
     source: str | None = None
     supersedes: tuple[str, ...] = ()  # links as written
+    alongside: tuple[str, ...] = ()  # links to current rulings this one stands beside without replacing them
     superseded_by: str | None = None
     reason: str | None = None
     reask_reason: str | None = None
     revisit_if: str | None = None
     revisit_by: dt.date | None = None
     due: dt.date | None = None
+    pinned: bool = False  # the owner's `pinned: true`: always listed in full in the agent's view
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -256,18 +270,33 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         ruled_by=values.get("ruled_by"),
         source=values.get("source"),
         supersedes=values.get("supersedes", ()),
+        alongside=values.get("alongside", ()),
         superseded_by=values.get("superseded_by"),
         reason=values.get("reason"),
         reask_reason=values.get("reask_reason"),
         revisit_if=values.get("revisit_if"),
         revisit_by=values.get("revisit_by"),
         due=values.get("due"),
+        pinned=is_pinned(data.get(PINNED)),
         key_lines=lines,
     )
     return decision, problems
 
 
 # -- lifecycle ----------------------------------------------------------------------
+
+def status_in_effect(status: Status, recorded: Status | None, replaced: bool) -> Status:
+    """Where a note stands for everything that reads it: the ledger's final statuses win over what the
+    note says (a retracted ruling set back to `ruled` by hand is still retracted), and a ruling named in
+    a current ruling's `supersedes` is no longer current, even before sealing marks it."""
+    if recorded in FINAL_STATUSES:
+        return recorded
+    if recorded is Status.RULED and status is Status.RETRACTED:
+        return Status.RULED  # a retraction typed in Obsidian counts once it is recorded
+    if status is Status.RULED and replaced:
+        return Status.SUPERSEDED
+    return status
+
 
 def can_move(current: Status, new: Status) -> bool:
     return new in TRANSITIONS[current]
@@ -549,6 +578,43 @@ def describe_chain(chain: Sequence[str], topic: str) -> str:
     """How a ruling came to settle a topic: "D-0003 superseded D-0002, which superseded D-0001 on X"."""
     steps = [f"{chain[0]} superseded {chain[1]}"] + [f"which superseded {later}" for later in chain[2:]]
     return ", ".join(steps) + f" on {topic}"
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Two current rulings settling one topic, the newer not saying whether it replaces the older."""
+
+    newer: Decision
+    older: Decision
+    topic: str
+
+
+def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo) -> list[Overlap]:
+    """Pairs of current rulings on one topic (near spellings and topics taken over by supersession count)
+    where neither names the other in `supersedes` or `alongside`: the record does not say which stands."""
+    current = sorted((d for d in decisions if d.is_current), key=lambda d: newest_first_key(d, tz))
+    by_id = {d.id: d for d in decisions}
+    settles = {d.id: settled_topics(d, by_id, resolve) for d in current}
+    related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
+               if (target := resolve(link) or leading_id(link))}
+    index = TopicIndex()
+    owners: dict[str, list[Decision]] = {}  # topic -> the current rulings settling it, oldest first
+    found: list[Overlap] = []
+    paired: set[tuple[str, str]] = set()
+    for newer in current:  # oldest first: each ruling meets those before it
+        for topic in sorted(settles[newer.id]):
+            for known in index.matches(topic):
+                for older in owners[known]:
+                    pair = (newer.id, older.id)
+                    if older.id == newer.id or pair in paired or pair in related or pair[::-1] in related:
+                        continue
+                    paired.add(pair)
+                    found.append(Overlap(newer, older, topic))
+        for topic in settles[newer.id]:
+            index.add(topic)
+            owners.setdefault(topic, []).append(newer)
+    # the newest ruling first, and under it the older rulings newest first
+    return sorted(found, key=lambda o: (newest_first_key(o.newer, tz), newest_first_key(o.older, tz)), reverse=True)
 
 
 # -- whole-vault consistency ----------------------------------------------------------

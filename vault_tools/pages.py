@@ -1,7 +1,9 @@
 """The pinned pages, built from the vault's state. Pure: text in, text out.
 
-The same state and the same `today` give the same bytes: everything is sorted,
-no page carries a build time, and ages are the only thing `today` changes.
+The same decisions give the same bytes on any day: everything is sorted, no page
+carries a build time, an age or a mark computed from today's date. The agent's
+view (`agent_context`) is not a file, so it may count days: it is computed
+where it is read.
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .dates import local_date
-from .model import Decision, Resolve, Status, newest_first_key, settled_topics
+from .errors import UsageError
+from .model import Decision, Overlap, Resolve, Status, newest_first_key, settled_topics, unresolved_overlaps
 
 OPEN_QUESTIONS = "Open questions"
 DECISIONS_LOG = "Decisions log"
@@ -48,17 +51,13 @@ class Pages:
     settings: Settings
     open_questions: list[Decision] = field(default_factory=list)
     current: list[Decision] = field(default_factory=list)
+    overlaps: list[Overlap] = field(default_factory=list)  # newer rulings not saying whether they replace older
 
     @property
     def over_budget(self) -> bool:
         """Even with every ruling moved to the archive the budget is overflowed: the open questions,
         which are never cut, are too many. The build fails instead."""
         return self.used_lines > self.settings.budget_lines or self.used_bytes > self.settings.budget_bytes
-
-    @property
-    def agent_text(self) -> str:
-        """Exactly what an agent loads: the open questions, then the decisions log."""
-        return self.texts[OPEN_QUESTIONS] + AGENT_SEPARATOR + self.texts[DECISIONS_LOG]
 
     def budget_message(self) -> str:
         return (f"the open-question backlog is over budget: the agent's pages need {self.used_lines} lines and "
@@ -109,21 +108,14 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def _question_line(question: Decision, today: dt.date, tz: dt.tzinfo, settings: Settings) -> list[str]:
-    parts = [f"- {link(question)} {escape(question.summary)}"]
+def _question_line(question: Decision, tz: dt.tzinfo) -> list[str]:
     details = [shown_list([f"`{escape(topic)}`" for topic in question.topics])]
     if question.asked_at:
-        age = (today - local_date(question.asked_at, tz)).days
-        when = f" ({_plural(age, 'day')} ago)" if age >= 0 else ""  # asked after the --today given
-        details.append(f"asked {local_date(question.asked_at, tz).isoformat()}{when}"
+        details.append(f"asked {local_date(question.asked_at, tz).isoformat()}"
                        + (f" by {escape(question.asked_by)}" if question.asked_by else ""))
-        if age > settings.stale_after_days:
-            details.append(f"**stale** (open over {settings.stale_after_days} days)")
     if question.due:
-        left = (question.due - today).days
-        when = "today" if left == 0 else (f"{_plural(-left, 'day')} overdue" if left < 0 else f"in {_plural(left, 'day')}")
-        details.append(f"due {question.due.isoformat()} ({when})")
-    lines = [parts[0] + " · " + " · ".join(details)]
+        details.append(f"due {question.due.isoformat()}")
+    lines = [f"- {link(question)} {escape(question.summary)} · " + " · ".join(details)]
     if question.reask_reason:
         lines.append(f"  - asked again because: {escape(question.reask_reason)}")
     return lines
@@ -134,37 +126,47 @@ def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
 
 
 def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple[Decision, list[Decision]]],
-                        problems: Sequence[PageProblem], today: dt.date, tz: dt.tzinfo, settings: Settings) -> str:
-    overdue = [q for q in questions if q.due and q.due < today]
-    soon = [q for q in questions if q.due and today <= q.due <= today + dt.timedelta(days=settings.reminder_days)]
-    rest = [q for q in questions if q not in overdue and q not in soon]
-    stale = sum(1 for q in questions if q.asked_at and (today - local_date(q.asked_at, tz)).days > settings.stale_after_days)
+                        problems: Sequence[PageProblem], tz: dt.tzinfo, overlaps: Sequence[Overlap] = ()) -> str:
+    """Every open question: those with a due date first, soonest first, then the rest oldest first.
 
+    Dates only, no ages or overdue marks: the page changes when a note does, never because a day
+    passed (`vault-tools context` and `lint` compute ages where they are read)."""
+    dated = sorted((q for q in questions if q.due), key=lambda q: (q.due, _asked_key(q, tz)))
+    undated = sorted((q for q in questions if not q.due), key=lambda q: _asked_key(q, tz))
     out = [NOTICE, "", f"# {OPEN_QUESTIONS}", ""]
     counts = [_plural(len(questions), "open question")]
-    if overdue:
-        counts.append(f"{len(overdue)} overdue")
-    if soon:
-        counts.append(f"{len(soon)} due soon")
-    if stale:
-        counts.append(f"{stale} stale")
+    if dated:
+        counts.append(f"{len(dated)} with a due date")
     if revisions:
         counts.append(_plural(len(revisions), "proposed revision"))
+    if overlaps:
+        counts.append(_plural(len(overlaps), "ruling") + " not saying whether "
+                      + ("it replaces" if len(overlaps) == 1 else "they replace") + " another")
     out += [", ".join(counts) + ".", ""]
-    for heading, items in (("Overdue", sorted(overdue, key=lambda q: (q.due, _asked_key(q, tz)))),
-                           (f"Due within {settings.reminder_days} days", sorted(soon, key=lambda q: (q.due, _asked_key(q, tz)))),
-                           ("Open", sorted(rest, key=lambda q: _asked_key(q, tz)))):
+    for heading, items in (("Due by a date", dated), ("Open", undated)):
         if items:
             out += [f"## {heading}", ""]
             for question in items:
-                out += _question_line(question, today, tz, settings)
+                out += _question_line(question, tz)
             out.append("")
     if revisions:
         out += ["## Proposed revisions", ""]
         for revision, replaces in sorted(revisions, key=lambda item: _asked_key(item[0], tz)):
             targets = ", ".join(f"{link(old)} ({escape(old.summary)})" for old in replaces) or "a ruling not found"
-            out += _question_line(revision, today, tz, settings)
+            out += _question_line(revision, tz)
             out.append(f"  - would replace {targets}")
+            if revision.reason:
+                out.append(f"  - {escape(revision.reason)}")
+        out.append("")
+    if overlaps:
+        out += [f"## {NOT_SAID}", "",
+                "Two current rulings on one topic, and the newer does not say whether it replaces the older. "
+                "Add the older one to the newer one's `supersedes` (with a `reason`) if it replaces it, or to its "
+                "`alongside` if both stand.", ""]
+        for overlap in overlaps[:MAX_OVERLAPS_LISTED]:
+            out += overlap_lines(overlap, tz)
+        if len(overlaps) > MAX_OVERLAPS_LISTED:
+            out.append(f"- and {len(overlaps) - MAX_OVERLAPS_LISTED} more pairs: `vault-tools lint` lists every one")
         out.append("")
     if problems:
         out += ["## Problems", "", "These decision notes cannot be used until they are fixed:", ""]
@@ -175,6 +177,38 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+NOT_SAID = "Not said whether it replaces"
+MAX_OVERLAPS_LISTED = 10  # pairs shown side by side; the rest are counted (lint lists them all)
+
+
+def overlap_lines(overlap: Overlap, tz: dt.tzinfo) -> list[str]:
+    """The newer ruling and the older one side by side, for the owner to say which stands."""
+    newer, older = overlap.newer, overlap.older
+    return [f"- {link(newer)} has not said whether it replaces {link(older)} on `{overlap.topic}`",
+            f"  - newer, {_ruled_day(newer, tz)}: {escape(newer.summary)}",
+            f"  - older, {_ruled_day(older, tz)}: {escape(older.summary)}"]
+
+
+def unsaid_notes(overlaps: Iterable[Overlap]) -> dict[str, list[str]]:
+    """One mark per ruling: which newer ruling has not said whether it replaces it, or which older one
+    it has not said it replaces (the first, and how many more)."""
+    newer_of: dict[str, list[str]] = {}
+    older_of: dict[str, list[str]] = {}
+    for overlap in overlaps:
+        newer_of.setdefault(overlap.older.id, []).append(overlap.newer.id)
+        older_of.setdefault(overlap.newer.id, []).append(overlap.older.id)
+
+    def more(ids: list[str]) -> str:
+        return f" (and {len(ids) - 1} more)" if len(ids) > 1 else ""
+
+    found: dict[str, list[str]] = {}
+    for ruling_id, newer in newer_of.items():
+        found.setdefault(ruling_id, []).append(f"{newer[0]}{more(newer)}, newer, has not said whether it replaces this")
+    for ruling_id, older in older_of.items():
+        found.setdefault(ruling_id, []).append(f"has not said whether it replaces {older[0]}{more(older)}")
+    return found
+
+
 # -- decisions log and archive ----------------------------------------------------------
 
 def _ruled_day(decision: Decision, tz: dt.tzinfo) -> str:
@@ -183,6 +217,8 @@ def _ruled_day(decision: Decision, tz: dt.tzinfo) -> str:
 
 # ruling id -> the topics it settles through rulings it superseded, each with the id that carried it
 TakenOver = Mapping[str, Sequence[tuple[str, str]]]
+# ruling id -> what the log says of it while a newer ruling on its topic has not said whether it replaces it
+Unsaid = Mapping[str, Sequence[str]]
 
 
 def taken_over_topics(rulings: Iterable[Decision], by_id: Mapping[str, Decision], resolve: Resolve) -> dict[str, list[tuple[str, str]]]:
@@ -195,19 +231,21 @@ def taken_over_topics(rulings: Iterable[Decision], by_id: Mapping[str, Decision]
     return found
 
 
-def _ruling_line(ruling: Decision, today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> str:
+def _ruling_line(ruling: Decision, tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
     line = f"- {link(ruling)} {_ruled_day(ruling, tz)} {escape(ruling.summary)}"
     if len(ruling.topics) > 1:
         line += " (also: " + shown_list([f"`{escape(t)}`" for t in ruling.topics[1:]]) + ")"
     if ruling.id in taken_over:
         line += " · also settles " + shown_list([f"`{escape(topic)}` (from {old})"
                                                  for topic, old in taken_over[ruling.id]])
-    if ruling.revisit_by and ruling.revisit_by < today:
-        line += f" · **revisit by {ruling.revisit_by.isoformat()} has passed**"
+    for note in unsaid.get(ruling.id, ()):
+        line += f" · **{note}**"
+    if ruling.revisit_by:
+        line += f" · revisit by {ruling.revisit_by.isoformat()}"
     return line
 
 
-def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> list[str]:
+def _by_topic(rulings: Iterable[Decision], tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> list[str]:
     groups: dict[str, list[Decision]] = {}
     for ruling in rulings:
         groups.setdefault(ruling.topics[0] if ruling.topics else "(no topic)", []).append(ruling)
@@ -215,7 +253,7 @@ def _by_topic(rulings: Iterable[Decision], today: dt.date, tz: dt.tzinfo, taken_
     for topic in sorted(groups):
         out += [f"## {topic}", ""]
         for ruling in sorted(groups[topic], key=lambda d: newest_first_key(d, tz), reverse=True):
-            out.append(_ruling_line(ruling, today, tz, taken_over))
+            out.append(_ruling_line(ruling, tz, taken_over, unsaid))
         out.append("")
     return out
 
@@ -230,13 +268,13 @@ def _superseded_line(old: Decision, successor: Decision | None, tz: dt.tzinfo) -
 
 
 def decisions_log_page(shown: Sequence[Decision], left_out: int, recent: Sequence[tuple[Decision, Decision | None]],
-                       recent_left_out: int, today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> str:
+                       recent_left_out: int, tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
     total = len(shown) + left_out
     topics = len({d.topics[0] for d in shown if d.topics})
     out = [NOTICE, "", f"# {DECISIONS_LOG}", "",
            f"{_plural(total, 'current ruling')}; newest first within each topic. "
            "Do not re-ask these; `vault-tools ask` refuses settled topics.", ""]
-    out += _by_topic(shown, today, tz, taken_over)
+    out += _by_topic(shown, tz, taken_over, unsaid)
     if recent or recent_left_out:
         out += ["## Recently superseded", ""]
         out += [_superseded_line(old, new, tz) for old, new in recent]
@@ -255,11 +293,11 @@ def _mermaid_label(decision: Decision, tz: dt.tzinfo) -> str:
 
 
 def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], successor_of: dict[str, Decision],
-                 today: dt.date, tz: dt.tzinfo, taken_over: TakenOver) -> str:
+                 tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
     out = [NOTICE, "", f"# {ARCHIVE}", ""]
     out += [f"## Current rulings left off the log ({len(left_out)})", ""]
     if left_out:
-        out += [line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in _by_topic(left_out, today, tz, taken_over)]
+        out += [line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in _by_topic(left_out, tz, taken_over, unsaid)]
     else:
         out += ["None: the log lists every current ruling.", ""]
     superseded = [d for d in history if d.status is Status.SUPERSEDED]
@@ -307,7 +345,14 @@ def _largest_fitting(most: int, fits: Callable[[int], bool]) -> int:
     return low
 
 
-def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo,
+def latest_ruling_day(decisions: Iterable[Decision], tz: dt.tzinfo) -> dt.date | None:
+    """The day of the newest ruling in the record: "recent" on the pages counts back from it, not from
+    the clock, so an unchanged vault builds the same pages on any later day."""
+    days = [local_date(d.ruled_at, tz) for d in decisions if d.ruled_at]
+    return max(days, default=None)
+
+
+def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
                 settings: Settings, problems: Sequence[PageProblem] = ()) -> Pages:
     by_id = {d.id: d for d in decisions}
 
@@ -320,25 +365,21 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
     current = sorted((d for d in decisions if d.status is Status.RULED),
                      key=lambda d: newest_first_key(d, tz), reverse=True)
     history = [d for d in decisions if d.status in (Status.SUPERSEDED, Status.WITHDRAWN, Status.RETRACTED)]
-    successor_of: dict[str, Decision] = {}
-    for decision in decisions:
-        if decision.status in (Status.RULED, Status.SUPERSEDED, Status.RETRACTED):
-            for old in targets(decision):
-                successor_of.setdefault(old.id, decision)
+    successor_of = successors(decisions, by_id, resolve)
     taken_over = taken_over_topics(current, by_id, resolve)
-    recent_since = today - dt.timedelta(days=settings.recent_days)
-    recent = sorted(((old, successor_of.get(old.id)) for old in history if old.status is Status.SUPERSEDED
-                     and successor_of.get(old.id) is not None and successor_of[old.id].ruled_at
-                     and local_date(successor_of[old.id].ruled_at, tz) >= recent_since),  # type: ignore[arg-type]
-                    key=lambda pair: newest_first_key(pair[1], tz), reverse=True)  # type: ignore[arg-type]
+    overlaps = unresolved_overlaps(decisions, resolve, tz)
+    unsaid = unsaid_notes(overlaps)
+    latest = latest_ruling_day(decisions, tz)
+    recent = recent_supersessions(history, successor_of, latest - dt.timedelta(days=settings.recent_days)
+                                  if latest else None, tz)
 
-    open_page = open_questions_page(questions, revisions, problems, today, tz, settings)
-    # What an agent loads is the two pages one after the other (see `Pages.agent_text`).
+    open_page = open_questions_page(questions, revisions, problems, tz, overlaps)
+    # What an agent loads from the pages is the two one after the other.
     open_lines, open_bytes = size(open_page + AGENT_SEPARATOR)
 
     def log_with(count: int, recent_count: int = 0) -> str:
         return decisions_log_page(current[:count], len(current) - count, recent[:recent_count],
-                                  len(recent) - recent_count, today, tz, taken_over)
+                                  len(recent) - recent_count, tz, taken_over, unsaid)
 
     def fits(page: str) -> bool:
         lines, size_bytes = size(page)
@@ -348,9 +389,355 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, today: dt.date,
     low = _largest_fitting(len(current), lambda count: fits(log_with(count)))
     recent_shown = _largest_fitting(len(recent), lambda count: fits(log_with(low, count)))
     log_page = log_with(low, recent_shown)
-    archive = archive_page(current[low:], history, successor_of, today, tz, taken_over)
+    archive = archive_page(current[low:], history, successor_of, tz, taken_over, unsaid)
     log_lines, log_bytes = size(log_page)
     return Pages(texts={OPEN_QUESTIONS: open_page, DECISIONS_LOG: log_page, ARCHIVE: archive},
                  rulings_shown=low, rulings_left_out=len(current) - low,
                  used_lines=open_lines + log_lines, used_bytes=open_bytes + log_bytes, settings=settings,
-                 open_questions=[*questions, *(r for r, _ in revisions)], current=current)
+                 open_questions=[*questions, *(r for r, _ in revisions)], current=current, overlaps=overlaps)
+
+
+def successors(decisions: Iterable[Decision], by_id: Mapping[str, Decision], resolve: Resolve) -> dict[str, Decision]:
+    """For each note a ruling replaced, the ruling that replaced it."""
+    found: dict[str, Decision] = {}
+    for decision in decisions:
+        if decision.status in (Status.RULED, Status.SUPERSEDED, Status.RETRACTED):
+            for link_text in decision.supersedes:
+                target = resolve(link_text)
+                if target in by_id and target != decision.id:
+                    found.setdefault(target, decision)  # type: ignore[arg-type]
+    return found
+
+
+def recent_supersessions(history: Iterable[Decision], successor_of: Mapping[str, Decision], since: dt.date | None,
+                         tz: dt.tzinfo) -> list[tuple[Decision, Decision | None]]:
+    """The superseded rulings whose successor was ruled on or after `since`, newest first."""
+    found: list[tuple[Decision, Decision | None]] = []
+    for old in history:
+        new = successor_of.get(old.id)
+        if old.status is Status.SUPERSEDED and new is not None and new.ruled_at and since is not None \
+                and local_date(new.ruled_at, tz) >= since:
+            found.append((old, new))
+    found.sort(key=lambda pair: newest_first_key(pair[1], tz), reverse=True)  # type: ignore[arg-type]
+    return found
+
+
+# -- what the agent reads ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Usage:
+    chars: int  # Python `len` of the text, the final newline included
+    lines: int
+    bytes: int  # UTF-8
+    tokens: int  # estimated, see `estimate_tokens`
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative token count: one token per 3 ASCII characters (English runs nearer 4) and one per
+    character beyond ASCII (Japanese, Chinese, emoji and accented letters often cost one or more)."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return -(-ascii_chars // 3) + (len(text) - ascii_chars)
+
+
+def measure(text: str) -> Usage:
+    return Usage(len(text), text.count("\n"), len(text.encode("utf-8")), estimate_tokens(text))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The most one consumer loads without cutting; None where it sets no limit."""
+
+    name: str
+    chars: int | None = None
+    lines: int | None = None
+    bytes: int | None = None
+    tokens: int | None = None
+
+    def fits(self, usage: Usage) -> bool:
+        return all(limit is None or used <= limit for used, limit in (
+            (usage.chars, self.chars), (usage.lines, self.lines), (usage.bytes, self.bytes), (usage.tokens, self.tokens)))
+
+    def describe(self) -> str:
+        parts = [f"{value:,} {unit}" for value, unit in ((self.chars, "characters"), (self.lines, "lines"),
+                                                        (self.bytes, "bytes"), (self.tokens, "tokens"))
+                 if value is not None]
+        return " and ".join(parts) or "no limit"
+
+
+# Each agent's real limit, with a margin where the limit is only known from reports (see docs/agents.md).
+BUDGETS = {
+    "claude-hook": Budget("claude-hook", chars=9500),  # Claude Code keeps 10,000 characters of hook output
+    "codex-hook": Budget("codex-hook", tokens=2400),  # Codex moves hook output past ~2,500 tokens to a file
+    "memory-file": Budget("memory-file", lines=200, bytes=25000),  # Claude Code loads MEMORY.md up to this
+}
+
+
+def parse_budget(value: str, default: Budget) -> Budget:
+    """`claude-hook`, `codex-hook`, `memory-file`, `config` (the vault's own) or a number of characters."""
+    if value == "config":
+        return default
+    if value in BUDGETS:
+        return BUDGETS[value]
+    digits = value.replace(",", "").replace("_", "")
+    if digits.isdigit() and int(digits) > 0:
+        return Budget(str(int(digits)), chars=int(digits))
+    raise ValueError(f"unknown budget {value!r} (expected {', '.join(BUDGETS)}, config or a number of characters)")
+
+
+@dataclass
+class Context:
+    """What an agent reads at the start of a session: `text`, and what it holds."""
+
+    text: str
+    budget: Budget
+    usage: Usage
+    open_questions: list[Decision]  # shown, most urgent first
+    questions_left_out: int  # > 0 only when the open questions alone overflow the budget
+    problems: list[PageProblem]
+    problems_left_out: int
+    topics: list[str]  # named in the index
+    topics_left_out: int
+    rulings: list[tuple[Decision, list[str]]]  # listed in full, each with why it was chosen
+    rulings_left_out: int
+    overlaps: list[Overlap] = field(default_factory=list)  # newer rulings not saying whether they replace older
+
+    @property
+    def questions_overflow(self) -> str | None:
+        if not self.questions_left_out:
+            return None
+        total = len(self.open_questions) + self.questions_left_out
+        return (f"the {total} open questions alone do not fit the budget {self.budget.name} "
+                f"({self.budget.describe()}); answer or withdraw questions, or use a larger budget")
+
+
+FIELD_LIMIT = 300  # characters of one field (summary, reason) in the agent's view
+TOPIC_LIMIT = 60  # characters of one topic name
+TOPICS_PER_LINE = 5  # topics named on one question or ruling line; the index names them all
+TOPICS_INDEXED_PER_NOTE = 20  # past this, a note's topic list is over-long: the index names 20 and says so
+PROBLEMS_LISTED = 10
+INDEX_WIDTH = 160
+_WIKILINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+
+
+def plain(text: str, limit: int = FIELD_LIMIT, note_id: str | None = None) -> str:
+    """Owner's text on one line, without wikilink syntax (a link shows its alias or its target), cut past
+    `limit` characters with a marker saying where the rest is."""
+    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), " ".join(text.split()))
+    for pair, single in (("[[", "["), ("]]", "]")):
+        while pair in text:
+            text = text.replace(pair, single)
+    if len(text) <= limit:
+        return text
+    where = f": vault-tools show {note_id}" if note_id else ""
+    return f"{text[:limit].rstrip()} [… {len(text) - limit:,} more characters{where}]"
+
+
+def _topic_list(topics: Sequence[str]) -> str:
+    shown = [plain(t, TOPIC_LIMIT) for t in topics[:TOPICS_PER_LINE]]
+    more = f", +{len(topics) - TOPICS_PER_LINE:,} more" if len(topics) > TOPICS_PER_LINE else ""
+    return "[" + ", ".join(shown) + more + "]"
+
+
+def _days(count: int) -> str:
+    return _plural(count, "day")
+
+
+def _agent_question_line(question: Decision, replaces: Sequence[Decision], today: dt.date, tz: dt.tzinfo,
+                         settings: Settings) -> str:
+    parts = [f"- {question.id} {_topic_list(question.topics)} {plain(question.summary, note_id=question.id)}"]
+    if replaces:
+        parts.append("proposed revision of " + ", ".join(old.id for old in replaces))
+    if question.asked_at:
+        asked = local_date(question.asked_at, tz)
+        age = (today - asked).days
+        by = f" by {plain(question.asked_by, TOPIC_LIMIT)}" if question.asked_by else ""
+        when = "" if age < 0 else " (today)" if age == 0 else f" ({_days(age)} ago{', stale' if age > settings.stale_after_days else ''})"
+        parts.append(f"asked {asked.isoformat()}{by}{when}")
+    if question.due:
+        left = (question.due - today).days
+        when = "today" if left == 0 else f"{_days(-left)} overdue" if left < 0 else f"in {_days(left)}"
+        parts.append(f"due {question.due.isoformat()} ({when})")
+    if question.reask_reason:
+        parts.append("asked again because: " + plain(question.reask_reason, note_id=question.id))
+    return " · ".join(parts)
+
+
+def _why_listed(ruling: Decision, today: dt.date, tz: dt.tzinfo, settings: Settings) -> list[str]:
+    why = []
+    if ruling.pinned:
+        why.append("pinned")
+    if ruling.revisit_by and ruling.revisit_by <= today:
+        why.append("revisit due")
+    if ruling.ruled_at and (today - local_date(ruling.ruled_at, tz)).days <= settings.recent_days:
+        why.append("recent")
+    return why
+
+
+def _agent_ruling_line(ruling: Decision, replaced: Sequence[str], why: Sequence[str], tz: dt.tzinfo,
+                       unsaid: Sequence[str] = ()) -> str:
+    parts = [f"- {ruling.id} {_ruled_day(ruling, tz)} {_topic_list(ruling.topics)} {plain(ruling.summary, note_id=ruling.id)}"]
+    parts += [f"UNSETTLED: {note}" for note in unsaid]
+    if "pinned" in why:
+        parts.append("pinned by the owner")
+    if replaced:
+        parts.append("replaces " + ", ".join(replaced[:TOPICS_PER_LINE])
+                     + (f" and {len(replaced) - TOPICS_PER_LINE:,} more" if len(replaced) > TOPICS_PER_LINE else ""))
+    if ruling.revisit_by:
+        parts.append(f"revisit by {ruling.revisit_by.isoformat()}{' (due)' if 'revisit due' in why else ''}")
+    return " · ".join(parts)
+
+
+def _index_lines(topics: Sequence[str], left_out: int) -> list[str]:
+    lines: list[str] = []
+    current = ""
+    for topic in topics:
+        item = plain(topic, TOPIC_LIMIT)
+        if current and len(current) + 2 + len(item) > INDEX_WIDTH:
+            lines.append(current + ",")
+            current = item
+        else:
+            current = f"{current}, {item}" if current else item
+    if left_out:
+        current += f"{'; ' if current else ''}{left_out:,} more topics not named here (budget)"
+    if current:
+        lines.append(current)
+    return lines
+
+
+def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo,
+                  settings: Settings, budget: Budget, problems: Sequence[PageProblem] = ()) -> Context:
+    """The agent's view of the decisions in effect, never longer than `budget`.
+
+    In order, each part only where the parts before it leave room: every open question (if they alone do
+    not fit, the most urgent that do, and `questions_left_out` says how many did not), up to
+    PROBLEMS_LISTED unreadable notes, the index of every settled topic, then one line each for the rulings
+    most likely to matter: pinned by the owner, revisit due, ruled in the last `recent_days`, then newest.
+    The last line counts what was left out. Ages are computed against `today`: this is not a file.
+    """
+    by_id = {d.id: d for d in decisions}
+
+    def targets(decision: Decision) -> list[Decision]:
+        return [by_id[t] for t in (resolve(link_text) for link_text in decision.supersedes) if t in by_id]
+
+    open_notes = [d for d in decisions if d.status is Status.OPEN]
+    dated = sorted((q for q in open_notes if q.due and not q.supersedes), key=lambda q: (q.due, _asked_key(q, tz)))
+    undated = sorted((q for q in open_notes if not q.due and not q.supersedes), key=lambda q: _asked_key(q, tz))
+    revisions = sorted((q for q in open_notes if q.supersedes), key=lambda q: _asked_key(q, tz))
+    questions = [*dated, *undated, *revisions]
+    question_lines = [_agent_question_line(q, targets(q) if q.supersedes else [], today, tz, settings) for q in questions]
+
+    current = [d for d in decisions if d.status is Status.RULED]
+    named: set[str] = set()
+    over_long: list[tuple[str, int]] = []  # rulings whose topic list is cut: (id, topics not named)
+    for ruling in current:
+        settles = list(settled_topics(ruling, by_id, resolve))  # its own topics first
+        named.update(settles[:TOPICS_INDEXED_PER_NOTE])
+        if len(settles) > TOPICS_INDEXED_PER_NOTE:
+            over_long.append((ruling.id, len(settles) - TOPICS_INDEXED_PER_NOTE))
+    topics = sorted(named)
+    cut_lines = [f"{ruling_id} settles {count:,} more topics than named here (an over-long list): "
+                 f"`vault-tools show {ruling_id}`" for ruling_id, count in sorted(over_long)]
+    chosen = {ruling.id: _why_listed(ruling, today, tz, settings) for ruling in current}
+
+    def priority(ruling: Decision) -> tuple[int, dt.datetime, int]:
+        why = chosen[ruling.id]
+        rank = 0 if "pinned" in why else 1 if "revisit due" in why else 2 if "recent" in why else 3
+        moment, number = newest_first_key(ruling, tz)
+        return -rank, moment, number
+
+    ordered = sorted(current, key=priority, reverse=True)
+    overlaps = unresolved_overlaps(decisions, resolve, tz)
+    unsaid = unsaid_notes(overlaps)
+    ruling_lines = [_agent_ruling_line(r, [t.id for t in targets(r)], chosen[r.id], tz, unsaid.get(r.id, ()))
+                    for r in ordered]
+    overlap_lines_ = [f"- {o.newer.id} ({_ruled_day(o.newer, tz)}: {plain(o.newer.summary, note_id=o.newer.id)}) has not "
+                      f"said whether it replaces {o.older.id} ({_ruled_day(o.older, tz)}: "
+                      f"{plain(o.older.summary, note_id=o.older.id)}) on {plain(o.topic, TOPIC_LIMIT)}"
+                      for o in overlaps]
+    problem_list = sorted(problems, key=lambda p: (p.path, p.line or 0))
+    problem_lines = [f"- {plain(p.path, FIELD_LIMIT)}{f':{p.line}' if p.line else ''} {plain(p.message)}"
+                     for p in problem_list]
+
+    def render(n_questions: int, n_problems: int, n_topics: int, n_rulings: int, n_overlaps: int = 0) -> str:
+        out = [f"# Decisions in effect (vault-tools, {today.isoformat()})", "",
+               "Follow the current rulings. Never ask the owner about a settled topic: `vault-tools lookup TOPIC` "
+               "prints its rulings. Ask new questions with `vault-tools ask`.", ""]
+        if questions:
+            out += [f"## Open questions ({len(questions)}): the owner has not ruled; do not decide them yourself", ""]
+            out += question_lines[:n_questions]
+            if n_questions < len(questions):
+                out.append(f"- {len(questions) - n_questions:,} more open questions not shown (budget): "
+                           "`vault-tools list --status open`")
+        else:
+            out += ["## Open questions: none", ""]
+        if overlap_lines_:
+            out += ["", f"## Not said whether it replaces ({len(overlap_lines_)}): neither ruling is the plain answer "
+                    "until the owner says which stands", ""]
+            out += overlap_lines_[:n_overlaps]
+            if n_overlaps < len(overlap_lines_):
+                out.append(f"- {len(overlap_lines_) - n_overlaps:,} more pairs: `vault-tools lint`")
+        if problem_lines and (questions or overlap_lines_):
+            out.append("")
+        if problem_lines:
+            out += [f"## Unreadable decision notes ({len(problem_lines)}): a ruling may be hiding in them", ""]
+            out += problem_lines[:n_problems]
+            if n_problems < len(problem_lines):
+                out.append(f"- {len(problem_lines) - n_problems:,} more: `vault-tools lint`")
+        if out[-1]:
+            out.append("")
+        if topics:
+            out += [f"## Settled topics ({len(topics):,}): each has a current ruling", ""]
+            out += _index_lines(topics[:n_topics], len(topics) - n_topics)
+            out += cut_lines[:PROBLEMS_LISTED]
+            if len(cut_lines) > PROBLEMS_LISTED:
+                out.append(f"{len(cut_lines) - PROBLEMS_LISTED:,} more rulings with over-long topic lists: "
+                           "`vault-tools lint`")
+            out += ["", f"## Rulings ({n_rulings:,} of {len(current):,} listed; most likely to matter first)", ""]
+            out += ruling_lines[:n_rulings]
+            if out[-1]:
+                out.append("")
+        else:
+            out += ["## Settled topics: none yet", ""]
+        left = []
+        if len(current) - n_rulings:
+            left.append(f"{len(current) - n_rulings:,} of {len(current):,} current rulings")
+        if len(topics) - n_topics:
+            left.append(f"{len(topics) - n_topics:,} of {len(topics):,} topic names")
+        if n_questions < len(questions):
+            left.append(f"{len(questions) - n_questions:,} open questions")
+        if n_problems < len(problem_lines):
+            left.append(f"{len(problem_lines) - n_problems:,} unreadable notes")
+        if n_overlaps < len(overlap_lines_):
+            left.append(f"{len(overlap_lines_) - n_overlaps:,} pairs of rulings not saying whether one replaces the other")
+        summary = "Left out: " + ", ".join(left) + "." if left else "Left out: nothing."
+        out.append(f"{summary} `vault-tools lookup TOPIC` shows the rulings on a topic and what they replaced.")
+        return "\n".join(out) + "\n"
+
+    def fits(text: str) -> bool:
+        return budget.fits(measure(text))
+
+    if not fits(render(0, 0, 0, 0)):
+        frame = measure(render(0, 0, 0, 0))
+        raise UsageError(f"the budget {budget.name} ({budget.describe()}) is too small for even an empty context "
+                         f"({frame.chars:,} characters, {frame.lines} lines, {frame.tokens:,} tokens)")
+    n_questions = _largest_fitting(len(questions), lambda n: fits(render(n, 0, 0, 0)))
+    n_problems = 0
+    n_topics = 0
+    n_rulings = 0
+    n_overlaps = 0
+    if n_questions == len(questions):
+        n_overlaps = _largest_fitting(min(MAX_OVERLAPS_LISTED, len(overlap_lines_)),
+                                      lambda n: fits(render(n_questions, 0, 0, 0, n)))
+        n_problems = _largest_fitting(min(PROBLEMS_LISTED, len(problem_lines)),
+                                      lambda n: fits(render(n_questions, n, 0, 0, n_overlaps)))
+        n_topics = _largest_fitting(len(topics), lambda n: fits(render(n_questions, n_problems, n, 0, n_overlaps)))
+        if n_topics == len(topics):
+            n_rulings = _largest_fitting(len(ordered), lambda n: fits(render(n_questions, n_problems, n_topics, n,
+                                                                              n_overlaps)))
+    text = render(n_questions, n_problems, n_topics, n_rulings, n_overlaps)
+    return Context(text=text, budget=budget, usage=measure(text), open_questions=questions[:n_questions],
+                   questions_left_out=len(questions) - n_questions, problems=problem_list[:n_problems],
+                   problems_left_out=len(problem_lines) - n_problems, topics=topics[:n_topics],
+                   topics_left_out=len(topics) - n_topics,
+                   rulings=[(r, chosen[r.id]) for r in ordered[:n_rulings]], rulings_left_out=len(current) - n_rulings,
+                   overlaps=overlaps)

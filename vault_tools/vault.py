@@ -51,6 +51,7 @@ class Config:
     default_asker: str = "agent"
     default_ruler: str = "owner"
     lint: dict[str, str] = field(default_factory=dict)
+    harvest_on_change: bool = False
 
     @property
     def tz(self) -> dt.tzinfo:
@@ -72,6 +73,7 @@ CONFIG_DOC = {
     "default_asker": "`asked_by` when a command does not say",
     "default_ruler": "`ruled_by` when a command or the watcher does not say",
     "lint": "per-rule severity: a mapping of code to error, warning or off",
+    "harvest_on_change": "the watcher harvests decisions written in passing from notes as they change",
 }
 
 
@@ -214,7 +216,10 @@ def check_folders_on_disk(root: Path, config: Config) -> None:
 def _typed(key: str, value: Any, kind: type, shown: str, line: int) -> Any:
     if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    if isinstance(value, kind) and not isinstance(value, bool):
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif isinstance(value, kind) and not isinstance(value, bool):
         return value
     raise ConfigError(f"{key} must be {kind.__name__}, not {value!r}", path=shown, line=line)
 
@@ -443,7 +448,7 @@ class Vault:
             if row is not None and row.trusted(key):
                 self._add(state, rel, row.kind, json.loads(row.payload) if row.payload else None)
                 continue
-            kind, payload = self._read(Path(entry.path))
+            kind, payload = self.read_payload(Path(entry.path))
             fresh[rel] = CacheRow(*key, time.time_ns(), kind,
                                   json.dumps(payload, ensure_ascii=False, default=str) if payload is not None else None)
             self._add(state, rel, kind, payload)
@@ -452,7 +457,7 @@ class Vault:
         state.files += others
         return state
 
-    def _read(self, path: Path) -> tuple[str, dict[str, Any] | None]:
+    def read_payload(self, path: Path) -> tuple[str, dict[str, Any] | None]:
         """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
         try:
             if notes.read_head(path) is None:

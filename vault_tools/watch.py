@@ -19,30 +19,31 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
-from typing import Callable
 
 from filelock import FileLock, Timeout
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from . import notes
-from .errors import ConfigError, NoteError, VaultToolsError
-from .ledger import History
-from .model import FINAL_STATUSES, Decision, Status
+from .commands.amend import apply_owner_step, owner_step
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
+from .commands.repair import pending_chain
 from .commands.revise import reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
-from .commands.repair import pending_chain
 from .commands.supersede import supersede_now
 from .commands.workspace import Workspace
+from .errors import ConfigError, NoteError, VaultToolsError
+from .ledger import History
+from .model import FINAL_STATUSES, Decision, Status
 from .vault import STATE_DIR, VaultState
 
-Clock = Callable[[], float]
+EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
 MAX_RECONCILE_PASSES = 200
 IGNORED_NAMES = ("*.tmp", "*.swp", "*.swx", ".#*", "*~", ".~*", "4913")  # editor temp and swap files
 IGNORED_FOLDERS = (".obsidian", ".trash", ".git", STATE_DIR)
@@ -181,6 +182,14 @@ class _Pass:
                 finish_interrupted_close(ws, self.state, decision, history, note):
             self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")
             return True
+        step = owner_step(ws, self.state, decision, history)
+        if step is not None and step.kind == "incomplete":
+            self.invalid(decision.id, decision.path, step.why)  # left as typed: the owner is not done
+            return False
+        if step is not None:
+            apply_owner_step(ws, self.state, decision, history, note, step)
+            self.act(step.kind, decision.id, decision.path, step.why)
+            return True
         self.reject_edit(decision, history, note)
         return True
 
@@ -235,7 +244,7 @@ def is_ignored(relative: str) -> bool:
 class Debouncer:
     """Per-key quiet-time debounce with an injectable clock: each touch restarts the key's wait."""
 
-    def __init__(self, quiet_seconds: float, clock: Clock = time.time) -> None:
+    def __init__(self, quiet_seconds: float, clock: EpochClock = time.time) -> None:
         self.quiet = quiet_seconds
         self.clock = clock
         self._last: dict[str, float] = {}
@@ -280,7 +289,7 @@ class Schedule:
 class Watcher:
     """Watches one vault. `start()` takes the lock and reconciles; `run()` loops until `stop()`."""
 
-    def __init__(self, ws: Workspace, *, on_action: Callable[[Action], None], clock: Clock = time.time,
+    def __init__(self, ws: Workspace, *, on_action: Callable[[Action], None], clock: EpochClock = time.time,
                  debounce_seconds: float | None = None, settle_seconds: float | None = None) -> None:
         self.ws = ws
         self.vault = ws.vault
@@ -320,15 +329,19 @@ class Watcher:
             (self.vault.state_dir / "watch.pid").unlink(missing_ok=True)
             self._lock.release()
 
-    def start(self) -> None:
-        """Take the single-instance lock, start observing, then reconcile the whole vault."""
+    def start(self, *, observe: bool = True) -> list[Action]:
+        """Take the single-instance lock, start observing, then reconcile the whole vault.
+
+        With `observe=False` no observer is started: events come only from whoever calls `notice()`.
+        """
         self.acquire()
-        observer = Observer()  # started first: a change made during the reconcile is not missed
-        observer.schedule(_Handler(self), str(self.vault.root), recursive=True)
-        observer.daemon = True
-        observer.start()
-        self._observer = observer
-        self.process(everything=True)
+        if observe:
+            observer = Observer()  # started first: a change made during the reconcile is not missed
+            observer.schedule(_Handler(self), str(self.vault.root), recursive=True)
+            observer.daemon = True
+            observer.start()
+            self._observer = observer
+        return self.process(everything=True)
 
     def stop(self) -> None:
         with self._condition:
@@ -336,7 +349,7 @@ class Watcher:
             self._condition.notify_all()
 
     def run(self) -> None:
-        """Loop until `stop()`: wait for the next deadline, then process what is due."""
+        """Loop until `stop()`: wait for the next deadline (or a notice), then `step()`."""
         while True:
             with self._condition:
                 if self._stopping:
@@ -347,11 +360,22 @@ class Watcher:
                     self._condition.wait(timeout=min(timeout, 1.0) if timeout is not None else 1.0)
                 if self._stopping:
                     return
-                due = self.schedule.debouncer.due()
-                now = self.clock()
-                settled = [p for p, when in self.schedule.settle.items() if when <= now]
-            if due or settled:
-                self.process(paths=due)
+            self.step()
+
+    def step(self) -> list[Action]:
+        """What the loop does each time it wakes, at the clock's current time: process the vault
+        if a path has been quiet for the debounce time or a ruling's settle window has passed.
+
+        The loop calls it after each wait; a test calls it directly with a scripted clock,
+        after feeding `notice()` the paths an observer would have reported.
+        """
+        with self._condition:
+            due = self.schedule.debouncer.due()
+            now = self.clock()
+            settled = [p for p, when in self.schedule.settle.items() if when <= now]
+        if due or settled:
+            return self.process(paths=due)
+        return []
 
     # -- events -----------------------------------------------------------------
 
@@ -371,6 +395,17 @@ class Watcher:
 
     # -- work -------------------------------------------------------------------
 
+    def run_once(self) -> None:
+        """Reconcile the whole vault once under the single-watcher lock (`watch --once`); raises what
+        stopped it, after it was logged."""
+        self.acquire()
+        try:
+            self.process(everything=True)
+        finally:
+            self.release()
+        if self.last_error is not None:
+            raise self.last_error
+
     def process(self, paths: list[str] | None = None, *, everything: bool = False) -> list[Action]:
         """Reconcile the vault, then rebuild the pages; report what was done.
 
@@ -380,6 +415,10 @@ class Watcher:
         actions: list[Action] = []
         now = self.clock()
         try:
+            if paths and self.ws.config.harvest_on_change:
+                from .commands.import_ import harvest_changed
+                actions += [Action("harvested", d.id, d.path, "a decision written in passing, proposed as a question")
+                            for d in harvest_changed(self.ws, paths)]
             result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle)
             actions += result.actions
             built = build(self.ws, state=result.state)

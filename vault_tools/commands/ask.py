@@ -5,11 +5,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import notes
-from ..dates import local_date, parse_day_option
+from ..dates import parse_day_option
 from ..errors import Refused
 from ..model import MIN_TEXT, Decision, Status, topics_match
 from .checks import check_name, check_text, check_topics
-from .read import Lookup, current_rulings_on
+from .read import current_rulings_on, settled_line
 from .workspace import Workspace, sections
 
 
@@ -32,7 +32,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
         if reask_reason is None:
             settled = current_rulings_on(ws, state, asked)
             if settled:
-                details = [_settled_line(ws, found) for found in settled]
+                details = [settled_line(ws, found) for found in settled]
                 details.append("If something changed, ask again with --reask-reason \"what changed\" "
                                f"(at least {MIN_TEXT} characters).")
                 raise Refused(f"topic {settled[0].matched[0]} is settled: {len(settled)} current ruling(s)",
@@ -49,18 +49,5 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
         text = notes.render_note(fields, sections(("Question", summary), ("Context", body)))
         decision = ws.parse_new(path, text)
         notes.create_note(path, text)
-        ws.vault.ledger.append([ws.event("asked", decision, actor)])
+        ws.vault.ledger.append([ws.asked_event(decision, actor, text)])
         return decision
-
-
-def _settled_line(ws: Workspace, found: Lookup) -> str:
-    ruling = found.ruling
-    day = local_date(ruling.ruled_at, ws.tz).isoformat() if ruling.ruled_at else "undated"
-    remarks = []
-    for topic, (key, chain) in found.via.items():
-        if key != topic:
-            remarks.append(f"your topic {topic} matched {key}")
-        if chain:
-            remarks.append(chain)
-    via = f" ({'; '.join(remarks)})" if remarks else ""
-    return f"{ruling.id} ruled {day}{via}: {ruling.summary}"

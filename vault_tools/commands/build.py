@@ -8,7 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import notes
-from ..pages import NOTICE, PAGE_NAMES, PageProblem, Pages, Settings, build_pages
+from ..errors import UsageError
+from ..pages import (
+    NOTICE,
+    PAGE_NAMES,
+    Budget,
+    Context,
+    PageProblem,
+    Pages,
+    Settings,
+    agent_context,
+    build_pages,
+    parse_budget,
+)
 from ..vault import VaultState
 from .workspace import Workspace, blocking_problems
 
@@ -41,23 +53,42 @@ MAX_PROBLEMS_PER_NOTE = 3
 MAX_PROBLEM_CHARS = 300
 
 
-def pages(ws: Workspace, today: dt.date | None = None, state: VaultState | None = None) -> Pages:
-    state = state or ws.state()
+def settings(ws: Workspace) -> Settings:
     config = ws.config
-    settings = Settings(config.budget_lines, config.budget_bytes, config.stale_after_days, config.recent_days,
-                        config.reminder_days)
-    return build_pages(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings,
-                       page_problems(state))
+    return Settings(config.budget_lines, config.budget_bytes, config.stale_after_days, config.recent_days,
+                    config.reminder_days)
 
 
-def build(ws: Workspace, today: dt.date | None = None, *, check: bool = False,
-          state: VaultState | None = None) -> BuildResult:
+def config_budget(ws: Workspace) -> Budget:
+    """The vault's own budget (`budget.lines`, `budget.bytes` in the config)."""
+    return Budget("config", lines=ws.config.budget_lines, bytes=ws.config.budget_bytes)
+
+
+def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
+    state = state or ws.state()
+    return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws), page_problems(state))
+
+
+def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
+            state: VaultState | None = None) -> Context:
+    """What the agent reads, within `budget` (a name from `BUDGETS`, `config` or a number of characters)."""
+    try:
+        chosen = parse_budget(budget, config_budget(ws))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    state = state or ws.state()
+    return agent_context(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings(ws),
+                         chosen, page_problems(state))
+
+
+def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None) -> BuildResult:
     """Write the pages whose bytes changed (or, with `check`, only say which are stale).
 
-    A page that is neither what was last generated nor what is generated now
+    The pages depend on the decision notes only, never on the date: an unchanged vault is current on
+    any later day. A page that is neither what was last generated nor what is generated now
     was edited by hand: a copy goes to `.vault-tools/kept/` before it is replaced.
     """
-    result = BuildResult(pages(ws, today, state))
+    result = BuildResult(pages(ws, state))
     generated = _generated_digests(ws)
     for name in PAGE_NAMES:
         path = page_path(ws, name)

@@ -6,7 +6,7 @@ from typing import Any
 from .. import notes
 from ..errors import InconsistentVault, NoteError, Refused
 from ..ledger import History, seal_hash, seal_text_without_bom
-from ..model import Decision, Status, transition_problem
+from ..model import MIN_TEXT, Decision, Status, transition_problem
 from ..vault import VaultState
 from .checks import check_name, check_text
 from .sealed import unreviewed_edit
@@ -51,6 +51,10 @@ def record_hand_made(ws: Workspace, decision: Decision, kind: str) -> None:
     if kind == "withdrawn" and decision.reason is None:
         raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
     actor = decision.asked_by if kind == "asked" and decision.asked_by else ws.config.default_ruler
+    if kind == "asked":
+        note = ws.read(ws.vault.path_of(decision))
+        ws.vault.ledger.append([ws.asked_event(decision, actor, notes.file_text(note, note.text))])
+        return
     ws.vault.ledger.append([ws.event(kind, decision, actor, reason=decision.reason)])
 
 
@@ -60,6 +64,8 @@ def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decisio
     record the event. False when the note is not exactly what that operation writes."""
     if history.status is not Status.RULED or decision.status not in (Status.SUPERSEDED, Status.RETRACTED):
         return False
+    if decision.reason is None or len(decision.reason) < MIN_TEXT:
+        return False  # the tool never writes a closing without its reason
     sealed = notes.parse_text(seal_text_without_bom(history), note.path)
     changes: dict[str, Any] = {"status": decision.status.value, "reason": decision.reason}
     successor: Decision | None = None

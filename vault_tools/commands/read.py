@@ -4,9 +4,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from ..bodies import BodyView, preview, sections, view, without_comments
+from ..dates import local_date
 from ..errors import UsageError
+from ..index import SearchIndex, SearchResult, fts5_available, notice_once, scan
 from ..ledger import History
-from ..model import Decision, Problem, Status, describe_chain, newest_first_key, settled_topics, topics_match
+from ..model import (
+    TOPIC_PATTERN,
+    Decision,
+    Problem,
+    Status,
+    describe_chain,
+    newest_first_key,
+    settled_topics,
+    topics_match,
+    unresolved_overlaps,
+)
 from ..pages import PageProblem
 from ..vault import VaultState
 from .build import page_problems
@@ -21,6 +34,8 @@ class Lookup:
     matched: list[str] = field(default_factory=list)  # the asked topics it matched
     # asked topic -> the topic it matched and, when that topic came from a superseded ruling, how
     via: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    alongside: list[Decision] = field(default_factory=list)  # current rulings it stands beside, by its word or theirs
+    not_said: list[Decision] = field(default_factory=list)  # rulings on its topic it has not said it replaces (or they it)
 
 
 def show(ws: Workspace, decision_id: str) -> tuple[Decision, History, list[Problem]]:
@@ -49,9 +64,41 @@ def lookup(ws: Workspace, topics: Iterable[str]) -> tuple[list[Lookup], list[Pag
     return current_rulings_on(ws, state, asked), page_problems(state)
 
 
+def is_topic_key(text: str) -> bool:
+    return TOPIC_PATTERN.match(text) is not None
+
+
+def search(ws: Workspace, query: str, *, history: bool = False, limit: int = 20) -> SearchResult:
+    """Decisions whose words match `query`, best first: current rulings and open questions, and with
+    `history` superseded, withdrawn and retracted ones too (marked so)."""
+    if limit < 1:
+        raise UsageError("--limit must be at least 1")
+    if not fts5_available():
+        result = SearchResult()
+        notice = notice_once(ws.vault)
+        if notice:
+            result.notices.append(notice)
+        result.hits = scan(ws.decisions_in_effect(ws.state()), query, history=history, limit=limit)
+        return result
+    index = SearchIndex(ws.vault)
+    hits = index.search(query, history=history, limit=limit)
+    return SearchResult(hits, index.notices)
+
+
 def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...]) -> list[Lookup]:
     in_effect = ws.decisions_in_effect(state)
     by_id, resolve = {d.id: d for d in in_effect}, state.resolver()
+    not_said: dict[str, list[Decision]] = {}
+    for overlap in unresolved_overlaps(in_effect, resolve, ws.tz):
+        not_said.setdefault(overlap.newer.id, []).append(overlap.older)
+        not_said.setdefault(overlap.older.id, []).append(overlap.newer)
+    alongside: dict[str, list[Decision]] = {}
+    for ruling in in_effect:
+        if ruling.is_current:
+            for other in (by_id.get(resolve(link) or "") for link in ruling.alongside):
+                if other is not None and other.is_current:
+                    alongside.setdefault(ruling.id, []).append(other)
+                    alongside.setdefault(other.id, []).append(ruling)
     results = []
     for ruling in in_effect:
         if not ruling.is_current:
@@ -66,7 +113,8 @@ def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...])
                 chain = settles[key]
                 via[topic] = (key, describe_chain(chain, key) if chain else None)
         if via:
-            results.append(Lookup(ruling, _chain(ws, ruling, by_id, resolve), list(via), via))
+            results.append(Lookup(ruling, _chain(ws, ruling, by_id, resolve), list(via), via,
+                                  alongside.get(ruling.id, []), not_said.get(ruling.id, [])))
     return sorted(results, key=lambda found: newest_first_key(found.ruling, ws.tz), reverse=True)
 
 
@@ -81,3 +129,27 @@ def _chain(ws: Workspace, ruling: Decision, by_id: dict[str, Decision],
         chain.append(by_id[target])
         todo.extend(by_id[target].supersedes)
     return sorted(chain, key=lambda d: newest_first_key(d, ws.tz), reverse=True)
+
+
+def body_view(decision: Decision, limit: int | None) -> BodyView:
+    """The note's body as an agent is shown it, cut at `limit` characters (None: all) with a marker."""
+    return view(decision.body, limit, how_to_see_all=f"vault-tools show {decision.id} --all")
+
+
+def ruling_preview(decision: Decision) -> list[str]:
+    """The first lines of the note's `## Ruling` section (none when it has no such section)."""
+    section = sections(without_comments(decision.body.replace("\r\n", "\n"))).get("Ruling")
+    return preview(section) if section else []
+
+
+def settled_line(ws: Workspace, found: Lookup) -> str:
+    ruling = found.ruling
+    day = local_date(ruling.ruled_at, ws.tz).isoformat() if ruling.ruled_at else "undated"
+    remarks = []
+    for topic, (key, chain) in found.via.items():
+        if key != topic:
+            remarks.append(f"your topic {topic} matched {key}")
+        if chain:
+            remarks.append(chain)
+    via = f" ({'; '.join(remarks)})" if remarks else ""
+    return f"{ruling.id} ruled {day}{via}: {ruling.summary}"

@@ -76,14 +76,19 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
         revision_path = ws.new_note_path(revision_id, f"Revision of {sealed_decision.title}")
     rel = ws.vault.relative(revision_path)
     events = [replace(event, successor=revision_id)]
-    if not reuse:
-        events.append(Event(event="asked", id=revision_id, at=event.at, actor=ws.config.default_ruler, path=rel))
+    revision_text = None
+    if revision is None or not reuse:
+        target = _current_successor(state, sealed_decision, known)
+        revision_text = _revision_text(ws, note, sealed_decision, target, revision_id, now)
+    if not reuse and revision_text is not None:
+        asked = ws.parse_new(revision_path, revision_text)
+        events.append(Event(event="asked", id=revision_id, at=event.at, actor=ws.config.default_ruler, path=rel,
+                            text=revision_text, summary=asked.summary, topics=asked.topics))
     ws.vault.ledger.append(events)
-    if revision is not None and reuse:
+    if revision_text is None:
         _add_to_revision(ws, revision_path, note, sealed_decision, now)
     else:  # never over an existing file: that refusal leaves the edit in place, to be tried again
-        target = _current_successor(state, sealed_decision, known)
-        notes.create_note(revision_path, _revision_text(ws, note, sealed_decision, target, revision_id, now))
+        notes.create_note(revision_path, revision_text)
     return rel
 
 
@@ -159,7 +164,9 @@ def _revision_text(ws: Workspace, typed: notes.Note, old: Decision, target: Deci
     changes: dict[str, Any] = {
         "id": revision_id, "status": Status.OPEN.value,
         "supersedes": [f"[[{target.title}]]"] if target else notes.REMOVE,
-        "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it.",
+        "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it."
+                  + (" The retraction typed with it is not applied: to retract, change only `status` and `reason`."
+                     if str((typed.data or {}).get("status", "")).strip() == Status.RETRACTED.value else ""),
         "asked_at": now, "asked_by": ws.config.default_ruler,
         "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
     typed_summary = (typed.data or {}).get("summary")

@@ -9,9 +9,10 @@ from typing import Any
 from .. import notes
 from ..dates import parse_day_option, parse_option, to_vault_time
 from ..errors import Refused, UsageError
-from ..model import MAX_TEXT, Decision, Status, transition_problem
+from ..model import MAX_TEXT, MIN_TEXT, Decision, Status, transition_problem
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
+from .read import current_rulings_on, settled_line
 from .seal import seal_events
 from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
 from .workspace import Workspace, sections
@@ -19,11 +20,17 @@ from .workspace import Workspace, sections
 
 def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterable[str] = (),
          source: str | None = None, ruled_at: str | None = None, ruled_by: str | None = None,
-         supersedes: Iterable[str] = (), reason: str | None = None, body: str | None = None,
-         revisit_if: str | None = None, revisit_by: str | None = None) -> Decision:
+         supersedes: Iterable[str] = (), alongside: Iterable[str] = (), reason: str | None = None,
+         body: str | None = None, revisit_if: str | None = None, revisit_by: str | None = None) -> Decision:
+    """Record a ruling. On a topic that already has a current ruling it must say which way it goes:
+    `supersedes` the current rulings it replaces (with a reason), `alongside` those that stand beside it."""
     summary = check_text("summary", summary, required=True) or ""
     reason = check_text("--reason", reason)
     superseded_ids = [check_id(value) for value in supersedes]
+    alongside_ids = [check_id(value) for value in alongside]
+    if set(superseded_ids) & set(alongside_ids):
+        raise UsageError("a ruling cannot both supersede and stand alongside "
+                         + ", ".join(sorted(set(superseded_ids) & set(alongside_ids))))
     if superseded_ids and reason is None:
         raise UsageError("--supersedes needs --reason saying why (at least 20 characters)")
     when: dt.datetime | dt.date = to_vault_time(parse_option("--ruled-at", ruled_at) or ws.now_local(), ws.tz)
@@ -42,6 +49,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         if superseded_ids:
             changes["supersedes"] = [ws.link_to(state, value) for value in superseded_ids]
             changes["reason"] = reason
+        if alongside_ids:
+            changes["alongside"] = [ws.link_to(state, value) for value in _current(ws, state, alongside_ids)]
         if decision_id is None:
             asked = check_topics(topics)
             new_id = ws.next_id(state)
@@ -49,7 +58,7 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
                       ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
             text = notes.render_note(fields, sections(("Ruling", body or summary)))
-            return _write_ruling(ws, state, path, None, text, actor, reason)
+            return write_ruling(ws, state, path, None, text, actor, reason)
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         question = ws.find(state, decision_id)
@@ -61,13 +70,14 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         text = notes.with_fields(note, changes)
         if body:
             text = text.rstrip("\r\n") + note.newline * 2 + sections(("Ruling", body)).replace("\n", note.newline)
-        return _write_ruling(ws, state, path, note, text, actor, reason)
+        return write_ruling(ws, state, path, note, text, actor, reason)
 
 
-def _write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
+def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
                   reason: str | None) -> Decision:
     decision = ws.parse_new(path, text)
     targets = supersede_targets(ws, state, decision, decision.supersedes)
+    _refuse_unsaid_replacement(ws, state, decision)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
     seal_targets_first(ws, state, targets)
@@ -81,3 +91,32 @@ def _write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note
     for plan in plans:
         apply_superseded(ws, state, plan, actor)
     return decision
+
+
+def _current(ws: Workspace, state: VaultState, decision_ids: Iterable[str]) -> list[str]:
+    """The ids given to `--alongside`, each a current ruling."""
+    in_effect = {d.id: d for d in ws.decisions_in_effect(state)}
+    for decision_id in decision_ids:
+        found = ws.find(state, decision_id)
+        status = in_effect[found.id].status
+        if status is not Status.RULED:
+            raise Refused(f"{found.id} is {status.value}; a ruling stands alongside current rulings only",
+                          path=found.path)
+    return list(decision_ids)
+
+
+def _refuse_unsaid_replacement(ws: Workspace, state: VaultState, decision: Decision) -> None:
+    """A ruling on a topic with a current ruling says whether it replaces it; guessing either way is wrong."""
+    resolve = ws.resolver_with(state, decision)
+    addressed = {resolve(link) for link in (*decision.supersedes, *decision.alongside)}
+    unsaid = [found for found in current_rulings_on(ws, state, decision.topics)
+              if found.ruling.id not in addressed and found.ruling.id != decision.id]
+    if not unsaid:
+        return
+    ids = " ".join(found.ruling.id for found in unsaid)
+    raise Refused(
+        f"topic {unsaid[0].matched[0]} already has {len(unsaid)} current ruling(s); say whether this one replaces them",
+        details=[*(settled_line(ws, found) for found in unsaid),
+                 f"If it replaces them: --supersedes {ids.replace(' ', ' --supersedes ')} --reason \"why\" "
+                 f"(at least {MIN_TEXT} characters).",
+                 f"If they still stand beside it: --alongside {ids.replace(' ', ' --alongside ')}."])

@@ -75,8 +75,9 @@ def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str,
     resolve = ws.resolver_with(state, decision)
     digest = seal_hash(decision, resolve, ws.tz)
     supersedes = tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes))))
+    alongside = tuple(sorted(filter(None, (resolve(link) for link in decision.alongside))))
     events = []
     if history is None or history.status is not Status.RULED:
-        events.append(ws.event("ruled", decision, actor, hash=digest, supersedes=supersedes))
+        events.append(ws.event("ruled", decision, actor, hash=digest, supersedes=supersedes, alongside=alongside))
     events.append(ws.event("sealed", decision, actor, hash=digest, text=text))
     return events

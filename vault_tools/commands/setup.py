@@ -23,6 +23,7 @@ timezone: {timezone}          # dates in notes are written in this zone
 # reminder_days: 7             # questions due this soon are listed as due soon
 # default_asker: agent         # asked_by when a command does not say
 # default_ruler: owner         # ruled_by when a command or the watcher does not say
+# harvest_on_change: false     # the watcher harvests decisions written in passing
 # budget:                      # what an agent loads at session start
 #   lines: 200
 #   bytes: 25000

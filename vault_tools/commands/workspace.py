@@ -14,7 +14,6 @@ from ..dates import Now, local_now, utc_now, utc_stamp
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
 from ..ledger import Event, History, histories, seal_hash
 from ..model import (
-    FINAL_STATUSES,
     ID_PATTERN,
     Decision,
     LinkResolver,
@@ -25,6 +24,7 @@ from ..model import (
     format_id,
     id_number,
     note_title,
+    status_in_effect,
     supersedes_cycle,
     topics_match,
 )
@@ -95,18 +95,14 @@ class Workspace:
         except InconsistentVault:  # a damaged ledger is reported by lint and refused by writes; read the notes
             recorded = {}
         resolve = state.resolver()
-        status_of = {d.id: recorded[d.id] if recorded.get(d.id) in FINAL_STATUSES else d.status
-                     for d in state.decisions}
         # A ruling that took effect, current or superseded since, keeps what it superseded superseded:
         # superseding a ruling before its own `supersedes` were applied never brings back what it replaced.
         replaced = {target for ruling in state.decisions
-                    if ruling.status in TOOK_EFFECT and status_of[ruling.id] in TOOK_EFFECT
+                    if status_in_effect(ruling.status, recorded.get(ruling.id), False) in TOOK_EFFECT
                     for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
         in_effect = []
         for decision in state.decisions:
-            status = status_of[decision.id]
-            if status is Status.RULED and decision.id in replaced:
-                status = Status.SUPERSEDED
+            status = status_in_effect(decision.status, recorded.get(decision.id), decision.id in replaced)
             in_effect.append(decision if status is decision.status else replace(decision, status=status))
         state.derived["in_effect"] = in_effect
         return in_effect
@@ -195,6 +191,10 @@ class Workspace:
 
     def event(self, kind: str, decision: Decision, actor: str, **extra: Any) -> Event:
         return Event(event=kind, id=decision.id, at=utc_stamp(self.now()), actor=actor, path=decision.path, **extra)
+
+    def asked_event(self, decision: Decision, actor: str, text: str) -> Event:
+        """The `asked` event of a question, carrying what rebuilds it without its note."""
+        return self.event("asked", decision, actor, text=text, summary=decision.summary, topics=decision.topics)
 
     def parse_new(self, path: Path, text: str) -> Decision:
         """Parse text about to be written, refusing it if it is not a valid decision."""

@@ -7,7 +7,7 @@ facts, kept with its doc in the module of its family:
     schema.py        VT001-VT008  each note readable, its properties well-formed
     supersession.py  VT010-VT015  supersedes / superseded_by form one chain
     seals.py         VT020-VT026  seals hold, notes agree with the ledger, the ledger is append-only
-    pinned.py        VT030-VT031  pinned pages current and within budget
+    pinned.py        VT030-VT032  pinned pages current, the agent's view within budget
     hygiene.py       VT040-VT043  warnings: stale questions, revisit dates, topic variants, no source
 
 `registry.RULES` is the one table from code to rule. `runner.lint` runs the
@@ -19,7 +19,7 @@ renders reports, `--explain` and the README's rule table.
 """
 from __future__ import annotations
 
-# The families register their rules on import; RULES is put in code order below, whatever the import order.
+# The families register their rules on import (in whatever order an import sorter leaves them).
 from . import hygiene, pinned, schema, seals, supersession  # noqa: F401
 from .facts import TOOK_EFFECT, Facts, committed_text, first_line, gather, read_ledger
 from .fixes import fix
@@ -55,6 +55,8 @@ from .registry import (
     rule,
 )
 from .runner import LintResult, lint, report_paths, run_lint
+
+# RULES is kept in code order: the order rules run in, are listed and are documented.
 
 __all__ = [
     "CODE_PATTERN", "CONFIG_PATH", "DOC_HEADINGS", "ERROR", "FORMATS", "IGNORE_PROPERTY", "LEDGER_PATH", "RULES",

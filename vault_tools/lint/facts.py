@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..commands.build import build, page_path
+from ..commands.build import build, context, page_path
 from ..commands.workspace import Workspace
 from ..errors import InconsistentVault
 from ..ledger import Event, History, histories, scan_ledger
@@ -23,6 +23,8 @@ from ..vault import Config, Vault, VaultState
 from .registry import LEDGER_PATH
 
 GIT_TIMEOUT_SECONDS = 10
+# The agent budgets lint checks the open questions against: the Claude Code hook the README sets up.
+LINTED_BUDGETS = ("claude-hook",)
 
 # Statuses of a note that took effect as a ruling (it is current, or was later superseded or retracted).
 TOOK_EFFECT = frozenset({Status.RULED, Status.SUPERSEDED, Status.RETRACTED})
@@ -45,6 +47,7 @@ class Facts:
     body_lines: dict[str, int] = field(default_factory=dict)  # the line each decision note's body starts on
     stale_pages: list[str] = field(default_factory=list)
     over_budget: str | None = None  # the budget message, when the pages overflow it
+    context_overflow: list[str] = field(default_factory=list)  # agent budgets the open questions alone overflow
     open_questions_page: str = "Pinned/Open questions.md"
 
     @property
@@ -172,9 +175,13 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
             pass
     pages_exist = any(page_path(ws, name).exists() for name in PAGE_NAMES)
     if state.decisions or state.broken or pages_exist:
-        built = build(ws, facts.today, check=True, state=state)
+        built = build(ws, check=True, state=state)
         facts.stale_pages = built.stale
         if built.pages.over_budget:
             facts.over_budget = built.pages.budget_message()
+        for budget in LINTED_BUDGETS:
+            overflow = context(ws, budget, facts.today, state).questions_overflow
+            if overflow:
+                facts.context_overflow.append(overflow)
     facts.open_questions_page = vault.relative(page_path(ws, OPEN_QUESTIONS))
     return facts

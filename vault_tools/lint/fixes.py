@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 
+from ..commands.amend import apply_owner_steps
 from ..commands.build import build
 from ..commands.repair import finish_interrupted
 from ..commands.seal import seal
@@ -16,8 +17,9 @@ from .facts import read_ledger
 
 
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
-    """Finish operations a kill or a full disk interrupted, seal rulings past their settle window, then
-    rebuild stale pages. Returns (done, not done)."""
+    """Record retractions and relations the owner typed into sealed rulings, finish operations a kill or a
+    full disk interrupted, seal rulings past their settle window, then rebuild stale pages. Returns (done,
+    not done)."""
     ws = Workspace(vault)
     state = vault.load()
     moment = time.time() if now is None else now
@@ -38,9 +40,15 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
             continue
         if age >= vault.config.settle_seconds:
             due.append(decision.id)
-    done: list[str] = []
     try:
-        done, unfinished = finish_interrupted(ws)
+        done, unrecorded = apply_owner_steps(ws)
+        not_done += unrecorded
+    except VaultToolsError as error:  # a damaged ledger: lint reports it; nothing can be recorded
+        done = []
+        not_done.append(f"could not record steps taken in Obsidian: {error}")
+    try:
+        finished, unfinished = finish_interrupted(ws)
+        done += finished
         not_done += unfinished
     except VaultToolsError as error:
         not_done.append(f"could not finish interrupted operations: {error}")
@@ -53,6 +61,6 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
                     done += [f"sealed {d.id}" for d in seal(ws, [decision_id])]
                 except VaultToolsError as error:
                     not_done.append(f"could not seal {decision_id}: {error}")
-    built = build(ws, today)
+    built = build(ws)
     done += [f"rebuilt {path}" for path in built.written]
     return done, not_done

@@ -1,10 +1,12 @@
-"""Pinned page rules (VT030-VT031): the pages an agent loads are current and fit its budget."""
+"""Pinned page rules (VT030-VT032): the pages are current, and what an agent loads fits its budget."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .facts import Facts
-from .registry import ERROR, Finding, rule
+from ..model import Status
+from ..pages import FIELD_LIMIT, TOPICS_INDEXED_PER_NOTE
+from .facts import Facts, first_line
+from .registry import ERROR, WARNING, Finding, rule
 
 
 @rule("VT030", "stale-pinned-page", ERROR)
@@ -30,9 +32,11 @@ def stale_pinned_page(facts: Facts) -> Iterator[Finding]:
 def pages_over_budget(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
-    Reports when the open questions alone make the pages an agent loads larger than the budget
-    (`budget.lines`, `budget.bytes`). Rulings that do not fit move to the archive with a note saying so;
-    open questions are never cut.
+    Reports when the open questions alone do not fit what an agent loads: the pinned pages' budget
+    (`budget.lines`, `budget.bytes`), or the Claude Code session-start hook's (`vault-tools context
+    --budget claude-hook`, 9,500 characters). Rulings that do not fit are left out with a line saying
+    so; open questions are never cut, so `context` exits 1 instead (and a hook, with `--hook`, shows
+    the most urgent and counts the rest).
 
     ## Why
     What goes past an agent's load limit is dropped silently, and open questions must always be seen.
@@ -43,3 +47,36 @@ def pages_over_budget(facts: Facts) -> Iterator[Finding]:
     """
     if facts.over_budget:
         yield Finding(facts.open_questions_page, 1, facts.over_budget)
+    for message in facts.context_overflow:
+        yield Finding(facts.open_questions_page, 1, message)
+
+
+@rule("VT032", "cut-for-agents", WARNING)
+def cut_for_agents(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports an open question or a current ruling with a field the agent's view cuts: a `summary`,
+    `reask_reason` or `reason` longer than 300 characters, or more than 20 topics.
+
+    ## Why
+    So that no single note can starve the rest, `vault-tools context` cuts such a field with a marker
+    pointing to `vault-tools show ID`: the agent sees the start of it, not all of it.
+
+    ## How to fix
+    Shorten the summary to one line that makes sense on its own and move the detail into the note's
+    body; split a note with many topics into rulings on fewer. A sealed ruling is changed by a new
+    ruling that supersedes it.
+    """
+    for decision in facts.state.decisions:
+        if decision.status not in (Status.OPEN, Status.RULED):
+            continue
+        for name in ("summary", "reask_reason", "reason"):
+            value = getattr(decision, name) or ""
+            if len(value) > FIELD_LIMIT:
+                yield Finding(decision.path, first_line(decision, name),
+                              f"{decision.id}: {name} has {len(value):,} characters; the agent's view shows "
+                              f"the first {FIELD_LIMIT}")
+        if len(decision.topics) > TOPICS_INDEXED_PER_NOTE:
+            yield Finding(decision.path, first_line(decision, "topics"),
+                          f"{decision.id} has {len(decision.topics):,} topics; the agent's view names "
+                          f"{TOPICS_INDEXED_PER_NOTE}")

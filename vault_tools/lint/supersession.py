@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import Status, supersedes_cycle, unresolved_link
+from ..model import FINAL_STATUSES, Decision, Status, supersedes_cycle, unresolved_link, unresolved_overlaps
 from .facts import TOOK_EFFECT, Facts, first_line
 from .registry import ERROR, Finding, rule
 
@@ -172,3 +172,37 @@ def supersession_without_ruling(facts: Facts) -> Iterator[Finding]:
                     yield Finding(decision.path, first_line(decision, "supersedes", "status"),
                                   f"is {decision.status.value}, but {target.id} is marked superseded by it; "
                                   "only a ruling can supersede")
+
+
+@rule("VT016", "replacement-not-said", ERROR)
+def replacement_not_said(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports two current rulings on one topic (a near spelling, or a topic one of them took over by
+    superseding a ruling on it, counts) where the newer one names the older one neither in `supersedes`
+    nor in `alongside`. Each pair is reported once, on the newer ruling.
+
+    ## Why
+    The record cannot tell whether the newer ruling replaced the older one. An agent then cites
+    whichever it finds first: the reversed answer keeps coming back. `vault-tools rule` refuses such a
+    ruling; one made in Obsidian is sealed, then flagged on the open-questions page until you say.
+
+    ## How to fix
+    In the newer ruling, add the older one to `supersedes` with a `reason` if it replaces it, or to
+    `alongside` if both stand (`alongside: ["[[D-0003 Title]]"]`). The watcher records the change; it is
+    not an edit of the sealed ruling. From the command line: `vault-tools relate NEWER --supersedes OLDER
+    --reason "..."` or `vault-tools relate NEWER --alongside OLDER`.
+    """
+    in_effect = [d for d in facts.state.decisions if d.status is not Status.RULED or not _closed(facts, d)]
+    for overlap in unresolved_overlaps(in_effect, facts.resolve, facts.config.tz):
+        newer, older = overlap.newer, overlap.older
+        yield Finding(newer.path, first_line(newer, "supersedes", "alongside", "topics"),
+                      f"{newer.id} has not said whether it replaces {older.id} ({older.path}), also current on "
+                      f"{overlap.topic}: add it to `supersedes` (with a reason) or to `alongside`")
+
+
+def _closed(facts: Facts, decision: Decision) -> bool:
+    """A note still saying `ruled` that the ledger or a newer ruling's `supersedes` already ended."""
+    if facts.histories.get(decision.id) and facts.histories[decision.id].status in FINAL_STATUSES:
+        return True
+    return decision.id in facts.successors

@@ -1,0 +1,328 @@
+"""`vault-tools import`: owner-ask ledgers and ADR folders become decision notes, once."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vault_tools.commands.workspace import Workspace
+from vault_tools.importers import adr
+from vault_tools.ledger import histories
+from vault_tools.vault import Vault
+
+from .conftest import CORPORA, snapshot, write
+
+OWNER_ASK = Path(__file__).resolve().parents[2] / "shared" / "formats" / "owner-ask"
+needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"the ADR corpora are not at {CORPORA}")
+needs_owner_ask = pytest.mark.skipif(not OWNER_ASK.is_dir(), reason=f"the owner-ask sample is not at {OWNER_ASK}")
+
+
+def by_origin(vault: Path) -> dict[str, dict]:
+    """Foreign identity -> the decision note it became (as `list --json` shows it)."""
+    ws = Workspace(Vault(vault))
+    origins = {e.id: e.origin for e in ws.vault.ledger.read() if e.event == "imported"}
+    state = ws.state()
+    found = {}
+    for decision in state.decisions:
+        if decision.id in origins:
+            found[origins[decision.id]] = decision
+    return found
+
+
+def stat_all(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def import_json(cli, *args: str) -> dict:
+    done = cli("import", *args, "--json")
+    assert done.code == 0, done.err
+    return json.loads(done.out)
+
+
+def assert_vault_is_clean(cli) -> None:
+    assert cli("build", "--check").code == 0  # the pages are current
+    linted = cli("lint", "--json")
+    report = json.loads(linted.out)
+    errors = [d for d in report["diagnostics"] if d["severity"] == "error"]
+    assert linted.code == 0 and report["errors"] == 0 and errors == [], errors[:5]
+
+
+# -- owner-ask -----------------------------------------------------------------------
+
+@needs_owner_ask
+def test_owner_ask_sample_becomes_questions_rulings_and_a_chain(cli, vault):
+    before = stat_all(OWNER_ASK)
+    report = import_json(cli, "owner-ask", str(OWNER_ASK))
+    assert report["files_read"] == 2 and report["skipped"] == [] and report["warnings"] == []
+    assert len(report["created"]) == 11 and len(report["reviews"]) == 1
+    notes = by_origin(vault)
+    status = {key.split(":")[1]: d.status.value for key, d in notes.items() if key.startswith("owner-ask:")}
+    assert status == {"R-001": "ruled", "R-002": "ruled", "R-003": "superseded", "R-004": "superseded",
+                      "R-005": "ruled", "R-006": "ruled", "R-007": "ruled", "R-008": "ruled",
+                      "A-001": "open", "A-002": "withdrawn", "A-009": "open"}
+    # The chain R-003 -> R-004 -> R-005, each named by id in the newer ruling's text.
+    r3, r4, r5 = (notes[f"owner-ask:R-00{n}"] for n in (3, 4, 5))
+    assert r3.superseded_by == f"[[{r4.title}]]" and r4.superseded_by == f"[[{r5.title}]]"
+    assert r5.supersedes == (f"[[{r4.title}]]",) and "overrides R-004" in (r5.reason or "")
+    # An ask answered by a ruling is that ruling's question; its reask reason is kept.
+    assert r5.asked_at is not None and "should sign-off come back?" in r5.body
+    assert r5.reask_reason == "A reply went out without sign-off that the owner would not have approved."
+    assert notes["owner-ask:A-002"].reason == "The July ruling already covers every article, old and new; nothing to ask."
+    # The event time is the owner's; the record time (the ledger) is the import.
+    assert r3.ruled_at.isoformat() == "2026-09-16T11:00:00"
+    # "Overrides the 2026-07-17 footer ruling" names no id: an open question for the owner, naming R-001.
+    review = notes["review:owner-ask:R-008"]
+    assert review.status.value == "open" and notes["owner-ask:R-001"].id in review.body
+    assert notes["owner-ask:R-001"].status.value == "ruled"
+    assert_vault_is_clean(cli)
+    assert stat_all(OWNER_ASK) == before  # the foreign files are read, never written
+
+    again = snapshot(vault)
+    second = import_json(cli, "owner-ask", str(OWNER_ASK))
+    assert second["created"] == [] and second["reviews"] == [] and len(second["already_imported"]) == 12
+    assert snapshot(vault) == again
+
+
+@needs_owner_ask
+def test_owner_ask_dry_run_previews_and_writes_nothing(cli, vault):
+    before = snapshot(vault)
+    done = cli("import", "owner-ask", str(OWNER_ASK), "--dry-run")
+    assert done.code == 0
+    assert "would import R-004 as a new note (superseded)" in done.out
+    assert "would ask for review: Does R-008 replace R-001?" in done.out
+    assert snapshot(vault) == before
+
+
+def test_owner_ask_latest_row_wins_unknown_fields_and_bad_lines_are_reported(cli, vault, tmp_path):
+    state = tmp_path / "ledger" / "state"
+    rows = [
+        {"id": "A-1", "status": "open", "topicKeys": ["backups"], "question": "Should backups run every night at two?",
+         "askedAt": "2026-01-02T09:00:00+09:00", "reaskReason": "The old backup window clashed with the deploys."},
+        {"id": "A-1", "status": "withdrawn", "topicKeys": ["backups"], "question": "Should backups run every night at two?",
+         "withdrawnAt": "2026-01-03T09:00:00+09:00", "reason": "Backups moved to the hosting provider entirely.",
+         "priority": "high"},
+    ]
+    write(state / "owner-asks.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n{not json\n")
+    write(state / "owner-rulings.jsonl",
+          json.dumps({"id": "R-1", "topicKeys": ["Backups"], "ruledAt": "2026-01-04", "summary": "short"}) + "\n")
+    report = import_json(cli, "owner-ask", str(tmp_path / "ledger"))
+    assert [o["label"] for o in report["created"]] == ["A-1"] and report["created"][0]["status"] == "withdrawn"
+    assert {s["file"]: s["why"] for s in report["skipped"]} == {
+        "state/owner-asks.jsonl:3": "not a JSON object (Expecting property name enclosed in double quotes)",
+        "state/owner-rulings.jsonl:1": "R-1's summary is under 20 characters: 'short'"}
+    assert report["warnings"] == ["state/owner-asks.jsonl:2: field 'priority' is not understood; it was not imported"]
+    note = by_origin(vault)["owner-ask:A-1"]
+    assert note.reason == "Backups moved to the hosting provider entirely."
+    assert note.reask_reason == "The old backup window clashed with the deploys."  # kept from the earlier row
+
+
+def test_import_of_a_folder_without_the_ledger_is_refused(cli, vault, tmp_path):
+    (tmp_path / "empty").mkdir()
+    done = cli("import", "owner-ask", str(tmp_path / "empty"))
+    assert done.code == 2 and "has neither state/owner-rulings.jsonl nor state/owner-asks.jsonl" in done.err
+    assert cli("import", "csv", str(tmp_path / "empty")).code == 2
+
+
+# -- ADRs: every corpus ----------------------------------------------------------------
+
+# corpus: (files read, imported, skipped, review questions)
+CORPUS_COUNTS = {
+    "adr-tools": (12, 9, 3, 0),
+    "adr-madr": (31, 19, 12, 0),
+    "adr-moj-cloud-platform": (50, 49, 1, 0),
+    "adr-govuk-aws": (39, 38, 1, 1),
+    "adr-jabref": (72, 70, 2, 0),
+}
+# Real supersession chains: (old file, new file) under the corpus.
+CHAINS = {
+    "adr-moj-cloud-platform": [("architecture-decision-record/021-Multi-cluster.md",
+                                "architecture-decision-record/036-multi-cluster.md")],
+    "adr-govuk-aws": [("docs/architecture/decisions/0004-dns-definitions-for-hosts-and-services.md",
+                       "docs/architecture/decisions/0015-dns-infrastructure.md")],
+    "adr-jabref": [("docs/decisions/0045-use-input-flag-always-for-input-files.md",
+                    "docs/decisions/0057-allow-positional-input-file-argument.md")],
+}
+
+
+@needs_corpora
+@pytest.mark.parametrize("corpus", sorted(CORPUS_COUNTS))
+def test_every_adr_corpus_imports_once_with_its_chains(cli, vault, corpus):
+    root = CORPORA / corpus
+    before = stat_all(root)
+    files, imported, skipped, reviews = CORPUS_COUNTS[corpus]
+    empty = snapshot(vault)
+    preview = import_json(cli, "adr", str(root), "--dry-run")
+    assert snapshot(vault) == empty  # a dry run writes nothing
+    report = import_json(cli, "adr", str(root))
+    assert (report["files_read"], len(report["created"]), len(report["skipped"]), len(report["reviews"])) == \
+        (files, imported, skipped, reviews), report["skipped"]
+    assert [o["key"] for o in preview["created"]] == [o["key"] for o in report["created"]]
+    assert all(s["why"] for s in report["skipped"])
+    notes = by_origin(vault)
+    for old, new in CHAINS.get(corpus, []):
+        old_note, new_note = notes[f"adr:{corpus}/{old}"], notes[f"adr:{corpus}/{new}"]
+        assert old_note.status.value == "superseded" and old_note.superseded_by == f"[[{new_note.title}]]"
+        assert new_note.status.value == "ruled" and new_note.supersedes == (f"[[{old_note.title}]]",)
+        assert old_note.source == f"{corpus}/{old}"
+    superseded = [n for n in notes.values() if n.status.value == "superseded"]
+    assert len(superseded) == len(CHAINS.get(corpus, []))
+    assert_vault_is_clean(cli)
+    assert stat_all(root) == before  # ADR files are never written
+
+    again = snapshot(vault)
+    second = import_json(cli, "adr", str(root))
+    assert second["created"] == [] and len(second["already_imported"]) == imported + reviews
+    assert snapshot(vault) == again
+
+
+@needs_corpora
+def test_corpus_quirks_statuses_and_dates(cli, vault):
+    import_json(cli, "adr", str(CORPORA / "adr-moj-cloud-platform"))
+    notes = {key.rsplit("/", 1)[-1]: d for key, d in by_origin(vault).items()}
+    rejected = notes["018-Dedicated-Ingress-Controllers.md"]
+    assert rejected.status.value == "ruled" and rejected.summary.startswith("Rejected: ")
+    assert notes["022-EKS.md"].summary == "Architecture decision 22: EKS"  # a title too short to stand alone
+    proposed = [n for n in notes.values() if n.status.value == "open"]
+    assert len(proposed) == 8  # 6 "🤔 Proposed" and 2 "🤔 Incomplete"
+    assert str(notes["021-Multi-cluster.md"].ruled_at) == "2021-05-11"
+    assert notes["021-Multi-cluster.md"].topics == ("multi-cluster",)
+
+
+@needs_corpora
+def test_partial_supersession_asks_the_owner(cli, vault):
+    import_json(cli, "adr", str(CORPORA / "adr-govuk-aws"))
+    notes = by_origin(vault)
+    old = notes["adr:adr-govuk-aws/docs/architecture/decisions/0003-aws-networking-outline.md"]
+    assert old.status.value == "ruled"  # "Partly superseded" replaces nothing in full
+    review = next(d for key, d in notes.items() if key.startswith("review:"))
+    assert review.status.value == "open" and "in part supersedes ADR 3" in review.summary
+
+
+def adr_folder(root: Path) -> Path:
+    """A small ADR folder in each format, with the quirks the generators really write."""
+    folder = root / "repo" / "doc" / "adr"
+    write(folder / "0001-record-architecture-decisions.md", """# 1. Record architecture decisions
+
+Date: 2016-02-12
+
+## Status
+
+Accepted
+
+Superceded by [2. Use MADR instead](0002-use-madr-instead.md)
+
+## Context
+
+We need to record the architectural decisions made on this project.
+""")
+    write(folder / "0002-use-madr-instead.md", """# 2. Use MADR instead
+
+Date: 2017-03-01
+
+## Status
+
+Accepted
+
+Supercedes [1. Record architecture decisions](0001-record-architecture-decisions.md)
+
+Superseded by [3. Use log4brains](0003-use-log4brains.md)
+""")
+    write(folder / "0003-use-log4brains.md", """---
+status: accepted
+date: 2018-04-02
+decision-makers: [Alice, Bob]
+---
+# Use log4brains
+
+## Decision Outcome
+
+Chosen option: "log4brains", because it publishes the records.
+""")
+    write(folder / "0004-store-dates-in-utc.md", """# Store dates in UTC
+
+* Status: deprecated
+* Deciders: Carol
+* Date: 2019-05-03
+
+## Context and Problem Statement
+
+Which time zone should stored dates use?
+""")
+    write(folder / "20200101-use-postgres.md", """# Use Postgres
+
+- Status: rejected
+- Deciders: Dan, Erin
+- Date: 2020-01-01
+- Tags: database, storage
+
+## Context
+
+Which database?
+""")
+    write(folder / "0005-try-graphql.md", "# 5. Try GraphQL\n\nDate: 2021-01-01\n\n## Status\n\nProposed\n")
+    write(folder / "0006-weird.md", "# 6. Weird\n\n## Status\n\nMaybe later\n")
+    write(folder / "README.md", "# Decisions\n")
+    return root / "repo"
+
+
+def test_each_adr_format_is_detected_and_mapped(tmp_path):
+    parsed = adr.parse(adr_folder(tmp_path))
+    records = {r.label: r for r in parsed.records}
+    assert {s.file: s.why for s in parsed.skipped} == {
+        "doc/adr/README.md": "not an ADR file name (NNNN-title.md or YYYYMMDD-title.md)",
+        "doc/adr/0006-weird.md": "status 'Maybe later' is not one vault-tools knows "
+                                 "(accepted, proposed, rejected, deprecated, superseded, ...)"}
+    assert records["ADR 2"].supersedes == ("adr:repo/doc/adr/0001-record-architecture-decisions.md",)
+    assert records["ADR 3"].supersedes == ("adr:repo/doc/adr/0002-use-madr-instead.md",)
+    assert records["ADR 3"].deciders == ("Alice", "Bob") and str(records["ADR 3"].ruled_at) == "2018-04-02"
+    assert records["ADR 4"].status == "retracted" and records["ADR 4"].deciders == ("Carol",)
+    postgres = records["ADR 20200101"]
+    assert postgres.status == "ruled" and postgres.summary == "Rejected: Use Postgres"
+    assert postgres.topics == ("database", "storage") and str(postgres.ruled_at) == "2020-01-01"
+    assert records["ADR 5"].status == "open"
+    order = [r.label for r in parsed.records]
+    assert order.index("ADR 1") < order.index("ADR 2") < order.index("ADR 3")
+
+
+def test_an_adr_chain_written_by_adr_tools_is_kept_in_the_vault(cli, vault, tmp_path):
+    repo = adr_folder(tmp_path)
+    report = import_json(cli, "adr", str(repo))
+    assert len(report["created"]) == 6
+    notes = {key.rsplit("/", 1)[-1]: d for key, d in by_origin(vault).items()}
+    first, second, third = (notes[name] for name in ("0001-record-architecture-decisions.md",
+                                                      "0002-use-madr-instead.md", "0003-use-log4brains.md"))
+    assert (first.status.value, second.status.value, third.status.value) == ("superseded", "superseded", "ruled")
+    assert first.superseded_by == f"[[{second.title}]]" and second.superseded_by == f"[[{third.title}]]"
+    assert third.ruled_by == "Alice, Bob"
+    assert notes["0004-store-dates-in-utc.md"].status.value == "retracted"
+    events = histories(Workspace(Vault(vault)).vault.ledger.read())
+    assert [e.event for e in events[notes["0004-store-dates-in-utc.md"].id].events] == \
+        ["ruled", "sealed", "imported", "retracted"]
+    assert_vault_is_clean(cli)
+    # A later ADR in the same folder supersedes one imported before: the second run links them.
+    write(repo / "doc" / "adr" / "0007-use-an-adr-site.md",
+          "# 7. Use an ADR site\n\nDate: 2022-02-02\n\n## Status\n\nAccepted\n\n"
+          "Supersedes [3. Use log4brains](0003-use-log4brains.md)\n")
+    again = import_json(cli, "adr", str(repo))
+    assert [o["label"] for o in again["created"]] == ["ADR 7"]
+    assert by_origin(vault)["adr:repo/doc/adr/0003-use-log4brains.md"].status.value == "superseded"
+    assert_vault_is_clean(cli)
+
+
+def test_import_progress_is_not_shown_when_piped(vault, tmp_path):
+    from .conftest import vt
+    repo = adr_folder(tmp_path)
+    done = vt("import", "adr", str(repo), "--vault", str(vault), cwd=tmp_path)
+    assert done.code == 0 and "\x1b[" not in done.err and "━" not in done.err
+    assert done.err.strip().splitlines()[-1] == \
+        "8 file(s) read; imported 6, 0 for review, 0 imported before, 2 skipped"
+
+
+def test_import_into_a_vault_with_a_broken_decision_note_is_refused(cli, vault, tmp_path):
+    write(vault / "Decisions" / "D-0001 Broken.md", "---\ntype: decision\nid: D-0001\nstatus: [\n---\n")
+    before = snapshot(vault)
+    done = cli("import", "adr", str(adr_folder(tmp_path)))
+    assert done.code == 3 and "D-0001 Broken.md" in done.err
+    assert snapshot(vault) == before
+

@@ -1,0 +1,74 @@
+"""Every lifecycle step taken in Obsidian, by editing files while the watcher runs."""
+from __future__ import annotations
+
+import json
+
+from vault_tools import notes
+
+from .conftest import write
+from .test_watch import Running, configure, obsidian_save
+
+
+def _note(fields: str, body: str = "") -> str:
+    return f"---\ntype: decision\n{fields.strip()}\n---\n{body}"
+
+
+def _ledger(vault) -> list[dict]:
+    return [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
+
+
+def _status(vault, decision_id: str) -> str | None:
+    return next((e["event"] for e in reversed(_ledger(vault))
+                 if e["id"] == decision_id and e["event"] in ("asked", "ruled", "superseded", "withdrawn", "retracted")),
+                None)
+
+
+def test_ask_answer_decide_supersede_withdraw_and_retract_in_obsidian(vault):
+    configure(vault)
+    folder = vault / "Decisions"
+    with Running(vault) as watcher:
+        # ask: a question note made by hand
+        question = write(folder / "D-0001 Podcast.md", _note(
+            "id: D-0001\nstatus: open\ntopics: [podcast]\nsummary: Should we start a podcast alongside the newsletter?",
+            "## Question\n\nListeners asked for audio.\n"))
+        watcher.until(lambda: _status(vault, "D-0001") == "asked")
+
+        # answer it: status ruled, the answer in summary and under Ruling
+        answered = notes.with_fields(notes.read_note(question), {
+            "status": "ruled", "summary": "No podcast this year; revisit when subscribers pass ten thousand."})
+        obsidian_save(question, answered + "\n## Ruling\n\nNot this year.\n")
+        watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0001" for e in _ledger(vault)))
+
+        # decide without being asked
+        write(folder / "D-0002 Send day.md", _note(
+            "id: D-0002\nstatus: ruled\ntopics: [newsletter-day]\n"
+            "summary: The newsletter goes out every Thursday morning.\nsource: chat"))
+        watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0002" for e in _ledger(vault)))
+
+        # supersede it with a new ruling that says why
+        write(folder / "D-0003 Tuesdays.md", _note(
+            "id: D-0003\nstatus: ruled\ntopics: [newsletter-day]\nsummary: The newsletter goes out on Tuesdays from January.\n"
+            'source: chat\nsupersedes: ["[[D-0002 Send day]]"]\nreason: Open rates on Thursdays fell from 48% to 39%.'))
+        watcher.until(lambda: _status(vault, "D-0002") == "superseded")
+
+        # withdraw a question
+        dropped = write(folder / "D-0004 Mastodon.md", _note(
+            "id: D-0004\nstatus: open\ntopics: [social-crossposting]\nsummary: Should the agent cross-post to Mastodon?"))
+        watcher.until(lambda: _status(vault, "D-0004") == "asked")
+        obsidian_save(dropped, notes.with_fields(notes.read_note(dropped), {
+            "status": "withdrawn", "reason": "The owner left Mastodon, so there is nothing to cross-post to."}))
+        watcher.until(lambda: _status(vault, "D-0004") == "withdrawn")
+
+        # retract a sealed ruling recorded in error
+        retracted = notes.with_fields(notes.read_note(question), {
+            "status": "retracted", "reason": "Recorded in error: the owner was talking about another show."})
+        obsidian_save(question, retracted)
+        watcher.until(lambda: _status(vault, "D-0001") == "retracted")
+        watcher.until(lambda: "Retracted rulings (1)" in (vault / "Pinned" / "Decisions archive.md").read_text())
+
+    assert "edit-rejected" not in watcher.kinds() and "invalid" not in watcher.kinds(), watcher.actions
+    assert question.read_text() == retracted  # every step stands as the owner typed it
+    assert "status: superseded" in (folder / "D-0002 Send day.md").read_text()
+    assert [e["actor"] for e in _ledger(vault) if e["event"] in ("withdrawn", "retracted")] == ["owner", "owner"]
+    log = (vault / "Pinned" / "Decisions log.md").read_text()
+    assert "D-0003" in log and "No podcast" not in log

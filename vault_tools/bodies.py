@@ -1,0 +1,124 @@
+"""A note's body as an agent reads it: Obsidian comments left out, sections by heading, cut to a size out loud.
+
+Pure: text in, text out. The body is read as Markdown tokens (markdown-it-py), so a `%%` or a `#` inside
+code is text, never a comment or a heading.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+
+SHOW_LIMIT = 4_000  # characters of a body `show` prints before cutting (all of it with --all)
+LOOKUP_FULL_LIMIT = 2_000  # characters of each ruling's body `lookup --full` prints
+RULING_PREVIEW_LINES = 3  # lines of the `## Ruling` section plain `lookup` prints under a summary
+PREVIEW_LINE_CHARS = 200
+
+_COMMENT = re.compile(r"%%.*?%%", re.S)
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
+
+
+@functools.cache
+def _markdown() -> object:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
+
+def _tokens(text: str) -> list[object]:
+    return _markdown().parse(text)  # type: ignore[attr-defined, no-any-return]
+
+
+def _code_lines(text: str) -> set[int]:
+    lines: set[int] = set()
+    for token in _tokens(text):
+        if token.type in ("fence", "code_block") and token.map:  # type: ignore[attr-defined]
+            start, end = token.map  # type: ignore[attr-defined]
+            lines.update(range(start, end))
+    return lines
+
+
+def without_comments(body: str) -> str:
+    """The body less its Obsidian comments (`%%...%%`, inline or over several lines), code left as written."""
+    if "%%" not in body:
+        return body
+    code = _code_lines(body)
+    lines = body.split("\n")
+    out: list[str] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            out.append(_strip_comments("\n".join(prose)))
+            prose.clear()
+
+    for number, line in enumerate(lines):
+        if number in code:
+            flush()
+            out.append(line)
+        else:
+            prose.append(line)
+    flush()
+    return "\n".join(out)
+
+
+def _strip_comments(text: str) -> str:
+    spans: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:
+        spans.append(match.group(0))
+        return f"\x00{len(spans) - 1}\x00"
+
+    masked = _INLINE_CODE.sub(keep, text)
+    cleaned = _COMMENT.sub("", masked)
+    cleaned = re.sub(r"\n{3,}", "\n\n", cleaned)  # a removed block comment leaves no hole
+    return re.sub(r"\x00(\d+)\x00", lambda match: spans[int(match.group(1))], cleaned)
+
+
+def sections(body: str) -> dict[str, str]:
+    """The text under each heading, to the next heading of the same or a higher level; headings in code do not count.
+    A heading met twice keeps its first section."""
+    lines = body.split("\n")
+    headings: list[tuple[int, int, str]] = []  # (line, level, text)
+    tokens = _tokens(body)
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.map:  # type: ignore[attr-defined]
+            level = int(token.tag[1:])  # type: ignore[attr-defined]
+            headings.append((token.map[0], level, tokens[index + 1].content.strip()))  # type: ignore[attr-defined]
+    found: dict[str, str] = {}
+    for position, (line, level, text) in enumerate(headings):
+        end = next((other for other, other_level, _ in headings[position + 1:] if other_level <= level), len(lines))
+        found.setdefault(text, "\n".join(lines[line + 1:end]).strip("\n"))
+    return found
+
+
+@dataclass(frozen=True)
+class BodyView:
+    text: str  # what is shown, the cut marker included
+    sections: dict[str, str] = field(default_factory=dict)  # heading -> text, of the whole body
+    left_out: int = 0  # characters not shown
+
+
+def view(body: str, limit: int | None, *, how_to_see_all: str = "") -> BodyView:
+    """The body an agent is shown: comments out, trailing space trimmed, cut at `limit` characters (None: never)
+    on a line boundary where one is near, with a line saying how much was left out and how to see it."""
+    text = without_comments(body.replace("\r\n", "\n")).strip("\n")
+    whole = sections(text)
+    if limit is None or len(text) <= limit:
+        return BodyView(text, whole)
+    cut = text.rfind("\n", 0, limit)
+    if cut < limit // 2:
+        cut = limit
+    left_out = len(text) - cut
+    marker = f"[… {left_out:,} more characters not shown{': ' + how_to_see_all if how_to_see_all else ''}]"
+    return BodyView(text[:cut].rstrip() + "\n" + marker, whole, left_out)
+
+
+def preview(section: str, lines: int = RULING_PREVIEW_LINES, width: int = PREVIEW_LINE_CHARS) -> list[str]:
+    """The first non-empty lines of a section, each cut at `width` characters with an ellipsis; a last line
+    says when more lines follow."""
+    found = [line.rstrip() for line in without_comments(section).split("\n") if line.strip()]
+    shown = [line if len(line) <= width else line[:width - 1] + "…" for line in found[:lines]]
+    if len(found) > lines:
+        shown.append(f"(… {len(found) - lines} more line{'s' if len(found) - lines > 1 else ''})")
+    return shown

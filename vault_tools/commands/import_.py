@@ -1,0 +1,407 @@
+"""`import` and `harvest`: decisions brought in from other records and from notes, as decision notes.
+
+Each foreign record becomes one decision note through the same steps as `ask`, `rule`, `withdraw`
+and `retract` (a ruling is sealed at once, and its supersessions applied), followed by an
+`imported` event naming the record's foreign identity. That identity is what makes a second run
+create nothing: a record whose identity the ledger already has is reported, not imported again.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import notes
+from ..dates import to_vault_time
+from ..errors import NoteError, Refused, UsageError, VaultToolsError
+from ..importers import OPEN, RETRACTED, RULED, SUPERSEDED, WITHDRAWN, Parsed, Record, Review, Skipped, first_sentence
+from ..importers import harvest as harvesting
+from ..model import MIN_TEXT, Decision, Status
+from ..vault import VaultState, iter_markdown
+from .build import build
+from .close import retract, withdraw
+from .read import current_rulings_on
+from .rule import rule, write_ruling
+from .workspace import Workspace, sections
+
+IMPORT_ACTOR = "vault-tools import"
+MAX_NAME = 100
+
+
+@dataclass
+class Outcome:
+    """What became of one foreign record (or review item, or harvested candidate)."""
+
+    key: str
+    label: str
+    status: str  # the status it has (or would have) in the vault
+    summary: str
+    id: str | None = None  # its decision note's id; None in a dry run
+    path: str | None = None
+    remarks: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"key": self.key, "label": self.label, "status": self.status, "summary": self.summary,
+                "id": self.id, "path": self.path, "remarks": self.remarks}
+
+
+@dataclass
+class ImportResult:
+    kind: str
+    dry_run: bool
+    files_read: int = 0
+    created: list[Outcome] = field(default_factory=list)  # or, in a dry run, would be
+    reviews: list[Outcome] = field(default_factory=list)  # open questions for the owner
+    already: list[Outcome] = field(default_factory=list)  # imported by an earlier run
+    skipped: list[Skipped] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    pages_written: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "dry_run": self.dry_run, "files_read": self.files_read,
+                "created": [o.as_json() for o in self.created], "reviews": [o.as_json() for o in self.reviews],
+                "already_imported": [o.as_json() for o in self.already],
+                "skipped": [{"file": s.file, "why": s.why} for s in self.skipped],
+                "warnings": self.warnings, "pages_written": self.pages_written}
+
+
+def imported_ids(ws: Workspace) -> dict[str, str]:
+    """Foreign identity -> decision id, for everything imported or harvested before."""
+    return {event.origin: event.id for event in ws.vault.ledger.read() if event.event == "imported" and event.origin}
+
+
+def parse_source(kind: str, folder: Path) -> Parsed:
+    from ..importers import adr, export, owner_ask
+
+    if kind == "export":
+        if not folder.is_file():
+            raise UsageError("is not a file (give the JSONL that `vault-tools export` wrote)", path=str(folder))
+        return export.parse(folder)
+    if not folder.is_dir():
+        raise UsageError("is not a folder", path=str(folder))
+    if kind == "owner-ask":
+        parsed = owner_ask.parse(folder)
+        if owner_ask.find_state_folder(folder) is None:
+            raise UsageError(f"has neither state/{owner_ask.RULINGS_FILE} nor state/{owner_ask.ASKS_FILE}",
+                             path=str(folder))
+        return parsed
+    if kind == "adr":
+        return adr.parse(folder)
+    raise UsageError(f"unknown record kind {kind!r} (known: owner-ask, adr, export)")
+
+
+def import_records(ws: Workspace, parsed: Parsed, *, dry_run: bool = False,
+                   progress: Callable[[int, int], None] | None = None) -> ImportResult:
+    """Create a decision note for every record not imported before; then the review items; then the pages."""
+    result = ImportResult(parsed.kind, dry_run, parsed.files_read, skipped=list(parsed.skipped),
+                          warnings=list(parsed.warnings))
+    total = len(parsed.records) + len(parsed.reviews)
+    with ws.vault.ledger.locked():
+        state = ws.state_for_write()
+        known = imported_ids(ws)
+        for done, record in enumerate(parsed.records, 1):
+            outcome = Outcome(record.key, record.label, _final_status(record), record.summary,
+                              remarks=list(record.remarks))
+            if record.key in known:
+                found = state.get(known[record.key])
+                outcome.id, outcome.path = known[record.key], found.path if found else None
+                outcome.status = found.status.value if found else outcome.status
+                result.already.append(outcome)
+            elif dry_run:
+                result.created.append(outcome)
+            else:
+                try:
+                    decision = _create(ws, state, record, known, outcome)
+                except VaultToolsError as error:
+                    result.skipped.append(Skipped(record.source, f"{record.label}: {error.message}"))
+                else:
+                    known[record.key] = decision.id
+                    state = ws.state()
+                    outcome.id, outcome.path = decision.id, decision.path
+                    result.created.append(outcome)
+            if progress:
+                progress(done, total)
+        by_key = {r.key: r for r in parsed.records}
+        for done, review in enumerate(parsed.reviews, len(parsed.records) + 1):
+            raised_by = by_key.get(review.record)
+            if raised_by is None:
+                continue
+            outcome = Outcome(review.key, f"review of {raised_by.label}", OPEN, review.text)
+            if review.key in known:
+                outcome.id = known[review.key]
+                result.already.append(outcome)
+            elif dry_run:
+                result.reviews.append(outcome)
+            elif raised_by.key in known:
+                decision = _review_question(ws, state, review, raised_by, by_key, known)
+                known[review.key] = decision.id
+                state = ws.state()
+                outcome.id, outcome.path, outcome.summary = decision.id, decision.path, decision.summary
+                result.reviews.append(outcome)
+            if progress:
+                progress(done, total)
+        if not dry_run and (result.created or result.reviews):
+            result.pages_written = build(ws).written
+    return result
+
+
+def _final_status(record: Record) -> str:
+    return SUPERSEDED if record.superseded_by and record.status in (RULED, SUPERSEDED) else record.status
+
+
+def _name(names: Sequence[str], default: str) -> str:
+    text = ", ".join(names)
+    if len(text) > MAX_NAME:
+        text = text[:MAX_NAME - 1].rsplit(",", 1)[0] + "…"
+    return text or default
+
+
+def _when(ws: Workspace, value: dt.datetime | dt.date | None) -> dt.datetime | dt.date:
+    return to_vault_time(value, ws.tz) if value is not None else ws.now_local()
+
+
+def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, str], outcome: Outcome) -> Decision:
+    if len(record.summary) < MIN_TEXT or "\n" in record.summary:
+        raise NoteError(f"summary must be one line of at least {MIN_TEXT} characters: {record.summary!r}")
+    new_id = record.id if record.id and _id_free(ws, state, record.id) else ws.next_id(state)
+    path = ws.new_note_path(new_id, record.summary)
+    fields: list[tuple[str, Any]] = [("type", "decision"), ("id", new_id)]
+    ruling = record.status in (RULED, SUPERSEDED, RETRACTED)
+    fields.append(("status", Status.RULED.value if ruling else Status.OPEN.value))
+    fields += [("topics", list(record.topics)), ("summary", record.summary)]
+    if record.asked_at is not None or not ruling:
+        fields += [("asked_at", _when(ws, record.asked_at)), ("asked_by", record.asked_by or ws.config.default_asker)]
+    ruler = _name(record.deciders, ws.config.default_ruler)
+    if ruling:
+        fields += [("ruled_at", _when(ws, record.ruled_at)), ("ruled_by", ruler)]
+    if record.source:
+        fields.append(("source", record.source))
+    links = []
+    for key in record.supersedes:
+        target = state.get(known.get(key, ""))
+        if target is None:
+            outcome.remarks.append(f"supersedes {key.split(':', 1)[-1]}, which was not imported")
+        elif ws.status_of(target) is not Status.RULED or target.status is not Status.RULED:
+            outcome.remarks.append(f"supersedes {target.id}, which is {ws.status_of(target).value}: left as it is")
+        else:
+            links.append(f"[[{target.title}]]")
+    reason = (record.supersede_reason or record.reason) if links else None
+    if links:
+        fields += [("supersedes", links), ("reason", reason)]
+    if ruling:  # a current ruling on the same topic that this record does not say it replaces stands beside it
+        replaced = {known.get(key) for key in record.supersedes}
+        said = [d for d in (state.get(known.get(key, "")) for key in record.alongside or ()) if d is not None]
+        beside = [found.ruling for found in current_rulings_on(ws, state, record.topics)
+                  if found.ruling.id not in replaced and found.ruling.id not in {d.id for d in said}]
+        if said or beside:
+            fields.append(("alongside", [f"[[{d.title}]]" for d in [*said, *beside]]))
+        if beside:
+            outcome.remarks.append(f"stands alongside {', '.join(d.id for d in beside)}, on the same topic")
+    if record.reask_reason and len(record.reask_reason) >= MIN_TEXT:
+        fields.append(("reask_reason", record.reask_reason))
+    fields += [(name, value) for name, value in (("revisit_if", record.revisit_if), ("revisit_by", record.revisit_by),
+                                                 ("due", record.due)) if value]
+    body = record.body if record.whole_body else sections(("Question", record.question),
+                    ("Ruling" if ruling else "Context", record.summary if ruling else None))
+    if record.body and not record.whole_body:
+        body = body.rstrip("\n") + "\n\n" + record.body.strip("\n") + "\n" if body.strip() else record.body
+    text = notes.render_note(fields, body)
+    if ruling:
+        decision = write_ruling(ws, state, path, None, text, ruler, reason)
+    else:
+        decision = ws.parse_new(path, text)
+        notes.create_note(path, text)
+        ws.vault.ledger.append([ws.asked_event(decision, record.asked_by or ws.config.default_asker, text)])
+    ws.vault.ledger.append([ws.event("imported", decision, IMPORT_ACTOR, origin=record.key)])
+    if record.status == RETRACTED:
+        decision = retract(ws, decision.id, record.reason, ruler)
+    elif record.status == WITHDRAWN:
+        decision = withdraw(ws, decision.id, record.reason, ws.config.default_ruler)
+    return decision
+
+
+def _id_free(ws: Workspace, state: VaultState, decision_id: str) -> bool:
+    """No note has the id and the ledger never gave it out."""
+    return state.get(decision_id) is None and decision_id not in ws.histories()
+
+
+def _review_question(ws: Workspace, state: VaultState, review: Review, record: Record, by_key: dict[str, Record],
+                     known: dict[str, str]) -> Decision:
+    """An open question asking the owner to settle what a record only implies."""
+    own = known[record.key]
+    others = [f"{by_key[k].label} ({known[k]})" for k in review.others if k in known and k in by_key]
+    topics = list(dict.fromkeys([*record.topics, *(t for k in review.others if k in by_key for t in by_key[k].topics)]))
+    summary = first_sentence(f"Review the import of {record.label} ({own}): {review.text}", limit=300)
+    new_id = ws.next_id(state)
+    path = ws.new_note_path(new_id, f"Review import of {record.label}")
+    how = [f"Imported {record.label} as {own}. {review.text}"]
+    if others:
+        how.append(f"It may concern {', '.join(others)}.")
+        how.append(f"If {own} does replace one of them, rule this question with `vault-tools rule {new_id} --summary "
+                   f"\"...\" --supersedes ID --reason \"...\"`; if not, withdraw it with `vault-tools withdraw {new_id} "
+                   "--reason \"...\"`.")
+    fields: list[tuple[str, Any]] = [
+        ("type", "decision"), ("id", new_id), ("status", Status.OPEN.value), ("topics", topics),
+        ("summary", summary), ("asked_at", ws.now_local()), ("asked_by", IMPORT_ACTOR), ("source", record.source),
+        ("reask_reason", f"An imported record leaves this open: {record.label} as imported from {record.source}")]
+    text = notes.render_note(fields, sections(("Question", summary), ("Context", " ".join(how))))
+    decision = ws.parse_new(path, text)
+    notes.create_note(path, text)
+    ws.vault.ledger.append([ws.asked_event(decision, IMPORT_ACTOR, text),
+                            ws.event("imported", decision, IMPORT_ACTOR, origin=review.key)])
+    return decision
+
+
+# -- harvest ------------------------------------------------------------------------
+
+@dataclass
+class HarvestResult:
+    dry_run: bool
+    notes_read: int = 0
+    created: list[Outcome] = field(default_factory=list)
+    confirmed: list[Outcome] = field(default_factory=list)  # recorded as ruled
+    to_confirm: list[Outcome] = field(default_factory=list)  # reads as ruled, left open until confirmed
+    already: list[Outcome] = field(default_factory=list)
+    linked_back: list[str] = field(default_factory=list)  # notes given a block id
+    skipped: list[Skipped] = field(default_factory=list)
+    pages_written: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "notes_read": self.notes_read,
+                "created": [o.as_json() for o in self.created], "confirmed": [o.as_json() for o in self.confirmed],
+                "to_confirm": [o.as_json() for o in self.to_confirm],
+                "already_harvested": [o.as_json() for o in self.already], "linked_back": self.linked_back,
+                "skipped": [{"file": s.file, "why": s.why} for s in self.skipped], "pages_written": self.pages_written}
+
+
+def _notes_to_read(ws: Workspace, paths: Iterable[Path]) -> list[tuple[str, Path]]:
+    wanted = [p if p.is_absolute() else Path.cwd() / p for p in paths]
+    found = []
+    for rel, entry in iter_markdown(ws.vault.root, ws.config):
+        absolute = Path(entry.path)
+        if not wanted or any(absolute == w.resolve() or w.resolve() in absolute.resolve().parents
+                             or absolute.resolve() == w.resolve() for w in wanted):
+            found.append((rel, absolute))
+    for path in wanted:
+        if not path.exists():
+            raise UsageError("does not exist", path=str(path))
+        if not ws.vault.inside(path):
+            raise UsageError("is not inside the vault", path=str(path))
+    return found
+
+
+def harvest(ws: Workspace, paths: Iterable[Path] = (), *, dry_run: bool = False, link_back: bool = False,
+            confirm_ids: Iterable[str] = (), confirm: Callable[[Outcome], bool] | None = None,
+            progress: Callable[[int, int], None] | None = None, build_pages: bool = True) -> HarvestResult:
+    """Propose a decision note for every decision written in passing that was not harvested before."""
+    result = HarvestResult(dry_run)
+    with ws.vault.ledger.locked():
+        state = ws.state_for_write()
+        known = imported_ids(ws)
+        for decision_id in confirm_ids:
+            result.confirmed.append(_confirm(ws, state, decision_id, known))
+            state = ws.state()
+        to_read = _notes_to_read(ws, paths)
+        for done, (rel, path) in enumerate(to_read, 1):
+            if progress:
+                progress(done, len(to_read))
+            try:
+                raw = path.read_bytes()
+                text, bom = notes.decode(raw, path)
+            except (OSError, NoteError) as error:
+                result.skipped.append(Skipped(rel, getattr(error, "message", None) or str(error)))
+                continue
+            result.notes_read += 1
+            if notes.read_head(path) is not None:
+                continue  # a decision note: what it says is already recorded
+            for candidate in harvesting.find(text, rel):
+                outcome = Outcome(candidate.key, f"{rel}:{candidate.line}", OPEN, candidate.text)
+                if candidate.key in known:
+                    outcome.id = known[candidate.key]
+                    result.already.append(outcome)
+                    continue
+                summary = _candidate_summary(candidate)
+                if summary is None:
+                    result.skipped.append(Skipped(f"{rel}:{candidate.line}", f"too short to stand as a decision "
+                                                  f"(under {MIN_TEXT} characters): {candidate.text!r}"))
+                    continue
+                outcome.summary = summary
+                if dry_run:
+                    (result.to_confirm if candidate.says_ruled else result.created).append(outcome)
+                    continue
+                decision, linked = _harvested_note(ws, state, candidate, summary, text, bom, path, link_back)
+                known[candidate.key] = decision.id
+                if linked:
+                    text = linked
+                    if rel not in result.linked_back:
+                        result.linked_back.append(rel)
+                state = ws.state()
+                outcome.id, outcome.path = decision.id, decision.path
+                result.created.append(outcome)
+                if candidate.says_ruled:
+                    if confirm is not None and confirm(outcome):
+                        result.confirmed.append(_confirm(ws, state, decision.id, known))
+                        state = ws.state()
+                    else:
+                        result.to_confirm.append(outcome)
+        if build_pages and not dry_run and (result.created or result.confirmed):
+            result.pages_written = build(ws).written
+    return result
+
+
+def _candidate_summary(candidate: harvesting.Candidate) -> str | None:
+    summary = first_sentence(candidate.text, limit=200)
+    if len(summary) < MIN_TEXT:
+        title = candidate.path.rsplit("/", 1)[-1].removesuffix(".md")
+        summary = f"{summary} (noted in {title})"
+    return summary if len(summary) >= MIN_TEXT else None
+
+
+def _harvested_note(ws: Workspace, state: VaultState, candidate: harvesting.Candidate, summary: str, text: str,
+                    bom: bool, path: Path, link_back: bool) -> tuple[Decision, str | None]:
+    new_id = ws.next_id(state)
+    block_id = candidate.block_id or (new_id.lower() if link_back else None)
+    link = harvesting.link_target(candidate, block_id)
+    where = f"Written in {link}, line {candidate.line}" + (f", under \"{candidate.heading}\"" if candidate.heading else "")
+    context = where + "." + (f"\n\n> {candidate.text}" if candidate.text != summary else "")
+    if candidate.says_ruled:
+        context += (f"\n\nIt reads as a decision already made: to record it as ruled, run "
+                    f"`vault-tools harvest --confirm {new_id}`.")
+    fields: list[tuple[str, Any]] = [
+        ("type", "decision"), ("id", new_id), ("status", Status.OPEN.value), ("topics", list(candidate.topics)),
+        ("summary", summary), ("asked_at", ws.now_local()), ("asked_by", ws.config.default_ruler), ("source", link)]
+    note_text = notes.render_note(fields, sections(("Question", summary), ("Context", context)))
+    note_path = ws.new_note_path(new_id, summary)
+    decision = ws.parse_new(note_path, note_text)
+    linked = None
+    if link_back and candidate.block_id is None:
+        linked = harvesting.with_block_id(text, candidate, block_id or new_id.lower())
+    notes.create_note(note_path, note_text)
+    ws.vault.ledger.append([ws.asked_event(decision, ws.config.default_ruler, note_text),
+                            ws.event("imported", decision, "vault-tools harvest", origin=candidate.key)])
+    if linked is not None:
+        notes.write_atomic(path, notes.encode(linked, bom=bom))
+    return decision, linked
+
+
+def _confirm(ws: Workspace, state: VaultState, decision_id: str, known: dict[str, str]) -> Outcome:
+    """Record a harvested question as the owner's ruling, in the words it was written in."""
+    decision = ws.find(state, decision_id)
+    if decision.id not in {v for k, v in known.items() if k.startswith("harvest:")}:
+        raise Refused(f"{decision.id} was not harvested; use `vault-tools rule {decision.id}` to rule on it",
+                      path=decision.path)
+    ruled = rule(ws, decision.id, decision.summary, source=decision.source)
+    return Outcome(next(k for k, v in known.items() if v == decision.id), decision.id, RULED, ruled.summary,
+                   ruled.id, ruled.path)
+
+
+def harvest_changed(ws: Workspace, relative_paths: Iterable[str]) -> list[Decision]:
+    """For the watcher: harvest the notes that just changed (never links back, never rules)."""
+    paths = [ws.vault.root / rel for rel in relative_paths if rel.endswith(".md") and (ws.vault.root / rel).is_file()]
+    if not paths:
+        return []
+    result = harvest(ws, paths, build_pages=False)
+    state = ws.state()
+    return [d for d in (state.get(o.id or "") for o in result.created) if d is not None]

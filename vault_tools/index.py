@@ -1,0 +1,325 @@
+"""The search index: SQLite FTS5 over the decision notes, in `.vault-tools/cache/search-v1.sqlite`.
+
+What is indexed: each decision's summary, topics, body (Obsidian comments left out) and reason.
+Accents are folded and words stemmed (FTS5's porter tokenizer over unicode61 with
+remove_diacritics 2), so "décision" finds "decisions". Results are ranked by bm25, the summary and
+topics weighing more than the body.
+
+The index follows the notes by the same key as the note cache (size, modification time, change
+time and inode, trusted only two seconds after the last write): each search stats every note and
+reads again only those that changed. Statuses come from the ledger at query time (the ledger's final
+statuses win, as everywhere), so a closing recorded without a note change is seen at once. The
+index is derived data: missing, it is built; damaged, it is deleted and built again.
+
+Where the Python build has no FTS5, search scans the decision notes instead (slower, no stemming
+beyond plurals) and says so once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+import unicodedata
+from collections.abc import Iterable, Sequence
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .bodies import without_comments
+from .errors import InconsistentVault
+from .model import (
+    FINAL_STATUSES,
+    Decision,
+    Status,
+    build_decision,
+    leading_id,
+    link_target,
+    name_key,
+    status_in_effect,
+)
+from .vault import RACY_NANOSECONDS, Vault, iter_markdown
+
+INDEX_FILE = "cache/search-v1.sqlite"  # a new name whenever what is indexed changes
+NOTICE_FILE = "cache/search-without-fts5.notice"
+NO_FTS5_ENV = "VAULT_TOOLS_NO_FTS5"  # set to 1 to search as a Python build without FTS5 does
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+COLUMNS = ("summary", "topics", "body", "reason")
+WEIGHTS = (5.0, 4.0, 1.0, 2.0)  # bm25 weight of each column, in COLUMNS order
+CURRENT = frozenset({Status.RULED, Status.OPEN})
+SNIPPET_TOKENS = 12
+NO_FTS5_NOTICE = ("this Python's SQLite has no FTS5: search scans the notes instead (slower, plurals only "
+                  "for stemming); a Python built with a recent SQLite gives ranked search")
+
+# Words too common to say what a question is about; left out of queries (they would match everything).
+STOPWORDS = frozenset("""a about above after again all also am an and any are as at be been before being
+below between both but by can could did do does doing down during each either ever few for from further had
+has have having he her here hers him his how i if in into is it its itself just me more most my no nor not
+now of off on once only or other our ours out over own same she should so some such than that the their
+theirs them then there these they this those through to too under until up us very was we were what when
+where which while who whom why will with would you your yours anything something thing things decide decided
+decision decisions ever""".split())  # noqa: SIM905 (a list of words reads better as text)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fold(text: str) -> str:
+    """Lower case with accents taken off, as the index compares words."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def words(text: str) -> list[str]:
+    """The words of a text as the index sees them (folded; `article-footer` is two words), stopwords out."""
+    return [w for w in _WORD.findall(fold(text))
+            if w not in STOPWORDS and (not w.isdigit() or len(w) == 4)]  # a year counts; other numbers do not
+
+
+def fts_query(text: str) -> str | None:
+    """A user's free text as an FTS5 query: any of its words, each quoted (so no word is read as syntax)."""
+    found = list(dict.fromkeys(words(text)))
+    return " OR ".join(f'"{w}"' for w in found) if found else None
+
+
+def fts5_available() -> bool:
+    if os.environ.get(NO_FTS5_ENV) == "1":
+        return False
+    try:
+        with closing(sqlite3.connect(":memory:")) as connection:
+            connection.execute(f"CREATE VIRTUAL TABLE probe USING fts5(x, tokenize='{TOKENIZER}')")
+        return True
+    except sqlite3.Error:
+        return False
+
+
+@dataclass
+class Hit:
+    id: str
+    path: str
+    status: Status  # in effect
+    summary: str
+    topics: tuple[str, ...]
+    snippet: str
+    score: float  # higher is better (bm25, sign turned)
+
+    @property
+    def historical(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "path": self.path, "status": self.status.value, "historical": self.historical,
+                "summary": self.summary, "topics": list(self.topics), "snippet": self.snippet,
+                "score": round(self.score, 4)}
+
+
+@dataclass
+class SearchResult:
+    hits: list[Hit] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # said once or when something was repaired
+
+
+@dataclass(frozen=True)
+class _Doc:
+    rowid: int
+    id: str
+    path: str
+    status: Status
+    title: str
+    summary: str
+    topics: tuple[str, ...]
+    supersedes: tuple[str, ...]
+
+
+class SearchIndex:
+    """The FTS5 index of one vault."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.path = vault.state_dir / INDEX_FILE
+        self.notices: list[str] = []
+
+    # -- keeping it current
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+        # Derived data: a crash mid-write at worst damages it, and a damaged index is built again.
+        connection.execute("PRAGMA synchronous = OFF")
+        connection.executescript(f"""
+            CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INT, mtime_ns INT, ctime_ns INT, inode INT,
+                                              indexed_at_ns INT, doc INT);
+            CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, id TEXT, path TEXT, status TEXT, title TEXT,
+                                             summary TEXT, topics TEXT, supersedes TEXT);
+            CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5({", ".join(COLUMNS)}, tokenize='{TOKENIZER}');
+        """)
+        return connection
+
+    def open(self) -> sqlite3.Connection:
+        """The index brought up to date with the notes; built afresh when missing or damaged."""
+        try:
+            connection = self._connect()
+            self._sync(connection)
+            return connection
+        except sqlite3.DatabaseError as error:
+            if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+                raise InconsistentVault("the search index is locked by another vault-tools process; try again",
+                                        path=f".vault-tools/{INDEX_FILE}") from None
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self.notices.append(f"the search index (.vault-tools/{INDEX_FILE}) was damaged; it was built again")
+        connection = self._connect()
+        self._sync(connection)
+        return connection
+
+    def _sync(self, connection: sqlite3.Connection) -> None:
+        stored = {row[0]: row[1:] for row in connection.execute(
+            "SELECT path, size, mtime_ns, ctime_ns, inode, indexed_at_ns, doc FROM files")}
+        seen: set[str] = set()
+        changed: list[tuple[str, str, tuple[int, int, int, int]]] = []
+        for rel, entry in iter_markdown(self.vault.root, self.vault.config):
+            seen.add(rel)
+            try:
+                stat = entry.stat()
+            except OSError:
+                continue
+            key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+            row = stored.get(rel)
+            if row is not None and tuple(row[:4]) == key and row[4] - max(key[1], key[2]) > RACY_NANOSECONDS:
+                continue
+            changed.append((rel, entry.path, key))
+        gone = [path for path in stored if path not in seen]
+        if not changed and not gone:
+            return
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for rel in gone:
+                self._forget(connection, rel, stored[rel][5])
+            for rel, full_path, key in changed:
+                previous = stored.get(rel)
+                self._forget(connection, rel, previous[5] if previous else None)
+                doc = self._index_note(connection, rel, Path(full_path))
+                connection.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                   (rel, *key, time.time_ns(), doc))
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+
+    @staticmethod
+    def _forget(connection: sqlite3.Connection, rel: str, doc: int | None) -> None:
+        connection.execute("DELETE FROM files WHERE path = ?", (rel,))
+        if doc is not None:
+            connection.execute("DELETE FROM docs WHERE rowid = ?", (doc,))
+            connection.execute("DELETE FROM search WHERE rowid = ?", (doc,))
+
+    def _index_note(self, connection: sqlite3.Connection, rel: str, path: Path) -> int | None:
+        kind, payload = self.vault.read_payload(path)
+        if kind != "decision" or payload is None:
+            return None
+        decision, _ = build_decision(payload["data"], path=rel, body=payload["body"], key_lines=payload["lines"])
+        if decision is None:
+            return None
+        cursor = connection.execute(
+            "INSERT INTO docs (id, path, status, title, summary, topics, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (decision.id, rel, decision.status.value, decision.title, decision.summary,
+             json.dumps(decision.topics), json.dumps(decision.supersedes)))
+        rowid = cursor.lastrowid
+        connection.execute("INSERT INTO search (rowid, summary, topics, body, reason) VALUES (?, ?, ?, ?, ?)",
+                           (rowid, *document_fields(decision)))
+        return rowid
+
+    # -- asking it
+
+    def _docs(self, connection: sqlite3.Connection) -> dict[int, _Doc]:
+        return {row[0]: _Doc(row[0], row[1], row[2], Status(row[3]), row[4], row[5], tuple(json.loads(row[6])),
+                             tuple(json.loads(row[7])))
+                for row in connection.execute("SELECT rowid, id, path, status, title, summary, topics, supersedes "
+                                              "FROM docs")}
+
+    def statuses(self, docs: dict[int, _Doc]) -> dict[int, Status]:
+        """Each indexed note's status in effect (the ledger's word and supersession by a current ruling)."""
+        try:
+            recorded = self.vault.ledger.statuses()
+        except InconsistentVault:
+            recorded = {}
+        by_name = {name_key(doc.title): doc.id for doc in docs.values()}
+        ids = {doc.id for doc in docs.values()}
+        replaced: set[str] = set()
+        for doc in docs.values():
+            if doc.status is Status.RULED and doc.supersedes:
+                for link in doc.supersedes:
+                    target = by_name.get(name_key(link_target(link))) or leading_id(link)
+                    if target in ids and target != doc.id:
+                        replaced.add(target)
+        return {rowid: status_in_effect(doc.status, recorded.get(doc.id), doc.id in replaced)
+                for rowid, doc in docs.items()}
+
+    def search(self, text: str, *, history: bool = False, limit: int = 20,
+               statuses: Iterable[Status] | None = None) -> list[Hit]:
+        query = fts_query(text)
+        if query is None:
+            return []
+        wanted = set(statuses) if statuses is not None else (set(Status) if history else set(CURRENT))
+        with closing(self.open()) as connection:
+            docs = self._docs(connection)
+            in_effect = self.statuses(docs)
+            weights = ", ".join(str(w) for w in WEIGHTS)
+            ranked = connection.execute(f"SELECT rowid, bm25(search, {weights}) FROM search WHERE search MATCH ? "
+                                        "ORDER BY 2", (query,)).fetchall()
+            chosen = [(rowid, rank) for rowid, rank in ranked if rowid in docs and in_effect[rowid] in wanted][:limit]
+            if not chosen:
+                return []
+            marks = ",".join("?" * len(chosen))
+            snippets = dict(connection.execute(
+                f"SELECT rowid, snippet(search, -1, '**', '**', '…', {SNIPPET_TOKENS}) FROM search "
+                f"WHERE search MATCH ? AND rowid IN ({marks})", (query, *(rowid for rowid, _ in chosen))).fetchall())
+        return [Hit(docs[rowid].id, docs[rowid].path, in_effect[rowid], docs[rowid].summary, docs[rowid].topics,
+                    snippets.get(rowid, docs[rowid].summary), -rank) for rowid, rank in chosen]
+
+
+def document_fields(decision: Decision) -> tuple[str, str, str, str]:
+    """What is indexed of a decision, in COLUMNS order."""
+    return (decision.summary, " ".join(decision.topics), without_comments(decision.body), decision.reason or "")
+
+
+# -- without FTS5 ------------------------------------------------------------------------------------
+
+def _stem(word: str) -> str:
+    for suffix in ("ies", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[:-len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def scan(decisions: Sequence[Decision], text: str, *, history: bool = False, limit: int = 20) -> list[Hit]:
+    """Search by reading every decision: the fallback where SQLite has no FTS5."""
+    asked = {_stem(w) for w in words(text)}
+    if not asked:
+        return []
+    hits = []
+    for decision in decisions:
+        if not history and decision.status not in CURRENT:
+            continue
+        score = 0.0
+        for weight, value in zip(WEIGHTS, document_fields(decision), strict=True):
+            found = [_stem(w) for w in words(value)]
+            score += weight * sum(1 for w in found if w in asked) / (1 + len(found)) ** 0.5
+        if score > 0:
+            hits.append(Hit(decision.id, decision.path, decision.status, decision.summary, decision.topics,
+                            decision.summary, score))
+    return sorted(hits, key=lambda hit: -hit.score)[:limit]
+
+
+def notice_once(vault: Vault) -> str | None:
+    """The no-FTS5 notice, the first time only (remembered in the cache)."""
+    marker = vault.state_dir / NOTICE_FILE
+    if marker.exists():
+        return None
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(NO_FTS5_NOTICE + "\n", encoding="utf-8")
+    except OSError:
+        pass
+    return NO_FTS5_NOTICE
