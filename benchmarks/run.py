@@ -12,6 +12,7 @@ hook runs them), the median wall time and the peak memory (RSS) of:
   and warm after one changed note;
 - `vault-tools search`: cold (no index), warm, and warm after one changed note, against the
   start-up of `vault-tools version` measured in the same run;
+- each Claude Code hook (`vault-tools hook claude EVENT`, the event's JSON on stdin), 10,000 notes only;
 - the watcher: from a save of a decision note to the pinned page being rewritten,
   minus the configured debounce (median and p95 over `--saves` saves).
 
@@ -37,6 +38,9 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.same_question import report as same_question_report
 
 FLOOR = """
 import os, sys
@@ -80,10 +84,14 @@ class Measure:
         return statistics.median(self.seconds)
 
 
-def timed(args: list[str], cwd: Path | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process."""
+def timed(args: list[str], cwd: Path | None = None, stdin: bytes | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one process (fed `stdin`, as a hook is)."""
     started = time.perf_counter()
-    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdin=subprocess.PIPE if stdin is not None else None)
+    if stdin is not None:
+        process.stdin.write(stdin)
+        process.stdin.close()
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -95,12 +103,12 @@ def peak_mb(usage: os.struct_rusage) -> float:  # type: ignore[name-defined]
     return usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
-def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None) -> Measure:
+def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None, stdin: bytes | None = None) -> Measure:
     result = Measure()
     for _ in range(repeat):
         if before:
             before()
-        seconds, peak = timed(args, cwd)
+        seconds, peak = timed(args, cwd, stdin)
         result.seconds.append(seconds)
         result.peak_mb = max(result.peak_mb, peak)
     return result
@@ -154,6 +162,34 @@ def watcher_latency(vault: Path, saves: int, debounce_ms: int = 200) -> tuple[li
     return latencies, peak_mb(usage)
 
 
+def hook_calls(vault: Path) -> list[tuple[str, str, dict]]:
+    """One Claude Code hook call of each kind, as Claude Code sends them."""
+    sealed = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: ruled" in p.read_text())
+    ordinary = next(iter(sorted((vault / "Areas").rglob("*.md"))))
+    question = {"questions": [{"question": "Should the weekly newsletter take a sponsor?", "header": "Sponsor",
+                               "options": [{"label": "Yes", "description": ""}], "multiSelect": False}]}
+    return [
+        ("session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),
+        ("user-prompt-submit", "user-prompt-submit", {"prompt": "why is there still promotion in the footers? I said no"}),
+        ("pre-tool-use, Edit of an ordinary note", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(ordinary)}}),
+        ("pre-tool-use, Edit of a sealed note (denied)", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}}),
+        ("pre-tool-use, Bash", "pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": "grep -r footer . | head"}}),
+        ("pre-tool-use, AskUserQuestion", "pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": question}),
+    ]
+
+
+def measure_hooks(vault: Path, repeat: int) -> dict[str, Measure]:
+    """Each hook as Claude Code runs it: a process, the event's JSON on stdin. The first call after a change
+    reads the vault and keeps a snapshot; the figures are for the calls after it (the vault unchanged)."""
+    args = [*VAULT_TOOLS, "hook", "claude"]
+    first = json.dumps({"cwd": str(vault)}).encode()
+    subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
+    time.sleep(2.1)
+    subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
+    return {f"hook {name}": measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode())
+            for name, event, payload in hook_calls(vault)}
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
@@ -187,6 +223,14 @@ def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Mea
     time.sleep(2.1)
     results["search, warm, nothing changed"] = measure(search, repeat)
     results["search, warm, one note changed"] = measure(search, repeat, before=NoteChanger(vault))
+    # the same-matter check: `ask` with a current ruling's words under a new topic key is refused (writes nothing)
+    ruling = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: ruled" in p.read_text())
+    words = next(line for line in ruling.read_text().splitlines() if line.startswith("summary: "))
+    same = [*VAULT_TOOLS, "ask", words.removeprefix("summary: ").strip('"'), "--topic", "a-key-never-used",
+            "--vault", str(vault)]
+    results["ask refused as the same matter, warm"] = measure(same, repeat)
+    if size <= 10000:
+        results.update(measure_hooks(vault, max(repeat, 11)))
     if saves and size <= 10000:
         latencies, peak = watcher_latency(vault, saves)
         results["watcher: save to page, after debounce"] = (latencies, peak)
@@ -200,8 +244,12 @@ def table(size: int, results: dict[str, Measure | tuple]) -> str:
     assert isinstance(floor, Measure) and isinstance(baseline, Measure)
     start_up = results.get("start-up: vault-tools version")
     warm = results.get("search, warm, nothing changed")
+    same = results.get("ask refused as the same matter, warm")
     over = (f"warm search minus start-up: {warm.median - start_up.median:.3f} s (target: under 0.100 s)"
             if isinstance(start_up, Measure) and isinstance(warm, Measure) else "")
+    if isinstance(start_up, Measure) and isinstance(same, Measure):
+        over += (f"\nsame-matter check (ask, refused) minus start-up: {same.median - start_up.median:.3f} s "
+                 f"({same.median / start_up.median:.2f} x start-up; target: under 0.100 s over it)")
     lines = [f"### {size:,} notes", "", *([over, ""] if over else []),
              "| measurement | seconds | x floor | x baseline | peak RSS MB |", "|---|---:|---:|---:|---:|"]
     for name, value in results.items():
@@ -294,6 +342,8 @@ def main() -> None:
     context_sizes = [int(size) for size in args.context_sizes.split(",") if size]
     print(f"# vault-tools benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+    print()
+    print("\n".join(same_question_report()))
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:
         for size in sizes:

@@ -20,8 +20,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import random
 import shutil
 import sys
+import tempfile
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -261,7 +264,8 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     clock.set("2026-11-10T17:45:00")
     rule(ws, None, "No third-party trackers on the blog; page counts come from the server logs only.",
                  topics=["analytics"], source="[[2026-11-10]] chat with owner",
-                 revisit_if="Hosting changes and server logs are no longer available.")
+                 revisit_if="Hosting changes and server logs are no longer available.",
+                 terms=["trackers=none", "analytics_budget=0"])
 
     clock.set("2026-11-20T11:00:00")
     ask(ws, "Which guest essay should run in the December issue?", ["guest-posts"], due="2026-11-30", body=(
@@ -527,7 +531,7 @@ def make_example_vault(root: Path) -> list[Decision]:
         write_file(root / path, text)
     clock.set("2026-11-29T08:00:00")
     build(ws)
-    decisions = sorted(ws.state().decisions, key=lambda decision: decision.number)
+    decisions = sorted(ws.state().decisions, key=lambda decision: decision.order)
     for leftover in [root / STATE_DIR / "cache", *(root / STATE_DIR).glob("*.lock")]:
         if leftover.is_dir():
             shutil.rmtree(leftover)
@@ -541,12 +545,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder to (re)create (default: example-vault/)")
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
-    if out.exists():
-        if not (out / STATE_DIR / "ledger.jsonl").exists():
-            print(f"{out} exists and is not a vault this script made; not replacing it", file=sys.stderr)
-            return 2
-        shutil.rmtree(out)
-    decisions = make_example_vault(out)
+    if out.exists() and not (out / STATE_DIR / "ledger.jsonl").exists():
+        print(f"{out} exists and is not a vault this script made; not replacing it", file=sys.stderr)
+        return 2
+    # Made outside any git repository, so its ids are the plain D-NNNN of a vault kept without git
+    # (inside a repository, new ids carry the clone's tag), then moved into place.
+    # Record identities are random uuids; drawn from a seeded generator here so the example vault
+    # regenerates byte for byte.
+    seeded = random.Random(20261129)
+    real_uuid4 = uuid.uuid4
+    uuid.uuid4 = lambda: uuid.UUID(int=seeded.getrandbits(128), version=4)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            made = Path(scratch) / out.name
+            decisions = make_example_vault(made)
+            if out.exists():
+                shutil.rmtree(out)
+            shutil.copytree(made, out)
+    finally:
+        uuid.uuid4 = real_uuid4
     print(f"wrote {out} with {len(decisions)} decision notes")
     return 0
 

@@ -49,10 +49,18 @@ def test_bad_decision_note_blocks_writes_and_names_file_and_line(cli, settled, n
     assert shown.code == 3 and "D-0002 Bad.md" in shown.err
 
 
-def test_duplicate_ids(cli, settled):
+def test_duplicate_ids_refuse_only_writes_that_touch_that_id(cli, settled):
     original = next((settled / "Decisions").iterdir())
     write(settled / "Decisions" / "Copy.md", original.read_text())
-    assert_refused_untouched(cli, settled, "id D-0001 is used by 2 notes", "Decisions/")
+    before = snapshot(settled)
+    for args in (("retract", "D-0001", "--reason", "Recorded in error by the agent, not the owner."),
+                 ("rule", "--topic", "promotion", "--summary", "Footers promote the newsletter.",
+                  "--supersedes", "D-0001", "--reason", "The newsletter matters more than the bio.")):
+        refused = cli(*args)
+        assert refused.code == 3, refused
+        assert "id D-0001 is used by 2 notes" in refused.err and "vault-tools renumber D-0001" in refused.err
+        assert snapshot(settled) == before
+    assert cli("ask", "Should footers promote the newsletter?", "--topic", "promotion").code == 0
 
 
 def test_supersedes_cycle(cli, settled):

@@ -11,7 +11,7 @@ import pytest
 
 from vault_tools import notes
 from vault_tools.dates import local_date
-from vault_tools.ledger import History, histories, seal_hash
+from vault_tools.ledger import History, histories_by_id, seal_hash
 from vault_tools.model import Decision, Status
 from vault_tools.starter import packaged_templates
 from vault_tools.vault import Vault, VaultState
@@ -38,7 +38,7 @@ def state(example) -> VaultState:
 
 @pytest.fixture(scope="module")
 def ledger(example) -> dict[str, History]:
-    return histories(example.ledger.read())
+    return histories_by_id(example.ledger.read())
 
 
 def successor(state: VaultState, decision: Decision) -> Decision:

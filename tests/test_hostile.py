@@ -334,7 +334,7 @@ def test_a_removed_seal_line_is_noticed_without_git_and_the_edit_is_never_sealed
     note.write_text(note.read_text().replace("author bio.", "author bio, and nothing else at all."))
     age(note)
     linted = cli("lint")
-    assert "VT026" in codes(linted) and "VT020" not in codes(linted), linted.out
+    assert "VT027" in codes(linted) and "VT020" not in codes(linted), linted.out
     fixed = cli("lint", "--fix")
     assert "could not seal D-0001" in fixed.err
     cli("watch", "--once")

@@ -8,7 +8,7 @@ import pytest
 
 from vault_tools.commands.workspace import Workspace
 from vault_tools.importers import adr
-from vault_tools.ledger import histories
+from vault_tools.ledger import histories_by_id
 from vault_tools.vault import Vault
 
 from .conftest import CORPORA, snapshot, write
@@ -296,7 +296,7 @@ def test_an_adr_chain_written_by_adr_tools_is_kept_in_the_vault(cli, vault, tmp_
     assert first.superseded_by == f"[[{second.title}]]" and second.superseded_by == f"[[{third.title}]]"
     assert third.ruled_by == "Alice, Bob"
     assert notes["0004-store-dates-in-utc.md"].status.value == "retracted"
-    events = histories(Workspace(Vault(vault)).vault.ledger.read())
+    events = histories_by_id(Workspace(Vault(vault)).vault.ledger.read())
     assert [e.event for e in events[notes["0004-store-dates-in-utc.md"].id].events] == \
         ["ruled", "sealed", "imported", "retracted"]
     assert_vault_is_clean(cli)

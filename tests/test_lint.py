@@ -124,6 +124,15 @@ def run_command(root: Path, words: list[str], capsys: pytest.CaptureFixture[str]
     elif name == "truncate":
         path = root / args[0]
         path.write_bytes(path.read_bytes()[:-int(args[1])])
+    elif name == "append-event":  # a line another clone wrote, as git's union merge brings it in
+        path = root / args[0]
+        lines = path.read_text(encoding="utf-8").splitlines()
+        last = [event for event in (parse_line(line, n, args[0]) for n, line in enumerate(lines, 1))
+                if event.id == args[1]][-1]
+        fields = dict(pair.partition("=")[::2] for pair in args[3:])
+        event = last.__class__(**{**last.__dict__, "event": args[2], "text": None, "hash": None, **fields})
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(event_line(event))
     elif name in ("delete-line", "forge-line"):
         path = root / args[0]
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -72,3 +72,36 @@ def test_ask_answer_decide_supersede_withdraw_and_retract_in_obsidian(vault):
     assert [e["actor"] for e in _ledger(vault) if e["event"] in ("withdrawn", "retracted")] == ["owner", "owner"]
     log = (vault / "Pinned" / "Decisions log.md").read_text()
     assert "D-0003" in log and "No podcast" not in log
+
+
+def test_a_ruling_whose_summary_still_asks_is_not_sealed_until_it_answers(vault):
+    configure(vault)
+    question = write(vault / "Decisions" / "D-0001 Podcast.md", _note(
+        "id: D-0001\nstatus: open\ntopics: [podcast]\nsummary: Should we start a podcast alongside the newsletter?",
+        "## Question\n\nShould we start a podcast alongside the newsletter?\n"))
+    with Running(vault) as watcher:
+        watcher.until(lambda: _status(vault, "D-0001") == "asked")
+        # The owner answers in place but forgets to rewrite the summary.
+        forgot = notes.with_fields(notes.read_note(question), {"status": "ruled"})
+        obsidian_save(question, forgot + "\n## Ruling\n\nNo podcast this year.\n")
+        watcher.until(lambda: any(a.kind == "invalid" and "still asks the question" in a.why for a in watcher.actions))
+        page = (vault / "Pinned" / "Open questions.md")
+        watcher.until(lambda: page.exists() and "still asks the question" in page.read_text())
+        assert not any(e["event"] == "sealed" for e in _ledger(vault))
+        # Now the answer goes where the agent reads it.
+        obsidian_save(question, notes.with_fields(notes.read_note(question), {
+            "summary": "No podcast this year; revisit when subscribers pass ten thousand."}))
+        watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0001" for e in _ledger(vault)))
+        watcher.until(lambda: "still asks" not in page.read_text())
+    assert "No podcast this year" in (vault / "Pinned" / "Decisions log.md").read_text()
+
+
+def test_the_agent_is_told_which_ruling_has_no_answer_yet(vault):
+    from .conftest import vt
+
+    write(vault / "Decisions" / "D-0001 Podcast.md", _note(
+        "id: D-0001\nstatus: ruled\ntopics: [podcast]\nsummary: Should we start a podcast alongside the newsletter?"))
+    context = vt("context", "--budget", "claude-hook", cwd=vault)
+    assert "D-0001 is marked ruled, but its summary still asks the question" in context.out
+    sealed = vt("seal", "D-0001", cwd=vault)
+    assert sealed.code == 1 and "still asks the question" in sealed.err

@@ -75,12 +75,13 @@ def test_hook_passes_a_clean_commit_and_refuses_an_in_place_edit_of_a_sealed_not
     output = clean.stdout + clean.stderr
     assert "vault-tools lint....." in output and "Passed" in output and "Failed" not in output
 
-    note = next((repo / "Decisions").glob("D-0001 *.md"))
+    note = next((repo / "Decisions").glob("D-0001*.md"))
     note.write_text(note.read_text(encoding="utf-8").replace(FOOTER, "Every article footer carries only the bio."),
                     encoding="utf-8")
     refused = commit(repo, env, "Quietly change the footer ruling")
     assert refused.returncode != 0
     relative = note.relative_to(repo).as_posix()
-    assert (f"{relative}:7: VT021 error: D-0001 was edited after it was sealed (summary, body differ from the sealed "
+    decision_id = note.name.split(" ", 1)[0]  # in a git repository ids carry the clone's tag
+    assert (f"{relative}:7: VT021 error: {decision_id} was edited after it was sealed (summary, body differ from the sealed "
             "text); supersede a sealed ruling instead of editing it") in refused.stdout + refused.stderr
     assert git(repo, "rev-list", "--count", "HEAD").stdout.strip() == "1"  # the edit was not committed

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from vault_tools import lint, notes
 from vault_tools.commands.workspace import Workspace
-from vault_tools.ledger import Ledger, histories
+from vault_tools.ledger import Ledger, histories_by_id
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
@@ -110,7 +110,7 @@ def test_changing_the_id_of_a_sealed_note_is_an_edit_of_it(cli, vault):
     kinds = one_pass(vault)
     assert "edit-rejected" in kinds and "sealed" not in kinds
     assert path.read_bytes() == sealed_bytes
-    assert "D-0007" not in histories(Ledger(vault / ".vault-tools").read())
+    assert "D-0007" not in histories_by_id(Ledger(vault / ".vault-tools").read())
 
 
 def test_a_withdrawn_question_stays_withdrawn(cli, vault):

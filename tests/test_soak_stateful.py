@@ -9,7 +9,7 @@ line (a ledger append that dies once). After every step:
 - no ruling is current that a current ruling supersedes;
 - what an agent loads (`context`) stays within the budget;
 - once the watcher has reconciled, `lint` finds no error in the supersession chain (VT010-VT015), the
-  seals and the ledger (VT020-VT026) or the pages (VT030): the notes agree with the ledger. (Other
+  seals and the ledger (VT020-VT029) or the pages (VT030): the notes agree with the ledger. (Other
   findings are about what the owner wrote, like two rulings on one topic that do not say how they relate.)
 
 `VAULT_TOOLS_SOAK_RUNS` sets the number of sequences (see `sequences`); `make soak` is the long run.

@@ -23,7 +23,7 @@ import pytest
 
 from vault_tools import lint, notes
 from vault_tools.commands.workspace import Workspace
-from vault_tools.ledger import Ledger, histories, seal_hash
+from vault_tools.ledger import Ledger, histories_by_id, seal_hash
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Debouncer, Watcher, is_ignored
 
@@ -377,7 +377,7 @@ def test_a_question_ruled_in_obsidian_is_sealed_after_settling(cli, vault):
     assert FOOTER in log
     data = notes.read_note(path).data
     assert data["ruled_by"] == "owner" and data["ruled_at"]
-    assert histories(Ledger(vault / ".vault-tools").read())["D-0001"].sealed
+    assert histories_by_id(Ledger(vault / ".vault-tools").read())["D-0001"].sealed
 
 
 def test_a_hand_written_superseding_ruling_marks_the_old_one(cli, vault):
@@ -436,7 +436,7 @@ def test_edits_made_while_stopped_are_reconciled_at_start(cli, vault):
     with Running(vault) as running:
         assert {"edit-rejected", "restored", "sealed"} <= set(running.kinds())
     assert path.read_bytes() == sealed
-    assert histories(Ledger(vault / ".vault-tools").read())["D-0002"].sealed
+    assert histories_by_id(Ledger(vault / ".vault-tools").read())["D-0002"].sealed
 
 
 # -- the command ---------------------------------------------------------------------------
@@ -510,7 +510,7 @@ def _scenario(vault: Path, cli) -> dict[str, bytes]:
 def _check_invariants(vault: Path, typed: bytes) -> None:
     ws = Workspace(Vault(vault))
     events = ws.vault.ledger.read()  # verifies every line
-    known = histories(events)
+    known = histories_by_id(events)
     state = ws.state()
     assert not state.broken
     by_id = state.by_id()

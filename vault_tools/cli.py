@@ -98,7 +98,7 @@ def decision_json(decision: Decision) -> dict[str, Any]:
         "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
         "superseded_by": decision.superseded_by, "reason": decision.reason,
         "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
-        "revisit_by": _when(decision.revisit_by), "due": _when(decision.due),
+        "revisit_by": _when(decision.revisit_by), "due": _when(decision.due), "terms": dict(decision.terms),
     }
 
 
@@ -115,8 +115,14 @@ def init(vault: VaultOption = None,
          timezone: Annotated[str | None, typer.Option(metavar="ZONE", help="IANA time zone, like Europe/Paris (default: this machine's).")] = None,
          templates: Annotated[bool, typer.Option(
              "--templates", help="Also copy the Decision and Question templates into Obsidian's templates folder.")] = False,
+         agent: Annotated[str | None, typer.Option(
+             "--agent", metavar="AGENT", help="Wire an agent into the project: claude, codex, gemini or cursor (its "
+                                              "instructions section, hooks and MCP entry).")] = None,
+         remove: Annotated[bool, typer.Option("--remove", help="With --agent: take out exactly what --agent added.")] = False,
+         project: Annotated[Path | None, typer.Option(
+             "--project", metavar="DIR", help="With --agent: the project the agent works in (default: this folder).")] = None,
          ) -> None:
-    """Set up .vault-tools/ in a vault (safe to run again); --vault names the folder, made if missing."""
+    """Set up .vault-tools/ in a vault (safe to run again; --vault: made if missing); --agent wires an agent in."""
     global _vault_root
     if vault is not None:  # exactly the folder named: made when missing, never another one
         from .commands.setup import make_vault_folder
@@ -127,14 +133,25 @@ def init(vault: VaultOption = None,
         except VaultToolsError:
             root = Path.cwd().resolve()
     _vault_root = root
-    from .commands.setup import init_vault
-    changed = init_vault(root, timezone)
+    from .commands.setup import init_agent, init_vault
+    if remove and agent is None:
+        raise typer.BadParameter("--remove goes with --agent", param_hint="--remove")
+    changed = [] if remove else init_vault(root, timezone)
     load_config(root)  # reads the config back: a bad one fails here, not later
     if templates:
         from .starter import install_templates
         changed += install_templates(root)
     for name in changed:
         stderr.print(f"created or updated {name}", markup=False)
+    if agent is not None:
+        where = (project or Path.cwd()).resolve()
+        touched = init_agent(where, root, agent, remove=remove)
+        for name in touched:
+            verb = "updated" if (where / name).exists() else "removed"
+            stderr.print(f"{verb} {name}" if remove else f"created or updated {name}", markup=False)
+        if not touched:
+            stderr.print(f"{agent} is {'not wired in' if remove else 'already wired in'}: nothing changed", markup=False)
+        return
     if not changed:
         stderr.print(f"{root} is already set up", markup=False)
     _out(INIT_SNIPPETS)
@@ -157,15 +174,8 @@ Add to .pre-commit-config.yaml:
         pass_filenames: false
         always_run: true
 
-Add to CLAUDE.md / AGENTS.md:
-  At the start of every session run `vault-tools context --budget claude-hook` and follow it.
-  Before asking the owner anything, run `vault-tools ask "<question>" --topic <topic>`;
-  if it is refused, the answer is in the ruling it names.
-
-Or load it at every session start (Claude Code, .claude/settings.json):
-  {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "vault-tools context --budget claude-hook --hook"}]}]}}
-Claude Code keeps only 10,000 characters of hook output and drops the rest without a word:
---budget claude-hook stays under 9,500 characters, and --hook never fails the session."""
+Wire your agent in (its instructions, hooks and MCP server), from the project it works in:
+  vault-tools init --agent claude      # or codex, gemini, cursor; --remove takes it out again"""
 
 
 @app.command()
@@ -175,11 +185,16 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
         due: Annotated[str | None, typer.Option(metavar="DATE", help="Date an answer is needed by (2026-07-17).")] = None,
         reask_reason: Annotated[str | None, typer.Option(
             help="What changed since the ruling on this topic (at least 20 characters).")] = None,
+        not_the_same: Annotated[list[str], typer.Option(
+            "--not-the-same", metavar="ID", help="A decision the refusal named that you read and found to be a "
+            "different matter; recorded in the ledger. Repeatable.")] = [],  # noqa: B006
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """Register a question for the owner; refused when its topic is already settled or open."""
+    """Register a question for the owner; refused when its topic is already settled or open, or when its words
+    say the same matter as a current ruling or open question under other topics."""
     from .commands.ask import ask as ask_question
     ws = _workspace(vault)
-    decision = ask_question(ws, summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by)
+    decision = ask_question(ws, summary, topic, body=_read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
+                            not_the_same=not_the_same)
     _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
@@ -200,6 +215,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          body: Annotated[str | None, typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
          revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
          revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
+         term: Annotated[list[str], typer.Option("--term", metavar="KEY=VALUE", help="A term the ruling grants, for `gate` (written as the property term_KEY); repeatable.")] = [],  # noqa: B006
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Record the owner's ruling: on a question (ID) or given directly (--topic).
 
@@ -209,7 +225,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
     ws = _workspace(vault)
     decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
                             supersedes=supersedes, alongside=alongside, reason=reason, body=_read_body(body),
-                            revisit_if=revisit_if, revisit_by=revisit_by)
+                            revisit_if=revisit_if, revisit_by=revisit_by, terms=term)
     _refresh_pages(ws)
     if json_:
         _json(decision_json(decision))
@@ -310,18 +326,23 @@ def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decisi
     decision, history, problems = show_decision(ws, decision_id)
     body = body_view(decision, None if all_ else SHOW_LIMIT)
     if json_:
-        data = decision_json(decision)
-        data.update(_body_json(body))
-        data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
-        data["sealed"] = history.sealed
-        data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
-        _json(data)
+        _json(show_json(decision, history, problems, body))
     else:
         _show(ws, decision, history, body.text)
     if problems:
         for problem in problems:
             stderr.print(f"{decision.path}:{problem.line or 1}: {problem}", markup=False)
         raise typer.Exit(3)
+
+
+def show_json(decision: Decision, history: History, problems: list[Any], body: Any) -> dict[str, Any]:
+    """What `show --json` prints (the MCP server's `show` gives the same)."""
+    data = decision_json(decision)
+    data.update(_body_json(body))
+    data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
+    data["sealed"] = history.sealed
+    data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
+    return data
 
 
 def _body_json(body: Any) -> dict[str, Any]:
@@ -391,14 +412,7 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
         _search_fallback(ws, " ".join(topics), json_)
         return
     if json_:
-        items = []
-        for item in found:
-            data = _lookup_json(item)
-            data["ruling_preview"] = ruling_preview(item.ruling)
-            if full:
-                data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
-            items.append(data)
-        _json(items)
+        _json(lookup_json(found, full))
     else:
         if not found:
             stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
@@ -426,10 +440,25 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
     _unreadable(problems)  # a ruling on these topics may be hiding in a note that cannot be read
 
 
+def lookup_json(found: list[Any], full: bool) -> list[dict[str, Any]]:
+    """What `lookup --json` prints (the MCP server's `lookup` gives the same)."""
+    from .commands.read import body_view, ruling_preview
+    items = []
+    for item in found:
+        data = _lookup_json(item)
+        data["ruling_preview"] = ruling_preview(item.ruling)
+        if full:
+            data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
+        items.append(data)
+    return items
+
+
 def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
     """`lookup` with no topic matching: the decisions whose words match, best first."""
     from .commands.read import search as search_decisions
-    result = search_decisions(ws, text.replace("-", " "), limit=5)
+    from .commands.same import rank_hits
+    result = search_decisions(ws, text.replace("-", " "), limit=20)
+    result.hits = rank_hits(ws, text, result.hits)[:5]
     for notice in result.notices:
         stderr.print(f"note: {notice}", markup=False)
     if json_:
@@ -496,7 +525,8 @@ def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; ex
     """Regenerate the pinned pages (open questions, decisions log, archive)."""
     from .commands.build import build as build_pages
     _today(today)  # still checked: a bad date is a usage error
-    result = build_pages(_workspace(vault), check=check)
+    ws = _workspace(vault)
+    result = build_pages(ws, check=check)
     pages = result.pages
     if json_:
         _json({"written": result.written, "stale": result.stale, "kept": result.kept, "over_budget": pages.over_budget,
@@ -506,6 +536,7 @@ def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; ex
             _out(f"{'stale' if check else 'wrote'} {path}")
     for kept in result.kept:
         stderr.print(f"a pinned page was edited by hand; the edited copy is kept in {kept}", markup=False)
+    _warn_merge_drivers(ws.vault.root)
     if check and result.stale:
         stderr.print(f"error: {len(result.stale)} pinned page(s) are stale: {', '.join(result.stale)}; "
                      "run `vault-tools build`", style="red", markup=False)
@@ -513,6 +544,14 @@ def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; ex
     if pages.over_budget:
         stderr.print(f"error: {pages.budget_message()}", style="red", markup=False)
         raise typer.Exit(1)
+
+
+def _warn_merge_drivers(root: Path) -> None:
+    from .commands.setup import merge_drivers_missing
+    missing = merge_drivers_missing(root)
+    if missing:
+        stderr.print(f"warning: this git clone lacks the merge driver(s) {', '.join(missing)}, so a pull can stop "
+                     "on the pinned pages; run `vault-tools init` once in it", markup=False)
 
 
 def _budget_json(pages: Any) -> dict[str, Any]:
@@ -567,7 +606,65 @@ def _context_json(found: Any) -> dict[str, Any]:
             "rulings": [ruling(item) for item in found.rulings], "rulings_left_out": found.rulings_left_out,
             "not_said_whether_replaces": [{"newer": o.newer.id, "older": o.older.id, "topic": o.topic}
                                           for o in found.overlaps],
+            "conflicts": [{"id": c.id, "path": c.note.path if c.note else None, "what": c.what, "settle": c.settle}
+                          for c in found.conflicts],
             "text": found.text}
+
+
+@app.command()
+def gate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruling a script relies on, like D-0007.")],
+         require: Annotated[list[str], typer.Option("--require", metavar="KEY=VALUE", help="A term the ruling must grant "
+                                                    "exactly (its property term_KEY); repeatable.")] = [],  # noqa: B006
+         vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """For scripts: exit 0 only if ID is a current, sealed ruling granting every --require exactly; else exit 1 saying why."""
+    from .commands.gate import gate as check_gate
+    result = check_gate(_workspace(vault), decision_id, require)
+    if json_:
+        _json(gate_json(result))
+    elif result.passed:
+        _out(f"{result.ruling.id} grants it: {result.ruling.summary}")
+    for failure in result.failures:
+        stderr.print(f"refused: {failure}", markup=False)
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+def gate_json(result: Any) -> dict[str, Any]:
+    return {"id": result.ruling.id, "passed": result.passed, "status": result.ruling.status.value,
+            "summary": result.ruling.summary, "terms": dict(result.ruling.terms), "required": result.required,
+            "failures": result.failures, "current_ruling": result.successor}
+
+
+@app.command()
+def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: claude.")],
+         event: Annotated[str, typer.Argument(metavar="EVENT", help="session-start, pre-tool-use or user-prompt-submit.")],
+         vault: VaultOption = None) -> None:
+    """An agent hook: the event's JSON on stdin, the answer's JSON on stdout (nothing when the call may pass)."""
+    from .agents.claude import EVENTS
+    from .agents.claude import run as run_hook
+    if agent != "claude":
+        raise _usage(f"unknown agent {agent!r}: hooks exist for claude (codex, gemini and cursor are set up by "
+                     "`init --agent` through their instructions file and MCP)")
+    if event not in EVENTS:
+        raise _usage(f"unknown event {event!r} (expected one of: {', '.join(EVENTS)})")
+    text = run_hook(event, sys.stdin.read(), vault)
+    if text:
+        _out(text)
+
+
+def _usage(message: str) -> VaultToolsError:
+    from .errors import UsageError
+    return UsageError(message)
+
+
+@app.command()
+def mcp(vault: VaultOption = None) -> None:
+    """An MCP server on stdio (needs the mcp extra: pip install 'vault-tools[mcp]')."""
+    try:
+        from .agents.mcp_server import serve
+    except ImportError as error:
+        raise _usage(f"the MCP server needs the official SDK: pip install 'vault-tools[mcp]' ({error})") from None
+    serve(_workspace(vault).vault.root)
 
 
 @app.command()
@@ -756,6 +853,128 @@ def harvest(
         stderr.print(f"skipped {skipped.file}: {skipped.why}", markup=False)
     stderr.print(f"{result.notes_read} note(s) read; {verb} {len(result.created) + (len(result.to_confirm) if dry_run else 0)}, "
                  f"{len(result.already)} harvested before, {len(result.skipped)} skipped", markup=False)
+
+
+@app.command()
+def stats(since: Annotated[str | None, typer.Option(metavar="DATE", help="Count only questions asked and rulings "
+                                                                         "ruled on or after this day (2026-07-01).")] = None,
+          write: Annotated[bool, typer.Option("--write", help="Also write the Pinned/Stats.md page, with charts.")] = False,
+          today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """The record's own figures: rulings, questions, time to answer, re-asks, supersessions, topics, who recorded what."""
+    from .commands.stats import stats as compute_stats
+    from .commands.stats import write_stats_page
+    from .figures import summary_lines
+    ws = _workspace(vault)
+    figures = compute_stats(ws, _day("--since", since), _today(today))
+    if write:
+        written, kept = write_stats_page(ws, figures)
+        stderr.print(f"wrote {written}", markup=False)
+        if kept:
+            stderr.print(f"the page was edited by hand; the edited copy is kept in {kept}", markup=False)
+    if json_:
+        _json(figures.as_json())
+        return
+    for line in summary_lines(figures):
+        _out(line)
+    if figures.topics:
+        _out("per topic (questions, rulings, current):")
+        for item in figures.topics:
+            _out(f"  {item.topic}: {item.questions}, {item.rulings}, {item.current}")
+    if figures.recorded_by:
+        _out("who recorded what:")
+        for actor, counts in figures.recorded_by.items():
+            _out(f"  {actor}: " + ", ".join(f"{kind} {count}" for kind, count in counts.items()))
+
+
+def _day(name: str, value: str | None) -> dt.date | None:
+    from .dates import parse_day_option
+    return parse_day_option(name, value)
+
+
+@app.command()
+def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owner ticked in the waiting review, "
+                                                                "each through its command, and mark it applied.")] = False,
+           today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Write proposals for the owner to tick (topics to merge, rulings to relate, stale questions); never changes a decision."""
+    from .commands import review as reviews
+    ws = _workspace(vault)
+    if apply:
+        applied = reviews.apply_review(ws)
+        _refresh_pages(ws)
+        if json_:
+            _json({"note": applied.note, "done": applied.done, "not_done": applied.not_done})
+        else:
+            for line in applied.done:
+                _out(f"applied: {line}")
+            for line in applied.not_done:
+                stderr.print(f"not applied: {line}", markup=False)
+            if not applied.done and not applied.not_done:
+                stderr.print(f"nothing was ticked in {applied.note}", markup=False)
+        if applied.not_done:
+            raise typer.Exit(1)
+        return
+    written = reviews.write_review(ws, _today(today))
+    if written.written:
+        _refresh_pages(ws)  # the open-questions page says a review is waiting
+    if json_:
+        _json({"note": written.path if written.proposals or written.written else None, "written": written.written,
+               "proposals": [{"section": p.section, "action": p.action, "args": list(p.args), "text": p.text}
+                             for p in written.proposals]})
+        return
+    if not written.proposals:
+        stderr.print("nothing to review", markup=False)
+        return
+    _out(f"{'wrote' if written.written else 'unchanged'} {written.path}: {len(written.proposals)} proposal(s); "
+         "tick what you accept, then run `vault-tools review --apply`")
+
+
+@app.command()
+def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The decision in conflict.")],
+           keep: Annotated[str, typer.Option(metavar="OUTCOME", help="What stands: ruled or withdrawn (a question "
+                                             "ruled on one clone and withdrawn on another), or the id of the ruling "
+                                             "that stays its successor (a ruling superseded twice).")],
+           reason: ReasonOption,
+           by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Decide a conflict two clones recorded (lint VT026): keep one outcome; the other stays in the ledger."""
+    from .commands.settle import settle as settle_conflict
+    done = settle_conflict(_workspace(vault), decision_id, keep, reason, by)
+    if json_:
+        _json({"id": done.decision.id, "kept": done.kept, "retracted": done.retracted, "kept_copy": done.kept_copy})
+        return
+    _out(f"{done.decision.id} settled: kept {done.kept}")
+    for other in done.retracted:
+        _out(f"  {other} retracted")
+    if done.kept_copy:
+        stderr.print(f"the note's previous text is kept in {done.kept_copy}", markup=False)
+
+
+@app.command()
+def renumber(decision_id: Annotated[str, typer.Argument(metavar="ID", help="An id two notes share.")],
+             path: Annotated[str | None, typer.Option("--path", metavar="NOTE", help="The note to give a new id "
+                                                      "(default: the one the ledger has no record of).")] = None,
+             by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Give one of two notes that share an id a new id: its file name and the links to it follow."""
+    from .commands.renumber import renumber as renumber_note
+    done = renumber_note(_workspace(vault), decision_id, path, by)
+    if json_:
+        _json({"old_id": done.old_id, "new_id": done.new_id, "path": done.path, "old_path": done.old_path,
+               "relinked": done.relinked})
+        return
+    _out(f"{done.old_id} -> {done.new_id}: {done.path}")
+    for relinked in done.relinked:
+        _out(f"  links rewritten in {relinked}")
+
+
+@app.command("merge-note")
+def merge_note(base: Annotated[Path, typer.Argument(help="The common ancestor (git's %O).")],
+               ours: Annotated[Path, typer.Argument(help="This clone's version, merged in place (%A).")],
+               theirs: Annotated[Path, typer.Argument(help="The other clone's version (%B).")],
+               shown: Annotated[str, typer.Argument(help="The note's path in the repository (%P).")]) -> None:
+    """git's merge driver for decision notes (set up by init); not for use by hand."""
+    from .commands.gitmerge import merge_note as merge
+    code = merge(base, ours, theirs, shown)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

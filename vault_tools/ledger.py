@@ -15,11 +15,12 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from filelock import FileLock, Timeout
 
@@ -60,6 +61,11 @@ class Event:
     # outlives the note. Left out when empty, so lines written before they existed keep their checksums.
     summary: str | None = None
     topics: tuple[str, ...] = ()
+    # On `asked`: ids the asker checked and said are a different matter (`ask --not-the-same ID`); left out when empty.
+    not_the_same: tuple[str, ...] = ()
+    record: str | None = None  # the record's identity, fixed at its first event (older lines: derived)
+    was: str | None = None  # `renumbered`: the id the record had before
+    outcome: str | None = None  # `settled`: the status the owner kept
     line: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -68,6 +74,7 @@ class Event:
         data["supersedes"] = list(self.supersedes)
         data["alongside"] = list(self.alongside)
         data["topics"] = list(self.topics)
+        data["not_the_same"] = list(self.not_the_same)
         return {key: value for key, value in data.items() if value not in (None, [])}
 
 
@@ -99,6 +106,7 @@ def parse_line(text: str, number: int, where: str) -> Event:
         data["supersedes"] = tuple(data.get("supersedes", ()))
         data["alongside"] = tuple(data.get("alongside", ()))
         data["topics"] = tuple(data.get("topics", ()))
+        data["not_the_same"] = tuple(data.get("not_the_same", ()))
         return Event(**data, line=number)
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
@@ -143,6 +151,7 @@ class Ledger:
         self.display_path = display_path
         self._lock = FileLock(str(state_dir / LOCK_FILE), timeout=LOCK_TIMEOUT_SECONDS)
         self._read_cache: tuple[tuple[int, int, int, int], list[Event]] | None = None
+        self._histories_memo: tuple[tuple[int, int, int, int] | None, int, dict[str, History]] | None = None
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -214,25 +223,40 @@ class Ledger:
                 return
         self._read_cache = None
 
+    def histories(self) -> dict[str, History]:
+        """Every record, by identity: the same object for as long as the ledger file is unchanged."""
+        events = self.read()
+        memo = self._histories_memo
+        if memo is not None and memo[0] == self._stat_key() and memo[1] == len(events):
+            return memo[2]
+        found = histories(events)
+        self._histories_memo = (self._stat_key(), len(events), found)
+        return found
+
     def statuses(self) -> dict[str, Status]:
-        """Where the ledger says each note stands. Remembered in `.vault-tools/cache/` against the
-        ledger file's size and times, so reading it costs nothing while the ledger is unchanged."""
+        """Each id's status where the ledger has one, for readers that know notes by id alone (where two
+        records share an id, the later one's; a record in conflict has none)."""
+        return {s.id: s.status for s in self.summaries() if s.status is not None and s.conflict is None}
+
+    def summaries(self) -> list[RecordSummary]:
+        """What each record stands at (id, status, paths, seal, conflict). Remembered in
+        `.vault-tools/cache/` against the ledger file's size and times, so reading it costs nothing
+        while the ledger is unchanged."""
         key = self._stat_key()
         if key is None:
-            return {}
-        memo = self.path.parent / "cache" / "ledger-statuses.json"
+            return []
+        memo = self.path.parent / "cache" / "ledger-records.json"
         try:
             stored = json.loads(memo.read_text(encoding="utf-8"))
             if stored.get("key") == list(key):
-                return {decision_id: Status(status) for decision_id, status in stored["statuses"].items()}
-        except (OSError, ValueError, KeyError, AttributeError):
+                return [RecordSummary.from_json(item) for item in stored["records"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass
-        found = {decision_id: history.status for decision_id, history in histories(self.read()).items()
-                 if history.status is not None}
+        found = [RecordSummary.of(history) for history in self.histories().values()]
         try:
             memo.parent.mkdir(parents=True, exist_ok=True)
             temp = memo.with_suffix(f".{os.getpid()}.tmp")
-            temp.write_text(json.dumps({"key": list(key), "statuses": {k: v.value for k, v in found.items()}}),
+            temp.write_text(json.dumps({"key": list(key), "records": [asdict(item) for item in found]}),
                             encoding="utf-8")
             os.replace(temp, memo)
         except OSError:
@@ -249,17 +273,56 @@ class Ledger:
 
 # -- what the events say ------------------------------------------------------------
 
+# Events that fix a note's whole content: its seal is the latest of them that carries text.
+SEALING_EVENTS = ("sealed", "amended", "superseded", "retracted", "imported", "renumbered", "relinked", "settled")
+# The ways a record can end, and so conflict when two clones each took one.
+CLOSING_EVENTS = ("superseded", "retracted")
+
+
+def new_record() -> str:
+    """A record's identity: random, so clones that record at the same time never share one."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Outcomes two clones recorded for one record that cannot both stand; the owner decides."""
+
+    record: str
+    id: str
+    kind: str  # ruled-and-withdrawn, ruled-twice (two answers), or closed-twice (superseded by two rulings,
+    # or superseded and retracted)
+    outcomes: tuple[str, ...]  # what each clone did: "ruled", "withdrawn", "retracted", "superseded by D-0007"
+    successors: tuple[str, ...] = ()  # closed-twice: the rulings that each superseded it
+    ruling: str | None = None  # ruled-and-withdrawn: the ruling's summary, as sealed
+    reason: str | None = None  # ruled-and-withdrawn: why it was withdrawn
+    rulings: tuple[str, ...] = ()  # ruled-twice: each answer's summary, in ledger order (kept as ruling-1, ...)
+
+
 @dataclass
 class History:
-    """What the ledger knows of one note."""
+    """What the ledger knows of one record (one note's whole life, whatever its id or path became)."""
 
-    id: str
+    id: str  # the id its latest event names (renumbering changes it)
     events: list[Event] = field(default_factory=list)
+    record: str = ""
+
+    @property
+    def settled(self) -> Event | None:
+        return next((e for e in reversed(self.events) if e.event == "settled"), None)
 
     @property
     def status(self) -> Status | None:
+        settled = self.settled
+        if settled is not None:
+            for event in reversed(self.events[self.events.index(settled) + 1:]):  # what happened since
+                if event.event in STATUS_AFTER:
+                    return STATUS_AFTER[event.event]
+            if settled.outcome and settled.outcome != Status.RULED.value:
+                return Status(settled.outcome)
         for event in reversed(self.events):
-            if event.event in STATUS_AFTER:
+            # Keeping a ruling over a withdrawal keeps what became of the ruling since (a retraction, say).
+            if event.event in STATUS_AFTER and not (settled is not None and event.event == "withdrawn"):
                 return STATUS_AFTER[event.event]
         return None
 
@@ -267,7 +330,7 @@ class History:
     def seal(self) -> Event | None:
         """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit)."""
         for event in reversed(self.events):
-            if event.event in ("sealed", "amended", "superseded", "retracted", "imported") and event.text is not None:
+            if event.event in SEALING_EVENTS and event.text is not None:
                 return event
         return None
 
@@ -288,17 +351,223 @@ class History:
     def path(self) -> str | None:
         return self.events[-1].path if self.events else None
 
+    @property
+    def paths(self) -> list[str]:
+        """Every path its events named, latest first."""
+        return list(dict.fromkeys(event.path for event in reversed(self.events)))
+
+    @property
+    def seal_hash(self) -> str | None:
+        seal = self.seal
+        return seal.hash if seal else None
+
+    @property
+    def closing(self) -> Event | None:
+        """The event that ended the ruling as it stands (a settlement's choice wins over the events it settled)."""
+        if self.status not in (Status.SUPERSEDED, Status.RETRACTED):
+            return None
+        settled = self.settled
+        since = self.events[self.events.index(settled) + 1:] if settled is not None else []
+        if any(e.event in CLOSING_EVENTS for e in since):
+            return next(e for e in reversed(since) if e.event in CLOSING_EVENTS)
+        if settled is not None and settled.outcome == "superseded":
+            return next((e for e in reversed(self.events) if e.event == "superseded"
+                         and e.successor == settled.successor), None)
+        return next((e for e in reversed(self.events) if e.event in CLOSING_EVENTS), None)
+
+    @property
+    def conflict(self) -> Conflict | None:
+        """Two outcomes recorded on two clones that cannot both stand, until the owner settles them."""
+        settled = self.settled
+        # A settlement decides what was recorded before it; what clones record after it may conflict anew.
+        events = self.events[self.events.index(settled) + 1:] if settled is not None else self.events
+        kinds = {e.event for e in events}
+        if "withdrawn" in kinds and kinds & {"ruled", "sealed"}:
+            withdrawn = next(e for e in events if e.event == "withdrawn")
+            return Conflict(self.record, self.id, "ruled-and-withdrawn", ("ruled", "withdrawn"),
+                            ruling=_summary_of(self.seal.text if self.seal else None), reason=withdrawn.reason)
+        answers = list({e.hash: e for e in events if e.event == "sealed" and e.hash}.values())
+        if len(answers) > 1:
+            return Conflict(self.record, self.id, "ruled-twice", tuple(f"ruling-{n}" for n in range(1, len(answers) + 1)),
+                            rulings=tuple(_summary_of(e.text) or "?" for e in answers))
+        closings: dict[tuple[str, str | None], None] = {}
+        for event in events:
+            if event.event in CLOSING_EVENTS:
+                closings.setdefault((event.event, event.successor if event.event == "superseded" else None), None)
+        if len(closings) > 1:
+            outcomes = tuple(f"superseded by {successor}" if kind == "superseded" else kind
+                             for kind, successor in closings)
+            successors = tuple(successor for kind, successor in closings if kind == "superseded" and successor)
+            return Conflict(self.record, self.id, "closed-twice", outcomes, successors)
+        return None
+
+
+def _summary_of(text: str | None) -> str | None:
+    if not text:
+        return None
+    from .notes import parse_text  # only a conflict needs to read a sealed text
+
+    try:
+        data = parse_text(text.removeprefix("\ufeff"), Path("sealed.md")).data
+    except Exception:  # a text that cannot be read has no summary to show
+        return None
+    summary = data.get("summary") if hasattr(data, "get") else None
+    return str(summary) if summary is not None else None
+
 
 def seal_text_without_bom(history: History) -> str:
     seal = history.seal
     return (seal.text or "").removeprefix("\ufeff") if seal else ""
 
 
+def _derived_record(event: Event) -> str:
+    """The identity of a record begun before records were written down: its first event line's checksum."""
+    return "L" + _checksum(_canonical(event.to_json()))
+
+
+def _legacy_record(event: Event, found: Mapping[str, History], by_id: Mapping[str, list[str]]) -> str:
+    """The record an event without one belongs to. Ledgers of two clones that both handed out an id
+    (before ids carried a clone tag) hold two records under it: an `asked` for an id already asked, or
+    a `ruled` with no open question under that id, starts another; other events go to the record of
+    that id whose notes lived at the event's path, else the latest."""
+    candidates = [found[key] for key in by_id.get(event.id, [])]
+    if not candidates:
+        return _derived_record(event)
+    if event.event in ("asked", "imported"):
+        return _derived_record(event)
+    if event.event == "ruled":
+        open_ones = [h for h in candidates if h.status in (None, Status.OPEN)]
+        if not open_ones:
+            return _derived_record(event)
+        candidates = open_ones
+    for history in reversed(candidates):
+        if event.path in history.paths:
+            return history.record
+    return candidates[-1].record
+
+
 def histories(events: Iterable[Event]) -> dict[str, History]:
+    """Every record the ledger holds, by its identity."""
     found: dict[str, History] = {}
+    by_id: dict[str, list[str]] = {}  # current id -> records, oldest first
     for event in events:
-        found.setdefault(event.id, History(event.id)).events.append(event)
+        key = event.record or _legacy_record(event, found, by_id)
+        history = found.get(key)
+        if history is None:
+            history = found[key] = History(event.id, record=key)
+            by_id.setdefault(event.id, []).append(key)
+        elif event.id != history.id:  # renumbered
+            by_id[history.id].remove(key)
+            history.id = event.id
+            by_id.setdefault(event.id, []).append(key)
+        history.events.append(event)
     return found
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    """A record as far as reading the vault needs it, without its events."""
+
+    record: str
+    id: str
+    status: Status | None
+    paths: list[str]
+    seal_hash: str | None
+    conflict: Conflict | None = None
+
+    @classmethod
+    def of(cls, history: History) -> RecordSummary:
+        return cls(history.record, history.id, history.status, history.paths, history.seal_hash, history.conflict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RecordSummary:
+        conflict = data.get("conflict")
+        return cls(data["record"], data["id"], Status(data["status"]) if data.get("status") else None,
+                   list(data["paths"]), data.get("seal_hash"),
+                   Conflict(**{**conflict, "outcomes": tuple(conflict["outcomes"]),
+                               "successors": tuple(conflict["successors"]),
+                               "rulings": tuple(conflict.get("rulings", ()))}) if conflict else None)
+
+
+def histories_by_id(events: Iterable[Event]) -> dict[str, History]:
+    """Every record by its current id; where two records share an id, the one begun last."""
+    found: dict[str, History] = {}
+    for history in histories(events).values():
+        found[history.id] = history
+    return found
+
+
+def latest_with_id(known: Mapping[str, History], decision_id: str) -> History | None:
+    """The newest record that has this id now (an id named inside an event, like a successor)."""
+    found = [history for history in known.values() if history.id == decision_id]
+    return max(found, key=lambda h: (h.events[0].line or 0, h.events[0].at)) if found else None
+
+
+class RecordLike(Protocol):
+    """What tying a note to its record needs of a record (a History or its remembered summary)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def record(self) -> str: ...
+    @property
+    def paths(self) -> list[str]: ...
+    @property
+    def seal_hash(self) -> str | None: ...
+
+
+R = TypeVar("R", bound=RecordLike)
+
+
+def tie_notes(decisions: Sequence[Decision], records: Iterable[R],
+              content_hash: Callable[[Decision], str]) -> dict[str, R]:
+    """Each note's record, by the note's path; a note with none is not in the ledger yet.
+
+    A note is tied by its id and what the ledger says of its paths and content, never by its id
+    alone when two notes or two records share the id: the exact path it was last written at, then
+    any path it had, then the same name as Obsidian compares names, then the sealed content. A note
+    that matches no record of its id gets none, so no seal is ever compared with or restored onto it.
+    """
+    records_by_id: dict[str, list[R]] = {}
+    for record in records:
+        records_by_id.setdefault(record.id, []).append(record)
+    notes_by_id: dict[str, list[Decision]] = {}
+    for decision in decisions:
+        notes_by_id.setdefault(decision.id, []).append(decision)
+    tied: dict[str, R] = {}
+    for decision_id, notes in notes_by_id.items():
+        candidates = records_by_id.get(decision_id, [])
+        if not candidates:
+            continue
+        if len(notes) == 1 and len(candidates) == 1:
+            tied[notes[0].path] = candidates[0]
+            continue
+        scored = []
+        for note in notes:
+            for index, record in enumerate(candidates):
+                score = _tie_score(note, record, content_hash)
+                if score:
+                    scored.append((-score, note.path, index, note, record))
+        used: set[str] = set()
+        for _, _, _, note, record in sorted(scored, key=lambda item: item[:3]):
+            if note.path not in tied and record.record not in used:
+                tied[note.path] = record
+                used.add(record.record)
+    return tied
+
+
+def _tie_score(note: Decision, record: RecordLike, content_hash: Callable[[Decision], str]) -> int:
+    paths = record.paths
+    if paths and note.path == paths[0]:
+        return 5
+    if note.path in paths:
+        return 4
+    key = name_key(note.path)
+    if any(name_key(path) == key for path in paths):
+        return 3
+    if record.seal_hash and content_hash(note) == record.seal_hash:
+        return 2
+    return 0
 
 
 # -- seal hash ----------------------------------------------------------------------
@@ -382,6 +651,10 @@ def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[st
             value = _links_as_meaning(value, resolve)
         elif name == "topics":
             value = list(value)
+        elif name == "terms":
+            if not value and name in SEALED_WHEN_SET:
+                continue
+            value = dict(sorted(value.items()))
         elif isinstance(value, dt.datetime):
             value = instant(value, tz).isoformat()
         elif isinstance(value, dt.date):

@@ -17,7 +17,11 @@ from typing import Any
 
 from .dates import instant, parse_date, parse_datetime
 
-ID_PATTERN = re.compile(r"^D-(\d{1,9})$")
+# `D-0007` (sequential, one writer) or `D-0007-k7q2` (a counter and the tag of the clone that made it:
+# unique without coordination across clones; see docs/several-machines.md).
+ID_PATTERN = re.compile(r"^D-(\d{1,9})(?:-([0-9a-z]{2,8}))?$")
+CLONE_TAG_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case: no i, l, o, u
+CLONE_TAG_LENGTH = 4
 TOPIC_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long
 # The most one note's fields may hold (lint VT009): a summary is one line an agent reads in a list.
@@ -53,6 +57,10 @@ DATETIME_FIELDS = ("asked_at", "ruled_at")
 DATE_FIELDS = ("revisit_by", "due")
 LIST_FIELDS = ("topics", "supersedes", "alongside")
 KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS)
+# A ruling's terms, for `gate`: flat properties named `term_<key>` holding one value each (text, number,
+# checkbox or date), as Obsidian's Properties panel edits them; sealed with the ruling.
+TERM_PREFIX = "term_"
+TERM_KEY_PATTERN = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*$")
 
 # The owner's mark for a ruling the agent's view always lists in full. Not a ledger field: the owner
 # sets and clears it at any time, on sealed rulings too, like `tags`.
@@ -66,9 +74,14 @@ def is_pinned(value: Any) -> bool:
 
 # The fields whose parsed values the seal covers (plus the body).
 SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
-                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside")
+                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside", "terms")
 # Sealed fields that join the seal only when they hold something, so seals made before they existed stay valid.
-SEALED_WHEN_SET = frozenset({"alongside"})
+SEALED_WHEN_SET = frozenset({"alongside", "terms"})
+
+
+def is_ledger_property(name: str) -> bool:
+    """A property the ledger gives a meaning to (a known field or a term), as opposed to the owner's own."""
+    return name in KNOWN_FIELDS or name.startswith(TERM_PREFIX)
 
 REQUIRED_BY_STATUS: dict[Status, tuple[str, ...]] = {
     Status.OPEN: (),
@@ -112,12 +125,18 @@ class Decision:
     revisit_if: str | None = None
     revisit_by: dt.date | None = None
     due: dt.date | None = None
+    terms: Mapping[str, str] = field(default_factory=dict)  # term key (without `term_`) -> value as text
     pinned: bool = False  # the owner's `pinned: true`: always listed in full in the agent's view
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def number(self) -> int:
         return id_number(self.id)
+
+    @property
+    def order(self) -> tuple[int, str]:
+        """Creation order as far as ids tell: the counter, then the clone tag."""
+        return self.number, self.id
 
     @property
     def title(self) -> str:
@@ -139,8 +158,14 @@ def id_number(decision_id: str) -> int:
     return int(match.group(1))
 
 
-def format_id(number: int, digits: int = 4) -> str:
-    return f"D-{number:0{digits}d}"
+def format_id(number: int, digits: int = 4, tag: str | None = None) -> str:
+    return f"D-{number:0{digits}d}" + (f"-{tag}" if tag else "")
+
+
+def id_matches(typed: str, decision_id: str) -> bool:
+    """Whether a typed id names this decision: the whole id, or its counter alone (`D-0003` for
+    `D-0003-k7q2`), as a short form that only counts when it names one note."""
+    return decision_id == typed or decision_id.startswith(typed + "-")
 
 
 def is_decision_mapping(data: Any) -> bool:
@@ -206,6 +231,18 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
                 continue
             items.append(item.strip())
         values[name] = tuple(items)
+
+    terms: dict[str, str] = {}
+    for name, value in data.items():
+        if not isinstance(name, str) or not name.startswith(TERM_PREFIX) or value in (None, ""):
+            continue
+        key = name[len(TERM_PREFIX):]
+        if not TERM_KEY_PATTERN.match(key):
+            problem(name, f"a term is named term_ and a lowercase key like term_budget, not {name!r}", "VT003")
+        elif isinstance(value, list | dict | Mapping):
+            problem(name, "a term holds one value (text, number, checkbox or date), not a list", "VT003")
+        else:
+            terms[key] = term_text(value)
 
     decision_id = values.get("id")
     if decision_id is not None and not ID_PATTERN.match(decision_id):
@@ -277,10 +314,22 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         revisit_if=values.get("revisit_if"),
         revisit_by=values.get("revisit_by"),
         due=values.get("due"),
+        terms=terms,
         pinned=is_pinned(data.get(PINNED)),
         key_lines=lines,
     )
     return decision, problems
+
+
+def term_text(value: Any) -> str:
+    """A term's value as `gate` compares it: checkboxes as true/false, dates in ISO form, text stripped."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(timespec="seconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value).strip()
 
 
 # -- lifecycle ----------------------------------------------------------------------
@@ -325,7 +374,7 @@ def link_target(link: str) -> str:
 
 def leading_id(link: str) -> str | None:
     """The decision id a link's target starts with (`[[D-0003 Old rule]]` -> D-0003), existing or not."""
-    match = re.match(r"^(D-\d+)\b", link_target(link))
+    match = re.match(r"^(D-\d+(?:-[0-9a-z]{2,8})?)(?![\w-])", link_target(link))
     return match.group(1) if match else None
 
 
@@ -428,10 +477,29 @@ def _singular(word: str) -> str:
     return word
 
 
+# The owner's merged topics (`.vault-tools/topics.yaml`): each alias -> the topic it is read as. Set once per
+# vault read (`use_topic_aliases`); every comparison of topics goes through `topic_key`, so they all honour it.
+_ALIASES: dict[str, str] = {}
+
+
+def use_topic_aliases(aliases: Mapping[str, str]) -> None:
+    """Read each alias as its topic from now on, in every comparison of topics."""
+    if dict(aliases) != _ALIASES:
+        _ALIASES.clear()
+        _ALIASES.update(aliases)
+        topic_key.cache_clear()
+
+
+def canonical_topic(topic: str) -> str:
+    """The topic an alias was merged into (the topic itself when it is no alias)."""
+    return _ALIASES.get(topic, topic)
+
+
 @functools.lru_cache(maxsize=65536)
 def topic_key(topic: str) -> str:
-    """Plural/singular and word order do not matter: `footers-article` ~ `article-footer`."""
-    return "-".join(sorted(_singular(word) for word in topic.split("-")))
+    """Plural/singular and word order do not matter: `footers-article` ~ `article-footer`; an alias
+    the owner merged is its topic."""
+    return "-".join(sorted(_singular(word) for word in canonical_topic(topic).split("-")))
 
 
 def edit_distance(a: str, b: str, limit: int) -> int:
@@ -458,6 +526,7 @@ def topics_match(a: str, b: str) -> bool:
     if a == b:
         return True
     key_a, key_b = topic_key(a), topic_key(b)
+    a, b = canonical_topic(a), canonical_topic(b)
     if key_a == key_b or a.replace("-", "") == b.replace("-", ""):
         return True
     words_a, words_b = key_a.split("-"), key_b.split("-")
@@ -486,7 +555,8 @@ class TopicIndex:
     @staticmethod
     def _signatures(topic: str) -> set[tuple[object, ...]]:
         words = topic_key(topic).split("-")
-        found: set[tuple[object, ...]] = {("key", topic_key(topic)), ("flat", topic.replace("-", ""))}
+        flat = canonical_topic(topic).replace("-", "")
+        found: set[tuple[object, ...]] = {("key", topic_key(topic)), ("flat", flat)}
         for index, word in enumerate(words):
             if len(word) < 4:
                 continue
@@ -512,7 +582,7 @@ class TopicIndex:
 
 def near_field_name(name: str) -> str | None:
     """A known field this unknown property is probably a typo of (`supercedes`, `ruledAt`)."""
-    if name in KNOWN_FIELDS:
+    if is_ledger_property(name):
         return None
     squashed = re.sub(r"[^a-z0-9]", "", name.lower())
     for known in sorted(KNOWN_FIELDS):
@@ -545,10 +615,10 @@ def note_title(decision_id: str, summary: str) -> str:
 
 # -- time ---------------------------------------------------------------------------
 
-def newest_first_key(decision: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
+def newest_first_key(decision: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int, str]:
     when = decision.ruled_at or decision.asked_at
     moment = instant(when, tz) if when else dt.datetime.min.replace(tzinfo=dt.UTC)
-    return moment, decision.number
+    return moment, decision.number, decision.id
 
 
 # -- what a ruling settles ------------------------------------------------------------
@@ -615,6 +685,35 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
             owners.setdefault(topic, []).append(newer)
     # the newest ruling first, and under it the older rulings newest first
     return sorted(found, key=lambda o: (newest_first_key(o.newer, tz), newest_first_key(o.older, tz)), reverse=True)
+
+
+# -- a ruling that does not answer yet -----------------------------------------------------
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.casefold()).split())
+
+
+def unanswered(decision: Decision, *, unchanged_question_counts: bool = True) -> str | None:
+    """Why a note marked ruled does not hold an answer yet, in plain words; None when it does.
+
+    Its summary still asks (ends with a question mark), or is still the question's own text (the first
+    line of its `## Question` section, punctuation and case aside): the owner set `status: ruled` but has
+    not written the answer where the agent reads it. A summary given on purpose (`rule --summary`, a
+    harvested statement confirmed as it is) is checked only for the question mark."""
+    if decision.status is not Status.RULED:
+        return None
+    summary = decision.summary.strip()
+    if summary.endswith("?"):
+        return (f"{decision.id} is marked ruled, but its summary still asks the question: "
+                "write the answer in `summary`")
+    if unchanged_question_counts and "Question" in decision.body:
+        from .bodies import sections
+
+        question = next((line for line in sections(decision.body).get("Question", "").splitlines() if line.strip()), "")
+        if question and _words(question) == _words(summary):
+            return (f"{decision.id} is marked ruled, but its summary is still the question's text: "
+                    "write the answer in `summary`")
+    return None
 
 
 # -- whole-vault consistency ----------------------------------------------------------

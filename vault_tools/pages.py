@@ -41,6 +41,16 @@ class PageProblem:
     message: str
 
 
+@dataclass(frozen=True)
+class PageConflict:
+    """Outcomes two clones recorded for one decision that cannot both stand, for the owner to decide."""
+
+    id: str
+    note: Decision | None
+    what: str  # what each clone did
+    settle: str  # the command that settles it
+
+
 @dataclass
 class Pages:
     texts: dict[str, str]  # page name -> Markdown
@@ -52,6 +62,7 @@ class Pages:
     open_questions: list[Decision] = field(default_factory=list)
     current: list[Decision] = field(default_factory=list)
     overlaps: list[Overlap] = field(default_factory=list)  # newer rulings not saying whether they replace older
+    conflicts: list[PageConflict] = field(default_factory=list)
 
     @property
     def over_budget(self) -> bool:
@@ -121,12 +132,13 @@ def _question_line(question: Decision, tz: dt.tzinfo) -> list[str]:
     return lines
 
 
-def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int]:
+def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int, str]:
     return newest_first_key(question, tz)
 
 
 def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple[Decision, list[Decision]]],
-                        problems: Sequence[PageProblem], tz: dt.tzinfo, overlaps: Sequence[Overlap] = ()) -> str:
+                        problems: Sequence[PageProblem], tz: dt.tzinfo, overlaps: Sequence[Overlap] = (),
+                        conflicts: Sequence[PageConflict] = (), review_waiting: str | None = None) -> str:
     """Every open question: those with a due date first, soonest first, then the rest oldest first.
 
     Dates only, no ages or overdue marks: the page changes when a note does, never because a day
@@ -142,7 +154,18 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
     if overlaps:
         counts.append(_plural(len(overlaps), "ruling") + " not saying whether "
                       + ("it replaces" if len(overlaps) == 1 else "they replace") + " another")
+    if conflicts:
+        counts.append(_plural(len(conflicts), "conflict"))
     out += [", ".join(counts) + ".", ""]
+    if conflicts:
+        out += ["## Conflicts", "", "Two clones of the vault recorded outcomes that cannot both stand; both are kept "
+                "until the owner decides:", ""]
+        for conflict in conflicts:
+            name = link(conflict.note) if conflict.note else conflict.id
+            out.append(f"- {name} {escape(conflict.what)} · settle: `{conflict.settle.replace('`', '')}`")
+        out.append("")
+    if review_waiting:  # the owner's side of the review: proposals to tick (`vault-tools review`)
+        out += [f"> [!todo] {review_waiting}", ""]
     for heading, items in (("Due by a date", dated), ("Open", undated)):
         if items:
             out += [f"## {heading}", ""]
@@ -316,7 +339,7 @@ def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], succ
         out += [_superseded_line(old, successor_of.get(old.id), tz) for old in reversed(olds)]
         out.append("")
     for status, heading in ((Status.WITHDRAWN, "Withdrawn questions"), (Status.RETRACTED, "Retracted rulings")):
-        items = sorted((d for d in history if d.status is status), key=lambda d: d.number)
+        items = sorted((d for d in history if d.status is status), key=lambda d: d.order)
         out += [f"## {heading} ({len(items)})", ""]
         for item in items:
             reason = f" (because: {escape(item.reason)})" if item.reason else ""
@@ -353,7 +376,8 @@ def latest_ruling_day(decisions: Iterable[Decision], tz: dt.tzinfo) -> dt.date |
 
 
 def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
-                settings: Settings, problems: Sequence[PageProblem] = ()) -> Pages:
+                settings: Settings, problems: Sequence[PageProblem] = (),
+                conflicts: Sequence[PageConflict] = (), review_waiting: str | None = None) -> Pages:
     by_id = {d.id: d for d in decisions}
 
     def targets(decision: Decision) -> list[Decision]:
@@ -373,7 +397,7 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
     recent = recent_supersessions(history, successor_of, latest - dt.timedelta(days=settings.recent_days)
                                   if latest else None, tz)
 
-    open_page = open_questions_page(questions, revisions, problems, tz, overlaps)
+    open_page = open_questions_page(questions, revisions, problems, tz, overlaps, conflicts, review_waiting)
     # What an agent loads from the pages is the two one after the other.
     open_lines, open_bytes = size(open_page + AGENT_SEPARATOR)
 
@@ -394,7 +418,8 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
     return Pages(texts={OPEN_QUESTIONS: open_page, DECISIONS_LOG: log_page, ARCHIVE: archive},
                  rulings_shown=low, rulings_left_out=len(current) - low,
                  used_lines=open_lines + log_lines, used_bytes=open_bytes + log_bytes, settings=settings,
-                 open_questions=[*questions, *(r for r, _ in revisions)], current=current, overlaps=overlaps)
+                 open_questions=[*questions, *(r for r, _ in revisions)], current=current, overlaps=overlaps,
+                 conflicts=list(conflicts))
 
 
 def successors(decisions: Iterable[Decision], by_id: Mapping[str, Decision], resolve: Resolve) -> dict[str, Decision]:
@@ -500,6 +525,7 @@ class Context:
     rulings: list[tuple[Decision, list[str]]]  # listed in full, each with why it was chosen
     rulings_left_out: int
     overlaps: list[Overlap] = field(default_factory=list)  # newer rulings not saying whether they replace older
+    conflicts: list[PageConflict] = field(default_factory=list)  # always shown in full, like open questions
 
     @property
     def questions_overflow(self) -> str | None:
@@ -605,7 +631,8 @@ def _index_lines(topics: Sequence[str], left_out: int) -> list[str]:
 
 
 def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo,
-                  settings: Settings, budget: Budget, problems: Sequence[PageProblem] = ()) -> Context:
+                  settings: Settings, budget: Budget, problems: Sequence[PageProblem] = (),
+                  conflicts: Sequence[PageConflict] = ()) -> Context:
     """The agent's view of the decisions in effect, never longer than `budget`.
 
     In order, each part only where the parts before it leave room: every open question (if they alone do
@@ -639,11 +666,11 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
                  f"`vault-tools show {ruling_id}`" for ruling_id, count in sorted(over_long)]
     chosen = {ruling.id: _why_listed(ruling, today, tz, settings) for ruling in current}
 
-    def priority(ruling: Decision) -> tuple[int, dt.datetime, int]:
+    def priority(ruling: Decision) -> tuple[int, dt.datetime, int, str]:
         why = chosen[ruling.id]
         rank = 0 if "pinned" in why else 1 if "revisit due" in why else 2 if "recent" in why else 3
-        moment, number = newest_first_key(ruling, tz)
-        return -rank, moment, number
+        moment, number, decision_id = newest_first_key(ruling, tz)
+        return -rank, moment, number, decision_id
 
     ordered = sorted(current, key=priority, reverse=True)
     overlaps = unresolved_overlaps(decisions, resolve, tz)
@@ -670,6 +697,10 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
                            "`vault-tools list --status open`")
         else:
             out += ["## Open questions: none", ""]
+        if conflicts:
+            out += ["", f"## Conflicts ({len(conflicts)}): two clones recorded outcomes that cannot both stand; "
+                    "the owner decides", ""]
+            out += [f"- {c.id} {plain(c.what, note_id=c.id)} · settle: {c.settle}" for c in conflicts]
         if overlap_lines_:
             out += ["", f"## Not said whether it replaces ({len(overlap_lines_)}): neither ruling is the plain answer "
                     "until the owner says which stands", ""]
@@ -740,4 +771,4 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
                    problems_left_out=len(problem_lines) - n_problems, topics=topics[:n_topics],
                    topics_left_out=len(topics) - n_topics,
                    rulings=[(r, chosen[r.id]) for r in ordered[:n_rulings]], rulings_left_out=len(current) - n_rulings,
-                   overlaps=overlaps)
+                   overlaps=overlaps, conflicts=list(conflicts))

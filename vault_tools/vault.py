@@ -24,7 +24,8 @@ from . import notes
 from .dates import zone
 from .errors import ConfigError, NoteError
 from .ledger import Ledger
-from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, is_decision_mapping
+from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, is_decision_mapping, use_topic_aliases
+from .topic_aliases import load_aliases
 
 STATE_DIR = ".vault-tools"
 CONFIG_FILE = "config.yaml"
@@ -52,6 +53,7 @@ class Config:
     default_ruler: str = "owner"
     lint: dict[str, str] = field(default_factory=dict)
     harvest_on_change: bool = False
+    review_every_days: int = 0
 
     @property
     def tz(self) -> dt.tzinfo:
@@ -74,6 +76,7 @@ CONFIG_DOC = {
     "default_ruler": "`ruled_by` when a command or the watcher does not say",
     "lint": "per-rule severity: a mapping of code to error, warning or off",
     "harvest_on_change": "the watcher harvests decisions written in passing from notes as they change",
+    "review_every_days": "the watcher writes a review (`vault-tools review`) and the Stats page this often; 0 never",
 }
 
 
@@ -430,6 +433,7 @@ class Vault:
     def load(self) -> VaultState:
         """Every decision note, read afresh or from the cache when the file is certainly unchanged."""
         state = VaultState(self.root, self.config)
+        use_topic_aliases(load_aliases(self.state_dir))  # every comparison of topics from here reads them
         cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
         cached = cache.load() if cache else {}
         fresh: dict[str, CacheRow] = {}

@@ -40,7 +40,7 @@ from .commands.supersede import supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, VaultToolsError
 from .ledger import History
-from .model import FINAL_STATUSES, Decision, Status
+from .model import FINAL_STATUSES, Decision, Status, duplicate_ids
 from .vault import STATE_DIR, VaultState
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
@@ -114,7 +114,7 @@ class _Pass:
         for error in state.broken:
             self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
         quiet: list[tuple[Decision, float]] = []
-        for decision in sorted(state.decisions, key=lambda d: d.number):
+        for decision in sorted(state.decisions, key=lambda d: d.order):
             try:
                 mtime = vault.path_of(decision).stat().st_mtime
             except OSError:
@@ -123,10 +123,24 @@ class _Pass:
                 self.result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
             else:
                 quiet.append((decision, mtime))
+        ties = {d.path: self.ws.history_of(state, d, self.known) for d in state.decisions}
+        tied_records = {h.record for h in ties.values() if h is not None}
         # A sealed note whose id was changed in place: the note at its path is that note, edited.
-        lost = {h.path: h for h in self.known.values() if h.seal is not None and h.id not in state.by_id()}
+        lost = {h.path: h for h in self.known.values()
+                if h.seal is not None and h.record not in tied_records and h.id not in state.by_id()}
+        duplicated = duplicate_ids(state.decisions)
         for decision, mtime in quiet:
-            history = self.known.get(decision.id)
+            history = ties[decision.path]
+            if decision.id in duplicated:  # which record is which waits for `renumber`: nothing is written
+                others = ", ".join(d.path for d in duplicated[decision.id] if d.path != decision.path)
+                self.invalid(decision.id, decision.path, f"id {decision.id} is also used by {others}; left alone "
+                             f"until one is renumbered (vault-tools renumber {decision.id} --path ...)")
+                continue
+            if history is not None and history.conflict is not None:
+                conflict = history.conflict
+                self.invalid(decision.id, decision.path, f"in conflict ({' / '.join(conflict.outcomes)}, recorded on "
+                             f"different clones); left alone until settled (vault-tools settle {decision.id} ...)")
+                continue
             try:
                 if history is None and decision.path in lost:
                     self.reject_edit(decision, lost[decision.path])
@@ -158,12 +172,12 @@ class _Pass:
             self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
             return True
         # Below, only the ledger is written: no note changes, so the pass goes on.
-        if history is None and decision.status in (Status.OPEN, Status.WITHDRAWN):
+        if (history is None or history.status is None) and decision.status in (Status.OPEN, Status.WITHDRAWN):
             kind = "asked" if decision.status is Status.OPEN else "withdrawn"
-            record_hand_made(ws, decision, kind)
+            record_hand_made(ws, decision, kind, history)
             self.act("recorded", decision.id, decision.path, f"new {decision.status.value} note")
         elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
-            record_hand_made(ws, decision, "withdrawn")
+            record_hand_made(ws, decision, "withdrawn", history)
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
         return False
 
@@ -178,6 +192,15 @@ class _Pass:
             # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
             raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
                             "or removed; restore that note or its name", path=decision.path)
+        typed = notes.file_text(note, note.text)
+        if history.settled is not None and any(event.text == typed for event in history.events if event is not seal):
+            # A conflict was settled, and a merge or a rebase brought back a version the ledger already holds
+            # from before: nothing typed is lost by putting the settled text back.
+            notes.write_atomic(ws.vault.path_of(decision), seal.text.encode("utf-8"))
+            self.result.touched.add(decision.path)
+            self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
+                                                             "the current one put back")
+            return True
         if ws.seal_hash_of(self.state, decision) == seal.hash and \
                 finish_interrupted_close(ws, self.state, decision, history, note):
             self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")
@@ -306,6 +329,7 @@ class Watcher:
         self._stopping = False
         self._observer: Observer | None = None  # type: ignore[valid-type]
         self._lock = FileLock(str(self.vault.state_dir / "watch.lock"), timeout=0)
+        self._next_review: dt.date | None = None  # when the scheduled review is due (None: look it up)
 
     # -- lifetime ---------------------------------------------------------------
 
@@ -373,9 +397,37 @@ class Watcher:
             due = self.schedule.debouncer.due()
             now = self.clock()
             settled = [p for p, when in self.schedule.settle.items() if when <= now]
-        if due or settled:
+        if due or settled or self.review_due():
             return self.process(paths=due)
         return []
+
+    def review_due(self) -> bool:
+        """`review_every_days` after the last review (and none waiting): time to write the next one."""
+        every = self.ws.config.review_every_days
+        if every <= 0:
+            return False
+        if self._next_review is None:
+            from .commands.review import last_review_day, waiting_reviews
+            last = last_review_day(self.ws)
+            waiting = bool(waiting_reviews(self.ws))
+            self._next_review = dt.date.max if waiting else (last + dt.timedelta(days=every) if last else dt.date.min)
+        return self.ws.today() >= self._next_review
+
+    def _scheduled_review(self) -> list[Action]:
+        """The review and the Stats page, written on the schedule; a review waiting for the owner is left alone."""
+        if not self.review_due():
+            return []
+        from .commands.review import write_review
+        from .commands.stats import stats, write_stats_page
+        self._next_review = None
+        written = write_review(self.ws)
+        page, _ = write_stats_page(self.ws, stats(self.ws))
+        self._own_writes[page] = _digest(self.vault.root / page) or ""
+        if not written.written:
+            self._next_review = self.ws.today() + dt.timedelta(days=1)  # nothing to propose: look again tomorrow
+            return []
+        self._own_writes[written.path] = _digest(self.vault.root / written.path) or ""
+        return [Action("review", None, written.path, f"{len(written.proposals)} proposal(s) for the owner to tick")]
 
     # -- events -----------------------------------------------------------------
 
@@ -414,6 +466,8 @@ class Watcher:
         """
         actions: list[Action] = []
         now = self.clock()
+        if paths:
+            self._next_review = None  # a review may have been applied or removed: look again
         try:
             if paths and self.ws.config.harvest_on_change:
                 from .commands.import_ import harvest_changed
@@ -421,6 +475,7 @@ class Watcher:
                             for d in harvest_changed(self.ws, paths)]
             result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle)
             actions += result.actions
+            actions += self._scheduled_review()
             built = build(self.ws, state=result.state)
             actions += [Action("page-kept", None, None, f"a pinned page was edited by hand; copy kept in {kept}")
                         for kept in built.kept]

@@ -16,7 +16,7 @@ from typing import Any
 from .. import notes
 from ..errors import Refused, UsageError
 from ..ledger import History, seal_hash, seal_payload, seal_text_without_bom
-from ..model import MIN_TEXT, Decision, Status, build_decision
+from ..model import MIN_TEXT, Decision, Status, build_decision, duplicate_ids
 from ..vault import VaultState
 from .checks import check_id, check_text
 from .sealed import matches_ledger, unreviewed_edit
@@ -81,7 +81,7 @@ def _relation_problem(ws: Workspace, state: VaultState, decision: Decision, adde
             target = by_id.get(target_id)
             if target is None or target_id == decision.id:
                 return f"{decision.id} names {target_id!r} in `{name}`, but no other decision note has that id"
-            status = ws.status_of(target)
+            status = ws.status_of(state, target)
             if target.status is not Status.RULED or status is not Status.RULED:
                 return (f"{decision.id} names {target_id} in `{name}`, but {target_id} is {status.value}; "
                         "only a current ruling can be")
@@ -98,7 +98,8 @@ def apply_owner_step(ws: Workspace, state: VaultState, decision: Decision, histo
     digest = seal_hash(decision, state.resolver(), ws.tz)
     actor = ws.config.default_ruler
     if step.kind == "retracted":
-        ws.vault.ledger.append([ws.event("retracted", decision, actor, reason=decision.reason, text=text, hash=digest)])
+        ws.vault.ledger.append([ws.event("retracted", decision, actor, record=history.record, reason=decision.reason,
+                                         text=text, hash=digest)])
         return
     if step.kind != "related":
         raise ValueError(f"not a step to apply: {step.kind}")
@@ -107,9 +108,9 @@ def apply_owner_step(ws: Workspace, state: VaultState, decision: Decision, histo
     already = {resolve(link) for link in sealed.supersedes}
     new_targets = [link for link in decision.supersedes if resolve(link) not in already]
     targets = supersede_targets(ws, state, decision, new_targets)
-    plans = [plan_superseded(ws, target, decision, decision.reason or "") for target in targets]
+    plans = [plan_superseded(ws, state, target, decision, decision.reason or "") for target in targets]
     ws.vault.ledger.append([ws.event(
-        "amended", decision, actor, hash=digest, text=text,
+        "amended", decision, actor, record=history.record, hash=digest, text=text,
         supersedes=tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes)))),
         alongside=tuple(sorted(filter(None, (resolve(link) for link in decision.alongside)))))])
     for plan in plans:
@@ -123,8 +124,11 @@ def apply_owner_steps(ws: Workspace) -> tuple[list[str], list[str]]:
     with ws.vault.ledger.locked():
         state = ws.state()
         known = ws.histories()
-        for decision in sorted(state.decisions, key=lambda d: d.number):
-            history = known.get(decision.id)
+        duplicated = duplicate_ids(state.decisions)
+        for decision in sorted(state.decisions, key=lambda d: d.order):
+            history = ws.history_of(state, decision, known)
+            if decision.id in duplicated or (history is not None and history.conflict is not None):
+                continue  # left alone until renumbered or settled
             if history is None or history.seal is None or matches_ledger(ws, state, decision, history):
                 continue
             step = owner_step(ws, state, decision, history)
@@ -153,8 +157,9 @@ def relate(ws: Workspace, decision_id: str, *, alongside: Iterable[str] = (), su
     with ws.vault.ledger.locked():
         state = ws.state_for_write()
         decision = ws.find(state, decision_id)
-        history = ws.histories().get(decision.id)
-        if ws.status_of(decision) is not Status.RULED or history is None or history.seal is None:
+        ws.check_writable(state, decision)
+        history = ws.history_of(state, decision)
+        if ws.status_of(state, decision) is not Status.RULED or history is None or history.seal is None:
             raise Refused(f"{decision.id} is not a sealed current ruling; say it when recording it "
                           "(`vault-tools rule --alongside/--supersedes`)", path=decision.path)
         edited = unreviewed_edit(ws, state, decision, history)

@@ -8,13 +8,18 @@ from .. import notes
 from ..dates import parse_day_option
 from ..errors import Refused
 from ..model import MIN_TEXT, Decision, Status, topics_match
+from ..vault import VaultState
 from .checks import check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
+from .same import same_matter
 from .workspace import Workspace, sections
 
 
 def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None = None, due: str | None = None,
-        reask_reason: str | None = None, asked_by: str | None = None) -> Decision:
+        reask_reason: str | None = None, asked_by: str | None = None, not_the_same: Iterable[str] = ()) -> Decision:
+    """Register a question. Refused when its topic is open or settled, or when its words say the same matter
+    as a current ruling or open question (unless `reask_reason` says what changed, or `not_the_same` names
+    each match the asker checked and found to be a different matter)."""
     summary = check_text("summary", summary, required=True) or ""
     asked = check_topics(topics)
     reask_reason = check_text("--reask-reason", reask_reason)
@@ -22,6 +27,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
     actor = check_name(asked_by) or ws.config.default_asker
     with ws.vault.ledger.locked():
         state = ws.state_for_write(asked)
+        checked = tuple(dict.fromkeys(ws.find(state, found).id for found in not_the_same))
         for question in ws.decisions_in_effect(state):
             if question.status is Status.OPEN:
                 shared = [t for t in asked if any(topics_match(t, theirs) for theirs in question.topics)]
@@ -37,6 +43,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
                                f"(at least {MIN_TEXT} characters).")
                 raise Refused(f"topic {settled[0].matched[0]} is settled: {len(settled)} current ruling(s)",
                               details=details)
+        refuse_same_matter(ws, state, summary, asked, checked, open_only=reask_reason is not None)
         decision_id = ws.next_id(state)
         path = ws.new_note_path(decision_id, summary)
         fields: list[tuple[str, Any]] = [
@@ -49,5 +56,28 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
         text = notes.render_note(fields, sections(("Question", summary), ("Context", body)))
         decision = ws.parse_new(path, text)
         notes.create_note(path, text)
-        ws.vault.ledger.append([ws.asked_event(decision, actor, text)])
+        ws.vault.ledger.append([ws.asked_event(decision, actor, text, checked)])
         return decision
+
+
+def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tuple[str, ...],
+                       checked: tuple[str, ...], *, open_only: bool) -> None:
+    """Refuse a question whose words say the same matter as a current ruling or open question filed under
+    other topic keys. A re-ask (`open_only`) is still refused by an open question: that one is waiting already."""
+    statuses = (Status.OPEN,) if open_only else (Status.RULED, Status.OPEN)
+    matches = same_matter(ws, state, summary, asked, statuses=statuses, ignore=checked)
+    if not matches:
+        return
+    first = matches[0].decision
+    kind = "already asks this" if first.status is Status.OPEN else "already settles this"
+    details = [f"{match.decision.id} {match.decision.status.value} [{', '.join(match.decision.topics)}]: "
+               f"{match.decision.summary} ({match.why})" for match in matches[:3]]
+    if first.status is Status.OPEN:
+        details.append("Add to that question instead of asking again.")
+    else:
+        details.append("If something changed, ask again with --reask-reason \"what changed\" "
+                       f"(at least {MIN_TEXT} characters).")
+    ids = " ".join(f"--not-the-same {match.decision.id}" for match in matches)
+    details.append(f"If you read it and it is a different matter, ask again with {ids} (kept in the ledger).")
+    raise Refused(f"{first.id} {kind} under other topics: {first.summary}",
+                  details=details)

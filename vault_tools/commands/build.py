@@ -4,16 +4,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import notes
-from ..errors import UsageError
+from ..errors import UsageError, VaultToolsError
+from ..model import Status, unanswered
 from ..pages import (
     NOTICE,
     PAGE_NAMES,
     Budget,
     Context,
+    PageConflict,
     PageProblem,
     Pages,
     Settings,
@@ -37,14 +40,20 @@ def page_path(ws: Workspace, name: str) -> Path:
     return ws.vault.root / ws.config.pinned_folder / f"{name}.md"
 
 
-def page_problems(state: VaultState) -> list[PageProblem]:
-    """The decision notes that cannot be read or used, as the pages and the agent's view list them."""
+def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = None) -> list[PageProblem]:
+    """The decision notes that cannot be read or used, as the pages and the agent's view list them; with
+    the ledger's statuses (`recorded`), also the rulings not sealed yet that do not hold an answer."""
     found = [PageProblem(e.path or "?", e.line, e.message[:MAX_PROBLEM_CHARS]) for e in state.broken]
     for path, problems in state.problems.items():
         blocking = blocking_problems(problems)
         found += [PageProblem(path, p.line, str(p)[:MAX_PROBLEM_CHARS]) for p in blocking[:MAX_PROBLEMS_PER_NOTE]]
         if len(blocking) > MAX_PROBLEMS_PER_NOTE:
             found.append(PageProblem(path, None, f"and {len(blocking) - MAX_PROBLEMS_PER_NOTE:,} more problems"))
+    if recorded is not None:
+        for decision in state.decisions:
+            why = unanswered(decision) if recorded.get(decision.id) is None or recorded[decision.id] is Status.OPEN else None
+            if why:
+                found.append(PageProblem(decision.path, decision.line_of("summary"), why[:MAX_PROBLEM_CHARS]))
     return found
 
 
@@ -53,10 +62,25 @@ MAX_PROBLEMS_PER_NOTE = 3
 MAX_PROBLEM_CHARS = 300
 
 
+def _recorded(ws: Workspace) -> dict[str, Status]:
+    try:
+        return ws.vault.ledger.statuses()
+    except VaultToolsError:  # a damaged ledger is reported by lint; the pages still show what can be read
+        return {}
+
+
 def settings(ws: Workspace) -> Settings:
     config = ws.config
     return Settings(config.budget_lines, config.budget_bytes, config.stale_after_days, config.recent_days,
                     config.reminder_days)
+
+
+def page_conflicts(ws: Workspace, state: VaultState) -> list[PageConflict]:
+    """Outcomes merged from two clones that the owner has to decide, as the pages and `context` show them."""
+    from .settle import describe_conflict, settle_hint
+
+    return [PageConflict(conflict.id, note, describe_conflict(conflict), settle_hint(conflict))
+            for conflict, note in ws.conflicts(state)]
 
 
 def config_budget(ws: Workspace) -> Budget:
@@ -66,7 +90,10 @@ def config_budget(ws: Workspace) -> Budget:
 
 def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
     state = state or ws.state()
-    return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws), page_problems(state))
+    from .review import waiting_line
+    return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws),
+                       page_problems(state, _recorded(ws)), conflicts=page_conflicts(ws, state),
+                       review_waiting=waiting_line(ws))
 
 
 def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
@@ -78,7 +105,7 @@ def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
         raise UsageError(str(error)) from None
     state = state or ws.state()
     return agent_context(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings(ws),
-                         chosen, page_problems(state))
+                         chosen, page_problems(state, _recorded(ws)), page_conflicts(ws, state))
 
 
 def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None) -> BuildResult:
@@ -103,7 +130,7 @@ def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None
         result.stale.append(rel)
         if check:
             continue
-        if current is not None and _edited_by_hand(current, generated.get(rel)):
+        if current is not None and _edited_by_hand(current, generated.get(rel)) and not _from_git(ws, path, current):
             result.kept.append(ws.keep_copy(name, current))
         notes.write_atomic(path, data)
         result.written.append(rel)
@@ -118,6 +145,21 @@ def _edited_by_hand(current: bytes, last_generated: str | None) -> bool:
     if last_generated is not None:
         return _digest(current) != last_generated
     return not current.startswith(NOTICE.encode("utf-8"))
+
+
+def _from_git(ws: Workspace, path: Path, current: bytes) -> bool:
+    """The page is exactly what git holds for it (another clone generated it, and a pull brought it):
+    not an edit to keep a copy of."""
+    from .setup import run_git
+    from .workspace import git_dir
+
+    if git_dir(ws.vault.root) is None:
+        return False
+    done = run_git(path.parent, "ls-files", "-s", "--", path.name)
+    if done is None or done.returncode != 0:
+        return False
+    blob = hashlib.sha1(b"blob %d\0" % len(current) + current).hexdigest()  # git names objects by SHA-1
+    return any(line.split()[1] == blob for line in done.stdout.splitlines() if len(line.split()) > 1)
 
 
 def _page_cache(ws: Workspace) -> Path:

@@ -9,8 +9,10 @@ from ..model import ID_PATTERN, MAX_SUMMARY, MAX_TEXT, MAX_TOPIC_CHARS, MAX_TOPI
 
 def check_id(value: str) -> str:
     value = value.strip()
+    if value[:2].lower() == "d-":  # typed in lower case: ids are `D-` and a lower-case clone tag
+        value = "D-" + value[2:].lower()
     if not ID_PATTERN.match(value):
-        raise UsageError(f"{value!r} is not a decision id (like D-0007)")
+        raise UsageError(f"{value!r} is not a decision id (like D-0007 or D-0007-k7q2)")
     return value
 
 

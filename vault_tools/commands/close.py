@@ -5,7 +5,7 @@ from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, NoteError, Refused
-from ..ledger import History, seal_hash, seal_text_without_bom
+from ..ledger import History, new_record, seal_hash, seal_text_without_bom
 from ..model import MIN_TEXT, Decision, Status, transition_problem
 from ..vault import VaultState
 from .checks import check_name, check_text
@@ -27,10 +27,12 @@ def _close(ws: Workspace, decision_id: str, new_status: Status, reason: str | No
     with ws.vault.ledger.locked():
         state = ws.state_for_write()
         decision = ws.find(state, decision_id)
-        problem = transition_problem(ws.status_of(decision), new_status)
+        ws.check_writable(state, decision)
+        problem = transition_problem(ws.status_of(state, decision), new_status)
         if problem:
             raise Refused(f"{decision.id} {problem}", path=decision.path)
-        edited = unreviewed_edit(ws, state, decision, ws.histories().get(decision.id))
+        history = ws.history_of(state, decision)
+        edited = unreviewed_edit(ws, state, decision, history)
         if edited:
             raise InconsistentVault(edited, path=decision.path)
         path = ws.vault.path_of(decision)
@@ -39,23 +41,26 @@ def _close(ws: Workspace, decision_id: str, new_status: Status, reason: str | No
         updated = ws.parse_new(path, text)
         notes.write_note(note, text)
         kind = "withdrawn" if new_status is Status.WITHDRAWN else "retracted"
-        extra: dict[str, Any] = {"reason": reason}
+        extra: dict[str, Any] = {"reason": reason, "text": notes.file_text(note, text)}  # as the other clones will see
         if new_status is Status.RETRACTED:
-            extra.update(text=notes.file_text(note, text), hash=seal_hash(updated, state.resolver(), ws.tz))
-        ws.vault.ledger.append([ws.event(kind, updated, who, **extra)])
+            extra.update(hash=seal_hash(updated, state.resolver(), ws.tz))
+        record = history.record if history is not None else new_record()
+        ws.vault.ledger.append([ws.event(kind, updated, who, record=record, **extra)])
         return updated
 
 
-def record_hand_made(ws: Workspace, decision: Decision, kind: str) -> None:
+def record_hand_made(ws: Workspace, decision: Decision, kind: str, history: History | None) -> None:
     """A question made or withdrawn in Obsidian: the ledger records it like any other."""
     if kind == "withdrawn" and decision.reason is None:
         raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
     actor = decision.asked_by if kind == "asked" and decision.asked_by else ws.config.default_ruler
+    record = history.record if history is not None else new_record()
+    note = ws.read(ws.vault.path_of(decision))
     if kind == "asked":
-        note = ws.read(ws.vault.path_of(decision))
-        ws.vault.ledger.append([ws.asked_event(decision, actor, notes.file_text(note, note.text))])
+        ws.vault.ledger.append([ws.asked_event(decision, actor, notes.file_text(note, note.text), record=record)])
         return
-    ws.vault.ledger.append([ws.event(kind, decision, actor, reason=decision.reason)])
+    ws.vault.ledger.append([ws.event(kind, decision, actor, record=record, reason=decision.reason,
+                                     text=notes.file_text(note, note.text))])
 
 
 def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decision, history: History,
@@ -82,7 +87,7 @@ def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decisio
     if expected != note.text:
         return False
     ws.vault.ledger.append([ws.event(decision.status.value, decision, ws.config.default_ruler,
-                                     reason=decision.reason, hash=history.seal.hash if history.seal else None,
+                                     record=history.record, reason=decision.reason, hash=history.seal.hash if history.seal else None,
                                      text=notes.file_text(note, note.text),
                                      successor=successor.id if successor else None)])
     return True

@@ -115,7 +115,7 @@ def record_history(ws: Workspace, history: History, current: Decision | None) ->
 
 def history(ws: Workspace, decision_id: str) -> RecordHistory:
     decision_id = check_id(decision_id)
-    known = ws.histories()
+    known = ws.histories_by_id()
     state = ws.state()
     current = state.get(decision_id)
     if decision_id not in known:
@@ -197,7 +197,7 @@ class _Timeline:
 
 def _timelines(ws: Workspace, state_decisions: dict[str, Decision]) -> dict[str, _Timeline]:
     timelines = {}
-    for decision_id, known in ws.histories().items():
+    for decision_id, known in ws.histories_by_id().items():
         record = record_history(ws, known, state_decisions.get(decision_id))
         line = _Timeline(decision_id)
         line.asked = _of_text(record.versions, ("asked",))
@@ -275,7 +275,7 @@ def changed(ws: Workspace, since: str, until: str | None = None) -> list[Change]
     end = parse_moment("--until", until, ws.tz) if until else None
     if end is not None and end < start:
         raise UsageError("--until is before --since")
-    known = ws.histories()
+    known = ws.histories_by_id()
     state = ws.state()
     found = []
     for decision_id, record in known.items():

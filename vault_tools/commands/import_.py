@@ -18,6 +18,7 @@ from ..dates import to_vault_time
 from ..errors import NoteError, Refused, UsageError, VaultToolsError
 from ..importers import OPEN, RETRACTED, RULED, SUPERSEDED, WITHDRAWN, Parsed, Record, Review, Skipped, first_sentence
 from ..importers import harvest as harvesting
+from ..ledger import new_record
 from ..model import MIN_TEXT, Decision, Status
 from ..vault import VaultState, iter_markdown
 from .build import build
@@ -183,8 +184,9 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
         target = state.get(known.get(key, ""))
         if target is None:
             outcome.remarks.append(f"supersedes {key.split(':', 1)[-1]}, which was not imported")
-        elif ws.status_of(target) is not Status.RULED or target.status is not Status.RULED:
-            outcome.remarks.append(f"supersedes {target.id}, which is {ws.status_of(target).value}: left as it is")
+        elif ws.status_of(state, target) is not Status.RULED or target.status is not Status.RULED:
+            outcome.remarks.append(f"supersedes {target.id}, which is {ws.status_of(state, target).value}: "
+                                   "left as it is")
         else:
             links.append(f"[[{target.title}]]")
     reason = (record.supersede_reason or record.reason) if links else None
@@ -210,11 +212,13 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
     text = notes.render_note(fields, body)
     if ruling:
         decision = write_ruling(ws, state, path, None, text, ruler, reason)
+        made = ws.record_of_new(decision)
     else:
         decision = ws.parse_new(path, text)
         notes.create_note(path, text)
-        ws.vault.ledger.append([ws.asked_event(decision, record.asked_by or ws.config.default_asker, text)])
-    ws.vault.ledger.append([ws.event("imported", decision, IMPORT_ACTOR, origin=record.key)])
+        made = new_record()
+        ws.vault.ledger.append([ws.asked_event(decision, record.asked_by or ws.config.default_asker, text, record=made)])
+    ws.vault.ledger.append([ws.event("imported", decision, IMPORT_ACTOR, origin=record.key, record=made)])
     if record.status == RETRACTED:
         decision = retract(ws, decision.id, record.reason, ruler)
     elif record.status == WITHDRAWN:
@@ -224,7 +228,7 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
 
 def _id_free(ws: Workspace, state: VaultState, decision_id: str) -> bool:
     """No note has the id and the ledger never gave it out."""
-    return state.get(decision_id) is None and decision_id not in ws.histories()
+    return state.get(decision_id) is None and decision_id not in ws.histories_by_id()
 
 
 def _review_question(ws: Workspace, state: VaultState, review: Review, record: Record, by_key: dict[str, Record],
@@ -249,8 +253,9 @@ def _review_question(ws: Workspace, state: VaultState, review: Review, record: R
     text = notes.render_note(fields, sections(("Question", summary), ("Context", " ".join(how))))
     decision = ws.parse_new(path, text)
     notes.create_note(path, text)
-    ws.vault.ledger.append([ws.asked_event(decision, IMPORT_ACTOR, text),
-                            ws.event("imported", decision, IMPORT_ACTOR, origin=review.key)])
+    made = new_record()
+    ws.vault.ledger.append([ws.asked_event(decision, IMPORT_ACTOR, text, record=made),
+                            ws.event("imported", decision, IMPORT_ACTOR, origin=review.key, record=made)])
     return decision
 
 
@@ -379,8 +384,9 @@ def _harvested_note(ws: Workspace, state: VaultState, candidate: harvesting.Cand
     if link_back and candidate.block_id is None:
         linked = harvesting.with_block_id(text, candidate, block_id or new_id.lower())
     notes.create_note(note_path, note_text)
-    ws.vault.ledger.append([ws.asked_event(decision, ws.config.default_ruler, note_text),
-                            ws.event("imported", decision, "vault-tools harvest", origin=candidate.key)])
+    made = new_record()
+    ws.vault.ledger.append([ws.asked_event(decision, ws.config.default_ruler, note_text, record=made),
+                            ws.event("imported", decision, "vault-tools harvest", origin=candidate.key, record=made)])
     if linked is not None:
         notes.write_atomic(path, notes.encode(linked, bom=bom))
     return decision, linked

@@ -41,7 +41,7 @@ class Lookup:
 def show(ws: Workspace, decision_id: str) -> tuple[Decision, History, list[Problem]]:
     state = ws.state()
     decision = ws.find(state, decision_id)
-    return decision, ws.histories().get(decision.id, History(decision.id)), state.problems.get(decision.path, [])
+    return decision, ws.history_of(state, decision) or History(decision.id), state.problems.get(decision.path, [])
 
 
 def list_decisions(ws: Workspace, status: str | None = None,
@@ -53,7 +53,7 @@ def list_decisions(ws: Workspace, status: str | None = None,
     found = [d for d in ws.decisions_in_effect(state)
              if (status is None or d.status.value == status)
              and (topic is None or any(topics_match(topic, t) for t in d.topics))]
-    return sorted(found, key=lambda d: d.number), page_problems(state)
+    return sorted(found, key=lambda d: d.order), page_problems(state)
 
 
 def lookup(ws: Workspace, topics: Iterable[str]) -> tuple[list[Lookup], list[PageProblem]]:

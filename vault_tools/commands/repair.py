@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import notes
 from ..errors import VaultToolsError
-from ..model import Decision, Status
+from ..model import Decision, Status, duplicate_ids
 from ..vault import VaultState
 from .close import finish_interrupted_close
 from .sealed import matches_ledger, seal_holds
@@ -17,14 +17,21 @@ def pending_chain(ws: Workspace, state: VaultState) -> list[tuple[Decision, Deci
     """(ruling, target) for each sealed ruling, current or superseded since, whose `supersedes`
     names a ruling not marked superseded yet."""
     known = ws.histories()
+    duplicated = duplicate_ids(state.decisions)
     found = []
-    for ruling in sorted(state.decisions, key=lambda d: d.number):
-        history = known.get(ruling.id)
+    for ruling in sorted(state.decisions, key=lambda d: d.order):
+        history = ws.history_of(state, ruling, known)
         if ruling.status not in TOOK_EFFECT or history is None or history.seal is None:
             continue
+        if ruling.id in duplicated or history.conflict is not None:
+            continue  # a duplicated id is renumbered, a conflict settled, before anything is built on it
         if not seal_holds(ws, state, ruling, history.seal):
             continue
-        found += [(ruling, target) for target in pending_supersessions(state, ruling)]
+        for target in pending_supersessions(state, ruling):
+            target_history = ws.history_of(state, target, known)
+            if target.id in duplicated or (target_history is not None and target_history.conflict is not None):
+                continue
+            found.append((ruling, target))
     return found
 
 
@@ -43,9 +50,12 @@ def finish_interrupted(ws: Workspace) -> tuple[list[str], list[str]]:
 def _one_step(ws: Workspace, done: list[str], failed: dict[str, str]) -> bool:
     state = ws.state()
     known = ws.histories()
-    for decision in sorted(state.decisions, key=lambda d: d.number):
-        history = known.get(decision.id)
+    duplicated = duplicate_ids(state.decisions)
+    for decision in sorted(state.decisions, key=lambda d: d.order):
+        history = ws.history_of(state, decision, known)
         if history is None or history.seal is None or decision.status not in (Status.SUPERSEDED, Status.RETRACTED):
+            continue
+        if history.conflict is not None or decision.id in duplicated:
             continue
         if decision.id in failed or matches_ledger(ws, state, decision, history):
             continue

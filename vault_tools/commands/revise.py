@@ -8,8 +8,8 @@ from typing import Any
 
 from .. import notes
 from ..dates import utc_stamp
-from ..ledger import Event, History, seal_hash, seal_text_without_bom
-from ..model import KNOWN_FIELDS, Decision, Status, build_decision
+from ..ledger import Event, History, latest_with_id, new_record, seal_hash, seal_text_without_bom
+from ..model import Decision, Status, build_decision, is_ledger_property
 from ..vault import VaultState
 from .sealed import seal_holds
 from .workspace import Workspace
@@ -42,7 +42,7 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
     now = ws.now_local()
     event = Event(event="edit-rejected", id=sealed_id, at=utc_stamp(ws.now()),
                   actor=ws.config.default_ruler, path=decision.path,
-                  hash=seal_hash(decision, state.resolver(), ws.tz), text=typed)
+                  hash=seal_hash(decision, state.resolver(), ws.tz), text=typed, record=history.record)
     as_revision = not (seal_holds(ws, state, decision, seal) and decision.id == sealed_id)
     if as_revision:
         kept_in = _write_revision(ws, state, decision, history, note, event, now)
@@ -63,7 +63,7 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
     previous = next((e.successor for e in reversed(history.events) if e.event == "edit-rejected" and e.successor),
                     None)
     revision = state.get(previous) if previous else None
-    previous_history = known.get(previous) if previous else None
+    previous_history = latest_with_id(known, previous) if previous else None
     open_in_ledger = previous_history is None or previous_history.status in (None, Status.OPEN)
     reuse = previous is not None and open_in_ledger and (
         (revision is not None and revision.status is Status.OPEN)
@@ -78,12 +78,12 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
     events = [replace(event, successor=revision_id)]
     revision_text = None
     if revision is None or not reuse:
-        target = _current_successor(state, sealed_decision, known)
+        target = _current_successor(ws, state, sealed_decision, known)
         revision_text = _revision_text(ws, note, sealed_decision, target, revision_id, now)
     if not reuse and revision_text is not None:
         asked = ws.parse_new(revision_path, revision_text)
         events.append(Event(event="asked", id=revision_id, at=event.at, actor=ws.config.default_ruler, path=rel,
-                            text=revision_text, summary=asked.summary, topics=asked.topics))
+                            text=revision_text, summary=asked.summary, topics=asked.topics, record=new_record()))
     ws.vault.ledger.append(events)
     if revision_text is None:
         _add_to_revision(ws, revision_path, note, sealed_decision, now)
@@ -109,7 +109,7 @@ def _add_to_revision(ws: Workspace, path: Path, typed: notes.Note, sealed: Decis
     notes.write_note(revision, text)
 
 
-def _current_successor(state: VaultState, old: Decision, known: dict[str, History]) -> Decision | None:
+def _current_successor(ws: Workspace, state: VaultState, old: Decision, known: dict[str, History]) -> Decision | None:
     """The ruling a revision of `old` should propose to replace: `old` itself while it is current,
     else the current end of its supersession chain; none for a retracted ruling."""
     by_id, resolve = state.by_id(), state.resolver()
@@ -117,7 +117,7 @@ def _current_successor(state: VaultState, old: Decision, known: dict[str, Histor
     seen: set[str] = set()
     while current is not None and current.id not in seen:
         seen.add(current.id)
-        history = known.get(current.id)
+        history = ws.history_of(state, current, known) if current.path in {d.path for d in state.decisions} else None
         status = (history.status if history else None) or current.status
         if status is Status.RULED:
             return current
@@ -138,10 +138,11 @@ def _restored_text(history: History, typed: notes.Note) -> str:
     missing = object()
     keys = {*sealed.data, *typed.data}
     differ = {key for key in keys if typed.data.get(key, missing) != sealed.data.get(key, missing)}
-    if not differ - KNOWN_FIELDS:
+    ledger_keys = {key for key in differ if is_ledger_property(str(key))}
+    if differ == ledger_keys:
         return seal.text
     # Start from what was typed, so the owner's lines stay as written; put back the rest.
-    put_back = {key: sealed.data.get(key, notes.REMOVE) for key in sorted(differ & KNOWN_FIELDS)}
+    put_back = {key: sealed.data.get(key, notes.REMOVE) for key in sorted(ledger_keys)}
     text = notes.with_fields(typed, put_back) if put_back else typed.text
     bom = seal.text[:len(seal.text) - len(sealed.text)]
     body = sealed.body.replace("\r\n", "\n").replace("\n", typed.newline)

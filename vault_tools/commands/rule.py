@@ -9,7 +9,7 @@ from typing import Any
 from .. import notes
 from ..dates import parse_day_option, parse_option, to_vault_time
 from ..errors import Refused, UsageError
-from ..model import MAX_TEXT, MIN_TEXT, Decision, Status, transition_problem
+from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem, unanswered
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
@@ -21,7 +21,8 @@ from .workspace import Workspace, sections
 def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterable[str] = (),
          source: str | None = None, ruled_at: str | None = None, ruled_by: str | None = None,
          supersedes: Iterable[str] = (), alongside: Iterable[str] = (), reason: str | None = None,
-         body: str | None = None, revisit_if: str | None = None, revisit_by: str | None = None) -> Decision:
+         body: str | None = None, revisit_if: str | None = None, revisit_by: str | None = None,
+         terms: Iterable[str] = ()) -> Decision:
     """Record a ruling. On a topic that already has a current ruling it must say which way it goes:
     `supersedes` the current rulings it replaces (with a reason), `alongside` those that stand beside it."""
     summary = check_text("summary", summary, required=True) or ""
@@ -44,6 +45,7 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         if value:
             changes[name] = value
     direct_topics = check_topics(topics) if decision_id is None else None
+    changes.update({TERM_PREFIX + key: value for key, value in parse_terms("--term", terms).items()})
     with ws.vault.ledger.locked():
         state = ws.state_for_write(direct_topics)
         if superseded_ids:
@@ -62,7 +64,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         question = ws.find(state, decision_id)
-        problem = transition_problem(ws.status_of(question), Status.RULED)
+        ws.check_writable(state, question)
+        problem = transition_problem(ws.status_of(state, question), Status.RULED)
         if problem:
             raise Refused(f"{question.id} {problem}", path=question.path)
         path = ws.vault.path_of(question)
@@ -70,24 +73,42 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         text = notes.with_fields(note, changes)
         if body:
             text = text.rstrip("\r\n") + note.newline * 2 + sections(("Ruling", body)).replace("\n", note.newline)
-        return write_ruling(ws, state, path, note, text, actor, reason)
+        return write_ruling(ws, state, path, note, text, actor, reason, question)
+
+
+def parse_terms(option: str, given: Iterable[str]) -> dict[str, str]:
+    """`KEY=VALUE` pairs (a term's key may be given with or without `term_`), refused when malformed."""
+    terms: dict[str, str] = {}
+    for item in given:
+        key, equals, value = item.partition("=")
+        key = key.strip().removeprefix(TERM_PREFIX)
+        if not equals or not TERM_KEY_PATTERN.match(key) or not value.strip():
+            raise UsageError(f"{option} {item!r}: expected KEY=VALUE with a lowercase key like budget=500")
+        if key in terms:
+            raise UsageError(f"{option}: {key} is given twice")
+        terms[key] = value.strip()
+    return terms
 
 
 def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
-                  reason: str | None) -> Decision:
+                 reason: str | None, question: Decision | None = None) -> Decision:
     decision = ws.parse_new(path, text)
+    why = unanswered(decision, unchanged_question_counts=False)
+    if why:
+        raise UsageError(why.replace("is marked ruled, but its summary", "would be ruled, but --summary"))
     targets = supersede_targets(ws, state, decision, decision.supersedes)
     _refuse_unsaid_replacement(ws, state, decision)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
     seal_targets_first(ws, state, targets)
-    plans = [plan_superseded(ws, target, decision, reason or "") for target in targets]
+    plans = [plan_superseded(ws, state, target, decision, reason or "") for target in targets]
     if note is None:
         notes.create_note(path, text)
     else:
         notes.write_note(note, text)
         text = notes.file_text(note, text)
-    ws.vault.ledger.append(seal_events(ws, state, decision, text, ws.histories().get(decision.id), actor))
+    history = ws.history_of(state, question) if question is not None else None
+    ws.vault.ledger.append(seal_events(ws, state, decision, text, history, actor))
     for plan in plans:
         apply_superseded(ws, state, plan, actor)
     return decision

@@ -6,8 +6,8 @@ from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, NoteError, Refused
-from ..ledger import Event, History, seal_hash
-from ..model import FINAL_STATUSES, Decision, Status
+from ..ledger import Event, History, new_record, seal_hash
+from ..model import FINAL_STATUSES, Decision, Status, duplicate_ids, unanswered
 from ..vault import VaultState
 from .checks import check_id
 from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
@@ -21,19 +21,24 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
     with ws.vault.ledger.locked():
         state = ws.state_for_write()
         known = ws.histories()
-        for decision_id in sorted(wanted):
-            decision = ws.find(state, decision_id)
-            status = ws.status_of(decision)
+        named = [ws.find(state, decision_id) for decision_id in sorted(wanted)]
+        wanted = {decision.id for decision in named}
+        for decision in named:
+            ws.check_writable(state, decision)
+            status = ws.status_of(state, decision)
             if decision.status is not Status.RULED or status in FINAL_STATUSES:
                 raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
-        for decision in sorted(state.decisions, key=lambda d: d.number):
-            history = known.get(decision.id)
+        duplicated = duplicate_ids(state.decisions)
+        for decision in sorted(state.decisions, key=lambda d: d.order):
+            history = ws.history_of(state, decision, known)
             if decision.status is not Status.RULED or (history and (history.sealed or history.status in FINAL_STATUSES)):
                 continue
-            if wanted and decision.id not in wanted:
+            if (wanted and decision.id not in wanted) or decision.id in duplicated:
+                continue  # a duplicated id is sealed once it is renumbered (lint names both notes)
+            if history is not None and history.conflict is not None:
                 continue
             if not wanted and history is not None and history.seal_lost:
-                continue  # reported by lint (VT026); sealing it again is refused when asked by id
+                continue  # reported by lint (VT027); sealing it again is refused when asked by id
             sealed.append(seal_one(ws, state, decision, history))
     return sealed
 
@@ -54,12 +59,15 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
         stamps["ruled_by"] = ws.config.default_ruler
     text = notes.with_fields(note, stamps) if stamps else note.text
     decision = ws.parse_new(path, text)
+    why = unanswered(decision)
+    if why:
+        raise Refused(why, path=decision.path, line=decision.line_of("summary"))
     targets = supersede_targets(ws, state, decision, decision.supersedes)
     if targets and decision.reason is None:
         raise NoteError("supersedes a ruling but has no reason (at least 20 characters)", path=decision.path,
                         line=decision.line_of("supersedes"))
     seal_targets_first(ws, state, targets)
-    plans = [plan_superseded(ws, target, decision, decision.reason or "") for target in targets]
+    plans = [plan_superseded(ws, state, target, decision, decision.reason or "") for target in targets]
     if stamps:
         notes.write_note(note, text)
     actor = decision.ruled_by or ws.config.default_ruler
@@ -76,8 +84,10 @@ def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str,
     digest = seal_hash(decision, resolve, ws.tz)
     supersedes = tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes))))
     alongside = tuple(sorted(filter(None, (resolve(link) for link in decision.alongside))))
+    record = history.record if history is not None else new_record()
     events = []
     if history is None or history.status is not Status.RULED:
-        events.append(ws.event("ruled", decision, actor, hash=digest, supersedes=supersedes, alongside=alongside))
-    events.append(ws.event("sealed", decision, actor, hash=digest, text=text))
+        events.append(ws.event("ruled", decision, actor, record=record, hash=digest, supersedes=supersedes,
+                               alongside=alongside))
+    events.append(ws.event("sealed", decision, actor, record=record, hash=digest, text=text))
     return events

@@ -16,8 +16,8 @@ def matches_ledger(ws: Workspace, state: VaultState, decision: Decision, history
     seal = history.seal
     if seal is None or not seal_holds(ws, state, decision, seal) or decision.status is not history.status:
         return False
-    if decision.status in (Status.SUPERSEDED, Status.RETRACTED):
-        closing = next(e for e in reversed(history.events) if e.event in ("superseded", "retracted"))
+    closing = history.closing
+    if decision.status in (Status.SUPERSEDED, Status.RETRACTED) and closing is not None:
         if decision.reason != closing.reason:
             return False
         if closing.successor and state.resolver()(decision.superseded_by or "") != closing.successor:

@@ -2,13 +2,19 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from .. import notes
 from ..dates import machine_timezone, zone
 from ..errors import ConfigError, UsageError
-from ..vault import STATE_DIR
+from ..vault import STATE_DIR, load_config
+from .workspace import git_dir
 
 CONFIG_TEMPLATE = """\
 # vault-tools settings. Every key is optional; the values shown are the defaults.
@@ -32,8 +38,77 @@ timezone: {timezone}          # dates in notes are written in this zone
 """
 
 GITATTRIBUTES_LINE = f"{STATE_DIR}/ledger.jsonl merge=union"
+# Everything derived: the cache, locks, the watcher's pid and logs, a crash log, and the temp files of
+# writes in progress. Kept copies (`.vault-tools/kept/`) are the owner's text and stay tracked.
 GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/watch.pid", f"{STATE_DIR}/crash.log",
-                   f"{STATE_DIR}/watch.log*", f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}")
+                   f"{STATE_DIR}/watch.log*", f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}", "vault-tools-crash.log")
+PAGES_DRIVER = "vault-tools-pages"
+NOTES_DRIVER = "vault-tools-notes"
+GIT_TIMEOUT_SECONDS = 10
+
+
+def _git_pattern(folder: str, pattern: str) -> str:
+    path = f"{folder.strip('/')}/{pattern}" if folder.strip("/") else pattern
+    return json.dumps(path) if " " in path else path  # git reads a quoted pattern (C-style) since 2.x
+
+
+def gitattributes_lines(root: Path) -> list[str]:
+    """The ledger merges by line union; pinned pages keep this clone's copy (the next build or the
+    watcher regenerates them); decision notes merge as text, and a note both clones closed differently
+    keeps this clone's lifecycle fields (the ledger keeps both outcomes, shown as a conflict)."""
+    config = load_config(root)
+    return [GITATTRIBUTES_LINE,
+            f"{_git_pattern(config.decisions_folder, '**/*.md')} merge={NOTES_DRIVER}",
+            f"{_git_pattern(config.pinned_folder, '*.md')} merge={PAGES_DRIVER}"]
+
+
+def merge_driver_settings() -> dict[str, str]:
+    python = shlex.quote(sys.executable)
+    return {
+        f"merge.{PAGES_DRIVER}.name": "vault-tools pinned pages: keep this clone's, regenerated after the merge",
+        f"merge.{PAGES_DRIVER}.driver": "true",
+        f"merge.{NOTES_DRIVER}.name": "vault-tools decision notes: text merge; lifecycle conflicts kept in the ledger",
+        f"merge.{NOTES_DRIVER}.driver": f"{python} -m vault_tools merge-note %O %A %B %P",
+    }
+
+
+def run_git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_SECONDS, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def merge_drivers_missing(root: Path) -> list[str]:
+    """The merge drivers this clone's git config lacks (none outside git, or when git is not installed)."""
+    if git_dir(root) is None:
+        return []
+    done = run_git(root, "config", "--get-regexp", r"^merge\.vault-tools-")
+    if done is None:
+        return []
+    present = {line.split(" ", 1)[0] for line in done.stdout.splitlines()}
+    return [name for name in (PAGES_DRIVER, NOTES_DRIVER) if f"merge.{name}.driver" not in present]
+
+
+def setup_git(root: Path) -> bool:
+    """Define the merge drivers in this clone's `.git/config` (git never copies it to a clone). True when
+    something was set."""
+    if git_dir(root) is None:
+        return False
+    changed = False
+    for key, value in merge_driver_settings().items():
+        current = run_git(root, "config", "--get", key)
+        if current is None:
+            return False
+        if current.returncode == 0 and current.stdout.rstrip("\n") == value:
+            continue
+        done = run_git(root, "config", key, value)
+        if done is None or done.returncode != 0:
+            raise UsageError(f"cannot set {key} in the git config: {done.stderr.strip() if done else 'git failed'}")
+        changed = True
+    return changed
 
 
 def _ensure_lines(path: Path, lines: Iterable[str]) -> bool:
@@ -84,8 +159,101 @@ def init_vault(root: Path, timezone: str | None = None) -> list[str]:
     if not ledger.exists():
         ledger.touch()
         changed.append(f"{STATE_DIR}/ledger.jsonl")
-    if _ensure_lines(root / ".gitattributes", [GITATTRIBUTES_LINE]):
+    if _ensure_lines(root / ".gitattributes", gitattributes_lines(root)):
         changed.append(".gitattributes")
     if _ensure_lines(root / ".gitignore", GITIGNORE_LINES):
         changed.append(".gitignore")
+    if setup_git(root):
+        changed.append("git merge drivers (.git/config)")
     return changed
+
+
+def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = False) -> list[str]:
+    """Wire an agent into a project (or take it out): its instructions section, hooks and MCP entry.
+    Returns the project-relative files written or removed; nothing is written when one of them cannot be read."""
+    import shlex
+    import tomllib
+
+    from ..agents import instructions as parts
+
+    if agent not in parts.AGENTS:
+        raise UsageError(f"unknown agent {agent!r} (expected one of: {', '.join(parts.AGENTS)})")
+    files = parts.FILES[agent]
+    try:
+        inside = vault_root.resolve().relative_to(project.resolve()).as_posix()
+        vault_arg = "" if inside == "." else inside
+    except ValueError:
+        vault_arg = str(vault_root.resolve())
+    vault_option = f"--vault {shlex.quote(vault_arg)}" if vault_arg else ""
+    mcp_args = ["mcp", "--vault", vault_arg] if vault_arg else ["mcp"]
+
+    def read(rel: str) -> str:
+        path = project / rel
+        try:
+            return path.read_text(encoding="utf-8-sig") if path.exists() else ""
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"cannot read: {error}", path=rel) from None
+
+    def read_json(rel: str) -> dict[str, Any]:
+        text = read(rel)
+        if not text.strip():
+            return {}
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise UsageError(f"is not valid JSON ({error}); fix it first, nothing was written", path=rel) from None
+        if not isinstance(data, dict):
+            raise UsageError("is not a JSON object; nothing was written", path=rel)
+        return data
+
+    planned: dict[str, str | None] = {}  # rel -> new text, None to delete
+
+    def plan_json(rel: str, before: dict[str, Any], after: dict[str, Any]) -> None:
+        if after == before:
+            return
+        planned[rel] = parts.json_text(after) if after else None
+
+    def plan_text(rel: str, before: str, after: str, empty: str = "") -> None:
+        if after != before:
+            planned[rel] = after if after.strip() and after != empty else None
+
+    text = read(files.instructions)
+    if agent == "cursor":
+        body = text or parts.CURSOR_FRONTMATTER
+        new = parts.without_section(body) if remove else parts.with_section(body, parts.section(agent, vault_option))
+        plan_text(files.instructions, text, new, empty=parts.CURSOR_FRONTMATTER)
+    else:
+        new = parts.without_section(text) if remove else parts.with_section(text, parts.section(agent, vault_option))
+        plan_text(files.instructions, text, new)
+    try:
+        if files.settings is not None:
+            settings = read_json(files.settings)
+            plan_json(files.settings, settings,
+                      parts.without_hooks(settings) if remove else parts.with_hooks(settings, vault_option))
+        if files.mcp.endswith(".toml"):
+            text = read(files.mcp)
+            try:
+                tomllib.loads(parts.without_toml_block(text))
+                found = tomllib.loads(parts.without_toml_block(text)).get("mcp_servers", {})
+            except tomllib.TOMLDecodeError as error:
+                raise UsageError(f"is not valid TOML ({error}); fix it first, nothing was written",
+                                 path=files.mcp) from None
+            if not remove and parts.SERVER_NAME in found:
+                raise UsageError(f"already has [mcp_servers.{parts.SERVER_NAME}] of its own; nothing was written",
+                                 path=files.mcp)
+            new = parts.without_toml_block(text) if remove else parts.with_toml_block(text, parts.toml_block(mcp_args))
+            tomllib.loads(new)  # what is written must stay valid
+            plan_text(files.mcp, text, new)
+        else:
+            data = read_json(files.mcp)
+            plan_json(files.mcp, data, parts.without_mcp(data) if remove else parts.with_mcp(data, agent, mcp_args))
+    except ValueError as error:
+        raise UsageError(f"{error}; nothing was written", path=files.settings or files.mcp) from None
+    for rel, content in planned.items():
+        path = project / rel
+        if content is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            notes.write_atomic(path, content.encode("utf-8"))
+    return list(planned)

@@ -18,6 +18,7 @@ from .workspace import Workspace
 class SupersedePlan:
     note: notes.Note  # the old note as read
     text: str  # its text once marked superseded
+    record: str  # the old note's record
     updated: Decision
     successor: Decision
     reason: str
@@ -39,38 +40,40 @@ def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, link
         target = by_id[target_id]
         if target_id == decision.id:
             raise Refused("a ruling cannot supersede itself", **where)
-        status = (known[target_id].status if target_id in known else None) or target.status
+        ws.check_writable(state, target)
+        history = ws.history_of(state, target, known)
+        status = (history.status if history is not None else None) or target.status
         if target.status is not Status.RULED or status is not Status.RULED:
             successor = f" by {target.superseded_by}" if target.superseded_by else ""
             raise Refused(f"{target.id} is {status.value}{successor}; only a current ruling can be superseded",
                           **where)
-        edited = unreviewed_edit(ws, state, target, known.get(target_id))
+        edited = unreviewed_edit(ws, state, target, history)
         if edited:
             raise InconsistentVault(edited, path=target.path)
         targets.append(target)
     return targets
 
 
-def plan_superseded(ws: Workspace, old: Decision, new: Decision, reason: str) -> SupersedePlan:
+def plan_superseded(ws: Workspace, state: VaultState, old: Decision, new: Decision, reason: str) -> SupersedePlan:
     """The old note's text once marked superseded, worked out and checked before anything is written."""
     path = ws.vault.path_of(old)
     note = ws.read(path)
     text = notes.with_fields(note, {"status": Status.SUPERSEDED.value,
                                     "superseded_by": f"[[{new.title}]]", "reason": reason})
-    return SupersedePlan(note, text, ws.parse_new(path, text), new, reason)
+    return SupersedePlan(note, text, ws.record_for(state, old), ws.parse_new(path, text), new, reason)
 
 
 def apply_superseded(ws: Workspace, state: VaultState, plan: SupersedePlan, actor: str) -> None:
     notes.write_note(plan.note, plan.text)
     digest = seal_hash(plan.updated, ws.resolver_with(state, plan.successor), ws.tz)
-    ws.vault.ledger.append([ws.event("superseded", plan.updated, actor, hash=digest,
+    ws.vault.ledger.append([ws.event("superseded", plan.updated, actor, record=plan.record, hash=digest,
                                      text=notes.file_text(plan.note, plan.text), reason=plan.reason,
                                      successor=plan.successor.id)])
 
 
 def supersede_now(ws: Workspace, state: VaultState, target: Decision, ruling: Decision) -> None:
     """Mark `target` superseded by the sealed `ruling` (finishing what a crash interrupted)."""
-    plan = plan_superseded(ws, target, ruling, ruling.reason or "")
+    plan = plan_superseded(ws, state, target, ruling, ruling.reason or "")
     apply_superseded(ws, state, plan, ruling.ruled_by or ws.config.default_ruler)
 
 
@@ -86,8 +89,7 @@ def seal_targets_first(ws: Workspace, state: VaultState, targets: Iterable[Decis
     applied: the chain is recorded in order, and what it replaced never becomes current again."""
     from .seal import seal_one  # seal builds on this module
 
-    known = ws.histories()
     for target in targets:
-        history = known.get(target.id)
+        history = ws.history_of(state, target)
         if history is None or not history.sealed:
             seal_one(ws, state, target, history)

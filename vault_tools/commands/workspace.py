@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
+import secrets
+import socket
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -12,8 +15,10 @@ from typing import Any
 from .. import notes
 from ..dates import Now, local_now, utc_now, utc_stamp
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
-from ..ledger import Event, History, histories, seal_hash
+from ..ledger import Conflict, Event, History, RecordSummary, latest_with_id, new_record, seal_hash, tie_notes
 from ..model import (
+    CLONE_TAG_ALPHABET,
+    CLONE_TAG_LENGTH,
     ID_PATTERN,
     Decision,
     LinkResolver,
@@ -22,6 +27,7 @@ from ..model import (
     build_decision,
     duplicate_ids,
     format_id,
+    id_matches,
     id_number,
     note_title,
     status_in_effect,
@@ -64,7 +70,8 @@ class Workspace:
             raise
 
     def histories(self) -> dict[str, History]:
-        return histories(self.vault.ledger.read())
+        """Every record, by identity; the same object while the ledger is unchanged."""
+        return self.vault.ledger.histories()
 
     def now_local(self) -> dt.datetime:
         return local_now(self.now, self.tz)
@@ -77,10 +84,69 @@ class Workspace:
         for broken in state.broken:
             if broken.path and broken.path.rsplit("/", 1)[-1].startswith(decision_id + " "):
                 raise broken
-        found = state.get(decision_id)
-        if found is None:
+        exact = [d for d in state.decisions if d.id == decision_id]
+        found = exact or [d for d in state.decisions if id_matches(decision_id, d.id)]
+        if not found:
             raise NotFound(f"no decision note has id {decision_id}")
-        return found
+        if len(found) > 1:
+            paths = ", ".join(d.path for d in sorted(found, key=lambda d: d.order))
+            if exact:
+                raise InconsistentVault(f"id {decision_id} is used by {len(found)} notes: {paths}",
+                                        details=[f"Give one of them a new id: vault-tools renumber {decision_id} "
+                                                 f"--path \"{found[-1].path}\""])
+            raise UsageError(f"{decision_id} names {len(found)} notes: {', '.join(d.id for d in found)}; "
+                             "give the whole id")
+        return found[0]
+
+    def histories_by_id(self) -> dict[str, History]:
+        """Every record by its current id, for readers that name records by id (where two records share an
+        id, the later one)."""
+        return {history.id: history for history in self.histories().values()}
+
+    def record_summaries(self) -> list[RecordSummary]:
+        try:
+            return self.vault.ledger.summaries()
+        except InconsistentVault:  # a damaged ledger is reported by lint and refused by writes; read the notes
+            return []
+
+    def summary_of(self, state: VaultState, decision: Decision) -> RecordSummary | None:
+        """What the ledger says of the record this note is (None: not in the ledger yet)."""
+        if "summary_ties" not in state.derived:
+            state.derived["summary_ties"] = tie_notes(state.decisions, self.record_summaries(),
+                                                      lambda d: self.seal_hash_of(state, d))
+        tied: dict[str, RecordSummary] = state.derived["summary_ties"]
+        return tied.get(decision.path)
+
+    def history_of(self, state: VaultState, decision: Decision,
+                   known: dict[str, History] | None = None) -> History | None:
+        """The record this note is, with its events; None when the ledger has no record of it.
+        Tied by id and the paths and content the ledger knows, never by id alone (see `tie_notes`)."""
+        known = self.histories() if known is None else known
+        memo: tuple[dict[str, History], dict[str, History]] | None = state.derived.get("history_ties")
+        if memo is None or memo[0] is not known:
+            memo = (known, tie_notes(state.decisions, known.values(), lambda d: self.seal_hash_of(state, d)))
+            state.derived["history_ties"] = memo
+        return memo[1].get(decision.path)
+
+    def record_of_new(self, decision: Decision) -> str:
+        """The record of a note this command has just recorded (the state read before does not have it)."""
+        found = latest_with_id(self.histories(), decision.id)
+        return found.record if found is not None else new_record()
+
+    def record_for(self, state: VaultState, decision: Decision, known: dict[str, History] | None = None) -> str:
+        """The record identity events about this note carry: its record's, or a new one."""
+        history = self.history_of(state, decision, known)
+        return history.record if history is not None else new_record()
+
+    def conflicts(self, state: VaultState) -> list[tuple[Conflict, Decision | None]]:
+        """Outcomes merged from two clones that cannot both stand, each with its note (if one is tied)."""
+        notes_of = {}
+        for decision in state.decisions:
+            summary = self.summary_of(state, decision)
+            if summary is not None:
+                notes_of[summary.record] = decision
+        found = [(s.conflict, notes_of.get(s.record)) for s in self.record_summaries() if s.conflict is not None]
+        return sorted(found, key=lambda item: (item[1].order if item[1] else (0, ""), item[0].record))
 
     def decisions_in_effect(self, state: VaultState) -> list[Decision]:
         """The decisions with the status in effect, for everything that reads them: the ledger's
@@ -90,19 +156,20 @@ class Workspace:
         if "in_effect" in state.derived:
             memo: list[Decision] = state.derived["in_effect"]
             return memo
-        try:
-            recorded = self.vault.ledger.statuses()
-        except InconsistentVault:  # a damaged ledger is reported by lint and refused by writes; read the notes
-            recorded = {}
         resolve = state.resolver()
+
+        def recorded(decision: Decision) -> Status | None:
+            summary = self.summary_of(state, decision)
+            return summary.status if summary is not None and summary.conflict is None else None
+
         # A ruling that took effect, current or superseded since, keeps what it superseded superseded:
         # superseding a ruling before its own `supersedes` were applied never brings back what it replaced.
         replaced = {target for ruling in state.decisions
-                    if status_in_effect(ruling.status, recorded.get(ruling.id), False) in TOOK_EFFECT
+                    if status_in_effect(ruling.status, recorded(ruling), False) in TOOK_EFFECT
                     for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
         in_effect = []
         for decision in state.decisions:
-            status = status_in_effect(decision.status, recorded.get(decision.id), decision.id in replaced)
+            status = status_in_effect(decision.status, recorded(decision), decision.id in replaced)
             in_effect.append(decision if status is decision.status else replace(decision, status=status))
         state.derived["in_effect"] = in_effect
         return in_effect
@@ -115,9 +182,10 @@ class Workspace:
             hashes[key] = seal_hash(decision, state.resolver(), self.tz)
         return hashes[key]
 
-    def status_of(self, decision: Decision) -> Status:
+    def status_of(self, state: VaultState, decision: Decision) -> Status:
         """Where a note stands: the ledger's word where it has one (final statuses stay final)."""
-        return self.vault.ledger.statuses().get(decision.id) or decision.status
+        summary = self.summary_of(state, decision)
+        return (summary.status if summary is not None else None) or decision.status
 
     def targets_paths(self, state: VaultState, decision: Decision) -> set[str]:
         """The paths of the notes `decision` names in `supersedes`."""
@@ -145,9 +213,6 @@ class Workspace:
             if blocking and (topics is None or _could_be_on(state.properties.get(path, {}).get("topics"), topics)):
                 raise NoteError(f"{blocking[0]}; fix this decision note before recording anything",
                                 path=path, line=blocking[0].line)
-        for decision_id, found in duplicate_ids(state.decisions).items():
-            paths = ", ".join(d.path for d in found)
-            raise InconsistentVault(f"id {decision_id} is used by {len(found)} notes: {paths}", path=found[0].path)
         by_id, resolve = state.by_id(), state.resolver()
         for decision in state.decisions:
             cycle = supersedes_cycle(decision, by_id, resolve)
@@ -178,23 +243,54 @@ class Workspace:
             return True  # no topics to compare, or properties that cannot be read: it could say anything
         return _could_be_on(state.properties[path].get("topics"), topics)
 
+    def check_writable(self, state: VaultState, *decisions: Decision) -> None:
+        """Refuse a write that touches a duplicated id or a record in conflict; every other write goes on."""
+        duplicated = duplicate_ids(state.decisions)
+        for decision in decisions:
+            found = duplicated.get(decision.id)
+            if found:
+                paths = ", ".join(d.path for d in found)
+                raise InconsistentVault(f"id {decision.id} is used by {len(found)} notes: {paths}",
+                                        path=decision.path,
+                                        details=[f"Give one of them a new id first: vault-tools renumber {decision.id}"
+                                                 f" --path \"{found[-1].path}\""])
+            summary = self.summary_of(state, decision)
+            if summary is not None and summary.conflict is not None:
+                raise InconsistentVault(
+                    f"{decision.id} is in conflict: {' / '.join(summary.conflict.outcomes)} were recorded on "
+                    "different clones", path=decision.path,
+                    details=[f"Decide first: vault-tools settle {decision.id} --keep ... (see vault-tools settle --help)"])
+
     def next_id(self, state: VaultState) -> str:
+        """A new id: the next counter after every id this clone has seen, and in a git repository the
+        clone's own tag (`D-0012-k7q2`), so clones recording at the same time never hand out the same id."""
         numbers = [d.number for d in state.decisions]
-        numbers += [id_number(event.id) for event in self.vault.ledger.read() if ID_PATTERN.match(event.id)]
+        tags = {d.id.rsplit("-", 1)[1] for d in state.decisions if d.id.count("-") == 2}
+        for event in self.vault.ledger.read():
+            for known in (event.id, event.was):
+                if known and ID_PATTERN.match(known):
+                    numbers.append(id_number(known))
+                    if known.count("-") == 2:
+                        tags.add(known.rsplit("-", 1)[1])
         folder = self.vault.root / self.config.decisions_folder
         if folder.is_dir():
-            for path in folder.glob("D-*.md"):
-                match = ID_PATTERN.match(path.name.split(" ", 1)[0].removesuffix(".md"))
+            for path in folder.glob("[Dd]-*.md"):
+                match = ID_PATTERN.match("D-" + path.name.split(" ", 1)[0].removesuffix(".md")[2:])
                 if match:
                     numbers.append(int(match.group(1)))
-        return format_id(max(numbers, default=0) + 1)
+        tag = clone_tag(self.vault.root, tags)
+        return format_id(max(numbers, default=0) + 1, tag=tag)
 
-    def event(self, kind: str, decision: Decision, actor: str, **extra: Any) -> Event:
-        return Event(event=kind, id=decision.id, at=utc_stamp(self.now()), actor=actor, path=decision.path, **extra)
+    def event(self, kind: str, decision: Decision, actor: str, *, record: str, **extra: Any) -> Event:
+        return Event(event=kind, id=decision.id, at=utc_stamp(self.now()), actor=actor, path=decision.path,
+                     record=record, **extra)
 
-    def asked_event(self, decision: Decision, actor: str, text: str) -> Event:
-        """The `asked` event of a question, carrying what rebuilds it without its note."""
-        return self.event("asked", decision, actor, text=text, summary=decision.summary, topics=decision.topics)
+    def asked_event(self, decision: Decision, actor: str, text: str, not_the_same: tuple[str, ...] = (),
+                    record: str | None = None) -> Event:
+        """The `asked` event of a question, carrying what rebuilds it without its note (and the decisions the
+        asker said are a different matter); it begins a new record unless the note already has one."""
+        return self.event("asked", decision, actor, record=record or new_record(), text=text,
+                          summary=decision.summary, topics=decision.topics, not_the_same=not_the_same)
 
     def parse_new(self, path: Path, text: str) -> Decision:
         """Parse text about to be written, refusing it if it is not a valid decision."""
@@ -248,6 +344,53 @@ def _could_be_on(value: Any, topics: tuple[str, ...]) -> bool:
         return True
     typed = [re.sub(r"[^a-z0-9]+", "-", str(item).lower()).strip("-") for item in value]
     return any(topics_match(mine, theirs) for mine in topics for theirs in typed if theirs)
+
+
+CLONE_FILE = "vault-tools-clone"
+
+
+def git_dir(root: Path) -> Path | None:
+    """The git directory of the repository the vault is in (a worktree's own), or None."""
+    for folder in (root, *root.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return dot_git
+        if dot_git.is_file():
+            try:
+                text = dot_git.read_text(encoding="utf-8").strip()
+            except OSError:
+                return None
+            if text.startswith("gitdir:"):
+                found = Path(text.removeprefix("gitdir:").strip())
+                return found if found.is_absolute() else (folder / found).resolve()
+            return None
+    return None
+
+
+def clone_tag(root: Path, taken: Iterable[str] = ()) -> str | None:
+    """This clone's tag for new ids, kept in its git directory (never committed, so each clone has its
+    own); None outside git, where ids stay `D-NNNN`. A copied folder (same git directory, another place
+    or machine) makes a tag of its own. A new tag avoids every tag the vault already holds."""
+    folder = git_dir(root)
+    if folder is None:
+        return None
+    where = f"{socket.gethostname()}:{root.resolve()}"
+    path = folder / CLONE_FILE
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored.get("for") == where and isinstance(stored.get("tag"), str) and stored["tag"]:
+            return str(stored["tag"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    avoid = set(taken)
+    tag = ""
+    while not tag or tag in avoid:
+        tag = "".join(secrets.choice(CLONE_TAG_ALPHABET) for _ in range(CLONE_TAG_LENGTH))
+    try:
+        notes.write_atomic(path, json.dumps({"tag": tag, "for": where}).encode("utf-8"))
+    except OSError as error:
+        raise InconsistentVault(f"cannot record this clone's id tag: {error.strerror}", path=str(path)) from None
+    return tag
 
 
 def sections(*parts: tuple[str, str | None]) -> str:

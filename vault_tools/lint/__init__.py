@@ -4,10 +4,12 @@
 pinned pages) and hands back `Facts`; every rule is a pure function of those
 facts, kept with its doc in the module of its family:
 
-    schema.py        VT001-VT008  each note readable, its properties well-formed
-    supersession.py  VT010-VT015  supersedes / superseded_by form one chain
-    seals.py         VT020-VT026  seals hold, notes agree with the ledger, the ledger is append-only
-    pinned.py        VT030-VT032  pinned pages current, the agent's view within budget
+    schema.py        VT001-VT009  each note readable, its properties well-formed and within limits
+    supersession.py  VT010-VT016  supersedes / superseded_by form one chain; a new ruling says what it replaces
+    seals.py         VT020-VT029  seals hold, notes agree with the ledger, the ledger is append-only and
+                              keeps its seal lines, clones' outcomes do not conflict; a ruling holds an
+                              answer before it is sealed
+    pinned.py        VT030-VT033  pinned pages current, the agent's view within budget, git set up
     hygiene.py       VT040-VT043  warnings: stale questions, revisit dates, topic variants, no source
 
 `registry.RULES` is the one table from code to rule. `runner.lint` runs the

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ..commands.build import build, context, page_path
+from ..commands.setup import merge_drivers_missing
 from ..commands.workspace import Workspace
 from ..errors import InconsistentVault
-from ..ledger import Event, History, histories, scan_ledger
+from ..ledger import Event, History, histories, scan_ledger, seal_hash, tie_notes
 from ..model import Decision, LinkResolver, Problem, Status
 from ..pages import OPEN_QUESTIONS, PAGE_NAMES
 from ..vault import Config, Vault, VaultState
@@ -49,6 +50,7 @@ class Facts:
     over_budget: str | None = None  # the budget message, when the pages overflow it
     context_overflow: list[str] = field(default_factory=list)  # agent budgets the open questions alone overflow
     open_questions_page: str = "Pinned/Open questions.md"
+    merge_drivers_missing: list[str] = field(default_factory=list)  # git merge drivers this clone lacks
 
     @property
     def config(self) -> Config:
@@ -66,8 +68,21 @@ class Facts:
     def resolve(self) -> LinkResolver:
         return self.state.resolver()
 
+    @cached_property
+    def ties(self) -> dict[str, History]:
+        """Each note's record, by the note's path (see `ledger.tie_notes`)."""
+        return tie_notes(self.state.decisions, self.histories.values(),
+                         lambda d: seal_hash(d, self.resolve, self.config.tz))
+
+    def history_of(self, decision: Decision) -> History | None:
+        return self.ties.get(decision.path)
+
+    def in_conflict(self, decision: Decision) -> bool:
+        history = self.history_of(decision)
+        return history is not None and history.conflict is not None
+
     def sealed(self, decision: Decision) -> bool:
-        history = self.histories.get(decision.id)
+        history = self.history_of(decision)
         return history is not None and history.sealed
 
     def targets(self, decision: Decision) -> Iterator[tuple[str, Decision | None]]:
@@ -82,14 +97,24 @@ class Facts:
 
     @cached_property
     def successors(self) -> dict[str, list[Decision]]:
-        """For each note, the notes that took effect as rulings and list it in `supersedes`."""
+        """For each note, the notes that took effect as rulings and list it in `supersedes` (but for a
+        ruling retracted when the owner settled which of two successors stands)."""
         found: dict[str, list[Decision]] = {}
         for decision in self.state.decisions:
             if decision.status in TOOK_EFFECT:
                 for _, target in self.targets(decision):
-                    if target is not None and target.id != decision.id:
+                    if target is not None and target.id != decision.id and not self.settled_away(decision, target):
                         found.setdefault(target.id, []).append(decision)
         return found
+
+    def settled_away(self, decision: Decision, target: Decision) -> bool:
+        """`decision` was one of two rulings that superseded `target` on two clones, and the owner settled
+        on the other one (whatever became of `decision` since)."""
+        history = self.history_of(target)
+        settled = history.settled if history is not None else None
+        if history is None or settled is None or settled.successor is None or settled.successor == decision.id:
+            return False
+        return any(e.event == "superseded" and e.successor == decision.id for e in history.events)
 
     def problems(self, *codes: str) -> Iterator[tuple[str, Problem]]:
         """The problems found while reading notes that belong to these rules, with each note's path."""
@@ -184,4 +209,5 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
             if overflow:
                 facts.context_overflow.append(overflow)
     facts.open_questions_page = vault.relative(page_path(ws, OPEN_QUESTIONS))
+    facts.merge_drivers_missing = merge_drivers_missing(vault.root)
     return facts

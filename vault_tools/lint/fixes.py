@@ -10,7 +10,7 @@ from ..commands.repair import finish_interrupted
 from ..commands.seal import seal
 from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
-from ..ledger import histories
+from ..ledger import histories, tie_notes
 from ..model import Status
 from ..vault import Vault
 from .facts import read_ledger
@@ -25,14 +25,15 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     moment = time.time() if now is None else now
     _, events, _ = read_ledger(vault.ledger.path)
     known = histories(events)
+    ties = tie_notes(state.decisions, known.values(), lambda d: ws.seal_hash_of(state, d))
     due = []
     not_done: list[str] = []
-    for decision in sorted(state.decisions, key=lambda d: d.number):
-        history = known.get(decision.id)
+    for decision in sorted(state.decisions, key=lambda d: d.order):
+        history = ties.get(decision.path)
         if decision.status is not Status.RULED or (history is not None and history.sealed):
             continue
         if history is not None and history.seal_lost:
-            not_done.append(f"could not seal {decision.id}: its `sealed` line is missing from the ledger (VT026)")
+            not_done.append(f"could not seal {decision.id}: its `sealed` line is missing from the ledger (VT027)")
             continue
         try:
             age = moment - vault.path_of(decision).stat().st_mtime

@@ -1,12 +1,12 @@
-"""Hygiene rules (VT040-VT043), warnings by default: questions left open, rulings due for review,
-topic spellings that drift apart, rulings with no source.
+"""Hygiene rules (VT040-VT044), warnings by default: questions left open, rulings due for review,
+topic spellings that drift apart, rulings with no source, rulings on one matter under different topics.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from ..dates import local_date
-from ..model import Decision, Status, TopicIndex
+from ..model import Decision, Status, TopicIndex, canonical_topic, topics_match
 from .facts import Facts, first_line
 from .registry import WARNING, Finding, rule
 
@@ -65,17 +65,20 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
     cannot tell whether two topics were meant to differ.
 
     ## How to fix
-    Use one spelling in notes that are not sealed yet. For sealed notes add
-    `vault-tools-ignore: [VT042]`, since their topics cannot change.
+    Use one spelling in notes that are not sealed yet. For sealed notes, whose topics cannot change,
+    merge the spellings into one topic: tick the item `vault-tools review` proposes, or list the alias
+    under its topic in `.vault-tools/topics.yaml` (`article-footer: [article-footers]`).
     """
     uses: dict[str, list[Decision]] = {}
-    for decision in sorted(facts.state.decisions, key=lambda d: d.number):
+    for decision in sorted(facts.state.decisions, key=lambda d: d.order):
         for topic in decision.topics:
             uses.setdefault(topic, []).append(decision)
     # The most used spelling (then the earliest) of each group is the one the others are measured against.
     canonical = TopicIndex()
-    for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].number, t)):
+    for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].order, t)):
         common = next(iter(canonical.matches(topic)), None)
+        if common is not None and canonical_topic(topic) == canonical_topic(common):
+            continue  # merged by the owner in .vault-tools/topics.yaml: one topic, on purpose
         if common is None:
             canonical.add(topic)
             continue
@@ -102,3 +105,35 @@ def ruling_without_source(facts: Facts) -> Iterator[Finding]:
     for decision in facts.state.decisions:
         if decision.status is Status.RULED and not decision.source:
             yield Finding(decision.path, first_line(decision, "status"), f"{decision.id} is a ruling with no source")
+
+
+@rule("VT044", "same-matter-rulings", WARNING)
+def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports two current rulings whose words say the same matter under different topic keys (no topic of
+    one near-matches a topic of the other), by the check `ask` uses to refuse a question already settled
+    under other topics: each ruling's summary, topics and `## Question` and `## Ruling` sections must say
+    most of what the other says.
+
+    ## Why
+    Two rulings on one matter filed apart are read apart: `lookup` on one key never shows the other, and
+    when they disagree no one is told which one stands.
+
+    ## How to fix
+    If one replaces the other, say so: `vault-tools rule ... --supersedes ID` (or `supersede`). If they are
+    one matter that both still rule on, give them one topic key while they are not sealed. If they are
+    different matters, add `vault-tools-ignore: [VT044]` to the newer note.
+    """
+    from ..commands.same import same_matter_pairs
+
+    current = [d for d in facts.state.decisions if d.status is Status.RULED]
+    for first, second, score in same_matter_pairs(current):
+        if any(topics_match(a, b) for a in first.topics for b in second.topics):
+            continue  # one topic: the supersession rules (VT016) speak for these
+        newer = max(first, second, key=lambda d: d.number)
+        older = first if newer is second else second
+        yield Finding(newer.path, first_line(newer, "summary"),
+                      f"{newer.id} and {older.id} look like one matter under different topics "
+                      f"({', '.join(newer.topics)} / {', '.join(older.topics)}; score {score:.2f}): "
+                      f"{older.summary}")

@@ -80,3 +80,23 @@ def cut_for_agents(facts: Facts) -> Iterator[Finding]:
             yield Finding(decision.path, first_line(decision, "topics"),
                           f"{decision.id} has {len(decision.topics):,} topics; the agent's view names "
                           f"{TOPICS_INDEXED_PER_NOTE}")
+
+
+@rule("VT033", "git-merge-driver-missing", WARNING)
+def git_merge_driver_missing(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    In a git repository, reports that this clone's `.git/config` lacks the merge drivers `vault-tools
+    init` sets up (`.gitattributes` names them, but git keeps their definitions per clone, so a fresh
+    `git clone` does not have them).
+
+    ## Why
+    Without them, two clones that both rebuilt the pinned pages stop every `git pull` with a conflict
+    in the pages, and two clones that both closed one decision leave conflict markers in its note.
+
+    ## How to fix
+    Run `vault-tools init` once in this clone (it is safe to run again).
+    """
+    if facts.merge_drivers_missing:
+        yield Finding(".git/config", 1, f"this clone lacks the merge driver(s) {', '.join(facts.merge_drivers_missing)}; "
+                                        "run `vault-tools init` in it")

@@ -76,6 +76,9 @@ def rule(code: str, name: str, severity: str, severity_shown: str | None = None)
         if code in RULES:
             raise ValueError(f"{code} is registered twice: {RULES[code].name} and {name}")
         RULES[code] = Rule(code, name, severity, check, severity_shown or severity)
+        ordered = sorted(RULES.items())  # the table runs in code order, whatever order the families load in
+        RULES.clear()
+        RULES.update(ordered)
         return check
 
     return register

@@ -200,12 +200,17 @@ def duplicate_id(facts: Facts) -> Iterator[Finding]:
     them ambiguous. It usually comes from copying a note to start a new one.
 
     ## How to fix
-    Give the newer note a fresh id (`vault-tools ask` and `rule` allocate one), or delete the copy.
+    Run `vault-tools renumber ID --path NOTE`: it gives that note a new id, renames its file when the
+    name starts with the id, rewrites the links that point to it and records a `renumbered` event.
+    Until then only writes that touch that id are refused. Or delete the copy.
     """
     for decision_id, found in sorted(duplicate_ids(facts.state.decisions).items()):
+        newest = sorted(found, key=lambda d: (facts.history_of(d) is not None, d.path))[0]
         for decision in found:
             others = ", ".join(d.path for d in found if d is not decision)
-            yield Finding(decision.path, first_line(decision, "id"), f"id {decision_id} is also used by {others}")
+            yield Finding(decision.path, first_line(decision, "id"),
+                          f"id {decision_id} is also used by {others}; give one a new id: "
+                          f"vault-tools renumber {decision_id} --path \"{newest.path}\"")
 
 
 @rule("VT009", "field-too-long", ERROR)

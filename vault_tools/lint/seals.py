@@ -1,4 +1,4 @@
-"""Seal and ledger rules (VT020-VT025): rulings are sealed, sealed notes are unchanged and agree with the
+"""Seal and ledger rules (VT020-VT029): rulings are sealed, sealed notes are unchanged and agree with the
 ledger, and the ledger is intact and only ever appended to.
 """
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 
 from .. import notes
 from ..commands.sealed import retargeted
+from ..commands.settle import describe_conflict, settle_hint
 from ..errors import NoteError
 from ..ledger import Event, normalise_body, seal_hash, seal_payload
-from ..model import Decision, Status, build_decision
+from ..model import Decision, Status, build_decision, unanswered
 from .facts import Facts, first_line
 from .registry import ERROR, LEDGER_PATH, WARNING, Finding, rule
 
@@ -35,9 +36,9 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
     for decision in facts.state.decisions:
         if decision.status is not Status.RULED or facts.sealed(decision):
             continue
-        history = facts.histories.get(decision.id)
+        history = facts.history_of(decision)
         if history is not None and history.seal_lost:
-            continue  # VT026
+            continue  # VT027
         where = first_line(decision, "status")
         age = facts.now - facts.mtimes.get(decision.path, facts.now)
         if facts.ledger_damage:
@@ -71,9 +72,11 @@ def sealed_note_edited(facts: Facts) -> Iterator[Finding]:
     `vault-tools rule --supersedes ID --reason ...`. The watcher does this for you while it runs.
     """
     for decision in facts.state.decisions:
-        history = facts.histories.get(decision.id)
+        history = facts.history_of(decision)
         if history is None or not history.sealed or history.seal is None or not history.seal.hash:
             continue
+        if history.conflict is not None:
+            continue  # reported once as a conflict (VT026)
         moved = retargeted(facts.state, decision, history.seal) \
             if seal_hash(decision, facts.resolve, facts.config.tz) == history.seal.hash else None
         if moved == []:
@@ -138,9 +141,9 @@ def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
     `vault-tools rule --supersedes`, `retract` or `withdraw` for the change you meant.
     """
     for decision in facts.state.decisions:
-        history = facts.histories.get(decision.id)
+        history = facts.history_of(decision)
         recorded = history.status if history else None
-        if recorded is None:
+        if recorded is None or (history is not None and history.conflict is not None):
             continue
         where = first_line(decision, "status")
         if decision.status is not recorded:
@@ -149,8 +152,12 @@ def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
             yield Finding(decision.path, where, f"status is {decision.status.value}, but the ledger recorded "
                                                 f"{recorded.value}")
             continue
-        closing = next((e for e in reversed(history.events) if e.event in ("superseded", "withdrawn", "retracted")),
-                       None) if history is not None else None
+        closing = None
+        if history is not None:
+            # Two clones may both withdraw a question, each with its own reason: either is what was recorded.
+            withdrawals = [e for e in history.events if e.event == "withdrawn"]
+            closing = next((e for e in reversed(withdrawals) if e.reason == decision.reason),
+                           withdrawals[-1] if withdrawals else None) if recorded is Status.WITHDRAWN else history.closing
         if closing is not None and closing.reason and decision.reason != closing.reason:
             yield Finding(decision.path, first_line(decision, "reason"),
                           f"reason differs from the one the ledger recorded ({closing.reason!r})")
@@ -175,16 +182,23 @@ def sealed_note_missing(facts: Facts) -> Iterator[Finding]:
     Restore the note (`git checkout`, or Obsidian's `.trash`). To drop a ruling, keep the note and run
     `vault-tools retract ID --reason ...`.
     """
-    present = {d.id for d in facts.state.decisions}
+    tied = {history.record for history in facts.ties.values()}
     unreadable = [error.path or "" for error in facts.state.broken]
-    for decision_id, history in sorted(facts.histories.items()):
-        if not history.sealed or decision_id in present:
+    for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.events[0].line or 0)):
+        decision_id = history.id
+        if not history.sealed or history.record in tied:
             continue
         if any(path == history.path or path.rsplit("/", 1)[-1].startswith(decision_id + " ") for path in unreadable):
             continue  # the note is there but cannot be read (VT001)
         line = next((e.line for e in reversed(history.events) if e.event == "sealed"), None)
-        yield Finding(LEDGER_PATH, line, f"{decision_id} is sealed in the ledger, but no decision note has that id "
-                                         f"(last seen at {history.path})")
+        others = [d.path for d in facts.state.decisions if d.id == decision_id]
+        if others:
+            yield Finding(LEDGER_PATH, line, f"{decision_id} is sealed in the ledger, but no decision note is that "
+                                             f"ruling: {', '.join(others)} is another note with the same id "
+                                             f"(last seen at {history.path})")
+        else:
+            yield Finding(LEDGER_PATH, line, f"{decision_id} is sealed in the ledger, but no decision note has that "
+                                             f"id (last seen at {history.path})")
 
 
 @rule("VT024", "damaged-ledger-line", ERROR)
@@ -244,7 +258,63 @@ def ledger_history_rewritten(facts: Facts) -> Iterator[Finding]:
             yield Finding(LEDGER_PATH, number, f"committed line {number} was removed")
 
 
-@rule("VT026", "seal-line-missing", ERROR)
+@rule("VT029", "ruling-without-answer", ERROR)
+def ruling_without_answer(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a note marked `ruled`, not sealed yet, whose `summary` still asks the question: it ends with a
+    question mark, or it is still the first line of the note's `## Question` section. Such a ruling is
+    not sealed until the summary holds the answer.
+
+    ## Why
+    The summary is what the decisions log and the agent's view show. A ruling whose summary is its
+    question puts "Should we start a podcast?" where the answer should be, and the answer ("No podcast
+    this year") appears nowhere the agent reads.
+
+    ## How to fix
+    Rewrite `summary` as the answer, one line that makes sense on its own. The watcher seals the ruling
+    once it is left alone for the settle window, or run `vault-tools seal ID`.
+    """
+    for decision in facts.state.decisions:
+        if decision.status is not Status.RULED or facts.sealed(decision):
+            continue
+        why = unanswered(decision)
+        if why:
+            yield Finding(decision.path, first_line(decision, "summary"), why)
+
+
+@rule("VT026", "merge-conflict", ERROR)
+def merge_conflict(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a decision on which two clones of the vault recorded outcomes that cannot both stand, once
+    git merged their ledgers: a question ruled on one machine and withdrawn on another, or a ruling
+    superseded by two different rulings (or superseded on one and retracted on the other).
+
+    ## Why
+    The tool does not pick a winner for the owner: both outcomes are kept (in the notes and in the
+    ledger) and shown on the open-questions page and in `vault-tools context` until the owner decides.
+
+    ## How to fix
+    Decide, then run `vault-tools settle ID --keep OUTCOME --reason ...`: `--keep ruled` or
+    `--keep withdrawn` for a question ruled and withdrawn; `--keep D-0007` (the ruling that stays its
+    successor; the other is retracted) or `--keep retracted` for a ruling closed twice.
+    """
+    notes_of = {history.record: path for path, history in facts.ties.items()}
+    by_path = {d.path: d for d in facts.state.decisions}
+    for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.record)):
+        conflict = history.conflict
+        if conflict is None:
+            continue
+        path = notes_of.get(history.record)
+        decision = by_path.get(path) if path else None
+        line = first_line(decision, "status") if decision else next(
+            (e.line for e in history.events if e.line), None)
+        yield Finding(path or LEDGER_PATH, line, f"{history.id} is in conflict: {describe_conflict(conflict)}; "
+                                                 f"decide with `{settle_hint(conflict)}`")
+
+
+@rule("VT027", "seal-line-missing", ERROR)
 def seal_line_missing(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -260,9 +330,9 @@ def seal_line_missing(facts: Facts) -> Iterator[Finding]:
     Restore `.vault-tools/ledger.jsonl` from git (`git checkout -- .vault-tools/ledger.jsonl`) or a
     backup. Then `vault-tools lint` shows whether the note was edited since it was sealed.
     """
-    for decision_id, history in sorted(facts.histories.items()):
+    for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.record)):
         lost = history.seal_lost
         if lost is None:
             continue
-        yield Finding(LEDGER_PATH, lost.line, f"{decision_id} was ruled and sealed, but its `sealed` line is missing "
+        yield Finding(LEDGER_PATH, lost.line, f"{history.id} was ruled and sealed, but its `sealed` line is missing "
                                               "from the ledger")

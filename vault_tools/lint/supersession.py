@@ -49,8 +49,9 @@ def supersedes_not_applied(facts: Facts) -> Iterator[Finding]:
         if decision.status not in TOOK_EFFECT:
             continue  # on an open note, supersedes is a proposal
         for _, target in facts.targets(decision):
-            if target is None or target.id == decision.id or len(facts.successors.get(target.id, [])) > 1:
-                continue  # reported as dangling, as a cycle, or as two successors
+            if target is None or target.id == decision.id or len(facts.successors.get(target.id, [])) > 1 \
+                    or facts.in_conflict(target) or facts.settled_away(decision, target):
+                continue  # reported as dangling, as a cycle, as two successors, or as a conflict (VT026)
             where = first_line(decision, "supersedes")
             if target.status is Status.SUPERSEDED:
                 successor = facts.successor_of(target)
@@ -80,7 +81,7 @@ def supersedes_cycle_rule(facts: Facts) -> Iterator[Finding]:
     Remove the link from the older note: only the newer ruling says what it replaces.
     """
     seen: set[frozenset[str]] = set()
-    for decision in sorted(facts.state.decisions, key=lambda d: d.number):
+    for decision in sorted(facts.state.decisions, key=lambda d: d.order):
         cycle = supersedes_cycle(decision, facts.by_id, facts.resolve)
         if cycle and frozenset(cycle) not in seen:
             seen.add(frozenset(cycle))
@@ -138,8 +139,10 @@ def multiple_successors(facts: Facts) -> Iterator[Finding]:
         if len(found) < 2:
             continue
         target = facts.by_id[target_id]
+        if facts.in_conflict(target):
+            continue  # two clones each superseded it: reported once as a conflict (VT026)
         recorded = facts.successor_of(target)
-        for successor in sorted(found, key=lambda d: d.number):
+        for successor in sorted(found, key=lambda d: d.order):
             if recorded is not None and successor.id == recorded.id:
                 continue
             others = ", ".join(d.id for d in found if d is not successor)
@@ -196,6 +199,9 @@ def replacement_not_said(facts: Facts) -> Iterator[Finding]:
     in_effect = [d for d in facts.state.decisions if d.status is not Status.RULED or not _closed(facts, d)]
     for overlap in unresolved_overlaps(in_effect, facts.resolve, facts.config.tz):
         newer, older = overlap.newer, overlap.older
+        shared = {t.id for _, t in facts.targets(newer) if t} & {t.id for _, t in facts.targets(older) if t}
+        if any(facts.in_conflict(facts.by_id[target]) for target in shared):
+            continue  # two clones each superseded one ruling with these: reported once as a conflict (VT026)
         yield Finding(newer.path, first_line(newer, "supersedes", "alongside", "topics"),
                       f"{newer.id} has not said whether it replaces {older.id} ({older.path}), also current on "
                       f"{overlap.topic}: add it to `supersedes` (with a reason) or to `alongside`")
@@ -203,6 +209,7 @@ def replacement_not_said(facts: Facts) -> Iterator[Finding]:
 
 def _closed(facts: Facts, decision: Decision) -> bool:
     """A note still saying `ruled` that the ledger or a newer ruling's `supersedes` already ended."""
-    if facts.histories.get(decision.id) and facts.histories[decision.id].status in FINAL_STATUSES:
+    history = facts.history_of(decision)
+    if history is not None and history.status in FINAL_STATUSES:
         return True
     return decision.id in facts.successors

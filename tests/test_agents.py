@@ -1,0 +1,329 @@
+"""The agent hooks (Claude Code), `gate`, and `init --agent`, on real vaults and real files."""
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import decision, snapshot, vt, write
+
+FOOTER = "Every article footer carries the newsletter signup link."
+
+
+def hook(event: str, payload: dict, cwd: Path, *extra: str) -> dict | None:
+    """Run `vault-tools hook claude EVENT` as Claude Code does: JSON on stdin, a real process."""
+    done = vt("hook", "claude", event, *extra, cwd=cwd, stdin=json.dumps({"cwd": str(cwd), **payload}))
+    assert done.code == 0, done.err
+    assert len(done.out) <= 9500
+    return json.loads(done.out) if done.out.strip() else None
+
+
+def denied(answer: dict | None) -> str:
+    assert answer is not None, "expected a denial"
+    output = answer["hookSpecificOutput"]
+    assert output["hookEventName"] == "PreToolUse" and output["permissionDecision"] == "deny"
+    return output["permissionDecisionReason"]
+
+
+@pytest.fixture
+def footer_vault(vault, cli) -> Path:
+    """A vault whose footer ruling still requires promotion, a ruling on images, and an open question."""
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0  # D-0001
+    assert cli("rule", "--topic", "article-images", "--summary", "Articles use only images we took ourselves.",
+               "--term", "budget=0").code == 0  # D-0002
+    assert cli("ask", "Should the agent cross-post new articles to Mastodon?", "--topic", "social-crossposting").code == 0
+    return vault
+
+
+def sealed_path(vault: Path, decision_id: str) -> Path:
+    return next((vault / "Decisions").glob(f"{decision_id} *.md"))
+
+
+# -- session start ----------------------------------------------------------------------------
+
+def test_session_start_gives_the_context_as_additional_context(footer_vault) -> None:
+    answer = hook("session-start", {"hook_event_name": "SessionStart", "source": "startup"}, footer_vault)
+    assert answer is not None
+    output = answer["hookSpecificOutput"]
+    assert output["hookEventName"] == "SessionStart"
+    assert FOOTER in output["additionalContext"] and "Mastodon" in output["additionalContext"]
+    assert "additionalContext" not in answer  # a top-level additionalContext is dropped by Claude Code
+
+
+def test_session_start_stays_within_the_hook_bound_and_says_what_it_left_out(vault, cli) -> None:
+    for number in range(1, 400):
+        decision(vault, number, topics=(f"topic-number-{number}",),
+                 summary=f"Ruling number {number} says something long enough to take a whole line of the log " * 2)
+    answer = hook("session-start", {}, vault)
+    text = answer["hookSpecificOutput"]["additionalContext"]
+    assert len(json.dumps(answer, ensure_ascii=False)) <= 9500
+    assert "left out to fit this hook" in text.splitlines()[-1] and "vault-tools context" in text.splitlines()[-1]
+
+
+def test_a_second_call_answers_from_the_snapshot_and_sees_a_new_ruling(footer_vault, cli) -> None:
+    first = hook("session-start", {}, footer_vault)["hookSpecificOutput"]["additionalContext"]
+    assert (footer_vault / ".vault-tools" / "cache" / "agent-snapshot.json").exists() or "D-0001" in first
+    assert cli("rule", "--topic", "podcast-length", "--summary", "Podcast episodes stay under forty minutes.").code == 0
+    again = hook("session-start", {}, footer_vault)["hookSpecificOutput"]["additionalContext"]
+    assert "forty minutes" in again
+
+
+# -- user prompt ------------------------------------------------------------------------------
+
+def test_the_owners_message_on_a_ruled_topic_brings_the_ruling_and_the_instruction(footer_vault) -> None:
+    answer = hook("user-prompt-submit", {"prompt": "why is there still promotion in the footers? I said no"},
+                  footer_vault)
+    assert answer is not None
+    output = answer["hookSpecificOutput"]
+    assert output["hookEventName"] == "UserPromptSubmit"
+    text = output["additionalContext"]
+    assert "D-0001" in text and FOOTER in text
+    assert "vault-tools rule --topic article-footer" in text and "--supersedes D-0001" in text
+    assert "images" not in text
+
+
+def test_a_message_on_no_ruled_topic_adds_nothing(footer_vault) -> None:
+    assert hook("user-prompt-submit", {"prompt": "please fix the typo in the about page"}, footer_vault) is None
+
+
+# -- pre-tool-use: writes ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("tool, key", [("Write", "file_path"), ("Edit", "file_path"), ("MultiEdit", "file_path"),
+                                       ("NotebookEdit", "notebook_path")])
+def test_writes_to_a_sealed_note_are_denied_with_how_to_change_it(footer_vault, tool, key) -> None:
+    path = sealed_path(footer_vault, "D-0001")
+    reason = denied(hook("pre-tool-use", {"tool_name": tool, "tool_input": {key: str(path)}}, footer_vault))
+    assert "D-0001" in reason and "vault-tools rule" in reason and "--supersedes D-0001" in reason
+
+
+def test_writes_to_pages_and_the_ledger_are_denied_and_others_pass_silently(footer_vault, cli) -> None:
+    assert cli("build").code == 0
+    page = denied(hook("pre-tool-use", {"tool_name": "Write", "tool_input": {"file_path": "Pinned/Decisions log.md"}},
+                       footer_vault))
+    assert "generated" in page and "--supersedes" in page
+    ledger = denied(hook("pre-tool-use", {"tool_name": "Edit",
+                                          "tool_input": {"file_path": ".vault-tools/ledger.jsonl"}}, footer_vault))
+    assert "append-only" in ledger
+    open_question = next((footer_vault / "Decisions").glob("D-0003 *.md"))
+    for target in ("Home.md", "Decisions/D-0099 New note.md", str(open_question), "/tmp/elsewhere.txt"):
+        assert hook("pre-tool-use", {"tool_name": "Write", "tool_input": {"file_path": target}}, footer_vault) is None
+    assert hook("pre-tool-use", {"tool_name": "Read", "tool_input": {"file_path": "Pinned/Decisions log.md"}},
+                footer_vault) is None
+
+
+@pytest.mark.parametrize("command", [
+    "echo no >> '{sealed}'", "cat x | tee -a '{sealed}'", "sed -i 's/link/no link/' '{sealed}'",
+    "rm -f '{sealed}'", "mv /tmp/other.md '{sealed}'", "cp /tmp/other.md '{sealed}'",
+    "true && echo {{}} > .vault-tools/ledger.jsonl", "mv .vault-tools/ledger.jsonl /tmp/",
+    "printf x > 'Pinned/Open questions.md'"])
+def test_bash_commands_that_plainly_write_protected_files_are_denied(footer_vault, command) -> None:
+    sealed = sealed_path(footer_vault, "D-0001").relative_to(footer_vault)
+    reason = denied(hook("pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": command.format(sealed=sealed)}},
+                         footer_vault))
+    assert "This command writes" in reason
+
+
+@pytest.mark.parametrize("command", ["cat Decisions/*.md", "grep -r footer .", "echo hi > notes.md",
+                                     "git status 2>&1 | head", "mv 'Decisions/D-0001 a.md' Archive/"])
+def test_other_bash_commands_pass(footer_vault, command) -> None:
+    assert hook("pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": command}}, footer_vault) is None
+
+
+# -- pre-tool-use: questions ------------------------------------------------------------------
+
+def ask_user(*questions: str) -> dict:
+    return {"tool_name": "AskUserQuestion", "tool_input": {"questions": [
+        {"question": q, "header": "Q", "options": [{"label": "Yes", "description": "y"}, {"label": "No",
+                                                                                         "description": "n"}],
+         "multiSelect": False} for q in questions]}}
+
+
+def test_a_question_on_a_settled_topic_is_denied_quoting_the_ruling(footer_vault) -> None:
+    reason = denied(hook("pre-tool-use", ask_user("What should the article footers contain?"), footer_vault))
+    assert "D-0001" in reason and FOOTER in reason and "--reask-reason" in reason
+
+
+def test_a_question_already_open_is_denied_pointing_to_it(footer_vault) -> None:
+    reason = denied(hook("pre-tool-use", ask_user("Shall I cross-post new articles to Mastodon as well?"), footer_vault))
+    assert "D-0003" in reason and "already open" in reason
+
+
+def test_questions_on_nothing_recorded_or_naming_the_ruling_pass(footer_vault) -> None:
+    assert hook("pre-tool-use", ask_user("Which colour should the new logo be?"), footer_vault) is None
+    assert hook("pre-tool-use", ask_user("D-0001 puts the signup link in article footers; readers now complain, "
+                                         "should the article footer drop it?"), footer_vault) is None
+
+
+# -- failing open -----------------------------------------------------------------------------
+
+def test_a_broken_vault_lets_calls_through_with_a_warning_but_never_a_sealed_write(footer_vault) -> None:
+    write(footer_vault / ".vault-tools" / "config.yaml", "timezone: [broken\n")
+    warned = hook("session-start", {}, footer_vault)
+    assert list(warned) == ["systemMessage"] and "could not be read" in warned["systemMessage"]
+    assert "\n" not in warned["systemMessage"]
+    assert hook("pre-tool-use", ask_user("What should the article footers contain?"), footer_vault)["systemMessage"]
+    path = sealed_path(footer_vault, "D-0001")
+    denied(hook("pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(path)}}, footer_vault))
+
+
+def test_a_torn_ledger_still_denies_writes_to_ruled_notes(footer_vault) -> None:
+    (footer_vault / ".vault-tools" / "ledger.jsonl").write_bytes(b"\xff\xfe not utf-8")
+    path = sealed_path(footer_vault, "D-0001")
+    denied(hook("pre-tool-use", {"tool_name": "Write", "tool_input": {"file_path": str(path)}}, footer_vault))
+
+
+def test_input_that_is_not_json_passes_with_a_warning(footer_vault) -> None:
+    done = vt("hook", "claude", "pre-tool-use", cwd=footer_vault, stdin="not json")
+    assert done.code == 0 and "not JSON" in json.loads(done.out)["systemMessage"]
+
+
+# -- gate -------------------------------------------------------------------------------------
+
+def test_gate_grants_only_a_current_sealed_ruling_with_the_exact_terms(footer_vault, cli) -> None:
+    assert vt("gate", "D-0002", "--require", "budget=0", cwd=footer_vault).code == 0
+    differs = vt("gate", "D-0002", "--require", "budget=500", cwd=footer_vault)
+    assert differs.code == 1 and "term budget differs: D-0002 grants '0', not '500'" in differs.err
+    missing = vt("gate", "D-0001", "--require", "vendor=acme", cwd=footer_vault)
+    assert missing.code == 1 and "term vendor is not granted" in missing.err
+    assert cli("rule", "--topic", "article-images", "--summary", "Articles may use licensed stock images too.",
+               "--supersedes", "D-0002", "--reason", "The photo budget now allows a stock subscription.",
+               "--term", "budget=500").code == 0  # D-0004
+    superseded = vt("gate", "D-0002", "--require", "budget=0", "--json", cwd=footer_vault)
+    assert superseded.code == 1
+    data = json.loads(superseded.out)
+    assert data["passed"] is False and data["failures"][0] == "D-0002 is superseded by D-0004"
+    assert vt("gate", "D-0004", "--require", "term_budget=500", cwd=footer_vault).code == 0
+    assert cli("retract", "D-0004", "--reason", "The stock subscription was never bought after all.").code == 0
+    retracted = vt("gate", "D-0004", cwd=footer_vault)
+    assert retracted.code == 1 and "retracted" in retracted.err
+    open_question = vt("gate", "D-0003", cwd=footer_vault)
+    assert open_question.code == 1 and "is open, not a ruling" in open_question.err
+
+
+def test_a_term_changed_in_place_is_an_edit_the_gate_refuses(footer_vault) -> None:
+    path = sealed_path(footer_vault, "D-0002")
+    path.write_text(path.read_text().replace("term_budget: '0'", "term_budget: '900'")
+                    .replace('term_budget: "0"', 'term_budget: "900"'))
+    assert "900" in path.read_text()
+    refused = vt("gate", "D-0002", "--require", "budget=900", cwd=footer_vault)
+    assert refused.code == 1 and "edited in place" in refused.err
+    assert vt("lint", cwd=footer_vault).code == 1  # the seal no longer matches
+
+
+def test_gate_refuses_a_ruling_not_sealed_yet(vault) -> None:
+    decision(vault, 1, term_budget="500")
+    refused = vt("gate", "D-0001", "--require", "budget=500", cwd=vault)
+    assert refused.code == 1 and "not sealed yet" in refused.err
+
+
+# -- init --agent -----------------------------------------------------------------------------
+
+USER_SETTINGS = {"permissions": {"allow": ["Bash(npm test)"]},
+                 "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}],
+                           "Stop": [{"hooks": [{"type": "command", "command": "notify-me"}]}]}}
+
+
+def project_with_own_files(root: Path) -> dict[str, bytes]:
+    write(root / "CLAUDE.md", "# My project\n\nUse tabs.\n")
+    write(root / "AGENTS.md", "# Agents\n\nRun the tests.\n")
+    write(root / ".claude" / "settings.json", json.dumps(USER_SETTINGS, indent=2) + "\n")
+    write(root / ".mcp.json", json.dumps({"mcpServers": {"github": {"command": "gh-mcp"}}}, indent=2) + "\n")
+    write(root / ".codex" / "config.toml", 'model = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n')
+    write(root / ".gemini" / "settings.json", json.dumps({"theme": "Dracula"}, indent=2) + "\n")
+    return snapshot(root)
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "cursor"])
+def test_init_agent_adds_its_parts_once_and_remove_takes_exactly_them_out(vault, agent) -> None:
+    before = project_with_own_files(vault)
+    assert vt("init", "--agent", agent, cwd=vault).code == 0
+    added = snapshot(vault)
+    assert added != before
+    assert vt("init", "--agent", agent, cwd=vault).code == 0
+    assert snapshot(vault) == added, "a second run changed something"
+    if agent == "claude":
+        claude_md = (vault / "CLAUDE.md").read_text()
+        assert claude_md.startswith("# My project\n\nUse tabs.\n\n<!-- vault-tools:start")
+        settings = json.loads((vault / ".claude" / "settings.json").read_text())
+        assert settings["permissions"] == USER_SETTINGS["permissions"]
+        assert settings["hooks"]["Stop"] == USER_SETTINGS["hooks"]["Stop"]
+        assert settings["hooks"]["PreToolUse"][0] == USER_SETTINGS["hooks"]["PreToolUse"][0]
+        commands = {event: [h["command"] for g in groups for h in g["hooks"]] for event, groups in settings["hooks"].items()}
+        assert commands["SessionStart"] == ["vault-tools hook claude session-start"]
+        assert commands["UserPromptSubmit"] == ["vault-tools hook claude user-prompt-submit"]
+        assert "AskUserQuestion" in settings["hooks"]["PreToolUse"][1]["matcher"]
+        servers = json.loads((vault / ".mcp.json").read_text())["mcpServers"]
+        assert servers["github"] == {"command": "gh-mcp"}
+        assert servers["vault-tools"] == {"type": "stdio", "command": "vault-tools", "args": ["mcp"], "env": {}}
+    elif agent == "codex":
+        assert "vault-tools context" in (vault / "AGENTS.md").read_text()
+        config = tomllib.loads((vault / ".codex" / "config.toml").read_text())
+        assert config["model"] == "o4" and config["mcp_servers"]["docs"] == {"command": "docs-mcp"}
+        assert config["mcp_servers"]["vault-tools"] == {"command": "vault-tools", "args": ["mcp"]}
+    elif agent == "gemini":
+        assert "vault-tools context" in (vault / "GEMINI.md").read_text()
+        data = json.loads((vault / ".gemini" / "settings.json").read_text())
+        assert data == {"theme": "Dracula", "mcpServers": {"vault-tools": {"command": "vault-tools", "args": ["mcp"]}}}
+    else:
+        rules = (vault / ".cursor" / "rules" / "vault-tools.mdc").read_text()
+        assert rules.startswith("---\ndescription: ") and "alwaysApply: true" in rules
+        assert json.loads((vault / ".cursor" / "mcp.json").read_text())["mcpServers"]["vault-tools"]["args"] == ["mcp"]
+    assert vt("init", "--agent", agent, "--remove", cwd=vault).code == 0
+    after = snapshot(vault)
+    assert after.keys() == before.keys()
+    for name, data in before.items():
+        if name.endswith(".json"):
+            assert json.loads(after[name]) == json.loads(data), name
+        else:
+            assert after[name] == data, name
+
+
+def test_init_agent_for_a_vault_inside_the_project_passes_it_to_every_command(tmp_path) -> None:
+    project = tmp_path / "project"
+    (project / "notes" / ".obsidian").mkdir(parents=True)
+    assert vt("init", "--agent", "claude", "--vault", "notes", cwd=project).code == 0
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    assert settings["hooks"]["SessionStart"][0]["hooks"][0]["command"] == \
+        "vault-tools hook claude session-start --vault notes"
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["vault-tools"]["args"] == \
+        ["mcp", "--vault", "notes"]
+    assert "--vault notes" in (project / "CLAUDE.md").read_text()
+    assert (project / "notes" / ".vault-tools" / "config.yaml").exists()
+
+
+def test_init_agent_refuses_a_settings_file_it_cannot_read_and_writes_nothing(vault) -> None:
+    write(vault / ".claude" / "settings.json", "{ not json")
+    before = snapshot(vault)
+    done = vt("init", "--agent", "claude", cwd=vault)
+    assert done.code == 2 and ".claude/settings.json" in done.err
+    assert snapshot(vault) == before
+
+
+# -- the README's transcripts -----------------------------------------------------------------
+
+def test_the_readme_hook_transcripts_are_what_the_hooks_answer(tmp_path) -> None:
+    """Each `<!-- hook: claude EVENT -->` in the README is followed by the input and the exact output."""
+    import re
+    import shutil
+
+    from markdown_it import MarkdownIt
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    fences = [token for token in MarkdownIt("commonmark").parse(readme) if token.type == "fence" and token.map]
+    copy = tmp_path / "Low Tide"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "example-vault", copy,
+                    ignore=shutil.ignore_patterns("cache", "*.lock"))
+    checked = 0
+    for index, token in enumerate(fences[:-1]):
+        marker = next(line for line in reversed(lines[:token.map[0]]) if line.strip())
+        found = re.fullmatch(r"<!-- hook: claude ([a-z-]+) -->", marker)
+        if not found:
+            continue
+        given = json.loads(token.content)
+        expected = json.loads(fences[index + 1].content)
+        done = vt("hook", "claude", found.group(1), cwd=copy, stdin=json.dumps(given))
+        assert done.code == 0 and json.loads(done.out) == expected
+        checked += 1
+    assert checked >= 2

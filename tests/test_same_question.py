@@ -1,0 +1,123 @@
+"""`ask` catches the same question under another topic key; the check's figures on the labelled pairs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.same_question import (
+    TARGET_FALSE_REFUSALS,
+    TARGET_RECALL,
+    choose_threshold,
+    figures,
+    load_pairs,
+)
+from vault_tools.commands.same import SAME_MATTER_THRESHOLD
+from vault_tools.ledger import parse_ledger
+
+LEDGER = ".vault-tools/ledger.jsonl"
+FOOTER = "Every article footer carries the author bio."
+
+
+def asked_events(vault: Path) -> list:
+    return [e for e in parse_ledger((vault / LEDGER).read_text(encoding="utf-8"), LEDGER) if e.event == "asked"]
+
+
+# -- the labelled pairs ----------------------------------------------------------------------------
+
+def test_the_labelled_set_is_large_and_balanced():
+    pairs = load_pairs()
+    assert len(pairs) >= 60
+    same = sum(pair.same for pair in pairs)
+    assert 0.4 <= same / len(pairs) <= 0.6
+    assert 15 <= sum(pair.held_out for pair in pairs) <= 40
+    assert len({pair.question for pair in pairs}) == len(pairs)
+
+
+def test_the_threshold_is_the_one_chosen_on_the_tuning_part():
+    tuning = [pair for pair in load_pairs() if not pair.held_out]
+    assert choose_threshold(tuning) == SAME_MATTER_THRESHOLD
+
+
+def test_the_check_does_not_get_worse_than_measured():
+    """The figures quoted in docs/choices.md; a change that lowers them fails here."""
+    whole = figures(load_pairs())
+    assert whole.recall >= 0.53
+    assert whole.false_refusals <= 0.075
+    held_out = figures([pair for pair in load_pairs() if pair.held_out])
+    assert held_out.recall >= 0.64
+    assert held_out.false_refusals <= 0.12
+
+
+@pytest.mark.xfail(strict=True, reason="a word-based check catches about half of the same-matter pairs at 5% "
+                                       "false refusals; the target needs more than words (docs/choices.md)")
+def test_the_check_meets_the_target_of_the_issue():
+    whole = figures(load_pairs())
+    assert whole.recall >= TARGET_RECALL and whole.false_refusals <= TARGET_FALSE_REFUSALS
+
+
+# -- ask -------------------------------------------------------------------------------------------
+
+def test_ask_refuses_the_same_question_under_another_topic_and_says_how_to_go_through(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
+    refused = cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings")
+    assert refused.code == 1
+    assert "D-0001 already settles this under other topics" in refused.err
+    assert "--reask-reason" in refused.err and "--not-the-same D-0001" in refused.err
+    assert not list((vault / "Decisions").glob("D-0002*"))
+
+    through = cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings",
+                  "--not-the-same", "D-0001")
+    assert through.code == 0, through.err
+    assert asked_events(vault)[-1].not_the_same == ("D-0001",)
+
+
+def test_an_open_question_on_the_same_matter_refuses_even_a_reask(cli, vault):
+    assert cli("ask", "What should the footer of each article contain?", "--topic", "article-footer").code == 0
+    refused = cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings",
+                  "--reask-reason", "Readers complained about the bios being too long.")
+    assert refused.code == 1
+    assert "D-0001 already asks this" in refused.err
+
+
+def test_a_reask_reason_goes_through_a_ruling_on_the_same_matter(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
+    assert cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings",
+               "--reask-reason", "Readers complained about the bios being too long.").code == 0
+
+
+def test_a_different_matter_sharing_words_is_let_through(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
+    asked = cli("ask", "Should the newsletter footer carry a sponsor?", "--topic", "newsletter-sponsor")
+    assert asked.code == 0, asked.err
+    assert asked_events(vault)[-1].not_the_same == ()
+    assert '"not_the_same"' not in (vault / LEDGER).read_text(encoding="utf-8")  # old lines keep their checksums
+
+
+def test_not_the_same_must_name_a_decision(cli, vault):
+    result = cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings",
+                 "--not-the-same", "D-0042")
+    assert result.code == 1
+    assert "no decision note has id D-0042" in result.err
+
+
+def test_the_check_finds_a_match_among_many_decisions_through_the_index(cli, vault):
+    """Past the shortlist size the index picks the candidates; the match is still found."""
+    for number in range(40):
+        assert cli("rule", "--topic", f"area-{number}", "--summary",
+                   f"Team {number} reviews its dashboards every quarter.", "--source", "chat").code == 0
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
+    refused = cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings")
+    assert refused.code == 1 and "D-0041" in refused.err
+
+
+# -- lookup ----------------------------------------------------------------------------------------
+
+def test_lookup_with_free_text_puts_the_same_matter_first(cli, vault):
+    assert cli("rule", "--topic", "newsletter-sponsor", "--summary",
+               "The newsletter footer carries one sponsor, never an article's author.", "--source", "chat").code == 0
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
+    result = cli("lookup", "what goes at the bottom of an article", "--json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)[0]["id"] == "D-0002"

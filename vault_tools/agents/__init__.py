@@ -1,0 +1,1 @@
+"""How agents meet the record: hooks, instruction files and settings, the MCP server."""

@@ -1,0 +1,123 @@
+"""`vault-tools mcp`: the decision record as an MCP server on stdio (the official `mcp` SDK, 2.x).
+
+Tools: context, lookup, show, ask, rule, gate; each decision note is a resource (`decision://D-0007`).
+The JSON a tool returns is what the command line's `--json` prints for the same command, so an agent
+gets the same answer whichever way it asks. A refusal (a settled topic, an unknown id) is a tool
+error whose text is the command line's message.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import Resource as MCPResource
+
+from ..commands.workspace import Workspace
+from ..errors import VaultToolsError
+from ..vault import Vault
+
+INSTRUCTIONS = """The owner's decisions, kept in an Obsidian vault. Read `context` at the start of a session.
+Before asking the owner anything, call `lookup` on the topic, then `ask`: a refusal names the ruling that answers it.
+When the owner decides something in chat, record it with `rule` (with `supersedes` and `reason` when it changes
+a ruling). Scripts and actions that depend on a ruling check it with `gate`."""
+
+
+def _refusal(error: VaultToolsError) -> ToolError:
+    return ToolError("\n".join([f"error: {error}", *(f"  {line}" for line in error.details)]))
+
+
+class DecisionServer(MCPServer):
+    """An MCP server whose resource list is the vault's decision notes as they are now."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(name="vault-tools", instructions=INSTRUCTIONS)
+        self.root = root
+
+    def workspace(self) -> Workspace:
+        return Workspace(Vault(self.root))
+
+    async def list_resources(self) -> list[MCPResource]:
+        state = self.workspace().state()
+        listed = await super().list_resources()
+        return listed + [MCPResource(uri=f"decision://{d.id}", name=d.id, title=f"{d.id} {d.summary}",
+                                     description=f"{d.status.value} · {', '.join(d.topics)}", mime_type="text/markdown")
+                         for d in sorted(state.decisions, key=lambda d: d.number)]
+
+
+def build_server(root: Path) -> DecisionServer:
+    from .. import cli
+    server = DecisionServer(root)
+
+    def call(action: Any) -> Any:
+        try:
+            return action(server.workspace())
+        except VaultToolsError as error:
+            raise _refusal(error) from None
+
+    @server.tool()
+    def context() -> str:
+        """The open questions and the decisions log, as an agent reads them at the start of a session."""
+        from ..commands.build import context as agent_context
+        return str(call(lambda ws: agent_context(ws).text))
+
+    @server.tool()
+    def lookup(topics: list[str], full: bool = False) -> list[dict[str, Any]]:
+        """The current rulings on these topics (near spellings count), newest first, each with the start of its
+        ruling text (the whole text with full=true) and the rulings it superseded."""
+        from ..commands.read import lookup as lookup_topics
+        found, _problems = call(lambda ws: lookup_topics(ws, topics))
+        return list(cli.lookup_json(found, full))
+
+    @server.tool()
+    def show(id: str, all: bool = False) -> dict[str, Any]:
+        """One decision note: its properties, its body and sections, its ledger history."""
+        from ..bodies import SHOW_LIMIT
+        from ..commands.read import body_view
+        from ..commands.read import show as show_decision
+        decision, history, problems = call(lambda ws: show_decision(ws, id))
+        return dict(cli.show_json(decision, history, problems, body_view(decision, None if all else SHOW_LIMIT)))
+
+    @server.tool()
+    def ask(question: str, topics: list[str], body: str | None = None, due: str | None = None,
+            reask_reason: str | None = None) -> dict[str, Any]:
+        """Register a question for the owner. Refused when a current ruling settles its topic (the refusal names
+        it) unless reask_reason says what changed, and when a question on the topic is already open."""
+        from ..commands.ask import ask as ask_question
+        decision = call(lambda ws: ask_question(ws, question, topics, body=body, due=due, reask_reason=reask_reason))
+        return dict(cli.decision_json(decision))
+
+    @server.tool()
+    def rule(summary: str, question_id: str | None = None, topics: list[str] | None = None,
+             source: str | None = None, supersedes: list[str] | None = None, alongside: list[str] | None = None,
+             reason: str | None = None, body: str | None = None, terms: list[str] | None = None) -> dict[str, Any]:
+        """Record the owner's ruling: the answer to an open question (question_id) or one given directly (topics).
+        On a topic with a current ruling say which way it goes: supersedes (with a reason) or alongside.
+        terms: KEY=VALUE pairs the ruling grants, for gate."""
+        from ..commands.rule import rule as record_ruling
+        decision = call(lambda ws: record_ruling(ws, question_id, summary, topics=topics or [], source=source,
+                                                 supersedes=supersedes or [], alongside=alongside or [],
+                                                 reason=reason, body=body, terms=terms or []))
+        return dict(cli.decision_json(decision))
+
+    @server.tool()
+    def gate(id: str, require: list[str] | None = None) -> dict[str, Any]:
+        """Whether a ruling is current, sealed and grants every required KEY=VALUE term exactly; passed is false
+        with the reasons in failures otherwise. Check before acting on a ruling."""
+        from ..commands.gate import gate as check_gate
+        return dict(cli.gate_json(call(lambda ws: check_gate(ws, id, require or []))))
+
+    @server.resource("decision://{id}", name="decision", mime_type="text/markdown",
+                     description="A decision note as it is on disk: properties and text.")
+    def decision(id: str) -> str:
+        def read(ws: Workspace) -> str:
+            found = ws.find(ws.state(), id)
+            return ws.vault.path_of(found).read_text(encoding="utf-8-sig")
+        return str(call(read))
+
+    return server
+
+
+def serve(root: Path) -> None:
+    build_server(root).run()

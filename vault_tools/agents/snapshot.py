@@ -1,0 +1,153 @@
+"""What the agent hooks need from a vault, kept in `.vault-tools/cache/` so a hook answers fast.
+
+A full read of a vault of 10,000 notes takes longer than a hook may (the agent waits on every
+call), so the hooks keep a snapshot of what they need: the current rulings with the topics each
+settles, the open questions, and the session-start text. It is derived data, checked before each
+use against everything that can change it without touching any other note: the folder listing
+of the vault (a note added, removed or renamed changes its folder's mtime), the size and mtime of
+every decision note, the ledger and the config, and the day. A plain note turned into a decision
+note by editing its properties in place changes none of these; it is seen at the next full read,
+which happens at least every `MAX_AGE_SECONDS`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SNAPSHOT_FILE = "agent-snapshot.json"
+FORMAT = 1
+MAX_AGE_SECONDS = 300
+RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
+SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them
+
+
+@dataclass(frozen=True)
+class RulingView:
+    id: str
+    topics: tuple[str, ...]  # every topic it settles: its own, then those it took over
+    summary: str
+    day: str  # ruled on, in the vault's zone
+    path: str
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    id: str
+    topics: tuple[str, ...]
+    summary: str
+    day: str  # asked on
+    path: str
+
+
+@dataclass
+class Snapshot:
+    rulings: list[RulingView]
+    questions: list[QuestionView]
+    session_text: str  # the session-start context, already within the hook's bound
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return [found.st_size, found.st_mtime_ns]
+
+
+def _fingerprint(root: Path, skipped: set[str], notes: list[str]) -> dict[str, Any]:
+    """The folders' mtimes and the decision notes' sizes and mtimes, as of now."""
+    folders: dict[str, int] = {}
+    stack = [""]
+    while stack:
+        prefix = stack.pop()
+        folder = os.path.join(root, prefix) if prefix else str(root)
+        try:
+            folders[prefix] = os.stat(folder).st_mtime_ns
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name.startswith(".") or entry.name in SKIPPED_FOLDERS:
+                        continue
+                    rel = f"{prefix}/{entry.name}" if prefix else entry.name
+                    if rel not in skipped and entry.is_dir(follow_symlinks=False):
+                        stack.append(rel)
+        except OSError:
+            folders[prefix] = -1
+    state_dir = os.path.join(root, ".vault-tools")
+    return {"folders": folders, "notes": {rel: _stat(os.path.join(root, rel)) for rel in notes},
+            "ledger": _stat(os.path.join(state_dir, "ledger.jsonl")),
+            "config": _stat(os.path.join(state_dir, "config.yaml"))}
+
+
+def _newest_ns(fingerprint: dict[str, Any]) -> int:
+    stamps = [*fingerprint["folders"].values(), *(s[1] for s in fingerprint["notes"].values() if s)]
+    stamps += [s[1] for s in (fingerprint["ledger"], fingerprint["config"]) if s]
+    return max(stamps, default=0)
+
+
+def _today(zone_name: str) -> str:
+    from zoneinfo import ZoneInfo
+    return dt.datetime.now(ZoneInfo(zone_name)).date().isoformat()
+
+
+def load(root: Path, session_chars: int) -> Snapshot:
+    """The snapshot, from the cache when nothing it depends on changed, else from a full read."""
+    path = root / ".vault-tools" / "cache" / SNAPSHOT_FILE
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if (kept.get("format") == FORMAT and kept["session_chars"] == session_chars
+                and time.time() - kept["made_at"] < MAX_AGE_SECONDS and kept["today"] == _today(kept["timezone"])
+                and _fingerprint(root, set(kept["skipped"]), list(kept["fingerprint"]["notes"])) == kept["fingerprint"]):
+            return _from_json(kept)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return _rebuild(root, path, session_chars)
+
+
+def _from_json(data: dict[str, Any]) -> Snapshot:
+    return Snapshot([RulingView(r["id"], tuple(r["topics"]), r["summary"], r["day"], r["path"]) for r in data["rulings"]],
+                    [QuestionView(q["id"], tuple(q["topics"]), q["summary"], q["day"], q["path"])
+                     for q in data["questions"]],
+                    data["session_text"])
+
+
+def _rebuild(root: Path, path: Path, session_chars: int) -> Snapshot:
+    from ..commands.workspace import Workspace
+    from ..dates import local_date
+    from ..model import Status, newest_first_key, settled_topics
+    from ..vault import Vault
+    from .claude import session_context
+
+    ws = Workspace(Vault(root))
+    started_ns = time.time_ns()
+    state = ws.state()
+    in_effect = ws.decisions_in_effect(state)
+    by_id, resolve = {d.id: d for d in in_effect}, state.resolver()
+
+    def day(value: dt.date | None) -> str:
+        return local_date(value, ws.tz).isoformat() if value else "undated"
+
+    current = sorted((d for d in in_effect if d.is_current), key=lambda d: newest_first_key(d, ws.tz), reverse=True)
+    rulings = [RulingView(d.id, tuple(settled_topics(d, by_id, resolve)), d.summary, day(d.ruled_at), d.path)
+               for d in current]
+    questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path)
+                 for d in sorted(in_effect, key=lambda d: d.number) if d.status is Status.OPEN]
+    snapshot = Snapshot(rulings, questions, session_context(ws, session_chars, state=state))
+    skipped = {ws.config.templates_folder.strip("/"), ws.config.pinned_folder.strip("/")}
+    notes = sorted({*state.properties, *(e.path for e in state.broken if e.path)})
+    fingerprint = _fingerprint(root, skipped, notes)
+    if started_ns - _newest_ns(fingerprint) > RACY_NANOSECONDS:
+        data = {"format": FORMAT, "made_at": time.time(), "session_chars": session_chars,
+                "timezone": ws.config.timezone, "today": ws.today().isoformat(), "skipped": sorted(skipped),
+                "fingerprint": fingerprint, "session_text": snapshot.session_text,
+                "rulings": [r.__dict__ for r in rulings], "questions": [q.__dict__ for q in questions]}
+        try:
+            from ..notes import write_atomic
+            write_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        except OSError:
+            pass  # derived data: a read-only vault just answers from full reads
+    return snapshot

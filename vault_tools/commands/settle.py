@@ -1,0 +1,164 @@
+"""`settle`: the owner decides a conflict that two clones recorded (ruled here, withdrawn there; a ruling
+superseded by two different rulings). Both outcomes were kept until now; this keeps one."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import notes
+from ..errors import NoteError, Refused, UsageError
+from ..ledger import Conflict, Event, History, seal_hash
+from ..model import Decision, Status
+from ..vault import VaultState
+from .checks import check_id, check_name, check_text
+from .workspace import Workspace
+
+
+def describe_conflict(conflict: Conflict) -> str:
+    """What the clones did, in one line."""
+    if conflict.kind == "ruled-and-withdrawn":
+        ruling = f" (ruling: {conflict.ruling})" if conflict.ruling else ""
+        reason = f" (because: {conflict.reason})" if conflict.reason else ""
+        return f"ruled on one clone{ruling} and withdrawn on another{reason}"
+    if conflict.kind == "ruled-twice":
+        return "answered differently on two clones: " + "; ".join(
+            f"{name}: {summary}" for name, summary in zip(conflict.outcomes, conflict.rulings, strict=False))
+    return " and ".join(conflict.outcomes) + ", on different clones"
+
+
+def keep_choices(conflict: Conflict) -> tuple[str, ...]:
+    if conflict.kind == "ruled-and-withdrawn":
+        return ("ruled", "withdrawn")
+    if conflict.kind == "ruled-twice":
+        return conflict.outcomes
+    return conflict.successors
+
+
+def settle_hint(conflict: Conflict) -> str:
+    return f"vault-tools settle {conflict.id} --keep {'|'.join(keep_choices(conflict))} --reason \"...\""
+
+
+@dataclass
+class Settled:
+    decision: Decision
+    kept: str
+    retracted: list[str] = field(default_factory=list)  # rulings dropped in favour of the one kept
+    kept_copy: str | None = None  # where the text replaced in the note was kept
+
+
+def settle(ws: Workspace, decision_id: str, keep: str, reason: str | None, actor: str | None = None) -> Settled:
+    reason = check_text("--reason", reason, required=True) or ""
+    who = check_name(actor) or ws.config.default_ruler
+    decision_id = check_id(decision_id)
+    with ws.vault.ledger.locked():
+        state = ws.state_for_write()
+        decision = ws.find(state, decision_id)
+        known = ws.histories()
+        history = ws.history_of(state, decision, known)
+        conflict = history.conflict if history is not None else None
+        if history is None or conflict is None:
+            raise Refused(f"{decision.id} is not in conflict; nothing to settle", path=decision.path)
+        choices = keep_choices(conflict)
+        wanted = keep.strip()
+        if wanted not in choices:
+            matches = [choice for choice in choices if choice.startswith(wanted + "-")]
+            if len(matches) != 1:
+                raise UsageError(f"--keep must be one of: {', '.join(choices)}")
+            wanted = matches[0]
+        if conflict.kind == "ruled-and-withdrawn":
+            return _settle_outcome(ws, state, decision, history, wanted, reason, who)
+        if conflict.kind == "ruled-twice":
+            return _settle_answer(ws, state, decision, history, int(wanted.rsplit("-", 1)[1]), reason, who)
+        return _settle_successor(ws, state, decision, history, wanted, reason, who)
+
+
+def _write(ws: Workspace, state: VaultState, decision: Decision, text: str) -> tuple[Decision, str, str | None]:
+    """Write the chosen text into the note; returns the note as written, its file text and where the text
+    it replaced was kept (when it differed)."""
+    path = ws.vault.path_of(decision)
+    note = ws.read(path)
+    current = notes.file_text(note, note.text)
+    kept = None
+    if current != text:
+        kept = ws.keep_copy(f"{decision.id} before settling", current.encode("utf-8"))
+        notes.write_atomic(path, text.encode("utf-8"))
+    written = ws.read(path)
+    updated = ws.parse_new(path, written.text)
+    return updated, notes.file_text(written, written.text), kept
+
+
+def _settled_event(ws: Workspace, state: VaultState, updated: Decision, history: History, who: str, outcome: str,
+                   text: str, reason: str, successor: str | None = None) -> Event:
+    return ws.event("settled", updated, who, record=history.record, outcome=outcome, text=text, reason=reason,
+                    hash=seal_hash(updated, state.resolver(), ws.tz), successor=successor)
+
+
+def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, history: History, keep: str, reason: str,
+                    who: str) -> Settled:
+    """A question ruled on one clone and withdrawn on another: keep the ruling, or the withdrawal."""
+    if keep == "ruled":
+        seal = history.seal  # the ruling as last fixed: sealed, or closed since on its own clone
+        if seal is None or seal.text is None:
+            raise Refused(f"{decision.id}: the ledger holds no sealed text of the ruling to keep", path=decision.path)
+        text = seal.text
+    else:
+        withdrawn = next(e for e in reversed(history.events) if e.event == "withdrawn")
+        asked = next((e for e in history.events if e.event == "asked" and e.text), None)
+        base = notes.parse_text(asked.text.removeprefix(notes.BOM), ws.vault.path_of(decision)) if asked and asked.text \
+            else ws.read(ws.vault.path_of(decision))
+        changes: dict[str, Any] = {"status": Status.WITHDRAWN.value, "reason": withdrawn.reason or reason}
+        for name in ("ruled_at", "ruled_by", "source", "superseded_by"):
+            if name in (base.data or {}):
+                changes[name] = notes.REMOVE
+        try:
+            text = notes.with_fields(base, changes)
+        except NoteError as error:
+            raise Refused(f"{decision.id}: cannot write the withdrawn question back: {error.message}",
+                          path=decision.path) from None
+    updated, written, kept = _write(ws, state, decision, text)
+    ws.vault.ledger.append([_settled_event(ws, state, updated, history, who, keep, written, reason)])
+    return Settled(updated, keep, kept_copy=kept)
+
+
+def _settle_answer(ws: Workspace, state: VaultState, decision: Decision, history: History, number: int, reason: str,
+                   who: str) -> Settled:
+    """A question answered on two clones: one answer stays; the other stays in the ledger and a kept copy."""
+    settled = history.settled
+    after = history.events[history.events.index(settled) + 1:] if settled is not None else history.events
+    answers = list({e.hash: e for e in after if e.event == "sealed" and e.hash}.values())
+    chosen = answers[number - 1]
+    if chosen.text is None:
+        raise Refused(f"{decision.id}: the ledger holds no text of ruling-{number}", path=decision.path)
+    updated, written, kept = _write(ws, state, decision, chosen.text)
+    ws.vault.ledger.append([_settled_event(ws, state, updated, history, who, Status.RULED.value, written, reason)])
+    return Settled(updated, f"ruling-{number}", kept_copy=kept)
+
+
+def _settle_successor(ws: Workspace, state: VaultState, decision: Decision, history: History, keep: str, reason: str,
+                      who: str) -> Settled:
+    """A ruling superseded by two rulings on two clones: one stays its successor, the others are retracted."""
+    chosen = next((e for e in reversed(history.events) if e.event == "superseded" and e.successor == keep
+                   and e.text), None)
+    if chosen is None or chosen.text is None:
+        raise Refused(f"{decision.id}: the ledger holds no text of its supersession by {keep}", path=decision.path)
+    dropped = [s for s in (history.conflict.successors if history.conflict else ()) if s != keep]
+    by_id = state.by_id()
+    plans = []
+    for other_id in dropped:
+        other = by_id.get(other_id)
+        if other is None or ws.status_of(state, other) is not Status.RULED:
+            continue
+        ws.check_writable(state, other)
+        note = ws.read(ws.vault.path_of(other))
+        because = f"Settled a conflict: {decision.id} stays superseded by {keep}, not by this ruling. {reason}"
+        text = notes.with_fields(note, {"status": Status.RETRACTED.value, "reason": because})
+        plans.append((other, note, text, because))
+    updated, written, kept = _write(ws, state, decision, chosen.text)
+    events = [_settled_event(ws, state, updated, history, who, Status.SUPERSEDED.value, written, reason, keep)]
+    for other, note, text, because in plans:
+        retracted = ws.parse_new(ws.vault.path_of(other), text)
+        notes.write_note(note, text)
+        events.append(ws.event("retracted", retracted, who, record=ws.record_for(state, other), reason=because,
+                               text=notes.file_text(note, text), hash=seal_hash(retracted, state.resolver(), ws.tz)))
+    ws.vault.ledger.append(events)
+    return Settled(updated, keep, [other.id for other, *_ in plans], kept)

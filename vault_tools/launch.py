@@ -1,0 +1,36 @@
+"""The `vault-tools` console script's front door: agent hooks skip the command line's imports.
+
+Claude Code waits on every hook call, and importing the full command line (typer, rich) costs more
+than a hook may take, so `vault-tools hook claude EVENT [--vault PATH]` is answered from here, printing
+only the hook's JSON. Anything else, including any other spelling of `hook`, goes to `cli.main`.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def _hook_arguments(args: list[str]) -> tuple[str, Path | None] | None:
+    if len(args) not in (3, 5) or args[:2] != ["hook", "claude"]:
+        return None
+    from .agents.claude import EVENTS
+    if args[2] not in EVENTS:
+        return None
+    if len(args) == 3:
+        return args[2], None
+    if args[3] != "--vault":
+        return None
+    return args[2], Path(args[4])
+
+
+def main() -> None:
+    found = _hook_arguments(sys.argv[1:])
+    if found is None:
+        from .cli import main as cli_main
+        cli_main()
+        return
+    from .agents.claude import run
+    text = run(found[0], sys.stdin.read(), found[1])
+    if text:
+        sys.stdout.write(text + "\n")
+    sys.exit(0)

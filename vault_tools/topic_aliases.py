@@ -1,0 +1,102 @@
+"""`.vault-tools/topics.yaml`: topics the owner merged, each alias read as its topic.
+
+```yaml
+article-footer: [footer-contents, post-footer]
+```
+
+Notes keep the spelling they were written with (a sealed note never changes); every comparison of
+topics (`ask`, `lookup`, `lint`, `context`) reads an alias as its topic, through `model.topic_key`.
+Only `review --apply` writes the file, keeping the owner's comments and order.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from . import notes
+from .errors import ConfigError
+from .model import TOPIC_PATTERN
+
+TOPICS_FILE = "topics.yaml"
+SHOWN = f".vault-tools/{TOPICS_FILE}"
+HEADER = ("# Topics merged by the owner: each alias is read as its topic by ask, lookup, lint and context.\n"
+          "# topic: [alias, ...]\n")
+
+
+def _load_yaml(path: Path) -> Any:
+    try:
+        return YAML(typ="rt").load(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        return None
+    except MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise ConfigError(f"invalid YAML: {exc.problem}", path=SHOWN, line=line) from None
+    except (YAMLError, UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(f"cannot read: {exc}", path=SHOWN) from None
+
+
+def load_aliases(state_dir: Path) -> dict[str, str]:
+    """Every alias -> its topic; a missing file is no aliases. A bad file is a one-line error naming its line."""
+    data = _load_yaml(state_dir / TOPICS_FILE)
+    if data is None:
+        return {}
+    if not isinstance(data, CommentedMap):
+        raise ConfigError("must map each topic to a list of its aliases", path=SHOWN)
+    found: dict[str, str] = {}
+    for topic, aliases in data.items():
+        line = data.lc.key(topic)[0] + 1
+        if not isinstance(topic, str) or not TOPIC_PATTERN.match(topic):
+            raise ConfigError(f"{topic!r} is not a kebab-case topic (like article-footer)", path=SHOWN, line=line)
+        if isinstance(aliases, str):
+            aliases = [aliases]
+        if not isinstance(aliases, list):
+            raise ConfigError(f"{topic}: aliases must be a list of topics", path=SHOWN, line=line)
+        for alias in aliases:
+            if not isinstance(alias, str) or not TOPIC_PATTERN.match(alias):
+                raise ConfigError(f"{topic}: alias {alias!r} is not a kebab-case topic", path=SHOWN, line=line)
+            if alias == topic:
+                continue
+            if alias in found and found[alias] != topic:
+                raise ConfigError(f"{alias} is an alias of both {found[alias]} and {topic}", path=SHOWN, line=line)
+            found[alias] = topic
+    for alias, topic in found.items():
+        if topic in found:
+            raise ConfigError(f"{topic} is itself an alias (of {found[topic]}); list {alias} under {found[topic]}",
+                              path=SHOWN, line=data.lc.key(topic)[0] + 1)
+    return found
+
+
+def add_alias(state_dir: Path, topic: str, alias: str) -> bool:
+    """Merge `alias` into `topic` (and whatever was merged into `alias` before). False if it already was."""
+    path = state_dir / TOPICS_FILE
+    known = load_aliases(state_dir)
+    topic = known.get(topic, topic)
+    if known.get(alias) == topic or alias == topic:
+        return False
+    data = _load_yaml(path)
+    if data is None:
+        data = CommentedMap()
+    moved = [old for old, target in known.items() if target == alias]
+    if alias in data:
+        del data[alias]
+    existing = data.get(topic)
+    listed = list(existing) if isinstance(existing, list) else ([existing] if isinstance(existing, str) else [])
+    for name in (alias, *moved):
+        if name not in listed:
+            listed.append(name)
+    data[topic] = CommentedSeq(listed)
+    data[topic].fa.set_flow_style()
+    out = io.StringIO()
+    yaml = YAML(typ="rt")
+    yaml.width = 4096
+    yaml.dump(data, out)
+    text = out.getvalue()
+    if not path.exists():
+        text = HEADER + text
+    notes.write_atomic(path, text.encode("utf-8"))
+    return True
