@@ -327,3 +327,18 @@ def test_the_readme_hook_transcripts_are_what_the_hooks_answer(tmp_path) -> None
         assert done.code == 0 and json.loads(done.out) == expected
         checked += 1
     assert checked >= 2
+
+
+def test_a_renamed_sealed_note_with_a_clone_tagged_id_is_still_denied(vault) -> None:
+    """Ids made in a git clone carry the clone's tag (D-0001-k7q2); a write to such a sealed note is refused
+    by its id even after the owner renamed the file."""
+    path = vault / "Decisions" / "D-0001-k7q2 Footers.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("---\ntype: decision\nid: D-0001-k7q2\nstatus: ruled\ntopics: [article-footer]\n"
+                    f"summary: {FOOTER}\nsource: chat\n---\n## Ruling\n\nAs the summary says.\n")
+    assert vt("seal", cwd=vault).code == 0
+    renamed = path.with_name("Footer rule.md")
+    path.rename(renamed)
+    reason = denied(hook("pre-tool-use", {"hook_event_name": "PreToolUse", "tool_name": "Edit",
+                                          "tool_input": {"file_path": str(renamed)}}, vault))
+    assert "D-0001-k7q2, a sealed ruling" in reason

@@ -124,3 +124,12 @@ def test_writes_keep_the_notes_permissions(tmp_path):
     created = tmp_path / "new.md"
     notes.create_note(created, "text")
     assert created.stat().st_mode & 0o044 == 0o044  # readable by others, as with any new file here
+
+
+def test_numbers_with_a_leading_zero_read_as_yaml_1_2_does(tmp_path):
+    """`08` is eight, as Obsidian reads it; PyYAML's YAML 1.1 reader would refuse it as a bad octal."""
+    path = write(tmp_path / "n.md", "---\nepisode: 08\nparts: [08, 010, 0o17, 0x1f]\n---\nbody\n")
+    note = notes.read_note(path)
+    assert note.data == {"episode": 8, "parts": [8, 10, 15, 31]}
+    notes.write_note(note, notes.with_fields(note, {}))
+    assert path.read_text() == "---\nepisode: 08\nparts: [08, 010, 0o17, 0x1f]\n---\nbody\n"

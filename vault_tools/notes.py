@@ -55,6 +55,18 @@ for _tag, _pattern, _first in (
     _FastLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
 
 
+def _core_schema_int(loader: Any, node: Any) -> int:
+    """An integer as YAML 1.2's core schema reads it: `08` is eight (PyYAML's own reader takes a leading zero
+    for octal, and refuses `08`), `0o17` octal, `0x1f` hexadecimal."""
+    text = loader.construct_scalar(node).replace("_", "")
+    if text[:2] in ("0o", "0x"):
+        return int(text, 8 if text[1] == "o" else 16)
+    return int(text, 10)
+
+
+_FastLoader.add_constructor("tag:yaml.org,2002:int", _core_schema_int)
+
+
 def _dumper() -> Any:
     from ruamel.yaml import YAML  # only writes need it; reading starts faster without it
 

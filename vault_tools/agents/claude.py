@@ -32,7 +32,7 @@ WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_pat
 QUESTION_TOOL = "AskUserQuestion"
 LEDGER_REL = ".vault-tools/ledger.jsonl"
 SEALABLE_STATUSES = ("ruled", "superseded", "retracted")
-_ID_LINE = re.compile(r"""^id:[ \t]*["']?(D-\d+)["']?[ \t]*$""", re.MULTILINE)
+_ID_LINE = re.compile(r"""^id:[ \t]*["']?(D-\d+(?:-[0-9a-z]{2,8})?)["']?[ \t]*$""", re.MULTILINE)
 _STATUS_LINE = re.compile(r"""^status:[ \t]*["']?([a-z]+)["']?[ \t]*$""", re.MULTILINE)
 
 
