@@ -3,7 +3,8 @@
 Every step runs the real `vault-tools` command line in a subprocess, inside a
 copy of the example vault, and shows the command, its output and its exit
 code. The example's story is dated up to 2026-11-29, so the tour passes
-`--today 2026-11-29` wherever ages and due dates are computed.
+`--today 2026-11-29` wherever ages and due dates are computed, and runs the
+command line with its clock set to that day, so what it records is dated then.
 
     .venv/bin/python scripts/demo.py                 # copies the vault to a new temp folder
     .venv/bin/python scripts/demo.py --into ~/LowTide  # or to a folder of your choice (must not exist)
@@ -36,10 +37,16 @@ TODAY = "2026-11-29"
 COMMAND_TIMEOUT_SECONDS = 60
 
 
+# The command line with its clock set to the story's today, so a question the tour asks is dated
+# within the story, not after the --today every page is built for.
+STORY_CLOCK = (f"import datetime as dt, sys; import vault_tools.dates as dates; "
+               f"dates.utc_now = lambda: dt.datetime.fromisoformat('{TODAY}T10:00:00+00:00'); "
+               "from vault_tools.cli import main; sys.argv[0] = 'vault-tools'; main()")
+
+
 def vault_tools_command() -> list[str]:
-    """The installed `vault-tools` script next to this Python, else `python -m vault_tools`."""
-    script = Path(sys.executable).parent / ("vault-tools.exe" if os.name == "nt" else "vault-tools")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "vault_tools"]
+    """The vault-tools command line of this Python, its clock at the story's today (10:00 UTC)."""
+    return [sys.executable, "-c", STORY_CLOCK]
 
 
 @dataclass

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,10 @@ from .conftest import load_script, snapshot
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEMO = REPOSITORY / "scripts" / "demo.py"
+
+
+def demo_today() -> str:
+    return re.search(r'^TODAY = "([\d-]+)"', DEMO.read_text(encoding="utf-8"), re.MULTILINE).group(1)
 
 
 def load_demo(monkeypatch) -> ModuleType:
@@ -28,6 +33,8 @@ def test_demo_runs_every_step_and_shows_the_refusal(tmp_path):
     assert "$ vault-tools ask 'What should article footers contain?' --topic article-footers" in out
     assert "error: topic article-footers is settled" in out and "D-0014 ruled 2026-11-05" in out
     assert "exit 1, as expected" in out
+    asked = re.findall(r"asked (\d{4}-\d{2}-\d{2})", out)
+    assert asked and max(asked) <= demo_today(), "a question is dated after the tour's --today"
     assert "asked again because" in out  # the re-asked question, on the pages the next session loads
     assert "D-0016 ruled and sealed" in out
     assert "did not go as expected" not in out

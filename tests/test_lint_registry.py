@@ -145,6 +145,8 @@ BAD_NOTES = [
     ("reason too short", {"status": "withdrawn", "reason": "meh"}, "reason", "VT005"),
     ("reask_reason too short", {"reask_reason": "meh"}, "reask_reason", "VT005"),
     ("unknown status", {"status": "accepted"}, "status", "VT006"),
+    ("summary of a page", {"summary": "Should footers carry the newsletter link? " * 10}, "summary", "VT009"),
+    ("too many topics", {"topics": "[" + ", ".join(f"topic-{n}" for n in range(21)) + "]"}, "topics", "VT009"),
 ]
 
 

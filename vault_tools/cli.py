@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import functools
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -23,7 +25,7 @@ from . import __version__
 from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
 from .commands.workspace import Workspace
 from .dates import local_date
-from .errors import UsageError, VaultToolsError
+from .errors import InconsistentVault, UsageError, VaultToolsError
 from .ledger import History
 from .model import Decision
 from .vault import STATE_DIR, Vault, find_vault, load_config
@@ -120,12 +122,16 @@ def init(vault: VaultOption = None,
          project: Annotated[Path | None, typer.Option(
              "--project", metavar="DIR", help="With --agent: the project the agent works in (default: this folder).")] = None,
          ) -> None:
-    """Set up .vault-tools/ in a vault (safe to run again); with --agent, wire an agent in too."""
+    """Set up .vault-tools/ in a vault (safe to run again; --vault: made if missing); --agent wires an agent in."""
     global _vault_root
-    try:
-        root = find_vault(vault)
-    except VaultToolsError:
-        root = Path.cwd().resolve()
+    if vault is not None:  # exactly the folder named: made when missing, never another one
+        from .commands.setup import make_vault_folder
+        root = make_vault_folder(vault)
+    else:
+        try:
+            root = find_vault(None)
+        except VaultToolsError:
+            root = Path.cwd().resolve()
     _vault_root = root
     from .commands.setup import init_agent, init_vault
     if remove and agent is None:
@@ -370,12 +376,25 @@ def list_(status: Annotated[str | None, typer.Option(metavar="STATUS", help="ope
     """Decision notes, filtered by status and topic."""
     from .commands.read import list_decisions
     ws = _workspace(vault)
-    found = list_decisions(ws, status, topic)
+    found, problems = list_decisions(ws, status, topic)
     if json_:
         _json([decision_json(d) for d in found])
+    else:
+        for decision in found:
+            _out(_line(decision, ws))
+    _unreadable(problems)
+
+
+def _unreadable(problems: list[Any]) -> None:
+    """Warn of decision notes that cannot be read, and exit 3: the answer may be incomplete."""
+    if not problems:
         return
-    for decision in found:
-        _out(_line(decision, ws))
+    for problem in problems:
+        where = f"{problem.path}:{problem.line}" if problem.line else problem.path
+        stderr.print(f"warning: {where}: {problem.message}", markup=False)
+    stderr.print(f"error: {len(problems)} decision note(s) cannot be read; the answer may be incomplete",
+                 style="red", markup=False)
+    raise typer.Exit(3)
 
 
 @app.command()
@@ -419,13 +438,7 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
                 _out(f"    superseded {_line(old, ws)}")
                 if old.reason:
                     _out(f"      because: {old.reason}")
-    if problems:  # a ruling on these topics may be hiding in a note that cannot be read
-        for problem in problems:
-            where = f"{problem.path}:{problem.line}" if problem.line else problem.path
-            stderr.print(f"warning: {where}: {problem.message}", markup=False)
-        stderr.print(f"error: {len(problems)} decision note(s) cannot be read; the answer may be incomplete",
-                     style="red", markup=False)
-        raise typer.Exit(3)
+    _unreadable(problems)  # a ruling on these topics may be hiding in a note that cannot be read
 
 
 def lookup_json(found: list[Any], full: bool) -> list[dict[str, Any]]:
@@ -1169,11 +1182,30 @@ def run(argv: list[str] | None = None) -> int:
     except VaultToolsError as error:
         report(error)
         return error.exit_code
+    except OSError as error:
+        if error.errno not in EXPECTED_OS_ERRORS:
+            return _internal_error(error)
+        # A full disk or a folder that may not be written is the machine's state, not a bug.
+        what = os.strerror(error.errno).lower() if error.errno else str(error)
+        report(InconsistentVault(f"cannot write: {what}; nothing more was written. Fix that, then run "
+                                 "`vault-tools lint --fix` to finish what was begun", path=error.filename))
+        return InconsistentVault.exit_code
     except Exception as error:  # a bug: keep the traceback, say where
-        path = _crash_log(error)
-        stderr.print(f"internal error: {type(error).__name__}: {error}. This is a bug; please report it "
-                     f"with the traceback saved in {path}", style="red", markup=False)
-        return 4
+        return _internal_error(error)
+
+
+# What the file system says when the disk is full or a file may not be written.
+EXPECTED_OS_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG})
+
+
+def _internal_error(error: BaseException) -> int:
+    try:
+        where = f"with the traceback saved in {_crash_log(error)}"
+    except OSError as log_error:  # the disk may be the trouble: say so rather than fail again
+        where = f"(the traceback could not be saved: {log_error.strerror})"
+    stderr.print(f"internal error: {type(error).__name__}: {error}. This is a bug; please report it {where}",
+                 style="red", markup=False)
+    return 4
 
 
 def main() -> None:

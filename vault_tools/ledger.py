@@ -9,6 +9,8 @@ never dropped or repaired by rewriting history.
 from __future__ import annotations
 
 import datetime as dt
+import errno
+import functools
 import hashlib
 import json
 import os
@@ -24,7 +26,7 @@ from filelock import FileLock, Timeout
 
 from .dates import instant
 from .errors import InconsistentVault
-from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Resolve, Status, leading_id, name_key
+from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Resolve, Status, leading_id, link_target, name_key
 
 LEDGER_FILE = "ledger.jsonl"
 LOCK_FILE = "ledger.lock"
@@ -204,16 +206,24 @@ class Ledger:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         before = self._stat_key()
-        with open(self.path, "a+b") as handle:
+        with open(self.path, "a+b", buffering=0) as handle:
             size = handle.seek(0, os.SEEK_END)
             if size > 0:
                 handle.seek(-1, os.SEEK_END)
                 if handle.read(1) != b"\n":
                     self.read()  # raises, naming the torn line
             handle.seek(0, os.SEEK_END)
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
+            try:
+                written = 0
+                while written < len(payload):  # a full disk may take part of a write before it refuses
+                    step = handle.write(payload[written:])
+                    if not step:
+                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+                    written += step
+                os.fsync(handle.fileno())
+            except OSError:  # a full disk: take back a partial line rather than leave it torn
+                handle.truncate(size)
+                raise
         # What was read before plus what was just written is the ledger now: no need to read it all again.
         if self._read_cache is not None and before is not None and self._read_cache[0] == before and size == before[0]:
             first_line = (self._read_cache[1][-1].line or 0) + 1 if self._read_cache[1] else 1
@@ -376,6 +386,15 @@ class History:
     @property
     def sealed(self) -> bool:
         return any(event.event == "sealed" for event in self.events)
+
+    @property
+    def seal_lost(self) -> Event | None:
+        """The `ruled` event, when the ledger has no `sealed` line to go with it. The two are always
+        written together, so the `sealed` line was removed: the ruling must not be sealed again
+        from whatever its note says now."""
+        if self.sealed:
+            return None
+        return next((event for event in self.events if event.event == "ruled" and event.hash), None)
 
     @property
     def path(self) -> str | None:
@@ -626,17 +645,61 @@ def normalise_body(body: str) -> str:
 
 
 _WIKILINK = re.compile(r"\[\[([^\[\]|]*?)(\|[^\[\]]*)?\]\]")
+# Where Obsidian shows `[[...]]` as typed, not as a link.
+_VERBATIM_TOKENS = frozenset({"fence", "code_block", "code_inline", "html_block", "html_inline"})
+
+
+def _wikilink_rule(state: Any, silent: bool) -> bool:
+    match = _WIKILINK.match(state.src, state.pos)
+    if not match:
+        return False
+    if not silent:
+        state.push("wikilink", "", 0).content = match.group(0)
+    state.pos = match.end()
+    return True
+
+
+@functools.cache
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt  # only notes with links need it
+
+    parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    parser.inline.ruler.before("link", "wikilink", _wikilink_rule)
+    return parser
+
+
+def wikilinks(text: str) -> list[re.Match[str]]:
+    """The wikilinks of a Markdown text that Obsidian shows as links, in order: not those inside
+    code spans, fenced or indented code, or HTML. Read with markdown-it-py's tokens; when the
+    tokens cannot be matched up with the text (a link inside a link's title, say), every `[[...]]`
+    counts as typed text, so that changing any of them shows."""
+    found = list(_WIKILINK.finditer(text)) if "[[" in text else []
+    if not found:
+        return []
+    seen: list[tuple[str, bool]] = []  # every `[[...]]` the tokens hold, in reading order: (text, is a link)
+    for block in _markdown().parse(text):
+        for token in (block.children or []) if block.type == "inline" else [block]:
+            if token.type == "wikilink":
+                seen.append((token.content, True))
+            elif token.type in _VERBATIM_TOKENS:
+                seen += [(match.group(0), False) for match in _WIKILINK.finditer(token.content)]
+    if [raw for raw, _ in seen] != [match.group(0) for match in found]:
+        return []
+    return [match for match, (_, is_link) in zip(found, seen, strict=True) if is_link]
 
 
 def _links_as_meaning(text: str, resolve: Resolve) -> str:
     """Wikilinks as what they mean, not how they are spelt: Obsidian rewrites them when a note or a
     heading is renamed or moved, and that is not an edit. A link to a decision becomes its id; a
-    link to any other note becomes just "a link" (which note it names is not the ruling's meaning)."""
-    def meaning(match: re.Match[str]) -> str:
+    link to any other note becomes just "a link" here, and which note it names is checked against
+    the sealed text (`retargeted_links`). Text in code is kept as typed."""
+    parts: list[str] = []
+    last = 0
+    for match in wikilinks(text):
         decision_id = resolve(match.group(0)) or leading_id(match.group(0))
-        return f"[[{decision_id}]]" if decision_id else "[[]]"
-
-    return _WIKILINK.sub(meaning, text) if "[[" in text else text
+        parts += [text[last:match.start()], f"[[{decision_id}]]" if decision_id else "[[]]"]
+        last = match.end()
+    return "".join(parts) + text[last:] if parts else text
 
 
 def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[str, Any]:
@@ -675,3 +738,32 @@ def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[st
 
 def seal_hash(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> str:
     return "sha256:" + hashlib.sha256(_canonical(seal_payload(decision, resolve, tz)).encode("utf-8")).hexdigest()
+
+
+def retargeted_links(decision: Decision, sealed: Decision, resolve: Resolve, identity: Resolve) -> list[str]:
+    """The fields ("source", "body") where a link to a note that is not a decision now names another
+    note than the sealed text's link did. A link may change only to follow its note: the note the
+    sealed link named is gone (renamed, moved or deleted) and the new link names a note that exists.
+    Pointing a ruling at a different existing note, or rewording a link that names no note, is an edit.
+    Call it only when the seal hashes agree (so the links line up one for one)."""
+    changed = []
+    for name, now_text, then_text in (("source", decision.source or "", sealed.source or ""),
+                                      ("body", decision.body, sealed.body)):
+        now_links, then_links = wikilinks(now_text), wikilinks(then_text)
+        if len(now_links) != len(then_links):
+            changed.append(name)
+            continue
+        for now, then in zip(now_links, then_links, strict=True):
+            if resolve(then.group(0)) or leading_id(then.group(0)):
+                continue  # a link to a decision: the hash compares its id
+            before, after = identity(then.group(0)), identity(now.group(0))
+            if before is not None:
+                moved = after != before
+            elif after is None:  # named no note then or now: the words are what it says
+                moved = name_key(link_target(now.group(0))) != name_key(link_target(then.group(0)))
+            else:
+                moved = False  # followed its note to a new name or folder
+            if moved:
+                changed.append(name)
+                break
+    return changed

@@ -24,6 +24,12 @@ CLONE_TAG_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, low
 CLONE_TAG_LENGTH = 4
 TOPIC_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long
+# The most one note's fields may hold (lint VT009): a summary is one line an agent reads in a list.
+MAX_SUMMARY = 300
+MAX_TEXT = 2000  # reason, reask_reason, revisit_if, source, asked_by, ruled_by
+MAX_TOPICS = 20
+MAX_TOPIC_CHARS = 64
+MAX_SUPERSEDES = 20
 
 
 class Status(enum.StrEnum):
@@ -269,6 +275,18 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         if text is not None and len(text) < MIN_TEXT:
             problem(name, f"must be at least {MIN_TEXT} characters ({len(text)} given)", "VT005")
 
+    for name in TEXT_FIELDS:
+        most = MAX_SUMMARY if name == "summary" else MAX_TEXT
+        if name in values and len(values[name]) > most:
+            problem(name, f"must be at most {most:,} characters ({len(values[name]):,} given)", "VT009")
+    for name, most in (("topics", MAX_TOPICS), ("supersedes", MAX_SUPERSEDES)):
+        if len(values.get(name, ())) > most:
+            problem(name, f"must list at most {most} ({len(values[name]):,} given)", "VT009")
+    long_topics = [t for t in values.get("topics", ()) if len(t) > MAX_TOPIC_CHARS]
+    if long_topics:
+        problem("topics", f"a topic must be at most {MAX_TOPIC_CHARS} characters ({len(long_topics[0]):,} given)",
+                "VT009")
+
     if status is not None:
         for name in REQUIRED_BY_STATUS[status]:
             if name not in values:
@@ -368,25 +386,85 @@ def name_key(name: str) -> str:
 
 
 class LinkResolver:
-    """Resolves links to decision ids: by file name as Obsidian would, else by a leading id."""
+    """Resolves links to decision ids: by file name as Obsidian would, else by a leading id.
+
+    Names compare as Obsidian compares them (NFC, any case), but a name spelt exactly as the
+    link spells it wins over one that differs only in case. Two names that differ only in case,
+    neither spelt as the link is, are ambiguous: such a link resolves to nothing, and
+    `ambiguous` names the files."""
 
     def __init__(self, decisions: Iterable[Decision]) -> None:
-        self._by_name: dict[str, str] = {}
+        self._by_name: dict[str, list[Decision]] = {}
         self._ids: set[str] = set()
         for decision in decisions:
-            self._by_name.setdefault(name_key(decision.title), decision.id)
+            self._by_name.setdefault(name_key(decision.title), []).append(decision)
             self._ids.add(decision.id)
 
-    def __call__(self, link: str) -> str | None:
+    def _candidates(self, link: str) -> tuple[list[Decision], str]:
         target = link_target(link)
-        found = self._by_name.get(name_key(target))
+        return self._by_name.get(name_key(target), []), unicodedata.normalize("NFC", target)
+
+    def ambiguous(self, link: str) -> list[str] | None:
+        """The paths of the notes a link could name when only their case tells them apart."""
+        found, target = self._candidates(link)
+        titles = {unicodedata.normalize("NFC", d.title) for d in found}
+        if len(titles) > 1 and target not in titles:
+            return sorted(d.path for d in found)
+        return None
+
+    def __call__(self, link: str) -> str | None:
+        found, target = self._candidates(link)
         if found:
-            return found
+            exact = [d for d in found if unicodedata.normalize("NFC", d.title) == target]
+            if exact:
+                return exact[0].id
+            if len({unicodedata.normalize("NFC", d.title) for d in found}) == 1:
+                return found[0].id
+            return None  # only the case tells them apart: refused where it matters (`ambiguous`)
         by_id = leading_id(link)
         return by_id if by_id in self._ids else None
 
 
+class NoteIndex:
+    """Which file of the vault a link names, as Obsidian resolves it: a path when the link gives
+    one, else the name (NFC, any case; a name spelt exactly as the link wins), the shortest path
+    first when several notes share it. Gives the file's vault-relative path, or None."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self._by_name: dict[str, list[str]] = {}
+        for path in paths:
+            name = path.rsplit("/", 1)[-1]
+            self._by_name.setdefault(name_key(name.removesuffix(".md") if name.endswith(".md") else name),
+                                     []).append(path)
+
+    def __call__(self, link: str) -> str | None:
+        match = _LINK.match(link)
+        target = (match.group("target") if match else link).strip().removesuffix(".md")
+        if not target:
+            return None
+        folder, _, name = target.rpartition("/")
+        found = self._by_name.get(name_key(name), [])
+        if folder:
+            wanted = name_key(target)
+            found = [p for p in found if name_key(p.removesuffix(".md")).endswith(wanted)
+                     and (len(p.removesuffix(".md")) == len(target) or p.removesuffix(".md")[-len(target) - 1] == "/")]
+        if not found:
+            return None
+        spelt = unicodedata.normalize("NFC", name)
+        return min(found, key=lambda p: (unicodedata.normalize("NFC", p.rsplit("/", 1)[-1].removesuffix(".md")) != spelt,
+                                         p.count("/"), len(p), p))
+
+
 Resolve = Callable[[str], str | None]
+
+
+def unresolved_link(resolve: Resolve, link: str) -> str:
+    """Why a `supersedes` link names no decision: no note is called that, or only case tells two apart."""
+    paths = resolve.ambiguous(link) if isinstance(resolve, LinkResolver) else None
+    if paths:
+        return (f"supersedes {link!r}, which could name {' or '.join(paths)}: their names differ only in case; "
+                "spell the link exactly as the file is named")
+    return f"supersedes {link!r}, but no decision note is called that"
 
 
 # -- topics -------------------------------------------------------------------------

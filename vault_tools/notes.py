@@ -17,7 +17,7 @@ import io
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -369,7 +369,7 @@ def _mode_for(path: Path) -> int:
 def write_atomic(path: Path, data: bytes) -> None:
     """Write through a temp file in the same folder, then replace: never a torn note."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=".vault-tools-", suffix=".tmp", dir=path.parent)
+    fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         os.chmod(temp_name, _mode_for(path))  # mkstemp makes 0600; keep the note's own mode
         with os.fdopen(fd, "wb") as handle:
@@ -383,6 +383,26 @@ def write_atomic(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+TEMP_PREFIX, TEMP_SUFFIX = ".vault-tools-", ".tmp"  # the names write_atomic gives its temp files
+STALE_TEMP_SECONDS = 60
+
+
+def remove_stale_temps(paths: Iterable[Path], now: float) -> list[Path]:
+    """Remove our temp files (by name) older than a minute: a write killed before it replaced its
+    note leaves one behind. A younger one may belong to a write still going on. Returns those removed."""
+    removed = []
+    for path in paths:
+        if not (path.name.startswith(TEMP_PREFIX) and path.name.endswith(TEMP_SUFFIX)):
+            continue
+        try:
+            if now - path.lstat().st_mtime > STALE_TEMP_SECONDS:
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            pass  # gone already, or not ours to remove: the next write tries again
+    return removed
 
 
 def write_note(note: Note, text: str) -> bytes:

@@ -81,10 +81,25 @@ class Pages:
 _SPECIAL = re.compile(r"([\\`*_\[\]<>#|~=%^$])")
 
 
+# What one note may put on a page: longer text is cut, with a marker, so that one note cannot push
+# every other ruling out of the budget.
+MAX_SHOWN_CHARS = 300
+MAX_SHOWN_TOPICS = 10
+
+
 def escape(text: str) -> str:
     """Owner's text as literal Markdown on one line: no links, tags, HTML, comments, math or new
-    lines can come of it."""
-    return _SPECIAL.sub(r"\\\1", " ".join(text.split()))
+    lines can come of it. Over MAX_SHOWN_CHARS it is cut, and says so."""
+    flat = " ".join(text.split())
+    if len(flat) <= MAX_SHOWN_CHARS:
+        return _SPECIAL.sub(r"\\\1", flat)
+    return _SPECIAL.sub(r"\\\1", flat[:MAX_SHOWN_CHARS].rstrip()) + f" … (cut: {len(flat):,} characters in all)"
+
+
+def shown_list(items: Sequence[str]) -> str:
+    """Items as a comma-separated list, at most MAX_SHOWN_TOPICS of them, saying how many more there are."""
+    shown = ", ".join(items[:MAX_SHOWN_TOPICS])
+    return shown + (f" … and {len(items) - MAX_SHOWN_TOPICS:,} more" if len(items) > MAX_SHOWN_TOPICS else "")
 
 
 def link(decision: Decision) -> str:
@@ -105,7 +120,7 @@ def _plural(count: int, word: str) -> str:
 
 
 def _question_line(question: Decision, tz: dt.tzinfo) -> list[str]:
-    details = [", ".join(f"`{topic}`" for topic in question.topics)]
+    details = [shown_list([f"`{escape(topic)}`" for topic in question.topics])]
     if question.asked_at:
         details.append(f"asked {local_date(question.asked_at, tz).isoformat()}"
                        + (f" by {escape(question.asked_by)}" if question.asked_by else ""))
@@ -242,9 +257,10 @@ def taken_over_topics(rulings: Iterable[Decision], by_id: Mapping[str, Decision]
 def _ruling_line(ruling: Decision, tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
     line = f"- {link(ruling)} {_ruled_day(ruling, tz)} {escape(ruling.summary)}"
     if len(ruling.topics) > 1:
-        line += " (also: " + ", ".join(f"`{t}`" for t in ruling.topics[1:]) + ")"
+        line += " (also: " + shown_list([f"`{escape(t)}`" for t in ruling.topics[1:]]) + ")"
     if ruling.id in taken_over:
-        line += " · also settles " + ", ".join(f"`{topic}` (from {old})" for topic, old in taken_over[ruling.id])
+        line += " · also settles " + shown_list([f"`{escape(topic)}` (from {old})"
+                                                 for topic, old in taken_over[ruling.id]])
     for note in unsaid.get(ruling.id, ()):
         line += f" · **{note}**"
     if ruling.revisit_by:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -23,7 +24,7 @@ from . import notes
 from .dates import zone
 from .errors import ConfigError, NoteError
 from .ledger import Ledger
-from .model import Decision, LinkResolver, Problem, build_decision, is_decision_mapping, use_topic_aliases
+from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, is_decision_mapping, use_topic_aliases
 from .topic_aliases import load_aliases
 
 STATE_DIR = ".vault-tools"
@@ -124,11 +125,99 @@ def load_config(root: Path) -> Config:
             if not hasattr(value, "items") or not all(v in ("error", "warning", "off") for v in value.values()):
                 raise ConfigError("lint must map rule codes to error, warning or off", path=shown, line=line)
             values[key] = {str(k): str(v) for k, v in value.items()}
+            if values[key]:  # every command refuses a code that names no rule, not only `lint`
+                from .lint import RULES
+
+                unknown = sorted(code for code in values[key] if code not in RULES)
+                if unknown:
+                    raise ConfigError(f"lint: {unknown[0]!r} names no rule (known: {', '.join(RULES)})",
+                                      path=shown, line=line)
         else:
             values[key] = _typed(key, value, type(default), shown, line)
+    for key in FOLDER_KEYS:
+        if key in values:
+            values[key] = _folder(key, values[key], shown, data.lc.key(key)[0] + 1)
+    for key in NUMBER_LIMITS:
+        if key in values:
+            _at_least(key, values[key], shown, _line_of(data, key))
     config = Config(**values)
+    _check_overlap(config, shown, lambda key: _line_of(data, key))
     _zone(config.timezone)  # refuses an unknown zone now, naming the config file
     return config
+
+
+FOLDER_KEYS = ("decisions_folder", "pinned_folder", "templates_folder")
+# The least each number may be: a negative wait or a budget of nothing is a typo.
+NUMBER_LIMITS = {"settle_seconds": 0, "debounce_ms": 0, "stale_after_days": 0, "recent_days": 0,
+                 "reminder_days": 0, "budget_lines": 1, "budget_bytes": 1}
+
+
+def _line_of(data: Any, key: str) -> int | None:
+    if key in data:
+        return int(data.lc.key(key)[0]) + 1
+    if key.startswith("budget_") and "budget" in data:
+        return int(data.lc.key("budget")[0]) + 1
+    return None
+
+
+def _at_least(key: str, value: float, shown: str, line: int | None) -> None:
+    least = NUMBER_LIMITS[key]
+    if value < least:
+        name = key.replace("budget_", "budget.")
+        raise ConfigError(f"{name} must be at least {least}, not {value!r}", path=shown, line=line)
+
+
+def _folder(key: str, value: str, shown: str, line: int) -> str:
+    """A configured folder as a clean vault-relative path; refuses one that leaves the vault or hides notes."""
+    text = value.strip().replace("\\", "/")
+    if text.startswith("/") or re.match(r"^[A-Za-z]:", text):
+        raise ConfigError(f"{key} must be a folder inside the vault, relative to it, not {value!r}",
+                          path=shown, line=line)
+    parts = [part for part in text.split("/") if part not in ("", ".")]
+    if any(part == ".." for part in parts):
+        raise ConfigError(f"{key} must stay inside the vault; {value!r} leaves it", path=shown, line=line)
+    if any(part.startswith(".") for part in parts):
+        raise ConfigError(f"{key} {value!r} is a hidden folder, which vault-tools does not read", path=shown, line=line)
+    if not parts and key != "decisions_folder":
+        raise ConfigError(f"{key} must name a folder; the whole vault would be skipped", path=shown, line=line)
+    return "/".join(parts)
+
+
+def _inside(folder: str, other: str) -> bool:
+    """`folder` is `other` or lies inside it."""
+    return other == "" or folder == other or folder.startswith(other + "/")
+
+
+def _check_overlap(config: Config, shown: str, line_of: Callable[[str], int | None]) -> None:
+    """Folders that would hide rulings or mix generated pages with templates are refused."""
+    decisions = config.decisions_folder
+    for key in ("templates_folder", "pinned_folder"):
+        skipped = getattr(config, key)
+        if _inside(decisions, skipped):
+            raise ConfigError(f"{key} {skipped!r} holds decisions_folder {decisions!r}: every ruling would be "
+                              "skipped", path=shown, line=line_of(key) or line_of("decisions_folder"))
+    pinned, templates = config.pinned_folder, config.templates_folder
+    if _inside(pinned, templates) or _inside(templates, pinned):
+        raise ConfigError(f"pinned_folder {pinned!r} and templates_folder {templates!r} overlap",
+                          path=shown, line=line_of("pinned_folder") or line_of("templates_folder"))
+
+
+def check_folders_on_disk(root: Path, config: Config) -> None:
+    """A decisions folder reached through a symbolic link would be skipped by the walk (its rulings
+    hidden), and a pinned folder linked out of the vault would be written outside it: both refused."""
+    shown = f"{STATE_DIR}/{CONFIG_FILE}"
+    folder = root
+    for part in [p for p in config.decisions_folder.split("/") if p]:
+        folder = folder / part
+        if folder.is_symlink():
+            raise ConfigError(f"decisions_folder {config.decisions_folder!r}: {relative(root, folder)} is a symbolic "
+                              "link; vault-tools reads only real folders, so its rulings would be hidden", path=shown)
+    pinned = root / config.pinned_folder
+    if pinned.exists():
+        try:
+            pinned.resolve().relative_to(root.resolve())
+        except ValueError:
+            raise ConfigError(f"pinned_folder {config.pinned_folder!r} leads outside the vault", path=shown) from None
 
 
 def _typed(key: str, value: Any, kind: type, shown: str, line: int) -> Any:
@@ -169,10 +258,12 @@ def relative(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def iter_markdown(root: Path, config: Config) -> Iterator[tuple[str, os.DirEntry[str]]]:
+def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
+                  temps: list[str] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(vault-relative path, directory entry) of every note a decision could live in, in a stable order.
 
-    Works on strings rather than Path objects: on a vault of 50,000 notes the
+    Every other file met is added to `others` (what a link can name), and our own temp files
+    to `temps`. Works on strings rather than Path objects: on a vault of 50,000 notes the
     difference is a large part of the whole run.
     """
     skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
@@ -187,6 +278,8 @@ def iter_markdown(root: Path, config: Config) -> Iterator[tuple[str, os.DirEntry
         for entry in entries:
             name = entry.name
             if name.startswith(".") or name in SKIPPED_FOLDERS:
+                if temps is not None and name.startswith(notes.TEMP_PREFIX) and name.endswith(notes.TEMP_SUFFIX):
+                    temps.append(f"{prefix}/{name}" if prefix else name)
                 continue
             relative_name = f"{prefix}/{name}" if prefix else name
             if entry.is_dir(follow_symlinks=False):
@@ -194,7 +287,13 @@ def iter_markdown(root: Path, config: Config) -> Iterator[tuple[str, os.DirEntry
                     subfolders.append(relative_name)
             elif name.endswith(".md") and (entry.is_file() or entry.is_symlink()):
                 yield relative_name, entry
+            elif others is not None:
+                others.append(relative_name)
         stack.extend(reversed(subfolders))
+
+
+class UnreadableNote(NoteError):
+    """A file the walk met but could not open: whether it is a decision note is not known."""
 
 
 @dataclass
@@ -211,6 +310,8 @@ class VaultState:
     properties: dict[str, dict[str, Any]] = field(default_factory=dict)
     property_lines: dict[str, dict[str, int]] = field(default_factory=dict)
     body_lines: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)  # every file of the vault a link can name
+    temp_files: list[str] = field(default_factory=list)  # our writes' temp files (left by a kill when old)
     _by_id: dict[str, Decision] | None = field(default=None, repr=False, compare=False)
     _resolver: LinkResolver | None = field(default=None, repr=False, compare=False)
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # memos of other modules
@@ -228,6 +329,12 @@ class VaultState:
 
     def get(self, decision_id: str) -> Decision | None:
         return self.by_id().get(decision_id)
+
+    def note_index(self) -> NoteIndex:
+        found = self.derived.get("note_index")
+        if not isinstance(found, NoteIndex):
+            found = self.derived["note_index"] = NoteIndex(self.files)
+        return found
 
 
 CACHE_FILE = "cache/notes-v2.sqlite"  # a new name whenever what is cached changes
@@ -298,6 +405,7 @@ class Vault:
     def __init__(self, root: Path, config: Config | None = None) -> None:
         self.root = root
         self.config = config if config is not None else load_config(root)
+        check_folders_on_disk(root, self.config)
         self.state_dir = root / STATE_DIR
         self.ledger = Ledger(self.state_dir)
 
@@ -334,12 +442,14 @@ class Vault:
         cached = cache.load() if cache else {}
         fresh: dict[str, CacheRow] = {}
         seen: set[str] = set()
-        for rel, entry in iter_markdown(self.root, self.config):
+        others: list[str] = []
+        for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files):
             seen.add(rel)
+            state.files.append(rel)
             try:
                 stat = entry.stat()
             except OSError as error:
-                state.broken.append(NoteError(f"cannot be read: {error.strerror}", path=rel))
+                state.broken.append(UnreadableNote(f"cannot be read: {error.strerror}", path=rel))
                 continue
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
             row = cached.get(rel)
@@ -352,6 +462,7 @@ class Vault:
             self._add(state, rel, kind, payload)
         if cache:
             cache.save(fresh, seen)
+        state.files += others
         return state
 
     def read_payload(self, path: Path) -> tuple[str, dict[str, Any] | None]:
@@ -363,7 +474,7 @@ class Vault:
         except NoteError as error:
             return "broken", {"message": error.message, "line": error.line}
         except OSError as error:
-            return "broken", {"message": f"cannot be read: {error.strerror}", "line": None}
+            return "broken", {"message": f"cannot be read: {error.strerror}", "line": None, "unreadable": True}
         if note is None:
             return "other", None
         body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
@@ -374,7 +485,8 @@ class Vault:
         if kind == "other" or payload is None:
             return
         if kind == "broken":
-            state.broken.append(NoteError(payload["message"], path=rel, line=payload["line"]))
+            kind_of_error = UnreadableNote if payload.get("unreadable") else NoteError
+            state.broken.append(kind_of_error(payload["message"], path=rel, line=payload["line"]))
             return
         decision, problems = build_decision(payload["data"], path=rel, body=payload["body"], key_lines=payload["lines"])
         state.properties[rel] = payload["data"]

@@ -32,10 +32,11 @@ from . import notes
 from .commands.amend import apply_owner_step, owner_step
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
+from .commands.repair import pending_chain
 from .commands.revise import reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
-from .commands.supersede import pending_supersessions, supersede_now
+from .commands.supersede import supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, VaultToolsError
 from .ledger import STATUS_AFTER, History
@@ -78,6 +79,7 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     """
     result = Reconciled()
     with ws.vault.ledger.locked():
+        ws.remove_stale_temps(ws.state())
         for _ in range(MAX_RECONCILE_PASSES):
             if not _Pass(ws, result, quiet_before, settle_before).run():
                 break
@@ -254,32 +256,20 @@ class _Pass:
     def finish_supersessions(self) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
         ws, state = self.ws, self.state
-        duplicated = duplicate_ids(state.decisions)
-        for ruling in sorted(state.decisions, key=lambda d: d.order):
-            history = ws.history_of(state, ruling, self.known)
-            if ruling.status is not Status.RULED or history is None or history.seal is None:
+        for ruling, target in pending_chain(ws, state):
+            if target.path in self.result.busy:
                 continue
-            if ruling.id in duplicated or history.conflict is not None:
+            try:
+                supersede_now(ws, state, target, ruling)
+            except VaultToolsError as error:
+                self.invalid(target.id, target.path, error.message)
                 continue
-            if ws.seal_hash_of(state, ruling) != history.seal.hash:
+            except OSError as error:
+                self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
                 continue
-            for target in pending_supersessions(state, ruling):
-                if target.path in self.result.busy or target.id in duplicated:
-                    continue
-                target_history = ws.history_of(state, target, self.known)
-                if target_history is not None and target_history.conflict is not None:
-                    continue
-                try:
-                    supersede_now(ws, state, target, ruling)
-                except VaultToolsError as error:
-                    self.invalid(target.id, target.path, error.message)
-                    continue
-                except OSError as error:
-                    self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
-                    continue
-                self.result.touched.add(target.path)
-                self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
-                return True
+            self.result.touched.add(target.path)
+            self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
+            return True
         return False
 
 

@@ -26,7 +26,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
     due_day = parse_day_option("--due", due)
     actor = check_name(asked_by) or ws.config.default_asker
     with ws.vault.ledger.locked():
-        state = ws.state_for_write()
+        state = ws.state_for_write(asked)
         checked = tuple(dict.fromkeys(ws.find(state, found).id for found in not_the_same))
         for question in ws.decisions_in_effect(state):
             if question.status is Status.OPEN:

@@ -43,15 +43,23 @@ def page_path(ws: Workspace, name: str) -> Path:
 def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = None) -> list[PageProblem]:
     """The decision notes that cannot be read or used, as the pages and the agent's view list them; with
     the ledger's statuses (`recorded`), also the rulings not sealed yet that do not hold an answer."""
-    found = [PageProblem(e.path or "?", e.line, e.message) for e in state.broken]
+    found = [PageProblem(e.path or "?", e.line, e.message[:MAX_PROBLEM_CHARS]) for e in state.broken]
     for path, problems in state.problems.items():
-        found += [PageProblem(path, p.line, str(p)) for p in blocking_problems(problems)]
+        blocking = blocking_problems(problems)
+        found += [PageProblem(path, p.line, str(p)[:MAX_PROBLEM_CHARS]) for p in blocking[:MAX_PROBLEMS_PER_NOTE]]
+        if len(blocking) > MAX_PROBLEMS_PER_NOTE:
+            found.append(PageProblem(path, None, f"and {len(blocking) - MAX_PROBLEMS_PER_NOTE:,} more problems"))
     if recorded is not None:
         for decision in state.decisions:
             why = unanswered(decision) if recorded.get(decision.id) is None or recorded[decision.id] is Status.OPEN else None
             if why:
-                found.append(PageProblem(decision.path, decision.line_of("summary"), why))
+                found.append(PageProblem(decision.path, decision.line_of("summary"), why[:MAX_PROBLEM_CHARS]))
     return found
+
+
+# One note's problems take a few lines of the pages at most: `lint` lists them all.
+MAX_PROBLEMS_PER_NOTE = 3
+MAX_PROBLEM_CHARS = 300
 
 
 def _recorded(ws: Workspace) -> dict[str, Status]:

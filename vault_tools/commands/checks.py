@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..errors import UsageError
-from ..model import ID_PATTERN, MIN_TEXT, TOPIC_PATTERN
+from ..model import ID_PATTERN, MAX_SUMMARY, MAX_TEXT, MAX_TOPIC_CHARS, MAX_TOPICS, MIN_TEXT, TOPIC_PATTERN
 
 
 def check_id(value: str) -> str:
@@ -30,9 +30,13 @@ def check_topics(topics: Iterable[str]) -> tuple[str, ...]:
     found = tuple(dict.fromkeys(topic.strip() for topic in topics))  # in order, each once
     if not found:
         raise UsageError("give at least one --topic")
+    if len(found) > MAX_TOPICS:
+        raise UsageError(f"give at most {MAX_TOPICS} topics ({len(found)} given)")
     for topic in found:
         if not TOPIC_PATTERN.match(topic):
             raise UsageError(f"topic {topic!r} is not a kebab-case key (like article-footer)")
+        if len(topic) > MAX_TOPIC_CHARS:
+            raise UsageError(f"topic {topic[:20]!r}... is over {MAX_TOPIC_CHARS} characters")
     return found
 
 
@@ -46,4 +50,7 @@ def check_text(name: str, value: str | None, *, required: bool = False) -> str |
         raise UsageError(f"{name} must be one line")
     if len(value) < MIN_TEXT:
         raise UsageError(f"{name} must be at least {MIN_TEXT} characters ({len(value)} given): {value!r}")
+    most = MAX_SUMMARY if name == "summary" else MAX_TEXT
+    if len(value) > most:
+        raise UsageError(f"{name} must be at most {most:,} characters ({len(value):,} given)")
     return value

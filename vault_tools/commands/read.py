@@ -44,14 +44,16 @@ def show(ws: Workspace, decision_id: str) -> tuple[Decision, History, list[Probl
     return decision, ws.history_of(state, decision) or History(decision.id), state.problems.get(decision.path, [])
 
 
-def list_decisions(ws: Workspace, status: str | None = None, topic: str | None = None) -> list[Decision]:
+def list_decisions(ws: Workspace, status: str | None = None,
+                   topic: str | None = None) -> tuple[list[Decision], list[PageProblem]]:
+    """The decisions asked for, and the decision notes that could not be read (one may be among them)."""
     if status is not None and status not in {s.value for s in Status}:
         raise UsageError(f"unknown status {status!r} (expected one of: {', '.join(s.value for s in Status)})")
     state = ws.state()
     found = [d for d in ws.decisions_in_effect(state)
              if (status is None or d.status.value == status)
              and (topic is None or any(topics_match(topic, t) for t in d.topics))]
-    return sorted(found, key=lambda d: d.order)
+    return sorted(found, key=lambda d: d.order), page_problems(state)
 
 
 def lookup(ws: Workspace, topics: Iterable[str]) -> tuple[list[Lookup], list[PageProblem]]:

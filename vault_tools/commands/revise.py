@@ -11,6 +11,7 @@ from ..dates import utc_stamp
 from ..ledger import Event, History, latest_with_id, new_record, seal_hash, seal_text_without_bom
 from ..model import Decision, Status, build_decision, is_ledger_property
 from ..vault import VaultState
+from .sealed import seal_holds
 from .workspace import Workspace
 
 
@@ -42,7 +43,7 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
     event = Event(event="edit-rejected", id=sealed_id, at=utc_stamp(ws.now()),
                   actor=ws.config.default_ruler, path=decision.path,
                   hash=seal_hash(decision, state.resolver(), ws.tz), text=typed, record=history.record)
-    as_revision = not (ws.seal_hash_of(state, decision) == seal.hash and decision.id == sealed_id)
+    as_revision = not (seal_holds(ws, state, decision, seal) and decision.id == sealed_id)
     if as_revision:
         kept_in = _write_revision(ws, state, decision, history, note, event, now)
     else:
@@ -169,4 +170,8 @@ def _revision_text(ws: Workspace, typed: notes.Note, old: Decision, target: Deci
                      if str((typed.data or {}).get("status", "")).strip() == Status.RETRACTED.value else ""),
         "asked_at": now, "asked_by": ws.config.default_ruler,
         "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
+    typed_summary = (typed.data or {}).get("summary")
+    if typed_summary is None or str(typed_summary).strip() == old.summary:
+        # The summary was not what was edited: say what the note is, so lists do not show the line twice.
+        changes["summary"] = f"Revision of {old.id}: {old.summary}"
     return notes.with_fields(typed, changes)

@@ -9,13 +9,13 @@ from typing import Any
 from .. import notes
 from ..dates import parse_day_option, parse_option, to_vault_time
 from ..errors import Refused, UsageError
-from ..model import MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem, unanswered
+from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem, unanswered
 from ..scope import problem as scope_problem
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
 from .seal import seal_events
-from .supersede import apply_superseded, plan_superseded, supersede_targets
+from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
 from .workspace import Workspace, sections
 
 
@@ -41,8 +41,11 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
     changes: dict[str, Any] = {"status": Status.RULED.value, "summary": summary, "ruled_at": when,
                                "ruled_by": actor}
     for name, value in (("source", source), ("revisit_if", revisit_if), ("revisit_by", revisit_day)):
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            raise UsageError(f"--{name.replace('_', '-')} must be at most {MAX_TEXT:,} characters ({len(value):,} given)")
         if value:
             changes[name] = value
+    direct_topics = check_topics(topics) if decision_id is None else None
     changes.update({TERM_PREFIX + key: value for key, value in parse_terms("--term", terms).items()})
     globs = list(dict.fromkeys(pattern.strip() for pattern in scope))
     for pattern in globs:
@@ -52,7 +55,7 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
     if globs:
         changes["scope"] = globs
     with ws.vault.ledger.locked():
-        state = ws.state_for_write()
+        state = ws.state_for_write(direct_topics)
         if superseded_ids:
             changes["supersedes"] = [ws.link_to(state, value) for value in superseded_ids]
             changes["reason"] = reason
@@ -105,6 +108,7 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
     _refuse_unsaid_replacement(ws, state, decision)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
+    seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, state, target, decision, reason or "") for target in targets]
     if note is None:
         notes.create_note(path, text)

@@ -5,12 +5,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import notes
-from ..errors import NoteError, Refused
+from ..errors import InconsistentVault, NoteError, Refused
 from ..ledger import Event, History, new_record, seal_hash
 from ..model import FINAL_STATUSES, Decision, Status, duplicate_ids, unanswered
 from ..vault import VaultState
 from .checks import check_id
-from .supersede import apply_superseded, plan_superseded, supersede_targets
+from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
 from .workspace import Workspace
 
 
@@ -37,11 +37,19 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
                 continue  # a duplicated id is sealed once it is renumbered (lint names both notes)
             if history is not None and history.conflict is not None:
                 continue
+            if not wanted and history is not None and history.seal_lost:
+                continue  # reported by lint (VT027); sealing it again is refused when asked by id
             sealed.append(seal_one(ws, state, decision, history))
     return sealed
 
 
 def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None) -> Decision:
+    lost = history.seal_lost if history is not None else None
+    if lost is not None:
+        raise InconsistentVault(
+            f"{decision.id} was sealed on {lost.at[:10]}, but its `sealed` line is missing from the ledger; "
+            "restore the ledger from git or a backup (it is not sealed again from its text as it is now)",
+            path=ws.vault.ledger.display_path, line=lost.line)
     path = ws.vault.path_of(decision)
     note = ws.read(path)
     stamps: dict[str, Any] = {}
@@ -58,6 +66,7 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
     if targets and decision.reason is None:
         raise NoteError("supersedes a ruling but has no reason (at least 20 characters)", path=decision.path,
                         line=decision.line_of("supersedes"))
+    seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, state, target, decision, decision.reason or "") for target in targets]
     if stamps:
         notes.write_note(note, text)

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import notes
 from ..dates import machine_timezone, zone
-from ..errors import UsageError
+from ..errors import ConfigError, UsageError
 from ..vault import STATE_DIR, load_config
 from .workspace import git_dir
 
@@ -43,7 +43,7 @@ GITATTRIBUTES_LINE = f"{STATE_DIR}/ledger.jsonl merge=union"
 # Everything derived: the cache, locks, the watcher's pid and logs, a crash log, and the temp files of
 # writes in progress. Kept copies (`.vault-tools/kept/`) are the owner's text and stay tracked.
 GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/watch.pid", f"{STATE_DIR}/crash.log",
-                   f"{STATE_DIR}/watch.log*", ".vault-tools-*.tmp", "vault-tools-crash.log")
+                   f"{STATE_DIR}/watch.log*", f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}", "vault-tools-crash.log")
 PAGES_DRIVER = "vault-tools-pages"
 NOTES_DRIVER = "vault-tools-notes"
 GIT_TIMEOUT_SECONDS = 10
@@ -121,6 +121,20 @@ def _ensure_lines(path: Path, lines: Iterable[str]) -> bool:
     prefix = "" if not existing or existing.endswith("\n") else "\n"
     notes.write_atomic(path, (existing + prefix + "\n".join(missing) + "\n").encode("utf-8"))
     return True
+
+
+def make_vault_folder(given: Path) -> Path:
+    """The folder `init --vault` names, made when missing (its parent must exist: a typo in a
+    parent is refused rather than made into a tree of folders)."""
+    root = given.expanduser()
+    if root.exists() and not root.is_dir():
+        raise ConfigError("is not a folder", path=str(given))
+    if not root.exists():
+        if not root.parent.is_dir():
+            raise ConfigError(f"does not exist, nor does {root.parent}; create the folder above it first",
+                              path=str(given))
+        root.mkdir()
+    return root.resolve()
 
 
 def init_vault(root: Path, timezone: str | None = None) -> list[str]:

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, Refused
 from ..ledger import seal_hash
-from ..model import Decision, Status
+from ..model import Decision, Status, unresolved_link
 from ..vault import VaultState
 from .sealed import unreviewed_edit
 from .workspace import Workspace
@@ -29,21 +30,23 @@ def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, link
     by_id, resolve = state.by_id(), ws.resolver_with(state, decision)
     known = ws.histories()
     targets = []
+    # A ruling given on the command line is not written yet: errors name no file for it.
+    where: dict[str, Any] = {"path": decision.path, "line": decision.line_of("supersedes")} \
+        if (ws.vault.root / decision.path).exists() else {}
     for link in links:
         target_id = resolve(link)
         if target_id is None or target_id not in by_id:
-            raise Refused(f"supersedes {link!r}, but no decision note is called that", path=decision.path,
-                          line=decision.line_of("supersedes"))
+            raise Refused(unresolved_link(resolve, link), **where)
         target = by_id[target_id]
         if target_id == decision.id:
-            raise Refused("a ruling cannot supersede itself", path=decision.path)
+            raise Refused("a ruling cannot supersede itself", **where)
         ws.check_writable(state, target)
         history = ws.history_of(state, target, known)
         status = (history.status if history is not None else None) or target.status
         if target.status is not Status.RULED or status is not Status.RULED:
             successor = f" by {target.superseded_by}" if target.superseded_by else ""
             raise Refused(f"{target.id} is {status.value}{successor}; only a current ruling can be superseded",
-                          path=decision.path, line=decision.line_of("supersedes"))
+                          **where)
         edited = unreviewed_edit(ws, state, target, history)
         if edited:
             raise InconsistentVault(edited, path=target.path)
@@ -79,3 +82,14 @@ def pending_supersessions(state: VaultState, ruling: Decision) -> list[Decision]
     by_id, resolve = state.by_id(), state.resolver()
     found = (by_id.get(resolve(link) or "") for link in ruling.supersedes)
     return [t for t in found if t is not None and t.id != ruling.id and t.status is Status.RULED]
+
+
+def seal_targets_first(ws: Workspace, state: VaultState, targets: Iterable[Decision]) -> None:
+    """A ruling about to be superseded that is not sealed yet is sealed first, its own `supersedes`
+    applied: the chain is recorded in order, and what it replaced never becomes current again."""
+    from .seal import seal_one  # seal builds on this module
+
+    for target in targets:
+        history = ws.history_of(state, target)
+        if history is None or not history.sealed:
+            seal_one(ws, state, target, history)

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import secrets
 import socket
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,17 +32,21 @@ from ..model import (
     note_title,
     status_in_effect,
     supersedes_cycle,
+    topics_match,
 )
-from ..vault import Vault, VaultState
+from ..vault import UnreadableNote, Vault, VaultState
 from .checks import check_id
 
+# The statuses of a ruling that took effect: current, or superseded since.
+TOOK_EFFECT = frozenset({Status.RULED, Status.SUPERSEDED})
 # Missing on a hand-ruled note until sealing stamps them: not a reason to block other writes.
 STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
 
 def blocking_problems(problems: Iterable[Problem]) -> list[Problem]:
-    """The problems that make a note unusable: all but the stamps sealing will add."""
-    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.code == "VT002")]
+    """The problems that make a note unusable: all but the stamps sealing will add, and fields over
+    their limits (the note is still read; the pages cut what they show of it)."""
+    return [p for p in problems if not (p.field in STAMPED_FIELDS and p.code == "VT002") and p.code != "VT009"]
 
 
 class Workspace:
@@ -151,13 +157,19 @@ class Workspace:
             memo: list[Decision] = state.derived["in_effect"]
             return memo
         resolve = state.resolver()
-        replaced = {target for ruling in state.decisions if ruling.status is Status.RULED
+
+        def recorded(decision: Decision) -> Status | None:
+            summary = self.summary_of(state, decision)
+            return summary.status if summary is not None and summary.conflict is None else None
+
+        # A ruling that took effect, current or superseded since, keeps what it superseded superseded:
+        # superseding a ruling before its own `supersedes` were applied never brings back what it replaced.
+        replaced = {target for ruling in state.decisions
+                    if status_in_effect(ruling.status, recorded(ruling), False) in TOOK_EFFECT
                     for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
         in_effect = []
         for decision in state.decisions:
-            summary = self.summary_of(state, decision)
-            recorded = summary.status if summary is not None and summary.conflict is None else None
-            status = status_in_effect(decision.status, recorded, decision.id in replaced)
+            status = status_in_effect(decision.status, recorded(decision), decision.id in replaced)
             in_effect.append(decision if status is decision.status else replace(decision, status=status))
         state.derived["in_effect"] = in_effect
         return in_effect
@@ -182,17 +194,23 @@ class Workspace:
 
     # shared steps of every write
 
-    def state_for_write(self) -> VaultState:
-        """The vault as read now, refused when writing to it could make things worse."""
+    def state_for_write(self, topics: tuple[str, ...] | None = None) -> VaultState:
+        """The vault as read now, refused when writing to it could make things worse.
+
+        A decision note that cannot be read or used blocks the write when it could hide a ruling
+        on `topics` (every such note, when the write has no topics of its own): its topics cannot
+        be read, or one of them matches. A file that cannot be opened at all blocks only when it
+        could be a decision note by where it is or how it is named."""
         state = self.state()
-        if state.broken:
-            first = state.broken[0]
-            more = f" (and {len(state.broken) - 1} more)" if len(state.broken) > 1 else ""
+        broken = [e for e in state.broken if self._could_hide_a_ruling(state, e, topics)]
+        if broken:
+            first = broken[0]
+            more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
             raise InconsistentVault(f"{first.message}; fix this decision note before recording anything{more}",
                                     path=first.path, line=first.line)
         for path, problems in sorted(state.problems.items()):
             blocking = blocking_problems(problems)
-            if blocking:
+            if blocking and (topics is None or _could_be_on(state.properties.get(path, {}).get("topics"), topics)):
                 raise NoteError(f"{blocking[0]}; fix this decision note before recording anything",
                                 path=path, line=blocking[0].line)
         by_id, resolve = state.by_id(), state.resolver()
@@ -202,7 +220,28 @@ class Workspace:
                 raise InconsistentVault(f"supersedes links form a cycle: {' -> '.join(cycle)}", path=decision.path,
                                         line=decision.line_of("supersedes"))
         self.vault.ledger.read()  # a torn or changed ledger stops every write
+        self.remove_stale_temps(state)
         return state
+
+    def remove_stale_temps(self, state: VaultState) -> list[Path]:
+        """Temp files a killed write left in the vault's folders, the pinned folder or `.vault-tools/`."""
+        vault = self.vault
+        found = [vault.root / rel for rel in state.temp_files]
+        for folder in (vault.root / self.config.pinned_folder, vault.state_dir, vault.state_dir / "kept",
+                       vault.state_dir / "cache"):
+            if folder.is_dir():
+                found += folder.glob(f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}")
+        return notes.remove_stale_temps(found, time.time())
+
+    def _could_hide_a_ruling(self, state: VaultState, error: NoteError, topics: tuple[str, ...] | None) -> bool:
+        path = error.path or ""
+        if isinstance(error, UnreadableNote):
+            folder = self.config.decisions_folder
+            in_folder = not folder or path.startswith(folder + "/")
+            return in_folder or bool(ID_PATTERN.match(path.rsplit("/", 1)[-1].split(" ", 1)[0].removesuffix(".md")))
+        if topics is None or path not in state.properties:
+            return True  # no topics to compare, or properties that cannot be read: it could say anything
+        return _could_be_on(state.properties[path].get("topics"), topics)
 
     def check_writable(self, state: VaultState, *decisions: Decision) -> None:
         """Refuse a write that touches a duplicated id or a record in conflict; every other write goes on."""
@@ -263,7 +302,7 @@ class Workspace:
             raise NoteError(f"would not be a valid decision: {problem}", path=rel, line=problem.line)
         return decision
 
-    def resolver_with(self, state: VaultState, *extra: Decision) -> Callable[[str], str | None]:
+    def resolver_with(self, state: VaultState, *extra: Decision) -> LinkResolver:
         """The state's resolver, also knowing notes about to be written (their titles may be new)."""
         if all((known := state.get(e.id)) is not None and known.path == e.path for e in extra):
             return state.resolver()
@@ -278,7 +317,10 @@ class Workspace:
         return path
 
     def link_to(self, state: VaultState, decision_id: str) -> str:
-        return f"[[{self.find(state, decision_id).title}]]"
+        """A wikilink to a decision: by its file name, or by its id when the name holds a character
+        that ends or splits a link (`[ ] | # ^`); vault-tools resolves a link by a leading id too."""
+        title = self.find(state, decision_id).title
+        return f"[[{decision_id}]]" if any(c in title for c in "[]|#^") else f"[[{title}]]"
 
     def keep_copy(self, name: str, data: bytes) -> str:
         """Keep text about to be replaced under `.vault-tools/kept/`, never over an earlier copy."""
@@ -290,6 +332,18 @@ class Workspace:
             kept = kept.with_name(f"{name} {stamp} {counter}.md")
         notes.write_atomic(kept, data)
         return self.vault.relative(kept)
+
+
+def _could_be_on(value: Any, topics: tuple[str, ...]) -> bool:
+    """Whether a note's `topics`, as typed (perhaps wrongly), could be about one of `topics`."""
+    if value in (None, "", []):
+        return False  # a note on no topic settles none (a half-filled template)
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return True
+    typed = [re.sub(r"[^a-z0-9]+", "-", str(item).lower()).strip("-") for item in value]
+    return any(topics_match(mine, theirs) for mine in topics for theirs in typed if theirs)
 
 
 CLONE_FILE = "vault-tools-clone"

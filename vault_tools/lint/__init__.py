@@ -4,10 +4,11 @@
 pinned pages) and hands back `Facts`; every rule is a pure function of those
 facts, kept with its doc in the module of its family:
 
-    schema.py        VT001-VT008  each note readable, its properties well-formed
+    schema.py        VT001-VT009  each note readable, its properties well-formed and within limits
     supersession.py  VT010-VT016  supersedes / superseded_by form one chain; a new ruling says what it replaces
-    seals.py         VT020-VT029  seals hold, notes agree with the ledger, the ledger is append-only, clones'
-                              outcomes do not conflict; a ruling holds an answer before it is sealed
+    seals.py         VT020-VT029  seals hold, notes agree with the ledger, the ledger is append-only and
+                              keeps its seal lines, clones' outcomes do not conflict; a ruling holds an
+                              answer before it is sealed
     pinned.py        VT030-VT033  pinned pages current, the agent's view within budget, git set up
     scopes.py        VT050-VT051  a ruling's scope globs are valid and match files
     hygiene.py       VT040-VT043  warnings: stale questions, revisit dates, topic variants, no source
@@ -59,9 +60,6 @@ from .registry import (
 from .runner import LintResult, lint, report_paths, run_lint
 
 # RULES is kept in code order: the order rules run in, are listed and are documented.
-_by_code = sorted(RULES.items())
-RULES.clear()
-RULES.update(_by_code)
 
 __all__ = [
     "CODE_PATTERN", "CONFIG_PATH", "DOC_HEADINGS", "ERROR", "FORMATS", "IGNORE_PROPERTY", "LEDGER_PATH", "RULES",
@@ -70,3 +68,7 @@ __all__ = [
     "gather", "ignore_problems", "ignored_codes", "lint", "read_ledger", "report_json", "report_paths", "rule",
     "rules_table", "run_lint", "summary", "workspace_file",
 ]
+
+_by_code = sorted(RULES.items())
+RULES.clear()
+RULES.update(_by_code)

@@ -6,6 +6,7 @@ import time
 
 from ..commands.amend import apply_owner_steps
 from ..commands.build import build
+from ..commands.repair import finish_interrupted
 from ..commands.seal import seal
 from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
@@ -16,8 +17,9 @@ from .facts import read_ledger
 
 
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
-    """Record retractions and relations the owner typed into sealed rulings, seal rulings past their settle
-    window, then rebuild stale pages. Returns (done, not done)."""
+    """Record retractions and relations the owner typed into sealed rulings, finish operations a kill or a
+    full disk interrupted, seal rulings past their settle window, then rebuild stale pages. Returns (done,
+    not done)."""
     ws = Workspace(vault)
     state = vault.load()
     moment = time.time() if now is None else now
@@ -25,9 +27,13 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     known = histories(events)
     ties = tie_notes(state.decisions, known.values(), lambda d: ws.seal_hash_of(state, d))
     due = []
+    not_done: list[str] = []
     for decision in sorted(state.decisions, key=lambda d: d.order):
         history = ties.get(decision.path)
         if decision.status is not Status.RULED or (history is not None and history.sealed):
+            continue
+        if history is not None and history.seal_lost:
+            not_done.append(f"could not seal {decision.id}: its `sealed` line is missing from the ledger (VT027)")
             continue
         try:
             age = moment - vault.path_of(decision).stat().st_mtime
@@ -36,9 +42,17 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
         if age >= vault.config.settle_seconds:
             due.append(decision.id)
     try:
-        done, not_done = apply_owner_steps(ws)
+        done, unrecorded = apply_owner_steps(ws)
+        not_done += unrecorded
     except VaultToolsError as error:  # a damaged ledger: lint reports it; nothing can be recorded
-        done, not_done = [], [f"could not record steps taken in Obsidian: {error}"]
+        done = []
+        not_done.append(f"could not record steps taken in Obsidian: {error}")
+    try:
+        finished, unfinished = finish_interrupted(ws)
+        done += finished
+        not_done += unfinished
+    except VaultToolsError as error:
+        not_done.append(f"could not finish interrupted operations: {error}")
     if due:
         try:
             done += [f"sealed {d.id}" for d in seal(ws, due)]

@@ -211,3 +211,24 @@ def duplicate_id(facts: Facts) -> Iterator[Finding]:
             yield Finding(decision.path, first_line(decision, "id"),
                           f"id {decision_id} is also used by {others}; give one a new id: "
                           f"vault-tools renumber {decision_id} --path \"{newest.path}\"")
+
+
+@rule("VT009", "field-too-long", ERROR)
+def field_too_long(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a field over its limit: a `summary` over 300 characters; a `reason`, `reask_reason`,
+    `revisit_if`, `source`, `asked_by` or `ruled_by` over 2,000; more than 20 `topics`, a topic over 64
+    characters, or more than 20 `supersedes` links.
+
+    ## Why
+    An agent loads every current ruling within a budget. One note holding a book in its summary or
+    thousands of topics would push the others out; the pages cut what they show of such a note, and
+    this rule says which note to fix. The note is still read: `ask` and `lookup` still find it.
+
+    ## How to fix
+    Keep the summary to one sentence and put the rest in the body; split a note that covers many topics
+    into several rulings.
+    """
+    for path, problem in facts.problems("VT009"):
+        yield Finding(path, problem.line, _field_message(problem))

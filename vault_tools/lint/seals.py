@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import notes
+from ..commands.sealed import retargeted
 from ..commands.settle import describe_conflict, settle_hint
 from ..errors import NoteError
 from ..ledger import Event, normalise_body, seal_hash, seal_payload
@@ -35,9 +36,16 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
     for decision in facts.state.decisions:
         if decision.status is not Status.RULED or facts.sealed(decision):
             continue
+        history = facts.history_of(decision)
+        if history is not None and history.seal_lost:
+            continue  # VT027
         where = first_line(decision, "status")
         age = facts.now - facts.mtimes.get(decision.path, facts.now)
-        if age < settle:
+        if facts.ledger_damage:
+            yield Finding(decision.path, where, f"{decision.id} is ruled but the ledger shows no seal, and the ledger "
+                                                "is damaged (VT024): its seal may be on a damaged line; it cannot be "
+                                                "sealed until the ledger is restored")
+        elif age < settle:
             yield Finding(decision.path, where, f"{decision.id} is ruled but not sealed yet; it is sealed when "
                                                 f"the settle window ({settle:g} s) ends", WARNING)
         else:
@@ -69,9 +77,13 @@ def sealed_note_edited(facts: Facts) -> Iterator[Finding]:
             continue
         if history.conflict is not None:
             continue  # reported once as a conflict (VT026)
-        if seal_hash(decision, facts.resolve, facts.config.tz) == history.seal.hash:
+        moved = retargeted(facts.state, decision, history.seal) \
+            if seal_hash(decision, facts.resolve, facts.config.tz) == history.seal.hash else None
+        if moved == []:
             continue
-        changed = _changed_parts(decision, history.seal, facts)
+        changed = _changed_parts(decision, history.seal, facts) if moved is None else \
+            [(name, decision.line_of(name) if name != "body" else facts.body_lines.get(decision.path))
+             for name in moved]
         names = [name for name, _ in changed]
         differ = f"{', '.join(names)} differ" if len(names) > 1 else f"{names[0]} differs" if names else "it differs"
         line = next((line for _, line in changed if line), None)
@@ -300,3 +312,27 @@ def merge_conflict(facts: Facts) -> Iterator[Finding]:
             (e.line for e in history.events if e.line), None)
         yield Finding(path or LEDGER_PATH, line, f"{history.id} is in conflict: {describe_conflict(conflict)}; "
                                                  f"decide with `{settle_hint(conflict)}`")
+
+
+@rule("VT027", "seal-line-missing", ERROR)
+def seal_line_missing(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a ruling whose `ruled` event is in the ledger but whose `sealed` line is not. vault-tools
+    writes the two together, so the `sealed` line was removed (by hand, or by a bad merge). Works
+    without git.
+
+    ## Why
+    Without its seal line an in-place edit of the ruling would look like a ruling never sealed, and be
+    sealed as if new. `seal`, `lint --fix` and the watcher refuse to seal it again.
+
+    ## How to fix
+    Restore `.vault-tools/ledger.jsonl` from git (`git checkout -- .vault-tools/ledger.jsonl`) or a
+    backup. Then `vault-tools lint` shows whether the note was edited since it was sealed.
+    """
+    for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.record)):
+        lost = history.seal_lost
+        if lost is None:
+            continue
+        yield Finding(LEDGER_PATH, lost.line, f"{history.id} was ruled and sealed, but its `sealed` line is missing "
+                                              "from the ledger")

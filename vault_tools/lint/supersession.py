@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..model import FINAL_STATUSES, Decision, Status, supersedes_cycle, unresolved_overlaps
+from ..model import FINAL_STATUSES, Decision, Status, supersedes_cycle, unresolved_link, unresolved_overlaps
 from .facts import TOOK_EFFECT, Facts, first_line
 from .registry import ERROR, Finding, rule
 
@@ -12,7 +12,8 @@ from .registry import ERROR, Finding, rule
 def dangling_supersedes(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
-    Reports a `supersedes` link that leads to no decision note.
+    Reports a `supersedes` link that leads to no decision note, or that could name two notes whose names
+    differ only in case (`D-0001 Foo.md` and `d-0001 foo.md`) while spelling neither exactly.
 
     ## Why
     The ruling it names stays current: an agent keeps citing a ruling the owner meant to replace.
@@ -24,8 +25,7 @@ def dangling_supersedes(facts: Facts) -> Iterator[Finding]:
     for decision in facts.state.decisions:
         for link, target in facts.targets(decision):
             if target is None:
-                yield Finding(decision.path, first_line(decision, "supersedes"),
-                              f"supersedes {link!r}, but no decision note is called that")
+                yield Finding(decision.path, first_line(decision, "supersedes"), unresolved_link(facts.resolve, link))
 
 
 @rule("VT011", "supersedes-not-applied", ERROR)
