@@ -11,6 +11,7 @@ recognised by content hash and cause no work.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fnmatch
 import hashlib
@@ -32,6 +33,7 @@ from . import notes
 from .commands.amend import apply_owner_step, owner_step
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
+from .commands.ids import give_ids
 from .commands.repair import pending_chain
 from .commands.revise import reject_edit
 from .commands.seal import seal_one
@@ -66,6 +68,9 @@ class Reconciled:
     settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
     busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
     state: VaultState | None = None  # the vault as the last pass read it, which changed no note
+    # path -> the note's time as this reconcile left it, after giving it an id: the owner had already left it
+    # alone, so this write of ours does not make it "still being typed"
+    given_ids: dict[str, tuple[float, float]] = field(default_factory=dict)  # path -> (time after, time before)
 
 
 def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None) -> Reconciled:
@@ -111,6 +116,15 @@ class _Pass:
     def run(self) -> bool:
         """True when a note was changed (and another pass must look again)."""
         state, vault = self.state, self.ws.vault
+        if self.settle_before is not None:  # ids for notes made without one, once left alone to settle
+            given = give_ids(self.ws, quiet_before=self.settle_before)
+            for item in given:
+                self.result.touched.update({item.path, item.was})
+                with contextlib.suppress(OSError):
+                    self.result.given_ids[item.path] = ((vault.root / item.path).stat().st_mtime, item.saved_at)
+                self.act("id-given", item.id, item.path, f"made without an id (was {item.was})")
+            if given:
+                return True
         for error in state.broken:
             self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
         quiet: list[tuple[Decision, float]] = []
@@ -119,6 +133,9 @@ class _Pass:
                 mtime = vault.path_of(decision).stat().st_mtime
             except OSError:
                 continue
+            after, before = self.result.given_ids.get(decision.path, (None, None))
+            if after == mtime and before is not None:
+                mtime = before  # our own write of its id: the owner's last save is what counts
             if mtime > self.quiet_before:
                 self.result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
             else:

@@ -10,6 +10,7 @@ from ..ledger import Event, History, new_record, seal_hash
 from ..model import FINAL_STATUSES, Decision, Status, duplicate_ids, unanswered
 from ..vault import VaultState
 from .checks import check_id
+from .ids import give_ids
 from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
 from .workspace import Workspace
 
@@ -19,6 +20,7 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
     wanted = {check_id(value) for value in decision_ids}
     sealed = []
     with ws.vault.ledger.locked():
+        give_ids(ws)  # a ruling the owner made without an id gets one first
         state = ws.state_for_write()
         known = ws.histories()
         named = [ws.find(state, decision_id) for decision_id in sorted(wanted)]

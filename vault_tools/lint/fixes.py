@@ -6,6 +6,7 @@ import time
 
 from ..commands.amend import apply_owner_steps
 from ..commands.build import build
+from ..commands.ids import give_ids
 from ..commands.repair import finish_interrupted
 from ..commands.seal import seal
 from ..commands.workspace import Workspace
@@ -21,8 +22,13 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     full disk interrupted, seal rulings past their settle window, then rebuild stale pages. Returns (done,
     not done)."""
     ws = Workspace(vault)
-    state = vault.load()
     moment = time.time() if now is None else now
+    try:
+        with vault.ledger.locked():
+            given = give_ids(ws, quiet_before=moment - vault.config.settle_seconds)
+    except VaultToolsError:
+        given = []
+    state = vault.load()
     _, events, _ = read_ledger(vault.ledger.path)
     known = histories(events)
     ties = tie_notes(state.decisions, known.values(), lambda d: ws.seal_hash_of(state, d))
@@ -39,10 +45,12 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
             age = moment - vault.path_of(decision).stat().st_mtime
         except OSError:
             continue
-        if age >= vault.config.settle_seconds:
-            due.append(decision.id)
+        if age >= vault.config.settle_seconds or decision.path in {item.path for item in given}:
+            due.append(decision.id)  # (a note just given its id had been left alone already)
     try:
         done, unrecorded = apply_owner_steps(ws)
+        done = [f"gave {item.was} the id {item.id}" + (f" ({item.path})" if item.path != item.was else "")
+                for item in given] + done
         not_done += unrecorded
     except VaultToolsError as error:  # a damaged ledger: lint reports it; nothing can be recorded
         done = []

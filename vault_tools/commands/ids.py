@@ -1,0 +1,98 @@
+"""Ids for decision notes the owner made without one (from a template, or by hand).
+
+The owner never types an id: a decision note whose `id` is missing, empty or still the template's
+`D-` gets the next id under the same scheme as `ask` and `rule` (unique across clones), once it has
+been left alone for the quiet time asked for. A note still named as Obsidian names a new note
+(`Untitled`, `Untitled 2`) is renamed after its id and summary, unless another note links to that
+name: then the name stays, so no link breaks.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import notes
+from ..errors import NoteError
+from ..ledger import wikilinks
+from ..model import ID_PATTERN, link_target, note_title
+from ..vault import iter_markdown
+from .workspace import Workspace
+
+PLACEHOLDER_IDS = ("", "D-", "D-XXXX", "D-NNNN")
+_UNTITLED = re.compile(r"^Untitled( \d+)?$")
+
+
+@dataclass(frozen=True)
+class Given:
+    id: str
+    path: str  # vault-relative, after any rename
+    was: str  # the path before
+    saved_at: float  # when the owner last saved it (epoch seconds), before the id was written
+
+
+def lacks_id(properties: Any) -> bool:
+    """A decision note's properties with no id of its own yet (missing, empty or the template's placeholder)."""
+    if not hasattr(properties, "get"):
+        return False
+    value = properties.get("id")
+    if value is None:
+        return True
+    text = str(value).strip()
+    return text.upper() in PLACEHOLDER_IDS and not ID_PATTERN.match(text)
+
+
+def give_ids(ws: Workspace, *, quiet_before: float | None = None) -> list[Given]:
+    """Give every decision note that lacks an id one (those saved after `quiet_before`, epoch seconds, are
+    still being written and wait). Runs under the caller's ledger lock; writes notes only."""
+    given: list[Given] = []
+    state = ws.state()
+    for rel in sorted(state.properties):
+        if not lacks_id(state.properties[rel]):
+            continue
+        path = ws.vault.root / rel
+        try:
+            saved_at = path.stat().st_mtime
+            if quiet_before is not None and saved_at > quiet_before:
+                continue
+            note = ws.read(path)
+        except (OSError, NoteError):
+            continue
+        new_id = ws.next_id(state)
+        text = notes.with_fields(note, {"id": new_id})
+        target = _renamed(ws, path, new_id, note)
+        if target == path:
+            notes.write_note(note, text)
+        else:
+            notes.create_note(target, notes.file_text(note, text))
+            path.unlink()
+        given.append(Given(new_id, ws.vault.relative(target), rel, saved_at))
+        state = ws.state()  # the next id counts this one
+    return given
+
+
+def _renamed(ws: Workspace, path: Path, new_id: str, note: notes.Note) -> Path:
+    """Where the note goes: renamed after its id and summary when it still has Obsidian's new-note name and
+    nothing links to that name; else where it is."""
+    if not _UNTITLED.match(path.stem):
+        return path
+    summary = str((note.data or {}).get("summary") or "").strip()
+    target = path.with_name(f"{note_title(new_id, summary)}.md")
+    if target.exists() or _linked_to(ws, path.stem):
+        return path
+    return target
+
+
+def _linked_to(ws: Workspace, title: str) -> bool:
+    """Whether any note of the vault links to `title` ([[title]], [[Folder/title|alias]], [[title#heading]]),
+    counting only what Obsidian shows as a link (not inside code)."""
+    wanted = title.casefold()
+    for rel, _ in iter_markdown(ws.vault.root, ws.vault.config):
+        try:
+            text = (ws.vault.root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "[[" in text and any(link_target(match.group(0)).casefold() == wanted for match in wikilinks(text)):
+            return True
+    return False
