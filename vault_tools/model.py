@@ -689,6 +689,38 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
     return sorted(found, key=lambda o: (newest_first_key(o.newer, tz), newest_first_key(o.older, tz)), reverse=True)
 
 
+# -- a note the owner is still writing ---------------------------------------------------
+
+PLACEHOLDER_IDS = ("", "D-", "D-XXXX", "D-NNNN")  # what templates and hand-made notes leave in `id`
+
+
+def lacks_id(properties: Any) -> bool:
+    """A decision note's properties with no id of its own yet (missing, empty or a template's placeholder):
+    the owner made it in Obsidian and has not finished it, or it waits for its id to be given."""
+    if not hasattr(properties, "get"):
+        return False
+    value = properties.get("id")
+    if value is None:
+        return True
+    text = str(value).strip()
+    return text.upper() in PLACEHOLDER_IDS and not ID_PATTERN.match(text)
+
+
+def still_missing(problems: Iterable[Problem]) -> list[Problem]:
+    """What a note with no id yet still lacks before it can be given one: every problem but the id itself
+    and the stamps sealing adds."""
+    return [p for p in problems if p.field != "id" and not (p.code == "VT002" and p.field in ("ruled_at", "ruled_by"))
+            and p.code != "VT009"]
+
+
+def being_written(problems: Iterable[Problem]) -> str:
+    """How a note with no id yet is shown: what it still lacks, or that its id is on the way."""
+    missing = still_missing(problems)
+    if missing:
+        return "being written (no id yet), still needs: " + "; ".join(map(str, missing))
+    return "no id yet: it gets one once left alone (the watcher, `vault-tools lint --fix` or `seal` gives it)"
+
+
 # -- a ruling that does not answer yet -----------------------------------------------------
 
 def _words(text: str) -> str:

@@ -33,7 +33,7 @@ from . import notes
 from .commands.amend import apply_owner_step, owner_step
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
-from .commands.ids import give_ids
+from .commands.ids import awaiting_ids, give_ids
 from .commands.repair import pending_chain
 from .commands.revise import reject_edit
 from .commands.seal import seal_one
@@ -42,7 +42,7 @@ from .commands.supersede import supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, VaultToolsError
 from .ledger import STATUS_AFTER, History
-from .model import FINAL_STATUSES, Decision, Status, duplicate_ids
+from .model import FINAL_STATUSES, Decision, Status, being_written, duplicate_ids, lacks_id
 from .vault import STATE_DIR, VaultState
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
@@ -117,7 +117,7 @@ class _Pass:
         """True when a note was changed (and another pass must look again)."""
         state, vault = self.state, self.ws.vault
         if self.settle_before is not None:  # ids for notes made without one, once left alone to settle
-            given = give_ids(self.ws, quiet_before=self.settle_before)
+            given = give_ids(self.ws, quiet_before=self.settle_before, state=state)
             for item in given:
                 self.result.touched.update({item.path, item.was})
                 with contextlib.suppress(OSError):
@@ -125,7 +125,13 @@ class _Pass:
                 self.act("id-given", item.id, item.path, f"made without an id (was {item.was})")
             if given:
                 return True
+        for rel in awaiting_ids(state):  # still being typed: wake up when it may be given its id
+            with contextlib.suppress(OSError):
+                self.result.settle_deadlines[rel] = (vault.root / rel).stat().st_mtime + self.ws.config.settle_seconds
         for error in state.broken:
+            if lacks_id(state.properties.get(error.path or "")):
+                self.invalid(None, error.path, being_written(state.problems.get(error.path or "", [])))
+                continue
             self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
         quiet: list[tuple[Decision, float]] = []
         for decision in sorted(state.decisions, key=lambda d: d.order):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import notes
 from ..errors import UsageError, VaultToolsError
-from ..model import Status, unanswered
+from ..model import Status, being_written, lacks_id, unanswered
 from ..pages import (
     NOTICE,
     PAGE_NAMES,
@@ -43,8 +43,14 @@ def page_path(ws: Workspace, name: str) -> Path:
 def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = None) -> list[PageProblem]:
     """The decision notes that cannot be read or used, as the pages and the agent's view list them; with
     the ledger's statuses (`recorded`), also the rulings not sealed yet that do not hold an answer."""
-    found = [PageProblem(e.path or "?", e.line, e.message[:MAX_PROBLEM_CHARS]) for e in state.broken]
+    writing = {path for path, data in state.properties.items() if lacks_id(data)}
+    found = [PageProblem(e.path or "?", e.line, e.message[:MAX_PROBLEM_CHARS]) for e in state.broken
+             if e.path not in writing]
+    for path in sorted(writing):
+        found.append(PageProblem(path, None, being_written(state.problems.get(path, []))[:MAX_PROBLEM_CHARS]))
     for path, problems in state.problems.items():
+        if path in writing:
+            continue
         blocking = blocking_problems(problems)
         found += [PageProblem(path, p.line, str(p)[:MAX_PROBLEM_CHARS]) for p in blocking[:MAX_PROBLEMS_PER_NOTE]]
         if len(blocking) > MAX_PROBLEMS_PER_NOTE:

@@ -1,8 +1,9 @@
 """Ids for decision notes the owner made without one (from a template, or by hand).
 
 The owner never types an id: a decision note whose `id` is missing, empty or still the template's
-`D-` gets the next id under the same scheme as `ask` and `rule` (unique across clones), once it has
-been left alone for the quiet time asked for. A note still named as Obsidian names a new note
+`D-` gets the next id under the same scheme as `ask` and `rule` (unique across clones), once its
+topics and summary are filled in and it has been left alone for the quiet time asked for. Until then
+it is "being written": listed as such, blocking nothing on other topics. A note still named as Obsidian names a new note
 (`Untitled`, `Untitled 2`) is renamed after its id and summary, unless another note links to that
 name: then the name stays, so no link breaks.
 """
@@ -11,17 +12,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .. import notes
 from ..errors import NoteError
 from ..ledger import wikilinks
-from ..model import ID_PATTERN, link_target, note_title
-from ..vault import iter_markdown
+from ..model import lacks_id, link_target, note_title, still_missing
+from ..vault import VaultState, iter_markdown
 from .workspace import Workspace
 
-PLACEHOLDER_IDS = ("", "D-", "D-XXXX", "D-NNNN")
-_UNTITLED = re.compile(r"^Untitled( \d+)?$")
+_UNTITLED = re.compile(r"^Untitled( \d+)?$")  # the names Obsidian gives a new note
 
 
 @dataclass(frozen=True)
@@ -32,25 +31,18 @@ class Given:
     saved_at: float  # when the owner last saved it (epoch seconds), before the id was written
 
 
-def lacks_id(properties: Any) -> bool:
-    """A decision note's properties with no id of its own yet (missing, empty or the template's placeholder)."""
-    if not hasattr(properties, "get"):
-        return False
-    value = properties.get("id")
-    if value is None:
-        return True
-    text = str(value).strip()
-    return text.upper() in PLACEHOLDER_IDS and not ID_PATTERN.match(text)
+def awaiting_ids(state: VaultState) -> list[str]:
+    """The decision notes that lack only their id (topics and summary filled in), by vault-relative path."""
+    return [rel for rel in sorted(state.properties)
+            if lacks_id(state.properties[rel]) and not still_missing(state.problems.get(rel, []))]
 
 
-def give_ids(ws: Workspace, *, quiet_before: float | None = None) -> list[Given]:
-    """Give every decision note that lacks an id one (those saved after `quiet_before`, epoch seconds, are
-    still being written and wait). Runs under the caller's ledger lock; writes notes only."""
+def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultState | None = None) -> list[Given]:
+    """Give every decision note that lacks only its id one (those saved after `quiet_before`, epoch seconds,
+    are still being typed and wait). Runs under the caller's ledger lock; writes notes only."""
     given: list[Given] = []
-    state = ws.state()
-    for rel in sorted(state.properties):
-        if not lacks_id(state.properties[rel]):
-            continue
+    state = state or ws.state()
+    for rel in awaiting_ids(state):
         path = ws.vault.root / rel
         try:
             saved_at = path.stat().st_mtime

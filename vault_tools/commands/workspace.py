@@ -29,6 +29,7 @@ from ..model import (
     format_id,
     id_matches,
     id_number,
+    lacks_id,
     note_title,
     status_in_effect,
     supersedes_cycle,
@@ -210,6 +211,8 @@ class Workspace:
                                     path=first.path, line=first.line)
         for path, problems in sorted(state.problems.items()):
             blocking = blocking_problems(problems)
+            if lacks_id(state.properties.get(path)) and topics is None:
+                continue  # being written: it may say something on its own topics, nothing about another record
             if blocking and (topics is None or _could_be_on(state.properties.get(path, {}).get("topics"), topics)):
                 raise NoteError(f"{blocking[0]}; fix this decision note before recording anything",
                                 path=path, line=blocking[0].line)
@@ -239,6 +242,8 @@ class Workspace:
             folder = self.config.decisions_folder
             in_folder = not folder or path.startswith(folder + "/")
             return in_folder or bool(ID_PATTERN.match(path.rsplit("/", 1)[-1].split(" ", 1)[0].removesuffix(".md")))
+        if path in state.properties and lacks_id(state.properties[path]) and topics is None:
+            return False  # being written (no id yet): see `state_for_write`
         if topics is None or path not in state.properties:
             return True  # no topics to compare, or properties that cannot be read: it could say anything
         return _could_be_on(state.properties[path].get("topics"), topics)

@@ -18,7 +18,7 @@ from ..commands.setup import merge_drivers_missing
 from ..commands.workspace import Workspace
 from ..errors import InconsistentVault
 from ..ledger import Event, History, histories, scan_ledger, seal_hash, tie_notes
-from ..model import Decision, LinkResolver, Problem, Status
+from ..model import Decision, LinkResolver, Problem, Status, lacks_id
 from ..pages import OPEN_QUESTIONS, PAGE_NAMES
 from ..vault import Config, Vault, VaultState
 from .registry import LEDGER_PATH
@@ -117,8 +117,11 @@ class Facts:
         return any(e.event == "superseded" and e.successor == decision.id for e in history.events)
 
     def problems(self, *codes: str) -> Iterator[tuple[str, Problem]]:
-        """The problems found while reading notes that belong to these rules, with each note's path."""
+        """The problems found while reading notes that belong to these rules, with each note's path. A note
+        with no id yet is being written: VT045 alone speaks of it, once the owner has left it alone."""
         for path, problems in sorted(self.state.problems.items()):
+            if lacks_id(self.properties.get(path)):
+                continue
             for problem in problems:
                 if problem.code in codes:
                     yield path, problem
@@ -193,9 +196,9 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
         if facts.committed_ledger and not facts.committed_ledger[-1]:
             facts.committed_ledger.pop()
     facts.properties, facts.property_lines, facts.body_lines = state.properties, state.property_lines, state.body_lines
-    for decision in state.decisions:
+    for path in [decision.path for decision in state.decisions] + [p for p, d in state.properties.items() if lacks_id(d)]:
         try:
-            facts.mtimes[decision.path] = (vault.root / decision.path).stat().st_mtime
+            facts.mtimes[path] = (vault.root / path).stat().st_mtime
         except OSError:
             pass
     pages_exist = any(page_path(ws, name).exists() for name in PAGE_NAMES)

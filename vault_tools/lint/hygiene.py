@@ -1,12 +1,13 @@
-"""Hygiene rules (VT040-VT044), warnings by default: questions left open, rulings due for review,
-topic spellings that drift apart, rulings with no source, rulings on one matter under different topics.
+"""Hygiene rules (VT040-VT045), warnings by default: questions left open, rulings due for review,
+topic spellings that drift apart, rulings with no source, rulings on one matter under different topics,
+notes left half-written.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from ..dates import local_date
-from ..model import Decision, Status, TopicIndex, canonical_topic, topics_match
+from ..model import Decision, Status, TopicIndex, being_written, canonical_topic, lacks_id, topics_match
 from .facts import Facts, first_line
 from .registry import WARNING, Finding, rule
 
@@ -137,3 +138,31 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
                       f"{newer.id} and {older.id} look like one matter under different topics "
                       f"({', '.join(newer.topics)} / {', '.join(older.topics)}; score {score:.2f}): "
                       f"{older.summary}")
+
+
+@rule("VT045", "note-being-written", WARNING)
+def note_being_written(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a decision note with no id yet (made from a template or by hand) that has been left alone
+    for longer than `settle_seconds`: what it still lacks (topics, a summary of 20 characters or more),
+    or, when nothing is missing, that its id has not been given yet. While the owner is still typing
+    (saved within `settle_seconds`), nothing is reported; the other rules say nothing of such a note.
+
+    ## Why
+    The owner never types an id: the watcher, `lint --fix` and `seal` give one to a finished note. A
+    note left half-written is neither a question nor a ruling the agent can see; it blocks nothing on
+    other topics, but a decision the owner meant to make is waiting in it.
+
+    ## How to fix
+    Fill in `topics` and `summary` (and, for a ruling, the Ruling section). With the watcher running the
+    note then gets its id; without it, run `vault-tools lint --fix`.
+    """
+    for path, data in sorted(facts.properties.items()):
+        if not lacks_id(data):
+            continue
+        saved = facts.mtimes.get(path)
+        if saved is not None and facts.now - saved < facts.config.settle_seconds:
+            continue  # still being typed
+        yield Finding(path, facts.property_lines.get(path, {}).get("id", 1),
+                      being_written(facts.state.problems.get(path, [])))
