@@ -301,8 +301,9 @@ class Conflict:
 
     record: str
     id: str
-    kind: str  # ruled-and-withdrawn, ruled-twice (two answers), or closed-twice (superseded by two rulings,
-    # or superseded and retracted)
+    kind: str  # ruled-and-withdrawn, ruled-twice (two answers), closed-twice (superseded by two rulings, or
+    # superseded and retracted), or kept-and-superseded (one clone settled on an answer while another
+    # superseded the answer that settlement dropped)
     outcomes: tuple[str, ...]  # what each clone did: "ruled", "withdrawn", "retracted", "superseded by D-0007"
     successors: tuple[str, ...] = ()  # closed-twice: the rulings that each superseded it
     ruling: str | None = None  # ruled-and-withdrawn: the ruling's summary, as sealed
@@ -371,9 +372,16 @@ class History:
                 return Status(settled.outcome)
         for event in reversed(self.events):
             # Keeping a ruling over a withdrawal keeps what became of the ruling since (a retraction, say).
-            if event.event in STATUS_AFTER and not (settled is not None and event.event == "withdrawn"):
+            if event.event in STATUS_AFTER and not (settled is not None and event.event == "withdrawn") \
+                    and not self.closed_a_dropped_answer(event, settled):
                 return STATUS_AFTER[event.event]
         return None
+
+    @staticmethod
+    def closed_a_dropped_answer(event: Event, settled: Event | None) -> bool:
+        """A supersession or retraction of an answer that the standing settlement did not keep."""
+        return (settled is not None and settled.outcome == Status.RULED.value and event.event in CLOSING_EVENTS
+                and bool(event.hash) and bool(settled.hash) and event.hash != settled.hash)
 
     @property
     def seal(self) -> Event | None:
@@ -457,6 +465,15 @@ class History:
         if len(answers) > 1:
             return Conflict(self.record, self.id, "ruled-twice", tuple(f"ruling-{n}" for n in range(1, len(answers) + 1)),
                             rulings=tuple(_summary_of(e.text) or "?" for e in answers))
+        settled = self.settled
+        dropped = [e for e in self.since_settled if self.closed_a_dropped_answer(e, settled)]
+        if settled is not None and dropped:
+            outcome = dropped[-1]
+            successor = outcome.successor if outcome.event == "superseded" else None
+            return Conflict(self.record, self.id, "kept-and-superseded",
+                            ("ruled", f"superseded by {successor}" if successor else outcome.event),
+                            (successor,) if successor else (), ruling=_summary_of(settled.text),
+                            reason=outcome.reason)
         closings: dict[tuple[str, str | None], None] = {}
         for event in events:
             if event.event in CLOSING_EVENTS:

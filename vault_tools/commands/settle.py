@@ -1,5 +1,6 @@
 """`settle`: the owner decides a conflict that two clones recorded (ruled here, withdrawn there; a ruling
-superseded by two different rulings). Both outcomes were kept until now; this keeps one."""
+superseded by two different rulings; an answer kept here whose dropped rival was superseded there). Both
+outcomes were kept until now; this keeps one."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,12 +24,18 @@ def describe_conflict(conflict: Conflict) -> str:
     if conflict.kind == "ruled-twice":
         return "answered differently on two clones: " + "; ".join(
             f"{name}: {summary}" for name, summary in zip(conflict.outcomes, conflict.rulings, strict=False))
+    if conflict.kind == "kept-and-superseded":
+        ruling = f" (ruling: {conflict.ruling})" if conflict.ruling else ""
+        return (f"one answer kept on one clone{ruling}, while another clone, not knowing it, "
+                f"{conflict.outcomes[1]} the answer that was dropped")
     return " and ".join(conflict.outcomes) + ", on different clones"
 
 
 def keep_choices(conflict: Conflict) -> tuple[str, ...]:
     if conflict.kind == "ruled-and-withdrawn":
         return ("ruled", "withdrawn")
+    if conflict.kind == "kept-and-superseded":
+        return ("ruled", *(conflict.successors or ("retracted",)))
     if conflict.kind == "ruled-twice":
         return conflict.outcomes
     return conflict.successors
@@ -69,6 +76,8 @@ def settle(ws: Workspace, decision_id: str, keep: str, reason: str | None, actor
             return _settle_outcome(ws, state, decision, history, wanted, reason, who)
         if conflict.kind == "ruled-twice":
             return _settle_answer(ws, state, decision, history, int(wanted.rsplit("-", 1)[1]), reason, who)
+        if conflict.kind == "kept-and-superseded" and wanted in ("ruled", "retracted"):
+            return _settle_kept(ws, state, decision, history, wanted, reason, who)
         return _settle_successor(ws, state, decision, history, wanted, reason, who)
 
 
@@ -133,6 +142,47 @@ def _settle_answer(ws: Workspace, state: VaultState, decision: Decision, history
     return Settled(updated, f"ruling-{number}", kept_copy=kept)
 
 
+def _settle_kept(ws: Workspace, state: VaultState, decision: Decision, history: History, keep: str, reason: str,
+                 who: str) -> Settled:
+    """One clone settled on an answer while another superseded (or retracted) the answer that was dropped:
+    keep the settled answer (its successor there is retracted), or the retraction."""
+    settled = history.settled
+    if keep == "retracted":
+        chosen = next((e for e in reversed(history.events) if e.event == "retracted" and e.text), None)
+    else:
+        chosen = settled
+    if chosen is None or chosen.text is None:
+        raise Refused(f"{decision.id}: the ledger holds no text to keep", path=decision.path)
+    plans = []
+    for other_id in (history.conflict.successors if history.conflict and keep == "ruled" else ()):
+        other = state.by_id().get(other_id)
+        if other is None or ws.status_of(state, other) is not Status.RULED:
+            continue
+        ws.check_writable(state, other)
+        note = ws.read(ws.vault.path_of(other))
+        because = f"Settled a conflict: {decision.id} keeps the answer this ruling did not know of. {reason}"
+        plans.append((other, note, notes.with_fields(note, {"status": Status.RETRACTED.value, "reason": because}),
+                      because))
+    updated, written, kept = _write(ws, state, decision, chosen.text)
+    outcome = Status.RULED.value if keep == "ruled" else Status.RETRACTED.value
+    events = [_settled_event(ws, state, updated, history, who, outcome, written, reason)]
+    events += _retract_all(ws, state, plans, who)
+    ws.vault.ledger.append(events)
+    return Settled(updated, keep, [other.id for other, *_ in plans], kept)
+
+
+def _retract_all(ws: Workspace, state: VaultState, plans: list[tuple[Decision, notes.Note, str, str]],
+                 who: str) -> list[Event]:
+    """Write each retraction planned and return its ledger events."""
+    events = []
+    for other, note, text, because in plans:
+        retracted = ws.parse_new(ws.vault.path_of(other), text)
+        notes.write_note(note, text)
+        events.append(ws.event("retracted", retracted, who, record=ws.record_for(state, other), reason=because,
+                               text=notes.file_text(note, text), hash=seal_hash(retracted, state.resolver(), ws.tz)))
+    return events
+
+
 def _settle_successor(ws: Workspace, state: VaultState, decision: Decision, history: History, keep: str, reason: str,
                       who: str) -> Settled:
     """A ruling superseded by two rulings on two clones: one stays its successor, the others are retracted."""
@@ -154,10 +204,6 @@ def _settle_successor(ws: Workspace, state: VaultState, decision: Decision, hist
         plans.append((other, note, text, because))
     updated, written, kept = _write(ws, state, decision, chosen.text)
     events = [_settled_event(ws, state, updated, history, who, Status.SUPERSEDED.value, written, reason, keep)]
-    for other, note, text, because in plans:
-        retracted = ws.parse_new(ws.vault.path_of(other), text)
-        notes.write_note(note, text)
-        events.append(ws.event("retracted", retracted, who, record=ws.record_for(state, other), reason=because,
-                               text=notes.file_text(note, text), hash=seal_hash(retracted, state.resolver(), ws.tz)))
+    events += _retract_all(ws, state, plans, who)
     ws.vault.ledger.append(events)
     return Settled(updated, keep, [other.id for other, *_ in plans], kept)

@@ -109,11 +109,15 @@ class Facts:
 
     def settled_away(self, decision: Decision, target: Decision) -> bool:
         """`decision` was one of two rulings that superseded `target` on two clones, and the owner settled
-        on the other one (whatever became of `decision` since)."""
+        on the other one, or it superseded an answer the owner's settlement dropped (whatever became of
+        `decision` since)."""
         history = self.history_of(target)
         settled = history.settled if history is not None else None
-        if history is None or settled is None or settled.successor is None or settled.successor == decision.id:
+        if history is None or settled is None or settled.successor == decision.id:
             return False
+        if settled.successor is None:  # the owner kept an answer: this ruling replaced the one dropped
+            return any(e.event == "superseded" and e.successor == decision.id
+                       and history.closed_a_dropped_answer(e, settled) for e in history.events)
         return any(e.event == "superseded" and e.successor == decision.id for e in history.events)
 
     def problems(self, *codes: str) -> Iterator[tuple[str, Problem]]:

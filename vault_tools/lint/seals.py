@@ -288,8 +288,10 @@ def merge_conflict(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
     Reports a decision on which two clones of the vault recorded outcomes that cannot both stand, once
-    git merged their ledgers: a question ruled on one machine and withdrawn on another, or a ruling
-    superseded by two different rulings (or superseded on one and retracted on the other).
+    git merged their ledgers: a question ruled on one machine and withdrawn on another, answered
+    differently on two, a ruling superseded by two different rulings (or superseded on one and
+    retracted on the other), or an answer the owner kept in a settlement on one machine while
+    another, not knowing it, superseded the answer that settlement dropped.
 
     ## Why
     The tool does not pick a winner for the owner: both outcomes are kept (in the notes and in the
@@ -297,8 +299,10 @@ def merge_conflict(facts: Facts) -> Iterator[Finding]:
 
     ## How to fix
     Decide, then run `vault-tools settle ID --keep OUTCOME --reason ...`: `--keep ruled` or
-    `--keep withdrawn` for a question ruled and withdrawn; `--keep D-0007` (the ruling that stays its
-    successor; the other is retracted) or `--keep retracted` for a ruling closed twice.
+    `--keep withdrawn` for a question ruled and withdrawn; `--keep ruling-1` or `ruling-2` for two
+    answers; `--keep D-0007` (the ruling that stays its successor; the other is retracted) or
+    `--keep retracted` for a ruling closed twice; `--keep ruled` (the kept answer stands, the ruling
+    that replaced the dropped one is retracted) or `--keep D-0007` for an answer kept and superseded.
     """
     notes_of = {history.record: path for path, history in facts.ties.items()}
     by_path = {d.path: d for d in facts.state.decisions}
