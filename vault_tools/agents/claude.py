@@ -431,7 +431,7 @@ def respond(stdin_text: str, answering: Callable[[dict[str, Any]], dict[str, Any
         payload = None
         why = f"the hook's input is not JSON: {error}"
     if not isinstance(payload, dict):
-        output = _warning(why if payload is None else "the hook's input is not a JSON object")
+        output: dict[str, Any] | None = _warning(why if payload is None else "the hook's input is not a JSON object")
     else:
         output = answering(payload)
     return json.dumps(output, ensure_ascii=False) if output is not None else ""
