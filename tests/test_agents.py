@@ -329,7 +329,7 @@ def test_init_agent_refuses_a_settings_file_it_cannot_read_and_writes_nothing(va
 # -- the README's transcripts -----------------------------------------------------------------
 
 def test_the_readme_hook_transcripts_are_what_the_hooks_answer(tmp_path) -> None:
-    """Each `<!-- hook: claude EVENT -->` in the README is followed by the input and the exact output."""
+    """Each `<!-- hook: AGENT EVENT -->` in the README is followed by the input and the exact output."""
     import re
     import shutil
 
@@ -343,15 +343,15 @@ def test_the_readme_hook_transcripts_are_what_the_hooks_answer(tmp_path) -> None
     checked = 0
     for index, token in enumerate(fences[:-1]):
         marker = next(line for line in reversed(lines[:token.map[0]]) if line.strip())
-        found = re.fullmatch(r"<!-- hook: claude ([a-z-]+) -->", marker)
+        found = re.fullmatch(r"<!-- hook: (claude|codex|gemini) ([a-z-]+) -->", marker)
         if not found:
             continue
         given = json.loads(token.content)
         expected = json.loads(fences[index + 1].content)
-        done = vt("hook", "claude", found.group(1), cwd=copy, stdin=json.dumps(given))
+        done = vt("hook", found.group(1), found.group(2), cwd=copy, stdin=json.dumps(given))
         assert done.code == 0 and json.loads(done.out) == expected
         checked += 1
-    assert checked >= 2
+    assert checked >= 3
 
 
 def test_a_renamed_sealed_note_with_a_clone_tagged_id_is_still_denied(vault) -> None:
