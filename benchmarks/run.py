@@ -12,7 +12,8 @@ hook runs them), the median wall time and the peak memory (RSS) of:
   and warm after one changed note;
 - `vault-tools search`: cold (no index), warm, and warm after one changed note, against the
   start-up of `vault-tools version` measured in the same run;
-- each Claude Code hook (`vault-tools hook claude EVENT`, the event's JSON on stdin), 10,000 notes only;
+- each Claude Code hook (`vault-tools hook claude EVENT`, the event's JSON on stdin), and the Codex and
+  Gemini CLI calls that take another path (`hook codex`, `hook gemini`), 10,000 notes only;
 - the watcher: from a save of a decision note to the pinned page being rewritten,
   minus the configured debounce (median and p95 over `--saves` saves).
 
@@ -162,32 +163,46 @@ def watcher_latency(vault: Path, saves: int, debounce_ms: int = 200) -> tuple[li
     return latencies, peak_mb(usage)
 
 
-def hook_calls(vault: Path) -> list[tuple[str, str, dict]]:
-    """One Claude Code hook call of each kind, as Claude Code sends them."""
+def hook_calls(vault: Path) -> list[tuple[str, str, str, dict]]:
+    """One hook call of each kind, as each agent sends them: every Claude Code call, then the Gemini CLI
+    and Codex calls that take a path of their own (Gemini CLI shares Claude Code's snapshot, Codex has its
+    own session-start budget, so its calls come last)."""
     sealed = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: ruled" in p.read_text())
     ordinary = next(iter(sorted((vault / "Areas").rglob("*.md"))))
     question = {"questions": [{"question": "Should the weekly newsletter take a sponsor?", "header": "Sponsor",
                                "options": [{"label": "Yes", "description": ""}], "multiSelect": False}]}
+    patch = f"*** Begin Patch\n*** Update File: {sealed.relative_to(vault)}\n@@\n-a\n+b\n*** End Patch\n"
     return [
-        ("session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),
-        ("user-prompt-submit", "user-prompt-submit", {"prompt": "why is there still promotion in the footers? I said no"}),
-        ("pre-tool-use, Edit of an ordinary note", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(ordinary)}}),
-        ("pre-tool-use, Edit of a sealed note (denied)", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}}),
-        ("pre-tool-use, Bash", "pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": "grep -r footer . | head"}}),
-        ("pre-tool-use, AskUserQuestion", "pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": question}),
+        ("claude", "session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),
+        ("claude", "user-prompt-submit", "user-prompt-submit", {"prompt": "why is there still promotion in the footers? I said no"}),
+        ("claude", "pre-tool-use, Edit of an ordinary note", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(ordinary)}}),
+        ("claude", "pre-tool-use, Edit of a sealed note (denied)", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}}),
+        ("claude", "pre-tool-use, Bash", "pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": "grep -r footer . | head"}}),
+        ("claude", "pre-tool-use, AskUserQuestion", "pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": question}),
+        ("gemini", "before-tool, ask_user", "before-tool", {"tool_name": "ask_user", "tool_input": question}),
+        ("gemini", "before-tool, replace of a sealed note (denied)", "before-tool", {"tool_name": "replace", "tool_input": {"file_path": str(sealed)}}),
+        ("codex", "session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),
+        ("codex", "pre-tool-use, apply_patch of a sealed note (denied)", "pre-tool-use", {"tool_name": "apply_patch", "tool_input": {"command": patch}}),
     ]
 
 
 def measure_hooks(vault: Path, repeat: int) -> dict[str, Measure]:
-    """Each hook as Claude Code runs it: a process, the event's JSON on stdin. The first call after a change
-    reads the vault and keeps a snapshot; the figures are for the calls after it (the vault unchanged)."""
-    args = [*VAULT_TOOLS, "hook", "claude"]
-    first = json.dumps({"cwd": str(vault)}).encode()
-    subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
-    time.sleep(2.1)
-    subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
-    return {f"hook {name}": measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode())
-            for name, event, payload in hook_calls(vault)}
+    """Each hook as its agent runs it: a process, the event's JSON on stdin. The first call after a change
+    (or with another session-start budget) reads the vault and keeps a snapshot; the figures are for the
+    calls after it (the vault unchanged)."""
+    results: dict[str, Measure] = {}
+    warmed = None
+    for agent, name, event, payload in hook_calls(vault):
+        args = [*VAULT_TOOLS, "hook", agent]
+        if warmed != (agent == "codex"):  # build the snapshot this agent's calls read
+            first = json.dumps({"cwd": str(vault)}).encode()
+            subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
+            time.sleep(2.1)
+            subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
+            warmed = agent == "codex"
+        label = f"hook {name}" if agent == "claude" else f"hook {agent} {name}"
+        results[label] = measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode())
+    return results
 
 
 def percentile(values: list[float], fraction: float) -> float:

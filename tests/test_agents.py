@@ -223,6 +223,11 @@ def test_gate_refuses_a_ruling_not_sealed_yet(vault) -> None:
 USER_SETTINGS = {"permissions": {"allow": ["Bash(npm test)"]},
                  "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-guard"}]}],
                            "Stop": [{"hooks": [{"type": "command", "command": "notify-me"}]}]}}
+CODEX_HOOKS = {"hooks": {"PreToolUse": [{"matcher": "^Bash$", "hooks": [
+    {"type": "command", "command": "python3 ~/.codex/guard.py", "statusMessage": "checking"}]}]}}
+GEMINI_SETTINGS = {"theme": "Dracula", "hooksConfig": {"notifications": False},
+                   "hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [
+                       {"name": "audit", "type": "command", "command": "audit-shell", "timeout": 5000}]}]}}
 
 
 def project_with_own_files(root: Path) -> dict[str, bytes]:
@@ -231,7 +236,8 @@ def project_with_own_files(root: Path) -> dict[str, bytes]:
     write(root / ".claude" / "settings.json", json.dumps(USER_SETTINGS, indent=2) + "\n")
     write(root / ".mcp.json", json.dumps({"mcpServers": {"github": {"command": "gh-mcp"}}}, indent=2) + "\n")
     write(root / ".codex" / "config.toml", 'model = "o4"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n')
-    write(root / ".gemini" / "settings.json", json.dumps({"theme": "Dracula"}, indent=2) + "\n")
+    write(root / ".codex" / "hooks.json", json.dumps(CODEX_HOOKS, indent=2) + "\n")
+    write(root / ".gemini" / "settings.json", json.dumps(GEMINI_SETTINGS, indent=2) + "\n")
     return snapshot(root)
 
 
@@ -262,10 +268,24 @@ def test_init_agent_adds_its_parts_once_and_remove_takes_exactly_them_out(vault,
         config = tomllib.loads((vault / ".codex" / "config.toml").read_text())
         assert config["model"] == "o4" and config["mcp_servers"]["docs"] == {"command": "docs-mcp"}
         assert config["mcp_servers"]["vault-tools"] == {"command": "vault-tools", "args": ["mcp"]}
+        hooks = json.loads((vault / ".codex" / "hooks.json").read_text())["hooks"]
+        assert hooks["PreToolUse"][0] == CODEX_HOOKS["hooks"]["PreToolUse"][0]
+        assert hooks["PreToolUse"][1] == {"matcher": "Bash|apply_patch", "hooks": [
+            {"type": "command", "command": "vault-tools hook codex pre-tool-use", "timeout": 10}]}
+        assert [h["command"] for g in hooks["SessionStart"] + hooks["UserPromptSubmit"] for h in g["hooks"]] == \
+            ["vault-tools hook codex session-start", "vault-tools hook codex user-prompt-submit"]
     elif agent == "gemini":
         assert "vault-tools context" in (vault / "GEMINI.md").read_text()
         data = json.loads((vault / ".gemini" / "settings.json").read_text())
-        assert data == {"theme": "Dracula", "mcpServers": {"vault-tools": {"command": "vault-tools", "args": ["mcp"]}}}
+        assert {key: data[key] for key in ("theme", "hooksConfig")} == \
+            {"theme": "Dracula", "hooksConfig": {"notifications": False}}
+        assert data["mcpServers"] == {"vault-tools": {"command": "vault-tools", "args": ["mcp"]}}
+        assert data["hooks"]["BeforeTool"] == [GEMINI_SETTINGS["hooks"]["BeforeTool"][0], {
+            "matcher": "^(write_file|replace|run_shell_command|ask_user)$", "hooks": [
+                {"name": "vault-tools before-tool", "type": "command", "command": "vault-tools hook gemini before-tool",
+                 "timeout": 10000}]}]
+        assert [h["command"] for g in data["hooks"]["SessionStart"] + data["hooks"]["BeforeAgent"] for h in g["hooks"]] \
+            == ["vault-tools hook gemini session-start", "vault-tools hook gemini before-agent"]
     else:
         rules = (vault / ".cursor" / "rules" / "vault-tools.mdc").read_text()
         assert rules.startswith("---\ndescription: ") and "alwaysApply: true" in rules
@@ -293,18 +313,23 @@ def test_init_agent_for_a_vault_inside_the_project_passes_it_to_every_command(tm
     assert (project / "notes" / ".vault-tools" / "config.yaml").exists()
 
 
-def test_init_agent_refuses_a_settings_file_it_cannot_read_and_writes_nothing(vault) -> None:
-    write(vault / ".claude" / "settings.json", "{ not json")
+@pytest.mark.parametrize("agent, rel, text, says", [
+    ("claude", ".claude/settings.json", "{ not json", "not valid JSON"),
+    ("codex", ".codex/hooks.json", '{"hooks": {"PreToolUse": [}}', "not valid JSON"),
+    ("gemini", ".gemini/settings.json", '{\n  // my theme\n  "theme": "Dracula"\n}\n', "comments"),
+    ("gemini", ".gemini/settings.json", '{"hooks": ["not", "an", "object"]}', "hooks is not an object")])
+def test_init_agent_refuses_a_settings_file_it_cannot_read_and_writes_nothing(vault, agent, rel, text, says) -> None:
+    write(vault / rel, text)
     before = snapshot(vault)
-    done = vt("init", "--agent", "claude", cwd=vault)
-    assert done.code == 2 and ".claude/settings.json" in done.err
+    done = vt("init", "--agent", agent, cwd=vault)
+    assert done.code == 2 and rel in done.err and says in done.err and "nothing was written" in done.err
     assert snapshot(vault) == before
 
 
 # -- the README's transcripts -----------------------------------------------------------------
 
 def test_the_readme_hook_transcripts_are_what_the_hooks_answer(tmp_path) -> None:
-    """Each `<!-- hook: claude EVENT -->` in the README is followed by the input and the exact output."""
+    """Each `<!-- hook: AGENT EVENT -->` in the README is followed by the input and the exact output."""
     import re
     import shutil
 
@@ -318,15 +343,15 @@ def test_the_readme_hook_transcripts_are_what_the_hooks_answer(tmp_path) -> None
     checked = 0
     for index, token in enumerate(fences[:-1]):
         marker = next(line for line in reversed(lines[:token.map[0]]) if line.strip())
-        found = re.fullmatch(r"<!-- hook: claude ([a-z-]+) -->", marker)
+        found = re.fullmatch(r"<!-- hook: (claude|codex|gemini) ([a-z-]+) -->", marker)
         if not found:
             continue
         given = json.loads(token.content)
         expected = json.loads(fences[index + 1].content)
-        done = vt("hook", "claude", found.group(1), cwd=copy, stdin=json.dumps(given))
+        done = vt("hook", found.group(1), found.group(2), cwd=copy, stdin=json.dumps(given))
         assert done.code == 0 and json.loads(done.out) == expected
         checked += 1
-    assert checked >= 2
+    assert checked >= 3
 
 
 def test_a_renamed_sealed_note_with_a_clone_tagged_id_is_still_denied(vault) -> None:

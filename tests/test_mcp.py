@@ -54,11 +54,14 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
     lookup_cli = json.loads(capsys.readouterr().out)
     assert run(["show", "D-0001", "--json", "--vault", str(vault)]) == 0
     show_cli = json.loads(capsys.readouterr().out)
+    assert run(["search", "newsletter", "signups", "--json", "--vault", str(vault)]) == 0
+    search_cli = json.loads(capsys.readouterr().out)
 
-    tools, lookup, show, refused, asked, ruled, gate, context, resources, note = session_calls(vault, [
+    tools, lookup, show, found, refused, asked, ruled, gate, context, resources, note = session_calls(vault, [
         ("tools", None),
         ("lookup", {"topics": ["article-footer"]}),
         ("show", {"id": "D-0001"}),
+        ("search", {"query": "newsletter signups"}),
         ("ask", {"question": "What should article footers contain?", "topics": ["article-footers"]}),
         ("ask", {"question": "Should the podcast get its own newsletter?", "topics": ["podcast-newsletter"]}),
         ("rule", {"summary": "Article footers carry no promotion at all.", "topics": ["article-footer"],
@@ -68,9 +71,11 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
         ("resources", None),
         ("read", "decision://D-0003"),
     ])
-    assert set(tools) >= {"context", "lookup", "ask", "rule", "show", "gate"}
+    assert set(tools) >= {"context", "lookup", "search", "ask", "rule", "show", "gate"}
     assert lookup[0] is False and [json.loads(lookup[1])] == lookup_cli  # a list comes as one content item each
     assert show[0] is False and json.loads(show[1]) == show_cli
+    assert search_cli[0]["id"] == "D-0001"  # "signups" found "signup": word endings do not matter
+    assert found[0] is False and [json.loads(found[1])] == search_cli
     assert refused[0] is True and "settled" in refused[1] and "D-0001" in refused[1]
     assert asked[0] is False and json.loads(asked[1])["id"] == "D-0002"
     assert ruled[0] is False and json.loads(ruled[1])["id"] == "D-0003"

@@ -637,18 +637,19 @@ def gate_json(result: Any) -> dict[str, Any]:
 
 
 @app.command()
-def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: claude.")],
-         event: Annotated[str, typer.Argument(metavar="EVENT", help="session-start, pre-tool-use or user-prompt-submit.")],
+def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: claude, codex or gemini.")],
+         event: Annotated[str, typer.Argument(metavar="EVENT", help="claude and codex: session-start, pre-tool-use or "
+                                              "user-prompt-submit; gemini: session-start, before-agent or before-tool.")],
          vault: VaultOption = None) -> None:
     """An agent hook: the event's JSON on stdin, the answer's JSON on stdout (nothing when the call may pass)."""
-    from .agents.claude import EVENTS
-    from .agents.claude import run as run_hook
-    if agent != "claude":
-        raise _usage(f"unknown agent {agent!r}: hooks exist for claude (codex, gemini and cursor are set up by "
-                     "`init --agent` through their instructions file and MCP)")
-    if event not in EVENTS:
-        raise _usage(f"unknown event {event!r} (expected one of: {', '.join(EVENTS)})")
-    text = run_hook(event, sys.stdin.read(), vault)
+    from .agents import HOOK_AGENTS, hook_module
+    if agent not in HOOK_AGENTS:
+        raise _usage(f"unknown agent {agent!r}: hooks exist for {', '.join(HOOK_AGENTS)} (cursor is set up by "
+                     "`init --agent` through its rules file and MCP)")
+    module = hook_module(agent)
+    if event not in module.EVENTS:
+        raise _usage(f"unknown event {event!r} for {agent} (expected one of: {', '.join(module.EVENTS)})")
+    text = module.run(event, sys.stdin.read(), vault)
     if text:
         _out(text)
 

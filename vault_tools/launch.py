@@ -1,8 +1,8 @@
 """The `vault-tools` console script's front door: agent hooks skip the command line's imports.
 
-Claude Code waits on every hook call, and importing the full command line (typer, rich) costs more
-than a hook may take, so `vault-tools hook claude EVENT [--vault PATH]` is answered from here, printing
-only the hook's JSON. Anything else, including any other spelling of `hook`, goes to `cli.main`.
+An agent waits on every hook call, and importing the full command line (typer, rich) costs more than a
+hook may take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, printing only the
+hook's JSON. Anything else, including any other spelling of `hook`, goes to `cli.main`.
 """
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import sys
 from pathlib import Path
 
 
-def _hook_arguments(args: list[str]) -> tuple[str, Path | None] | None:
-    if len(args) not in (3, 5) or args[:2] != ["hook", "claude"]:
+def _hook_arguments(args: list[str]) -> tuple[str, str, Path | None] | None:
+    from .agents import HOOK_AGENTS, hook_module
+    if len(args) not in (3, 5) or args[0] != "hook" or args[1] not in HOOK_AGENTS:
         return None
-    from .agents.claude import EVENTS
-    if args[2] not in EVENTS:
+    if args[2] not in hook_module(args[1]).EVENTS:
         return None
     if len(args) == 3:
-        return args[2], None
+        return args[1], args[2], None
     if args[3] != "--vault":
         return None
-    return args[2], Path(args[4])
+    return args[1], args[2], Path(args[4])
 
 
 def main() -> None:
@@ -29,8 +29,9 @@ def main() -> None:
         from .cli import main as cli_main
         cli_main()
         return
-    from .agents.claude import run
-    text = run(found[0], sys.stdin.read(), found[1])
+    from .agents import hook_module
+    agent, event, vault = found
+    text = hook_module(agent).run(event, sys.stdin.read(), vault)
     if text:
         sys.stdout.write(text + "\n")
     sys.exit(0)

@@ -10,7 +10,8 @@
 A hook that cannot read the vault lets the call through with a one-line warning (an agent must not be
 stuck on a broken note), except that a write to a sealed note is always denied. Formats: Claude Code's
 hooks reference (see docs/agents.md); output over 10,000 characters is cut by Claude Code, so nothing
-printed here exceeds `MAX_OUTPUT`.
+printed here exceeds `CLAUDE_BOUNDS`. Codex and Gemini CLI answer through this module too (codex.py,
+gemini.py), each with its own `Bounds`.
 """
 from __future__ import annotations
 
@@ -18,15 +19,26 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from ..commands.workspace import Workspace
     from ..vault import VaultState
 
 MAX_OUTPUT = 9500  # characters of JSON on stdout; Claude Code cuts hook output past 10,000
+
+
+class Bounds(NamedTuple):  # not a dataclass: importing dataclasses costs a hook more than its own work
+    """How much of a hook's answer an agent keeps whole."""
+
+    session_budget: str  # the `context --budget` the session-start context is made within
+    max_json_chars: int | None  # the whole JSON printed
+    max_context_bytes: int | None = None  # each additionalContext, in UTF-8 bytes
+
+
+CLAUDE_BOUNDS = Bounds("claude-hook", MAX_OUTPUT)
 EVENTS = {"session-start": "SessionStart", "pre-tool-use": "PreToolUse", "user-prompt-submit": "UserPromptSubmit"}
 WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 QUESTION_TOOL = "AskUserQuestion"
@@ -61,30 +73,30 @@ def cut_text(text: str, max_chars: int) -> str:
     return "".join(kept)
 
 
-def session_context(ws: Workspace, max_chars: int, state: VaultState | None = None) -> str:
-    """What an agent loads at session start, within `max_chars`."""
+def session_context(ws: Workspace, budget: str, state: VaultState | None = None) -> str:
+    """What an agent loads at session start, within `budget` (a `context --budget` value)."""
     from ..commands.build import context
-    return cut_text(context(ws, str(max_chars), ws.today(), state).text, max_chars)
+    return context(ws, budget, ws.today(), state).text
 
 
 # -- the hook -------------------------------------------------------------------------------
 
-def answer(event: str, payload: dict[str, Any], vault: Path | None = None) -> dict[str, Any] | None:
+def answer(event: str, payload: dict[str, Any], vault: Path | None = None,
+           bounds: Bounds = CLAUDE_BOUNDS) -> dict[str, Any] | None:
     """The JSON to print for one hook call, or None to pass silently."""
-    hook_event = EVENTS[event]
     cwd = Path(str(payload.get("cwd") or os.getcwd()))
     try:
         root = _find_root(vault, cwd)
     except VaultUnreadable as trouble:
-        return _warning(hook_event, str(trouble)) if event != "pre-tool-use" else None
+        return _warning(str(trouble)) if event != "pre-tool-use" else None
     try:
         if event == "session-start":
-            return _session_start(root)
+            return _session_start(root, bounds)
         if event == "user-prompt-submit":
-            return _user_prompt(root, str(payload.get("prompt") or ""))
-        return _pre_tool_use(root, cwd, str(payload.get("tool_name") or ""), payload.get("tool_input") or {})
+            return _user_prompt(root, str(payload.get("prompt") or ""), bounds)
+        return _pre_tool_use(root, cwd, str(payload.get("tool_name") or ""), payload.get("tool_input") or {}, bounds)
     except Exception as trouble:  # fail open: a broken note must not stop the agent
-        return _warning(hook_event, f"{type(trouble).__name__}: {trouble}")
+        return _warning(f"{type(trouble).__name__}: {trouble}")
 
 
 def _find_root(vault: Path | None, cwd: Path) -> Path:
@@ -105,7 +117,7 @@ def _find_root(vault: Path | None, cwd: Path) -> Path:
     raise VaultUnreadable(f"no vault found at {here} or above (no .vault-tools/ or .obsidian/ folder)")
 
 
-def _warning(hook_event: str, why: str) -> dict[str, Any]:
+def _warning(why: str) -> dict[str, Any]:
     line = f"vault-tools: the decision record could not be read ({why.splitlines()[0][:300]}); this hook let the call through"
     return {"systemMessage": line}
 
@@ -114,26 +126,31 @@ def _context(hook_event: str, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}}
 
 
-def fitted(hook_event: str, text: str) -> dict[str, Any]:
-    """`text` as additionalContext, cut so the JSON printed stays within `MAX_OUTPUT` characters."""
+def fitted(hook_event: str, text: str, bounds: Bounds = CLAUDE_BOUNDS) -> dict[str, Any]:
+    """`text` as additionalContext, cut at a line so the answer stays within `bounds`."""
     limit = len(text)
     while True:
-        output = _context(hook_event, cut_text(text, limit))
-        size = len(json.dumps(output, ensure_ascii=False))
-        if size <= MAX_OUTPUT:
+        kept = cut_text(text, limit)
+        output = _context(hook_event, kept)
+        over = 0
+        if bounds.max_json_chars is not None:
+            over = len(json.dumps(output, ensure_ascii=False)) - bounds.max_json_chars
+        if bounds.max_context_bytes is not None:  # a character is at least one byte: cutting `over` is enough
+            over = max(over, len(kept.encode("utf-8")) - bounds.max_context_bytes)
+        if over <= 0:
             return output
-        limit -= size - MAX_OUTPUT
+        limit -= over
 
 
-def _session_start(root: Path) -> dict[str, Any]:
+def _session_start(root: Path, bounds: Bounds) -> dict[str, Any]:
     from .snapshot import load
-    return fitted("SessionStart", load(root, MAX_OUTPUT).session_text)
+    return fitted("SessionStart", load(root, bounds.session_budget).session_text, bounds)
 
 
-def _user_prompt(root: Path, prompt: str) -> dict[str, Any] | None:
+def _user_prompt(root: Path, prompt: str, bounds: Bounds) -> dict[str, Any] | None:
     from .recall import touching
     from .snapshot import RulingView, load
-    found = [touch for touch in touching(prompt, load(root, MAX_OUTPUT).rulings, strict=False)
+    found = [touch for touch in touching(prompt, load(root, bounds.session_budget).rulings, strict=False)
              if isinstance(touch.item, RulingView)]
     if not found:
         return None
@@ -147,10 +164,10 @@ def _user_prompt(root: Path, prompt: str) -> dict[str, Any] | None:
               f'--supersedes {first.item.id} --reason "<what the owner said, and why>" --source chat',
               "Until it is recorded, do not cite the old ruling as current. If the message only asks about a ruling, "
               "answer from it (`vault-tools show ID` prints its text)."]
-    return fitted("UserPromptSubmit", "\n".join(lines))
+    return fitted("UserPromptSubmit", "\n".join(lines), bounds)
 
 
-def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any) -> dict[str, Any] | None:
+def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any, bounds: Bounds) -> dict[str, Any] | None:
     if not isinstance(tool_input, dict):
         return None
     if tool in WRITE_TOOLS:
@@ -158,9 +175,9 @@ def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any) -> dict[str
         reason = protected_reason(root, _absolute(cwd, str(target))) if target else None
         if reason:
             return deny(reason)
-        return _governing(root, _absolute(cwd, str(target)), reading=False) if target else None
+        return _governing(root, _absolute(cwd, str(target)), bounds, reading=False) if target else None
     if tool == "Read" and tool_input.get("file_path"):
-        return _governing(root, _absolute(cwd, str(tool_input["file_path"])), reading=True)
+        return _governing(root, _absolute(cwd, str(tool_input["file_path"])), bounds, reading=True)
     if tool == "Bash":
         for target in bash_write_targets(str(tool_input.get("command") or "")):
             reason = protected_reason(root, _absolute(cwd, target))
@@ -168,16 +185,16 @@ def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any) -> dict[str
                 return deny(f"This command writes {target}. {reason}")
         return None
     if tool == QUESTION_TOOL:
-        return _question(root, tool_input)
+        return _question(root, tool_input, bounds)
     return None
 
 
-def _governing(root: Path, target: Path, *, reading: bool) -> dict[str, Any] | None:
+def _governing(root: Path, target: Path, bounds: Bounds, *, reading: bool) -> dict[str, Any] | None:
     """The current rulings whose `scope` matches the file about to be edited (or read, when the config says so),
     as context for the agent: most specific glob first, within SCOPE_CONTEXT_CHARS. The call goes through."""
     from ..scope import governing, scope_path
     from .snapshot import load
-    snapshot = load(root, MAX_OUTPUT)
+    snapshot = load(root, bounds.session_budget)
     scoped = [(ruling.id, ruling.scope) for ruling in snapshot.rulings if ruling.scope]
     if not scoped or (reading and not snapshot.scope_on_read):
         return None
@@ -374,10 +391,10 @@ def _questions(tool_input: dict[str, Any]) -> Iterator[str]:
             yield item["question"]
 
 
-def _question(root: Path, tool_input: dict[str, Any]) -> dict[str, Any] | None:
+def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds) -> dict[str, Any] | None:
     from .recall import touching
     from .snapshot import RulingView, load
-    snapshot = load(root, MAX_OUTPUT)
+    snapshot = load(root, bounds.session_budget)
     for question in _questions(tool_input):
         named = set(re.findall(r"\bD-\d+\b", question))  # naming the record's entry is asking knowingly
         found = touching(question, [*snapshot.rulings, *snapshot.questions], strict=True)
@@ -402,13 +419,19 @@ def _question(root: Path, tool_input: dict[str, Any]) -> dict[str, Any] | None:
 
 def run(event: str, stdin_text: str, vault: Path | None = None) -> str:
     """The text a hook prints for one call: a JSON document, or nothing to pass silently."""
+    return respond(stdin_text, lambda payload: answer(event, payload, vault))
+
+
+def respond(stdin_text: str, answering: Callable[[dict[str, Any]], dict[str, Any] | None]) -> str:
+    """What a hook prints: `answering`'s JSON for the event on stdin, a warning when that is not a JSON
+    object, or nothing to pass silently."""
     try:
         payload = json.loads(stdin_text or "{}")
     except ValueError as error:
         payload = None
         why = f"the hook's input is not JSON: {error}"
     if not isinstance(payload, dict):
-        output: dict[str, Any] | None = _warning(EVENTS[event], why if payload is None else "the hook's input is not a JSON object")
+        output: dict[str, Any] | None = _warning(why if payload is None else "the hook's input is not a JSON object")
     else:
-        output = answer(event, payload, vault)
+        output = answering(payload)
     return json.dumps(output, ensure_ascii=False) if output is not None else ""

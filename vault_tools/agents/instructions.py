@@ -2,11 +2,13 @@
 merged into its settings and its MCP entry, each recognisable as ours so a second run changes nothing
 and `--remove` takes out exactly what was added.
 
-Formats, as each agent documents them: Claude Code reads CLAUDE.md, hooks from `.claude/settings.json`
-and project MCP servers from `.mcp.json`; Codex reads AGENTS.md and MCP servers from `[mcp_servers.NAME]`
-in `.codex/config.toml` (a trusted project); Gemini CLI reads GEMINI.md and `mcpServers` in
-`.gemini/settings.json`; Cursor reads `.cursor/rules/*.mdc` (frontmatter `description`, `globs`,
-`alwaysApply`) and `mcpServers` in `.cursor/mcp.json`.
+Formats, as each agent documents them (sources in docs/agents.md): Claude Code reads CLAUDE.md, hooks
+from `.claude/settings.json` and project MCP servers from `.mcp.json`; Codex reads AGENTS.md, hooks from
+`.codex/hooks.json` and MCP servers from `[mcp_servers.NAME]` in `.codex/config.toml` (a trusted
+project); Gemini CLI reads GEMINI.md, and `hooks` and `mcpServers` in `.gemini/settings.json`; Cursor
+reads `.cursor/rules/*.mdc` (frontmatter `description`, `globs`, `alwaysApply`) and `mcpServers` in
+`.cursor/mcp.json`. The three hook files share one shape: `{"hooks": {EVENT: [{"matcher": "...",
+"hooks": [{"type": "command", "command": "...", "timeout": N}]}]}}`.
 """
 from __future__ import annotations
 
@@ -21,25 +23,47 @@ START = "<!-- vault-tools:start: written by `vault-tools init --agent`; `--remov
 END = "<!-- vault-tools:end -->"
 TOML_START = "# vault-tools:start: written by `vault-tools init --agent codex`; `--remove` takes it out"
 TOML_END = "# vault-tools:end"
-HOOK_COMMAND = "vault-tools hook claude"
-# Claude Code's events, the matcher each needs (None: every call) and the hook's event argument.
-CLAUDE_HOOKS = (("SessionStart", None, "session-start"),
-                ("UserPromptSubmit", None, "user-prompt-submit"),
-                ("PreToolUse", "Write|Edit|MultiEdit|NotebookEdit|Bash|AskUserQuestion", "pre-tool-use"))
-HOOK_TIMEOUT_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class HookSet:
+    """An agent's hooks: its events, each with the matcher it needs (None: every call) and the event
+    argument of `vault-tools hook AGENT EVENT`, and the timeout in the unit the agent reads."""
+
+    events: tuple[tuple[str, str | None, str], ...]
+    timeout: int
+    named: bool = False  # Gemini CLI lists hooks, and enables or disables one, by its name
+
+
+HOOKS = {
+    "claude": HookSet((("SessionStart", None, "session-start"),
+                       ("UserPromptSubmit", None, "user-prompt-submit"),
+                       ("PreToolUse", "Write|Edit|MultiEdit|NotebookEdit|Bash|AskUserQuestion", "pre-tool-use")),
+                      timeout=10),  # seconds
+    # Codex: a matcher of names and `|` is an exact list; Write and Edit would also select apply_patch.
+    "codex": HookSet((("SessionStart", None, "session-start"),
+                      ("UserPromptSubmit", None, "user-prompt-submit"),
+                      ("PreToolUse", "Bash|apply_patch", "pre-tool-use")),
+                     timeout=10),  # seconds
+    # Gemini CLI: a tool matcher is a regular expression searched in the name, so it is anchored.
+    "gemini": HookSet((("SessionStart", None, "session-start"),
+                       ("BeforeAgent", None, "before-agent"),
+                       ("BeforeTool", "^(write_file|replace|run_shell_command|ask_user)$", "before-tool")),
+                      timeout=10_000, named=True),  # milliseconds
+}
 
 
 @dataclass(frozen=True)
 class AgentFiles:
     instructions: str  # project-relative
-    settings: str | None  # where hooks go (Claude Code only)
+    settings: str | None  # where hooks go
     mcp: str
 
 
 FILES = {
     "claude": AgentFiles("CLAUDE.md", ".claude/settings.json", ".mcp.json"),
-    "codex": AgentFiles("AGENTS.md", None, ".codex/config.toml"),
-    "gemini": AgentFiles("GEMINI.md", None, ".gemini/settings.json"),
+    "codex": AgentFiles("AGENTS.md", ".codex/hooks.json", ".codex/config.toml"),
+    "gemini": AgentFiles("GEMINI.md", ".gemini/settings.json", ".gemini/settings.json"),
     "cursor": AgentFiles(".cursor/rules/vault-tools.mdc", None, ".cursor/mcp.json"),
 }
 
@@ -56,8 +80,12 @@ def section(agent: str, vault_option: str) -> str:
     """The instructions for the agent, between the markers."""
     vault = f" {vault_option}" if vault_option else ""
     where = f"The vault is `{vault_option.split(' ', 1)[1]}`: add `{vault_option}` to every command.\n" if vault_option else ""
-    loaded = ("Claude Code loads it for you at session start, and its hooks refuse a settled question or a write to "
-              "a sealed note." if agent == "claude" else "Read it before anything else.")
+    loaded = {"claude": "Claude Code loads it for you at session start, and its hooks refuse a settled question or "
+                        "a write to a sealed note.",
+              "codex": "Once its hooks are trusted, Codex loads it for you at session start, and they refuse a write "
+                       "to a sealed note.",
+              "gemini": "Gemini CLI loads it for you at session start, and its hooks refuse a settled question or a "
+                        "write to a sealed note."}.get(agent, "Read it before anything else.")
     return f"""{START}
 ## The owner's decisions (vault-tools)
 
@@ -122,12 +150,16 @@ def without_mcp(data: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and str(hook.get("command", "")).startswith(HOOK_COMMAND + " ")
+def hook_command(agent: str) -> str:
+    return f"vault-tools hook {agent}"
 
 
-def without_hooks(data: dict[str, Any]) -> dict[str, Any]:
-    """Claude Code settings with our hook commands taken out, and what they leave empty."""
+def _ours(hook: Any, agent: str) -> bool:
+    return isinstance(hook, dict) and str(hook.get("command", "")).startswith(hook_command(agent) + " ")
+
+
+def without_hooks(data: dict[str, Any], agent: str) -> dict[str, Any]:
+    """An agent's settings with our hook commands taken out, and what they leave empty."""
     hooks = data.get("hooks")
     if not isinstance(hooks, dict):
         return data
@@ -138,8 +170,9 @@ def without_hooks(data: dict[str, Any]) -> dict[str, Any]:
             continue
         kept = []
         for group in groups:
-            if isinstance(group, dict) and isinstance(group.get("hooks"), list) and any(map(_ours, group["hooks"])):
-                rest = [hook for hook in group["hooks"] if not _ours(hook)]
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list) and any(
+                    _ours(hook, agent) for hook in group["hooks"]):
+                rest = [hook for hook in group["hooks"] if not _ours(hook, agent)]
                 if rest:
                     kept.append({**group, "hooks": rest})
             else:
@@ -152,16 +185,19 @@ def without_hooks(data: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def with_hooks(data: dict[str, Any], vault_option: str) -> dict[str, Any]:
-    """Claude Code settings with our hooks, each in a group of its own after the user's."""
+def with_hooks(data: dict[str, Any], agent: str, vault_option: str) -> dict[str, Any]:
+    """An agent's settings with our hooks, each in a group of its own after the user's."""
     if "hooks" in data and not isinstance(data["hooks"], dict):
         raise ValueError("hooks is not an object")
-    result = without_hooks(data)
+    result = without_hooks(data, agent)
     hooks = dict(result.get("hooks") or {})
-    for event, matcher, argument in CLAUDE_HOOKS:
-        command = f"{HOOK_COMMAND} {argument}" + (f" {vault_option}" if vault_option else "")
+    wanted = HOOKS[agent]
+    for event, matcher, argument in wanted.events:
+        command = f"{hook_command(agent)} {argument}" + (f" {vault_option}" if vault_option else "")
         group: dict[str, Any] = {"matcher": matcher} if matcher else {}
-        group["hooks"] = [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]
+        hook: dict[str, Any] = {"name": f"vault-tools {argument}"} if wanted.named else {}
+        hook.update(type="command", command=command, timeout=wanted.timeout)
+        group["hooks"] = [hook]
         existing = hooks.get(event)
         if existing is not None and not isinstance(existing, list):
             raise ValueError(f"hooks.{event} is not a list")

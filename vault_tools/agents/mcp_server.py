@@ -1,6 +1,6 @@
 """`vault-tools mcp`: the decision record as an MCP server on stdio (the official `mcp` SDK, 2.x).
 
-Tools: context, lookup, show, ask, rule, gate; each decision note is a resource (`decision://D-0007`).
+Tools: context, lookup, search, show, ask, rule, gate; each decision note is a resource (`decision://D-0007`).
 The JSON a tool returns is what the command line's `--json` prints for the same command, so an agent
 gets the same answer whichever way it asks. A refusal (a settled topic, an unknown id) is a tool
 error whose text is the command line's message.
@@ -69,6 +69,16 @@ def build_server(root: Path) -> DecisionServer:
         from ..commands.read import lookup as lookup_topics
         found, _problems = call(lambda ws: lookup_topics(ws, topics))
         return list(cli.lookup_json(found, full))
+
+    @server.tool()
+    def search(query: str, history: bool = False, limit: int = 20) -> list[dict[str, Any]]:
+        """Decisions whose words match the query (any of its words; accents and word endings do not matter),
+        best first: current rulings and open questions, and with history=true superseded, withdrawn and
+        retracted ones too (marked historical). Each with the passage that matched. For text that is not a
+        topic key; for a topic, lookup is exact."""
+        from ..commands.read import search as search_decisions
+        result = call(lambda ws: search_decisions(ws, query, history=history, limit=limit))
+        return [hit.as_json() for hit in result.hits]
 
     @server.tool()
     def show(id: str, all: bool = False) -> dict[str, Any]:

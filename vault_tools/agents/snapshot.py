@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 SNAPSHOT_FILE = "agent-snapshot.json"
-FORMAT = 2
+FORMAT = 3
 MAX_AGE_SECONDS = 300
 RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
 SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them
@@ -49,7 +49,7 @@ class QuestionView:
 class Snapshot:
     rulings: list[RulingView]
     questions: list[QuestionView]
-    session_text: str  # the session-start context, already within the hook's bound
+    session_text: str  # the session-start context, within the budget it was made for
     scope_root: str = ""  # the folder scope globs are relative to (absolute)
     scope_on_read: bool = False
 
@@ -97,18 +97,19 @@ def _today(zone_name: str) -> str:
     return dt.datetime.now(ZoneInfo(zone_name)).date().isoformat()
 
 
-def load(root: Path, session_chars: int) -> Snapshot:
-    """The snapshot, from the cache when nothing it depends on changed, else from a full read."""
+def load(root: Path, session_budget: str) -> Snapshot:
+    """The snapshot, from the cache when nothing it depends on changed, else from a full read. Its
+    session-start text is made within `session_budget` (a `context --budget` value)."""
     path = root / ".vault-tools" / "cache" / SNAPSHOT_FILE
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
-        if (kept.get("format") == FORMAT and kept["session_chars"] == session_chars
+        if (kept.get("format") == FORMAT and kept["session_budget"] == session_budget
                 and time.time() - kept["made_at"] < MAX_AGE_SECONDS and kept["today"] == _today(kept["timezone"])
                 and _fingerprint(root, set(kept["skipped"]), list(kept["fingerprint"]["notes"])) == kept["fingerprint"]):
             return _from_json(kept)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    return _rebuild(root, path, session_chars)
+    return _rebuild(root, path, session_budget)
 
 
 def _from_json(data: dict[str, Any]) -> Snapshot:
@@ -119,7 +120,7 @@ def _from_json(data: dict[str, Any]) -> Snapshot:
                     data["session_text"], data["scope_root"], data["scope_on_read"])
 
 
-def _rebuild(root: Path, path: Path, session_chars: int) -> Snapshot:
+def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     from ..commands.workspace import Workspace
     from ..dates import local_date
     from ..model import Status, newest_first_key, settled_topics
@@ -141,13 +142,13 @@ def _rebuild(root: Path, path: Path, session_chars: int) -> Snapshot:
     questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path)
                  for d in sorted(in_effect, key=lambda d: d.number) if d.status is Status.OPEN]
     from ..commands.govern import scope_root
-    snapshot = Snapshot(rulings, questions, session_context(ws, session_chars, state=state),
+    snapshot = Snapshot(rulings, questions, session_context(ws, session_budget, state=state),
                         str(scope_root(ws)), ws.config.scope_on_read)
     skipped = {ws.config.templates_folder.strip("/"), ws.config.pinned_folder.strip("/")}
     notes = sorted({*state.properties, *(e.path for e in state.broken if e.path)})
     fingerprint = _fingerprint(root, skipped, notes)
     if started_ns - _newest_ns(fingerprint) > RACY_NANOSECONDS:
-        data = {"format": FORMAT, "made_at": time.time(), "session_chars": session_chars,
+        data = {"format": FORMAT, "made_at": time.time(), "session_budget": session_budget,
                 "timezone": ws.config.timezone, "today": ws.today().isoformat(), "skipped": sorted(skipped),
                 "fingerprint": fingerprint, "session_text": snapshot.session_text,
                 "scope_root": snapshot.scope_root, "scope_on_read": snapshot.scope_on_read,

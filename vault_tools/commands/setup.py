@@ -203,6 +203,10 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
         try:
             data = json.loads(text)
         except ValueError as error:
+            if "//" in text or "/*" in text:  # Gemini CLI reads its settings with comments allowed
+                raise UsageError(f"is not plain JSON ({error}): if it holds comments, vault-tools cannot keep them "
+                                 "when it writes the file; take them out, or add the entries by hand "
+                                 "(docs/agents.md); nothing was written", path=rel) from None
             raise UsageError(f"is not valid JSON ({error}); fix it first, nothing was written", path=rel) from None
         if not isinstance(data, dict):
             raise UsageError("is not a JSON object; nothing was written", path=rel)
@@ -227,30 +231,37 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
     else:
         new = parts.without_section(text) if remove else parts.with_section(text, parts.section(agent, vault_option))
         plan_text(files.instructions, text, new)
-    try:
-        if files.settings is not None:
-            settings = read_json(files.settings)
-            plan_json(files.settings, settings,
-                      parts.without_hooks(settings) if remove else parts.with_hooks(settings, vault_option))
-        if files.mcp.endswith(".toml"):
-            text = read(files.mcp)
-            try:
-                tomllib.loads(parts.without_toml_block(text))
-                found = tomllib.loads(parts.without_toml_block(text)).get("mcp_servers", {})
-            except tomllib.TOMLDecodeError as error:
-                raise UsageError(f"is not valid TOML ({error}); fix it first, nothing was written",
-                                 path=files.mcp) from None
-            if not remove and parts.SERVER_NAME in found:
-                raise UsageError(f"already has [mcp_servers.{parts.SERVER_NAME}] of its own; nothing was written",
-                                 path=files.mcp)
-            new = parts.without_toml_block(text) if remove else parts.with_toml_block(text, parts.toml_block(mcp_args))
-            tomllib.loads(new)  # what is written must stay valid
-            plan_text(files.mcp, text, new)
-        else:
-            data = read_json(files.mcp)
-            plan_json(files.mcp, data, parts.without_mcp(data) if remove else parts.with_mcp(data, agent, mcp_args))
-    except ValueError as error:
-        raise UsageError(f"{error}; nothing was written", path=files.settings or files.mcp) from None
+    json_files: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # rel -> (as read, as it will be)
+
+    def change_json(rel: str, change: Any) -> None:
+        """Apply `change` to a JSON file's data (two changes to one file, as Gemini CLI's, add up)."""
+        before, current = json_files[rel] if rel in json_files else (read_json(rel),) * 2
+        try:
+            json_files[rel] = (before, change(current))
+        except ValueError as error:
+            raise UsageError(f"{error}; nothing was written", path=rel) from None
+
+    if files.settings is not None:
+        change_json(files.settings, lambda data: parts.without_hooks(data, agent) if remove
+                    else parts.with_hooks(data, agent, vault_option))
+    if files.mcp.endswith(".toml"):
+        text = read(files.mcp)
+        try:
+            tomllib.loads(parts.without_toml_block(text))
+            found = tomllib.loads(parts.without_toml_block(text)).get("mcp_servers", {})
+        except tomllib.TOMLDecodeError as error:
+            raise UsageError(f"is not valid TOML ({error}); fix it first, nothing was written",
+                             path=files.mcp) from None
+        if not remove and parts.SERVER_NAME in found:
+            raise UsageError(f"already has [mcp_servers.{parts.SERVER_NAME}] of its own; nothing was written",
+                             path=files.mcp)
+        new = parts.without_toml_block(text) if remove else parts.with_toml_block(text, parts.toml_block(mcp_args))
+        tomllib.loads(new)  # what is written must stay valid
+        plan_text(files.mcp, text, new)
+    else:
+        change_json(files.mcp, lambda data: parts.without_mcp(data) if remove else parts.with_mcp(data, agent, mcp_args))
+    for rel, (before, after) in json_files.items():
+        plan_json(rel, before, after)
     for rel, content in planned.items():
         path = project / rel
         if content is None:

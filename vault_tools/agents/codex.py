@@ -1,0 +1,75 @@
+"""Codex hooks: the Claude Code hooks (claude.py), answered as Codex reads them.
+
+Codex takes Claude Code's hook JSON in and out for SessionStart, UserPromptSubmit and PreToolUse
+(`hookSpecificOutput` with `additionalContext`, or `permissionDecision: deny` and its reason), so the
+answers are those of claude.py, with three differences (sources in docs/agents.md):
+
+- each `additionalContext` past 2,500 tokens, counted as UTF-8 bytes / 4, is moved to a file and the
+  model sees a preview: the session-start context is made for `--budget codex-hook`, and every text is
+  kept within `MAX_CONTEXT_BYTES`;
+- edits arrive as `apply_patch`, `tool_input.command` holding the patch, whose `*** Add File:`,
+  `*** Update File:`, `*** Delete File:` and `*** Move to:` lines name the files it writes;
+- Codex has no question tool a hook sees, so there is nothing to refuse there.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import claude
+
+EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit", "pre-tool-use": "PreToolUse"}
+PATCH_TOOL = "apply_patch"
+PATCH_START = "*** Begin Patch"
+PATCH_FILE_LINES = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
+MAX_CONTEXT_BYTES = 9600  # 2,400 tokens as Codex counts them (bytes / 4); it moves a text past 2,500 to a file
+BOUNDS = claude.Bounds("codex-hook", None, MAX_CONTEXT_BYTES)
+
+
+def patch_targets(patch: str) -> list[str]:
+    """The files a patch in Codex's format adds, updates, deletes or moves to, in order."""
+    found = []
+    for line in patch.splitlines():
+        line = line.strip()  # Codex accepts the markers padded with spaces
+        for marker in PATCH_FILE_LINES:
+            if line.startswith(marker) and line[len(marker):].strip():
+                found.append(line[len(marker):].strip())
+    return found
+
+
+def answer(event: str, payload: dict[str, Any], vault: Path | None = None) -> dict[str, Any] | None:
+    """The JSON to print for one Codex hook call, or None to pass silently."""
+    tool_input = payload.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if event == "pre-tool-use" and isinstance(command, str) and (
+            payload.get("tool_name") == PATCH_TOOL or PATCH_START in command):
+        return _patch(payload, command, vault)
+    return claude.answer(event, payload, vault, BOUNDS)
+
+
+def _patch(payload: dict[str, Any], patch: str, vault: Path | None) -> dict[str, Any] | None:
+    """A patch (or a shell command carrying one) judged as a write of each file it names: the first
+    refusal wins; otherwise the rulings that govern the files, together."""
+    calls = [{**payload, "tool_name": "Write", "tool_input": {"file_path": target}} for target in patch_targets(patch)]
+    if payload.get("tool_name") != PATCH_TOOL:
+        calls.append(payload)  # the shell command may write other files besides
+    contexts: list[str] = []
+    warnings: list[str] = []
+    for call in calls:
+        found = claude.answer("pre-tool-use", call, vault, BOUNDS) or {}
+        specific = found.get("hookSpecificOutput") or {}
+        if specific.get("permissionDecision") == "deny":
+            return found
+        if specific.get("additionalContext"):
+            contexts.append(specific["additionalContext"])
+        if found.get("systemMessage"):
+            warnings.append(found["systemMessage"])
+    output = claude.fitted("PreToolUse", "\n".join(contexts), BOUNDS) if contexts else {}
+    if warnings:
+        output["systemMessage"] = warnings[0]
+    return output or None
+
+
+def run(event: str, stdin_text: str, vault: Path | None = None) -> str:
+    """The text a Codex hook prints for one call: a JSON document, or nothing to pass silently."""
+    return claude.respond(stdin_text, lambda payload: answer(event, payload, vault))
