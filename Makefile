@@ -23,12 +23,14 @@ check: $(STAMP)
 	$(VENV)/bin/mypy vault_tools
 
 # Soak tests: randomized fault injection, repeated. `make soak` is a long local run;
-# `make soak-ci` a bounded one that CI runs after `make test`. VAULT_TOOLS_SOAK_RUNS sets the count.
+# `make soak-ci` a bounded one that CI runs after `make test`. VAULT_TOOLS_SOAK_RUNS sets the count of kill -9
+# runs and stateful sequences, VAULT_TOOLS_FUZZ_EXAMPLES the fuzz examples per input, VAULT_TOOLS_SOAK_SECONDS
+# the multi-clone test's time (its seed is printed in every summary it writes; VAULT_TOOLS_SOAK_SEED replays it).
 SOAK_RUNS ?= 1000
 SOAK_CI_RUNS ?= 300
 
 soak: $(STAMP)
-	VAULT_TOOLS_SOAK_RUNS=$(SOAK_RUNS) $(PY) -m pytest -m soak
+	VAULT_TOOLS_SOAK_RUNS=$(SOAK_RUNS) VAULT_TOOLS_FUZZ_EXAMPLES=200 VAULT_TOOLS_SOAK_SECONDS=600 $(PY) -m pytest -m soak
 
 soak-ci: $(STAMP)
 	VAULT_TOOLS_SOAK_RUNS=$(SOAK_CI_RUNS) $(PY) -m pytest -m soak

@@ -49,6 +49,7 @@ def test_demo_exits_non_zero_when_a_command_does_not_exit_as_expected(tmp_path, 
     (stale / "Pinned" / "Open questions.md").unlink()  # `build --check` now exits 1 instead of 0
     demo = load_demo(monkeypatch)
     monkeypatch.setattr(demo, "EXAMPLE_VAULT", stale)
+    monkeypatch.setattr(demo, "STEPS", demo.STEPS[:1])  # the step that runs `build --check`
     assert demo.main(["--into", str(tmp_path / "copy")]) == 1
     out = capsys.readouterr().out
     assert "vault-tools build --check --today 2026-11-29: exit 1, expected 0" in out

@@ -84,6 +84,7 @@ def assert_no_internal_error(results: list[tuple[list[str], int, str]]) -> None:
 FUZZ_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.soak  # randomized: runs with the soak tests (`make soak-ci` in CI)
 @pytest.mark.parametrize("target", ["question note", "ruling note", "ledger", "config"])
 def test_damaged_input_never_crashes_the_command_line(target: str) -> None:
     @FUZZ_SETTINGS
