@@ -150,8 +150,8 @@ def _edited_by_hand(current: bytes, last_generated: str | None) -> bool:
 def _from_git(ws: Workspace, path: Path, current: bytes) -> bool:
     """The page is exactly what git holds for it (another clone generated it, and a pull brought it):
     not an edit to keep a copy of."""
+    from ..layout import git_dir
     from .setup import run_git
-    from .workspace import git_dir
 
     if git_dir(ws.vault.root) is None:
         return False

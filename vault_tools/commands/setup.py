@@ -13,8 +13,8 @@ from typing import Any
 from .. import notes
 from ..dates import machine_timezone, zone
 from ..errors import ConfigError, UsageError
+from ..layout import git_dir
 from ..vault import STATE_DIR, load_config
-from .workspace import git_dir
 
 CONFIG_TEMPLATE = """\
 # vault-tools settings. Every key is optional; the values shown are the defaults.
