@@ -154,7 +154,29 @@ def init(vault: VaultOption = None,
         return
     if not changed:
         stderr.print(f"{root} is already set up", markup=False)
-    _out(INIT_SNIPPETS)
+    from .commands.setup import carriers_note
+    _out(carriers_note(root) + INIT_SNIPPETS)
+
+
+@app.command()
+def migrate(vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Move the record from .vault-tools/ to vault-tools/, where every sync engine carries it (byte for byte; safe to run again)."""
+    from .commands.migrate import migrate as move
+    from .commands.setup import carriers_note
+    root = find_vault(vault)
+    done = move(root)
+    if json_:
+        _json({"already": done.already, "moved": done.moved, "ledger_lines": done.lines, "ledger": done.ledger,
+               "changed": done.changed})
+        return
+    if done.already:
+        _out(f"{root} already keeps its record in vault-tools/: nothing to move")
+        return
+    for line in done.moved:
+        _out(f"moved {line}")
+    for name in done.changed:
+        stderr.print(f"created or updated {name}", markup=False)
+    _out(carriers_note(root))
 
 
 INIT_SNIPPETS = """\

@@ -95,6 +95,8 @@ def _zone(name: str) -> dt.tzinfo:
 def load_config(root: Path) -> Config:
     layout = layout_of(root)
     path, shown = layout.config_path, layout.config_shown
+    if layout.shared and not path.exists() and (root / STATE_DIR / CONFIG_FILE).exists():  # a move cut short
+        path, shown = root / STATE_DIR / CONFIG_FILE, f"{STATE_DIR}/{CONFIG_FILE}"
     if not path.exists():
         return Config()
     try:
