@@ -21,6 +21,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from . import notes
+from .carriers import ConflictCopy, find_copies
 from .dates import zone
 from .errors import ConfigError, NoteError
 from .layout import CONFIG_FILE as CONFIG_FILE  # re-exported: where the hidden layout keeps it
@@ -317,6 +318,8 @@ class VaultState:
     body_lines: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # every file of the vault a link can name
     temp_files: list[str] = field(default_factory=list)  # our writes' temp files (left by a kill when old)
+    # Conflict copies a sync engine made of decision notes: set aside, never read as notes of their own.
+    conflict_copies: list[ConflictCopy] = field(default_factory=list)
     _by_id: dict[str, Decision] | None = field(default=None, repr=False, compare=False)
     _resolver: LinkResolver | None = field(default=None, repr=False, compare=False)
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # memos of other modules
@@ -404,6 +407,18 @@ class NoteCache:
             self.enabled = False
 
 
+def set_aside_conflict_copies(state: VaultState) -> None:
+    """Take the conflict copies sync engines made out of the decisions (see `carriers`)."""
+    copies = find_copies({d.path: d.id for d in state.decisions})
+    if not copies:
+        return
+    paths = {copy.path for copy in copies}
+    state.decisions = [d for d in state.decisions if d.path not in paths]
+    for path in paths:
+        state.problems.pop(path, None)
+    state.conflict_copies = copies
+
+
 class Vault:
     """A vault on disk: its root, config and ledger."""
 
@@ -474,6 +489,7 @@ class Vault:
         if cache:
             cache.save(fresh, seen)
         state.files += others
+        set_aside_conflict_copies(state)
         return state
 
     def read_payload(self, path: Path) -> tuple[str, dict[str, Any] | None]:

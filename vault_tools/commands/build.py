@@ -77,10 +77,14 @@ def settings(ws: Workspace) -> Settings:
 
 def page_conflicts(ws: Workspace, state: VaultState) -> list[PageConflict]:
     """Outcomes merged from two clones that the owner has to decide, as the pages and `context` show them."""
-    from .settle import describe_conflict, settle_hint
+    from .settle import copy_settle_hint, describe_conflict, settle_hint
 
-    return [PageConflict(conflict.id, note, describe_conflict(conflict), settle_hint(conflict))
-            for conflict, note in ws.conflicts(state)]
+    found = [PageConflict(conflict.id, note, describe_conflict(conflict), settle_hint(conflict))
+             for conflict, note in ws.conflicts(state)]
+    by_path = {d.path: d for d in state.decisions}
+    found += [PageConflict(copy.id, by_path.get(copy.original), f"has a conflict copy that {copy.carrier} made: "
+                           f"{copy.path}", copy_settle_hint(copy)) for copy in state.conflict_copies]
+    return found
 
 
 def config_budget(ws: Workspace) -> Budget:
