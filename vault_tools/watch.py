@@ -35,7 +35,7 @@ from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
 from .commands.ids import give_ids
 from .commands.repair import pending_chain
-from .commands.revise import reject_edit
+from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
 from .commands.supersede import supersede_now
@@ -125,6 +125,12 @@ class _Pass:
                 self.act("id-given", item.id, item.path, f"made without an id (was {item.was})")
             if given:
                 return True
+        twins = merge_twin_revisions(self.ws, state)  # one edit that two devices' watchers each made a revision of
+        for loser, path, kept in twins:
+            self.act("withdrawn", loser, path, f"the same revision as {kept}, made on another device")
+            self.result.touched.update([path] if path else [])
+        if twins:
+            return True
         for error in state.broken:
             self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
         quiet: list[tuple[Decision, float]] = []

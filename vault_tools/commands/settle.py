@@ -77,6 +77,9 @@ def settle_copy(ws: Workspace, decision_id: str, copy_path: str, keep: str) -> C
             kept_copy = ws.keep_copy(original_path.stem, original_path.read_bytes())
             notes.write_atomic(original_path, copied)
         copy_file.unlink()
+        from .build import build  # the copy left the open-questions page
+
+        build(ws)
         return CopySettled(copy.original, copy.path, keep, kept_copy)
 
 
