@@ -577,6 +577,7 @@ def open_log(state_dir: Path) -> logging.Logger:
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
+    state_dir.mkdir(parents=True, exist_ok=True)  # this device's own folder: a fresh clone has none yet
     logger.addHandler(RotatingFileHandler(state_dir / "watch.log", maxBytes=1_000_000, backupCount=3, encoding="utf-8"))
     return logger
 

@@ -64,9 +64,12 @@ def gitattributes_lines(root: Path) -> list[str]:
     watcher regenerates them); decision notes merge as text, and a note both clones closed differently
     keeps this clone's lifecycle fields (the ledger keeps both outcomes, shown as a conflict)."""
     config = load_config(root)
-    return [SHARED_GITATTRIBUTES_LINE if is_shared(root) else GITATTRIBUTES_LINE,
-            f"{_git_pattern(config.decisions_folder, '**/*.md')} merge={NOTES_DRIVER}",
-            f"{_git_pattern(config.pinned_folder, '*.md')} merge={PAGES_DRIVER}"]
+    lines = [SHARED_GITATTRIBUTES_LINE if is_shared(root) else GITATTRIBUTES_LINE,
+             f"{_git_pattern(config.decisions_folder, '**/*.md')} merge={NOTES_DRIVER}",
+             f"{_git_pattern(config.pinned_folder, '*.md')} merge={PAGES_DRIVER}"]
+    if is_shared(root):  # the digests of the pages each device wrote: derived like the pages
+        lines.append(f"{RECORD_DIR}/pages/*.json merge={PAGES_DRIVER}")
+    return lines
 
 
 def merge_driver_settings() -> dict[str, str]:
