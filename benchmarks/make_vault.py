@@ -97,7 +97,7 @@ def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = No
     about 8% of the decisions are open questions, at most `max_open`."""
     rng = random.Random(seed)
     (root / ".obsidian").mkdir(parents=True, exist_ok=True)
-    init_vault(root, "UTC")
+    init_vault(root, "UTC", shared=False)
     if decisions is None:
         decisions = notes // 10
         notes -= decisions

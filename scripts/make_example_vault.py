@@ -519,7 +519,7 @@ def daily_notes(link: LinkTo) -> dict[str, str]:
 def make_example_vault(root: Path) -> list[Decision]:
     root.mkdir(parents=True)
     write_obsidian_settings(root)
-    init_vault(root, TIMEZONE)
+    init_vault(root, TIMEZONE, shared=False)
     install_templates(root)
     vault = Vault(root)
     clock = StoryClock(vault.config.tz)

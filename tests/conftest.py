@@ -51,7 +51,7 @@ def no_thread_leaks():
 
 def make_vault(root: Path) -> Path:
     (root / ".obsidian").mkdir(parents=True)
-    init_vault(root, TZ)
+    init_vault(root, TZ, shared=False)  # most tests read the hidden layout; the shared one has its own
     return root
 
 

@@ -310,7 +310,7 @@ def test_init_agent_for_a_vault_inside_the_project_passes_it_to_every_command(tm
     assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["vault-tools"]["args"] == \
         ["mcp", "--vault", "notes"]
     assert "--vault notes" in (project / "CLAUDE.md").read_text()
-    assert (project / "notes" / ".vault-tools" / "config.yaml").exists()
+    assert (project / "notes" / "vault-tools" / "config.yaml").exists()
 
 
 @pytest.mark.parametrize("agent, rel, text, says", [

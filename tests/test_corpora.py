@@ -101,5 +101,5 @@ def test_working_in_a_real_vault_never_touches_its_notes(tmp_path, name):
     after = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
     assert {path: after.get(path) for path in before} == before
     added = set(after) - set(before)
-    assert all(path.startswith((".vault-tools/", "Decisions/", "Pinned/")) or path in (".gitignore", ".gitattributes")
+    assert all(path.startswith((".vault-tools/", "vault-tools/", "Decisions/", "Pinned/")) or path in (".gitignore", ".gitattributes")
                for path in added), added

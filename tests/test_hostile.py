@@ -307,7 +307,7 @@ def test_init_with_a_missing_vault_folder_makes_that_folder_and_not_the_current_
     here.mkdir()
     monkeypatch.chdir(here)
     assert run(["init", "--vault", str(tmp_path / "new-vault"), "--timezone", "UTC"]) == 0
-    assert (tmp_path / "new-vault" / ".vault-tools" / "config.yaml").is_file()
+    assert (tmp_path / "new-vault" / "vault-tools" / "config.yaml").is_file()
     assert list(here.iterdir()) == []
     assert run(["init", "--vault", str(tmp_path / "missing" / "deeper"), "--timezone", "UTC"]) == 2
     assert "create the folder above it first" in capsys.readouterr().err

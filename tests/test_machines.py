@@ -81,7 +81,7 @@ def make_origin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Clone:
     git(root, "init", "-q", "-b", "main")
     origin = Clone(root, capsys)
     origin.vt("init", "--timezone", TZ)
-    config = root / ".vault-tools" / "config.yaml"  # the watcher looks at a pulled note at once
+    config = root / "vault-tools" / "config.yaml"  # the watcher looks at a pulled note at once
     config.write_text(config.read_text(encoding="utf-8") + "debounce_ms: 0\n", encoding="utf-8")
     origin.rule("--topic", "newsletter-day", "--summary", NEWSLETTER_DAY)
     origin.rule("--topic", "blog-comments", "--summary", BLOG_COMMENTS)

@@ -154,7 +154,29 @@ def init(vault: VaultOption = None,
         return
     if not changed:
         stderr.print(f"{root} is already set up", markup=False)
-    _out(INIT_SNIPPETS)
+    from .commands.setup import carriers_note
+    _out(carriers_note(root) + INIT_SNIPPETS)
+
+
+@app.command()
+def migrate(vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Move the record from .vault-tools/ to vault-tools/, where every sync engine carries it (byte for byte; safe to run again)."""
+    from .commands.migrate import migrate as move
+    from .commands.setup import carriers_note
+    root = find_vault(vault)
+    done = move(root)
+    if json_:
+        _json({"already": done.already, "moved": done.moved, "ledger_lines": done.lines, "ledger": done.ledger,
+               "changed": done.changed})
+        return
+    if done.already:
+        _out(f"{root} already keeps its record in vault-tools/: nothing to move")
+        return
+    for line in done.moved:
+        _out(f"moved {line}")
+    for name in done.changed:
+        stderr.print(f"created or updated {name}", markup=False)
+    _out(carriers_note(root))
 
 
 INIT_SNIPPETS = """\
@@ -985,10 +1007,24 @@ def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owne
 def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The decision in conflict.")],
            keep: Annotated[str, typer.Option(metavar="OUTCOME", help="What stands: ruled or withdrawn (a question "
                                              "ruled on one clone and withdrawn on another), or the id of the ruling "
-                                             "that stays its successor (a ruling superseded twice).")],
-           reason: ReasonOption,
+                                             "that stays its successor (a ruling superseded twice); with --copy: "
+                                             "original or copy.")],
+           reason: Annotated[str | None, typer.Option(help="Why (at least 20 characters; not with --copy).")] = None,
+           copy: Annotated[str | None, typer.Option("--copy", metavar="NOTE", help="A conflict copy a sync engine "
+                                                    "made of the note (lint VT052): keep its text or the original's.")] = None,
            by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """Decide a conflict two clones recorded (lint VT026): keep one outcome; the other stays in the ledger."""
+    """Decide a conflict two clones recorded (lint VT026): keep one outcome; the other stays in the ledger. With
+    --copy, settle a conflict copy a sync engine made (VT052): the text not kept goes under kept/."""
+    if copy is not None:
+        from .commands.settle import settle_copy
+        settled = settle_copy(_workspace(vault), decision_id, copy, keep.strip())
+        if json_:
+            _json({"original": settled.original, "removed": settled.removed, "kept": settled.kept,
+                   "kept_copy": settled.kept_copy})
+            return
+        _out(f"{settled.original}: kept the {settled.kept}; removed {settled.removed}")
+        stderr.print(f"the text not kept is in {settled.kept_copy}", markup=False)
+        return
     from .commands.settle import settle as settle_conflict
     done = settle_conflict(_workspace(vault), decision_id, keep, reason, by)
     if json_:

@@ -29,6 +29,7 @@ from .errors import InconsistentVault
 from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Resolve, Status, leading_id, link_target, name_key
 
 LEDGER_FILE = "ledger.jsonl"
+LEDGER_SUFFIX = ".jsonl"
 LOCK_FILE = "ledger.lock"
 LOCK_TIMEOUT_SECONDS = 30
 
@@ -70,11 +71,16 @@ class Event:
     # not depend on the order lines end up in after a merge; left out when empty (older `settled` lines know
     # every line before them).
     settles: tuple[str, ...] = ()
-    line: int | None = field(default=None, compare=False)
+    # In the shared layout: one more than the highest clock the writing device had read (see `Ledger`).
+    clock: int | None = None
+    line: int | None = field(default=None, compare=False)  # in its file
+    source: str | None = field(default=None, compare=False)  # the file, as shown
+    position: int | None = field(default=None, compare=False)  # in the ledger as read (all files)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data.pop("line")
+        for local in ("line", "source", "position"):
+            data.pop(local)
         data["supersedes"] = list(self.supersedes)
         data["alongside"] = list(self.alongside)
         data["topics"] = list(self.topics)
@@ -156,28 +162,18 @@ def parse_ledger(text: str, where: str) -> list[Event]:
     return events
 
 
-class Ledger:
-    def __init__(self, state_dir: Path, display_path: str = ".vault-tools/ledger.jsonl") -> None:
-        self.path = state_dir / LEDGER_FILE
-        self.display_path = display_path
-        self._lock = FileLock(str(state_dir / LOCK_FILE), timeout=LOCK_TIMEOUT_SECONDS)
-        self._read_cache: tuple[tuple[int, int, int, int], list[Event]] | None = None
-        self._histories_memo: tuple[tuple[int, int, int, int] | None, int, dict[str, History]] | None = None
+class LedgerFile:
+    """One ledger file: read verified (again only when it changed), appended to under the caller's lock."""
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the ledger lock: id allocation, note writes and appends happen inside it."""
-        try:
-            with self._lock:
-                yield
-        except Timeout:
-            raise InconsistentVault(
-                f"another vault-tools process has held the ledger lock for {LOCK_TIMEOUT_SECONDS} s",
-                path=self.display_path) from None
+    def __init__(self, path: Path, display_path: str, *, in_transit_ok: bool = False) -> None:
+        self.path = path
+        self.display_path = display_path
+        # Another device's file, as a carrier brings it: a torn last line is the part still on its way.
+        self.in_transit_ok = in_transit_ok
+        self._read_cache: tuple[tuple[int, int, int, int], list[Event]] | None = None
 
     def read(self) -> list[Event]:
-        """Every event, verified. A long-running process re-reads only when the file changed."""
-        key = self._stat_key()
+        key = self.stat_key()
         if key is None:
             return []
         if self._read_cache is not None and self._read_cache[0] == key:
@@ -190,22 +186,21 @@ class Ledger:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise InconsistentVault("ledger is not UTF-8", path=self.display_path) from None
-        events = parse_ledger(text, self.display_path)
+        if self.in_transit_ok and not text.endswith("\n") and "\n" in text:
+            text = text[:text.rindex("\n") + 1]
+        elif self.in_transit_ok and "\n" not in text:
+            text = ""
+        events = [replace(event, source=self.display_path) for event in parse_ledger(text, self.display_path)]
         if len(raw) == key[0]:  # not appended to while being read
             self._read_cache = (key, events)
         return list(events)
 
-    def append(self, events: Iterable[Event]) -> None:
-        """Append events; the caller holds `locked()` and has read (so verified) the ledger.
-
-        Refuses to write after a torn last line: that line is left for a person to look at.
-        """
-        events = list(events)
+    def append(self, events: list[Event]) -> None:
         payload = "".join(event_line(event) for event in events).encode("utf-8")
         if not payload:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        before = self._stat_key()
+        before = self.stat_key()
         with open(self.path, "a+b", buffering=0) as handle:
             size = handle.seek(0, os.SEEK_END)
             if size > 0:
@@ -224,24 +219,159 @@ class Ledger:
             except OSError:  # a full disk: take back a partial line rather than leave it torn
                 handle.truncate(size)
                 raise
-        # What was read before plus what was just written is the ledger now: no need to read it all again.
+        # What was read before plus what was just written is the file now: no need to read it all again.
         if self._read_cache is not None and before is not None and self._read_cache[0] == before and size == before[0]:
             first_line = (self._read_cache[1][-1].line or 0) + 1 if self._read_cache[1] else 1
-            numbered = [replace(event, line=first_line + index) for index, event in enumerate(events)]
-            after = self._stat_key()
+            numbered = [replace(event, line=first_line + index, source=self.display_path)
+                        for index, event in enumerate(events)]
+            after = self.stat_key()
             if after is not None and after[0] == size + len(payload):
                 self._read_cache = (after, self._read_cache[1] + numbered)
                 return
         self._read_cache = None
 
+    def stat_key(self) -> tuple[int, int, int, int] | None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+
+
+class Ledger:
+    """The vault's ledger: one file (the hidden layout), or one file per device read as a union (the shared
+    layout: each device appends to its own file only, so no carrier ever has two versions of one to pick
+    from). In the union, events are ordered by their `clock` (one more than the highest clock the writing
+    device had read), so what a device had seen when it wrote comes before what it wrote, whatever the
+    machines' clocks say; then by file and line."""
+
+    def __init__(self, state_dir: Path, display_path: str = ".vault-tools/ledger.jsonl", *,
+                 shared_dir: Path | None = None, device: Callable[[bool], str | None] | None = None) -> None:
+        self.local_dir = state_dir
+        self.shared_dir = shared_dir
+        self._device = device
+        self._lock = FileLock(str(state_dir / LOCK_FILE), timeout=LOCK_TIMEOUT_SECONDS)
+        self._files: dict[Path, LedgerFile] = {}
+        self._legacy = LedgerFile(state_dir / LEDGER_FILE, display_path)
+        self._own: LedgerFile | None = None if shared_dir is not None else self._legacy
+        self._merged: tuple[Any, list[Event]] | None = None
+        self._histories_memo: tuple[Any, int, dict[str, History]] | None = None
+
+    @property
+    def shared(self) -> bool:
+        return self.shared_dir is not None
+
+    @property
+    def own(self) -> LedgerFile:
+        """The file this device appends to."""
+        if self._own is None:
+            assert self.shared_dir is not None and self._device is not None
+            path = self.shared_dir / f"{self._device(True)}{LEDGER_SUFFIX}"
+            self._own = self._file(path)
+            self._own.in_transit_ok = False
+        return self._own
+
+    def own_name(self) -> str | None:
+        """The name of this device's file, without drawing a tag when it has none yet."""
+        if self._own is not None:
+            return self._own.path.name
+        tag = self._device(False) if self._device is not None else None
+        return f"{tag}{LEDGER_SUFFIX}" if tag else None
+
+    @property
+    def path(self) -> Path:
+        return self.own.path
+
+    @property
+    def display_path(self) -> str:
+        return self.own.display_path
+
+    def _file(self, path: Path) -> LedgerFile:
+        found = self._files.get(path)
+        if found is None:
+            assert self.shared_dir is not None
+            own = self._own is not None and self._own.path == path
+            display = f"{self.shared_dir.parent.name}/{self.shared_dir.name}/{path.name}"
+            found = self._files[path] = LedgerFile(path, display, in_transit_ok=not own)
+        return found
+
+    def files(self) -> list[LedgerFile]:
+        """Every file the ledger is read from, in reading order (the hidden layout's file first, when a
+        vault moved to the shared layout still has one)."""
+        if self.shared_dir is None:
+            return [self._legacy]
+        found = [self._legacy] if self._legacy.path.exists() else []
+        try:
+            names = sorted(name for name in os.listdir(self.shared_dir) if name.endswith(LEDGER_SUFFIX))
+        except OSError:
+            names = []
+        own = self.own_name()
+        for name in names:
+            file = self._file(self.shared_dir / name)
+            file.in_transit_ok = name != own
+            found.append(file)
+        return found
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the ledger lock: id allocation, note writes and appends happen inside it."""
+        try:
+            self.local_dir.mkdir(parents=True, exist_ok=True)
+            with self._lock:
+                yield
+        except Timeout:
+            raise InconsistentVault(
+                f"another vault-tools process has held the ledger lock for {LOCK_TIMEOUT_SECONDS} s",
+                path=self.display_path if not self.shared else str(LOCK_FILE)) from None
+
+    def read(self) -> list[Event]:
+        """Every event, verified. A long-running process re-reads only what changed."""
+        if self.shared_dir is None:
+            return [replace(event, position=event.line) for event in self._legacy.read()]
+        files = self.files()
+        key = tuple((str(file.path), file.stat_key()) for file in files)
+        if self._merged is not None and self._merged[0] == key:
+            return list(self._merged[1])
+        ordered: list[tuple[int, int, int, Event]] = []
+        for rank, file in enumerate(files):
+            for event in file.read():
+                ordered.append((event.clock or 0, rank, event.line or 0, event))
+        seen: set[Event] = set()
+        merged: list[Event] = []
+        for _, _, _, event in sorted(ordered, key=lambda item: item[:3]):
+            if event in seen:  # the same line in two files (a vault moved on two clones) is one event
+                continue
+            seen.add(event)
+            merged.append(replace(event, position=len(merged) + 1))
+        self._merged = (key, merged)
+        return list(merged)
+
+    def append(self, events: Iterable[Event]) -> None:
+        """Append events; the caller holds `locked()` and has read (so verified) the ledger.
+
+        Refuses to write after a torn last line: that line is left for a person to look at.
+        """
+        events = list(events)
+        if self.shared_dir is not None and events:
+            clock = max((event.clock or 0 for event in self.read()), default=0)
+            events = [replace(event, clock=clock + index) for index, event in enumerate(events, 1)]
+        self.own.append(events)
+
+    def _stat_key(self) -> Any:
+        if self.shared_dir is None:
+            return self._legacy.stat_key()
+        keys = [(str(file.path.name), file.stat_key()) for file in self.files()]
+        return keys or None
+
     def histories(self) -> dict[str, History]:
-        """Every record, by identity: the same object for as long as the ledger file is unchanged."""
+        """Every record, by identity: the same object for as long as the ledger files are unchanged."""
         events = self.read()
         memo = self._histories_memo
-        if memo is not None and memo[0] == self._stat_key() and memo[1] == len(events):
+        key = self._stat_key()
+        if memo is not None and memo[0] == key and memo[1] == len(events):
             return memo[2]
         found = histories(events)
-        self._histories_memo = (self._stat_key(), len(events), found)
+        self._histories_memo = (key, len(events), found)
         return found
 
     def statuses(self) -> dict[str, Status]:
@@ -251,15 +381,16 @@ class Ledger:
 
     def summaries(self) -> list[RecordSummary]:
         """What each record stands at (id, status, paths, seal, conflict). Remembered in
-        `.vault-tools/cache/` against the ledger file's size and times, so reading it costs nothing
+        `.vault-tools/cache/` against the ledger files' sizes and times, so reading it costs nothing
         while the ledger is unchanged."""
         key = self._stat_key()
         if key is None:
             return []
-        memo = self.path.parent / "cache" / "ledger-records.json"
+        key = json.loads(json.dumps(key))
+        memo = self.local_dir / "cache" / "ledger-records.json"
         try:
             stored = json.loads(memo.read_text(encoding="utf-8"))
-            if stored.get("key") == list(key):
+            if stored.get("key") == key:
                 return [RecordSummary.from_json(item) for item in stored["records"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass
@@ -267,19 +398,12 @@ class Ledger:
         try:
             memo.parent.mkdir(parents=True, exist_ok=True)
             temp = memo.with_suffix(f".{os.getpid()}.tmp")
-            temp.write_text(json.dumps({"key": list(key), "records": [asdict(item) for item in found]}),
+            temp.write_text(json.dumps({"key": key, "records": [asdict(item) for item in found]}),
                             encoding="utf-8")
             os.replace(temp, memo)
         except OSError:
             pass  # derived data: without it the next run reads the ledger again
         return found
-
-    def _stat_key(self) -> tuple[int, int, int, int] | None:
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
 # -- what the events say ------------------------------------------------------------
@@ -585,7 +709,7 @@ def histories_by_id(events: Iterable[Event]) -> dict[str, History]:
 def latest_with_id(known: Mapping[str, History], decision_id: str) -> History | None:
     """The newest record that has this id now (an id named inside an event, like a successor)."""
     found = [history for history in known.values() if history.id == decision_id]
-    return max(found, key=lambda h: (h.events[0].line or 0, h.events[0].at)) if found else None
+    return max(found, key=lambda h: (h.events[0].position or h.events[0].line or 0, h.events[0].at)) if found else None
 
 
 class RecordLike(Protocol):

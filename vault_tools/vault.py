@@ -21,14 +21,16 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from . import notes
+from .carriers import ConflictCopy, find_copies
 from .dates import zone
 from .errors import ConfigError, NoteError
+from .layout import CONFIG_FILE as CONFIG_FILE  # re-exported: where the hidden layout keeps it
+from .layout import RECORD_DIR, device_tag, is_shared, layout_of
+from .layout import STATE_DIR as STATE_DIR
 from .ledger import Ledger
 from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, is_decision_mapping, use_topic_aliases
 from .topic_aliases import load_aliases
 
-STATE_DIR = ".vault-tools"
-CONFIG_FILE = "config.yaml"
 # Set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault.
 CEILING_ENV = "VAULT_TOOLS_CEILING"
 SKIPPED_FOLDERS = {".trash", "node_modules"}
@@ -88,12 +90,14 @@ def _zone(name: str) -> dt.tzinfo:
     try:
         return zone(name)
     except ValueError as error:
-        raise ConfigError(str(error), path=f"{STATE_DIR}/{CONFIG_FILE}") from None
+        raise ConfigError(str(error), path=f"{STATE_DIR}/{CONFIG_FILE}") from None  # (the shared layout's is named by load_config)
 
 
 def load_config(root: Path) -> Config:
-    path = root / STATE_DIR / CONFIG_FILE
-    shown = f"{STATE_DIR}/{CONFIG_FILE}"
+    layout = layout_of(root)
+    path, shown = layout.config_path, layout.config_shown
+    if layout.shared and not path.exists() and (root / STATE_DIR / CONFIG_FILE).exists():  # a move cut short
+        path, shown = root / STATE_DIR / CONFIG_FILE, f"{STATE_DIR}/{CONFIG_FILE}"
     if not path.exists():
         return Config()
     try:
@@ -245,7 +249,7 @@ def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
     here = (start or Path.cwd()).resolve()
     ceiling = _ceiling()
     for folder in (here, *here.parents):
-        if (folder / STATE_DIR).is_dir() or (folder / ".obsidian").is_dir():
+        if (folder / STATE_DIR).is_dir() or (folder / ".obsidian").is_dir() or is_shared(folder):
             return folder
         if ceiling is not None and folder == ceiling:
             break
@@ -267,6 +271,8 @@ def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
     difference is a large part of the whole run.
     """
     skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
+    if is_shared(root):
+        skipped.add(RECORD_DIR)  # the record: kept copies of notes are the owner's text, not notes of the vault
     stack = [""]
     while stack:
         prefix = stack.pop()
@@ -312,6 +318,8 @@ class VaultState:
     body_lines: dict[str, int] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # every file of the vault a link can name
     temp_files: list[str] = field(default_factory=list)  # our writes' temp files (left by a kill when old)
+    # Conflict copies a sync engine made of decision notes: set aside, never read as notes of their own.
+    conflict_copies: list[ConflictCopy] = field(default_factory=list)
     _by_id: dict[str, Decision] | None = field(default=None, repr=False, compare=False)
     _resolver: LinkResolver | None = field(default=None, repr=False, compare=False)
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # memos of other modules
@@ -399,6 +407,18 @@ class NoteCache:
             self.enabled = False
 
 
+def set_aside_conflict_copies(state: VaultState) -> None:
+    """Take the conflict copies sync engines made out of the decisions (see `carriers`)."""
+    copies = find_copies({d.path: d.id for d in state.decisions})
+    if not copies:
+        return
+    paths = {copy.path for copy in copies}
+    state.decisions = [d for d in state.decisions if d.path not in paths]
+    for path in paths:
+        state.problems.pop(path, None)
+    state.conflict_copies = copies
+
+
 class Vault:
     """A vault on disk: its root, config and ledger."""
 
@@ -406,8 +426,14 @@ class Vault:
         self.root = root
         self.config = config if config is not None else load_config(root)
         check_folders_on_disk(root, self.config)
-        self.state_dir = root / STATE_DIR
-        self.ledger = Ledger(self.state_dir)
+        self.layout = layout_of(root)
+        self.state_dir = self.layout.local_dir  # this device's own files
+        self.record_dir = self.layout.record_dir  # config, topic aliases, kept copies: carried to every device
+        if self.layout.shared:
+            self.ledger = Ledger(self.state_dir, shared_dir=self.layout.ledger_dir,
+                                 device=lambda create: device_tag(root, shared=True, create=create))
+        else:
+            self.ledger = Ledger(self.state_dir)
 
     @classmethod
     def find(cls, explicit: Path | None = None) -> Vault:
@@ -437,7 +463,7 @@ class Vault:
     def load(self) -> VaultState:
         """Every decision note, read afresh or from the cache when the file is certainly unchanged."""
         state = VaultState(self.root, self.config)
-        use_topic_aliases(load_aliases(self.state_dir))  # every comparison of topics from here reads them
+        use_topic_aliases(load_aliases(self.record_dir))  # every comparison of topics from here reads them
         cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
         cached = cache.load() if cache else {}
         fresh: dict[str, CacheRow] = {}
@@ -463,6 +489,7 @@ class Vault:
         if cache:
             cache.save(fresh, seen)
         state.files += others
+        set_aside_conflict_copies(state)
         return state
 
     def read_payload(self, path: Path) -> tuple[str, dict[str, Any] | None]:

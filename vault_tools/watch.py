@@ -35,7 +35,7 @@ from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
 from .commands.ids import awaiting_ids, give_ids
 from .commands.repair import pending_chain
-from .commands.revise import reject_edit
+from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
 from .commands.supersede import supersede_now
@@ -125,6 +125,12 @@ class _Pass:
                 self.act("id-given", item.id, item.path, f"made without an id (was {item.was})")
             if given:
                 return True
+        twins = merge_twin_revisions(self.ws, state)  # one edit that two devices' watchers each made a revision of
+        for loser, path, kept in twins:
+            self.act("withdrawn", loser, path, f"the same revision as {kept}, made on another device")
+            self.result.touched.update([path] if path else [])
+        if twins:
+            return True
         for rel in awaiting_ids(state):  # still being typed: wake up when it may be given its id
             with contextlib.suppress(OSError):
                 self.result.settle_deadlines[rel] = (vault.root / rel).stat().st_mtime + self.ws.config.settle_seconds
@@ -577,6 +583,7 @@ def open_log(state_dir: Path) -> logging.Logger:
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
         handler.close()
+    state_dir.mkdir(parents=True, exist_ok=True)  # this device's own folder: a fresh clone has none yet
     logger.addHandler(RotatingFileHandler(state_dir / "watch.log", maxBytes=1_000_000, backupCount=3, encoding="utf-8"))
     return logger
 

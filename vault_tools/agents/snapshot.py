@@ -81,14 +81,20 @@ def _fingerprint(root: Path, skipped: set[str], notes: list[str]) -> dict[str, A
         except OSError:
             folders[prefix] = -1
     state_dir = os.path.join(root, ".vault-tools")
+    record_dir = os.path.join(root, "vault-tools")  # the shared layout: every device's ledger file
+    ledgers = [os.path.join(state_dir, "ledger.jsonl")]
+    try:
+        ledgers += sorted(os.path.join(record_dir, "ledger", name) for name in os.listdir(os.path.join(record_dir, "ledger")))
+    except OSError:
+        pass
     return {"folders": folders, "notes": {rel: _stat(os.path.join(root, rel)) for rel in notes},
-            "ledger": _stat(os.path.join(state_dir, "ledger.jsonl")),
-            "config": _stat(os.path.join(state_dir, "config.yaml"))}
+            "ledger": [[path, _stat(path)] for path in ledgers],
+            "config": [_stat(os.path.join(state_dir, "config.yaml")), _stat(os.path.join(record_dir, "config.yaml"))]}
 
 
 def _newest_ns(fingerprint: dict[str, Any]) -> int:
     stamps = [*fingerprint["folders"].values(), *(s[1] for s in fingerprint["notes"].values() if s)]
-    stamps += [s[1] for s in (fingerprint["ledger"], fingerprint["config"]) if s]
+    stamps += [s[1] for _, s in fingerprint["ledger"] if s] + [s[1] for s in fingerprint["config"] if s]
     return max(stamps, default=0)
 
 

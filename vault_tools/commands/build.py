@@ -83,10 +83,14 @@ def settings(ws: Workspace) -> Settings:
 
 def page_conflicts(ws: Workspace, state: VaultState) -> list[PageConflict]:
     """Outcomes merged from two clones that the owner has to decide, as the pages and `context` show them."""
-    from .settle import describe_conflict, settle_hint
+    from .settle import copy_settle_hint, describe_conflict, settle_hint
 
-    return [PageConflict(conflict.id, note, describe_conflict(conflict), settle_hint(conflict))
-            for conflict, note in ws.conflicts(state)]
+    found = [PageConflict(conflict.id, note, describe_conflict(conflict), settle_hint(conflict))
+             for conflict, note in ws.conflicts(state)]
+    by_path = {d.path: d for d in state.decisions}
+    found += [PageConflict(copy.id, by_path.get(copy.original), f"has a conflict copy that {copy.carrier} made: "
+                           f"{copy.path}", copy_settle_hint(copy)) for copy in state.conflict_copies]
+    return found
 
 
 def config_budget(ws: Workspace) -> Budget:
@@ -140,24 +144,53 @@ def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None
             result.kept.append(ws.keep_copy(name, current))
         notes.write_atomic(path, data)
         result.written.append(rel)
+    for copy in _page_copies(ws):
+        # A sync engine's conflict copy of a page: the page is regenerated, the copy is clutter. One that
+        # someone typed into (no longer opening with the generated notice) is kept first.
+        rel = ws.vault.relative(copy)
+        result.stale.append(rel)
+        if check:
+            continue
+        data = copy.read_bytes()
+        if not data.startswith(NOTICE.encode("utf-8")):
+            result.kept.append(ws.keep_copy(copy.stem, data))
+        copy.unlink()
+        result.written.append(rel)
     if result.written:
         _remember_pages(ws, {ws.vault.relative(page_path(ws, name)): result.pages.texts[name] for name in PAGE_NAMES})
     return result
 
 
-def _edited_by_hand(current: bytes, last_generated: str | None) -> bool:
-    """Not what vault-tools last wrote there. With no record (a fresh clone, a cleared
-    cache) a page still opening with the generated notice is taken as generated."""
-    if last_generated is not None:
-        return _digest(current) != last_generated
+def _page_copies(ws: Workspace) -> list[Path]:
+    """Conflict copies sync engines made of the pinned pages (see `carriers`)."""
+    from ..carriers import numbered_original, original_name
+
+    pages = {page_path(ws, name).name for name in PAGE_NAMES}
+    folder = page_path(ws, PAGE_NAMES[0]).parent
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.md")):
+        named = original_name(path.name)
+        original = named[0] if named else numbered_original(path.name)
+        if path.name not in pages and original in pages:
+            found.append(path)
+    return found
+
+
+def _edited_by_hand(current: bytes, last_generated: set[str] | None) -> bool:
+    """Not what vault-tools last wrote there (on this device or, in the shared layout, any). With no record
+    (a fresh clone, a cleared cache) a page still opening with the generated notice is taken as generated."""
+    if last_generated:
+        return _digest(current) not in last_generated
     return not current.startswith(NOTICE.encode("utf-8"))
 
 
 def _from_git(ws: Workspace, path: Path, current: bytes) -> bool:
     """The page is exactly what git holds for it (another clone generated it, and a pull brought it):
     not an edit to keep a copy of."""
+    from ..layout import git_dir
     from .setup import run_git
-    from .workspace import git_dir
 
     if git_dir(ws.vault.root) is None:
         return False
@@ -172,17 +205,33 @@ def _page_cache(ws: Workspace) -> Path:
     return ws.vault.state_dir / "cache" / "pages.json"
 
 
-def _generated_digests(ws: Workspace) -> dict[str, str]:
-    try:
-        found = json.loads(_page_cache(ws).read_text(encoding="utf-8"))
-        return found if isinstance(found, dict) else {}
-    except (OSError, ValueError):
-        return {}
+def _published(ws: Workspace) -> Path:
+    """In the shared layout, the digests of the pages each device last wrote travel with them (one file per
+    device), so a page another device generated, brought by the sync engine, is not taken for a hand edit."""
+    return ws.vault.record_dir / "pages"
+
+
+def _generated_digests(ws: Workspace) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    sources = [_page_cache(ws)]
+    if ws.vault.layout.shared and _published(ws).is_dir():
+        sources += sorted(_published(ws).glob("*.json"))
+    for source in sources:
+        try:
+            data = json.loads(source.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            for rel, digest in data.items():
+                found.setdefault(str(rel), set()).add(str(digest))
+    return found
 
 
 def _remember_pages(ws: Workspace, texts: dict[str, str]) -> None:
-    digests = {rel: _digest(text.encode("utf-8")) for rel, text in texts.items()}
-    notes.write_atomic(_page_cache(ws), json.dumps(digests, sort_keys=True).encode())
+    digests = json.dumps({rel: _digest(text.encode("utf-8")) for rel, text in texts.items()}, sort_keys=True).encode()
+    notes.write_atomic(_page_cache(ws), digests)
+    if ws.vault.layout.shared:
+        notes.write_atomic(_published(ws) / f"{ws.vault.ledger.own.path.stem}.json", digests)
 
 
 def _digest(data: bytes) -> str:

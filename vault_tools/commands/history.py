@@ -92,7 +92,7 @@ def _git_first_version(ws: Workspace, path: str) -> tuple[str, str] | None:
 def record_history(ws: Workspace, history: History, current: Decision | None) -> RecordHistory:
     """Every event of one record, oldest first, each with the text it fixed; gaps filled from git or the note."""
     found = RecordHistory(history.id)
-    for event in sorted(history.events, key=lambda e: (e.at, e.line or 0)):
+    for event in sorted(history.events, key=lambda e: (e.at, e.position or e.line or 0)):
         version = Version(event, event.text)
         if event.event == "asked" and event.text is None:
             from_git = _git_first_version(ws, event.path)
@@ -294,7 +294,7 @@ def changed(ws: Workspace, since: str, until: str | None = None) -> list[Change]
                 found.append(Change(event, sealed.summary, sealed.ruled_at))
             else:
                 found.append(Change(event, event.summary or (latest.summary if latest else None)))
-    return sorted(found, key=lambda c: (c.event.at, c.event.line or 0))
+    return sorted(found, key=lambda c: (c.event.at, c.event.position or c.event.line or 0))
 
 
 # -- export ---------------------------------------------------------------------------------------

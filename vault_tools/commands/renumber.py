@@ -142,7 +142,7 @@ def _choose(ws: Workspace, state: VaultState, sharing: list[Decision], known: di
         def began(decision: Decision) -> tuple[int, str]:
             history = ws.history_of(state, decision, known)
             first = history.events[0] if history and history.events else None
-            return (first.line or 0, first.at) if first else (0, "")
+            return (first.position or first.line or 0, first.at) if first else (0, "")
         ordered = sorted(sharing, key=began)
         if began(ordered[-1]) != began(ordered[-2]):
             return ordered[-1]

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import notes
 from ..dates import utc_stamp
-from ..ledger import Event, History, latest_with_id, new_record, seal_hash, seal_text_without_bom
+from ..ledger import Event, History, event_key, latest_with_id, new_record, seal_hash, seal_text_without_bom
 from ..model import Decision, Status, build_decision, is_ledger_property
 from ..vault import VaultState
 from .sealed import seal_holds
@@ -44,7 +44,14 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
                   actor=ws.config.default_ruler, path=decision.path,
                   hash=seal_hash(decision, state.resolver(), ws.tz), text=typed, record=history.record)
     as_revision = not (seal_holds(ws, state, decision, seal) and decision.id == sealed_id)
-    if as_revision:
+    # The same edit already made a revision (on this device, or on another one that a sync engine brought it
+    # from before this one's watcher saw it): it is only restored.
+    already = next((e for e in history.events if e.event == "edit-rejected" and e.hash == event.hash and e.successor
+                    and (state.get(e.successor) is not None or latest_with_id(ws.histories(), e.successor))), None)
+    if as_revision and already is not None and already.successor:
+        found = state.get(already.successor)
+        kept_in = found.path if found is not None else already.successor
+    elif as_revision:
         kept_in = _write_revision(ws, state, decision, history, note, event, now)
     else:
         ws.vault.ledger.append([event])
@@ -90,6 +97,49 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
     else:  # never over an existing file: that refusal leaves the edit in place, to be tried again
         notes.create_note(revision_path, revision_text)
     return rel
+
+
+def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, str | None, str]]:
+    """One edit of a sealed note that two devices' watchers each made a revision of (a sync engine brought the
+    edit to both before either's revision reached the other) becomes one revision again: every device keeps the
+    revision whose `edit-rejected` line sorts first by checksum, and withdraws the other (its note removed, its
+    text in the ledger), as long as nobody has touched it since. Returns (withdrawn id, its note's path, kept id)."""
+    known = ws.histories()
+    done: list[tuple[str, str | None, str]] = []
+    for history in list(known.values()):
+        by_hash: dict[str, list[Event]] = {}
+        for event in history.events:
+            if event.event == "edit-rejected" and event.hash and event.successor:
+                by_hash.setdefault(event.hash, []).append(event)
+        for twins in by_hash.values():
+            successors = list(dict.fromkeys(e.successor for e in sorted(twins, key=event_key) if e.successor))
+            for loser in successors[1:]:
+                note = state.get(loser)
+                if _withdraw_twin(ws, state, known, loser, successors[0], history.id):
+                    done.append((loser, note.path if note else None, successors[0]))
+    return done
+
+
+def _withdraw_twin(ws: Workspace, state: VaultState, known: dict[str, History], loser: str, kept: str,
+                   sealed_id: str) -> bool:
+    record = latest_with_id(known, loser)
+    note = state.get(loser)
+    if record is None or record.status not in (Status.OPEN, Status.WITHDRAWN):
+        return False
+    asked = next((e for e in record.events if e.event == "asked"), None)
+    if note is not None:
+        typed = ws.read(ws.vault.path_of(note))
+        if asked is None or notes.file_text(typed, typed.text) != asked.text:
+            return False  # changed since it was made: both stay, for the owner
+    if record.status is Status.OPEN:
+        ws.vault.ledger.append([Event(event="withdrawn", id=loser, at=utc_stamp(ws.now()),
+                                      actor=ws.config.default_ruler, path=note.path if note else record.path or "",
+                                      reason=f"the same edit of {sealed_id} is revision {kept}, made on another "
+                                             "device at the same time", record=record.record)])
+    if note is None:
+        return False  # withdrawn already, and its note gone: nothing left to do
+    ws.vault.path_of(note).unlink(missing_ok=True)
+    return True
 
 
 def _add_to_revision(ws: Workspace, path: Path, typed: notes.Note, sealed: Decision, now: dt.datetime) -> None:

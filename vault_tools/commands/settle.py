@@ -4,9 +4,11 @@ outcomes were kept until now; this keeps one."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .. import notes
+from ..carriers import ConflictCopy
 from ..errors import NoteError, Refused, UsageError
 from ..ledger import Conflict, Event, History, event_key, seal_hash
 from ..model import Decision, Status
@@ -43,6 +45,49 @@ def keep_choices(conflict: Conflict) -> tuple[str, ...]:
 
 def settle_hint(conflict: Conflict) -> str:
     return f"vault-tools settle {conflict.id} --keep {'|'.join(keep_choices(conflict))} --reason \"...\""
+
+
+def copy_settle_hint(copy: ConflictCopy) -> str:
+    return f"vault-tools settle {copy.id} --copy \"{copy.path}\" --keep original|copy"
+
+
+@dataclass
+class CopySettled:
+    original: str
+    removed: str  # the conflict copy, gone
+    kept: str  # original or copy
+    kept_copy: str  # where the text that was not kept went (under kept/)
+
+
+def settle_copy(ws: Workspace, decision_id: str, copy_path: str, keep: str) -> CopySettled:
+    """Settle a conflict copy a sync engine made: keep the original's text or the copy's in the original
+    note; the text not kept goes under `kept/` in the record's folder, and the copy is removed. Keeping the
+    copy of a sealed ruling is an in-place edit like any other: the watcher (or `lint --fix`) restores the
+    seal and makes the copy's words a proposed revision."""
+    decision_id = check_id(decision_id)
+    if keep not in ("original", "copy"):
+        raise UsageError("--keep must be original or copy (with --copy)")
+    wanted = copy_path.replace("\\", "/").strip().removeprefix("./")
+    with ws.vault.ledger.locked():
+        state = ws.state()
+        found = [c for c in state.conflict_copies if c.path == wanted or ws.vault.root / c.path == Path(copy_path)]
+        if not found:
+            raise UsageError(f"{copy_path} is not a conflict copy of a decision note (lint VT052 lists them)")
+        copy = found[0]
+        if copy.id != decision_id and not copy.id.startswith(decision_id + "-"):
+            raise UsageError(f"{copy.path} is a copy of {copy.id}, not of {decision_id}")
+        original_path, copy_file = ws.vault.root / copy.original, ws.vault.root / copy.path
+        copied = copy_file.read_bytes()
+        if keep == "original":
+            kept_copy = ws.keep_copy(copy_file.stem, copied)
+        else:
+            kept_copy = ws.keep_copy(original_path.stem, original_path.read_bytes())
+            notes.write_atomic(original_path, copied)
+        copy_file.unlink()
+        from .build import build  # the copy left the open-questions page
+
+        build(ws)
+        return CopySettled(copy.original, copy.path, keep, kept_copy)
 
 
 @dataclass

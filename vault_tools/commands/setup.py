@@ -1,4 +1,5 @@
-"""`init`: set up `.vault-tools/` and the git attributes of a vault."""
+"""`init`: set up a vault's record (`vault-tools/`, or `.vault-tools/` in a vault set up before) and its git
+attributes; say what each carrier needs switched on."""
 from __future__ import annotations
 
 import json
@@ -13,8 +14,8 @@ from typing import Any
 from .. import notes
 from ..dates import machine_timezone, zone
 from ..errors import ConfigError, UsageError
-from ..vault import STATE_DIR, load_config
-from .workspace import git_dir
+from ..layout import CONFIG_FILE, LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR, Layout, git_dir, is_shared
+from ..vault import load_config
 
 CONFIG_TEMPLATE = """\
 # vault-tools settings. Every key is optional; the values shown are the defaults.
@@ -40,10 +41,14 @@ timezone: {timezone}          # dates in notes are written in this zone
 """
 
 GITATTRIBUTES_LINE = f"{STATE_DIR}/ledger.jsonl merge=union"
+SHARED_GITATTRIBUTES_LINE = f"{RECORD_DIR}/{LEDGER_FOLDER}/*.jsonl merge=union"  # one writer each; union if ever
 # Everything derived: the cache, locks, the watcher's pid and logs, a crash log, and the temp files of
 # writes in progress. Kept copies (`.vault-tools/kept/`) are the owner's text and stay tracked.
 GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/watch.pid", f"{STATE_DIR}/crash.log",
                    f"{STATE_DIR}/watch.log*", f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}", "vault-tools-crash.log")
+# The shared layout: `.vault-tools/` is this device's alone, all of it.
+SHARED_GITIGNORE_LINES = (f"{STATE_DIR}/", f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}", "vault-tools-crash.log")
+SYNCTHING_MARKER = ".stfolder"  # Syncthing's folder marker (its docs: users/config.rst, markerName)
 PAGES_DRIVER = "vault-tools-pages"
 NOTES_DRIVER = "vault-tools-notes"
 GIT_TIMEOUT_SECONDS = 10
@@ -59,9 +64,12 @@ def gitattributes_lines(root: Path) -> list[str]:
     watcher regenerates them); decision notes merge as text, and a note both clones closed differently
     keeps this clone's lifecycle fields (the ledger keeps both outcomes, shown as a conflict)."""
     config = load_config(root)
-    return [GITATTRIBUTES_LINE,
-            f"{_git_pattern(config.decisions_folder, '**/*.md')} merge={NOTES_DRIVER}",
-            f"{_git_pattern(config.pinned_folder, '*.md')} merge={PAGES_DRIVER}"]
+    lines = [SHARED_GITATTRIBUTES_LINE if is_shared(root) else GITATTRIBUTES_LINE,
+             f"{_git_pattern(config.decisions_folder, '**/*.md')} merge={NOTES_DRIVER}",
+             f"{_git_pattern(config.pinned_folder, '*.md')} merge={PAGES_DRIVER}"]
+    if is_shared(root):  # the digests of the pages each device wrote: derived like the pages
+        lines.append(f"{RECORD_DIR}/pages/*.json merge={PAGES_DRIVER}")
+    return lines
 
 
 def merge_driver_settings() -> dict[str, str]:
@@ -137,18 +145,25 @@ def make_vault_folder(given: Path) -> Path:
     return root.resolve()
 
 
-def init_vault(root: Path, timezone: str | None = None) -> list[str]:
-    """Set up `.vault-tools/` and the git attributes; returns what it created or changed."""
+def init_vault(root: Path, timezone: str | None = None, *, shared: bool | None = None) -> list[str]:
+    """Set up the vault's record and the git attributes; returns what it created or changed.
+
+    A new vault gets the shared layout (`vault-tools/`, carried by every sync engine); a vault set up
+    before keeps `.vault-tools/` until `vault-tools migrate` moves it. `shared=False` makes a new vault
+    in the hidden layout."""
     if timezone is not None:
         try:
             zone(timezone)
         except ValueError as error:
             raise UsageError(str(error)) from None
     changed = []
-    state_dir = root / STATE_DIR
-    state_dir.mkdir(exist_ok=True)
-    config = state_dir / "config.yaml"
-    if not config.exists():
+    hidden_before = (root / STATE_DIR / CONFIG_FILE).exists() or (root / STATE_DIR / LEGACY_LEDGER).exists()
+    if shared is None:
+        shared = is_shared(root) or not hidden_before
+    layout = Layout(root, shared)
+    layout.record_dir.mkdir(exist_ok=True)
+    config = layout.config_path
+    if not config.exists() and not (shared and hidden_before and (root / STATE_DIR / CONFIG_FILE).exists()):
         from ..starter import obsidian_templates_folder
 
         text = CONFIG_TEMPLATE.format(timezone=timezone or machine_timezone())
@@ -156,18 +171,40 @@ def init_vault(root: Path, timezone: str | None = None) -> list[str]:
         if templates and templates != "Templates":  # Obsidian's own setting decides what is skipped
             text = text.replace("# templates_folder: Templates ", f"templates_folder: {json.dumps(templates)}")
         notes.write_atomic(config, text.encode())
-        changed.append(f"{STATE_DIR}/config.yaml")
-    ledger = state_dir / "ledger.jsonl"
-    if not ledger.exists():
-        ledger.touch()
-        changed.append(f"{STATE_DIR}/ledger.jsonl")
+        changed.append(layout.config_shown)
+    if shared:
+        if not layout.ledger_dir.is_dir():
+            layout.ledger_dir.mkdir(parents=True)
+            changed.append(f"{RECORD_DIR}/{LEDGER_FOLDER}/")
+    else:
+        ledger = layout.legacy_ledger
+        if not ledger.exists():
+            ledger.touch()
+            changed.append(f"{STATE_DIR}/{LEGACY_LEDGER}")
     if _ensure_lines(root / ".gitattributes", gitattributes_lines(root)):
         changed.append(".gitattributes")
-    if _ensure_lines(root / ".gitignore", GITIGNORE_LINES):
+    if _ensure_lines(root / ".gitignore", SHARED_GITIGNORE_LINES if shared else GITIGNORE_LINES):
         changed.append(".gitignore")
+    if shared and (root / SYNCTHING_MARKER).is_dir() and _ensure_lines(root / ".stignore", (STATE_DIR,)):
+        changed.append(".stignore")  # Syncthing carries hidden folders; this one is this device's alone
     if setup_git(root):
         changed.append("git merge drivers (.git/config)")
     return changed
+
+
+def carriers_note(root: Path) -> str:
+    """What `init` tells the owner about carrying the vault between devices."""
+    if not is_shared(root):
+        return (f"The record is in {STATE_DIR}/, which Obsidian Sync never carries (a hidden folder). To carry it "
+                f"with Obsidian Sync, iCloud, Dropbox or Syncthing: vault-tools migrate (see docs/several-machines.md).\n")
+    return f"""\
+The record travels with the notes in {RECORD_DIR}/ (config; the ledger, one file per device). Per carrier:
+  git            run `vault-tools init` in every clone (the merge drivers live in .git/config)
+  Obsidian Sync  on every device: Settings > Sync > Selective sync > "Sync all other types" on
+                 (the ledger is .jsonl, the config .yaml); Headless Sync: ob sync-config --file-types with unsupported
+  iCloud/Dropbox nothing to switch on
+  Syncthing      nothing to switch on ({STATE_DIR} is this device's own: init adds it to .stignore)
+"""
 
 
 def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = False) -> list[str]:

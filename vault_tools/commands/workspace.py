@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-import secrets
-import socket
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -15,10 +12,9 @@ from typing import Any
 from .. import notes
 from ..dates import Now, local_now, utc_now, utc_stamp
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
+from ..layout import device_tag, ledger_tags
 from ..ledger import Conflict, Event, History, RecordSummary, latest_with_id, new_record, seal_hash, tie_notes
 from ..model import (
-    CLONE_TAG_ALPHABET,
-    CLONE_TAG_LENGTH,
     ID_PATTERN,
     Decision,
     LinkResolver,
@@ -230,8 +226,8 @@ class Workspace:
         """Temp files a killed write left in the vault's folders, the pinned folder or `.vault-tools/`."""
         vault = self.vault
         found = [vault.root / rel for rel in state.temp_files]
-        for folder in (vault.root / self.config.pinned_folder, vault.state_dir, vault.state_dir / "kept",
-                       vault.state_dir / "cache"):
+        for folder in (vault.root / self.config.pinned_folder, vault.state_dir, vault.record_dir,
+                       vault.record_dir / "kept", vault.state_dir / "cache"):
             if folder.is_dir():
                 found += folder.glob(f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}")
         return notes.remove_stale_temps(found, time.time())
@@ -283,7 +279,7 @@ class Workspace:
                 match = ID_PATTERN.match("D-" + path.name.split(" ", 1)[0].removesuffix(".md")[2:])
                 if match:
                     numbers.append(int(match.group(1)))
-        tag = clone_tag(self.vault.root, tags)
+        tag = clone_tag(self.vault.root, tags | ledger_tags(self.vault.root))
         return format_id(max(numbers, default=0) + 1, tag=tag)
 
     def event(self, kind: str, decision: Decision, actor: str, *, record: str, **extra: Any) -> Event:
@@ -328,9 +324,9 @@ class Workspace:
         return f"[[{decision_id}]]" if any(c in title for c in "[]|#^") else f"[[{title}]]"
 
     def keep_copy(self, name: str, data: bytes) -> str:
-        """Keep text about to be replaced under `.vault-tools/kept/`, never over an earlier copy."""
+        """Keep text about to be replaced under `kept/` in the record's folder, never over an earlier copy."""
         stamp = self.now().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
-        kept = self.vault.state_dir / "kept" / f"{name} {stamp}.md"
+        kept = self.vault.record_dir / "kept" / f"{name} {stamp}.md"
         counter = 1
         while kept.exists():
             counter += 1
@@ -351,51 +347,9 @@ def _could_be_on(value: Any, topics: tuple[str, ...]) -> bool:
     return any(topics_match(mine, theirs) for mine in topics for theirs in typed if theirs)
 
 
-CLONE_FILE = "vault-tools-clone"
-
-
-def git_dir(root: Path) -> Path | None:
-    """The git directory of the repository the vault is in (a worktree's own), or None."""
-    for folder in (root, *root.parents):
-        dot_git = folder / ".git"
-        if dot_git.is_dir():
-            return dot_git
-        if dot_git.is_file():
-            try:
-                text = dot_git.read_text(encoding="utf-8").strip()
-            except OSError:
-                return None
-            if text.startswith("gitdir:"):
-                found = Path(text.removeprefix("gitdir:").strip())
-                return found if found.is_absolute() else (folder / found).resolve()
-            return None
-    return None
-
-
 def clone_tag(root: Path, taken: Iterable[str] = ()) -> str | None:
-    """This clone's tag for new ids, kept in its git directory (never committed, so each clone has its
-    own); None outside git, where ids stay `D-NNNN`. A copied folder (same git directory, another place
-    or machine) makes a tag of its own. A new tag avoids every tag the vault already holds."""
-    folder = git_dir(root)
-    if folder is None:
-        return None
-    where = f"{socket.gethostname()}:{root.resolve()}"
-    path = folder / CLONE_FILE
-    try:
-        stored = json.loads(path.read_text(encoding="utf-8"))
-        if stored.get("for") == where and isinstance(stored.get("tag"), str) and stored["tag"]:
-            return str(stored["tag"])
-    except (OSError, ValueError, AttributeError):
-        pass
-    avoid = set(taken)
-    tag = ""
-    while not tag or tag in avoid:
-        tag = "".join(secrets.choice(CLONE_TAG_ALPHABET) for _ in range(CLONE_TAG_LENGTH))
-    try:
-        notes.write_atomic(path, json.dumps({"tag": tag, "for": where}).encode("utf-8"))
-    except OSError as error:
-        raise InconsistentVault(f"cannot record this clone's id tag: {error.strerror}", path=str(path)) from None
-    return tag
+    """This device's tag for new ids (see `layout.device_tag`); None outside git in the hidden layout."""
+    return device_tag(root, taken)
 
 
 def sections(*parts: tuple[str, str | None]) -> str:

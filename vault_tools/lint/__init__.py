@@ -11,6 +11,7 @@ facts, kept with its doc in the module of its family:
                               answer before it is sealed
     pinned.py        VT030-VT033  pinned pages current, the agent's view within budget, git set up
     scopes.py        VT050-VT051  a ruling's scope globs are valid and match files
+    carriers.py      VT052        conflict copies a sync engine made of decision notes
     hygiene.py       VT040-VT043  warnings: stale questions, revisit dates, topic variants, no source
 
 `registry.RULES` is the one table from code to rule. `runner.lint` runs the
@@ -23,7 +24,7 @@ renders reports, `--explain` and the README's rule table.
 from __future__ import annotations
 
 # The families register their rules on import (in whatever order an import sorter leaves them).
-from . import hygiene, pinned, schema, scopes, seals, supersession  # noqa: F401
+from . import carriers, hygiene, pinned, schema, scopes, seals, supersession  # noqa: F401
 from .facts import TOOK_EFFECT, Facts, committed_text, first_line, gather, read_ledger
 from .fixes import fix
 from .formats import (

@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from ..commands.build import build, context, page_path
 from ..commands.setup import merge_drivers_missing
 from ..commands.workspace import Workspace
 from ..errors import InconsistentVault
-from ..ledger import Event, History, histories, scan_ledger, seal_hash, tie_notes
+from ..ledger import TORN, Event, History, histories, scan_ledger, seal_hash, tie_notes
 from ..model import Decision, LinkResolver, Problem, Status, lacks_id
 from ..pages import OPEN_QUESTIONS, PAGE_NAMES
 from ..vault import Config, Vault, VaultState
@@ -32,6 +32,16 @@ TOOK_EFFECT = frozenset({Status.RULED, Status.SUPERSEDED, Status.RETRACTED})
 
 
 @dataclass
+class LedgerFacts:
+    """One ledger file as lint reads it."""
+
+    shown: str  # its vault-relative path
+    lines: list[str] = field(default_factory=list)  # one entry per line
+    damage: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
+    committed: list[str] | None = None  # the file at git HEAD; None when there is none to compare
+
+
+@dataclass
 class Facts:
     """Everything the rules need, read once. Rules only look at this; they read no files."""
 
@@ -39,9 +49,7 @@ class Facts:
     today: dt.date
     now: float  # seconds since the epoch, compared with file modification times
     events: list[Event] = field(default_factory=list)  # the ledger lines that could be read
-    ledger_damage: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
-    ledger_lines: list[str] = field(default_factory=list)  # current ledger, one entry per line
-    committed_ledger: list[str] | None = None  # the ledger at git HEAD; None when there is none to compare
+    ledger_files: list[LedgerFacts] = field(default_factory=list)  # each file the ledger is read from
     properties: dict[str, dict[str, Any]] = field(default_factory=dict)  # frontmatter of decision notes
     property_lines: dict[str, dict[str, int]] = field(default_factory=dict)  # the line of each property
     mtimes: dict[str, float] = field(default_factory=dict)
@@ -55,6 +63,11 @@ class Facts:
     @property
     def config(self) -> Config:
         return self.state.config
+
+    @property
+    def ledger_damage(self) -> list[tuple[str, int, str]]:
+        """Every damaged ledger line: (file, line, message)."""
+        return [(file.shown, line, message) for file in self.ledger_files for line, message in file.damage]
 
     @cached_property
     def histories(self) -> dict[str, History]:
@@ -166,8 +179,10 @@ def committed_text(file: Path) -> str | None:
     return shown.stdout.decode("utf-8", errors="replace")
 
 
-def read_ledger(path: Path) -> tuple[list[str], list[Event], list[tuple[int, str]]]:
-    """The ledger's lines, the events that can be read, and every damaged line (line, message)."""
+def read_ledger(path: Path, shown: str = LEDGER_PATH,
+                in_transit_ok: bool = False) -> tuple[list[str], list[Event], list[tuple[int, str]]]:
+    """A ledger file's lines, the events that can be read, and every damaged line (line, message). With
+    `in_transit_ok` (another device's file), a torn last line is the part a carrier has not brought yet."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -178,7 +193,10 @@ def read_ledger(path: Path) -> tuple[list[str], list[Event], list[tuple[int, str
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         return [], [], [(raw[:error.start].count(b"\n") + 1, "ledger is not UTF-8")]
-    events, damage = scan_ledger(text, LEDGER_PATH)
+    events, damage = scan_ledger(text, shown)
+    if in_transit_ok:
+        damage = [(line, message) for line, message in damage if message != TORN]
+    events = [replace(event, source=shown) for event in events]
     lines = text.split("\n")
     return lines[:-1] if lines and not lines[-1] else lines, events, damage
 
@@ -188,17 +206,29 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
     ws = Workspace(vault)
     state = vault.load()
     facts = Facts(state=state, today=today or ws.today(), now=time.time() if now is None else now)
-    try:  # an intact ledger is read once, and remembered for the page check below
+    try:  # an intact ledger is read as every command reads it (in the shared layout: the union, in order)
         facts.events = vault.ledger.read()
-        text = vault.ledger.path.read_text(encoding="utf-8") if vault.ledger.path.exists() else ""
-        facts.ledger_lines = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n") if text else []
-    except (InconsistentVault, OSError):  # damaged: read what can be read, line by line
-        facts.ledger_lines, facts.events, facts.ledger_damage = read_ledger(vault.ledger.path)
-    committed = committed_text(vault.ledger.path)
-    if committed is not None:
-        facts.committed_ledger = [line.rstrip("\r") for line in committed.split("\n")]
-        if facts.committed_ledger and not facts.committed_ledger[-1]:
-            facts.committed_ledger.pop()
+        intact = True
+    except (InconsistentVault, OSError):  # damaged: what can be read, line by line
+        intact = False
+    found: list[Event] = []
+    for file in vault.ledger.files():
+        if intact:
+            text = file.path.read_text(encoding="utf-8") if file.path.exists() else ""
+            ledger = LedgerFacts(file.display_path, text.split("\n")[:-1] if text.endswith("\n") else
+                                 text.split("\n") if text else [])
+        else:
+            lines, events, damage = read_ledger(file.path, file.display_path, file.in_transit_ok)
+            found += events
+            ledger = LedgerFacts(file.display_path, lines, damage)
+        committed = committed_text(file.path)
+        if committed is not None:
+            ledger.committed = [line.rstrip("\r") for line in committed.split("\n")]
+            if ledger.committed and not ledger.committed[-1]:
+                ledger.committed.pop()
+        facts.ledger_files.append(ledger)
+    if not intact:
+        facts.events = sorted(found, key=lambda e: e.clock or 0) if vault.ledger.shared else found
     facts.properties, facts.property_lines, facts.body_lines = state.properties, state.property_lines, state.body_lines
     for path in [decision.path for decision in state.decisions] + [p for p, d in state.properties.items() if lacks_id(d)]:
         try:

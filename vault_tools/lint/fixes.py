@@ -29,7 +29,12 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     except VaultToolsError:
         given = []
     state = vault.load()
-    _, events, _ = read_ledger(vault.ledger.path)
+    try:
+        events = vault.ledger.read()
+    except VaultToolsError:  # damaged (reported by VT024): what can be read
+        events = [e for file in vault.ledger.files() for e in read_ledger(file.path, file.display_path,
+                                                                         file.in_transit_ok)[1]]
+        events.sort(key=lambda e: e.clock or 0)
     known = histories(events)
     ties = tie_notes(state.decisions, known.values(), lambda d: ws.seal_hash_of(state, d))
     due = []

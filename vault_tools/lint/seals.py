@@ -12,7 +12,7 @@ from ..commands.settle import describe_conflict, settle_hint
 from ..errors import NoteError
 from ..ledger import Event, normalise_body, seal_hash, seal_payload
 from ..model import Decision, Status, build_decision, unanswered
-from .facts import Facts, first_line
+from .facts import Facts, LedgerFacts, first_line
 from .registry import ERROR, LEDGER_PATH, WARNING, Finding, rule
 
 
@@ -184,20 +184,21 @@ def sealed_note_missing(facts: Facts) -> Iterator[Finding]:
     """
     tied = {history.record for history in facts.ties.values()}
     unreadable = [error.path or "" for error in facts.state.broken]
-    for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.events[0].line or 0)):
+    for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.events[0].position or h.events[0].line or 0)):
         decision_id = history.id
         if not history.sealed or history.record in tied:
             continue
         if any(path == history.path or path.rsplit("/", 1)[-1].startswith(decision_id + " ") for path in unreadable):
             continue  # the note is there but cannot be read (VT001)
-        line = next((e.line for e in reversed(history.events) if e.event == "sealed"), None)
+        sealed = next((e for e in reversed(history.events) if e.event == "sealed"), None)
+        line, where = (sealed.line, sealed.source or LEDGER_PATH) if sealed else (None, LEDGER_PATH)
         others = [d.path for d in facts.state.decisions if d.id == decision_id]
         if others:
-            yield Finding(LEDGER_PATH, line, f"{decision_id} is sealed in the ledger, but no decision note is that "
+            yield Finding(where, line, f"{decision_id} is sealed in the ledger, but no decision note is that "
                                              f"ruling: {', '.join(others)} is another note with the same id "
                                              f"(last seen at {history.path})")
         else:
-            yield Finding(LEDGER_PATH, line, f"{decision_id} is sealed in the ledger, but no decision note has that "
+            yield Finding(where, line, f"{decision_id} is sealed in the ledger, but no decision note has that "
                                              f"id (last seen at {history.path})")
 
 
@@ -216,8 +217,8 @@ def damaged_ledger_line(facts: Facts) -> Iterator[Finding]:
     Restore `.vault-tools/ledger.jsonl` from git (`git checkout -- .vault-tools/ledger.jsonl`), or remove
     a torn last line by hand. Never edit a ledger line.
     """
-    for line, message in facts.ledger_damage:
-        yield Finding(LEDGER_PATH, line, message)
+    for shown, line, message in facts.ledger_damage:
+        yield Finding(shown, line, message)
 
 
 @rule("VT025", "ledger-history-rewritten", ERROR)
@@ -236,16 +237,21 @@ def ledger_history_rewritten(facts: Facts) -> Iterator[Finding]:
     Restore the committed lines (`git checkout -- .vault-tools/ledger.jsonl`); new events are appended
     again by the commands that make them.
     """
-    if facts.committed_ledger is None:
+    for file in facts.ledger_files:
+        yield from _rewritten(file)
+
+
+def _rewritten(file: LedgerFacts) -> Iterator[Finding]:
+    if file.committed is None:
         return
-    current = [line.rstrip("\r") for line in facts.ledger_lines]
+    current = [line.rstrip("\r") for line in file.lines]
     remaining: dict[str, int] = {}
     for line in current:
         remaining[line] = remaining.get(line, 0) + 1
     committed_set: dict[str, int] = {}
-    for line in facts.committed_ledger:
+    for line in file.committed:
         committed_set[line] = committed_set.get(line, 0) + 1
-    for number, line in enumerate(facts.committed_ledger, 1):
+    for number, line in enumerate(file.committed, 1):
         if not line.strip():
             continue
         if remaining.get(line, 0) > 0:
@@ -253,9 +259,9 @@ def ledger_history_rewritten(facts: Facts) -> Iterator[Finding]:
             continue
         here = current[number - 1] if number <= len(current) else None
         if here is not None and here.strip() and here not in committed_set:
-            yield Finding(LEDGER_PATH, number, f"line {number} was changed since the last commit")
+            yield Finding(file.shown, number, f"line {number} was changed since the last commit")
         else:
-            yield Finding(LEDGER_PATH, number, f"committed line {number} was removed")
+            yield Finding(file.shown, number, f"committed line {number} was removed")
 
 
 @rule("VT029", "ruling-without-answer", ERROR)
@@ -312,9 +318,9 @@ def merge_conflict(facts: Facts) -> Iterator[Finding]:
             continue
         path = notes_of.get(history.record)
         decision = by_path.get(path) if path else None
-        line = first_line(decision, "status") if decision else next(
-            (e.line for e in history.events if e.line), None)
-        yield Finding(path or LEDGER_PATH, line, f"{history.id} is in conflict: {describe_conflict(conflict)}; "
+        first = next((e for e in history.events if e.line), None)
+        line = first_line(decision, "status") if decision else first.line if first else None
+        yield Finding(path or (first.source if first and first.source else LEDGER_PATH), line, f"{history.id} is in conflict: {describe_conflict(conflict)}; "
                                                  f"decide with `{settle_hint(conflict)}`")
 
 
@@ -338,5 +344,5 @@ def seal_line_missing(facts: Facts) -> Iterator[Finding]:
         lost = history.seal_lost
         if lost is None:
             continue
-        yield Finding(LEDGER_PATH, lost.line, f"{history.id} was ruled and sealed, but its `sealed` line is missing "
+        yield Finding(lost.source or LEDGER_PATH, lost.line, f"{history.id} was ruled and sealed, but its `sealed` line is missing "
                                               "from the ledger")

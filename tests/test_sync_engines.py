@@ -1,0 +1,314 @@
+"""Vaults carried by Obsidian Sync, Syncthing, Dropbox or iCloud Drive: two or three device folders, a sync
+engine between them with each carrier's documented rules (tests/sync_sim.py), the record in the shared layout.
+Concurrent asks, rulings, supersessions and in-place edits on each device, syncs both ways, watchers on both:
+afterwards every ruling is sealed and current on every device, nothing is lost, and context agrees."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+import pytest
+
+from vault_tools.cli import run
+from vault_tools.commands.migrate import migrate
+from vault_tools.commands.setup import init_vault
+from vault_tools.ledger import Ledger
+from vault_tools.vault import Vault
+
+from .conftest import TZ, decision
+from .sync_sim import CARRIERS, Cloud, Device
+
+QUICK = "settle_seconds: 0\ndebounce_ms: 0\n"
+
+
+def vt(device: Device, *args: str) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = run([*args, "--vault", str(device.root)])
+    return code, out.getvalue()
+
+
+def watch(device: Device) -> None:
+    """One pass of the device's watcher, as `watch` runs it when files change (the settle window is 0)."""
+    past = time.time() - 5
+    for path in device.root.rglob("*.md"):  # the owner stopped typing a while ago
+        os.utime(path, (past, past))
+    assert vt(device, "watch", "--once")[0] == 0
+
+
+def devices(tmp_path: Path, carrier: str, count: int = 2) -> tuple[Cloud, list[Device]]:
+    cloud = Cloud(carrier)
+    found = []
+    for index in range(count):
+        root = tmp_path / f"device-{'abc'[index]}"
+        (root / ".obsidian").mkdir(parents=True)
+        if carrier == "syncthing":
+            (root / ".stfolder").mkdir()
+        found.append(Device(f"dev{'abc'[index]}", root))
+    first = found[0]
+    init_vault(first.root, TZ)
+    config = first.root / "vault-tools" / "config.yaml"
+    config.write_text(config.read_text() + QUICK)
+    for device in found:
+        cloud.sync(device)
+        init_vault(device.root)  # each device runs init once (Syncthing: its own .stignore)
+    return cloud, found
+
+
+def new_id(output: str) -> str:
+    return output.split()[0]
+
+
+def ruling_ids(device: Device) -> dict[str, str]:
+    code, out = vt(device, "list", "--json")
+    assert code == 0
+    return {item["id"]: item["status"] for item in json.loads(out)}
+
+
+def context_of(device: Device) -> dict:
+    code, out = vt(device, "context", "--json")
+    assert code == 0, out
+    data = json.loads(out)
+    data.pop("generated", None)
+    return data
+
+
+def notes_of(device: Device) -> dict[str, bytes]:
+    return {p.relative_to(device.root).as_posix(): p.read_bytes()
+            for p in sorted((device.root / "Decisions").rglob("*.md"))}
+
+
+def events_of(device: Device) -> list:
+    return sorted(e.to_json().__repr__() for e in Vault(device.root).ledger.read())
+
+
+def edit_summary(device: Device, decision_id: str, summary: str) -> None:
+    path = next((device.root / "Decisions").glob(f"{decision_id} *.md"))
+    text = path.read_text()
+    lines = [f"summary: {json.dumps(summary)}" if line.startswith("summary:") else line for line in text.split("\n")]
+    path.write_text("\n".join(lines))
+
+
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_two_devices_record_at_the_same_time_and_agree_after_syncing(tmp_path, carrier) -> None:
+    cloud, (a, b) = devices(tmp_path, carrier)
+    # Between two syncs, each device asks and rules on its own.
+    code, out = vt(a, "ask", "What should every article footer contain?", "--topic", "article-footer")
+    assert code == 0
+    question_a = new_id(out)
+    code, out = vt(b, "ask", "Which newsletter sponsor do we take this spring?", "--topic", "newsletter-sponsor")
+    question_b = new_id(out)
+    code, out = vt(a, "rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.",
+                   "--source", "chat")
+    assert code == 0
+    ruling_a = new_id(out)
+    code, out = vt(b, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
+                   "--source", "chat")
+    assert code == 0
+    ruling_b = new_id(out)
+    assert len({question_a, question_b, ruling_a, ruling_b}) == 4  # ids never collide across devices
+    cloud.settle(a, b)
+    # Each device answers the other's question; B replaces A's ruling; A edits B's sealed ruling in place.
+    assert vt(a, "rule", question_b, "--summary", "We take the bookshop as this spring's sponsor.",
+              "--source", "chat")[0] == 0
+    assert vt(b, "rule", question_a, "--summary", "Every article footer carries the newsletter link.",
+              "--source", "chat")[0] == 0
+    code, out = vt(b, "rule", "--topic", "font-choice", "--summary", "Body text is set in a sans-serif face.",
+                   "--supersedes", ruling_a, "--reason", "Readers on phones found the serif too thin.",
+                   "--source", "chat")
+    assert code == 0, out
+    ruling_b2 = new_id(out)
+    edit_summary(a, ruling_b, "Articles go out on Wednesdays at ten.")
+    # The carrier brings the edit to B before A's watcher has seen it: both watchers see the same edit.
+    cloud.sync(a)
+    cloud.sync(b)
+    watch(a)
+    watch(b)
+    for _ in range(3):
+        cloud.settle(a, b)
+        watch(a)
+        watch(b)
+    cloud.settle(a, b)
+
+    assert notes_of(a) == notes_of(b)  # the same notes, byte for byte, on both devices
+    assert events_of(a) == events_of(b)  # the same record
+    assert context_of(a) == context_of(b)  # the agent reads the same on either
+    statuses = ruling_ids(a)
+    assert statuses[question_a] == statuses[question_b] == statuses[ruling_b] == statuses[ruling_b2] == "ruled"
+    assert statuses[ruling_a] == "superseded"
+    revisions = [i for i, s in statuses.items() if i not in (question_a, question_b, ruling_a, ruling_b, ruling_b2)]
+    assert len(revisions) == 1, statuses  # one edit, one revision note across both devices
+    assert statuses[revisions[0]] == "open"
+    revision = next((a.root / "Decisions").glob(f"{revisions[0]} *.md")).read_text()
+    assert "Wednesdays at ten" in revision  # what was typed is kept
+    assert "Tuesdays at nine" in next((b.root / "Decisions").glob(f"{ruling_b} *.md")).read_text()  # restored
+    histories = Vault(a.root).ledger.histories()
+    for ruling in (question_a, question_b, ruling_b, ruling_b2, ruling_a):
+        assert next(h for h in histories.values() if h.id == ruling).sealed
+    for device in (a, b):
+        code, out = vt(device, "lint")
+        assert code == 0, out
+        # (Dropbox and iCloud Drive also carry `.vault-tools/`, this device's cache and logs: copies there are not
+        # the record's business.)
+        made = [p for p in device.root.rglob("*") if ".vault-tools" not in p.parts
+                and ("onflict" in p.name or p.stem.endswith((" 2", " 3")))]
+        assert not made, "no conflict copy is left"
+
+
+def test_obsidian_sync_carries_no_hidden_folder_so_the_record_is_not_in_one(tmp_path) -> None:
+    cloud, (a, b) = devices(tmp_path, "obsidian-sync")
+    assert not (b.root / ".vault-tools" / "ledger.jsonl").exists()
+    code, out = vt(a, "rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.",
+                   "--source", "chat")
+    assert code == 0
+    ruling = new_id(out)
+    cloud.settle(a, b)
+    assert (b.root / "vault-tools" / "config.yaml").read_bytes() == (a.root / "vault-tools" / "config.yaml").read_bytes()
+    assert ruling_ids(b)[ruling] == "ruled"
+    history = next(h for h in Vault(b.root).ledger.histories().values() if h.id == ruling)
+    assert history.sealed  # B knows the seal: an edit there is caught as one
+    assert {p.name for p in (a.root / "vault-tools" / "ledger").iterdir()} == \
+        {p.name for p in (b.root / "vault-tools" / "ledger").iterdir()}
+
+
+def test_a_conflict_copy_is_set_aside_reported_and_settled(tmp_path) -> None:
+    cloud, (a, b) = devices(tmp_path, "obsidian-sync")
+    code, out = vt(a, "ask", "What should every article footer contain?", "--topic", "article-footer")
+    question = new_id(out)
+    cloud.settle(a, b)
+    for device, words in ((a, "the newsletter link"), (b, "the author bio")):
+        path = next((device.root / "Decisions").glob(f"{question} *.md"))
+        path.write_text(path.read_text() + f"\nWe lean towards {words}.\n")
+    cloud.settle(a, b)
+    copies = [p for p in (a.root / "Decisions").glob("*Conflicted copy*")]
+    assert len(copies) == 1
+    assert question in ruling_ids(a)  # one record: the copy is not read as a second one
+    code, out = vt(a, "lint")
+    assert code == 1 and "VT052" in out and "VT008" not in out
+    assert vt(a, "build")[0] == 0
+    assert copies[0].relative_to(a.root).as_posix() in (a.root / "Pinned" / "Open questions.md").read_text()
+    rel = copies[0].relative_to(a.root).as_posix()
+    assert vt(a, "settle", question, "--copy", rel, "--keep", "copy")[0] == 0
+    assert not copies[0].exists()
+    kept = list((a.root / "vault-tools" / "kept").glob("*.md"))
+    assert len(kept) == 1  # the text not kept is kept there, and travels
+    assert vt(a, "lint")[0] == 0
+    cloud.settle(a, b)
+    assert notes_of(a) == notes_of(b)
+
+
+def test_migrate_moves_a_hidden_record_and_loses_nothing(tmp_path) -> None:
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    init_vault(root, TZ, shared=False)
+    assert run(["rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.", "--source", "chat",
+                "--vault", str(root)]) == 0
+    decision(root, 2, status="open", topics=("publish-day",))  # made by hand, recorded by lint --fix
+    assert run(["lint", "--fix", "--vault", str(root)]) in (0, 1)
+    assert run(["ask", "What should every article footer contain?", "--topic", "newsletter", "--vault", str(root)]) == 0
+    before = (root / ".vault-tools" / "ledger.jsonl").read_text()
+    events_before = Vault(root).ledger.read()
+    config_before = (root / ".vault-tools" / "config.yaml").read_bytes()
+    done = migrate(root)
+    assert not done.already and done.lines == len(before.splitlines())
+    assert (root / "vault-tools" / "config.yaml").read_bytes() == config_before
+    assert not (root / ".vault-tools" / "ledger.jsonl").exists()
+    moved = next((root / "vault-tools" / "ledger").glob("*.jsonl")).read_text()
+    assert moved == before  # byte for byte
+    assert [e.to_json() for e in Vault(root).ledger.read()] == [e.to_json() for e in events_before]
+    assert migrate(root).already  # again: nothing to move
+    assert run(["lint", "--vault", str(root)]) == 0
+    code = run(["ask", "Which newsletter sponsor do we take this spring?", "--topic", "sponsor", "--vault", str(root)])
+    assert code == 0
+    assert len(Vault(root).ledger.read()) == len(events_before) + 1
+
+
+def test_migrate_refuses_a_damaged_ledger_and_writes_nothing(tmp_path) -> None:
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    init_vault(root, TZ, shared=False)
+    run(["ask", "What should every article footer contain?", "--topic", "newsletter", "--vault", str(root)])
+    ledger = root / ".vault-tools" / "ledger.jsonl"
+    ledger.write_text(ledger.read_text() + '{"event": "torn')
+    assert run(["migrate", "--vault", str(root)]) == 3
+    assert not (root / "vault-tools").exists()
+
+
+def test_the_union_reads_what_a_device_saw_before_what_it_wrote_whatever_the_clocks_say(tmp_path) -> None:
+    from vault_tools.ledger import Event, event_line
+
+    folder = tmp_path / "vault-tools" / "ledger"
+    folder.mkdir(parents=True)
+    asked = Event("asked", "D-0001-aaaa", "2026-12-01T10:00:00Z", "agent", "Decisions/D-0001-aaaa Q.md",
+                  record="r1", clock=1)
+    # B's clock ran an hour behind A's: its ruling's time comes before the question's, its clock after.
+    ruled = Event("ruled", "D-0001-aaaa", "2026-12-01T09:30:00Z", "owner", "Decisions/D-0001-aaaa Q.md",
+                  record="r1", clock=2)
+    (folder / "bbbb.jsonl").write_text(event_line(ruled))
+    (folder / "aaaa.jsonl").write_text(event_line(asked))
+    ledger = Ledger(tmp_path / ".vault-tools", shared_dir=folder, device=lambda create: "cccc")
+    assert [e.event for e in ledger.read()] == ["asked", "ruled"]
+    assert ledger.histories()["r1"].status.value == "ruled"
+    (folder / "bbbb.jsonl").write_text(event_line(ruled) + '{"event":"withdr')  # the rest still on its way
+    assert [e.event for e in ledger.read()] == ["asked", "ruled"]
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_three_devices_at_random_converge(tmp_path, carrier) -> None:
+    """Random asks, rulings, supersessions and in-place edits on three devices, random syncs and watcher
+    passes; after everyone syncs and the watchers are quiet, every device holds the same notes, record and
+    context, and every ruling is sealed."""
+    rng = random.Random(f"sync-{carrier}")
+    cloud, group = devices(tmp_path, carrier, 3)
+    deadline = time.monotonic() + 12
+    topics = [f"topic-{n}" for n in range(8)]
+    count = 0
+    while time.monotonic() < deadline and count < 40:
+        count += 1
+        device = rng.choice(group)
+        step = rng.random()
+        if step < 0.25:
+            vt(device, "ask", f"Question number {count} about {rng.choice(topics)} for the owner?",
+               "--topic", rng.choice(topics))
+        elif step < 0.45:
+            topic = rng.choice(topics)
+            current = [i for i, s in ruling_ids(device).items() if s == "ruled"]
+            args = ["rule", "--topic", topic, "--summary", f"Ruling number {count} settles {topic} for now.",
+                    "--source", "chat"]
+            if current and rng.random() < 0.5:
+                args += ["--supersedes", rng.choice(current), "--reason", "The owner changed their mind on this."]
+            vt(device, *args)
+        elif step < 0.55:
+            open_ones = [i for i, s in ruling_ids(device).items() if s == "open"]
+            if open_ones:
+                vt(device, "rule", rng.choice(open_ones), "--summary", f"Answer number {count} to that question.",
+                   "--source", "chat")
+        elif step < 0.65:
+            sealed = [i for i, s in ruling_ids(device).items() if s == "ruled"]
+            if sealed:
+                edit_summary(device, rng.choice(sealed), f"Edited in place as number {count} by the owner.")
+        elif step < 0.85:
+            cloud.sync(device)
+        else:
+            watch(device)
+    for _ in range(4):
+        cloud.settle(*group)
+        for device in group:
+            watch(device)
+    cloud.settle(*group)
+    first = group[0]
+    for other in group[1:]:
+        assert notes_of(other) == notes_of(first)
+        assert events_of(other) == events_of(first)
+        assert context_of(other) == context_of(first)
+    histories = Vault(first.root).ledger.histories()
+    for ruling, status in ruling_ids(first).items():
+        if status == "ruled":
+            assert any(h.id == ruling and h.sealed for h in histories.values()), ruling

@@ -1,0 +1,161 @@
+"""Where a vault keeps its record, and this device's name for itself.
+
+Two layouts read; `init` makes the first, `migrate` moves a vault from the second to it:
+
+- **shared** (the record travels with the notes on any carrier: git, Obsidian Sync, iCloud, Dropbox,
+  Syncthing): `vault-tools/` holds what every device needs (`config.yaml`, `topics.yaml`, `kept/`,
+  and `ledger/`, one append-only file per device, each written by that device alone and read as a
+  union). Nothing in it is hidden, and no file in it has two writers, so a carrier that keeps "the
+  last modified version" of a file never drops a line. `.vault-tools/` holds only what is this
+  device's own: the cache, locks, the watcher's pid and log, a crash log, the device's tag.
+- **hidden** (before): everything in `.vault-tools/`, one `ledger.jsonl` that git merges by line union.
+  Obsidian Sync never carries a folder whose name begins with a dot.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InconsistentVault
+from .model import CLONE_TAG_ALPHABET, CLONE_TAG_LENGTH
+
+STATE_DIR = ".vault-tools"  # this device's own (hidden; never carried by Obsidian Sync)
+RECORD_DIR = "vault-tools"  # the shared layout's record (visible; carried with the notes)
+CONFIG_FILE = "config.yaml"
+LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
+LEDGER_FOLDER = "ledger"  # the shared layout's ledger: one `<device tag>.jsonl` per device
+LEDGER_SUFFIX = ".jsonl"
+CLONE_FILE = "vault-tools-clone"  # in a git directory: this clone's tag
+DEVICE_FOLDER = "devices"  # under `.vault-tools/` outside git: this device's tag, by where it runs
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The paths of one vault's record."""
+
+    root: Path
+    shared: bool
+
+    @property
+    def local_dir(self) -> Path:
+        """This device's own files (cache, locks, logs); the whole record in the hidden layout."""
+        return self.root / STATE_DIR
+
+    @property
+    def record_dir(self) -> Path:
+        """What every device needs: config, topic aliases, kept copies, the ledger."""
+        return self.root / (RECORD_DIR if self.shared else STATE_DIR)
+
+    @property
+    def record_name(self) -> str:
+        return RECORD_DIR if self.shared else STATE_DIR
+
+    @property
+    def config_path(self) -> Path:
+        return self.record_dir / CONFIG_FILE
+
+    @property
+    def config_shown(self) -> str:
+        return f"{self.record_name}/{CONFIG_FILE}"
+
+    @property
+    def ledger_dir(self) -> Path:
+        return self.root / RECORD_DIR / LEDGER_FOLDER
+
+    @property
+    def legacy_ledger(self) -> Path:
+        return self.local_dir / LEGACY_LEDGER
+
+    @property
+    def kept_dir(self) -> Path:
+        return self.record_dir / "kept"
+
+
+def is_shared(root: Path) -> bool:
+    """Whether the vault's record is in `vault-tools/` (a folder of that name holding no record is the owner's)."""
+    folder = root / RECORD_DIR
+    return (folder / CONFIG_FILE).is_file() or (folder / LEDGER_FOLDER).is_dir()
+
+
+def layout_of(root: Path) -> Layout:
+    return Layout(root, is_shared(root))
+
+
+def git_dir(root: Path) -> Path | None:
+    """The git directory of the repository the vault is in (a worktree's own), or None."""
+    for folder in (root, *root.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return dot_git
+        if dot_git.is_file():
+            try:
+                text = dot_git.read_text(encoding="utf-8").strip()
+            except OSError:
+                return None
+            if text.startswith("gitdir:"):
+                found = Path(text.removeprefix("gitdir:").strip())
+                return found if found.is_absolute() else (folder / found).resolve()
+            return None
+    return None
+
+
+def _where(root: Path) -> str:
+    return f"{socket.gethostname()}:{root.resolve()}"
+
+
+def _stored_tag(path: Path, where: str) -> str | None:
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        if stored.get("for") == where and isinstance(stored.get("tag"), str) and stored["tag"]:
+            return str(stored["tag"])
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+
+
+def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = None, create: bool = True) -> str | None:
+    """This device's tag: what its new ids end with (`D-0012-k7q2`) and, in the shared layout, the name of
+    the ledger file only it writes. In a git repository it is the clone's, kept in the git directory (never
+    committed); outside git, in the shared layout, it is kept under `.vault-tools/devices/` in a file named
+    after the machine and folder it is for, so a copy another carrier brought from another device is not
+    taken for this one's. Outside git in the hidden layout there is none (ids stay `D-NNNN`). A folder copied
+    elsewhere draws a tag of its own, avoiding every tag the vault already holds."""
+    folder = git_dir(root)
+    where = _where(root)
+    if folder is not None:
+        path = folder / CLONE_FILE
+    elif shared if shared is not None else is_shared(root):
+        path = root / STATE_DIR / DEVICE_FOLDER / (hashlib.sha256(where.encode("utf-8")).hexdigest()[:16] + ".json")
+    else:
+        return None
+    found = _stored_tag(path, where)
+    if found or not create:
+        return found
+    avoid = set(taken) | ledger_tags(root)
+    tag = ""
+    while not tag or tag in avoid:
+        tag = "".join(secrets.choice(CLONE_TAG_ALPHABET) for _ in range(CLONE_TAG_LENGTH))
+    from .notes import write_atomic  # notes imports this module's neighbours; only a new tag needs it
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps({"tag": tag, "for": where}).encode("utf-8"))
+    except OSError as error:
+        raise InconsistentVault(f"cannot record this device's id tag: {error.strerror}", path=str(path)) from None
+    return tag
+
+
+def ledger_tags(root: Path) -> set[str]:
+    """The tags of the devices whose ledger files the shared layout holds."""
+    try:
+        names = os.listdir(root / RECORD_DIR / LEDGER_FOLDER)
+    except OSError:
+        return set()
+    tags = (name.removesuffix(LEDGER_SUFFIX) for name in names if name.endswith(LEDGER_SUFFIX))
+    return {tag for tag in tags if len(tag) == CLONE_TAG_LENGTH and all(c in CLONE_TAG_ALPHABET for c in tag)}
