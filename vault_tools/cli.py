@@ -700,10 +700,15 @@ def _watch_log(state_dir: Path, as_json: bool) -> Any:
 
     logger = open_log(state_dir)
 
+    plain = not sys.stderr.isatty()  # rich takes a thousand times longer per line, for colour only a terminal shows
+
     def log(action: Any) -> None:
         line = format_action(action, as_json)
         logger.info(line)
-        stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
+        if plain:
+            sys.stderr.write(line + "\n")
+        else:
+            stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
 
     return log
 

@@ -18,7 +18,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -73,14 +73,16 @@ class Event:
     line: int | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.pop("line")
+        data = {name: getattr(self, name) for name in _EVENT_FIELDS}  # every field is flat: no deep copy needed
         data["supersedes"] = list(self.supersedes)
         data["alongside"] = list(self.alongside)
         data["topics"] = list(self.topics)
         data["not_the_same"] = list(self.not_the_same)
         data["settles"] = list(self.settles)
         return {key: value for key, value in data.items() if value not in (None, [])}
+
+
+_EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name != "line")
 
 
 def _canonical(data: dict[str, Any]) -> str:
@@ -162,7 +164,11 @@ class Ledger:
         self.display_path = display_path
         self._lock = FileLock(str(state_dir / LOCK_FILE), timeout=LOCK_TIMEOUT_SECONDS)
         self._read_cache: tuple[tuple[int, int, int, int], list[Event]] | None = None
-        self._histories_memo: tuple[tuple[int, int, int, int] | None, int, dict[str, History]] | None = None
+        self._sync_later = 0  # inside `synced_together`: appends are fsynced by `sync`
+        self._unsynced = False
+        # (file key, event count, histories, last event): appends extend the histories instead of redoing them
+        self._histories_memo: tuple[tuple[int, int, int, int] | None, int, dict[str, History], Event | None] | None \
+            = None
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -174,6 +180,29 @@ class Ledger:
             raise InconsistentVault(
                 f"another vault-tools process has held the ledger lock for {LOCK_TIMEOUT_SECONDS} s",
                 path=self.display_path) from None
+
+    @contextmanager
+    def synced_together(self) -> Iterator[None]:
+        """Appends inside the block reach the file at once (any reader, and this process after a kill -9, sees
+        them) but are made durable together: before the next note is written and when the block ends. After a
+        power cut the disk then never holds a note written after an event it lacks, as with one fsync per
+        append, for one fsync per burst of appends."""
+        from . import notes  # notes know nothing of the ledger
+
+        self._sync_later += 1
+        try:
+            with notes.before_writes(self.sync):
+                yield
+        finally:
+            self._sync_later -= 1
+            self.sync()
+
+    def sync(self) -> None:
+        """Make what was appended durable (see `synced_together`)."""
+        if self._unsynced:
+            with open(self.path, "ab", buffering=0) as handle:
+                os.fsync(handle.fileno())
+            self._unsynced = False
 
     def read(self) -> list[Event]:
         """Every event, verified. A long-running process re-reads only when the file changed."""
@@ -220,7 +249,10 @@ class Ledger:
                     if not step:
                         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
                     written += step
-                os.fsync(handle.fileno())
+                if self._sync_later:
+                    self._unsynced = True
+                else:
+                    os.fsync(handle.fileno())
             except OSError:  # a full disk: take back a partial line rather than leave it torn
                 handle.truncate(size)
                 raise
@@ -236,12 +268,16 @@ class Ledger:
 
     def histories(self) -> dict[str, History]:
         """Every record, by identity: the same object for as long as the ledger file is unchanged."""
-        events = self.read()
         memo = self._histories_memo
-        if memo is not None and memo[0] == self._stat_key() and memo[1] == len(events):
-            return memo[2]
-        found = histories(events)
-        self._histories_memo = (self._stat_key(), len(events), found)
+        if memo is not None and memo[0] is not None and memo[0] == self._stat_key():
+            return memo[2]  # the file is as it was: no need to look at its events
+        events = self.read()
+        found = None
+        if memo is not None and 0 < memo[1] < len(events) and events[memo[1] - 1] is memo[3]:
+            found = extend_histories(memo[2], events[memo[1]:])  # only appended to, by this process
+        if found is None:
+            found = histories(events)
+        self._histories_memo = (self._stat_key(), len(events), found, events[-1] if events else None)
         return found
 
     def statuses(self) -> dict[str, Status]:
@@ -530,6 +566,23 @@ def histories(events: Iterable[Event]) -> dict[str, History]:
         if event not in history.events:  # a line a union merge kept twice is one event
             history.events.append(event)
     return found
+
+
+def extend_histories(found: Mapping[str, History], appended: Iterable[Event]) -> dict[str, History] | None:
+    """`histories` of the events behind `found` and then `appended`, without reading them all again: a new
+    dict, with a new History for each record the new events belong to (the others are shared). None when an
+    appended event has no record of its own (an older line: which record it belongs to needs them all)."""
+    extended = dict(found)
+    for event in appended:
+        if event.record is None:
+            return None
+        history = extended.get(event.record)
+        if history is None:
+            extended[event.record] = History(event.id, [event], record=event.record)
+        elif event.id != history.id or event not in history.events:  # as `histories` takes them, one by one
+            events = history.events if event in history.events else [*history.events, event]
+            extended[event.record] = History(event.id, events, record=event.record)
+    return extended
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ recognised by content hash and cause no work.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import fnmatch
 import hashlib
@@ -20,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
@@ -34,6 +33,7 @@ from .commands.amend import apply_owner_step, owner_step
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
 from .commands.ids import give_ids
+from .commands.live import LiveState
 from .commands.repair import pending_chain
 from .commands.revise import reject_edit
 from .commands.seal import seal_one
@@ -42,11 +42,13 @@ from .commands.supersede import supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, VaultToolsError
 from .ledger import STATUS_AFTER, History
-from .model import FINAL_STATUSES, Decision, Status, duplicate_ids
+from .model import FINAL_STATUSES, Decision, Status
 from .vault import STATE_DIR, VaultState
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
-MAX_RECONCILE_PASSES = 200
+# Rounds through the notes before reconciling gives up: each round goes through every note once, and one that
+# changes nothing ends it (two rounds, three at most, on any vault seen so far).
+MAX_RECONCILE_ROUNDS = 20
 IGNORED_NAMES = ("*.tmp", "*.swp", "*.swx", ".#*", "*~", ".~*", "4913")  # editor temp and swap files
 IGNORED_FOLDERS = (".obsidian", ".trash", ".git", STATE_DIR)
 
@@ -67,10 +69,10 @@ class Reconciled:
     touched: set[str] = field(default_factory=set)  # vault-relative paths written
     settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
     busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
-    state: VaultState | None = None  # the vault as the last pass read it, which changed no note
-    # path -> the note's time as this reconcile left it, after giving it an id: the owner had already left it
-    # alone, so this write of ours does not make it "still being typed"
-    given_ids: dict[str, tuple[float, float]] = field(default_factory=dict)  # path -> (time after, time before)
+    state: VaultState | None = None  # the vault as reconciling left it
+    # What the last round found it could not reconcile (invalid notes, notes it could not read), and, when the
+    # rounds ran out, why: with `busy` and `settle_deadlines`, what was left for later.
+    unresolved: list[Action] = field(default_factory=list)
 
 
 def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None) -> Reconciled:
@@ -78,119 +80,195 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
 
     Notes modified after `quiet_before` (epoch seconds) are still being typed and
     are left for later. Ruled notes unchanged since `settle_before` are sealed;
-    `None` means seal nothing and only say when they will be. Each pass reads the
-    vault afresh and stops at its first change to a note, so every decision is
-    taken on the current state; the passes end when one changes no note.
+    `None` means seal nothing and only say when they will be. The vault is read
+    once; after each change the notes it wrote and the events it appended are read
+    again (`LiveState`), so every decision is taken on the current state. Rounds go
+    through every note in order until one changes nothing.
     """
     result = Reconciled()
-    with ws.vault.ledger.locked():
-        ws.remove_stale_temps(ws.state())
-        for _ in range(MAX_RECONCILE_PASSES):
-            if not _Pass(ws, result, quiet_before, settle_before).run():
-                break
+    with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live:
+        ws.remove_stale_temps(live.state)
+        _Reconcile(ws, live, result, quiet_before, settle_before).run()
+        result.state = live.state
     return result
 
 
-class _Pass:
-    """One reading of the vault, and the first change it calls for."""
+class _Reconcile:
+    """One reconcile: rounds through the notes, each decided on the vault as the previous step left it.
 
-    def __init__(self, ws: Workspace, result: Reconciled, quiet_before: float, settle_before: float | None) -> None:
+    The first round looks at every note that is quiet; each later one only at those that changed since they
+    were looked at (their note, their record, a note they name in `supersedes` or `alongside`, or the set of
+    notes). A round that changes nothing ends the reconcile."""
+
+    def __init__(self, ws: Workspace, live: LiveState, result: Reconciled, quiet_before: float,
+                 settle_before: float | None) -> None:
         self.ws = ws
+        self.live = live
         self.result = result
         self.quiet_before = quiet_before
         self.settle_before = settle_before
-        self.state = result.state = ws.state()
-        self.known = ws.histories()
-        result.settle_deadlines.clear()
-        result.busy.clear()
-        self.reported = {(a.path, a.why) for a in result.actions if a.kind == "invalid"}
+        self.reported: set[tuple[str | None, str]] = set()
+        # What could not be reconciled, by the note (or step) it was found at; looked at again, it is found anew
+        self.found: dict[str, dict[tuple[str | None, str], Action]] = {}
+        self.looking_at = ""
+        self.seen: dict[str, int] = {}  # path -> the view's version after this note was last looked at
+        self.deadlines: dict[str, float] = {}  # path -> when a ruling may be sealed, as last looked at
+        # path -> (its time as this reconcile left it, the owner's last save before): a note this reconcile
+        # wrote was left alone by the owner, so its own write does not make it "still being typed"
+        self.own_writes: dict[str, tuple[float, float]] = {}
+        self.saved_at: dict[str, float] = {}  # path -> the owner's last save, as this round found it
+
+    @property
+    def state(self) -> VaultState:
+        return self.live.state
+
+    def run(self) -> None:
+        if self.settle_before is not None:  # ids for notes made without one, once left alone to settle
+            self.give_ids()
+        for _ in range(MAX_RECONCILE_ROUNDS):
+            if not self.round():
+                break
+        else:
+            self.looking_at = "rounds"
+            self.invalid(None, None, f"still changing notes after {MAX_RECONCILE_ROUNDS} rounds through the vault; "
+                                     "the last changes are in the log above")
+        self.result.settle_deadlines = {rel: when for rel, when in self.deadlines.items()
+                                        if rel in self.seen and self.live.decision_at(rel) is not None}
+        self.result.unresolved = [action for found in self.found.values() for action in found.values()]
 
     def invalid(self, decision_id: str | None, path: str | None, why: str) -> None:
+        action = Action("invalid", decision_id, path, why)
+        self.found.setdefault(self.looking_at, {})[(path, why)] = action
         if (path, why) not in self.reported:
-            self.result.actions.append(Action("invalid", decision_id, path, why))
+            self.result.actions.append(action)
             self.reported.add((path, why))
 
     def act(self, kind: str, decision_id: str | None, path: str | None, why: str) -> None:
         self.result.actions.append(Action(kind, decision_id, path, why))
 
-    def run(self) -> bool:
-        """True when a note was changed (and another pass must look again)."""
-        state, vault = self.state, self.ws.vault
-        if self.settle_before is not None:  # ids for notes made without one, once left alone to settle
-            given = give_ids(self.ws, quiet_before=self.settle_before)
-            for item in given:
-                self.result.touched.update({item.path, item.was})
-                with contextlib.suppress(OSError):
-                    self.result.given_ids[item.path] = ((vault.root / item.path).stat().st_mtime, item.saved_at)
-                self.act("id-given", item.id, item.path, f"made without an id (was {item.was})")
-            if given:
-                return True
-        for error in state.broken:
-            self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
-        quiet: list[tuple[Decision, float]] = []
-        for decision in sorted(state.decisions, key=lambda d: d.order):
+    def changed(self, removed: Iterable[str] = ()) -> bool:
+        """Bring the view up to date with what the last step wrote; True when it wrote anything."""
+        if not self.live.refresh(removed):
+            return False
+        for rel in self.live.written:
             try:
-                mtime = vault.path_of(decision).stat().st_mtime
+                after = (self.state.root / rel).stat().st_mtime
             except OSError:
                 continue
-            after, before = self.result.given_ids.get(decision.path, (None, None))
-            if after == mtime and before is not None:
-                mtime = before  # our own write of its id: the owner's last save is what counts
-            if mtime > self.quiet_before:
-                self.result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
-            else:
-                quiet.append((decision, mtime))
-        ties = {d.path: self.ws.history_of(state, d, self.known) for d in state.decisions}
-        tied_records = {h.record for h in ties.values() if h is not None}
-        # A sealed note whose id was changed in place: the note at its path is that note, edited.
-        lost = {h.path: h for h in self.known.values()
-                if h.seal is not None and h.record not in tied_records and h.id not in state.by_id()}
-        duplicated = duplicate_ids(state.decisions)
-        for decision, mtime in quiet:
-            history = ties[decision.path]
-            if decision.id in duplicated:  # which record is which waits for `renumber`: nothing is written
-                others = ", ".join(d.path for d in duplicated[decision.id] if d.path != decision.path)
-                self.invalid(decision.id, decision.path, f"id {decision.id} is also used by {others}; left alone "
-                             f"until one is renumbered (vault-tools renumber {decision.id} --path ...)")
-                continue
-            if history is not None and history.conflict is not None:
-                conflict = history.conflict
-                self.invalid(decision.id, decision.path, f"in conflict ({' / '.join(conflict.outcomes)}, recorded on "
-                             f"different clones); left alone until settled (vault-tools settle {decision.id} ...)")
-                continue
-            try:
-                if history is None and decision.path in lost:
-                    self.reject_edit(decision, lost[decision.path])
-                    return True
-                if self.apply_lifecycle(decision, history, mtime):
-                    return True
-            except VaultToolsError as error:
-                self.invalid(decision.id, decision.path, error.message)
-            except OSError as error:  # renamed or deleted while being read: the next quiet period sees it anew
-                self.invalid(decision.id, decision.path, f"could not be read just now ({error.strerror}); will retry")
-        return self.finish_supersessions()
+            before = self.own_writes[rel][1] if rel in self.own_writes else self.saved_at.get(rel, self.quiet_before)
+            self.own_writes[rel] = (after, before)
+        self.result.touched |= self.live.written
+        return True
 
-    def apply_lifecycle(self, decision: Decision, history: History | None, mtime: float) -> bool:
-        """Seal a quiet ruling, or record a question made or withdrawn by hand. True when a note was written."""
+    def give_ids(self) -> None:
+        assert self.settle_before is not None
+        given = give_ids(self.ws, quiet_before=self.settle_before, state=self.state)
+        for item in given:
+            self.saved_at[item.path] = item.saved_at  # the owner's last save, before the id was written
+            self.result.touched.add(item.was)
+            self.act("id-given", item.id, item.path, f"made without an id (was {item.was})")
+        self.changed(removed=[item.was for item in given if item.was != item.path])
+
+    def mtime_of(self, rel: str) -> float | None:
+        try:
+            mtime = (self.state.root / rel).stat().st_mtime
+        except OSError:
+            return None
+        after, before = self.own_writes.get(rel, (None, None))
+        if after == mtime and before is not None:
+            mtime = before  # our own write: the owner's last save is what counts
+        self.saved_at[rel] = mtime
+        return mtime
+
+    def due(self, decision: Decision) -> bool:
+        """Whether to look at this note in this round: never looked at, or changed since, or a note it names."""
+        seen = self.seen.get(decision.path)
+        if seen is None or self.live.changed_since(decision.path, seen):
+            return True
+        by_id, resolve = self.state.by_id(), self.state.resolver()
+        for link in (*decision.supersedes, *decision.alongside, *filter(None, [decision.superseded_by])):
+            named = by_id.get(resolve(link) or "")
+            if named is not None and self.live.touched_at.get(named.path, 0) > seen:
+                return True
+        return False
+
+    def round(self) -> bool:
+        """Each note due, in order, on the current state; True when a note or the ledger was written."""
+        state, result, live = self.state, self.result, self.live
+        result.busy.clear()
+        self.looking_at = "broken"
+        self.found.pop("broken", None)
+        for error in state.broken:
+            self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
+        quiet: list[tuple[str, float]] = []
+        for decision in sorted(state.decisions, key=lambda d: d.order):
+            mtime = self.mtime_of(decision.path)
+            if mtime is None:
+                continue
+            if mtime > self.quiet_before:
+                result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
+            elif self.due(decision):
+                quiet.append((decision.path, mtime))
+        changed = False
+        for rel, mtime in quiet:
+            current = live.decision_at(rel)  # as the steps before left it
+            if current is None:
+                continue
+            self.looking_at = rel
+            self.found.pop(rel, None)
+            self.deadlines.pop(rel, None)
+            try:
+                self.reconcile_one(current, mtime)
+            except VaultToolsError as error:
+                self.invalid(current.id, current.path, error.message)
+            except OSError as error:  # renamed or deleted while being read: the next quiet period sees it anew
+                self.invalid(current.id, current.path, f"could not be read just now ({error.strerror}); will retry")
+            changed |= self.changed()
+            self.seen[rel] = live.version
+        for rel in result.busy:
+            self.seen.pop(rel, None)  # saved again meanwhile: looked at anew once quiet
+        return self.finish_supersessions() or changed
+
+    def reconcile_one(self, decision: Decision, mtime: float) -> None:
+        history = self.live.history_of(decision)
+        duplicated = self.ws.duplicated(self.state)
+        if decision.id in duplicated:  # which record is which waits for `renumber`: nothing is written
+            others = ", ".join(d.path for d in duplicated[decision.id] if d.path != decision.path)
+            self.invalid(decision.id, decision.path, f"id {decision.id} is also used by {others}; left alone "
+                         f"until one is renumbered (vault-tools renumber {decision.id} --path ...)")
+            return
+        if history is not None and history.conflict is not None:
+            conflict = history.conflict
+            self.invalid(decision.id, decision.path, f"in conflict ({' / '.join(conflict.outcomes)}, recorded on "
+                         f"different clones); left alone until settled (vault-tools settle {decision.id} ...)")
+            return
+        # A sealed note whose id was changed in place: the note at its path is that note, edited.
+        lost = self.live.lost_at(decision.path) if history is None else None
+        if lost is not None:
+            self.reject_edit(decision, lost)
+            return
+        self.apply_lifecycle(decision, history, mtime)
+
+    def apply_lifecycle(self, decision: Decision, history: History | None, mtime: float) -> None:
+        """Seal a quiet ruling, or record a question made or withdrawn by hand."""
         ws = self.ws
         if history is not None and history.seal is not None:
-            return self.enforce_seal(decision, history)
+            self.enforce_seal(decision, history)
+            return
         if history is not None and history.status in FINAL_STATUSES and decision.status is not history.status:
             if self.restore_latest(decision, history):
-                return True
+                return
             raise NoteError(f"was {history.status.value} (final), but the note now says {decision.status.value}; "
                             "ask again as a new question", path=decision.path, line=decision.line_of("status"))
         if decision.status is Status.RULED:
             waiting_on = ws.targets_paths(self.state, decision) & set(self.result.busy)
             if self.settle_before is None or mtime > self.settle_before or waiting_on:
-                self.result.settle_deadlines[decision.path] = mtime + ws.config.settle_seconds
-                return False
+                self.deadlines[decision.path] = mtime + ws.config.settle_seconds
+                return
             sealed = seal_one(ws, self.state, decision, history)
-            self.result.touched.add(sealed.path)
-            self.result.touched.update(ws.targets_paths(self.state, sealed))
             self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
-            return True
-        # Below, only the ledger is written: no note changes, so the pass goes on.
+            return
+        # Below, only the ledger is written.
         if (history is None or history.status is None) and decision.status in (Status.OPEN, Status.WITHDRAWN):
             kind = "asked" if decision.status is Status.OPEN else "withdrawn"
             record_hand_made(ws, decision, kind, history)
@@ -198,7 +276,6 @@ class _Pass:
         elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
             record_hand_made(ws, decision, "withdrawn", history)
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
-        return False
 
     def restore_latest(self, decision: Decision, history: History) -> bool:
         """A question the ledger closed (withdrawn) whose note a merge brought back to a version the ledger
@@ -213,17 +290,16 @@ class _Pass:
         if typed == latest.text or not any(e.text == typed for e in history.events if e is not latest):
             return False
         notes.write_atomic(self.ws.vault.path_of(decision), latest.text.encode("utf-8"))
-        self.result.touched.add(decision.path)
         self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
                                                          "the current one put back")
         return True
 
-    def enforce_seal(self, decision: Decision, history: History) -> bool:
+    def enforce_seal(self, decision: Decision, history: History) -> None:
         """A sealed note that no longer matches the ledger: finish an interrupted closing, or reject the edit."""
-        ws, seal = self.ws, history.seal
+        ws, state, seal = self.ws, self.state, history.seal
         assert seal is not None and seal.text is not None
-        if matches_ledger(ws, self.state, decision, history):
-            return False
+        if matches_ledger(ws, state, decision, history):
+            return
         note = ws.read(ws.vault.path_of(decision))
         if notes.file_text(note, note.text) == seal.text:
             # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
@@ -234,37 +310,33 @@ class _Pass:
             # A conflict was settled, and a merge or a rebase brought back a version the ledger already holds
             # from before: nothing typed is lost by putting the settled text back.
             notes.write_atomic(ws.vault.path_of(decision), seal.text.encode("utf-8"))
-            self.result.touched.add(decision.path)
             self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
                                                              "the current one put back")
-            return True
-        if ws.seal_hash_of(self.state, decision) == seal.hash and \
-                finish_interrupted_close(ws, self.state, decision, history, note):
+            return
+        if ws.seal_hash_of(state, decision) == seal.hash and \
+                finish_interrupted_close(ws, state, decision, history, note):
             self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")
-            return True
-        step = owner_step(ws, self.state, decision, history)
+            return
+        step = owner_step(ws, state, decision, history)
         if step is not None and step.kind == "incomplete":
             self.invalid(decision.id, decision.path, step.why)  # left as typed: the owner is not done
-            return False
+            return
         if step is not None:
-            apply_owner_step(ws, self.state, decision, history, note, step)
+            apply_owner_step(ws, state, decision, history, note, step)
             self.act(step.kind, decision.id, decision.path, step.why)
-            return True
+            return
         self.reject_edit(decision, history, note)
-        return True
 
     def reject_edit(self, decision: Decision, history: History, note: notes.Note | None = None) -> None:
         ws = self.ws
         note = note or ws.read(ws.vault.path_of(decision))
         done = reject_edit(ws, self.state, decision, history, note)
         if done.as_revision:
-            self.result.touched.add(done.kept_in)
             why = f"in-place edit of a sealed note; the typed text is kept in {done.kept_in}"
         else:
             why = f"the fields vault-tools writes were edited; the edited copy is kept in {done.kept_in}"
         self.act("edit-rejected", history.id, decision.path, why)
         if done.restored:
-            self.result.touched.add(decision.path)
             self.act("restored", history.id, decision.path, "sealed text put back")
         else:
             self.act("restore-deferred", history.id, decision.path,
@@ -272,22 +344,24 @@ class _Pass:
 
     def finish_supersessions(self) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
-        ws, state = self.ws, self.state
-        for ruling, target in pending_chain(ws, state):
-            if target.path in self.result.busy:
-                continue
+        ws, changed = self.ws, False
+        self.looking_at = "chains"
+        self.found.pop("chains", None)
+        for ruling, target in pending_chain(ws, self.state):
+            current = self.live.decision_at(target.path)
+            if target.path in self.result.busy or current is None or current.id != target.id or \
+                    current.status is not Status.RULED:
+                continue  # being typed, or changed by a step before: the next round looks again
             try:
-                supersede_now(ws, state, target, ruling)
+                supersede_now(ws, self.state, current, self.live.decision_at(ruling.path) or ruling)
             except VaultToolsError as error:
                 self.invalid(target.id, target.path, error.message)
-                continue
             except OSError as error:
                 self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
-                continue
-            self.result.touched.add(target.path)
-            self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
-            return True
-        return False
+            else:
+                self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
+            changed |= self.changed()
+        return changed
 
 
 def is_ignored(relative: str) -> bool:

@@ -16,8 +16,8 @@ from typing import Any
 from .. import notes
 from ..errors import NoteError
 from ..ledger import wikilinks
-from ..model import ID_PATTERN, link_target, note_title
-from ..vault import iter_markdown
+from ..model import ID_PATTERN, format_id, id_number, link_target, note_title
+from ..vault import VaultState, iter_markdown
 from .workspace import Workspace
 
 PLACEHOLDER_IDS = ("", "D-", "D-XXXX", "D-NNNN")
@@ -43,11 +43,12 @@ def lacks_id(properties: Any) -> bool:
     return text.upper() in PLACEHOLDER_IDS and not ID_PATTERN.match(text)
 
 
-def give_ids(ws: Workspace, *, quiet_before: float | None = None) -> list[Given]:
+def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultState | None = None) -> list[Given]:
     """Give every decision note that lacks an id one (those saved after `quiet_before`, epoch seconds, are
-    still being written and wait). Runs under the caller's ledger lock; writes notes only."""
+    still being written and wait). Runs under the caller's ledger lock, on `state` if the caller has the vault
+    as it is now; writes notes only."""
     given: list[Given] = []
-    state = ws.state()
+    state = state if state is not None else ws.state()
     for rel in sorted(state.properties):
         if not lacks_id(state.properties[rel]):
             continue
@@ -59,7 +60,7 @@ def give_ids(ws: Workspace, *, quiet_before: float | None = None) -> list[Given]
             note = ws.read(path)
         except (OSError, NoteError):
             continue
-        new_id = ws.next_id(state)
+        new_id = _after(given[-1].id) if given else ws.next_id(state)  # the next id counts those given here
         text = notes.with_fields(note, {"id": new_id})
         target = _renamed(ws, path, new_id, note)
         if target == path:
@@ -68,8 +69,13 @@ def give_ids(ws: Workspace, *, quiet_before: float | None = None) -> list[Given]
             notes.create_note(target, notes.file_text(note, text))
             path.unlink()
         given.append(Given(new_id, ws.vault.relative(target), rel, saved_at))
-        state = ws.state()  # the next id counts this one
     return given
+
+
+def _after(decision_id: str) -> str:
+    """The id after one just given, with the same clone tag."""
+    tag = decision_id.split("-")[2] if decision_id.count("-") == 2 else None
+    return format_id(id_number(decision_id) + 1, tag=tag)
 
 
 def _renamed(ws: Workspace, path: Path, new_id: str, note: notes.Note) -> Path:
@@ -93,6 +99,7 @@ def _linked_to(ws: Workspace, title: str) -> bool:
             text = (ws.vault.root / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if "[[" in text and any(link_target(match.group(0)).casefold() == wanted for match in wikilinks(text)):
+        if "[[" in text and wanted in text.casefold() and \
+                any(link_target(match.group(0)).casefold() == wanted for match in wikilinks(text)):
             return True
     return False

@@ -59,8 +59,9 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
         stamps["ruled_at"] = ws.now_local()
     if decision.ruled_by is None:
         stamps["ruled_by"] = ws.config.default_ruler
-    text = notes.with_fields(note, stamps) if stamps else note.text
-    decision = ws.parse_new(path, text)
+    stamped = notes.edited(note, stamps) if stamps else note
+    text = stamped.text
+    decision = ws.parse_new(path, text, stamped)
     why = unanswered(decision)
     if why:
         raise Refused(why, path=decision.path, line=decision.line_of("summary"))
@@ -83,7 +84,10 @@ def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str,
                 actor: str) -> list[Event]:
     """`ruled` (unless the ledger has it already) and `sealed`, with the note's meaning and text."""
     resolve = ws.resolver_with(state, decision)
-    digest = seal_hash(decision, resolve, ws.tz)
+    if resolve is state.resolver() and state.get(decision.id) == decision:
+        digest = ws.seal_hash_of(state, decision)  # the note as the state has it: later checks find the hash made
+    else:
+        digest = seal_hash(decision, resolve, ws.tz)
     supersedes = tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes))))
     alongside = tuple(sorted(filter(None, (resolve(link) for link in decision.alongside))))
     record = history.record if history is not None else new_record()

@@ -58,9 +58,10 @@ def plan_superseded(ws: Workspace, state: VaultState, old: Decision, new: Decisi
     """The old note's text once marked superseded, worked out and checked before anything is written."""
     path = ws.vault.path_of(old)
     note = ws.read(path)
-    text = notes.with_fields(note, {"status": Status.SUPERSEDED.value,
-                                    "superseded_by": f"[[{new.title}]]", "reason": reason})
-    return SupersedePlan(note, text, ws.record_for(state, old), ws.parse_new(path, text), new, reason)
+    marked = notes.edited(note, {"status": Status.SUPERSEDED.value, "superseded_by": f"[[{new.title}]]",
+                                 "reason": reason})
+    return SupersedePlan(note, marked.text, ws.record_for(state, old), ws.parse_new(path, marked.text, marked), new,
+                         reason)
 
 
 def apply_superseded(ws: Workspace, state: VaultState, plan: SupersedePlan, actor: str) -> None:
