@@ -710,7 +710,8 @@ def unanswered(decision: Decision, *, unchanged_question_counts: bool = True) ->
                 "write the answer in `summary`")
     if unchanged_question_counts and "Question" in decision.body:
         words = _words(summary)
-        if words and words not in _words(decision.body):
+        folded = decision.body.casefold()
+        if words and (not all(word in folded for word in words.split()) or words not in _words(decision.body)):
             return None  # no line of the body reads as the summary, so the question's first line does not
         from .bodies import sections
 

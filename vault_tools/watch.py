@@ -265,7 +265,7 @@ class _Reconcile:
             if self.settle_before is None or mtime > self.settle_before or waiting_on:
                 self.deadlines[decision.path] = mtime + ws.config.settle_seconds
                 return
-            sealed = seal_one(ws, self.state, decision, history)
+            sealed = seal_one(ws, self.state, decision, history, self.live.unchanged_text(decision.path))
             self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
             return
         # Below, only the ledger is written.

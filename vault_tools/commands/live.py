@@ -16,7 +16,8 @@ from __future__ import annotations
 import bisect
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -24,7 +25,7 @@ from typing import TypeVar
 from .. import notes
 from ..ledger import Event, History, RecordSummary, tie_notes
 from ..model import Decision
-from ..vault import SKIPPED_FOLDERS, VaultState
+from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState
 from .workspace import Workspace
 
 T = TypeVar("T")
@@ -42,9 +43,11 @@ class LiveState:
     """The vault as it is now, for a process that writes to it: use it as a context manager (it then sees
     every note written in this thread) and call `refresh()` after each step."""
 
-    def __init__(self, ws: Workspace, state: VaultState | None = None) -> None:
+    def __init__(self, ws: Workspace, load: Callable[[], VaultState] | None = None) -> None:
+        """`load` reads the vault (default: `ws.state()`)."""
         self.ws = ws
-        self.state = state if state is not None else ws.state()
+        started = time.time_ns()
+        self.state = (load or ws.state)()
         self.written: set[str] = set()  # what the last `refresh` read again (vault-relative)
         # Each refresh that changed anything is a new version; for each note, the last version that changed
         # it or its record (`touched_at`), and the last that added, removed or renamed a note (`reshaped_at`):
@@ -60,6 +63,13 @@ class LiveState:
         config = ws.config
         self._skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
         self._summary_ties = _Summaries(self)
+        # path -> stat key of a decision note whose file holds what the state says: it has not changed since
+        # before the vault was read (the note cache's own rule: older than the racy window), nor been written
+        self._unchanged: dict[str, tuple[int, int, int, int]] = {}
+        for decision in self.state.decisions:
+            key = _stat_key(self.state.root / decision.path)
+            if key is not None and max(key[1], key[2]) < started - RACY_NANOSECONDS:
+                self._unchanged[decision.path] = key
         self._index_notes()
         self._index_records()
         self._tie_all()
@@ -81,6 +91,24 @@ class LiveState:
     def history_of(self, decision: Decision) -> History | None:
         """The record this note is (see `Workspace.history_of`), as the ledger stands now."""
         return self.ties.get(decision.path)
+
+    def unchanged_text(self, rel: str) -> str | None:
+        """The text of the note at `rel` (as the file holds it, BOM included) when it is certainly what the state
+        was read from, so it need not be parsed again; else None."""
+        key = self._unchanged.get(rel)
+        if key is None:
+            return None
+        path = self.state.root / rel
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        if _stat_key(path) != key:  # written since, perhaps while being read
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
 
     def lost_at(self, rel: str) -> History | None:
         """A sealed record last written at `rel` that no note is tied to and whose id no note has: the note
@@ -137,6 +165,7 @@ class LiveState:
             old = self.decision_at(rel)
             new = fresh.decisions[0] if fresh is not None and fresh.decisions else None
             ids.update(d.id for d in (old, new) if d is not None)
+            self._unchanged.pop(rel, None)
             self._forget(rel, old)
             if old is not None and new is not None and old.id == new.id and fresh is not None:
                 self._replace(rel, new, fresh)  # the common case: same note, same id, new content
@@ -340,6 +369,14 @@ class LiveState:
         except FileNotFoundError:
             return None
         return found.st_size, found.st_mtime_ns, found.st_ino
+
+
+def _stat_key(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
 
 
 class _Summaries(Mapping[str, RecordSummary]):

@@ -45,7 +45,11 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
     return sealed
 
 
-def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None) -> Decision:
+def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None,
+             unchanged: str | None = None) -> Decision:
+    """Seal one ruling: stamp what is missing, check it, apply its `supersedes`, record it. `unchanged` is the
+    note's text when the caller knows the file still holds what `decision` was read from (then, with nothing
+    to stamp, it is not parsed again)."""
     lost = history.seal_lost if history is not None else None
     if lost is not None:
         raise InconsistentVault(
@@ -53,15 +57,21 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
             "restore the ledger from git or a backup (it is not sealed again from its text as it is now)",
             path=ws.vault.ledger.display_path, line=lost.line)
     path = ws.vault.path_of(decision)
-    note = ws.read(path)
-    stamps: dict[str, Any] = {}
-    if decision.ruled_at is None:
-        stamps["ruled_at"] = ws.now_local()
-    if decision.ruled_by is None:
-        stamps["ruled_by"] = ws.config.default_ruler
-    stamped = notes.edited(note, stamps) if stamps else note
-    text = stamped.text
-    decision = ws.parse_new(path, text, stamped)
+    stamping: tuple[notes.Note, str] | None = None  # the note as read, and its text once stamped
+    if unchanged is not None and decision.ruled_at is not None and decision.ruled_by is not None and \
+            decision.path not in state.problems:
+        text_on_disk = unchanged  # what `decision` was read from, and valid as it is
+    else:
+        note = ws.read(path)
+        stamps: dict[str, Any] = {}
+        if decision.ruled_at is None:
+            stamps["ruled_at"] = ws.now_local()
+        if decision.ruled_by is None:
+            stamps["ruled_by"] = ws.config.default_ruler
+        stamped = notes.edited(note, stamps) if stamps else note
+        decision = ws.parse_new(path, stamped.text, stamped)
+        text_on_disk = notes.file_text(note, stamped.text)
+        stamping = (note, stamped.text) if stamps else None
     why = unanswered(decision)
     if why:
         raise Refused(why, path=decision.path, line=decision.line_of("summary"))
@@ -71,10 +81,10 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
                         line=decision.line_of("supersedes"))
     seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, state, target, decision, decision.reason or "") for target in targets]
-    if stamps:
-        notes.write_note(note, text)
+    if stamping is not None:
+        notes.write_note(*stamping)
     actor = decision.ruled_by or ws.config.default_ruler
-    ws.vault.ledger.append(seal_events(ws, state, decision, notes.file_text(note, text), history, actor))
+    ws.vault.ledger.append(seal_events(ws, state, decision, text_on_disk, history, actor))
     for plan in plans:
         apply_superseded(ws, state, plan, actor)
     return decision
