@@ -40,7 +40,7 @@ from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
 from .commands.supersede import supersede_now
 from .commands.workspace import Workspace
-from .errors import ConfigError, NoteError, VaultToolsError
+from .errors import ConfigError, NoteError, Unfinished, VaultToolsError
 from .ledger import STATUS_AFTER, History
 from .model import FINAL_STATUSES, Decision, Status
 from .vault import STATE_DIR, VaultState
@@ -49,6 +49,7 @@ EpochClock = Callable[[], float]  # seconds since the epoch, comparable with fil
 # Rounds through the notes before reconciling gives up: each round goes through every note once, and one that
 # changes nothing ends it (two rounds, three at most, on any vault seen so far).
 MAX_RECONCILE_ROUNDS = 20
+MAX_LEFT_SHOWN = 20  # lines `watch --once` shows of what it left; the rest are counted
 IGNORED_NAMES = ("*.tmp", "*.swp", "*.swx", ".#*", "*~", ".~*", "4913")  # editor temp and swap files
 IGNORED_FOLDERS = (".obsidian", ".trash", ".git", STATE_DIR)
 
@@ -68,10 +69,12 @@ class Reconciled:
     actions: list[Action] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # vault-relative paths written
     settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
+    waiting_on: set[str] = field(default_factory=set)  # rulings of those that wait for a note they supersede
+    busy_agreeing: set[str] = field(default_factory=set)  # notes of `busy` that agree with the ledger as they are
     busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
     state: VaultState | None = None  # the vault as reconciling left it
-    # What the last round found it could not reconcile (invalid notes, notes it could not read), and, when the
-    # rounds ran out, why: with `busy` and `settle_deadlines`, what was left for later.
+    # What could not be done just now (a note that could not be read, rounds that ran out): with `busy` and
+    # `settle_deadlines`, what was left for a later reconcile. What the owner has to fix or decide is not in it.
     unresolved: list[Action] = field(default_factory=list)
 
 
@@ -113,6 +116,7 @@ class _Reconcile:
         self.looking_at = ""
         self.seen: dict[str, int] = {}  # path -> the view's version after this note was last looked at
         self.deadlines: dict[str, float] = {}  # path -> when a ruling may be sealed, as last looked at
+        self.waiting_on: set[str] = set()  # rulings that wait for a note they supersede to be left alone
         # path -> (its time as this reconcile left it, the owner's last save before): a note this reconcile
         # wrote was left alone by the owner, so its own write does not make it "still being typed"
         self.own_writes: dict[str, tuple[float, float]] = {}
@@ -131,14 +135,19 @@ class _Reconcile:
         else:
             self.looking_at = "rounds"
             self.invalid(None, None, f"still changing notes after {MAX_RECONCILE_ROUNDS} rounds through the vault; "
-                                     "the last changes are in the log above")
+                                     "the last changes are in the log above", left=True)
         self.result.settle_deadlines = {rel: when for rel, when in self.deadlines.items()
                                         if rel in self.seen and self.live.decision_at(rel) is not None}
+        self.result.waiting_on = self.waiting_on & self.result.settle_deadlines.keys()
+        self.result.busy_agreeing = {rel for rel in self.result.busy if self.agrees(rel)}
         self.result.unresolved = [action for found in self.found.values() for action in found.values()]
 
-    def invalid(self, decision_id: str | None, path: str | None, why: str) -> None:
+    def invalid(self, decision_id: str | None, path: str | None, why: str, *, left: bool = False) -> None:
+        """Report what cannot be reconciled: the owner's to fix or decide (shown on the pages), or, `left`, what
+        could not be done just now and is left for a later reconcile."""
         action = Action("invalid", decision_id, path, why)
-        self.found.setdefault(self.looking_at, {})[(path, why)] = action
+        if left:
+            self.found.setdefault(self.looking_at, {})[(path, why)] = action
         if (path, why) not in self.reported:
             self.result.actions.append(action)
             self.reported.add((path, why))
@@ -217,17 +226,30 @@ class _Reconcile:
             self.looking_at = rel
             self.found.pop(rel, None)
             self.deadlines.pop(rel, None)
+            self.waiting_on.discard(rel)
             try:
                 self.reconcile_one(current, mtime)
             except VaultToolsError as error:
                 self.invalid(current.id, current.path, error.message)
             except OSError as error:  # renamed or deleted while being read: the next quiet period sees it anew
-                self.invalid(current.id, current.path, f"could not be read just now ({error.strerror}); will retry")
+                self.invalid(current.id, current.path, f"could not be read just now ({error.strerror}); will retry",
+                             left=True)
             changed |= self.changed()
             self.seen[rel] = live.version
         for rel in result.busy:
             self.seen.pop(rel, None)  # saved again meanwhile: looked at anew once quiet
         return self.finish_supersessions() or changed
+
+    def agrees(self, rel: str) -> bool:
+        """Whether a note left alone because it is being typed already agrees with the ledger as it is: sealed
+        and unchanged, or a question recorded as it stands (then nothing was left undone)."""
+        decision = self.live.decision_at(rel)
+        history = self.live.history_of(decision) if decision is not None else None
+        if decision is None or history is None or history.conflict is not None:
+            return False
+        if history.seal is not None:
+            return matches_ledger(self.ws, self.state, decision, history)
+        return decision.status in (Status.OPEN, Status.WITHDRAWN) and history.status is decision.status
 
     def reconcile_one(self, decision: Decision, mtime: float) -> None:
         history = self.live.history_of(decision)
@@ -264,6 +286,8 @@ class _Reconcile:
             waiting_on = ws.targets_paths(self.state, decision) & set(self.result.busy)
             if self.settle_before is None or mtime > self.settle_before or waiting_on:
                 self.deadlines[decision.path] = mtime + ws.config.settle_seconds
+                if waiting_on:
+                    self.waiting_on.add(decision.path)
                 return
             sealed = seal_one(ws, self.state, decision, history, self.live.unchanged_text(decision.path))
             self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
@@ -341,6 +365,9 @@ class _Reconcile:
         else:
             self.act("restore-deferred", history.id, decision.path,
                      "saved again while being restored; retrying after the next quiet period")
+            self.found.setdefault(self.looking_at, {})[(decision.path, "restore")] = Action(
+                "restore-deferred", history.id, decision.path, "saved again while its sealed text was being put back; "
+                "put back once left alone")
 
     def finish_supersessions(self) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
@@ -357,7 +384,8 @@ class _Reconcile:
             except VaultToolsError as error:
                 self.invalid(target.id, target.path, error.message)
             except OSError as error:
-                self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
+                self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry",
+                             left=True)
             else:
                 self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
             changed |= self.changed()
@@ -393,6 +421,10 @@ class Debouncer:
         for key in ready:
             del self._last[key]
         return ready
+
+    def forget(self, key: str) -> None:
+        """No longer wait for `key` (what woke it was the watcher's own write)."""
+        self._last.pop(key, None)
 
     def next_deadline(self) -> float | None:
         return min(self._last.values()) + self.quiet if self._last else None
@@ -435,6 +467,7 @@ class Watcher:
         self.schedule = Schedule(Debouncer(self.debounce, clock))
         self._reported_invalid: set[tuple[str | None, str]] = set()
         self.last_error: VaultToolsError | None = None  # what stopped the last pass, if anything
+        self.left: list[str] = []  # what the last pass left for later, and why (one line each)
         self._own_writes: dict[str, str] = {}  # relative path -> digest of what we last wrote there
         self._condition = threading.Condition()
         self._stopping = False
@@ -560,7 +593,7 @@ class Watcher:
 
     def run_once(self) -> None:
         """Reconcile the whole vault once under the single-watcher lock (`watch --once`); raises what
-        stopped it, after it was logged."""
+        stopped it, after it was logged, or `Unfinished` naming what it left for later."""
         self.acquire()
         try:
             self.process(everything=True)
@@ -568,6 +601,11 @@ class Watcher:
             self.release()
         if self.last_error is not None:
             raise self.last_error
+        if self.left:
+            shown = self.left[:MAX_LEFT_SHOWN]
+            more = [f"and {len(self.left) - len(shown):,} more"] if len(self.left) > len(shown) else []
+            raise Unfinished(f"left {len(self.left):,} decision note{'s' if len(self.left) > 1 else ''} "
+                             "not reconciled:", details=[*shown, *more])
 
     def process(self, paths: list[str] | None = None, *, everything: bool = False) -> list[Action]:
         """Reconcile the vault, then rebuild the pages; report what was done.
@@ -593,6 +631,7 @@ class Watcher:
         except OSError as error:  # a note moved away mid-pass: the events it made bring it back
             actions.append(Action("invalid", None, error.filename, f"could not be read just now ({error.strerror}); "
                                   "will retry"))
+            self.left = [f"{error.filename}: could not be read just now ({error.strerror}); run it again"]
             self._report(actions)
             return actions
         except VaultToolsError as error:  # a torn ledger, say: reported, and tried again on the next change
@@ -602,10 +641,15 @@ class Watcher:
             self._report(actions)
             return actions
         self.last_error = None
+        self.left = self._left(result, now)
         for relative in {*result.touched, *built.written}:
             digest = _digest(self.vault.root / relative)
             if digest:
                 self._own_writes[relative] = digest
+        with self._condition:  # the observer reported these writes while they were made: they need no look
+            for relative in result.touched:
+                if relative in self._own_writes and self._own_writes[relative] == _digest(self.vault.root / relative):
+                    self.schedule.debouncer.forget(relative)
         if built.written:
             actions.append(Action("pages", None, None, "rebuilt " + ", ".join(built.written)))
         with self._condition:
@@ -614,6 +658,24 @@ class Watcher:
                 self.schedule.debouncer.touch(relative, at=mtime)
         self._report(actions)
         return actions
+
+    def _left(self, result: Reconciled, now: float) -> list[str]:
+        """What a reconcile left for later, and why: notes still being typed, rulings inside their settle
+        window, notes it could not reconcile."""
+        left = [f"{action.path or 'the vault'}: {action.why}" for action in result.unresolved]
+        for rel, mtime in sorted(result.busy.items()):
+            if rel in result.busy_agreeing:
+                continue
+            left.append(f"{rel}: saved {max(now - mtime, 0):.0f} s ago; looked at once left alone for "
+                        f"{self.debounce:g} s (debounce_ms)")
+        for rel, when in sorted(result.settle_deadlines.items(), key=lambda item: (item[1], item[0])):
+            at = dt.datetime.fromtimestamp(when).astimezone(self.ws.tz).strftime("%H:%M:%S")
+            if rel in result.waiting_on:
+                left.append(f"{rel}: ruled; sealed once the notes it supersedes are left alone")
+            else:
+                left.append(f"{rel}: ruled; sealed once left alone for {self.settle:g} s (settle_seconds), at {at}, "
+                            "or now with `vault-tools seal`")
+        return left
 
     def _report(self, actions: list[Action]) -> None:
         """Say each thing once: a note that stays invalid is not reported again on every pass."""
