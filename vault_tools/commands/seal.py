@@ -7,42 +7,49 @@ from typing import Any
 from .. import notes
 from ..errors import InconsistentVault, NoteError, Refused
 from ..ledger import Event, History, new_record, seal_hash
-from ..model import FINAL_STATUSES, Decision, Status, duplicate_ids, unanswered
+from ..model import FINAL_STATUSES, Decision, Status, unanswered
 from ..vault import VaultState
 from .checks import check_id
 from .ids import give_ids
+from .live import LiveState
 from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
 from .workspace import Workspace
 
 
 def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
-    """Seal ruled notes that are not sealed yet (all of them, or those named)."""
+    """Seal ruled notes that are not sealed yet (all of them, or those named), each on the vault as the ones
+    before it left it (read once, then only what was written: see `LiveState`)."""
     wanted = {check_id(value) for value in decision_ids}
     sealed = []
-    with ws.vault.ledger.locked():
+    with ws.vault.ledger.locked(), ws.vault.ledger.synced_together():
         give_ids(ws)  # a ruling the owner made without an id gets one first
-        state = ws.state_for_write()
-        known = ws.histories()
-        named = [ws.find(state, decision_id) for decision_id in sorted(wanted)]
-        wanted = {decision.id for decision in named}
-        for decision in named:
-            ws.check_writable(state, decision)
-            status = ws.status_of(state, decision)
-            if decision.status is not Status.RULED or status in FINAL_STATUSES:
-                raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
-        duplicated = duplicate_ids(state.decisions)
-        for decision in sorted(state.decisions, key=lambda d: d.order):
-            history = ws.history_of(state, decision, known)
-            if decision.status is not Status.RULED or (history and (history.sealed or history.status in FINAL_STATUSES)):
-                continue
-            if (wanted and decision.id not in wanted) or decision.id in duplicated:
-                continue  # a duplicated id is sealed once it is renumbered (lint names both notes)
-            if history is not None and history.conflict is not None:
-                continue
-            if not wanted and history is not None and history.seal_lost:
-                continue  # reported by lint (VT027); sealing it again is refused when asked by id
-            sealed.append(seal_one(ws, state, decision, history))
+        with LiveState(ws, load=ws.state_for_write) as live:
+            state = live.state
+            named = [ws.find(state, decision_id) for decision_id in sorted(wanted)]
+            wanted = {decision.id for decision in named}
+            for decision in named:
+                ws.check_writable(state, decision)
+                status = ws.status_of(state, decision)
+                if decision.status is not Status.RULED or status in FINAL_STATUSES:
+                    raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
+            for rel in [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]:
+                current = live.decision_at(rel)
+                if current is None or not _to_seal(ws, state, current, live.history_of(current), wanted):
+                    continue
+                sealed.append(seal_one(ws, state, current, live.history_of(current), live.unchanged_text(rel)))
+                live.refresh()
     return sealed
+
+
+def _to_seal(ws: Workspace, state: VaultState, decision: Decision, history: History | None, wanted: set[str]) -> bool:
+    if decision.status is not Status.RULED or (history and (history.sealed or history.status in FINAL_STATUSES)):
+        return False
+    if (wanted and decision.id not in wanted) or decision.id in ws.duplicated(state):
+        return False  # a duplicated id is sealed once it is renumbered (lint names both notes)
+    if history is not None and history.conflict is not None:
+        return False
+    # a lost seal is reported by lint (VT027); sealing it again is refused when asked by id
+    return bool(wanted) or history is None or history.seal_lost is None
 
 
 def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None,
