@@ -262,7 +262,8 @@ class Ledger:
             numbered = [replace(event, line=first_line + index) for index, event in enumerate(events)]
             after = self._stat_key()
             if after is not None and after[0] == size + len(payload):
-                self._read_cache = (after, self._read_cache[1] + numbered)
+                self._read_cache[1].extend(numbered)  # never handed out: `read` gives copies
+                self._read_cache = (after, self._read_cache[1])
                 return
         self._read_cache = None
 

@@ -161,7 +161,7 @@ class _Reconcile:
             return False
         for rel in self.live.written:
             try:
-                after = (self.state.root / rel).stat().st_mtime
+                after = os.stat(os.path.join(self.state.root, rel)).st_mtime
             except OSError:
                 continue
             before = self.own_writes[rel][1] if rel in self.own_writes else self.saved_at.get(rel, self.quiet_before)
@@ -180,7 +180,7 @@ class _Reconcile:
 
     def mtime_of(self, rel: str) -> float | None:
         try:
-            mtime = (self.state.root / rel).stat().st_mtime
+            mtime = os.stat(os.path.join(self.state.root, rel)).st_mtime  # a str path: pathlib costs more here
         except OSError:
             return None
         after, before = self.own_writes.get(rel, (None, None))

@@ -67,7 +67,7 @@ class LiveState:
         # before the vault was read (the note cache's own rule: older than the racy window), nor been written
         self._unchanged: dict[str, tuple[int, int, int, int]] = {}
         for decision in self.state.decisions:
-            key = _stat_key(self.state.root / decision.path)
+            key = _stat_key(os.path.join(self.state.root, decision.path))
             if key is not None and max(key[1], key[2]) < started - RACY_NANOSECONDS:
                 self._unchanged[decision.path] = key
         self._index_notes()
@@ -98,9 +98,10 @@ class LiveState:
         key = self._unchanged.get(rel)
         if key is None:
             return None
-        path = self.state.root / rel
+        path = os.path.join(self.state.root, rel)
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as handle:
+                raw = handle.read()
         except OSError:
             return None
         if _stat_key(path) != key:  # written since, perhaps while being read
@@ -371,9 +372,9 @@ class LiveState:
         return found.st_size, found.st_mtime_ns, found.st_ino
 
 
-def _stat_key(path: Path) -> tuple[int, int, int, int] | None:
+def _stat_key(path: str) -> tuple[int, int, int, int] | None:
     try:
-        found = path.stat()
+        found = os.stat(path)
     except OSError:
         return None
     return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino

@@ -27,6 +27,9 @@ class SupersedePlan:
 def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, links: Iterable[str]) -> list[Decision]:
     """The rulings `decision` will supersede; refuses a target that is missing, not current,
     or edited in place since it was sealed (that edit has to be reviewed first)."""
+    links = list(links)
+    if not links:
+        return []
     by_id, resolve = state.by_id(), ws.resolver_with(state, decision)
     known = ws.histories()
     targets = []
