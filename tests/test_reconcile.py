@@ -233,3 +233,28 @@ def test_watch_once_names_what_it_left_and_exits_1(cli, vault):
     assert events(vault).count("sealed") == 2  # the rest was done
     assert cli("seal").code == 0
     assert cli("watch", "--once").code == 0
+
+
+def test_a_ruling_sealed_from_the_note_cache_is_sealed_as_read_afresh(cli, vault, monkeypatch):
+    """A large reconcile seals a note it read from the cache without parsing it again, when the file is
+    certainly unchanged; what it records must be what parsing the file gives: the file's bytes and the same
+    seal hash, for a BOM, CRLF, a date with an offset, quoted and plain values alike."""
+    import vault_tools.commands.live as live_module
+    import vault_tools.vault as vault_module
+    monkeypatch.setattr(vault_module, "RACY_NANOSECONDS", 0)  # trust the cache and the file times at once
+    monkeypatch.setattr(live_module, "RACY_NANOSECONDS", 0)
+    text = ("\ufeff---\r\ntype: decision\r\nid: D-0001\r\nstatus: ruled\r\ntopics: [article-footer, \"promotion\"]\r\n"
+            f"summary: '{FOOTER}'\r\nruled_at: 2026-07-17T08:30:00+02:00\r\nruled_by: owner\r\n"
+            "revisit_by: 2027-01-31\r\nsource: \"[[Call 2026-07-17]] with owner\"\r\n---\r\n## Ruling\r\n\r\nCafé.\r\n")
+    path = write(vault / "Decisions" / "D-0001 Footer.md", "")
+    path.write_bytes(text.encode("utf-8"))
+    quiet(vault)
+    assert cli("build").code == 0  # fills the note cache
+    assert "sealed" in one_pass(vault)
+    sealed_event = Ledger(vault / ".vault-tools").read()[-1]
+    assert sealed_event.event == "sealed" and sealed_event.text == text
+    state = Vault(vault).load()
+    ws = Workspace(Vault(vault))
+    fresh = ws.parse_new(path, notes.read_note(path).text)
+    assert sealed_event.hash == ws.seal_hash_of(state, fresh)
+    assert lint.lint(lint.gather(Vault(vault))).errors == 0

@@ -669,7 +669,8 @@ def mcp(vault: VaultOption = None) -> None:
 
 
 @app.command()
-def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault once and exit.")] = False,
+def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault once and exit (1, naming them, when "
+                                                         "notes were left for later).")] = False,
           vault: VaultOption = None, json_: Annotated[bool, typer.Option("--json", help="Log JSON lines.")] = False) -> None:
     """Watch the vault while the owner works: seal rulings, restore edited sealed notes, rebuild pages."""
     import signal

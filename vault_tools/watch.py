@@ -68,10 +68,10 @@ class Action:
 class Reconciled:
     actions: list[Action] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # vault-relative paths written
+    busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
+    busy_agreeing: set[str] = field(default_factory=set)  # notes of `busy` that agree with the ledger as they are
     settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
     waiting_on: set[str] = field(default_factory=set)  # rulings of those that wait for a note they supersede
-    busy_agreeing: set[str] = field(default_factory=set)  # notes of `busy` that agree with the ledger as they are
-    busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
     state: VaultState | None = None  # the vault as reconciling left it
     # What could not be done just now (a note that could not be read, rounds that ran out): with `busy` and
     # `settle_deadlines`, what was left for a later reconcile. What the owner has to fix or decide is not in it.
@@ -86,7 +86,8 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     `None` means seal nothing and only say when they will be. The vault is read
     once; after each change the notes it wrote and the events it appended are read
     again (`LiveState`), so every decision is taken on the current state. Rounds go
-    through every note in order until one changes nothing.
+    through the notes in order (after the first, those that changed since they were
+    looked at) until one changes nothing.
     """
     result = Reconciled()
     with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live:
@@ -205,8 +206,6 @@ class _Reconcile:
         """Each note due, in order, on the current state; True when a note or the ledger was written."""
         state, result, live = self.state, self.result, self.live
         result.busy.clear()
-        self.looking_at = "broken"
-        self.found.pop("broken", None)
         for error in state.broken:
             self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
         quiet: list[tuple[str, float]] = []
