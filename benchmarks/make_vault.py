@@ -92,9 +92,10 @@ def oversized_note(number: int) -> str:
 
 
 def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = None, max_open: int | None = None,
-               oversized: bool = False) -> Path:
+               oversized: bool = False, unsealed: bool = False) -> Path:
     """`notes` notes, a tenth of them decisions unless `decisions` says how many (then on top of `notes`);
-    about 8% of the decisions are open questions, at most `max_open`."""
+    about 8% of the decisions are open questions, at most `max_open`. With `unsealed`, nothing is recorded:
+    the rulings wait for the watcher, as after an import or on a vault filled by hand."""
     rng = random.Random(seed)
     (root / ".obsidian").mkdir(parents=True, exist_ok=True)
     init_vault(root, "UTC", shared=False)
@@ -127,7 +128,8 @@ def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = No
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)} {index}"
         (folder / f"{name}.md").write_text(ordinary_note(rng, index, [*titles[-50:], name]), encoding="utf-8")
-    seal(Workspace(Vault(root)))  # seals the rulings and applies their supersedes, as the watcher would
+    if not unsealed:
+        seal(Workspace(Vault(root)))  # seals the rulings and applies their supersedes, as the watcher would
     return root
 
 
@@ -139,8 +141,10 @@ def main() -> None:
     parser.add_argument("--decisions", type=int, help="decision notes, on top of --notes (default: a tenth of --notes)")
     parser.add_argument("--max-open", type=int, help="at most this many open questions (default: about 8%%)")
     parser.add_argument("--oversized", action="store_true", help="add one ruling with 10,000 topics and a 1 MB summary")
+    parser.add_argument("--unsealed", action="store_true",
+                        help="leave every ruling unsealed and the ledger empty, for the watcher to reconcile")
     args = parser.parse_args()
-    make_vault(args.path, args.notes, args.seed, args.decisions, args.max_open, args.oversized)
+    make_vault(args.path, args.notes, args.seed, args.decisions, args.max_open, args.oversized, args.unsealed)
     print(f"{args.notes} notes in {args.path}")
 
 

@@ -15,7 +15,11 @@ hook runs them), the median wall time and the peak memory (RSS) of:
 - each Claude Code hook (`vault-tools hook claude EVENT`, the event's JSON on stdin), and the Codex and
   Gemini CLI calls that take another path (`hook codex`, `hook gemini`), 10,000 notes only;
 - the watcher: from a save of a decision note to the pinned page being rewritten,
-  minus the configured debounce (median and p95 over `--saves` saves).
+  minus the configured debounce (median and p95 over `--saves` saves);
+- reconciling (`--reconcile`, on by default): `vault-tools watch --once` on a vault of the same
+  size whose rulings are all unsealed (made by `make_vault.py --unsealed`, left alone for an
+  hour), against the warm `build` of the same run, in wall and CPU time; then `vault-tools watch`
+  started on another copy, and its CPU use over `--idle-seconds` once that first reconcile is done.
 
 Then, for vaults of 10 to 10,000 decisions (and 1,000 with one oversized note), what
 `vault-tools context --budget B` gives the agent under each budget: characters, lines,
@@ -36,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,14 +84,20 @@ VAULT_TOOLS = [sys.executable, "-m", "vault_tools"]
 class Measure:
     seconds: list[float] = field(default_factory=list)
     peak_mb: float = 0.0
+    cpu: list[float] = field(default_factory=list)  # user + system seconds of each run
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
 
+    @property
+    def median_cpu(self) -> float:
+        return statistics.median(self.cpu)
 
-def timed(args: list[str], cwd: Path | None = None, stdin: bytes | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process (fed `stdin`, as a hook is)."""
+
+def timed(args: list[str], cwd: Path | None = None, stdin: bytes | None = None,
+          expect: int | None = None) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds of one process (fed `stdin`, as a hook is)."""
     started = time.perf_counter()
     process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                stdin=subprocess.PIPE if stdin is not None else None)
@@ -96,7 +107,9 @@ def timed(args: list[str], cwd: Path | None = None, stdin: bytes | None = None) 
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
-    return elapsed, peak_mb(usage)
+    if expect is not None and process.returncode != expect:
+        raise SystemExit(f"{' '.join(map(str, args))} exited {process.returncode}")
+    return elapsed, peak_mb(usage), usage.ru_utime + usage.ru_stime
 
 
 def peak_mb(usage: os.struct_rusage) -> float:  # type: ignore[name-defined]
@@ -104,13 +117,15 @@ def peak_mb(usage: os.struct_rusage) -> float:  # type: ignore[name-defined]
     return usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
-def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None, stdin: bytes | None = None) -> Measure:
+def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None, stdin: bytes | None = None,
+            expect: int | None = None) -> Measure:
     result = Measure()
     for _ in range(repeat):
         if before:
             before()
-        seconds, peak = timed(args, cwd, stdin)
+        seconds, peak, cpu = timed(args, cwd, stdin, expect)
         result.seconds.append(seconds)
+        result.cpu.append(cpu)
         result.peak_mb = max(result.peak_mb, peak)
     return result
 
@@ -203,6 +218,108 @@ def measure_hooks(vault: Path, repeat: int) -> dict[str, Measure]:
         label = f"hook {name}" if agent == "claude" else f"hook {agent} {name}"
         results[label] = measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode())
     return results
+
+
+def unsealed_vault(size: int, workdir: Path) -> tuple[Path, int]:
+    """A vault of `size` notes whose rulings are all unsealed and whose ledger is empty, every note left alone
+    for an hour (past the debounce and the settle window); and how many rulings it holds."""
+    vault = workdir / f"unsealed-{size}"
+    subprocess.run([sys.executable, str(Path(__file__).with_name("make_vault.py")), str(vault), "--notes", str(size),
+                    "--unsealed"], check=True, stdout=subprocess.DEVNULL)
+    an_hour_ago = time.time() - 3600
+    rulings = 0
+    for path in vault.rglob("*.md"):
+        if ".vault-tools" not in path.parts:
+            os.utime(path, (an_hour_ago, an_hour_ago))
+            rulings += path.parent.name == "Decisions" and "\nstatus: ruled\n" in path.read_text(encoding="utf-8")
+    return vault, rulings
+
+
+class FreshCopy:
+    """Before each run: a new copy of the unsealed vault, its note cache filled by a `build` (as on a vault
+    in use), past the cache's racy window."""
+
+    def __init__(self, source: Path, target: Path) -> None:
+        self.source = source
+        self.target = target
+
+    def __call__(self) -> None:
+        shutil.rmtree(self.target, ignore_errors=True)
+        shutil.copytree(self.source, self.target, symlinks=True)
+        time.sleep(2.1)
+        # exit 1 on the large vaults (their open-question backlog is over the pages' budget): the cache is filled
+        subprocess.run([*VAULT_TOOLS, "build", "--vault", str(self.target)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a running process has used so far (Linux /proc, else `ps`)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.exists():
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    text = subprocess.run(["ps", "-o", "time=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    seconds = 0.0
+    for part in text.replace("-", ":").split(":"):
+        seconds = seconds * 60 + float(part)
+    return seconds
+
+
+def idle_cpu(vault: Path, seconds: float) -> tuple[float, float]:
+    """Start `vault-tools watch` on `vault` (whose first reconcile seals every ruling), wait for it to be done and
+    for the file events of its own writes to pass, then measure its CPU use over `seconds`: (percent, seconds to
+    reconcile at start)."""
+    started = time.perf_counter()
+    watcher = subprocess.Popen([*VAULT_TOOLS, "watch", "--vault", str(vault)], stderr=subprocess.PIPE, text=True)
+    try:
+        while not (watcher.stderr.readline() or "watching").startswith("watching"):
+            pass  # one log line per ruling sealed, then "watching ..." once the first reconcile is done
+        reconciled = time.perf_counter() - started
+        threading.Thread(target=watcher.stderr.read, daemon=True).start()  # keep its pipe drained
+        time.sleep(5)  # the debounce (2 s) and the events of its own writes pass
+        before = cpu_seconds(watcher.pid)
+        time.sleep(seconds)
+        used = cpu_seconds(watcher.pid) - before
+    finally:
+        watcher.terminate()
+        watcher.wait()
+    return 100 * used / seconds, reconciled
+
+
+def measure_reconcile(size: int, repeat: int, idle_seconds: float, workdir: Path) -> dict[str, object]:
+    """`watch --once` on copies of an unsealed vault of `size` notes; then the watcher's CPU while idle."""
+    source, rulings = unsealed_vault(size, workdir)
+    copy = workdir / f"unsealed-{size}-run"
+    once = measure([*VAULT_TOOLS, "watch", "--once", "--vault", str(copy)], repeat, before=FreshCopy(source, copy),
+                   expect=0)
+    found: dict[str, object] = {"rulings": rulings, "once": once}
+    if idle_seconds:
+        FreshCopy(source, copy)()
+        found["idle"] = idle_cpu(copy, idle_seconds)
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.rmtree(source, ignore_errors=True)
+    return found
+
+
+def reconcile_table(size: int, results: dict[str, Measure | tuple], found: dict[str, object]) -> str:
+    """`watch --once` with every ruling unsealed, as a multiple of the warm `build` measured in the same run."""
+    build = results["build, warm, nothing changed"]
+    once = found["once"]
+    assert isinstance(build, Measure) and isinstance(once, Measure)
+    rulings = found["rulings"]
+    lines = [f"#### Reconciling {size:,} notes whose {rulings:,} rulings are all unsealed", "",
+             "| measurement | seconds | x warm build | CPU seconds | CPU x warm build | peak RSS MB |",
+             "|---|---:|---:|---:|---:|---:|",
+             f"| build, warm, nothing changed (the baseline) | {build.median:.3f} | 1.0 | {build.median_cpu:.3f} | 1.0 "
+             f"| {build.peak_mb:.0f} |",
+             f"| watch --once: seal {rulings:,} rulings, apply their supersedes | {once.median:.3f} | "
+             f"{once.median / build.median:.1f} | {once.median_cpu:.3f} | {once.median_cpu / build.median_cpu:.1f} | "
+             f"{once.peak_mb:.0f} |"]
+    if "idle" in found:
+        percent, reconciled = found["idle"]
+        lines += ["", f"`watch` started on such a vault: first reconcile done after {reconciled:.1f} s; then "
+                      f"{percent:.1f}% CPU while idle (over {found.get('idle_seconds', 30):g} s)."]
+    return "\n".join(lines)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -352,6 +469,9 @@ def main() -> None:
     parser.add_argument("--saves", type=int, default=50)
     parser.add_argument("--context-sizes", default="10,100,1000,10000")
     parser.add_argument("--only-context", action="store_true", help="only the table of what the agent reads")
+    parser.add_argument("--reconcile", default="10000,50000",
+                        help="sizes (among --sizes) at which to time watch --once on an unsealed vault ('' for none)")
+    parser.add_argument("--idle-seconds", type=float, default=30, help="how long to measure the idle watcher's CPU")
     args = parser.parse_args()
     sizes = [] if args.only_context else [int(size) for size in args.sizes.split(",")]
     context_sizes = [int(size) for size in args.context_sizes.split(",") if size]
@@ -361,9 +481,15 @@ def main() -> None:
     print("\n".join(same_question_report()))
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:
+        reconcile_sizes = {int(size) for size in args.reconcile.split(",") if size}
         for size in sizes:
             all_results[size] = run_size(size, args.repeat, args.saves, Path(workdir))
             print(table(size, all_results[size]), flush=True)
+            if size in reconcile_sizes:
+                found = measure_reconcile(size, args.repeat, args.idle_seconds, Path(workdir))
+                found["idle_seconds"] = args.idle_seconds
+                print()
+                print(reconcile_table(size, all_results[size], found), flush=True)
         if all_results:
             print()
             print(scaling(all_results))

@@ -185,3 +185,27 @@ def test_a_long_lived_reader_sees_exactly_what_is_on_disk_after_appends(tmp_path
         other_process.append([third])  # written by someone else: the first reader must notice
     on_disk = parse_ledger(ledger.path.read_text(), "ledger.jsonl")
     assert ledger.read() == on_disk == [first, second, third]
+
+
+def test_appended_events_extend_the_records_as_reading_them_all_again_does(tmp_path):
+    """A long-running process that appends (the watcher's reconcile) extends the records it has instead of
+    reading every event again: the same records, with the same events, ids and order."""
+    from vault_tools.ledger import histories
+
+    ledger = Ledger(tmp_path)
+    first = [Event("asked", "D-0001", "2026-01-01T00:00:00Z", "agent", "Decisions/D-0001 A.md", record="r1"),
+             Event("asked", "D-0002", "2026-01-01T00:00:00Z", "agent", "Decisions/D-0002 B.md", record="r2")]
+    ledger.append(first)
+    before = ledger.histories()
+    later = [Event("ruled", "D-0001", "2026-01-02T00:00:00Z", "owner", "Decisions/D-0001 A.md", record="r1"),
+             Event("renumbered", "D-0007", "2026-01-03T00:00:00Z", "owner", "Decisions/D-0007 B.md", record="r2",
+                   was="D-0002"),
+             Event("asked", "D-0008", "2026-01-03T00:00:00Z", "agent", "Decisions/D-0008 C.md", record="r3"),
+             first[0]]  # a line a union merge kept twice
+    ledger.append(later)
+    extended = ledger.histories()
+    again = histories(parse_ledger(ledger.path.read_text(), "ledger"))
+    assert extended is not before and before["r1"].events == [first[0]]  # what was handed out stays as it was
+    assert list(extended) == list(again)
+    for record, history in again.items():
+        assert (extended[record].id, extended[record].events) == (history.id, history.events)

@@ -335,7 +335,8 @@ def test_a_hand_made_copy_of_a_sealed_ruling_is_never_restored_over(tmp_path, ca
     origin.vt("watch", "--once", expect=None)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     origin.vt("renumber", sealed.name.split(" ")[0], "--path", f"Decisions/{copy.name}")
-    origin.vt("watch", "--once")
+    _, _, err = origin.vt("watch", "--once", expect=1)  # the copy, renumbered just now, is a ruling left to settle
+    assert f"Decisions/{copy.name}: ruled; sealed once left alone for 120 s" in err
     assert origin.vt("lint")[0] == 0
 
 

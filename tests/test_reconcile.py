@@ -162,3 +162,99 @@ def test_decomposed_unicode_file_names_work(cli, vault):
     decision(vault, 1, title=name)
     assert "sealed" in one_pass(vault)
     assert cli("retract", "D-0001", "--reason", "It was recorded in error, says the owner.").code == 0
+
+
+# -- a large first reconcile ---------------------------------------------------------------------------------
+
+def chains(vault: Path, topics: int, first_number: int = 1) -> None:
+    """Two hand-written rulings on each topic, the second superseding the first, none of them sealed: what a
+    large import, a pull of many rulings or a vault filled by hand leaves for the watcher."""
+    for index in range(topics):
+        topic = f"topic-{index}"
+        first = decision(vault, first_number + 2 * index, "ruled", (topic,))
+        decision(vault, first_number + 2 * index + 1, "ruled", (topic,), supersedes=f'["[[{first.stem}]]"]',
+                 reason="The owner changed course on this one later.")
+
+
+def test_one_run_seals_any_number_of_rulings_and_applies_every_chain(cli, vault):
+    chains(vault, 110)  # 220 rulings: more than a reconcile used to seal in one run
+    quiet(vault)
+    assert cli("watch", "--once").code == 0
+    state = Vault(vault).load()
+    assert sorted(d.status.value for d in state.decisions) == ["ruled"] * 110 + ["superseded"] * 110
+    assert all(d.status.value == ("superseded" if d.number % 2 else "ruled") for d in state.decisions)
+    assert events(vault).count("sealed") == 220 and events(vault).count("superseded") == 110
+    assert lint.lint(lint.gather(Vault(vault))).errors == 0
+    assert cli("watch", "--once").code == 0 and events(vault).count("sealed") == 220  # nothing left to do
+
+
+def test_the_state_a_reconcile_keeps_is_the_vault_as_read_afresh(cli, vault):
+    """What the reconcile hands on (to build the pages) was kept current note by note; it must be what reading
+    the vault again gives: same notes in the same order, same problems, same ties to the ledger's records."""
+    from vault_tools.watch import reconcile
+    path = sealed(cli, vault)
+    path.write_text(path.read_text() + "\nTyped in place while the watcher was off.\n")  # becomes a revision
+    chains(vault, 3, first_number=2)
+    write(vault / "Decisions" / "Untitled.md", "---\ntype: decision\nstatus: open\ntopics: [podcast]\n"
+          "summary: Should we start a podcast next to the newsletter?\n---\n")  # gets an id and a name
+    write(vault / "Decisions" / "Broken.md", "---\ntype: decision\nstatus: [ruled\n---\n")
+    write(vault / "Daily" / "2026-11-30.md", "Thought about [[D-0003 Note]] today.\n")
+    quiet(vault)
+    ws = Workspace(Vault(vault))
+    done = reconcile(ws, quiet_before=time.time(), settle_before=time.time())
+    assert {"id-given", "edit-rejected", "sealed", "recorded"} <= {a.kind for a in done.actions}
+    kept, fresh = done.state, Vault(vault).load()
+    assert kept is not None
+    assert [d.path for d in kept.decisions] == [d.path for d in fresh.decisions]
+    assert kept.decisions == fresh.decisions
+    for name in ("properties", "property_lines", "body_lines"):
+        assert getattr(kept, name) == getattr(fresh, name), name
+    assert {p: list(map(str, found)) for p, found in kept.problems.items()} == \
+        {p: list(map(str, found)) for p, found in fresh.problems.items()}
+    assert [(e.path, e.message) for e in kept.broken] == [(e.path, e.message) for e in fresh.broken]
+    assert sorted(kept.files) == sorted(fresh.files)
+    fresh_ws = Workspace(Vault(vault))
+    for d in fresh.decisions:
+        tied, expected = ws.history_of(kept, d), fresh_ws.history_of(fresh, d)
+        assert (tied.record, tied.id, len(tied.events)) == (expected.record, expected.id, len(expected.events))
+        assert ws.status_of(kept, d) is fresh_ws.status_of(fresh, d)
+
+
+def test_watch_once_names_what_it_left_and_exits_1(cli, vault):
+    chains(vault, 1)
+    quiet(vault)
+    ruled = decision(vault, 3, "ruled", ("pricing",), "The spring sale is fifteen percent off.")
+    past = time.time() - 30  # left alone for longer than the debounce, not yet for the settle window
+    os.utime(ruled, (past, past))
+    left = cli("watch", "--once")
+    assert left.code == 1, left.err
+    assert "left 1 decision note not reconciled:" in left.err
+    assert "Decisions/D-0003 Note.md: ruled; sealed once left alone for 120 s (settle_seconds)" in left.err
+    assert events(vault).count("sealed") == 2  # the rest was done
+    assert cli("seal").code == 0
+    assert cli("watch", "--once").code == 0
+
+
+def test_a_ruling_sealed_from_the_note_cache_is_sealed_as_read_afresh(cli, vault, monkeypatch):
+    """A large reconcile seals a note it read from the cache without parsing it again, when the file is
+    certainly unchanged; what it records must be what parsing the file gives: the file's bytes and the same
+    seal hash, for a BOM, CRLF, a date with an offset, quoted and plain values alike."""
+    import vault_tools.commands.live as live_module
+    import vault_tools.vault as vault_module
+    monkeypatch.setattr(vault_module, "RACY_NANOSECONDS", 0)  # trust the cache and the file times at once
+    monkeypatch.setattr(live_module, "RACY_NANOSECONDS", 0)
+    text = ("\ufeff---\r\ntype: decision\r\nid: D-0001\r\nstatus: ruled\r\ntopics: [article-footer, \"promotion\"]\r\n"
+            f"summary: '{FOOTER}'\r\nruled_at: 2026-07-17T08:30:00+02:00\r\nruled_by: owner\r\n"
+            "revisit_by: 2027-01-31\r\nsource: \"[[Call 2026-07-17]] with owner\"\r\n---\r\n## Ruling\r\n\r\nCafé.\r\n")
+    path = write(vault / "Decisions" / "D-0001 Footer.md", "")
+    path.write_bytes(text.encode("utf-8"))
+    quiet(vault)
+    assert cli("build").code == 0  # fills the note cache
+    assert "sealed" in one_pass(vault)
+    sealed_event = Ledger(vault / ".vault-tools").read()[-1]
+    assert sealed_event.event == "sealed" and sealed_event.text == text
+    state = Vault(vault).load()
+    ws = Workspace(Vault(vault))
+    fresh = ws.parse_new(path, notes.read_note(path).text)
+    assert sealed_event.hash == ws.seal_hash_of(state, fresh)
+    assert lint.lint(lint.gather(Vault(vault))).errors == 0

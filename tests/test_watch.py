@@ -582,3 +582,87 @@ def test_kill_9_at_random_moments_loses_nothing(cli, tmp_path):
     runs = int(os.environ.get("VAULT_TOOLS_SOAK_RUNS", "52"))
     killed_mid_work = _kill_9_at_random_moments(cli, tmp_path, runs)
     assert killed_mid_work >= runs * 15 // 52, killed_mid_work  # most kills land mid-work, not after it
+
+
+def _large_first_reconcile(vault: Path, topics: int) -> None:
+    """`topics` chains of two hand-written rulings, the second superseding the first, none sealed, all quiet."""
+    configure(vault, debounce_ms=0, settle=0)
+    for index in range(topics):
+        first = decision(vault, 2 * index + 1, "ruled", (f"topic-{index}",))
+        decision(vault, 2 * index + 2, "ruled", (f"topic-{index}",), supersedes=f'["[[{first.stem}]]"]',
+                 reason="The owner changed course on this one later.")
+    past = time.time() - 60
+    for path in (vault / "Decisions").iterdir():
+        os.utime(path, (past, past))
+
+
+def _sealed_count(vault: Path) -> int:
+    return sum(event.event == "sealed" for event in Ledger(vault / ".vault-tools").read())
+
+
+def _check_all_sealed_once(vault: Path, rulings: int) -> None:
+    ws = Workspace(Vault(vault))
+    events = ws.vault.ledger.read()  # verifies every line
+    known = histories_by_id(events)
+    state = ws.state()
+    assert not state.broken and len(state.decisions) == rulings
+    resolve = state.resolver()
+    for note in state.decisions:
+        history = known[note.id]
+        assert history.seal is not None and seal_hash(note, resolve, ws.tz) == history.seal.hash, note.id
+        expected = "superseded" if note.number % 2 else "ruled"
+        assert note.status.value == expected and history.status is note.status, note.id
+    assert _sealed_count(vault) == rulings  # each ruling sealed once, whatever the kill interrupted
+    report = lint.lint(lint.gather(Vault(vault)))
+    assert report.errors == 0, [str(d) for d in report.diagnostics]
+
+
+def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int) -> int:
+    """Kill a watcher at a random moment of its first reconcile of `topics` unsealed chains, `runs` times,
+    restart it and check that every ruling ends sealed once with its chain applied; returns how many kills
+    landed in the middle (some rulings sealed, not all)."""
+    from .conftest import make_vault
+    rng = random.Random(20261201)
+    calibration = make_vault(tmp_path / "calibration")
+    _large_first_reconcile(calibration, topics)
+    started = time.perf_counter()
+    Watcher(Workspace(Vault(calibration)), on_action=lambda action: None).process(everything=True)
+    duration = time.perf_counter() - started
+    in_the_middle = 0
+    for run in range(runs):
+        vault = make_vault(tmp_path / f"v{run}")
+        _large_first_reconcile(vault, topics)
+        pid = os.fork()
+        if pid == 0:  # the child: a watcher starting on the vault
+            try:
+                watcher = Watcher(Workspace(Vault(vault)), on_action=lambda action: None)
+                watcher.acquire()
+                watcher.process(everything=True)
+            finally:
+                os._exit(0)
+        time.sleep(rng.uniform(0.2, 1) * duration)  # past the reading of the vault, into the sealing
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        in_the_middle += 0 < _sealed_count(vault) < 2 * topics
+        restarted = Watcher(Workspace(Vault(vault)), on_action=lambda action: None)
+        restarted.acquire()
+        try:
+            restarted.process(everything=True)
+        finally:
+            restarted.release()
+        _check_all_sealed_once(vault, 2 * topics)
+        shutil.rmtree(vault)
+    return in_the_middle
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fault injection forks a child to kill -9")
+def test_kill_9_in_the_middle_of_a_large_first_reconcile_loses_nothing(tmp_path):
+    assert _kill_9_in_a_large_first_reconcile(tmp_path, runs=3, topics=60) >= 1
+
+
+@pytest.mark.soak
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fault injection forks a child to kill -9")
+def test_kill_9_at_random_moments_of_a_large_first_reconcile_loses_nothing(tmp_path):
+    runs = int(os.environ.get("VAULT_TOOLS_SOAK_RUNS", "40"))
+    in_the_middle = _kill_9_in_a_large_first_reconcile(tmp_path, runs, topics=150)
+    assert in_the_middle >= runs // 2, in_the_middle  # most kills land mid-work, not before or after it

@@ -692,7 +692,8 @@ def mcp(vault: VaultOption = None) -> None:
 
 
 @app.command()
-def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault once and exit.")] = False,
+def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault once and exit (1, naming them, when "
+                                                         "notes were left for later).")] = False,
           vault: VaultOption = None, json_: Annotated[bool, typer.Option("--json", help="Log JSON lines.")] = False) -> None:
     """Watch the vault while the owner works: seal rulings, restore edited sealed notes, rebuild pages."""
     import signal
@@ -723,10 +724,15 @@ def _watch_log(state_dir: Path, as_json: bool) -> Any:
 
     logger = open_log(state_dir)
 
+    plain = not sys.stderr.isatty()  # rich takes a thousand times longer per line, for colour only a terminal shows
+
     def log(action: Any) -> None:
         line = format_action(action, as_json)
         logger.info(line)
-        stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
+        if plain:
+            sys.stderr.write(line + "\n")
+        else:
+            stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
 
     return log
 

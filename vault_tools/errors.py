@@ -34,6 +34,12 @@ class Refused(VaultToolsError):
     exit_code = 1
 
 
+class Unfinished(VaultToolsError):
+    """Work done as far as it could go now; what is left, and why, is named."""
+
+    exit_code = 1
+
+
 class NotFound(VaultToolsError):
     """No decision has the id asked for."""
 

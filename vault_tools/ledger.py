@@ -18,7 +18,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -78,15 +78,16 @@ class Event:
     position: int | None = field(default=None, compare=False)  # in the ledger as read (all files)
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        for local in ("line", "source", "position"):
-            data.pop(local)
+        data = {name: getattr(self, name) for name in _EVENT_FIELDS}  # every field is flat: no deep copy needed
         data["supersedes"] = list(self.supersedes)
         data["alongside"] = list(self.alongside)
         data["topics"] = list(self.topics)
         data["not_the_same"] = list(self.not_the_same)
         data["settles"] = list(self.settles)
         return {key: value for key, value in data.items() if value not in (None, [])}
+
+
+_EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name not in ("line", "source", "position"))
 
 
 def _canonical(data: dict[str, Any]) -> str:
@@ -195,10 +196,13 @@ class LedgerFile:
             self._read_cache = (key, events)
         return list(events)
 
-    def append(self, events: list[Event]) -> None:
+    def append(self, events: list[Event], *, durable: bool = True) -> list[Event] | None:
+        """Append `events`; fsynced unless `durable` is False (the caller syncs later, see
+        `Ledger.synced_together`). Returns them as a read would now give them (numbered), when what was read
+        before plus them is the file now; None when the file must be read again."""
         payload = "".join(event_line(event) for event in events).encode("utf-8")
         if not payload:
-            return
+            return []
         self.path.parent.mkdir(parents=True, exist_ok=True)
         before = self.stat_key()
         with open(self.path, "a+b", buffering=0) as handle:
@@ -215,7 +219,8 @@ class LedgerFile:
                     if not step:
                         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
                     written += step
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
             except OSError:  # a full disk: take back a partial line rather than leave it torn
                 handle.truncate(size)
                 raise
@@ -226,9 +231,16 @@ class LedgerFile:
                         for index, event in enumerate(events)]
             after = self.stat_key()
             if after is not None and after[0] == size + len(payload):
-                self._read_cache = (after, self._read_cache[1] + numbered)
-                return
+                self._read_cache[1].extend(numbered)  # never handed out: `read` gives copies
+                self._read_cache = (after, self._read_cache[1])
+                return numbered
         self._read_cache = None
+        return None
+
+    def sync(self) -> None:
+        """Make what was appended durable."""
+        with open(self.path, "ab", buffering=0) as handle:
+            os.fsync(handle.fileno())
 
     def stat_key(self) -> tuple[int, int, int, int] | None:
         try:
@@ -254,8 +266,11 @@ class Ledger:
         self._files: dict[Path, LedgerFile] = {}
         self._legacy = LedgerFile(state_dir / LEDGER_FILE, display_path)
         self._own: LedgerFile | None = None if shared_dir is not None else self._legacy
-        self._merged: tuple[Any, list[Event]] | None = None
-        self._histories_memo: tuple[Any, int, dict[str, History]] | None = None
+        self._merged: tuple[Any, list[Event]] | None = None  # (the files' stat keys, the events as read)
+        # (the files' stat keys, event count, histories, last event): appends extend the histories
+        self._histories_memo: tuple[Any, int, dict[str, History], Event | None] | None = None
+        self._sync_later = 0  # inside `synced_together`: appends are fsynced by `sync`
+        self._unsynced: LedgerFile | None = None
 
     @property
     def shared(self) -> bool:
@@ -324,14 +339,41 @@ class Ledger:
                 f"another vault-tools process has held the ledger lock for {LOCK_TIMEOUT_SECONDS} s",
                 path=self.display_path if not self.shared else str(LOCK_FILE)) from None
 
+    @contextmanager
+    def synced_together(self) -> Iterator[None]:
+        """Appends inside the block reach the file at once (any reader, and this process after a kill -9, sees
+        them) but are made durable together: before the next note is written and when the block ends. After a
+        power cut the disk then never holds a note written after an event it lacks, as with one fsync per
+        append, for one fsync per burst of appends."""
+        from . import notes  # notes know nothing of the ledger
+
+        self._sync_later += 1
+        try:
+            with notes.before_writes(self.sync):
+                yield
+        finally:
+            self._sync_later -= 1
+            self.sync()
+
+    def sync(self) -> None:
+        """Make what was appended durable (see `synced_together`)."""
+        if self._unsynced is not None:
+            self._unsynced.sync()
+            self._unsynced = None
+
+    def _files_key(self, files: list[LedgerFile]) -> tuple[tuple[str, Any], ...]:
+        return tuple((str(file.path), file.stat_key()) for file in files)
+
     def read(self) -> list[Event]:
         """Every event, verified. A long-running process re-reads only what changed."""
-        if self.shared_dir is None:
-            return [replace(event, position=event.line) for event in self._legacy.read()]
         files = self.files()
-        key = tuple((str(file.path), file.stat_key()) for file in files)
+        key = self._files_key(files)
         if self._merged is not None and self._merged[0] == key:
             return list(self._merged[1])
+        if self.shared_dir is None:
+            events = [replace(event, position=event.line) for event in self._legacy.read()]
+            self._merged = (key, events)
+            return list(events)
         ordered: list[tuple[int, int, int, Event]] = []
         for rank, file in enumerate(files):
             for event in file.read():
@@ -352,12 +394,27 @@ class Ledger:
         Refuses to write after a torn last line: that line is left for a person to look at.
         """
         events = list(events)
-        if self.shared_dir is not None and events:
-            clock = max((event.clock or 0 for event in self.read()), default=0)
+        if not events:
+            return
+        current = self.read()  # verified, and the view the appended events extend
+        before = self._merged
+        if self.shared_dir is not None:
+            clock = max((event.clock or 0 for event in current), default=0)
             events = [replace(event, clock=clock + index) for index, event in enumerate(events, 1)]
-        self.own.append(events)
+        own = self.own
+        numbered = own.append(events, durable=not self._sync_later)
+        if self._sync_later:
+            self._unsynced = own
+        # The appended events have the highest clocks, so they come last in the union too.
+        if numbered is not None and before is not None and self._merged is before:
+            before[1].extend(replace(event, position=len(before[1]) + index)
+                             for index, event in enumerate(numbered, 1))
+            self._merged = (self._files_key(self.files()), before[1])
+        else:
+            self._merged = None
 
-    def _stat_key(self) -> Any:
+    def stat_key(self) -> Any:
+        """What changes whenever any ledger file does (sizes, times, inodes)."""
         if self.shared_dir is None:
             return self._legacy.stat_key()
         keys = [(str(file.path.name), file.stat_key()) for file in self.files()]
@@ -365,13 +422,17 @@ class Ledger:
 
     def histories(self) -> dict[str, History]:
         """Every record, by identity: the same object for as long as the ledger files are unchanged."""
-        events = self.read()
         memo = self._histories_memo
-        key = self._stat_key()
-        if memo is not None and memo[0] == key and memo[1] == len(events):
-            return memo[2]
-        found = histories(events)
-        self._histories_memo = (key, len(events), found)
+        key = self.stat_key()
+        if memo is not None and memo[0] is not None and memo[0] == key:
+            return memo[2]  # the files are as they were: no need to look at their events
+        events = self.read()
+        found = None
+        if memo is not None and 0 < memo[1] < len(events) and events[memo[1] - 1] == memo[3]:
+            found = extend_histories(memo[2], events[memo[1]:])  # only appended to
+        if found is None:
+            found = histories(events)
+        self._histories_memo = (key, len(events), found, events[-1] if events else None)
         return found
 
     def statuses(self) -> dict[str, Status]:
@@ -383,7 +444,7 @@ class Ledger:
         """What each record stands at (id, status, paths, seal, conflict). Remembered in
         `.vault-tools/cache/` against the ledger files' sizes and times, so reading it costs nothing
         while the ledger is unchanged."""
-        key = self._stat_key()
+        key = self.stat_key()
         if key is None:
             return []
         key = json.loads(json.dumps(key))
@@ -671,6 +732,23 @@ def histories(events: Iterable[Event]) -> dict[str, History]:
         if event not in history.events:  # a line a union merge kept twice is one event
             history.events.append(event)
     return found
+
+
+def extend_histories(found: Mapping[str, History], appended: Iterable[Event]) -> dict[str, History] | None:
+    """`histories` of the events behind `found` and then `appended`, without reading them all again: a new
+    dict, with a new History for each record the new events belong to (the others are shared). None when an
+    appended event has no record of its own (an older line: which record it belongs to needs them all)."""
+    extended = dict(found)
+    for event in appended:
+        if event.record is None:
+            return None
+        history = extended.get(event.record)
+        if history is None:
+            extended[event.record] = History(event.id, [event], record=event.record)
+        elif event.id != history.id or event not in history.events:  # as `histories` takes them, one by one
+            events = history.events if event in history.events else [*history.events, event]
+            extended[event.record] = History(event.id, events, record=event.record)
+    return extended
 
 
 @dataclass(frozen=True)

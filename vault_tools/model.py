@@ -741,6 +741,10 @@ def unanswered(decision: Decision, *, unchanged_question_counts: bool = True) ->
         return (f"{decision.id} is marked ruled, but its summary still asks the question: "
                 "write the answer in `summary`")
     if unchanged_question_counts and "Question" in decision.body:
+        words = _words(summary)
+        folded = decision.body.casefold()
+        if words and (not all(word in folded for word in words.split()) or words not in _words(decision.body)):
+            return None  # no line of the body reads as the summary, so the question's first line does not
         from .bodies import sections
 
         question = next((line for line in sections(decision.body).get("Question", "").splitlines() if line.strip()), "")

@@ -17,7 +17,10 @@ import io
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -67,13 +70,19 @@ def _core_schema_int(loader: Any, node: Any) -> int:
 _FastLoader.add_constructor("tag:yaml.org,2002:int", _core_schema_int)
 
 
-def _dumper() -> Any:
-    from ruamel.yaml import YAML  # only writes need it; reading starts faster without it
+_dumpers = threading.local()
 
-    yaml_ = YAML(typ="rt")
-    yaml_.width = 4096
-    yaml_.indent(mapping=2, sequence=4, offset=2)
-    return yaml_
+
+def _dumper() -> Any:
+    """ruamel.yaml's round-trip dumper, made once per thread (making one costs as much as a dump)."""
+    found = getattr(_dumpers, "yaml", None)
+    if found is None:
+        from ruamel.yaml import YAML  # only writes need it; reading starts faster without it
+
+        found = _dumpers.yaml = YAML(typ="rt")
+        found.width = 4096
+        found.indent(mapping=2, sequence=4, offset=2)
+    return found
 
 
 @dataclass
@@ -237,11 +246,23 @@ def render_field(name: str, value: Any, newline: str = "\n") -> str:
         rendered = f"{name}: {value.isoformat()}\n"
     elif isinstance(value, str) and _DATE_TEXT.fullmatch(value):  # a date read as text: written plain, as a date
         rendered = f"{name}: {value}\n"
+    elif isinstance(value, str) and _SIMPLE_KEY.fullmatch(name) and len(value) <= _SIMPLE_MAX and (
+            (_PLAIN_TEXT.fullmatch(value) and value.lower() not in _NOT_PLAIN) or _QUOTED_LINK.fullmatch(value)):
+        # What ruamel.yaml writes as it is (or, for a link, in double quotes with nothing to escape), written
+        # here without it: a note marked superseded is written this way hundreds of times in a reconcile.
+        rendered = f'{name}: "{value}"\n' if value.startswith("[[") else f"{name}: {value}\n"
     else:
         stream = io.StringIO()
         _dumper().dump({name: _yaml_value(value)}, stream)
         rendered = stream.getvalue()
     return rendered.replace("\n", newline)
+
+
+_SIMPLE_KEY = re.compile(r"[a-z_]+")
+_SIMPLE_MAX = 1000  # far below the dumper's line width
+_PLAIN_TEXT = re.compile(r"[A-Za-z]([A-Za-z0-9 .,;()'/_-]*[A-Za-z0-9.)])?")
+_NOT_PLAIN = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n"})
+_QUOTED_LINK = re.compile(r"\[\[[A-Za-z0-9 .,;()'/_#|^-]*\]\]")
 
 
 def _yaml_value(value: Any) -> Any:
@@ -284,6 +305,11 @@ def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
     end of the frontmatter. The result is parsed again and compared with the
     original, so a change can never disturb a property it was not asked to touch.
     """
+    return edited(note, changes).text
+
+
+def edited(note: Note, changes: Mapping[str, Any]) -> Note:
+    """`with_fields`, as the note it makes (parsed already, to check it)."""
     if note.frontmatter is None or not hasattr(note.data, "items"):
         raise NoteError("has no frontmatter mapping to change", path=str(note.path))
     lines = note.frontmatter.splitlines(keepends=True)
@@ -318,8 +344,7 @@ def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
     fence_start = len(note.text) - len(note.body)
     closing = note.text[prefix_end + len(note.frontmatter):fence_start]
     text = note.text[:prefix_end] + frontmatter + closing + note.body
-    _verify_edit(note, text, changes)
-    return text
+    return _verify_edit(note, text, changes)
 
 
 def plain(value: Any) -> Any:
@@ -335,8 +360,8 @@ def plain(value: Any) -> Any:
     return value if value is None or isinstance(value, bool | int | float) else str(value)
 
 
-def _verify_edit(before: Note, text: str, changes: Mapping[str, Any]) -> None:
-    after = parse_text(text, before.path)
+def _verify_edit(before: Note, text: str, changes: Mapping[str, Any]) -> Note:
+    after = parse_text(text, before.path, bom=before.bom)
     old, new = plain(before.data), plain(after.data)
     for name, value in changes.items():
         if value is REMOVE:
@@ -346,6 +371,7 @@ def _verify_edit(before: Note, text: str, changes: Mapping[str, Any]) -> None:
     if old != new or after.body != before.body:
         raise NoteError("refusing to write: the edit would change more than the fields asked for",
                         path=str(before.path))
+    return after
 
 
 def file_text(note: Note, text: str) -> str:
@@ -366,8 +392,38 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
+_recorders: ContextVar[tuple[list[Path], ...]] = ContextVar("note_write_recorders", default=())
+_before_write: ContextVar[tuple[Callable[[], None], ...]] = ContextVar("before_note_writes", default=())
+
+
+@contextmanager
+def before_writes(callback: Callable[[], None]) -> Iterator[None]:
+    """Call `callback` before each file `write_atomic` writes while the block runs (in this thread): how
+    another file is made durable before a note written after it (the ledger, when its appends are synced
+    together)."""
+    token = _before_write.set((*_before_write.get(), callback))
+    try:
+        yield
+    finally:
+        _before_write.reset(token)
+
+
+@contextmanager
+def recording_writes() -> Iterator[list[Path]]:
+    """The path of every file `write_atomic` writes while the block runs (in this thread), in order: how a
+    process that keeps its own view of the vault knows what to read again."""
+    written: list[Path] = []
+    token = _recorders.set((*_recorders.get(), written))
+    try:
+        yield written
+    finally:
+        _recorders.reset(token)
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write through a temp file in the same folder, then replace: never a torn note."""
+    for callback in _before_write.get():
+        callback()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=path.parent)
     try:
@@ -383,6 +439,8 @@ def write_atomic(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+    for recorder in _recorders.get():
+        recorder.append(path)
 
 
 TEMP_PREFIX, TEMP_SUFFIX = ".vault-tools-", ".tmp"  # the names write_atomic gives its temp files

@@ -492,6 +492,13 @@ class Vault:
         set_aside_conflict_copies(state)
         return state
 
+    def read_one(self, rel: str) -> VaultState:
+        """One note read as `load` reads it, in a state of its own: how a process that wrote it reads it again."""
+        state = VaultState(self.root, self.config)
+        kind, payload = self.read_payload(self.root / rel)
+        self._add(state, rel, kind, payload)
+        return state
+
     def read_payload(self, path: Path) -> tuple[str, dict[str, Any] | None]:
         """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
         try:

@@ -11,7 +11,6 @@ recognised by content hash and cause no work.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import fnmatch
 import hashlib
@@ -20,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
@@ -34,19 +33,25 @@ from .commands.amend import apply_owner_step, owner_step
 from .commands.build import build
 from .commands.close import finish_interrupted_close, record_hand_made
 from .commands.ids import awaiting_ids, give_ids
+from .commands.live import LiveState
 from .commands.repair import pending_chain
 from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
 from .commands.supersede import supersede_now
 from .commands.workspace import Workspace
-from .errors import ConfigError, NoteError, VaultToolsError
+from .errors import ConfigError, NoteError, Unfinished, VaultToolsError
 from .ledger import STATUS_AFTER, History
-from .model import FINAL_STATUSES, Decision, Status, being_written, duplicate_ids, lacks_id
+from .model import FINAL_STATUSES, Decision, Status, being_written, lacks_id
 from .vault import STATE_DIR, VaultState
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
-MAX_RECONCILE_PASSES = 200
+Progress = Callable[[int, int], None]  # (done, total), for a progress bar
+PROGRESS_EVERY = 50  # notes between two reports of a reconcile's progress
+# Rounds through the notes before reconciling gives up: each round goes through every note once, and one that
+# changes nothing ends it (two rounds, three at most, on any vault seen so far).
+MAX_RECONCILE_ROUNDS = 20
+MAX_LEFT_SHOWN = 20  # lines `watch --once` shows of what it left; the rest are counted
 IGNORED_NAMES = ("*.tmp", "*.swp", "*.swx", ".#*", "*~", ".~*", "4913")  # editor temp and swap files
 IGNORED_FOLDERS = (".obsidian", ".trash", ".git", STATE_DIR)
 
@@ -65,144 +70,253 @@ class Action:
 class Reconciled:
     actions: list[Action] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)  # vault-relative paths written
-    settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
     busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
-    state: VaultState | None = None  # the vault as the last pass read it, which changed no note
-    # path -> the note's time as this reconcile left it, after giving it an id: the owner had already left it
-    # alone, so this write of ours does not make it "still being typed"
-    given_ids: dict[str, tuple[float, float]] = field(default_factory=dict)  # path -> (time after, time before)
+    busy_agreeing: set[str] = field(default_factory=set)  # notes of `busy` that agree with the ledger as they are
+    settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
+    waiting_on: set[str] = field(default_factory=set)  # rulings of those that wait for a note they supersede
+    state: VaultState | None = None  # the vault as reconciling left it
+    # What could not be done just now (a note that could not be read, rounds that ran out): with `busy` and
+    # `settle_deadlines`, what was left for a later reconcile. What the owner has to fix or decide is not in it.
+    unresolved: list[Action] = field(default_factory=list)
 
 
-def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None) -> Reconciled:
+def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None,
+              progress: Progress | None = None) -> Reconciled:
     """Bring notes and ledger into agreement, as if every change had been seen live.
 
     Notes modified after `quiet_before` (epoch seconds) are still being typed and
     are left for later. Ruled notes unchanged since `settle_before` are sealed;
-    `None` means seal nothing and only say when they will be. Each pass reads the
-    vault afresh and stops at its first change to a note, so every decision is
-    taken on the current state; the passes end when one changes no note.
+    `None` means seal nothing and only say when they will be. The vault is read
+    once; after each change the notes it wrote and the events it appended are read
+    again (`LiveState`), so every decision is taken on the current state. Rounds go
+    through the notes in order (after the first, those that changed since they were
+    looked at) until one changes nothing. `progress(done, total)` is told how far a
+    round has gone.
     """
     result = Reconciled()
-    with ws.vault.ledger.locked():
-        ws.remove_stale_temps(ws.state())
-        for _ in range(MAX_RECONCILE_PASSES):
-            if not _Pass(ws, result, quiet_before, settle_before).run():
-                break
+    with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live:
+        ws.remove_stale_temps(live.state)
+        _Reconcile(ws, live, result, quiet_before, settle_before, progress).run()
+        result.state = live.state
     return result
 
 
-class _Pass:
-    """One reading of the vault, and the first change it calls for."""
+class _Reconcile:
+    """One reconcile: rounds through the notes, each decided on the vault as the previous step left it.
 
-    def __init__(self, ws: Workspace, result: Reconciled, quiet_before: float, settle_before: float | None) -> None:
+    The first round looks at every note that is quiet; each later one only at those that changed since they
+    were looked at (their note, their record, a note they name in `supersedes` or `alongside`, or the set of
+    notes). A round that changes nothing ends the reconcile."""
+
+    def __init__(self, ws: Workspace, live: LiveState, result: Reconciled, quiet_before: float,
+                 settle_before: float | None, progress: Progress | None = None) -> None:
         self.ws = ws
+        self.live = live
         self.result = result
+        self.progress = progress
         self.quiet_before = quiet_before
         self.settle_before = settle_before
-        self.state = result.state = ws.state()
-        self.known = ws.histories()
-        result.settle_deadlines.clear()
-        result.busy.clear()
-        self.reported = {(a.path, a.why) for a in result.actions if a.kind == "invalid"}
+        self.reported: set[tuple[str | None, str]] = set()
+        # What could not be reconciled, by the note (or step) it was found at; looked at again, it is found anew
+        self.found: dict[str, dict[tuple[str | None, str], Action]] = {}
+        self.looking_at = ""
+        self.seen: dict[str, int] = {}  # path -> the view's version after this note was last looked at
+        self.deadlines: dict[str, float] = {}  # path -> when a ruling may be sealed, as last looked at
+        self.waiting_on: set[str] = set()  # rulings that wait for a note they supersede to be left alone
+        # path -> (its time as this reconcile left it, the owner's last save before): a note this reconcile
+        # wrote was left alone by the owner, so its own write does not make it "still being typed"
+        self.own_writes: dict[str, tuple[float, float]] = {}
+        self.saved_at: dict[str, float] = {}  # path -> the owner's last save, as this round found it
 
-    def invalid(self, decision_id: str | None, path: str | None, why: str) -> None:
+    @property
+    def state(self) -> VaultState:
+        return self.live.state
+
+    def run(self) -> None:
+        if self.settle_before is not None:  # ids for notes made without one, once left alone to settle
+            self.give_ids()
+        self.merge_twin_revisions()
+        for _ in range(MAX_RECONCILE_ROUNDS):
+            if not self.round():
+                break
+        else:
+            self.looking_at = "rounds"
+            self.invalid(None, None, f"still changing notes after {MAX_RECONCILE_ROUNDS} rounds through the vault; "
+                                     "the last changes are in the log above", left=True)
+        self.result.settle_deadlines = {rel: when for rel, when in self.deadlines.items()
+                                        if rel in self.seen and self.live.decision_at(rel) is not None}
+        for rel in awaiting_ids(self.state):  # finished but for its id: wake up when it may be given one
+            saved = self.mtime_of(rel)
+            if saved is not None:
+                self.result.settle_deadlines[rel] = saved + self.ws.config.settle_seconds
+        self.result.waiting_on = self.waiting_on & self.result.settle_deadlines.keys()
+        self.result.busy_agreeing = {rel for rel in self.result.busy if self.agrees(rel)}
+        self.result.unresolved = [action for found in self.found.values() for action in found.values()]
+
+    def invalid(self, decision_id: str | None, path: str | None, why: str, *, left: bool = False) -> None:
+        """Report what cannot be reconciled: the owner's to fix or decide (shown on the pages), or, `left`, what
+        could not be done just now and is left for a later reconcile."""
+        action = Action("invalid", decision_id, path, why)
+        if left:
+            self.found.setdefault(self.looking_at, {})[(path, why)] = action
         if (path, why) not in self.reported:
-            self.result.actions.append(Action("invalid", decision_id, path, why))
+            self.result.actions.append(action)
             self.reported.add((path, why))
 
     def act(self, kind: str, decision_id: str | None, path: str | None, why: str) -> None:
         self.result.actions.append(Action(kind, decision_id, path, why))
 
-    def run(self) -> bool:
-        """True when a note was changed (and another pass must look again)."""
-        state, vault = self.state, self.ws.vault
-        if self.settle_before is not None:  # ids for notes made without one, once left alone to settle
-            given = give_ids(self.ws, quiet_before=self.settle_before, state=state)
-            for item in given:
-                self.result.touched.update({item.path, item.was})
-                with contextlib.suppress(OSError):
-                    self.result.given_ids[item.path] = ((vault.root / item.path).stat().st_mtime, item.saved_at)
-                self.act("id-given", item.id, item.path, f"made without an id (was {item.was})")
-            if given:
-                return True
-        twins = merge_twin_revisions(self.ws, state)  # one edit that two devices' watchers each made a revision of
+    def changed(self, removed: Iterable[str] = ()) -> bool:
+        """Bring the view up to date with what the last step wrote; True when it wrote anything."""
+        if not self.live.refresh(removed):
+            return False
+        for rel in self.live.written:
+            try:
+                after = os.stat(os.path.join(self.state.root, rel)).st_mtime
+            except OSError:
+                continue
+            before = self.own_writes[rel][1] if rel in self.own_writes else self.saved_at.get(rel, self.quiet_before)
+            self.own_writes[rel] = (after, before)
+        self.result.touched |= self.live.written
+        return True
+
+    def give_ids(self) -> None:
+        assert self.settle_before is not None
+        given = give_ids(self.ws, quiet_before=self.settle_before, state=self.state)
+        for item in given:
+            self.saved_at[item.path] = item.saved_at  # the owner's last save, before the id was written
+            self.result.touched.add(item.was)
+            self.act("id-given", item.id, item.path, f"made without an id (was {item.was})")
+        self.changed(removed=[item.was for item in given if item.was != item.path])
+
+    def merge_twin_revisions(self) -> None:
+        """One edit that two devices' watchers each made a revision of becomes one revision again."""
+        twins = merge_twin_revisions(self.ws, self.state)
         for loser, path, kept in twins:
             self.act("withdrawn", loser, path, f"the same revision as {kept}, made on another device")
-            self.result.touched.update([path] if path else [])
         if twins:
+            self.changed(removed=[path for _, path, _ in twins if path])
+
+    def mtime_of(self, rel: str) -> float | None:
+        try:
+            mtime = os.stat(os.path.join(self.state.root, rel)).st_mtime  # a str path: pathlib costs more here
+        except OSError:
+            return None
+        after, before = self.own_writes.get(rel, (None, None))
+        if after == mtime and before is not None:
+            mtime = before  # our own write: the owner's last save is what counts
+        self.saved_at[rel] = mtime
+        return mtime
+
+    def due(self, decision: Decision) -> bool:
+        """Whether to look at this note in this round: never looked at, or changed since, or a note it names."""
+        seen = self.seen.get(decision.path)
+        if seen is None or self.live.changed_since(decision.path, seen):
             return True
-        for rel in awaiting_ids(state):  # still being typed: wake up when it may be given its id
-            with contextlib.suppress(OSError):
-                self.result.settle_deadlines[rel] = (vault.root / rel).stat().st_mtime + self.ws.config.settle_seconds
+        by_id, resolve = self.state.by_id(), self.state.resolver()
+        for link in (*decision.supersedes, *decision.alongside, *filter(None, [decision.superseded_by])):
+            named = by_id.get(resolve(link) or "")
+            if named is not None and self.live.touched_at.get(named.path, 0) > seen:
+                return True
+        return False
+
+    def round(self) -> bool:
+        """Each note due, in order, on the current state; True when a note or the ledger was written."""
+        state, result, live = self.state, self.result, self.live
+        result.busy.clear()
         for error in state.broken:
-            if lacks_id(state.properties.get(error.path or "")):
+            if lacks_id(state.properties.get(error.path or "")):  # being written: what it still needs
                 self.invalid(None, error.path, being_written(state.problems.get(error.path or "", [])))
                 continue
             self.invalid(None, f"{error.path}:{error.line}" if error.line else error.path, error.message)
-        quiet: list[tuple[Decision, float]] = []
+        quiet: list[tuple[str, float]] = []
         for decision in sorted(state.decisions, key=lambda d: d.order):
-            try:
-                mtime = vault.path_of(decision).stat().st_mtime
-            except OSError:
+            mtime = self.mtime_of(decision.path)
+            if mtime is None:
                 continue
-            after, before = self.result.given_ids.get(decision.path, (None, None))
-            if after == mtime and before is not None:
-                mtime = before  # our own write of its id: the owner's last save is what counts
             if mtime > self.quiet_before:
-                self.result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
-            else:
-                quiet.append((decision, mtime))
-        ties = {d.path: self.ws.history_of(state, d, self.known) for d in state.decisions}
-        tied_records = {h.record for h in ties.values() if h is not None}
-        # A sealed note whose id was changed in place: the note at its path is that note, edited.
-        lost = {h.path: h for h in self.known.values()
-                if h.seal is not None and h.record not in tied_records and h.id not in state.by_id()}
-        duplicated = duplicate_ids(state.decisions)
-        for decision, mtime in quiet:
-            history = ties[decision.path]
-            if decision.id in duplicated:  # which record is which waits for `renumber`: nothing is written
-                others = ", ".join(d.path for d in duplicated[decision.id] if d.path != decision.path)
-                self.invalid(decision.id, decision.path, f"id {decision.id} is also used by {others}; left alone "
-                             f"until one is renumbered (vault-tools renumber {decision.id} --path ...)")
+                result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
+            elif self.due(decision):
+                quiet.append((decision.path, mtime))
+        changed = False
+        for done, (rel, mtime) in enumerate(quiet):
+            if self.progress is not None and done % PROGRESS_EVERY == 0:
+                self.progress(done, len(quiet))
+            current = live.decision_at(rel)  # as the steps before left it
+            if current is None:
                 continue
-            if history is not None and history.conflict is not None:
-                conflict = history.conflict
-                self.invalid(decision.id, decision.path, f"in conflict ({' / '.join(conflict.outcomes)}, recorded on "
-                             f"different clones); left alone until settled (vault-tools settle {decision.id} ...)")
-                continue
+            self.looking_at = rel
+            self.found.pop(rel, None)
+            self.deadlines.pop(rel, None)
+            self.waiting_on.discard(rel)
             try:
-                if history is None and decision.path in lost:
-                    self.reject_edit(decision, lost[decision.path])
-                    return True
-                if self.apply_lifecycle(decision, history, mtime):
-                    return True
+                self.reconcile_one(current, mtime)
             except VaultToolsError as error:
-                self.invalid(decision.id, decision.path, error.message)
+                self.invalid(current.id, current.path, error.message)
             except OSError as error:  # renamed or deleted while being read: the next quiet period sees it anew
-                self.invalid(decision.id, decision.path, f"could not be read just now ({error.strerror}); will retry")
-        return self.finish_supersessions()
+                self.invalid(current.id, current.path, f"could not be read just now ({error.strerror}); will retry",
+                             left=True)
+            changed |= self.changed()
+            self.seen[rel] = live.version
+        if self.progress is not None and quiet:
+            self.progress(len(quiet), len(quiet))
+        for rel in result.busy:
+            self.seen.pop(rel, None)  # saved again meanwhile: looked at anew once quiet
+        return self.finish_supersessions() or changed
 
-    def apply_lifecycle(self, decision: Decision, history: History | None, mtime: float) -> bool:
-        """Seal a quiet ruling, or record a question made or withdrawn by hand. True when a note was written."""
+    def agrees(self, rel: str) -> bool:
+        """Whether a note left alone because it is being typed already agrees with the ledger as it is: sealed
+        and unchanged, or a question recorded as it stands (then nothing was left undone)."""
+        decision = self.live.decision_at(rel)
+        history = self.live.history_of(decision) if decision is not None else None
+        if decision is None or history is None or history.conflict is not None:
+            return False
+        if history.seal is not None:
+            return matches_ledger(self.ws, self.state, decision, history)
+        return decision.status in (Status.OPEN, Status.WITHDRAWN) and history.status is decision.status
+
+    def reconcile_one(self, decision: Decision, mtime: float) -> None:
+        history = self.live.history_of(decision)
+        duplicated = self.ws.duplicated(self.state)
+        if decision.id in duplicated:  # which record is which waits for `renumber`: nothing is written
+            others = ", ".join(d.path for d in duplicated[decision.id] if d.path != decision.path)
+            self.invalid(decision.id, decision.path, f"id {decision.id} is also used by {others}; left alone "
+                         f"until one is renumbered (vault-tools renumber {decision.id} --path ...)")
+            return
+        if history is not None and history.conflict is not None:
+            conflict = history.conflict
+            self.invalid(decision.id, decision.path, f"in conflict ({' / '.join(conflict.outcomes)}, recorded on "
+                         f"different clones); left alone until settled (vault-tools settle {decision.id} ...)")
+            return
+        # A sealed note whose id was changed in place: the note at its path is that note, edited.
+        lost = self.live.lost_at(decision.path) if history is None else None
+        if lost is not None:
+            self.reject_edit(decision, lost)
+            return
+        self.apply_lifecycle(decision, history, mtime)
+
+    def apply_lifecycle(self, decision: Decision, history: History | None, mtime: float) -> None:
+        """Seal a quiet ruling, or record a question made or withdrawn by hand."""
         ws = self.ws
         if history is not None and history.seal is not None:
-            return self.enforce_seal(decision, history)
+            self.enforce_seal(decision, history)
+            return
         if history is not None and history.status in FINAL_STATUSES and decision.status is not history.status:
             if self.restore_latest(decision, history):
-                return True
+                return
             raise NoteError(f"was {history.status.value} (final), but the note now says {decision.status.value}; "
                             "ask again as a new question", path=decision.path, line=decision.line_of("status"))
         if decision.status is Status.RULED:
             waiting_on = ws.targets_paths(self.state, decision) & set(self.result.busy)
             if self.settle_before is None or mtime > self.settle_before or waiting_on:
-                self.result.settle_deadlines[decision.path] = mtime + ws.config.settle_seconds
-                return False
-            sealed = seal_one(ws, self.state, decision, history)
-            self.result.touched.add(sealed.path)
-            self.result.touched.update(ws.targets_paths(self.state, sealed))
+                self.deadlines[decision.path] = mtime + ws.config.settle_seconds
+                if waiting_on:
+                    self.waiting_on.add(decision.path)
+                return
+            sealed = seal_one(ws, self.state, decision, history, self.live.unchanged_text(decision.path))
             self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
-            return True
-        # Below, only the ledger is written: no note changes, so the pass goes on.
+            return
+        # Below, only the ledger is written.
         if (history is None or history.status is None) and decision.status in (Status.OPEN, Status.WITHDRAWN):
             kind = "asked" if decision.status is Status.OPEN else "withdrawn"
             record_hand_made(ws, decision, kind, history)
@@ -210,7 +324,6 @@ class _Pass:
         elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
             record_hand_made(ws, decision, "withdrawn", history)
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
-        return False
 
     def restore_latest(self, decision: Decision, history: History) -> bool:
         """A question the ledger closed (withdrawn) whose note a merge brought back to a version the ledger
@@ -225,17 +338,16 @@ class _Pass:
         if typed == latest.text or not any(e.text == typed for e in history.events if e is not latest):
             return False
         notes.write_atomic(self.ws.vault.path_of(decision), latest.text.encode("utf-8"))
-        self.result.touched.add(decision.path)
         self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
                                                          "the current one put back")
         return True
 
-    def enforce_seal(self, decision: Decision, history: History) -> bool:
+    def enforce_seal(self, decision: Decision, history: History) -> None:
         """A sealed note that no longer matches the ledger: finish an interrupted closing, or reject the edit."""
-        ws, seal = self.ws, history.seal
+        ws, state, seal = self.ws, self.state, history.seal
         assert seal is not None and seal.text is not None
-        if matches_ledger(ws, self.state, decision, history):
-            return False
+        if matches_ledger(ws, state, decision, history):
+            return
         note = ws.read(ws.vault.path_of(decision))
         if notes.file_text(note, note.text) == seal.text:
             # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
@@ -246,60 +358,62 @@ class _Pass:
             # A conflict was settled, and a merge or a rebase brought back a version the ledger already holds
             # from before: nothing typed is lost by putting the settled text back.
             notes.write_atomic(ws.vault.path_of(decision), seal.text.encode("utf-8"))
-            self.result.touched.add(decision.path)
             self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
                                                              "the current one put back")
-            return True
-        if ws.seal_hash_of(self.state, decision) == seal.hash and \
-                finish_interrupted_close(ws, self.state, decision, history, note):
+            return
+        if ws.seal_hash_of(state, decision) == seal.hash and \
+                finish_interrupted_close(ws, state, decision, history, note):
             self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")
-            return True
-        step = owner_step(ws, self.state, decision, history)
+            return
+        step = owner_step(ws, state, decision, history)
         if step is not None and step.kind == "incomplete":
             self.invalid(decision.id, decision.path, step.why)  # left as typed: the owner is not done
-            return False
+            return
         if step is not None:
-            apply_owner_step(ws, self.state, decision, history, note, step)
+            apply_owner_step(ws, state, decision, history, note, step)
             self.act(step.kind, decision.id, decision.path, step.why)
-            return True
+            return
         self.reject_edit(decision, history, note)
-        return True
 
     def reject_edit(self, decision: Decision, history: History, note: notes.Note | None = None) -> None:
         ws = self.ws
         note = note or ws.read(ws.vault.path_of(decision))
         done = reject_edit(ws, self.state, decision, history, note)
         if done.as_revision:
-            self.result.touched.add(done.kept_in)
             why = f"in-place edit of a sealed note; the typed text is kept in {done.kept_in}"
         else:
             why = f"the fields vault-tools writes were edited; the edited copy is kept in {done.kept_in}"
         self.act("edit-rejected", history.id, decision.path, why)
         if done.restored:
-            self.result.touched.add(decision.path)
             self.act("restored", history.id, decision.path, "sealed text put back")
         else:
             self.act("restore-deferred", history.id, decision.path,
                      "saved again while being restored; retrying after the next quiet period")
+            self.found.setdefault(self.looking_at, {})[(decision.path, "restore")] = Action(
+                "restore-deferred", history.id, decision.path, "saved again while its sealed text was being put back; "
+                "put back once left alone")
 
     def finish_supersessions(self) -> bool:
         """A sealed ruling whose `supersedes` were not all applied (a crash in between): apply them."""
-        ws, state = self.ws, self.state
-        for ruling, target in pending_chain(ws, state):
-            if target.path in self.result.busy:
-                continue
+        ws, changed = self.ws, False
+        self.looking_at = "chains"
+        self.found.pop("chains", None)
+        for ruling, target in pending_chain(ws, self.state):
+            current = self.live.decision_at(target.path)
+            if target.path in self.result.busy or current is None or current.id != target.id or \
+                    current.status is not Status.RULED:
+                continue  # being typed, or changed by a step before: the next round looks again
             try:
-                supersede_now(ws, state, target, ruling)
+                supersede_now(ws, self.state, current, self.live.decision_at(ruling.path) or ruling)
             except VaultToolsError as error:
                 self.invalid(target.id, target.path, error.message)
-                continue
             except OSError as error:
-                self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry")
-                continue
-            self.result.touched.add(target.path)
-            self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
-            return True
-        return False
+                self.invalid(target.id, target.path, f"could not be read just now ({error.strerror}); will retry",
+                             left=True)
+            else:
+                self.act("superseded", target.id, target.path, f"superseded by {ruling.id}")
+            changed |= self.changed()
+        return changed
 
 
 def is_ignored(relative: str) -> bool:
@@ -331,6 +445,10 @@ class Debouncer:
         for key in ready:
             del self._last[key]
         return ready
+
+    def forget(self, key: str) -> None:
+        """No longer wait for `key` (what woke it was the watcher's own write)."""
+        self._last.pop(key, None)
 
     def next_deadline(self) -> float | None:
         return min(self._last.values()) + self.quiet if self._last else None
@@ -373,6 +491,8 @@ class Watcher:
         self.schedule = Schedule(Debouncer(self.debounce, clock))
         self._reported_invalid: set[tuple[str | None, str]] = set()
         self.last_error: VaultToolsError | None = None  # what stopped the last pass, if anything
+        self.left: list[str] = []  # what the last pass left for later, and why (one line each)
+        self.progress: Progress | None = None  # told how far a reconcile of the whole vault has gone
         self._own_writes: dict[str, str] = {}  # relative path -> digest of what we last wrote there
         self._condition = threading.Condition()
         self._stopping = False
@@ -498,7 +618,7 @@ class Watcher:
 
     def run_once(self) -> None:
         """Reconcile the whole vault once under the single-watcher lock (`watch --once`); raises what
-        stopped it, after it was logged."""
+        stopped it, after it was logged, or `Unfinished` naming what it left for later."""
         self.acquire()
         try:
             self.process(everything=True)
@@ -506,6 +626,11 @@ class Watcher:
             self.release()
         if self.last_error is not None:
             raise self.last_error
+        if self.left:
+            shown = self.left[:MAX_LEFT_SHOWN]
+            more = [f"and {len(self.left) - len(shown):,} more"] if len(self.left) > len(shown) else []
+            raise Unfinished(f"left {len(self.left):,} decision note{'s' if len(self.left) > 1 else ''} "
+                             "not reconciled:", details=[*shown, *more])
 
     def process(self, paths: list[str] | None = None, *, everything: bool = False) -> list[Action]:
         """Reconcile the vault, then rebuild the pages; report what was done.
@@ -522,7 +647,8 @@ class Watcher:
                 from .commands.import_ import harvest_changed
                 actions += [Action("harvested", d.id, d.path, "a decision written in passing, proposed as a question")
                             for d in harvest_changed(self.ws, paths)]
-            result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle)
+            result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle,
+                               progress=self.progress if everything else None)
             actions += result.actions
             actions += self._scheduled_review()
             built = build(self.ws, state=result.state)
@@ -531,6 +657,7 @@ class Watcher:
         except OSError as error:  # a note moved away mid-pass: the events it made bring it back
             actions.append(Action("invalid", None, error.filename, f"could not be read just now ({error.strerror}); "
                                   "will retry"))
+            self.left = [f"{error.filename}: could not be read just now ({error.strerror}); run it again"]
             self._report(actions)
             return actions
         except VaultToolsError as error:  # a torn ledger, say: reported, and tried again on the next change
@@ -540,10 +667,15 @@ class Watcher:
             self._report(actions)
             return actions
         self.last_error = None
+        self.left = self._left(result, now)
         for relative in {*result.touched, *built.written}:
             digest = _digest(self.vault.root / relative)
             if digest:
                 self._own_writes[relative] = digest
+        with self._condition:  # the observer reported these writes while they were made: they need no look
+            for relative in result.touched:
+                if relative in self._own_writes and self._own_writes[relative] == _digest(self.vault.root / relative):
+                    self.schedule.debouncer.forget(relative)
         if built.written:
             actions.append(Action("pages", None, None, "rebuilt " + ", ".join(built.written)))
         with self._condition:
@@ -552,6 +684,24 @@ class Watcher:
                 self.schedule.debouncer.touch(relative, at=mtime)
         self._report(actions)
         return actions
+
+    def _left(self, result: Reconciled, now: float) -> list[str]:
+        """What a reconcile left for later, and why: notes still being typed, rulings inside their settle
+        window, notes it could not reconcile."""
+        left = [f"{action.path or 'the vault'}: {action.why}" for action in result.unresolved]
+        for rel, mtime in sorted(result.busy.items()):
+            if rel in result.busy_agreeing:
+                continue
+            left.append(f"{rel}: saved {max(now - mtime, 0):.0f} s ago; looked at once left alone for "
+                        f"{self.debounce:g} s (debounce_ms)")
+        for rel, when in sorted(result.settle_deadlines.items(), key=lambda item: (item[1], item[0])):
+            at = dt.datetime.fromtimestamp(when).astimezone(self.ws.tz).strftime("%H:%M:%S")
+            if rel in result.waiting_on:
+                left.append(f"{rel}: ruled; sealed once the notes it supersedes are left alone")
+            else:
+                left.append(f"{rel}: ruled; sealed once left alone for {self.settle:g} s (settle_seconds), at {at}, "
+                            "or now with `vault-tools seal`")
+        return left
 
     def _report(self, actions: list[Action]) -> None:
         """Say each thing once: a note that stays invalid is not reported again on every pass."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import notes
 from ..errors import NoteError
 from ..ledger import wikilinks
-from ..model import lacks_id, link_target, note_title, still_missing
+from ..model import format_id, id_number, lacks_id, link_target, note_title, still_missing
 from ..vault import VaultState, iter_markdown
 from .workspace import Workspace
 
@@ -41,7 +41,7 @@ def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultSt
     """Give every decision note that lacks only its id one (those saved after `quiet_before`, epoch seconds,
     are still being typed and wait). Runs under the caller's ledger lock; writes notes only."""
     given: list[Given] = []
-    state = state or ws.state()
+    state = state if state is not None else ws.state()
     for rel in awaiting_ids(state):
         path = ws.vault.root / rel
         try:
@@ -51,7 +51,7 @@ def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultSt
             note = ws.read(path)
         except (OSError, NoteError):
             continue
-        new_id = ws.next_id(state)
+        new_id = _after(given[-1].id) if given else ws.next_id(state)  # the next id counts those given here
         text = notes.with_fields(note, {"id": new_id})
         target = _renamed(ws, path, new_id, note)
         if target == path:
@@ -60,8 +60,14 @@ def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultSt
             notes.create_note(target, notes.file_text(note, text))
             path.unlink()
         given.append(Given(new_id, ws.vault.relative(target), rel, saved_at))
-        state = ws.state()  # the next id counts this one
     return given
+
+
+
+def _after(decision_id: str) -> str:
+    """The id after one just given, with the same clone tag."""
+    tag = decision_id.split("-")[2] if decision_id.count("-") == 2 else None
+    return format_id(id_number(decision_id) + 1, tag=tag)
 
 
 def _renamed(ws: Workspace, path: Path, new_id: str, note: notes.Note) -> Path:
@@ -85,6 +91,6 @@ def _linked_to(ws: Workspace, title: str) -> bool:
             text = (ws.vault.root / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if "[[" in text and any(link_target(match.group(0)).casefold() == wanted for match in wikilinks(text)):
+        if "[[" in text and wanted in text.casefold() and any(link_target(match.group(0)).casefold() == wanted for match in wikilinks(text)):
             return True
     return False

@@ -7,45 +7,56 @@ from typing import Any
 from .. import notes
 from ..errors import InconsistentVault, NoteError, Refused
 from ..ledger import Event, History, new_record, seal_hash
-from ..model import FINAL_STATUSES, Decision, Status, duplicate_ids, unanswered
+from ..model import FINAL_STATUSES, Decision, Status, unanswered
 from ..vault import VaultState
 from .checks import check_id
 from .ids import give_ids
+from .live import LiveState
 from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
 from .workspace import Workspace
 
 
 def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
-    """Seal ruled notes that are not sealed yet (all of them, or those named)."""
+    """Seal ruled notes that are not sealed yet (all of them, or those named), each on the vault as the ones
+    before it left it (read once, then only what was written: see `LiveState`)."""
     wanted = {check_id(value) for value in decision_ids}
     sealed = []
-    with ws.vault.ledger.locked():
+    with ws.vault.ledger.locked(), ws.vault.ledger.synced_together():
         give_ids(ws)  # a ruling the owner made without an id gets one first
-        state = ws.state_for_write()
-        known = ws.histories()
-        named = [ws.find(state, decision_id) for decision_id in sorted(wanted)]
-        wanted = {decision.id for decision in named}
-        for decision in named:
-            ws.check_writable(state, decision)
-            status = ws.status_of(state, decision)
-            if decision.status is not Status.RULED or status in FINAL_STATUSES:
-                raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
-        duplicated = duplicate_ids(state.decisions)
-        for decision in sorted(state.decisions, key=lambda d: d.order):
-            history = ws.history_of(state, decision, known)
-            if decision.status is not Status.RULED or (history and (history.sealed or history.status in FINAL_STATUSES)):
-                continue
-            if (wanted and decision.id not in wanted) or decision.id in duplicated:
-                continue  # a duplicated id is sealed once it is renumbered (lint names both notes)
-            if history is not None and history.conflict is not None:
-                continue
-            if not wanted and history is not None and history.seal_lost:
-                continue  # reported by lint (VT027); sealing it again is refused when asked by id
-            sealed.append(seal_one(ws, state, decision, history))
+        with LiveState(ws, load=ws.state_for_write) as live:
+            state = live.state
+            named = [ws.find(state, decision_id) for decision_id in sorted(wanted)]
+            wanted = {decision.id for decision in named}
+            for decision in named:
+                ws.check_writable(state, decision)
+                status = ws.status_of(state, decision)
+                if decision.status is not Status.RULED or status in FINAL_STATUSES:
+                    raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
+            for rel in [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]:
+                current = live.decision_at(rel)
+                if current is None or not _to_seal(ws, state, current, live.history_of(current), wanted):
+                    continue
+                sealed.append(seal_one(ws, state, current, live.history_of(current), live.unchanged_text(rel)))
+                live.refresh()
     return sealed
 
 
-def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None) -> Decision:
+def _to_seal(ws: Workspace, state: VaultState, decision: Decision, history: History | None, wanted: set[str]) -> bool:
+    if decision.status is not Status.RULED or (history and (history.sealed or history.status in FINAL_STATUSES)):
+        return False
+    if (wanted and decision.id not in wanted) or decision.id in ws.duplicated(state):
+        return False  # a duplicated id is sealed once it is renumbered (lint names both notes)
+    if history is not None and history.conflict is not None:
+        return False
+    # a lost seal is reported by lint (VT027); sealing it again is refused when asked by id
+    return bool(wanted) or history is None or history.seal_lost is None
+
+
+def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None,
+             unchanged: str | None = None) -> Decision:
+    """Seal one ruling: stamp what is missing, check it, apply its `supersedes`, record it. `unchanged` is the
+    note's text when the caller knows the file still holds what `decision` was read from (then, with nothing
+    to stamp, it is not parsed again)."""
     lost = history.seal_lost if history is not None else None
     if lost is not None:
         raise InconsistentVault(
@@ -53,14 +64,21 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
             "restore the ledger from git or a backup (it is not sealed again from its text as it is now)",
             path=ws.vault.ledger.display_path, line=lost.line)
     path = ws.vault.path_of(decision)
-    note = ws.read(path)
-    stamps: dict[str, Any] = {}
-    if decision.ruled_at is None:
-        stamps["ruled_at"] = ws.now_local()
-    if decision.ruled_by is None:
-        stamps["ruled_by"] = ws.config.default_ruler
-    text = notes.with_fields(note, stamps) if stamps else note.text
-    decision = ws.parse_new(path, text)
+    stamping: tuple[notes.Note, str] | None = None  # the note as read, and its text once stamped
+    if unchanged is not None and decision.ruled_at is not None and decision.ruled_by is not None and \
+            decision.path not in state.problems:
+        text_on_disk = unchanged  # what `decision` was read from, and valid as it is
+    else:
+        note = ws.read(path)
+        stamps: dict[str, Any] = {}
+        if decision.ruled_at is None:
+            stamps["ruled_at"] = ws.now_local()
+        if decision.ruled_by is None:
+            stamps["ruled_by"] = ws.config.default_ruler
+        stamped = notes.edited(note, stamps) if stamps else note
+        decision = ws.parse_new(path, stamped.text, stamped)
+        text_on_disk = notes.file_text(note, stamped.text)
+        stamping = (note, stamped.text) if stamps else None
     why = unanswered(decision)
     if why:
         raise Refused(why, path=decision.path, line=decision.line_of("summary"))
@@ -70,10 +88,10 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
                         line=decision.line_of("supersedes"))
     seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, state, target, decision, decision.reason or "") for target in targets]
-    if stamps:
-        notes.write_note(note, text)
+    if stamping is not None:
+        notes.write_note(*stamping)
     actor = decision.ruled_by or ws.config.default_ruler
-    ws.vault.ledger.append(seal_events(ws, state, decision, notes.file_text(note, text), history, actor))
+    ws.vault.ledger.append(seal_events(ws, state, decision, text_on_disk, history, actor))
     for plan in plans:
         apply_superseded(ws, state, plan, actor)
     return decision
@@ -83,7 +101,10 @@ def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str,
                 actor: str) -> list[Event]:
     """`ruled` (unless the ledger has it already) and `sealed`, with the note's meaning and text."""
     resolve = ws.resolver_with(state, decision)
-    digest = seal_hash(decision, resolve, ws.tz)
+    if resolve is state.resolver() and state.get(decision.id) == decision:
+        digest = ws.seal_hash_of(state, decision)  # the note as the state has it: later checks find the hash made
+    else:
+        digest = seal_hash(decision, resolve, ws.tz)
     supersedes = tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes))))
     alongside = tuple(sorted(filter(None, (resolve(link) for link in decision.alongside))))
     record = history.record if history is not None else new_record()

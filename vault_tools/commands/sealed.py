@@ -56,8 +56,9 @@ def retargeted(state: VaultState, decision: Decision, seal: Event) -> list[str]:
 def seal_holds(ws: Workspace, state: VaultState, decision: Decision, seal: Event) -> bool:
     """The note still means what was sealed: the same seal hash, and every link to a note that is not a
     decision still names the note it named (or followed that note when it was renamed or moved)."""
-    memo: dict[tuple[str, str, str | None], bool] = state.derived.setdefault("seal_holds", {})
-    key = (decision.id, decision.path, seal.hash)
+    by_path: dict[str, dict[tuple[str, str | None], bool]] = state.derived.setdefault("seal_holds", {})
+    memo = by_path.setdefault(decision.path, {})  # by path: a process that rewrites a note forgets its entries
+    key = (decision.id, seal.hash)
     if key not in memo:
         memo[key] = ws.seal_hash_of(state, decision) == seal.hash and not retargeted(state, decision, seal)
     return memo[key]

@@ -27,6 +27,9 @@ class SupersedePlan:
 def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, links: Iterable[str]) -> list[Decision]:
     """The rulings `decision` will supersede; refuses a target that is missing, not current,
     or edited in place since it was sealed (that edit has to be reviewed first)."""
+    links = list(links)
+    if not links:
+        return []
     by_id, resolve = state.by_id(), ws.resolver_with(state, decision)
     known = ws.histories()
     targets = []
@@ -58,9 +61,10 @@ def plan_superseded(ws: Workspace, state: VaultState, old: Decision, new: Decisi
     """The old note's text once marked superseded, worked out and checked before anything is written."""
     path = ws.vault.path_of(old)
     note = ws.read(path)
-    text = notes.with_fields(note, {"status": Status.SUPERSEDED.value,
-                                    "superseded_by": f"[[{new.title}]]", "reason": reason})
-    return SupersedePlan(note, text, ws.record_for(state, old), ws.parse_new(path, text), new, reason)
+    marked = notes.edited(note, {"status": Status.SUPERSEDED.value, "superseded_by": f"[[{new.title}]]",
+                                 "reason": reason})
+    return SupersedePlan(note, marked.text, ws.record_for(state, old), ws.parse_new(path, marked.text, marked), new,
+                         reason)
 
 
 def apply_superseded(ws: Workspace, state: VaultState, plan: SupersedePlan, actor: str) -> None:

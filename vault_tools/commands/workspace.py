@@ -246,7 +246,7 @@ class Workspace:
 
     def check_writable(self, state: VaultState, *decisions: Decision) -> None:
         """Refuse a write that touches a duplicated id or a record in conflict; every other write goes on."""
-        duplicated = duplicate_ids(state.decisions)
+        duplicated = self.duplicated(state)
         for decision in decisions:
             found = duplicated.get(decision.id)
             if found:
@@ -261,6 +261,13 @@ class Workspace:
                     f"{decision.id} is in conflict: {' / '.join(summary.conflict.outcomes)} were recorded on "
                     "different clones", path=decision.path,
                     details=[f"Decide first: vault-tools settle {decision.id} --keep ... (see vault-tools settle --help)"])
+
+    def duplicated(self, state: VaultState) -> dict[str, list[Decision]]:
+        """The ids more than one note has, with those notes; computed once per read of the vault."""
+        if "duplicate_ids" not in state.derived:
+            state.derived["duplicate_ids"] = duplicate_ids(state.decisions)
+        found: dict[str, list[Decision]] = state.derived["duplicate_ids"]
+        return found
 
     def next_id(self, state: VaultState) -> str:
         """A new id: the next counter after every id this clone has seen, and in a git repository the
@@ -293,9 +300,9 @@ class Workspace:
         return self.event("asked", decision, actor, record=record or new_record(), text=text,
                           summary=decision.summary, topics=decision.topics, not_the_same=not_the_same)
 
-    def parse_new(self, path: Path, text: str) -> Decision:
-        """Parse text about to be written, refusing it if it is not a valid decision."""
-        note = notes.parse_text(text, path)
+    def parse_new(self, path: Path, text: str, parsed: notes.Note | None = None) -> Decision:
+        """Parse text about to be written (or already read: `parsed`), refusing it if it is not a valid decision."""
+        note = parsed if parsed is not None and parsed.text == text else notes.parse_text(text, path)
         rel = self.vault.relative(path)
         decision, problems = build_decision(note.data, path=rel, body=note.body, key_lines=note.key_lines)
         if problems or decision is None:

@@ -1,0 +1,404 @@
+"""A vault's state kept current while one process changes note after note: read once, then only what it wrote.
+
+`Workspace.state()` reads the whole vault, and what derives from a state (links, the ties of notes to the
+ledger's records, seal hashes) is computed once per state. A process that changes many notes in turn (the
+watcher's reconcile, `seal`) must take each decision on the vault as it is after the previous change. Reading
+the vault again after each change costs a whole read per change; `LiveState` reads it once, and after each
+step reads again only the notes that step wrote (`notes.recording_writes` names them) and the events it
+appended to the ledger, and brings what derives from them up to date.
+
+The state it keeps is the one `Vault.load` would give now, in the same order; a step that adds, removes or
+renames a decision note (rare: ids given, a revision written) recomputes the derived data from the notes in
+memory, without reading them again.
+"""
+from __future__ import annotations
+
+import bisect
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from .. import notes
+from ..ledger import Event, History, RecordSummary, tie_notes
+from ..model import Decision
+from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState
+from .workspace import Workspace
+
+T = TypeVar("T")
+# What a state's `derived` holds that this module keeps current; anything else is dropped on a change.
+_KEPT = frozenset({"history_ties", "summary_ties", "seal_hashes", "seal_holds", "duplicate_ids", "note_index"})
+
+
+def walk_key(rel: str) -> tuple[tuple[int, str], ...]:
+    """Where `iter_markdown` meets a note: in each folder its notes by name, then its subfolders by name."""
+    parts = rel.split("/")
+    return (*((1, part) for part in parts[:-1]), (0, parts[-1]))
+
+
+class LiveState:
+    """The vault as it is now, for a process that writes to it: use it as a context manager (it then sees
+    every note written in this thread) and call `refresh()` after each step."""
+
+    def __init__(self, ws: Workspace, load: Callable[[], VaultState] | None = None) -> None:
+        """`load` reads the vault (default: `ws.state()`)."""
+        self.ws = ws
+        started = time.time_ns()
+        self.state = (load or ws.state)()
+        self.written: set[str] = set()  # what the last `refresh` read again (vault-relative)
+        # Each refresh that changed anything is a new version; for each note, the last version that changed
+        # it or its record (`touched_at`), and the last that added, removed or renamed a note (`reshaped_at`):
+        # what a caller that looked at a note at some version needs to know to look again or not.
+        self.version = 0
+        self.touched_at: dict[str, int] = {}
+        self.reshaped_at = 0
+        self._recorded: list[Path] = []
+        self._exit = contextlib.ExitStack()
+        self._ledger_key = self._ledger_stat()
+        self._events = ws.vault.ledger.read()
+        self.known = ws.histories()
+        config = ws.config
+        self._skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
+        self._summary_ties = _Summaries(self)
+        # path -> stat key of a decision note whose file holds what the state says: it has not changed since
+        # before the vault was read (the note cache's own rule: older than the racy window), nor been written
+        self._unchanged: dict[str, tuple[int, int, int, int]] = {}
+        for decision in self.state.decisions:
+            key = _stat_key(os.path.join(self.state.root, decision.path))
+            if key is not None and max(key[1], key[2]) < started - RACY_NANOSECONDS:
+                self._unchanged[decision.path] = key
+        self._index_notes()
+        self._index_records()
+        self._tie_all()
+
+    def __enter__(self) -> LiveState:
+        self._recorded = self._exit.enter_context(notes.recording_writes())
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._exit.close()
+
+    # -- reading it ------------------------------------------------------------------
+
+    def decision_at(self, rel: str) -> Decision | None:
+        position = self._position.get(rel)
+        return self.state.decisions[position] if position is not None else None
+
+    def history_of(self, decision: Decision) -> History | None:
+        """The record this note is (see `Workspace.history_of`), as the ledger stands now."""
+        return self.ties.get(decision.path)
+
+    def unchanged_text(self, rel: str) -> str | None:
+        """The text of the note at `rel` (as the file holds it, BOM included) when it is certainly what the state
+        was read from, so it need not be parsed again; else None."""
+        key = self._unchanged.get(rel)
+        if key is None:
+            return None
+        path = os.path.join(self.state.root, rel)
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            return None
+        if _stat_key(path) != key:  # written since, perhaps while being read
+            return None
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    def lost_at(self, rel: str) -> History | None:
+        """A sealed record last written at `rel` that no note is tied to and whose id no note has: the note
+        there is that record's note, its id changed in place (the latest such record)."""
+        found = None
+        by_id = self.state.by_id()
+        for record in self._records_at.get(rel, ()):
+            history = self.known[record]
+            if history.seal is not None and record not in self._tied_at and history.id not in by_id:
+                found = history
+        return found
+
+    # -- keeping it current -------------------------------------------------------------
+
+    def refresh(self, removed: Iterable[str] = ()) -> bool:
+        """Read again what was written since the last refresh (and what `removed` names: deleted or moved
+        away); True when anything had changed. Cheap when nothing was: one stat of the ledger."""
+        written = {rel for rel in map(self._relative, self._recorded) if rel is not None} | set(removed)
+        self._recorded.clear()
+        key = self._ledger_stat()
+        self.written = {rel for rel in written if self._scanned(rel)}
+        if not self.written and key == self._ledger_key:
+            return False
+        self.version += 1
+        ids: set[str] = set()
+        for rel in self.written:
+            self.touched_at[rel] = self.version
+        if self.written:
+            ids |= self._reread(sorted(self.written, key=walk_key))
+        if key != self._ledger_key:
+            self._ledger_key = key
+            records = self._read_ledger()
+            if records is None:
+                self._index_records()
+                self._tie_all()
+                self.reshaped_at = self.version
+                return True
+            ids |= self._update_records(records)
+        self._retie(ids)
+        return True
+
+    def changed_since(self, rel: str, version: int) -> bool:
+        """Whether the note at `rel`, its record or the set of notes changed after `version`."""
+        return self.reshaped_at > version or self.touched_at.get(rel, 0) > version
+
+    def _reread(self, rels: list[str]) -> set[str]:
+        """Read the notes at `rels` again; returns the ids whose ties must be worked out again."""
+        state = self.state
+        ids: set[str] = set()
+        reshaped = False
+        for rel in rels:
+            path = state.root / rel
+            fresh = self.ws.vault.read_one(rel) if path.is_file() or path.is_symlink() else None
+            old = self.decision_at(rel)
+            new = fresh.decisions[0] if fresh is not None and fresh.decisions else None
+            ids.update(d.id for d in (old, new) if d is not None)
+            self._unchanged.pop(rel, None)
+            self._forget(rel, old)
+            if old is not None and new is not None and old.id == new.id and fresh is not None:
+                self._replace(rel, new, fresh)  # the common case: same note, same id, new content
+                continue
+            self._remove(rel)
+            if fresh is not None:
+                self._insert(rel, fresh)
+            self._index_notes()
+            reshaped = True
+        if reshaped:  # a note came, went or changed its id: links between notes may name other notes now
+            self.reshaped_at = self.version
+            state._by_id = state._resolver = None  # rebuilt on first use
+            for key in list(state.derived):
+                if key not in ("history_ties", "summary_ties"):
+                    del state.derived[key]
+            ids = {d.id for d in state.decisions} | {h.id for h in self.known.values()}
+        for key in list(state.derived):
+            if key not in _KEPT:
+                del state.derived[key]
+        return ids
+
+    def _forget(self, rel: str, old: Decision | None) -> None:
+        """What was worked out from the note at `rel` as it was."""
+        derived = self.state.derived
+        derived.get("seal_holds", {}).pop(rel, None)
+        if old is not None:
+            derived.get("seal_hashes", {}).pop((old.id, rel), None)
+
+    def _replace(self, rel: str, new: Decision, fresh: VaultState) -> None:
+        state = self.state
+        position = self._position[rel]
+        old = state.decisions[position]
+        state.decisions[position] = new
+        group = self._notes_by_id[new.id]
+        group[group.index(old)] = new
+        state.by_id()[new.id] = group[-1]  # as `by_id` builds it: the last note with that id
+        duplicated = state.derived.get("duplicate_ids")
+        if duplicated is not None and new.id in duplicated:
+            duplicated[new.id] = list(group)
+        state.derived.get("seal_hashes", {}).pop((new.id, rel), None)
+        state.properties[rel] = fresh.properties[rel]
+        state.property_lines[rel] = fresh.property_lines[rel]
+        state.body_lines[rel] = fresh.body_lines[rel]
+        if rel in fresh.problems:
+            if rel in state.problems:
+                state.problems[rel] = fresh.problems[rel]
+            else:
+                state.problems = _inserted(state.problems, rel, fresh.problems[rel])
+        elif rel in state.problems:
+            del state.problems[rel]
+
+    def _remove(self, rel: str) -> None:
+        state = self.state
+        position = self._position.get(rel)
+        if position is not None:
+            del state.decisions[position]
+        state.broken = [error for error in state.broken if error.path != rel]
+        for table in (state.problems, state.properties, state.property_lines, state.body_lines):
+            table.pop(rel, None)
+        if rel in self._files and not (state.root / rel).exists():
+            self._files.discard(rel)
+            state.files.remove(rel)
+            self._notes_end -= 1
+            self.state.derived.pop("note_index", None)
+
+    def _insert(self, rel: str, fresh: VaultState) -> None:
+        state = self.state
+        for decision in fresh.decisions:
+            state.decisions.insert(bisect.bisect(state.decisions, walk_key(rel), key=lambda d: walk_key(d.path)),
+                                   decision)
+        for error in fresh.broken:
+            state.broken.insert(bisect.bisect(state.broken, walk_key(rel), key=lambda e: walk_key(e.path or "")),
+                                error)
+        for name in ("problems", "properties", "property_lines", "body_lines"):
+            table = getattr(fresh, name)
+            if rel in table:
+                setattr(state, name, _inserted(getattr(state, name), rel, table[rel]))
+        if rel not in self._files:
+            self._files.add(rel)
+            at = bisect.bisect(state.files, walk_key(rel), hi=self._notes_end, key=walk_key)
+            state.files.insert(at, rel)
+            self._notes_end += 1
+            self.state.derived.pop("note_index", None)
+
+    def _read_ledger(self) -> set[str] | None:
+        """The records the events appended since the last look belong to; None when the ledger changed
+        otherwise (rewritten from outside, or an older line without a record): then all are worked out again."""
+        before = self._events
+        events = self.ws.vault.ledger.read()
+        self.known = self.ws.histories()
+        self._events = events
+        if len(events) < len(before) or (before and events[len(before) - 1] is not before[-1]):
+            return None
+        appended: list[Event] = events[len(before):]
+        if any(event.record is None for event in appended):
+            return None
+        return {event.record for event in appended if event.record is not None}
+
+    def _update_records(self, records: set[str]) -> set[str]:
+        """Index again the records that gained events; returns their ids, before and after."""
+        ids: set[str] = set()
+        for record in sorted(records, key=lambda r: self._order.get(r, len(self._order))):
+            history = self.known[record]
+            if record not in self._order:
+                self._order[record] = len(self._order)
+            else:
+                old_id, old_path = self._indexed[record]
+                ids.add(old_id)
+                self._records_by_id[old_id].remove(record)
+                self._records_at[old_path].remove(record)
+            ids.add(history.id)
+            for rel in (self._indexed.get(record, ("", ""))[1], history.path or ""):
+                self.touched_at[rel] = self.version  # a note there may be this record's, its id changed in place
+            self._indexed[record] = (history.id, history.path or "")
+            _add_in_order(self._records_by_id.setdefault(history.id, []), record, self._order)
+            _add_in_order(self._records_at.setdefault(history.path or "", []), record, self._order)
+        return ids
+
+    # -- indexes ---------------------------------------------------------------------------
+
+    def _index_notes(self) -> None:
+        state = self.state
+        self._position = {decision.path: index for index, decision in enumerate(state.decisions)}
+        self._notes_by_id: dict[str, list[Decision]] = {}
+        for decision in state.decisions:
+            self._notes_by_id.setdefault(decision.id, []).append(decision)
+        self._files = set(state.files)
+        self._notes_end = next((index for index, rel in enumerate(state.files) if not rel.endswith(".md")),
+                               len(state.files))
+
+    def _index_records(self) -> None:
+        self._order = {record: index for index, record in enumerate(self.known)}  # the ledger's order
+        self._indexed: dict[str, tuple[str, str]] = {}  # record -> (id, latest path) as indexed
+        self._records_by_id: dict[str, list[str]] = {}
+        self._records_at: dict[str, list[str]] = {}
+        for record, history in self.known.items():
+            self._indexed[record] = (history.id, history.path or "")
+            self._records_by_id.setdefault(history.id, []).append(record)
+            self._records_at.setdefault(history.path or "", []).append(record)
+
+    def _tie_all(self) -> None:
+        self.ties: dict[str, History] = tie_notes(self.state.decisions, self.known.values(), self._seal_hash)
+        self._tied_at = {history.record: path for path, history in self.ties.items()}
+        self._summaries: dict[str, tuple[History, RecordSummary]] = {}
+        self._install()
+
+    def _retie(self, ids: set[str]) -> None:
+        """Tie again the notes and records of `ids` (`tie_notes` works id by id, so the rest stand)."""
+        for rel in self.written:
+            self._untie(rel)
+        for decision_id in ids:
+            group = self._notes_by_id.get(decision_id, [])
+            for decision in group:
+                self._untie(decision.path)
+                self.touched_at[decision.path] = self.version
+            records = [self.known[record] for record in self._records_by_id.get(decision_id, ())]
+            if group and records:
+                for rel, history in tie_notes(group, records, self._seal_hash).items():
+                    self.ties[rel] = history
+                    self._tied_at[history.record] = rel
+        self._install()
+
+    def _untie(self, rel: str) -> None:
+        history = self.ties.pop(rel, None)
+        if history is not None and self._tied_at.get(history.record) == rel:
+            del self._tied_at[history.record]
+
+    def _install(self) -> None:
+        """Hand the ties to the workspace's readers (`history_of`, `summary_of`) as their memos of this state."""
+        self.state.derived["history_ties"] = (self.known, self.ties)
+        self.state.derived["summary_ties"] = self._summary_ties
+
+    def summary(self, rel: str) -> RecordSummary:
+        history = self.ties[rel]
+        memo = self._summaries.get(rel)
+        if memo is None or memo[0] is not history:
+            memo = self._summaries[rel] = (history, RecordSummary.of(history))
+        return memo[1]
+
+    def _seal_hash(self, decision: Decision) -> str:
+        return self.ws.seal_hash_of(self.state, decision)
+
+    # -- paths ---------------------------------------------------------------------------------
+
+    def _relative(self, path: Path) -> str | None:
+        try:
+            return path.relative_to(self.state.root).as_posix()
+        except ValueError:
+            return None
+
+    def _scanned(self, rel: str) -> bool:
+        """Whether `Vault.load` reads a note at `rel` (as `iter_markdown` walks the vault)."""
+        parts = rel.split("/")
+        if not rel.endswith(".md") or any(part.startswith(".") or part in SKIPPED_FOLDERS for part in parts):
+            return False
+        return not any("/".join(parts[:depth]) in self._skipped for depth in range(1, len(parts)))
+
+    def _ledger_stat(self) -> Any:
+        return self.ws.vault.ledger.stat_key()  # every device's file, in the shared layout
+
+
+def _stat_key(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
+
+
+class _Summaries(Mapping[str, RecordSummary]):
+    """The ledger's summary of the record each note is tied to, worked out when asked for (`summary_of`)."""
+
+    def __init__(self, live: LiveState) -> None:
+        self._live = live
+
+    def __getitem__(self, rel: str) -> RecordSummary:
+        return self._live.summary(rel)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._live.ties)
+
+    def __len__(self) -> int:
+        return len(self._live.ties)
+
+
+def _inserted(table: dict[str, T], rel: str, value: T) -> dict[str, T]:
+    """`table` with `rel` added where the walk of the vault meets it (tables keep that order)."""
+    items = list(table.items())
+    at = bisect.bisect(items, walk_key(rel), key=lambda item: walk_key(item[0]))
+    return dict([*items[:at], (rel, value), *items[at:]])
+
+
+def _add_in_order(records: list[str], record: str, order: Mapping[str, int]) -> None:
+    records.insert(bisect.bisect(records, order[record], key=order.__getitem__), record)
+
