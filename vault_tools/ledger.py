@@ -22,8 +22,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from filelock import FileLock, Timeout
-
 from .dates import instant
 from .errors import InconsistentVault
 from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Resolve, Status, leading_id, link_target, name_key
@@ -160,13 +158,18 @@ class Ledger:
     def __init__(self, state_dir: Path, display_path: str = ".vault-tools/ledger.jsonl") -> None:
         self.path = state_dir / LEDGER_FILE
         self.display_path = display_path
-        self._lock = FileLock(str(state_dir / LOCK_FILE), timeout=LOCK_TIMEOUT_SECONDS)
+        self._lock_path = state_dir / LOCK_FILE
+        self._lock: Any = None  # made on first use: only writers lock, and filelock is slow to import
         self._read_cache: tuple[tuple[int, int, int, int], list[Event]] | None = None
         self._histories_memo: tuple[tuple[int, int, int, int] | None, int, dict[str, History]] | None = None
 
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the ledger lock: id allocation, note writes and appends happen inside it."""
+        from filelock import FileLock, Timeout
+
+        if self._lock is None:
+            self._lock = FileLock(str(self._lock_path), timeout=LOCK_TIMEOUT_SECONDS)
         try:
             with self._lock:
                 yield

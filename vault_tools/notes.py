@@ -20,11 +20,12 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
-
-import yaml
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import NoteError
+
+if TYPE_CHECKING:
+    import yaml
 
 BOM = "\ufeff"
 MAX_NOTE_BYTES = 5 * 1024 * 1024
@@ -37,22 +38,13 @@ _CLOSE_FENCE = re.compile(r"^---[ \t]*(\r?\n|$)", re.MULTILINE)
 _CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE)
 
 
-class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml when present, resolving plain scalars as YAML 1.2's core schema does
-    (as Obsidian does): `yes`/`on` stay text, and timestamps stay the text the owner
-    typed, for the model to parse."""
-
-    yaml_implicit_resolvers: ClassVar[dict[str, list[Any]]] = {}
-
-
-for _tag, _pattern, _first in (
+_CORE_SCHEMA = (
     ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
     ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
      r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+.0123456789"),
     ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
-):
-    _FastLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+)
 
 
 def _core_schema_int(loader: Any, node: Any) -> int:
@@ -64,7 +56,27 @@ def _core_schema_int(loader: Any, node: Any) -> int:
     return int(text, 10)
 
 
-_FastLoader.add_constructor("tag:yaml.org,2002:int", _core_schema_int)
+_LOADER: Any = None
+
+
+def _loader() -> Any:
+    """PyYAML's loader, libyaml's when present, resolving plain scalars as YAML 1.2's core schema does (as
+    Obsidian does): `yes`/`on` stay text, and timestamps stay the text the owner typed, for the model to parse.
+
+    Made on first use: a command that finds every note in the cache never imports yaml.
+    """
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        class FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+            yaml_implicit_resolvers: ClassVar[dict[str, list[Any]]] = {}
+
+        for tag, pattern, first in _CORE_SCHEMA:
+            FastLoader.add_implicit_resolver(tag, re.compile(pattern), list(first))
+        FastLoader.add_constructor("tag:yaml.org,2002:int", _core_schema_int)
+        _LOADER = FastLoader
+    return _LOADER
 
 
 def _dumper() -> Any:
@@ -152,7 +164,9 @@ def _check_events(frontmatter: str, path: Path) -> None:
 
     Refusing them up front also disarms alias bombs and `!!python/object` tags.
     """
-    for event in yaml.parse(frontmatter, Loader=_FastLoader):
+    import yaml
+
+    for event in yaml.parse(frontmatter, Loader=_loader()):
         mark = getattr(event, "start_mark", None)
         line = mark.line + 2 if mark is not None else None
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
@@ -181,12 +195,14 @@ def _yaml_error(exc: yaml.MarkedYAMLError, frontmatter: str, path: Path) -> Note
 
 def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]]:
     """The parsed properties and the file line of each top-level key."""
+    import yaml
+
     if "&" in frontmatter or "*" in frontmatter or "!" in frontmatter:  # else no anchor, alias or tag can be there
         try:
             _check_events(frontmatter, path)
         except yaml.MarkedYAMLError as exc:
             raise _yaml_error(exc, frontmatter, path) from None
-    loader = _FastLoader(frontmatter)
+    loader = _loader()(frontmatter)
     try:
         node = loader.get_single_node()
         key_lines: dict[str, int] = {}

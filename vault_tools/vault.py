@@ -337,34 +337,21 @@ class VaultState:
         return found
 
 
-CACHE_FILE = "cache/notes-v2.sqlite"  # a new name whenever what is cached changes
+CACHE_FILE = "cache/notes-v3.sqlite"  # a new name whenever what is cached changes
 RACY_NANOSECONDS = 2_000_000_000
-
-
-@dataclass(frozen=True)
-class CacheRow:
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    inode: int
-    cached_at_ns: int
-    kind: str  # other, decision or broken
-    payload: str | None
-
-    def trusted(self, key: tuple[int, int, int, int]) -> bool:
-        """Unchanged for sure: same size, mtime, ctime and inode, and not cached in the same clock tick.
-
-        ctime changes on every write even when a tool puts the mtime back; an entry
-        cached within two seconds of the file's mtime could miss a same-size write
-        in that tick, so it is read again (git treats its index the same way).
-        """
-        return (self.size, self.mtime_ns, self.ctime_ns, self.inode) == key and \
-            self.cached_at_ns - max(self.mtime_ns, self.ctime_ns) > RACY_NANOSECONDS
+StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+CachedNote = tuple[StatKey | None, str, str | None]  # the key it is trusted for (None: read it again), kind, payload
 
 
 class NoteCache:
     """What reading each note gave, in SQLite under `.vault-tools/cache/`. Derived data:
-    any trouble with it (locked, corrupt, read-only) means reading the notes instead."""
+    any trouble with it (locked, corrupt, read-only) means reading the notes instead.
+
+    A note is taken from the cache only when its size, mtime, ctime and inode are the ones cached,
+    and it was not cached in the same clock tick as it was written: ctime changes on every write even
+    when a tool puts the mtime back, and an entry cached within two seconds of the file's mtime could
+    miss a same-size write in that tick, so it is read again (git treats its index the same way).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -377,24 +364,29 @@ class NoteCache:
                            "ctime_ns INT, inode INT, cached_at_ns INT, kind TEXT, payload TEXT)")
         return connection
 
-    def load(self) -> dict[str, CacheRow]:
+    def load(self) -> dict[str, CachedNote]:
+        """Every cached note by vault-relative path."""
         try:
             with closing(self._connect()) as connection:
-                return {row[0]: CacheRow(*row[1:]) for row in connection.execute("SELECT * FROM notes")}
+                rows = connection.execute(
+                    "SELECT path, size, mtime_ns, ctime_ns, inode, cached_at_ns - max(mtime_ns, ctime_ns) > ?, kind, "
+                    "payload FROM notes", (RACY_NANOSECONDS,))
+                return {path: ((size, mtime, ctime, inode) if trusted else None, kind, payload)
+                        for path, size, mtime, ctime, inode, trusted, kind, payload in rows}
         except (sqlite3.Error, OSError):
             self.enabled = False
             return {}
 
-    def save(self, fresh: dict[str, CacheRow], seen: set[str]) -> None:
-        if not self.enabled:
+    def save(self, fresh: list[tuple[str, StatKey, int, str, str | None]], gone: list[str]) -> None:
+        """Store what was read afresh (path, key, when, kind, payload) and forget the notes no longer there."""
+        if not self.enabled or not (fresh or gone):
             return
         try:
             with closing(self._connect()) as connection, connection:
                 connection.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                       [(path, row.size, row.mtime_ns, row.ctime_ns, row.inode, row.cached_at_ns,
-                                         row.kind, row.payload) for path, row in fresh.items()])
-                gone = [(path,) for (path,) in connection.execute("SELECT path FROM notes") if path not in seen]
-                connection.executemany("DELETE FROM notes WHERE path = ?", gone)
+                                       [(path, *key, cached_at, kind, payload)
+                                        for path, key, cached_at, kind, payload in fresh])
+                connection.executemany("DELETE FROM notes WHERE path = ?", [(path,) for path in gone])
         except (sqlite3.Error, OSError):
             self.enabled = False
 
@@ -440,11 +432,9 @@ class Vault:
         use_topic_aliases(load_aliases(self.state_dir))  # every comparison of topics from here reads them
         cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
         cached = cache.load() if cache else {}
-        fresh: dict[str, CacheRow] = {}
-        seen: set[str] = set()
+        fresh: list[tuple[str, StatKey, int, str, str | None]] = []
         others: list[str] = []
         for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files):
-            seen.add(rel)
             state.files.append(rel)
             try:
                 stat = entry.stat()
@@ -452,16 +442,17 @@ class Vault:
                 state.broken.append(UnreadableNote(f"cannot be read: {error.strerror}", path=rel))
                 continue
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
-            row = cached.get(rel)
-            if row is not None and row.trusted(key):
-                self._add(state, rel, row.kind, json.loads(row.payload) if row.payload else None)
+            known = cached.pop(rel, None)  # what is left at the end is gone from the vault
+            if known is not None and known[0] == key:
+                if known[1] != "other":
+                    self._add(state, rel, known[1], json.loads(known[2]) if known[2] else None)
                 continue
             kind, payload = self.read_payload(Path(entry.path))
-            fresh[rel] = CacheRow(*key, time.time_ns(), kind,
-                                  json.dumps(payload, ensure_ascii=False, default=str) if payload is not None else None)
+            fresh.append((rel, key, time.time_ns(), kind,
+                          json.dumps(payload, ensure_ascii=False, default=str) if payload is not None else None))
             self._add(state, rel, kind, payload)
         if cache:
-            cache.save(fresh, seen)
+            cache.save(fresh, list(cached))
         state.files += others
         return state
 
