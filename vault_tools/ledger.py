@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import re
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -295,6 +294,8 @@ CLOSING_EVENTS = ("superseded", "retracted")
 
 def new_record() -> str:
     """A record's identity: random, so clones that record at the same time never share one."""
+    import uuid
+
     return uuid.uuid4().hex
 
 

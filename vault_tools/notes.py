@@ -16,7 +16,6 @@ import datetime as dt
 import io
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -384,6 +383,8 @@ def _mode_for(path: Path) -> int:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write through a temp file in the same folder, then replace: never a torn note."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=path.parent)
     try:

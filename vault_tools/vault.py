@@ -13,14 +13,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-from . import notes
+from . import __version__, notes
 from .dates import zone
 from .errors import ConfigError, NoteError
 from .ledger import Ledger
@@ -29,6 +26,7 @@ from .topic_aliases import load_aliases
 
 STATE_DIR = ".vault-tools"
 CONFIG_FILE = "config.yaml"
+CONFIG_CACHE = "cache/config.json"
 # Set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault.
 CEILING_ENV = "VAULT_TOOLS_CEILING"
 SKIPPED_FOLDERS = {".trash", "node_modules"}
@@ -92,10 +90,38 @@ def _zone(name: str) -> dt.tzinfo:
 
 
 def load_config(root: Path) -> Config:
+    """The vault's config; taken from the cache while config.yaml is unchanged (every command reads it, and
+    parsing it means importing a YAML library), else read, checked and cached."""
     path = root / STATE_DIR / CONFIG_FILE
-    shown = f"{STATE_DIR}/{CONFIG_FILE}"
-    if not path.exists():
+    try:
+        stat = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
         return Config()
+    key = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+    cache = root / STATE_DIR / CONFIG_CACHE
+    try:
+        kept = json.loads(cache.read_bytes())
+        if kept["key"] == key and kept["version"] == __version__ and \
+                kept["cached_at_ns"] - max(key[1], key[2]) > RACY_NANOSECONDS:
+            config = Config(**kept["values"])
+            _zone(config.timezone)  # the machine's zone database may have changed since
+            return config
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    config = _read_config(path)
+    try:
+        notes.write_atomic(cache, json.dumps({"key": key, "version": __version__, "cached_at_ns": time.time_ns(),
+                                              "values": asdict(config)}).encode("utf-8"))
+    except OSError:
+        pass  # derived data: a read-only vault reads its config every time
+    return config
+
+
+def _read_config(path: Path) -> Config:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    shown = f"{STATE_DIR}/{CONFIG_FILE}"
     try:
         data = YAML(typ="rt").load(path.read_text(encoding="utf-8-sig"))
     except MarkedYAMLError as exc:

@@ -4,8 +4,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import secrets
-import socket
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -371,6 +369,9 @@ def clone_tag(root: Path, taken: Iterable[str] = ()) -> str | None:
     """This clone's tag for new ids, kept in its git directory (never committed, so each clone has its
     own); None outside git, where ids stay `D-NNNN`. A copied folder (same git directory, another place
     or machine) makes a tag of its own. A new tag avoids every tag the vault already holds."""
+    import secrets
+    import socket
+
     folder = git_dir(root)
     if folder is None:
         return None
