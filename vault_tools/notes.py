@@ -136,20 +136,47 @@ def claims_decision(frontmatter: str) -> bool:
     return bool(_CLAIMS_DECISION.search(frontmatter))
 
 
-def read_head(path: Path) -> str | None:
+def read_head(path: str | Path) -> str | None:
     """The frontmatter text of a note if it might be a decision note, else None.
 
     Reads only the first few KiB unless the frontmatter is longer: ordinary notes
     are never read in full.
     """
-    with open(path, "rb") as handle:
-        raw = handle.read(HEAD_BYTES)
+    return read_start(path)[0]
+
+
+def read_start(path: str | Path) -> tuple[str | None, bytes | None]:
+    """What `read_head` gives, and the note's whole bytes when they were all read on the way (a note
+    shorter than the head): a decision note that short is then parsed without being read again."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        raw, whole = _read_up_to(fd, HEAD_BYTES)
         if not (raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---")):
-            return None
+            return None, None
         if b"decision" not in raw:
-            if len(raw) < HEAD_BYTES or raw.count(b"\n---", 3) > 0:
-                return None
-            raw += handle.read(MAX_NOTE_BYTES)
+            if whole or raw.count(b"\n---", 3) > 0:
+                return None, None
+            more, whole = _read_up_to(fd, MAX_NOTE_BYTES)
+            raw += more
+    finally:
+        os.close(fd)
+    return _decision_head(raw), (raw if whole else None)
+
+
+def _read_up_to(fd: int, limit: int) -> tuple[bytes, bool]:
+    """Up to `limit` bytes from `fd`, and whether the end of the file was reached."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, limit - size)
+        if not chunk:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), False
+
+
+def _decision_head(raw: bytes) -> str | None:
     text = raw.decode("utf-8", errors="replace").removeprefix(BOM)
     frontmatter, _, _ = split(text)
     if frontmatter is None:
@@ -230,12 +257,15 @@ def parse_text(text: str, path: Path, *, bom: bool = False) -> Note:
     return note
 
 
-def read_note(path: Path) -> Note:
-    size = path.stat().st_size
+def read_note(path: Path, data: bytes | None = None) -> Note:
+    """The note at `path`, read now, or parsed from `data` when its bytes were read already."""
+    size = path.stat().st_size if data is None else len(data)
     if size > MAX_NOTE_BYTES:
         raise NoteError(f"note is {size:,} bytes, over the {MAX_NOTE_BYTES:,}-byte limit for a decision note",
                         path=str(path))
-    text, bom = decode(path.read_bytes(), path)
+    if data is None:
+        data = path.read_bytes()
+    text, bom = decode(data, path)
     return parse_text(text, path, bom=bom)
 
 

@@ -6,10 +6,13 @@ other note is read no further than its first few KiB and never written.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import re
 import sqlite3
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -366,7 +369,10 @@ class VaultState:
 CACHE_FILE = "cache/notes-v3.sqlite"  # a new name whenever what is cached changes
 RACY_NANOSECONDS = 2_000_000_000
 StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
-CachedNote = tuple[StatKey | None, str, str | None]  # the key it is trusted for (None: read it again), kind, payload
+# What the cache holds of a note: the key it is trusted for (None: read it again), its kind, its payload as
+# JSON without the body, and its body (kept apart: plain text reads back faster than a JSON string).
+CachedNote = tuple[StatKey | None, str, str | None, str | None]
+FreshNote = tuple[str, StatKey, int, str, str | None, str | None]  # path, key, when read, kind, payload, body
 
 
 class NoteCache:
@@ -387,7 +393,7 @@ class NoteCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.path, timeout=2)
         connection.execute("CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, size INT, mtime_ns INT, "
-                           "ctime_ns INT, inode INT, cached_at_ns INT, kind TEXT, payload TEXT)")
+                           "ctime_ns INT, inode INT, cached_at_ns INT, kind TEXT, payload TEXT, body TEXT)")
         return connection
 
     def load(self) -> dict[str, CachedNote]:
@@ -396,22 +402,22 @@ class NoteCache:
             with closing(self._connect()) as connection:
                 rows = connection.execute(
                     "SELECT path, size, mtime_ns, ctime_ns, inode, cached_at_ns - max(mtime_ns, ctime_ns) > ?, kind, "
-                    "payload FROM notes", (RACY_NANOSECONDS,))
-                return {path: ((size, mtime, ctime, inode) if trusted else None, kind, payload)
-                        for path, size, mtime, ctime, inode, trusted, kind, payload in rows}
+                    "payload, body FROM notes", (RACY_NANOSECONDS,))
+                return {path: ((size, mtime, ctime, inode) if trusted else None, kind, payload, body)
+                        for path, size, mtime, ctime, inode, trusted, kind, payload, body in rows}
         except (sqlite3.Error, OSError):
             self.enabled = False
             return {}
 
-    def save(self, fresh: list[tuple[str, StatKey, int, str, str | None]], gone: list[str]) -> None:
-        """Store what was read afresh (path, key, when, kind, payload) and forget the notes no longer there."""
+    def save(self, fresh: list[FreshNote], gone: list[str]) -> None:
+        """Store what was read afresh and forget the notes no longer there."""
         if not self.enabled or not (fresh or gone):
             return
         try:
             with closing(self._connect()) as connection, connection:
-                connection.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                       [(path, *key, cached_at, kind, payload)
-                                        for path, key, cached_at, kind, payload in fresh])
+                connection.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                       [(path, *key, cached_at, kind, payload, body)
+                                        for path, key, cached_at, kind, payload, body in fresh])
                 connection.executemany("DELETE FROM notes WHERE path = ?", [(path,) for path in gone])
         except (sqlite3.Error, OSError):
             self.enabled = False
@@ -435,22 +441,7 @@ class Vault:
         return relative(self.root, path)
 
     def inside(self, path: Path) -> bool:
-        try:
-            path.resolve().relative_to(self.root.resolve())
-            return True
-        except ValueError:
-            return False
-
-    def read_decision_note(self, path: Path) -> notes.Note | None:
-        """The note if its frontmatter says `type: decision`; raises NoteError if it cannot be read."""
-        rel = self.relative(path)
-        if path.is_symlink() and not self.inside(path):
-            raise NoteError("is a link to a file outside the vault; decision notes must live inside it", path=rel)
-        note = notes.read_note(path)
-        if not hasattr(note.data, "items"):
-            kind = "empty" if note.data is None else f"a {'list' if isinstance(note.data, list) else 'single value'}"
-            raise NoteError(f"frontmatter is {kind}, not a mapping of properties", path=rel, line=2)
-        return note if is_decision_mapping(note.data) else None
+        return _inside_vault(self.root, path)
 
     def load(self) -> VaultState:
         """Every decision note, read afresh or from the cache when the file is certainly unchanged."""
@@ -458,45 +449,49 @@ class Vault:
         use_topic_aliases(load_aliases(self.state_dir))  # every comparison of topics from here reads them
         cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
         cached = cache.load() if cache else {}
-        fresh: list[tuple[str, StatKey, int, str, str | None]] = []
         others: list[str] = []
+        # In the walk's order: path, where it is, its key (None: it could not be stat'ed) and what the cache
+        # holds of it when that is still true (None: it must be read), or why it could not be stat'ed.
+        listed: list[tuple[str, str, StatKey | None, CachedNote | OSError | None]] = []
         for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files):
             state.files.append(rel)
             try:
                 stat = entry.stat()
             except OSError as error:
-                state.broken.append(UnreadableNote(f"cannot be read: {error.strerror}", path=rel))
+                listed.append((rel, entry.path, None, error))
                 continue
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
             known = cached.pop(rel, None)  # what is left at the end is gone from the vault
-            if known is not None and known[0] == key:
-                if known[1] != "other":
-                    self._add(state, rel, known[1], json.loads(known[2]) if known[2] else None)
-                continue
-            kind, payload = self.read_payload(Path(entry.path))
-            fresh.append((rel, key, time.time_ns(), kind,
-                          json.dumps(payload, ensure_ascii=False, default=str) if payload is not None else None))
-            self._add(state, rel, kind, payload)
+            listed.append((rel, entry.path, key, known if known is not None and known[0] == key else None))
+        read = iter(read_payloads(self.root, [path for _, path, key, known in listed if key and known is None]))
+        fresh: list[FreshNote] = []
+        for rel, _, key, known in listed:
+            if isinstance(known, OSError):
+                state.broken.append(UnreadableNote(f"cannot be read: {known.strerror}", path=rel))
+            elif key is not None and known is None:
+                kind, payload = next(read)
+                fresh.append((rel, key, time.time_ns(), kind, *self._cached_form(payload)))
+                self._add(state, rel, kind, payload)
+            elif known is not None and known[1] != "other" and known[2] is not None:
+                payload = json.loads(known[2])
+                if known[3] is not None:
+                    payload["body"] = known[3]
+                self._add(state, rel, known[1], payload)
         if cache:
             cache.save(fresh, list(cached))
         state.files += others
         return state
 
-    def read_payload(self, path: Path) -> tuple[str, dict[str, Any] | None]:
-        """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
-        try:
-            if notes.read_head(path) is None:
-                return "other", None
-            note = self.read_decision_note(path)
-        except NoteError as error:
-            return "broken", {"message": error.message, "line": error.line}
-        except OSError as error:
-            return "broken", {"message": f"cannot be read: {error.strerror}", "line": None, "unreadable": True}
-        if note is None:
-            return "other", None
-        body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
-        data = note.data if all(isinstance(key, str) for key in note.data) else notes.plain(note.data)
-        return "decision", {"data": data, "body": note.body, "lines": note.key_lines, "body_line": body_line}
+    @staticmethod
+    def _cached_form(payload: dict[str, Any] | None) -> tuple[str | None, str | None]:
+        """A payload as the cache keeps it: JSON without the body, and the body."""
+        if payload is None:
+            return None, None
+        rest = {key: value for key, value in payload.items() if key != "body"}
+        return json.dumps(rest, ensure_ascii=False, default=str), payload.get("body")
+
+    def read_payload(self, path: str | Path) -> tuple[str, dict[str, Any] | None]:
+        return read_payload(self.root, path)
 
     def _add(self, state: VaultState, rel: str, kind: str, payload: dict[str, Any] | None) -> None:
         if kind == "other" or payload is None:
@@ -518,3 +513,64 @@ class Vault:
 
     def path_of(self, decision: Decision) -> Path:
         return self.root / decision.path
+
+
+# Notes to read before reading them in several processes pays for starting those (a first read of a large vault).
+PARALLEL_READ_MIN = 2000
+
+
+def read_payloads(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any] | None]]:
+    """What each note is (see `read_payload`), in order: in several processes when there are many to read
+    and cores to read them on. Only where a process can be forked safely (Linux, no other thread running):
+    elsewhere starting one costs more than it saves."""
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if len(paths) < PARALLEL_READ_MIN or workers < 2 or not sys.platform.startswith("linux") \
+            or threading.active_count() > 1:
+        return [read_payload(root, path) for path in paths]
+    import multiprocessing
+
+    pool = multiprocessing.get_context("fork").Pool(min(workers, 8))
+    try:
+        return pool.map(functools.partial(read_payload, root), paths)
+    finally:
+        pool.close()
+        pool.join()
+
+
+def read_payload(root: Path, path: str | Path) -> tuple[str, dict[str, Any] | None]:
+    """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
+    try:
+        head, data = notes.read_start(path)
+        if head is None:
+            return "other", None
+        note = read_decision_note(root, Path(path), data)
+    except NoteError as error:
+        return "broken", {"message": error.message, "line": error.line}
+    except OSError as error:
+        return "broken", {"message": f"cannot be read: {error.strerror}", "line": None, "unreadable": True}
+    if note is None:
+        return "other", None
+    body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
+    data = note.data if all(isinstance(key, str) for key in note.data) else notes.plain(note.data)
+    return "decision", {"data": data, "body": note.body, "lines": note.key_lines, "body_line": body_line}
+
+
+def read_decision_note(root: Path, path: Path, data: bytes | None = None) -> notes.Note | None:
+    """The note if its frontmatter says `type: decision` (parsed from `data` when its bytes were read
+    already); raises NoteError if it cannot be read."""
+    rel = relative(root, path)
+    if path.is_symlink() and not _inside_vault(root, path):
+        raise NoteError("is a link to a file outside the vault; decision notes must live inside it", path=rel)
+    note = notes.read_note(path, data)
+    if not hasattr(note.data, "items"):
+        kind = "empty" if note.data is None else f"a {'list' if isinstance(note.data, list) else 'single value'}"
+        raise NoteError(f"frontmatter is {kind}, not a mapping of properties", path=rel, line=2)
+    return note if is_decision_mapping(note.data) else None
+
+
+def _inside_vault(root: Path, path: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
