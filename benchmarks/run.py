@@ -3,13 +3,18 @@
     python benchmarks/run.py [--sizes 1000,10000,50000] [--repeat 3] [--saves 50]
                              [--context-sizes 10,100,1000,10000] [--only-context]
 
+First, start-up: a bare `python -c pass`, the same importing yaml, sqlite3 and json (a
+yardstick), `vault-tools version`, and `vault-tools context` on a vault with no notes (all a
+command does but read notes), each against the bare python of the same run.
+
 For each vault size it measures, each as a separate process (as a user or a
 hook runs them), the median wall time and the peak memory (RSS) of:
 
 - the floor: a Python process reading every note's bytes (no tool can beat it);
 - the baseline a user would write: `frontmatter.load` over every note, keeping decisions;
 - `vault-tools build`, `lint` and `context`: cold (no cache), warm (nothing changed)
-  and warm after one changed note;
+  and warm after one changed note; and a cold `build` held to one processor, so the
+  share of reading notes on several cores shows;
 - `vault-tools search`: cold (no index), warm, and warm after one changed note, against the
   start-up of `vault-tools version` measured in the same run;
 - each Claude Code hook (`vault-tools hook claude EVENT`, the event's JSON on stdin), 10,000 notes only;
@@ -20,12 +25,15 @@ Then, for vaults of 10 to 10,000 decisions (and 1,000 with one oversized note), 
 `vault-tools context --budget B` gives the agent under each budget: characters, lines,
 estimated tokens, rulings listed in full, topics named and open questions shown.
 
+The tool runs as installed: through its console script, with its modules byte-compiled first
+(as pip does on install; PYTHONDONTWRITEBYTECODE would otherwise make every run compile them).
 Absolute seconds depend on the machine; the ratios are what to compare.
 The figures in docs/performance.md are this script's output from one run.
 """
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import math
 import os
@@ -71,7 +79,10 @@ for folder, dirs, files in os.walk(sys.argv[1]):
 print(len(decisions))
 """
 
-VAULT_TOOLS = [sys.executable, "-m", "vault_tools"]
+BARE_PYTHON = [sys.executable, "-c", "pass"]
+YARDSTICK = [sys.executable, "-c", "import yaml, sqlite3, json"]
+SCRIPT = Path(sys.executable).with_name("vault-tools")  # the console script, as a user and a hook start it
+VAULT_TOOLS = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "vault_tools"]
 
 
 @dataclass
@@ -84,11 +95,13 @@ class Measure:
         return statistics.median(self.seconds)
 
 
-def timed(args: list[str], cwd: Path | None = None, stdin: bytes | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process (fed `stdin`, as a hook is)."""
+def timed(args: list[str], cwd: Path | None = None, stdin: bytes | None = None,
+          one_cpu: bool = False) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one process (fed `stdin`, as a hook is; held to one processor)."""
+    pin = (lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})) if one_cpu else None
     started = time.perf_counter()
     process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               stdin=subprocess.PIPE if stdin is not None else None)
+                               stdin=subprocess.PIPE if stdin is not None else None, preexec_fn=pin)
     if stdin is not None:
         process.stdin.write(stdin)
         process.stdin.close()
@@ -103,12 +116,13 @@ def peak_mb(usage: os.struct_rusage) -> float:  # type: ignore[name-defined]
     return usage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
-def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None, stdin: bytes | None = None) -> Measure:
+def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None, stdin: bytes | None = None,
+            one_cpu: bool = False) -> Measure:
     result = Measure()
     for _ in range(repeat):
         if before:
             before()
-        seconds, peak = timed(args, cwd, stdin)
+        seconds, peak = timed(args, cwd, stdin, one_cpu)
         result.seconds.append(seconds)
         result.peak_mb = max(result.peak_mb, peak)
     return result
@@ -172,6 +186,7 @@ def hook_calls(vault: Path) -> list[tuple[str, str, dict]]:
         ("session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),
         ("user-prompt-submit", "user-prompt-submit", {"prompt": "why is there still promotion in the footers? I said no"}),
         ("pre-tool-use, Edit of an ordinary note", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(ordinary)}}),
+        ("pre-tool-use, Read of an ordinary note", "pre-tool-use", {"tool_name": "Read", "tool_input": {"file_path": str(ordinary)}}),
         ("pre-tool-use, Edit of a sealed note (denied)", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}}),
         ("pre-tool-use, Bash", "pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": "grep -r footer . | head"}}),
         ("pre-tool-use, AskUserQuestion", "pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": question}),
@@ -215,6 +230,9 @@ def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Mea
         time.sleep(2.1)
         results[f"{command}, warm, nothing changed"] = measure(args, repeat)
         results[f"{command}, warm, one note changed"] = measure(args, repeat, before=NoteChanger(vault))
+        if command == "build" and hasattr(os, "sched_setaffinity"):
+            results["build, cold, on one processor"] = measure(args, repeat, before=lambda: drop_cache(vault),
+                                                               one_cpu=True)
     # search: a warm index answers in the time it takes to stat the notes; the baseline is starting the tool
     results["start-up: vault-tools version"] = measure([*VAULT_TOOLS, "version"], repeat)
     search = [*VAULT_TOOLS, "search", "newsletter footer author", "--vault", str(vault)]
@@ -238,6 +256,59 @@ def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Mea
     return results
 
 
+# The targets as set on a machine where bare python starts in 9 ms: the hooks that touch no decision note
+# answer in 30 ms, `version` and the start-up of `context` take 50 ms. Held as multiples of bare python.
+BARE_PYTHON_MS = 9
+HOOK_TARGET_MS = 30
+START_UP_TARGET_MS = 50
+QUIET_HOOKS = ("pre-tool-use, Bash", "pre-tool-use, Edit of an ordinary note", "pre-tool-use, Read of an ordinary note")
+
+
+def is_hook(name: str) -> bool:
+    return name.startswith("hook ")
+
+
+def start_up(workdir: Path, runs: int) -> dict[str, Measure]:
+    """What starting costs: each command run in turn, round after round, so drift hits all alike."""
+    vault = workdir / "no-notes"
+    subprocess.run([*VAULT_TOOLS, "init", "--vault", str(vault), "--timezone", "UTC"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2.1)  # past the racy window: the config is cached as it is on any later day
+    subprocess.run([*VAULT_TOOLS, "context", "--vault", str(vault)], check=True, stdout=subprocess.DEVNULL)
+    commands = {"bare python (python -c pass)": BARE_PYTHON,
+                "python importing yaml, sqlite3 and json": YARDSTICK,
+                "vault-tools version": [*VAULT_TOOLS, "version"],
+                "vault-tools context, a vault with no notes": [*VAULT_TOOLS, "context", "--vault", str(vault)]}
+    results = {name: Measure() for name in commands}
+    for _ in range(runs):
+        for name, args in commands.items():
+            seconds, peak = timed(args)
+            results[name].seconds.append(seconds)
+            results[name].peak_mb = max(results[name].peak_mb, peak)
+    shutil.rmtree(vault)
+    return results
+
+
+def start_up_table(results: dict[str, Measure], hooks: dict[str, Measure], hooks_size: int) -> str:
+    bare = results["bare python (python -c pass)"].median
+    hook_target = HOOK_TARGET_MS / BARE_PYTHON_MS
+    start_target = START_UP_TARGET_MS / BARE_PYTHON_MS
+    lines = ["### Start-up", "", "| measurement | seconds | x bare python | target (x bare python) | peak RSS MB |",
+             "|---|---:|---:|---:|---:|"]
+    for name, value in results.items():
+        target = f"{start_target:.1f}" if name.startswith("vault-tools") else ""
+        lines.append(f"| {name} | {value.median:.3f} | {value.median / bare:.1f} | {target} | {value.peak_mb:.0f} |")
+    if hooks:
+        lines += ["", f"### Agent hooks, {hooks_size:,} notes", "",
+                  "| hook | median s | min | max | x bare python | target (x bare python) |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for name, value in hooks.items():
+            target = f"{hook_target:.1f}" if name.removeprefix("hook ") in QUIET_HOOKS else ""
+            lines.append(f"| {name.removeprefix('hook ')} | {value.median:.3f} | {min(value.seconds):.3f} | "
+                         f"{max(value.seconds):.3f} | {value.median / bare:.1f} | {target} |")
+    return "\n".join(lines)
+
+
 def table(size: int, results: dict[str, Measure | tuple]) -> str:
     floor = results["floor: read every note"]
     baseline = results["baseline: frontmatter.load loop"]
@@ -253,6 +324,8 @@ def table(size: int, results: dict[str, Measure | tuple]) -> str:
     lines = [f"### {size:,} notes", "", *([over, ""] if over else []),
              "| measurement | seconds | x floor | x baseline | peak RSS MB |", "|---|---:|---:|---:|---:|"]
     for name, value in results.items():
+        if is_hook(name):
+            continue  # in the start-up table, against bare python
         if isinstance(value, Measure):
             lines.append(f"| {name} | {value.median:.3f} | {value.median / floor.median:.1f} | "
                          f"{value.median / baseline.median:.2f} | {value.peak_mb:.0f} |")
@@ -344,14 +417,22 @@ def main() -> None:
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
     print()
     print("\n".join(same_question_report()))
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "vault_tools", quiet=1)
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:
+        started = start_up(Path(workdir), max(args.repeat, 11)) if sizes else {}
         for size in sizes:
             all_results[size] = run_size(size, args.repeat, args.saves, Path(workdir))
             print(table(size, all_results[size]), flush=True)
         if all_results:
             print()
             print(scaling(all_results))
+        if started:
+            hooks_size = max((size for size, results in all_results.items() if any(map(is_hook, results))), default=0)
+            hooks = {name: value for name, value in all_results.get(hooks_size, {}).items()
+                     if is_hook(name) and isinstance(value, Measure)}
+            print()
+            print(start_up_table(started, hooks, hooks_size), flush=True)
         if context_sizes:
             print()
             print(context_table(context_sizes, Path(workdir)), flush=True)
