@@ -1181,12 +1181,15 @@ def report(error: VaultToolsError) -> None:
         stderr.print(f"  {line}", markup=False)
 
 
+def _command_name(info: Any) -> str:
+    return str(info.name or typer.main.get_command_name(info.callback.__name__))
+
+
 def _parser(argv: list[str]) -> Any:
     """The click group for `argv`: holding only the command named first when it names one (typer reads
     every parameter of every command it builds, which costs more than most commands take to run), else
     all of them, for `--help` and for a mistyped name's suggestions."""
-    named = [info for info in app.registered_commands
-             if argv and argv[0] == (info.name or typer.main.get_command_name(info.callback.__name__))]
+    named = [info for info in app.registered_commands if argv and argv[0] == _command_name(info)]
     if not named:
         return typer.main.get_command(app)
     one = typer.Typer(**APP_SETTINGS)

@@ -465,18 +465,18 @@ class Vault:
             listed.append((rel, entry.path, key, known if known is not None and known[0] == key else None))
         read = iter(read_payloads(self.root, [path for _, path, key, known in listed if key and known is None]))
         fresh: list[FreshNote] = []
-        for rel, _, key, known in listed:
-            if isinstance(known, OSError):
-                state.broken.append(UnreadableNote(f"cannot be read: {known.strerror}", path=rel))
-            elif key is not None and known is None:
+        for rel, _, stat_key, held in listed:
+            if isinstance(held, OSError):
+                state.broken.append(UnreadableNote(f"cannot be read: {held.strerror}", path=rel))
+            elif stat_key is not None and held is None:
                 kind, payload = next(read)
-                fresh.append((rel, key, time.time_ns(), kind, *self._cached_form(payload)))
+                fresh.append((rel, stat_key, time.time_ns(), kind, *self._cached_form(payload)))
                 self._add(state, rel, kind, payload)
-            elif known is not None and known[1] != "other" and known[2] is not None:
-                payload = json.loads(known[2])
-                if known[3] is not None:
-                    payload["body"] = known[3]
-                self._add(state, rel, known[1], payload)
+            elif held is not None and held[1] != "other" and held[2] is not None:
+                payload = json.loads(held[2])
+                if held[3] is not None:
+                    payload["body"] = held[3]
+                self._add(state, rel, held[1], payload)
         if cache:
             cache.save(fresh, list(cached))
         state.files += others
