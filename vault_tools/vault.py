@@ -529,12 +529,23 @@ def read_payloads(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any
         return [read_payload(root, path) for path in paths]
     import multiprocessing
 
-    pool = multiprocessing.get_context("fork").Pool(min(workers, 8))
+    pool = multiprocessing.get_context("fork").Pool(min(workers, 8), initializer=_leave_interrupts_to_parent)
     try:
-        return pool.map(functools.partial(read_payload, root), paths)
-    finally:
+        found = pool.map(functools.partial(read_payload, root), paths)
+    except BaseException:  # Ctrl-C included: the workers go with the command
+        pool.terminate()
+        raise
+    else:
         pool.close()
+    finally:
         pool.join()
+    return found
+
+
+def _leave_interrupts_to_parent() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def read_payload(root: Path, path: str | Path) -> tuple[str, dict[str, Any] | None]:
