@@ -8,7 +8,8 @@ yardstick), `vault-tools version`, and `vault-tools context` on a vault with no 
 command does but read notes), each against the bare python of the same run.
 
 For each vault size it measures, each as a separate process (as a user or a
-hook runs them), the median wall time and the peak memory (RSS) of:
+hook runs them), the median wall time, the median ratio to the floor (each run paired
+with a run of the floor just before it) and the peak memory (RSS) of:
 
 - the floor: a Python process reading every note's bytes (no tool can beat it);
 - the baseline a user would write: `frontmatter.load` over every note, keeping decisions;
@@ -89,10 +90,17 @@ VAULT_TOOLS = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "vaul
 class Measure:
     seconds: list[float] = field(default_factory=list)
     peak_mb: float = 0.0
+    # Each run's time over its yardstick's (the floor, or bare python) timed just before it: on a machine
+    # whose speed drifts (other work on it), pairs keep the ratio true where medians taken apart do not.
+    ratios: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ratios) if self.ratios else 1.0
 
 
 def timed(args: list[str], cwd: Path | None = None, stdin: bytes | None = None,
@@ -117,14 +125,18 @@ def peak_mb(usage: os.struct_rusage) -> float:  # type: ignore[name-defined]
 
 
 def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None, stdin: bytes | None = None,
-            one_cpu: bool = False) -> Measure:
+            one_cpu: bool = False, against: list[str] | None = None) -> Measure:
+    """`repeat` runs of `args`, each after `before()`; with `against`, each paired with a run of that just before."""
     result = Measure()
     for _ in range(repeat):
+        yardstick = timed(against)[0] if against else None
         if before:
             before()
         seconds, peak = timed(args, cwd, stdin, one_cpu)
         result.seconds.append(seconds)
         result.peak_mb = max(result.peak_mb, peak)
+        if yardstick:
+            result.ratios.append(seconds / yardstick)
     return result
 
 
@@ -201,7 +213,8 @@ def measure_hooks(vault: Path, repeat: int) -> dict[str, Measure]:
     subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
     time.sleep(2.1)
     subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
-    return {f"hook {name}": measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode())
+    return {f"hook {name}": measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode(),
+                                    against=BARE_PYTHON)
             for name, event, payload in hook_calls(vault)}
 
 
@@ -220,33 +233,34 @@ def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Mea
     print(f"(generated in {time.perf_counter() - started:.1f} s)", flush=True)
     time.sleep(2.1)  # past the cache's racy window, so warm runs can trust it
     results: dict[str, Measure | tuple] = {}
-    results["floor: read every note"] = measure([sys.executable, "-c", FLOOR, str(vault)], repeat)
+    floor = [sys.executable, "-c", FLOOR, str(vault)]
+    results["floor: read every note"] = measure(floor, repeat)
     results["baseline: frontmatter.load loop"] = measure([sys.executable, "-c", BASELINE, str(vault)],
-                                                         max(1, repeat if size <= 10000 else 1))
+                                                         max(1, repeat if size <= 10000 else 1), against=floor)
     for command in ("build", "lint", "context"):
         args = [*VAULT_TOOLS, command, "--vault", str(vault)]
-        results[f"{command}, cold (no cache)"] = measure(args, repeat, before=lambda: drop_cache(vault))
+        results[f"{command}, cold (no cache)"] = measure(args, repeat, before=lambda: drop_cache(vault), against=floor)
         subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fills the cache
         time.sleep(2.1)
-        results[f"{command}, warm, nothing changed"] = measure(args, repeat)
-        results[f"{command}, warm, one note changed"] = measure(args, repeat, before=NoteChanger(vault))
+        results[f"{command}, warm, nothing changed"] = measure(args, repeat, against=floor)
+        results[f"{command}, warm, one note changed"] = measure(args, repeat, before=NoteChanger(vault), against=floor)
         if command == "build" and hasattr(os, "sched_setaffinity"):
             results["build, cold, on one processor"] = measure(args, repeat, before=lambda: drop_cache(vault),
-                                                               one_cpu=True)
+                                                               one_cpu=True, against=floor)
     # search: a warm index answers in the time it takes to stat the notes; the baseline is starting the tool
-    results["start-up: vault-tools version"] = measure([*VAULT_TOOLS, "version"], repeat)
+    results["start-up: vault-tools version"] = measure([*VAULT_TOOLS, "version"], repeat, against=floor)
     search = [*VAULT_TOOLS, "search", "newsletter footer author", "--vault", str(vault)]
-    results["search, cold (no index)"] = measure(search, repeat, before=lambda: drop_cache(vault))
+    results["search, cold (no index)"] = measure(search, repeat, before=lambda: drop_cache(vault), against=floor)
     subprocess.run(search, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(2.1)
-    results["search, warm, nothing changed"] = measure(search, repeat)
-    results["search, warm, one note changed"] = measure(search, repeat, before=NoteChanger(vault))
+    results["search, warm, nothing changed"] = measure(search, repeat, against=floor)
+    results["search, warm, one note changed"] = measure(search, repeat, before=NoteChanger(vault), against=floor)
     # the same-matter check: `ask` with a current ruling's words under a new topic key is refused (writes nothing)
     ruling = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: ruled" in p.read_text())
     words = next(line for line in ruling.read_text().splitlines() if line.startswith("summary: "))
     same = [*VAULT_TOOLS, "ask", words.removeprefix("summary: ").strip('"'), "--topic", "a-key-never-used",
             "--vault", str(vault)]
-    results["ask refused as the same matter, warm"] = measure(same, repeat)
+    results["ask refused as the same matter, warm"] = measure(same, repeat, against=floor)
     if size <= 10000:
         results.update(measure_hooks(vault, max(repeat, 11)))
     if saves and size <= 10000:
@@ -281,23 +295,25 @@ def start_up(workdir: Path, runs: int) -> dict[str, Measure]:
                 "vault-tools context, a vault with no notes": [*VAULT_TOOLS, "context", "--vault", str(vault)]}
     results = {name: Measure() for name in commands}
     for _ in range(runs):
-        for name, args in commands.items():
+        bare = 0.0
+        for name, args in commands.items():  # bare python first: each run is paired with the round's
             seconds, peak = timed(args)
+            bare = bare or seconds
             results[name].seconds.append(seconds)
+            results[name].ratios.append(seconds / bare)
             results[name].peak_mb = max(results[name].peak_mb, peak)
     shutil.rmtree(vault)
     return results
 
 
 def start_up_table(results: dict[str, Measure], hooks: dict[str, Measure], hooks_size: int) -> str:
-    bare = results["bare python (python -c pass)"].median
     hook_target = HOOK_TARGET_MS / BARE_PYTHON_MS
     start_target = START_UP_TARGET_MS / BARE_PYTHON_MS
     lines = ["### Start-up", "", "| measurement | seconds | x bare python | target (x bare python) | peak RSS MB |",
              "|---|---:|---:|---:|---:|"]
     for name, value in results.items():
         target = f"{start_target:.1f}" if name.startswith("vault-tools") else ""
-        lines.append(f"| {name} | {value.median:.3f} | {value.median / bare:.1f} | {target} | {value.peak_mb:.0f} |")
+        lines.append(f"| {name} | {value.median:.3f} | {value.ratio:.1f} | {target} | {value.peak_mb:.0f} |")
     if hooks:
         lines += ["", f"### Agent hooks, {hooks_size:,} notes", "",
                   "| hook | median s | min | max | x bare python | target (x bare python) |",
@@ -305,7 +321,7 @@ def start_up_table(results: dict[str, Measure], hooks: dict[str, Measure], hooks
         for name, value in hooks.items():
             target = f"{hook_target:.1f}" if name.removeprefix("hook ") in QUIET_HOOKS else ""
             lines.append(f"| {name.removeprefix('hook ')} | {value.median:.3f} | {min(value.seconds):.3f} | "
-                         f"{max(value.seconds):.3f} | {value.median / bare:.1f} | {target} |")
+                         f"{max(value.seconds):.3f} | {value.ratio:.1f} | {target} |")
     return "\n".join(lines)
 
 
@@ -327,8 +343,8 @@ def table(size: int, results: dict[str, Measure | tuple]) -> str:
         if is_hook(name):
             continue  # in the start-up table, against bare python
         if isinstance(value, Measure):
-            lines.append(f"| {name} | {value.median:.3f} | {value.median / floor.median:.1f} | "
-                         f"{value.median / baseline.median:.2f} | {value.peak_mb:.0f} |")
+            lines.append(f"| {name} | {value.median:.3f} | {value.ratio:.1f} | "
+                         f"{value.ratio / baseline.ratio:.2f} | {value.peak_mb:.0f} |")
         else:
             latencies, peak = value
             lines.append(f"| {name}: median | {statistics.median(latencies):.3f} | | | {peak:.0f} |")
