@@ -120,9 +120,6 @@ def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = No
         if status == "ruled":
             latest_by_topic[topic] = title
         titles.append(title)
-    if oversized:
-        (root / "Decisions" / f"D-{decisions + 1:05d} Oversized.md").write_text(oversized_note(decisions + 1),
-                                                                               encoding="utf-8")
     for index in range(notes):
         folder = root / rng.choice(FOLDERS)
         folder.mkdir(parents=True, exist_ok=True)
@@ -130,6 +127,9 @@ def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = No
         (folder / f"{name}.md").write_text(ordinary_note(rng, index, [*titles[-50:], name]), encoding="utf-8")
     if not unsealed:
         seal(Workspace(Vault(root)))  # seals the rulings and applies their supersedes, as the watcher would
+    if oversized:  # written after: sealing refuses a note over the field limits, so it stays a ruling not sealed
+        (root / "Decisions" / f"D-{decisions + 1:05d} Oversized.md").write_text(oversized_note(decisions + 1),
+                                                                               encoding="utf-8")
     return root
 
 

@@ -3,6 +3,10 @@
     python benchmarks/run.py [--sizes 1000,10000,50000] [--repeat 3] [--saves 50]
                              [--context-sizes 10,100,1000,10000] [--only-context]
 
+First, start-up: a bare `python -c pass`, the same importing yaml, sqlite3 and json (a
+yardstick), `vault-tools version`, and `vault-tools context` on a vault with no notes (all a
+command does but read notes), each against the bare python of the same run.
+
 For each vault size it measures, each as a separate process (as a user or a
 hook runs them), the median wall time and the peak memory (RSS) of:
 
@@ -31,6 +35,7 @@ The figures in docs/performance.md are this script's output from one run.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import math
 import os
@@ -77,7 +82,10 @@ for folder, dirs, files in os.walk(sys.argv[1]):
 print(len(decisions))
 """
 
-VAULT_TOOLS = [sys.executable, "-m", "vault_tools"]
+BARE_PYTHON = [sys.executable, "-c", "pass"]
+YARDSTICK = [sys.executable, "-c", "import yaml, sqlite3, json"]
+SCRIPT = Path(sys.executable).with_name("vault-tools")  # the console script, as a user and a hook start it
+VAULT_TOOLS = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "vault_tools"]
 
 
 @dataclass
@@ -85,6 +93,9 @@ class Measure:
     seconds: list[float] = field(default_factory=list)
     peak_mb: float = 0.0
     cpu: list[float] = field(default_factory=list)  # user + system seconds of each run
+    # Each run's time over its yardstick's (the floor, or bare python) timed just before it: on a machine
+    # whose speed drifts (other work on it), pairs keep the ratio true where medians taken apart do not.
+    ratios: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -94,13 +105,19 @@ class Measure:
     def median_cpu(self) -> float:
         return statistics.median(self.cpu)
 
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ratios) if self.ratios else 1.0
+
 
 def timed(args: list[str], cwd: Path | None = None, stdin: bytes | None = None,
-          expect: int | None = None) -> tuple[float, float, float]:
-    """Wall seconds, peak RSS (MB) and CPU seconds of one process (fed `stdin`, as a hook is)."""
+          expect: int | None = None, one_cpu: bool = False) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds of one process (fed `stdin`, as a hook is; held to one
+    processor)."""
+    pin = (lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})) if one_cpu else None
     started = time.perf_counter()
     process = subprocess.Popen(args, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               stdin=subprocess.PIPE if stdin is not None else None)
+                               stdin=subprocess.PIPE if stdin is not None else None, preexec_fn=pin)
     if stdin is not None:
         process.stdin.write(stdin)
         process.stdin.close()
@@ -118,15 +135,19 @@ def peak_mb(usage: os.struct_rusage) -> float:  # type: ignore[name-defined]
 
 
 def measure(args: list[str], repeat: int, before=None, cwd: Path | None = None, stdin: bytes | None = None,
-            expect: int | None = None) -> Measure:
+            expect: int | None = None, one_cpu: bool = False, against: list[str] | None = None) -> Measure:
+    """`repeat` runs of `args`, each after `before()`; with `against`, each paired with a run of that just before."""
     result = Measure()
     for _ in range(repeat):
+        yardstick = timed(against)[0] if against else None
         if before:
             before()
-        seconds, peak, cpu = timed(args, cwd, stdin, expect)
+        seconds, peak, cpu = timed(args, cwd, stdin, expect, one_cpu)
         result.seconds.append(seconds)
         result.cpu.append(cpu)
         result.peak_mb = max(result.peak_mb, peak)
+        if yardstick:
+            result.ratios.append(seconds / yardstick)
     return result
 
 
@@ -191,6 +212,7 @@ def hook_calls(vault: Path) -> list[tuple[str, str, str, dict]]:
         ("claude", "session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),
         ("claude", "user-prompt-submit", "user-prompt-submit", {"prompt": "why is there still promotion in the footers? I said no"}),
         ("claude", "pre-tool-use, Edit of an ordinary note", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(ordinary)}}),
+        ("claude", "pre-tool-use, Read of an ordinary note", "pre-tool-use", {"tool_name": "Read", "tool_input": {"file_path": str(ordinary)}}),
         ("claude", "pre-tool-use, Edit of a sealed note (denied)", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}}),
         ("claude", "pre-tool-use, Bash", "pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": "grep -r footer . | head"}}),
         ("claude", "pre-tool-use, AskUserQuestion", "pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": question}),
@@ -216,7 +238,8 @@ def measure_hooks(vault: Path, repeat: int) -> dict[str, Measure]:
             subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
             warmed = agent == "codex"
         label = f"hook {name}" if agent == "claude" else f"hook {agent} {name}"
-        results[label] = measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode())
+        results[label] = measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode(),
+                                 against=BARE_PYTHON)
     return results
 
 
@@ -337,30 +360,34 @@ def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Mea
     print(f"(generated in {time.perf_counter() - started:.1f} s)", flush=True)
     time.sleep(2.1)  # past the cache's racy window, so warm runs can trust it
     results: dict[str, Measure | tuple] = {}
-    results["floor: read every note"] = measure([sys.executable, "-c", FLOOR, str(vault)], repeat)
+    floor = [sys.executable, "-c", FLOOR, str(vault)]
+    results["floor: read every note"] = measure(floor, repeat)
     results["baseline: frontmatter.load loop"] = measure([sys.executable, "-c", BASELINE, str(vault)],
-                                                         max(1, repeat if size <= 10000 else 1))
+                                                         max(1, repeat if size <= 10000 else 1), against=floor)
     for command in ("build", "lint", "context"):
         args = [*VAULT_TOOLS, command, "--vault", str(vault)]
-        results[f"{command}, cold (no cache)"] = measure(args, repeat, before=lambda: drop_cache(vault))
+        results[f"{command}, cold (no cache)"] = measure(args, repeat, before=lambda: drop_cache(vault), against=floor)
         subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fills the cache
         time.sleep(2.1)
-        results[f"{command}, warm, nothing changed"] = measure(args, repeat)
-        results[f"{command}, warm, one note changed"] = measure(args, repeat, before=NoteChanger(vault))
+        results[f"{command}, warm, nothing changed"] = measure(args, repeat, against=floor)
+        results[f"{command}, warm, one note changed"] = measure(args, repeat, before=NoteChanger(vault), against=floor)
+        if command == "build" and hasattr(os, "sched_setaffinity"):
+            results["build, cold, on one processor"] = measure(args, repeat, before=lambda: drop_cache(vault),
+                                                               one_cpu=True, against=floor)
     # search: a warm index answers in the time it takes to stat the notes; the baseline is starting the tool
-    results["start-up: vault-tools version"] = measure([*VAULT_TOOLS, "version"], repeat)
+    results["start-up: vault-tools version"] = measure([*VAULT_TOOLS, "version"], repeat, against=floor)
     search = [*VAULT_TOOLS, "search", "newsletter footer author", "--vault", str(vault)]
-    results["search, cold (no index)"] = measure(search, repeat, before=lambda: drop_cache(vault))
+    results["search, cold (no index)"] = measure(search, repeat, before=lambda: drop_cache(vault), against=floor)
     subprocess.run(search, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(2.1)
-    results["search, warm, nothing changed"] = measure(search, repeat)
-    results["search, warm, one note changed"] = measure(search, repeat, before=NoteChanger(vault))
+    results["search, warm, nothing changed"] = measure(search, repeat, against=floor)
+    results["search, warm, one note changed"] = measure(search, repeat, before=NoteChanger(vault), against=floor)
     # the same-matter check: `ask` with a current ruling's words under a new topic key is refused (writes nothing)
     ruling = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: ruled" in p.read_text())
     words = next(line for line in ruling.read_text().splitlines() if line.startswith("summary: "))
     same = [*VAULT_TOOLS, "ask", words.removeprefix("summary: ").strip('"'), "--topic", "a-key-never-used",
             "--vault", str(vault)]
-    results["ask refused as the same matter, warm"] = measure(same, repeat)
+    results["ask refused as the same matter, warm"] = measure(same, repeat, against=floor)
     if size <= 10000:
         results.update(measure_hooks(vault, max(repeat, 11)))
     if saves and size <= 10000:
@@ -368,6 +395,61 @@ def run_size(size: int, repeat: int, saves: int, workdir: Path) -> dict[str, Mea
         results["watcher: save to page, after debounce"] = (latencies, peak)
     shutil.rmtree(vault)
     return results
+
+
+# The targets as set on a machine where bare python starts in 9 ms: the hooks that touch no decision note
+# answer in 30 ms, `version` and the start-up of `context` take 50 ms. Held as multiples of bare python.
+BARE_PYTHON_MS = 9
+HOOK_TARGET_MS = 30
+START_UP_TARGET_MS = 50
+QUIET_HOOKS = ("pre-tool-use, Bash", "pre-tool-use, Edit of an ordinary note", "pre-tool-use, Read of an ordinary note")
+
+
+def is_hook(name: str) -> bool:
+    return name.startswith("hook ")
+
+
+def start_up(workdir: Path, runs: int) -> dict[str, Measure]:
+    """What starting costs: each command run in turn, round after round, so drift hits all alike."""
+    vault = workdir / "no-notes"
+    subprocess.run([*VAULT_TOOLS, "init", "--vault", str(vault), "--timezone", "UTC"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2.1)  # past the racy window: the config is cached as it is on any later day
+    subprocess.run([*VAULT_TOOLS, "context", "--vault", str(vault)], check=True, stdout=subprocess.DEVNULL)
+    commands = {"bare python (python -c pass)": BARE_PYTHON,
+                "python importing yaml, sqlite3 and json": YARDSTICK,
+                "vault-tools version": [*VAULT_TOOLS, "version"],
+                "vault-tools context, a vault with no notes": [*VAULT_TOOLS, "context", "--vault", str(vault)]}
+    results = {name: Measure() for name in commands}
+    for _ in range(runs):
+        bare = 0.0
+        for name, args in commands.items():  # bare python first: each run is paired with the round's
+            seconds, peak, _ = timed(args)
+            bare = bare or seconds
+            results[name].seconds.append(seconds)
+            results[name].ratios.append(seconds / bare)
+            results[name].peak_mb = max(results[name].peak_mb, peak)
+    shutil.rmtree(vault)
+    return results
+
+
+def start_up_table(results: dict[str, Measure], hooks: dict[str, Measure], hooks_size: int) -> str:
+    hook_target = HOOK_TARGET_MS / BARE_PYTHON_MS
+    start_target = START_UP_TARGET_MS / BARE_PYTHON_MS
+    lines = ["### Start-up", "", "| measurement | seconds | x bare python | target (x bare python) | peak RSS MB |",
+             "|---|---:|---:|---:|---:|"]
+    for name, value in results.items():
+        target = f"{start_target:.1f}" if name.startswith("vault-tools") else ""
+        lines.append(f"| {name} | {value.median:.3f} | {value.ratio:.1f} | {target} | {value.peak_mb:.0f} |")
+    if hooks:
+        lines += ["", f"### Agent hooks, {hooks_size:,} notes", "",
+                  "| hook | median s | min | max | x bare python | target (x bare python) |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for name, value in hooks.items():
+            target = f"{hook_target:.1f}" if name.removeprefix("hook ") in QUIET_HOOKS else ""
+            lines.append(f"| {name.removeprefix('hook ')} | {value.median:.3f} | {min(value.seconds):.3f} | "
+                         f"{max(value.seconds):.3f} | {value.ratio:.1f} | {target} |")
+    return "\n".join(lines)
 
 
 def table(size: int, results: dict[str, Measure | tuple]) -> str:
@@ -385,9 +467,11 @@ def table(size: int, results: dict[str, Measure | tuple]) -> str:
     lines = [f"### {size:,} notes", "", *([over, ""] if over else []),
              "| measurement | seconds | x floor | x baseline | peak RSS MB |", "|---|---:|---:|---:|---:|"]
     for name, value in results.items():
+        if is_hook(name):
+            continue  # in the start-up table, against bare python
         if isinstance(value, Measure):
-            lines.append(f"| {name} | {value.median:.3f} | {value.median / floor.median:.1f} | "
-                         f"{value.median / baseline.median:.2f} | {value.peak_mb:.0f} |")
+            lines.append(f"| {name} | {value.median:.3f} | {value.ratio:.1f} | "
+                         f"{value.ratio / baseline.ratio:.2f} | {value.peak_mb:.0f} |")
         else:
             latencies, peak = value
             lines.append(f"| {name}: median | {statistics.median(latencies):.3f} | | | {peak:.0f} |")
@@ -479,9 +563,11 @@ def main() -> None:
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
     print()
     print("\n".join(same_question_report()))
+    compileall.compile_dir(Path(__file__).resolve().parents[1] / "vault_tools", quiet=1)
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:
         reconcile_sizes = {int(size) for size in args.reconcile.split(",") if size}
+        started = start_up(Path(workdir), max(args.repeat, 11)) if sizes else {}
         for size in sizes:
             all_results[size] = run_size(size, args.repeat, args.saves, Path(workdir))
             print(table(size, all_results[size]), flush=True)
@@ -493,6 +579,12 @@ def main() -> None:
         if all_results:
             print()
             print(scaling(all_results))
+        if started:
+            hooks_size = max((size for size, results in all_results.items() if any(map(is_hook, results))), default=0)
+            hooks = {name: value for name, value in all_results.get(hooks_size, {}).items()
+                     if is_hook(name) and isinstance(value, Measure)}
+            print()
+            print(start_up_table(started, hooks, hooks_size), flush=True)
         if context_sizes:
             print()
             print(context_table(context_sizes, Path(workdir)), flush=True)

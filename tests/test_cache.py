@@ -2,11 +2,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
-from vault_tools.vault import CACHE_FILE, Vault
+import pytest
 
-from .conftest import decision
+from vault_tools import vault as vault_module
+from vault_tools.errors import ConfigError
+from vault_tools.vault import CACHE_FILE, Vault, load_config
+
+from .conftest import decision, vt, write
 
 
 def summaries(vault):
@@ -54,3 +60,53 @@ def test_a_nested_templates_folder_is_not_scanned(vault):
     decision(vault / "Meta" / "Templates", 1)  # a template that looks like a ruling
     decision(vault, 2)
     assert [d.id for d in Vault(vault).load().decisions] == ["D-0002"]
+
+
+def everything_read(vault):
+    state = Vault(vault).load()
+    return (state.decisions, [(type(e), str(e)) for e in state.broken], state.problems, state.properties,
+            state.property_lines, state.body_lines, state.files)
+
+
+def test_a_first_read_in_several_processes_gives_what_one_process_gives(vault, monkeypatch):
+    decision(vault, 1)
+    decision(vault, 2, status="open")
+    write(vault / "Decisions" / "D-0003 Broken.md", "---\ntype: decision\nid: D-0003\ntopics: [x-y\n---\n")
+    write(vault / "Decisions" / "D-0004 Long.md", "---\ntype: decision\n" + "tags: [a]\n" * 3000 + "---\nbody\n")
+    write(vault / "Daily" / "2026-07-17.md", "---\ntags: [daily]\n---\nWe talked about a decision.\n")
+    write(vault / "Daily" / "Plain.md", "No frontmatter here.\n")
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
+    one = everything_read(vault)
+    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
+    several = everything_read(vault)
+    assert several == one
+    assert [d.id for d in one[0]] == ["D-0001", "D-0002"] and len(one[1]) == 2
+
+
+def test_a_changed_config_is_seen(vault):
+    config = vault / ".vault-tools" / "config.yaml"
+    config.write_text("timezone: Asia/Tokyo\nstale_after_days: 14\n")
+    time.sleep(2.1)  # past the racy window, so the cached config is trusted
+    assert load_config(vault).stale_after_days == 14
+    before = config.stat()
+    config.write_text(config.read_text().replace("14", "41"))
+    os.utime(config, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert load_config(vault).stale_after_days == 41
+    config.write_text("timezone: Asia/Tokyo\nstale_after_days: -1\n")
+    with pytest.raises(ConfigError):
+        load_config(vault)
+
+
+def test_a_warm_read_imports_no_yaml_library_and_no_lock(vault):
+    """Reading commands start fast: once the notes and the config are cached, no YAML library, no file
+    lock and no terminal library is imported (each costs more than reading a small vault)."""
+    decision(vault, 1)
+    time.sleep(2.1)  # the note and the config, older than the racy window, are cached as trusted
+    vt("context", cwd=vault)
+    probe = ("import sys, runpy; sys.argv = ['vault-tools', 'context']\n"
+             "try:\n    runpy.run_module('vault_tools', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('yaml', 'ruamel', 'filelock', 'rich') if m in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=vault, capture_output=True, text=True, timeout=60)
+    assert "D-0001" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "[]"

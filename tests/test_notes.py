@@ -148,3 +148,54 @@ def test_a_value_written_without_ruamel_is_written_as_ruamel_writes_it(value):
     notes._dumper().dump({"reason": notes._yaml_value(value)}, stream)
     assert notes.render_field("reason", value) == stream.getvalue()
     assert notes.render_field("reason", value, "\r\n") == stream.getvalue().replace("\n", "\r\n")
+
+
+SCALARS = ["x", "two words", "08", "0x1f", "0o17", "1_000", "-3", "+4", "1.5", ".5", "1e3", "-.Inf", ".nan", "true",
+           "True", "yes", "on", "FALSE", "", "~", "null", "Null", "2026-07-17", "2026-07-17T08:30:00", "12:30",
+           '"[[D-0001 A note]]"', "'it''s'", '"a\\tb"', "[a, b, \"c\"]", "[]", "{a: 1, b: [x]}", "{}", "[[nested]]",
+           "|\n  kept\n  lines", ">\n  folded\n  text", "x # a comment", "&a x", "*a", "!!str 5", "! 5", "!!int x",
+           "[unclosed", "a: b: c", "'unclosed", "\t tab"]
+KEYS = ["type", "id", "summary", "topics", "tags", "1", "true", "null", '"quoted key"', "'single'", "x y", "? [a]"]
+
+
+@st.composite
+def frontmatters(draw: st.DrawFn) -> str:
+    lines = []
+    for _ in range(draw(st.integers(0, 6))):
+        key = draw(st.sampled_from(KEYS))
+        shape = draw(st.sampled_from(["scalar", "block list", "block map", "comment", "document end"]))
+        if shape == "scalar":
+            lines.append(f"{key}: {draw(st.sampled_from(SCALARS))}")
+        elif shape == "block list":
+            lines += [f"{key}:"] + [f"  - {draw(st.sampled_from(SCALARS))}" for _ in range(draw(st.integers(0, 3)))]
+        elif shape == "block map":
+            lines += [f"{key}:"] + [f"  {draw(st.sampled_from(KEYS))}: {draw(st.sampled_from(SCALARS))}"
+                                    for _ in range(draw(st.integers(0, 3)))]
+        else:
+            lines.append("# only a comment" if shape == "comment" else "...")
+    return "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+
+
+def typed(value):
+    """A value with the type of every part spelt out: 1, 1.0 and True are equal in Python, not in a note."""
+    if isinstance(value, dict):
+        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [typed(v) for v in value])
+    return (type(value).__name__, repr(value))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(frontmatter=frontmatters())
+def test_reading_properties_from_events_gives_what_the_yaml_constructor_gives(frontmatter):
+    """The quick way of reading a note's properties (most notes) agrees with PyYAML's composer and constructor
+    wherever it answers; where it does not, the full way reads the note (and names what is wrong)."""
+    quick = notes._plain_values(frontmatter)
+    if quick is None:
+        return
+    data, lines = quick
+    try:
+        full_data, full_lines = notes._full_values(frontmatter, Path("n.md"))
+    except NoteError as error:
+        pytest.fail(f"the quick way read what the full way refuses ({error}): {frontmatter!r}")
+    assert (typed(data), lines) == (typed(full_data), full_lines), frontmatter

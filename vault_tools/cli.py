@@ -2,6 +2,10 @@
 
 Only this module prints. Data goes to stdout, messages to stderr; `--json`
 output is one JSON document on stdout and nothing else.
+
+Start-up time counts (hooks and pre-commit run a command on every call), so this module imports
+only typer at the top: each command imports what it needs in its own body, and `run` builds the
+parser of the one command asked for rather than of all of them.
 """
 from __future__ import annotations
 
@@ -11,33 +15,31 @@ import errno
 import functools
 import json
 import os
-import platform
 import sys
-import tempfile
-import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from . import __version__
 from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
-from .commands.workspace import Workspace
-from .dates import local_date
 from .errors import InconsistentVault, UsageError, VaultToolsError
-from .ledger import History
-from .model import Decision
-from .vault import STATE_DIR, Vault, find_vault, load_config
 
-app = typer.Typer(
-    name="vault-tools",
-    help="Keep an owner's decisions in an Obsidian vault, so agents stop re-asking settled questions.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+if TYPE_CHECKING:
+    from .commands.workspace import Workspace
+    from .ledger import History
+    from .model import Decision
+
+APP_SETTINGS: dict[str, Any] = {
+    "name": "vault-tools",
+    "help": "Keep an owner's decisions in an Obsidian vault, so agents stop re-asking settled questions.",
+    "no_args_is_help": True,
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+}
+app = typer.Typer(**APP_SETTINGS)
 
 
 
@@ -64,6 +66,9 @@ ByOption = Annotated[str | None, typer.Option("--by", metavar="NAME", help="Who 
 
 def _workspace(vault: Path | None) -> Workspace:
     global _vault_root
+    from .commands.workspace import Workspace
+    from .vault import Vault
+
     found = Vault.find(vault)
     _vault_root = found.root  # where a crash is logged
     return Workspace(found)
@@ -103,6 +108,8 @@ def decision_json(decision: Decision) -> dict[str, Any]:
 
 
 def _line(decision: Decision, ws: Workspace) -> str:
+    from .dates import local_date
+
     when = decision.ruled_at or decision.asked_at
     day = local_date(when, ws.tz).isoformat() if when else "undated"
     return f"{decision.id}  {decision.status.value:<10} {day}  [{', '.join(decision.topics)}]  {decision.summary}"
@@ -124,6 +131,8 @@ def init(vault: VaultOption = None,
          ) -> None:
     """Set up .vault-tools/ in a vault (safe to run again; --vault: made if missing); --agent wires an agent in."""
     global _vault_root
+    from .vault import find_vault, load_config
+
     if vault is not None:  # exactly the folder named: made when missing, never another one
         from .commands.setup import make_vault_folder
         root = make_vault_folder(vault)
@@ -163,6 +172,7 @@ def migrate(vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Move the record from .vault-tools/ to vault-tools/, where every sync engine carries it (byte for byte; safe to run again)."""
     from .commands.migrate import migrate as move
     from .commands.setup import carriers_note
+    from .vault import find_vault
     root = find_vault(vault)
     done = move(root)
     if json_:
@@ -1188,6 +1198,12 @@ def version() -> None:
 # -- running ------------------------------------------------------------------------
 
 def _crash_log(error: BaseException) -> Path:
+    import platform
+    import tempfile
+    import traceback
+
+    from .vault import STATE_DIR
+
     folder = (_vault_root / STATE_DIR) if _vault_root and (_vault_root / STATE_DIR).is_dir() else Path(tempfile.gettempdir())
     path = folder / ("crash.log" if folder.name == STATE_DIR else "vault-tools-crash.log")
     with open(path, "a", encoding="utf-8") as handle:
@@ -1209,9 +1225,25 @@ def report(error: VaultToolsError) -> None:
         stderr.print(f"  {line}", markup=False)
 
 
+def _command_name(info: Any) -> str:
+    return str(info.name or typer.main.get_command_name(info.callback.__name__))
+
+
+def _parser(argv: list[str]) -> Any:
+    """The click group for `argv`: holding only the command named first when it names one (typer reads
+    every parameter of every command it builds, which costs more than most commands take to run), else
+    all of them, for `--help` and for a mistyped name's suggestions."""
+    named = [info for info in app.registered_commands if argv and argv[0] == _command_name(info)]
+    if not named:
+        return typer.main.get_command(app)
+    one = typer.Typer(**APP_SETTINGS)
+    one.registered_commands = named
+    return typer.main.get_group(one)
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; never exits the process."""
-    command = typer.main.get_command(app)
+    command = _parser(sys.argv[1:] if argv is None else argv)
     try:
         # standalone mode lets typer report usage errors (exit 2) its own way;
         # every other exception comes through to the handlers below.

@@ -1,17 +1,18 @@
-"""The `vault-tools` console script's front door: agent hooks skip the command line's imports.
+"""The `vault-tools` console script's front door: what must answer fast skips the command line's imports.
 
-An agent waits on every hook call, and importing the full command line (typer, rich) costs more than a
-hook may take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, printing only the
-hook's JSON. Anything else, including any other spelling of `hook`, goes to `cli.main`.
+An agent waits on every hook call, and importing the full command line (typer) costs more than a hook may
+take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, printing only the hook's JSON;
+`vault-tools version` prints the version. Anything else, including any other spelling of these, goes to
+`cli.main`, which parses it (and reports a mistake) as every other command.
 """
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 
-def _hook_arguments(args: list[str]) -> tuple[str, str, Path | None] | None:
+def _hook_arguments(args: list[str]) -> tuple[str, str, str | None] | None:
     from .agents import HOOK_AGENTS, hook_module
+
     if len(args) not in (3, 5) or args[0] != "hook" or args[1] not in HOOK_AGENTS:
         return None
     if args[2] not in hook_module(args[1]).EVENTS:
@@ -20,18 +21,25 @@ def _hook_arguments(args: list[str]) -> tuple[str, str, Path | None] | None:
         return args[1], args[2], None
     if args[3] != "--vault":
         return None
-    return args[1], args[2], Path(args[4])
+    return args[1], args[2], args[4]
 
 
 def main() -> None:
-    found = _hook_arguments(sys.argv[1:])
+    args = sys.argv[1:]
+    if args == ["version"]:
+        from . import __version__
+        sys.stdout.write(__version__ + "\n")
+        sys.exit(0)
+    found = _hook_arguments(args)
     if found is None:
         from .cli import main as cli_main
         cli_main()
         return
+    from pathlib import Path
+
     from .agents import hook_module
     agent, event, vault = found
-    text = hook_module(agent).run(event, sys.stdin.read(), vault)
+    text = hook_module(agent).run(event, sys.stdin.read(), Path(vault) if vault is not None else None)
     if text:
         sys.stdout.write(text + "\n")
     sys.exit(0)

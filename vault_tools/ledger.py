@@ -15,14 +15,11 @@ import hashlib
 import json
 import os
 import re
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
-
-from filelock import FileLock, Timeout
 
 from .dates import instant
 from .errors import InconsistentVault
@@ -262,7 +259,8 @@ class Ledger:
         self.local_dir = state_dir
         self.shared_dir = shared_dir
         self._device = device
-        self._lock = FileLock(str(state_dir / LOCK_FILE), timeout=LOCK_TIMEOUT_SECONDS)
+        self._lock_path = state_dir / LOCK_FILE
+        self._lock: Any = None  # made on first use: only writers lock, and filelock is slow to import
         self._files: dict[Path, LedgerFile] = {}
         self._legacy = LedgerFile(state_dir / LEDGER_FILE, display_path)
         self._own: LedgerFile | None = None if shared_dir is not None else self._legacy
@@ -330,6 +328,10 @@ class Ledger:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the ledger lock: id allocation, note writes and appends happen inside it."""
+        from filelock import FileLock, Timeout
+
+        if self._lock is None:
+            self._lock = FileLock(str(self._lock_path), timeout=LOCK_TIMEOUT_SECONDS)
         try:
             self.local_dir.mkdir(parents=True, exist_ok=True)
             with self._lock:
@@ -477,6 +479,8 @@ CLOSING_EVENTS = ("superseded", "retracted")
 
 def new_record() -> str:
     """A record's identity: random, so clones that record at the same time never share one."""
+    import uuid
+
     return uuid.uuid4().hex
 
 

@@ -490,6 +490,7 @@ def use_topic_aliases(aliases: Mapping[str, str]) -> None:
         _ALIASES.clear()
         _ALIASES.update(aliases)
         topic_key.cache_clear()
+        TopicIndex._signatures.cache_clear()
 
 
 def canonical_topic(topic: str) -> str:
@@ -555,7 +556,8 @@ class TopicIndex:
         self._by_signature: dict[tuple[object, ...], list[str]] = {}
 
     @staticmethod
-    def _signatures(topic: str) -> set[tuple[object, ...]]:
+    @functools.lru_cache(maxsize=8192)  # each topic is looked up, then added: its signatures are made once
+    def _signatures(topic: str) -> frozenset[tuple[object, ...]]:
         words = topic_key(topic).split("-")
         flat = canonical_topic(topic).replace("-", "")
         found: set[tuple[object, ...]] = {("key", topic_key(topic)), ("flat", flat)}
@@ -565,7 +567,7 @@ class TopicIndex:
             others = tuple(sorted(words[:index] + words[index + 1:]))
             for variant in {word, *(word[:j] + word[j + 1:] for j in range(len(word)))}:
                 found.add(("typo", others, variant))
-        return found
+        return frozenset(found)
 
     def add(self, topic: str) -> None:
         if topic in self._order:

@@ -16,18 +16,18 @@ import datetime as dt
 import io
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
-
-import yaml
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import NoteError
+
+if TYPE_CHECKING:
+    import yaml
 
 BOM = "\ufeff"
 MAX_NOTE_BYTES = 5 * 1024 * 1024
@@ -40,22 +40,13 @@ _CLOSE_FENCE = re.compile(r"^---[ \t]*(\r?\n|$)", re.MULTILINE)
 _CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE)
 
 
-class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """libyaml when present, resolving plain scalars as YAML 1.2's core schema does
-    (as Obsidian does): `yes`/`on` stay text, and timestamps stay the text the owner
-    typed, for the model to parse."""
-
-    yaml_implicit_resolvers: ClassVar[dict[str, list[Any]]] = {}
-
-
-for _tag, _pattern, _first in (
+_CORE_SCHEMA = (
     ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
     ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
      r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+.0123456789"),
     ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
-):
-    _FastLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+)
 
 
 def _core_schema_int(loader: Any, node: Any) -> int:
@@ -67,7 +58,27 @@ def _core_schema_int(loader: Any, node: Any) -> int:
     return int(text, 10)
 
 
-_FastLoader.add_constructor("tag:yaml.org,2002:int", _core_schema_int)
+_LOADER: Any = None
+
+
+def _loader() -> Any:
+    """PyYAML's loader, libyaml's when present, resolving plain scalars as YAML 1.2's core schema does (as
+    Obsidian does): `yes`/`on` stay text, and timestamps stay the text the owner typed, for the model to parse.
+
+    Made on first use: a command that finds every note in the cache never imports yaml.
+    """
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        class FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+            yaml_implicit_resolvers: ClassVar[dict[str, list[Any]]] = {}
+
+        for tag, pattern, first in _CORE_SCHEMA:
+            FastLoader.add_implicit_resolver(tag, re.compile(pattern), list(first))
+        FastLoader.add_constructor("tag:yaml.org,2002:int", _core_schema_int)
+        _LOADER = FastLoader
+    return _LOADER
 
 
 _dumpers = threading.local()
@@ -134,20 +145,47 @@ def claims_decision(frontmatter: str) -> bool:
     return bool(_CLAIMS_DECISION.search(frontmatter))
 
 
-def read_head(path: Path) -> str | None:
+def read_head(path: str | Path) -> str | None:
     """The frontmatter text of a note if it might be a decision note, else None.
 
     Reads only the first few KiB unless the frontmatter is longer: ordinary notes
     are never read in full.
     """
-    with open(path, "rb") as handle:
-        raw = handle.read(HEAD_BYTES)
+    return read_start(path)[0]
+
+
+def read_start(path: str | Path) -> tuple[str | None, bytes | None]:
+    """What `read_head` gives, and the note's whole bytes when they were all read on the way (a note
+    shorter than the head): a decision note that short is then parsed without being read again."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        raw, whole = _read_up_to(fd, HEAD_BYTES)
         if not (raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---")):
-            return None
+            return None, None
         if b"decision" not in raw:
-            if len(raw) < HEAD_BYTES or raw.count(b"\n---", 3) > 0:
-                return None
-            raw += handle.read(MAX_NOTE_BYTES)
+            if whole or raw.count(b"\n---", 3) > 0:
+                return None, None
+            more, whole = _read_up_to(fd, MAX_NOTE_BYTES)
+            raw += more
+    finally:
+        os.close(fd)
+    return _decision_head(raw), (raw if whole else None)
+
+
+def _read_up_to(fd: int, limit: int) -> tuple[bytes, bool]:
+    """Up to `limit` bytes from `fd`, and whether the end of the file was reached."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, limit - size)
+        if not chunk:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), False
+
+
+def _decision_head(raw: bytes) -> str | None:
     text = raw.decode("utf-8", errors="replace").removeprefix(BOM)
     frontmatter, _, _ = split(text)
     if frontmatter is None:
@@ -161,7 +199,9 @@ def _check_events(frontmatter: str, path: Path) -> None:
 
     Refusing them up front also disarms alias bombs and `!!python/object` tags.
     """
-    for event in yaml.parse(frontmatter, Loader=_FastLoader):
+    import yaml
+
+    for event in yaml.parse(frontmatter, Loader=_loader()):
         mark = getattr(event, "start_mark", None)
         line = mark.line + 2 if mark is not None else None
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
@@ -190,12 +230,22 @@ def _yaml_error(exc: yaml.MarkedYAMLError, frontmatter: str, path: Path) -> Note
 
 def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]]:
     """The parsed properties and the file line of each top-level key."""
+    import yaml
+
     if "&" in frontmatter or "*" in frontmatter or "!" in frontmatter:  # else no anchor, alias or tag can be there
         try:
             _check_events(frontmatter, path)
         except yaml.MarkedYAMLError as exc:
             raise _yaml_error(exc, frontmatter, path) from None
-    loader = _FastLoader(frontmatter)
+    plain = _plain_values(frontmatter)
+    return plain if plain is not None else _full_values(frontmatter, path)
+
+
+def _full_values(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]]:
+    """The properties and their lines through PyYAML's composer and constructor, which name what is wrong."""
+    import yaml
+
+    loader = _loader()(frontmatter)
     try:
         node = loader.get_single_node()
         key_lines: dict[str, int] = {}
@@ -216,6 +266,85 @@ def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]
     return data, key_lines
 
 
+class _NotPlain(Exception):
+    """The frontmatter holds what only PyYAML's own composer and constructor deal with (or an error)."""
+
+
+def _plain_values(frontmatter: str) -> tuple[Any, dict[str, int]] | None:
+    """The properties and their lines, built straight from libyaml's events, as PyYAML's composer and
+    constructor would build them, in about half the time (parsing decision notes is most of a first read).
+
+    Only for what nearly every frontmatter is: one document of scalars, lists and mappings, keyed by
+    scalars, each key once at the top, with no tag, anchor or alias. Anything else, an error included,
+    gives None: `parse_frontmatter` then reads it the full way, which says what is wrong and where.
+    """
+    import yaml
+
+    loader = _loader()(frontmatter)
+    try:
+        loader.get_event()  # the stream's start
+        if isinstance(loader.peek_event(), yaml.StreamEndEvent):
+            return None, {}
+        loader.get_event()  # the document's start
+        root = loader.get_event()
+        key_lines: dict[str, int] = {}
+        if type(root) is yaml.MappingStartEvent and _untagged(root):
+            data: Any = {}
+            while type(key := loader.get_event()) is not yaml.MappingEndEvent:
+                if type(key) is not yaml.ScalarEvent or key.value in key_lines:
+                    raise _NotPlain
+                key_lines[key.value] = key.start_mark.line + 2
+                data[_scalar(loader, key)] = _value(loader, loader.get_event())
+        else:
+            data = _value(loader, root)
+        loader.get_event()  # the document's end
+        if not isinstance(loader.get_event(), yaml.StreamEndEvent):
+            raise _NotPlain  # a second document
+        return data, key_lines
+    except (_NotPlain, yaml.YAMLError, TypeError, ValueError):
+        return None
+    finally:
+        loader.dispose()
+
+
+def _untagged(event: Any) -> bool:
+    return (event.tag is None or event.tag == "!") and event.anchor is None
+
+
+def _value(loader: Any, event: Any) -> Any:
+    import yaml
+
+    kind = type(event)
+    if kind is yaml.ScalarEvent:
+        return _scalar(loader, event)
+    if kind is yaml.SequenceStartEvent and _untagged(event):
+        items = []
+        while type(item := loader.get_event()) is not yaml.SequenceEndEvent:
+            items.append(_value(loader, item))
+        return items
+    if kind is yaml.MappingStartEvent and _untagged(event):
+        mapping = {}
+        while type(key := loader.get_event()) is not yaml.MappingEndEvent:
+            if type(key) is not yaml.ScalarEvent:
+                raise _NotPlain  # a list or mapping as a key: the constructor refuses it, naming the line
+            mapping[_scalar(loader, key)] = _value(loader, loader.get_event())
+        return mapping
+    raise _NotPlain  # an alias, or a tagged or anchored collection
+
+
+def _scalar(loader: Any, event: Any) -> Any:
+    """A scalar as the constructor makes it: its tag resolved (YAML 1.2's core schema), then built."""
+    import yaml
+
+    if not _untagged(event):
+        raise _NotPlain
+    tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag == "tag:yaml.org,2002:str":
+        return event.value
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+    return loader.yaml_constructors[tag](loader, node)
+
+
 def parse_text(text: str, path: Path, *, bom: bool = False) -> Note:
     frontmatter, body, _ = split(text)
     note = Note(path=path, text=text, bom=bom, newline=newline_of(text), frontmatter=frontmatter, body=body)
@@ -224,12 +353,15 @@ def parse_text(text: str, path: Path, *, bom: bool = False) -> Note:
     return note
 
 
-def read_note(path: Path) -> Note:
-    size = path.stat().st_size
+def read_note(path: Path, data: bytes | None = None) -> Note:
+    """The note at `path`, read now, or parsed from `data` when its bytes were read already."""
+    size = path.stat().st_size if data is None else len(data)
     if size > MAX_NOTE_BYTES:
         raise NoteError(f"note is {size:,} bytes, over the {MAX_NOTE_BYTES:,}-byte limit for a decision note",
                         path=str(path))
-    text, bom = decode(path.read_bytes(), path)
+    if data is None:
+        data = path.read_bytes()
+    text, bom = decode(data, path)
     return parse_text(text, path, bom=bom)
 
 
@@ -422,6 +554,8 @@ def recording_writes() -> Iterator[list[Path]]:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write through a temp file in the same folder, then replace: never a torn note."""
+    import tempfile
+
     for callback in _before_write.get():
         callback()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,10 +14,6 @@ import io
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
 from . import notes
 from .errors import ConfigError
 from .model import TOPIC_PATTERN
@@ -30,13 +26,20 @@ HEADER = ("# Topics merged by the owner: each alias is read as its topic by ask,
 
 def _load_yaml(path: Path) -> Any:
     try:
-        return YAML(typ="rt").load(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        return None
+        return None  # the usual case: nothing merged, and ruamel.yaml not even imported
+    except (UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(f"cannot read: {exc}", path=SHOWN) from None
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        return YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise ConfigError(f"invalid YAML: {exc.problem}", path=SHOWN, line=line) from None
-    except (YAMLError, UnicodeDecodeError, OSError) as exc:
+    except YAMLError as exc:
         raise ConfigError(f"cannot read: {exc}", path=SHOWN) from None
 
 
@@ -45,6 +48,8 @@ def load_aliases(state_dir: Path) -> dict[str, str]:
     data = _load_yaml(state_dir / TOPICS_FILE)
     if data is None:
         return {}
+    from ruamel.yaml.comments import CommentedMap
+
     if not isinstance(data, CommentedMap):
         raise ConfigError("must map each topic to a list of its aliases", path=SHOWN)
     found: dict[str, str] = {}
@@ -73,6 +78,9 @@ def load_aliases(state_dir: Path) -> dict[str, str]:
 
 def add_alias(state_dir: Path, topic: str, alias: str) -> bool:
     """Merge `alias` into `topic` (and whatever was merged into `alias` before). False if it already was."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
     path = state_dir / TOPICS_FILE
     known = load_aliases(state_dir)
     topic = known.get(topic, topic)

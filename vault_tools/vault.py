@@ -6,21 +6,21 @@ other note is read no further than its first few KiB and never written.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import re
 import sqlite3
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-from . import notes
+from . import __version__, notes
 from .carriers import ConflictCopy, find_copies
 from .dates import zone
 from .errors import ConfigError, NoteError
@@ -31,6 +31,7 @@ from .ledger import Ledger
 from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, is_decision_mapping, use_topic_aliases
 from .topic_aliases import load_aliases
 
+CONFIG_CACHE = "cache/config.json"  # in this device's own folder
 # Set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault.
 CEILING_ENV = "VAULT_TOOLS_CEILING"
 SKIPPED_FOLDERS = {".trash", "node_modules"}
@@ -94,12 +95,40 @@ def _zone(name: str) -> dt.tzinfo:
 
 
 def load_config(root: Path) -> Config:
+    """The vault's config; taken from the cache while config.yaml is unchanged (every command reads it, and
+    parsing it means importing a YAML library), else read, checked and cached."""
     layout = layout_of(root)
     path, shown = layout.config_path, layout.config_shown
     if layout.shared and not path.exists() and (root / STATE_DIR / CONFIG_FILE).exists():  # a move cut short
         path, shown = root / STATE_DIR / CONFIG_FILE, f"{STATE_DIR}/{CONFIG_FILE}"
-    if not path.exists():
+    try:
+        stat = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
         return Config()
+    key = [shown, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+    cache = root / STATE_DIR / CONFIG_CACHE
+    try:
+        kept = json.loads(cache.read_bytes())
+        if kept["key"] == key and kept["version"] == __version__ and \
+                kept["cached_at_ns"] - max(stat.st_mtime_ns, stat.st_ctime_ns) > RACY_NANOSECONDS:
+            config = Config(**kept["values"])
+            _zone(config.timezone)  # the machine's zone database may have changed since
+            return config
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    config = _read_config(path, shown)
+    try:
+        notes.write_atomic(cache, json.dumps({"key": key, "version": __version__, "cached_at_ns": time.time_ns(),
+                                              "values": asdict(config)}).encode("utf-8"))
+    except OSError:
+        pass  # derived data: a read-only vault reads its config every time
+    return config
+
+
+def _read_config(path: Path, shown: str) -> Config:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
     try:
         data = YAML(typ="rt").load(path.read_text(encoding="utf-8-sig"))
     except MarkedYAMLError as exc:
@@ -345,34 +374,24 @@ class VaultState:
         return found
 
 
-CACHE_FILE = "cache/notes-v2.sqlite"  # a new name whenever what is cached changes
+CACHE_FILE = "cache/notes-v3.sqlite"  # a new name whenever what is cached changes
 RACY_NANOSECONDS = 2_000_000_000
-
-
-@dataclass(frozen=True)
-class CacheRow:
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-    inode: int
-    cached_at_ns: int
-    kind: str  # other, decision or broken
-    payload: str | None
-
-    def trusted(self, key: tuple[int, int, int, int]) -> bool:
-        """Unchanged for sure: same size, mtime, ctime and inode, and not cached in the same clock tick.
-
-        ctime changes on every write even when a tool puts the mtime back; an entry
-        cached within two seconds of the file's mtime could miss a same-size write
-        in that tick, so it is read again (git treats its index the same way).
-        """
-        return (self.size, self.mtime_ns, self.ctime_ns, self.inode) == key and \
-            self.cached_at_ns - max(self.mtime_ns, self.ctime_ns) > RACY_NANOSECONDS
+StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+# What the cache holds of a note: the key it is trusted for (None: read it again), its kind, its payload as
+# JSON without the body, and its body (kept apart: plain text reads back faster than a JSON string).
+CachedNote = tuple[StatKey | None, str, str | None, str | None]
+FreshNote = tuple[str, StatKey, int, str, str | None, str | None]  # path, key, when read, kind, payload, body
 
 
 class NoteCache:
     """What reading each note gave, in SQLite under `.vault-tools/cache/`. Derived data:
-    any trouble with it (locked, corrupt, read-only) means reading the notes instead."""
+    any trouble with it (locked, corrupt, read-only) means reading the notes instead.
+
+    A note is taken from the cache only when its size, mtime, ctime and inode are the ones cached,
+    and it was not cached in the same clock tick as it was written: ctime changes on every write even
+    when a tool puts the mtime back, and an entry cached within two seconds of the file's mtime could
+    miss a same-size write in that tick, so it is read again (git treats its index the same way).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -382,27 +401,32 @@ class NoteCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.path, timeout=2)
         connection.execute("CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, size INT, mtime_ns INT, "
-                           "ctime_ns INT, inode INT, cached_at_ns INT, kind TEXT, payload TEXT)")
+                           "ctime_ns INT, inode INT, cached_at_ns INT, kind TEXT, payload TEXT, body TEXT)")
         return connection
 
-    def load(self) -> dict[str, CacheRow]:
+    def load(self) -> dict[str, CachedNote]:
+        """Every cached note by vault-relative path."""
         try:
             with closing(self._connect()) as connection:
-                return {row[0]: CacheRow(*row[1:]) for row in connection.execute("SELECT * FROM notes")}
+                rows = connection.execute(
+                    "SELECT path, size, mtime_ns, ctime_ns, inode, cached_at_ns - max(mtime_ns, ctime_ns) > ?, kind, "
+                    "payload, body FROM notes", (RACY_NANOSECONDS,))
+                return {path: ((size, mtime, ctime, inode) if trusted else None, kind, payload, body)
+                        for path, size, mtime, ctime, inode, trusted, kind, payload, body in rows}
         except (sqlite3.Error, OSError):
             self.enabled = False
             return {}
 
-    def save(self, fresh: dict[str, CacheRow], seen: set[str]) -> None:
-        if not self.enabled:
+    def save(self, fresh: list[FreshNote], gone: list[str]) -> None:
+        """Store what was read afresh and forget the notes no longer there."""
+        if not self.enabled or not (fresh or gone):
             return
         try:
             with closing(self._connect()) as connection, connection:
-                connection.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                       [(path, row.size, row.mtime_ns, row.ctime_ns, row.inode, row.cached_at_ns,
-                                         row.kind, row.payload) for path, row in fresh.items()])
-                gone = [(path,) for (path,) in connection.execute("SELECT path FROM notes") if path not in seen]
-                connection.executemany("DELETE FROM notes WHERE path = ?", gone)
+                connection.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                       [(path, *key, cached_at, kind, payload, body)
+                                        for path, key, cached_at, kind, payload, body in fresh])
+                connection.executemany("DELETE FROM notes WHERE path = ?", [(path,) for path in gone])
         except (sqlite3.Error, OSError):
             self.enabled = False
 
@@ -443,22 +467,7 @@ class Vault:
         return relative(self.root, path)
 
     def inside(self, path: Path) -> bool:
-        try:
-            path.resolve().relative_to(self.root.resolve())
-            return True
-        except ValueError:
-            return False
-
-    def read_decision_note(self, path: Path) -> notes.Note | None:
-        """The note if its frontmatter says `type: decision`; raises NoteError if it cannot be read."""
-        rel = self.relative(path)
-        if path.is_symlink() and not self.inside(path):
-            raise NoteError("is a link to a file outside the vault; decision notes must live inside it", path=rel)
-        note = notes.read_note(path)
-        if not hasattr(note.data, "items"):
-            kind = "empty" if note.data is None else f"a {'list' if isinstance(note.data, list) else 'single value'}"
-            raise NoteError(f"frontmatter is {kind}, not a mapping of properties", path=rel, line=2)
-        return note if is_decision_mapping(note.data) else None
+        return _inside_vault(self.root, path)
 
     def load(self) -> VaultState:
         """Every decision note, read afresh or from the cache when the file is certainly unchanged."""
@@ -466,28 +475,36 @@ class Vault:
         use_topic_aliases(load_aliases(self.record_dir))  # every comparison of topics from here reads them
         cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
         cached = cache.load() if cache else {}
-        fresh: dict[str, CacheRow] = {}
-        seen: set[str] = set()
         others: list[str] = []
+        # In the walk's order: path, where it is, its key (None: it could not be stat'ed) and what the cache
+        # holds of it when that is still true (None: it must be read), or why it could not be stat'ed.
+        listed: list[tuple[str, str, StatKey | None, CachedNote | OSError | None]] = []
         for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files):
-            seen.add(rel)
             state.files.append(rel)
             try:
                 stat = entry.stat()
             except OSError as error:
-                state.broken.append(UnreadableNote(f"cannot be read: {error.strerror}", path=rel))
+                listed.append((rel, entry.path, None, error))
                 continue
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
-            row = cached.get(rel)
-            if row is not None and row.trusted(key):
-                self._add(state, rel, row.kind, json.loads(row.payload) if row.payload else None)
-                continue
-            kind, payload = self.read_payload(Path(entry.path))
-            fresh[rel] = CacheRow(*key, time.time_ns(), kind,
-                                  json.dumps(payload, ensure_ascii=False, default=str) if payload is not None else None)
-            self._add(state, rel, kind, payload)
+            known = cached.pop(rel, None)  # what is left at the end is gone from the vault
+            listed.append((rel, entry.path, key, known if known is not None and known[0] == key else None))
+        read = iter(read_payloads(self.root, [path for _, path, key, known in listed if key and known is None]))
+        fresh: list[FreshNote] = []
+        for rel, _, stat_key, held in listed:
+            if isinstance(held, OSError):
+                state.broken.append(UnreadableNote(f"cannot be read: {held.strerror}", path=rel))
+            elif stat_key is not None and held is None:
+                kind, payload = next(read)
+                fresh.append((rel, stat_key, time.time_ns(), kind, *self._cached_form(payload)))
+                self._add(state, rel, kind, payload)
+            elif held is not None and held[1] != "other" and held[2] is not None:
+                payload = json.loads(held[2])
+                if held[3] is not None:
+                    payload["body"] = held[3]
+                self._add(state, rel, held[1], payload)
         if cache:
-            cache.save(fresh, seen)
+            cache.save(fresh, list(cached))
         state.files += others
         set_aside_conflict_copies(state)
         return state
@@ -499,21 +516,16 @@ class Vault:
         self._add(state, rel, kind, payload)
         return state
 
-    def read_payload(self, path: Path) -> tuple[str, dict[str, Any] | None]:
-        """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
-        try:
-            if notes.read_head(path) is None:
-                return "other", None
-            note = self.read_decision_note(path)
-        except NoteError as error:
-            return "broken", {"message": error.message, "line": error.line}
-        except OSError as error:
-            return "broken", {"message": f"cannot be read: {error.strerror}", "line": None, "unreadable": True}
-        if note is None:
-            return "other", None
-        body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
-        data = note.data if all(isinstance(key, str) for key in note.data) else notes.plain(note.data)
-        return "decision", {"data": data, "body": note.body, "lines": note.key_lines, "body_line": body_line}
+    @staticmethod
+    def _cached_form(payload: dict[str, Any] | None) -> tuple[str | None, str | None]:
+        """A payload as the cache keeps it: JSON without the body, and the body."""
+        if payload is None:
+            return None, None
+        rest = {key: value for key, value in payload.items() if key != "body"}
+        return json.dumps(rest, ensure_ascii=False, default=str), payload.get("body")
+
+    def read_payload(self, path: str | Path) -> tuple[str, dict[str, Any] | None]:
+        return read_payload(self.root, path)
 
     def _add(self, state: VaultState, rel: str, kind: str, payload: dict[str, Any] | None) -> None:
         if kind == "other" or payload is None:
@@ -535,3 +547,75 @@ class Vault:
 
     def path_of(self, decision: Decision) -> Path:
         return self.root / decision.path
+
+
+# Notes to read before reading them in several processes pays for starting those (a first read of a large vault).
+PARALLEL_READ_MIN = 2000
+
+
+def read_payloads(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any] | None]]:
+    """What each note is (see `read_payload`), in order: in several processes when there are many to read
+    and cores to read them on. Only where a process can be forked safely (Linux, no other thread running):
+    elsewhere starting one costs more than it saves."""
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if len(paths) < PARALLEL_READ_MIN or workers < 2 or not sys.platform.startswith("linux") \
+            or threading.active_count() > 1:
+        return [read_payload(root, path) for path in paths]
+    import multiprocessing
+
+    pool = multiprocessing.get_context("fork").Pool(min(workers, 8), initializer=_leave_interrupts_to_parent)
+    try:
+        found = pool.map(functools.partial(read_payload, root), paths)
+    except BaseException:  # Ctrl-C included: the workers go with the command
+        pool.terminate()
+        raise
+    else:
+        pool.close()
+    finally:
+        pool.join()
+    return found
+
+
+def _leave_interrupts_to_parent() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def read_payload(root: Path, path: str | Path) -> tuple[str, dict[str, Any] | None]:
+    """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
+    try:
+        head, data = notes.read_start(path)
+        if head is None:
+            return "other", None
+        note = read_decision_note(root, Path(path), data)
+    except NoteError as error:
+        return "broken", {"message": error.message, "line": error.line}
+    except OSError as error:
+        return "broken", {"message": f"cannot be read: {error.strerror}", "line": None, "unreadable": True}
+    if note is None:
+        return "other", None
+    body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
+    data = note.data if all(isinstance(key, str) for key in note.data) else notes.plain(note.data)
+    return "decision", {"data": data, "body": note.body, "lines": note.key_lines, "body_line": body_line}
+
+
+def read_decision_note(root: Path, path: Path, data: bytes | None = None) -> notes.Note | None:
+    """The note if its frontmatter says `type: decision` (parsed from `data` when its bytes were read
+    already); raises NoteError if it cannot be read."""
+    rel = relative(root, path)
+    if path.is_symlink() and not _inside_vault(root, path):
+        raise NoteError("is a link to a file outside the vault; decision notes must live inside it", path=rel)
+    note = notes.read_note(path, data)
+    if not hasattr(note.data, "items"):
+        kind = "empty" if note.data is None else f"a {'list' if isinstance(note.data, list) else 'single value'}"
+        raise NoteError(f"frontmatter is {kind}, not a mapping of properties", path=rel, line=2)
+    return note if is_decision_mapping(note.data) else None
+
+
+def _inside_vault(root: Path, path: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False

@@ -15,19 +15,18 @@ import datetime as dt
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 SNAPSHOT_FILE = "agent-snapshot.json"
-FORMAT = 3
+FORMAT = 4
 MAX_AGE_SECONDS = 300
 RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
 SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them
 
 
-@dataclass(frozen=True)
-class RulingView:
+# Named tuples, not dataclasses: importing dataclasses would cost a hook more than its own work.
+class RulingView(NamedTuple):
     id: str
     topics: tuple[str, ...]  # every topic it settles: its own, then those it took over
     summary: str
@@ -36,8 +35,7 @@ class RulingView:
     scope: tuple[str, ...] = ()  # globs of the files it governs
 
 
-@dataclass(frozen=True)
-class QuestionView:
+class QuestionView(NamedTuple):
     id: str
     topics: tuple[str, ...]
     summary: str
@@ -45,8 +43,7 @@ class QuestionView:
     path: str
 
 
-@dataclass
-class Snapshot:
+class Snapshot(NamedTuple):
     rulings: list[RulingView]
     questions: list[QuestionView]
     session_text: str  # the session-start context, within the budget it was made for
@@ -62,8 +59,29 @@ def _stat(path: str) -> list[int] | None:
     return [found.st_size, found.st_mtime_ns]
 
 
-def _fingerprint(root: Path, skipped: set[str], notes: list[str]) -> dict[str, Any]:
-    """The folders' mtimes and the decision notes' sizes and mtimes, as of now."""
+def _fingerprint(root: Path, skipped: set[str], notes: list[str], known: list[str] | None = None) -> dict[str, Any]:
+    """The folders' mtimes and the decision notes' sizes and mtimes, as of now. Checking a snapshot, the
+    `known` folders are stat'ed without listing them: a folder added, removed or renamed inside one of
+    them changes its mtime."""
+    if known is not None:
+        stamps = {prefix: _stat(os.path.join(root, prefix) if prefix else str(root)) for prefix in known}
+        folders = {prefix: stamp[1] if stamp else -1 for prefix, stamp in stamps.items()}
+    else:
+        folders = _folders(root, skipped)
+    state_dir = os.path.join(root, ".vault-tools")
+    record_dir = os.path.join(root, "vault-tools")  # the shared layout: every device's ledger file
+    ledgers = [os.path.join(state_dir, "ledger.jsonl")]
+    try:
+        ledgers += sorted(os.path.join(record_dir, "ledger", name) for name in os.listdir(os.path.join(record_dir, "ledger")))
+    except OSError:
+        pass
+    return {"folders": folders, "notes": {rel: _stat(os.path.join(root, rel)) for rel in notes},
+            "ledger": [[path, _stat(path)] for path in ledgers],
+            "config": [_stat(os.path.join(state_dir, "config.yaml")), _stat(os.path.join(record_dir, "config.yaml"))]}
+
+
+def _folders(root: Path, skipped: set[str]) -> dict[str, int]:
+    """Every folder a note could be in, with its mtime."""
     folders: dict[str, int] = {}
     stack = [""]
     while stack:
@@ -80,16 +98,7 @@ def _fingerprint(root: Path, skipped: set[str], notes: list[str]) -> dict[str, A
                         stack.append(rel)
         except OSError:
             folders[prefix] = -1
-    state_dir = os.path.join(root, ".vault-tools")
-    record_dir = os.path.join(root, "vault-tools")  # the shared layout: every device's ledger file
-    ledgers = [os.path.join(state_dir, "ledger.jsonl")]
-    try:
-        ledgers += sorted(os.path.join(record_dir, "ledger", name) for name in os.listdir(os.path.join(record_dir, "ledger")))
-    except OSError:
-        pass
-    return {"folders": folders, "notes": {rel: _stat(os.path.join(root, rel)) for rel in notes},
-            "ledger": [[path, _stat(path)] for path in ledgers],
-            "config": [_stat(os.path.join(state_dir, "config.yaml")), _stat(os.path.join(record_dir, "config.yaml"))]}
+    return folders
 
 
 def _newest_ns(fingerprint: dict[str, Any]) -> int:
@@ -98,9 +107,11 @@ def _newest_ns(fingerprint: dict[str, Any]) -> int:
     return max(stamps, default=0)
 
 
-def _today(zone_name: str) -> str:
-    from zoneinfo import ZoneInfo
-    return dt.datetime.now(ZoneInfo(zone_name)).date().isoformat()
+def _day_ends_at(now_local: dt.datetime) -> float:
+    """The instant the vault's day ends (the session text names the day): kept as a number, so checking it
+    needs no time zone database."""
+    tomorrow = now_local.date() + dt.timedelta(days=1)
+    return dt.datetime.combine(tomorrow, dt.time(), tzinfo=now_local.tzinfo).timestamp()
 
 
 def load(root: Path, session_budget: str) -> Snapshot:
@@ -110,8 +121,9 @@ def load(root: Path, session_budget: str) -> Snapshot:
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
         if (kept.get("format") == FORMAT and kept["session_budget"] == session_budget
-                and time.time() - kept["made_at"] < MAX_AGE_SECONDS and kept["today"] == _today(kept["timezone"])
-                and _fingerprint(root, set(kept["skipped"]), list(kept["fingerprint"]["notes"])) == kept["fingerprint"]):
+                and time.time() - kept["made_at"] < MAX_AGE_SECONDS and time.time() < kept["day_ends_at"]
+                and _fingerprint(root, set(kept["skipped"]), list(kept["fingerprint"]["notes"]),
+                                 list(kept["fingerprint"]["folders"])) == kept["fingerprint"]):
             return _from_json(kept)
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -155,10 +167,10 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     fingerprint = _fingerprint(root, skipped, notes)
     if started_ns - _newest_ns(fingerprint) > RACY_NANOSECONDS:
         data = {"format": FORMAT, "made_at": time.time(), "session_budget": session_budget,
-                "timezone": ws.config.timezone, "today": ws.today().isoformat(), "skipped": sorted(skipped),
+                "day_ends_at": _day_ends_at(ws.now_local()), "skipped": sorted(skipped),
                 "fingerprint": fingerprint, "session_text": snapshot.session_text,
                 "scope_root": snapshot.scope_root, "scope_on_read": snapshot.scope_on_read,
-                "rulings": [r.__dict__ for r in rulings], "questions": [q.__dict__ for q in questions]}
+                "rulings": [r._asdict() for r in rulings], "questions": [q._asdict() for q in questions]}
         try:
             from ..notes import write_atomic
             write_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))

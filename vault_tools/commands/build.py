@@ -11,9 +11,9 @@ from pathlib import Path
 from .. import notes
 from ..errors import UsageError, VaultToolsError
 from ..model import Status, being_written, lacks_id, unanswered
+from ..page_names import PAGE_NAMES
 from ..pages import (
     NOTICE,
-    PAGE_NAMES,
     Budget,
     Context,
     PageConflict,

@@ -19,7 +19,7 @@ from ..commands.workspace import Workspace
 from ..errors import InconsistentVault
 from ..ledger import TORN, Event, History, histories, scan_ledger, seal_hash, tie_notes
 from ..model import Decision, LinkResolver, Problem, Status, lacks_id
-from ..pages import OPEN_QUESTIONS, PAGE_NAMES
+from ..page_names import OPEN_QUESTIONS, PAGE_NAMES
 from ..vault import Config, Vault, VaultState
 from .registry import LEDGER_PATH
 
