@@ -206,11 +206,23 @@ class Ledger:
 
     def read(self) -> list[Event]:
         """Every event, verified. A long-running process re-reads only when the file changed."""
+        return list(self._events())
+
+    def appended_since(self, count: int, last: Event | None) -> list[Event] | None:
+        """The events after the first `count`, when those are still the events this process read (`last` the
+        count-th); None when the ledger changed otherwise (then read it all)."""
+        events = self._events()
+        if len(events) < count or (count and events[count - 1] is not last):
+            return None
+        return events[count:]
+
+    def _events(self) -> list[Event]:
+        """`read` without the copy: the list this process keeps, not to be changed by the caller."""
         key = self._stat_key()
         if key is None:
             return []
         if self._read_cache is not None and self._read_cache[0] == key:
-            return list(self._read_cache[1])
+            return self._read_cache[1]
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -222,7 +234,7 @@ class Ledger:
         events = parse_ledger(text, self.display_path)
         if len(raw) == key[0]:  # not appended to while being read
             self._read_cache = (key, events)
-        return list(events)
+        return events
 
     def append(self, events: Iterable[Event]) -> None:
         """Append events; the caller holds `locked()` and has read (so verified) the ledger.
@@ -233,7 +245,8 @@ class Ledger:
         payload = "".join(event_line(event) for event in events).encode("utf-8")
         if not payload:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self._read_cache:  # a ledger read before is in a folder that exists
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         before = self._stat_key()
         with open(self.path, "a+b", buffering=0) as handle:
             size = handle.seek(0, os.SEEK_END)
@@ -272,7 +285,7 @@ class Ledger:
         memo = self._histories_memo
         if memo is not None and memo[0] is not None and memo[0] == self._stat_key():
             return memo[2]  # the file is as it was: no need to look at its events
-        events = self.read()
+        events = self._events()
         found = None
         if memo is not None and 0 < memo[1] < len(events) and events[memo[1] - 1] is memo[3]:
             found = extend_histories(memo[2], events[memo[1]:])  # only appended to, by this process

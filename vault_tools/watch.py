@@ -46,6 +46,8 @@ from .model import FINAL_STATUSES, Decision, Status
 from .vault import STATE_DIR, VaultState
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
+Progress = Callable[[int, int], None]  # (done, total), for a progress bar
+PROGRESS_EVERY = 50  # notes between two reports of a reconcile's progress
 # Rounds through the notes before reconciling gives up: each round goes through every note once, and one that
 # changes nothing ends it (two rounds, three at most, on any vault seen so far).
 MAX_RECONCILE_ROUNDS = 20
@@ -78,7 +80,8 @@ class Reconciled:
     unresolved: list[Action] = field(default_factory=list)
 
 
-def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None) -> Reconciled:
+def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None,
+              progress: Progress | None = None) -> Reconciled:
     """Bring notes and ledger into agreement, as if every change had been seen live.
 
     Notes modified after `quiet_before` (epoch seconds) are still being typed and
@@ -87,12 +90,13 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     once; after each change the notes it wrote and the events it appended are read
     again (`LiveState`), so every decision is taken on the current state. Rounds go
     through the notes in order (after the first, those that changed since they were
-    looked at) until one changes nothing.
+    looked at) until one changes nothing. `progress(done, total)` is told how far a
+    round has gone.
     """
     result = Reconciled()
     with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live:
         ws.remove_stale_temps(live.state)
-        _Reconcile(ws, live, result, quiet_before, settle_before).run()
+        _Reconcile(ws, live, result, quiet_before, settle_before, progress).run()
         result.state = live.state
     return result
 
@@ -105,10 +109,11 @@ class _Reconcile:
     notes). A round that changes nothing ends the reconcile."""
 
     def __init__(self, ws: Workspace, live: LiveState, result: Reconciled, quiet_before: float,
-                 settle_before: float | None) -> None:
+                 settle_before: float | None, progress: Progress | None = None) -> None:
         self.ws = ws
         self.live = live
         self.result = result
+        self.progress = progress
         self.quiet_before = quiet_before
         self.settle_before = settle_before
         self.reported: set[tuple[str | None, str]] = set()
@@ -218,7 +223,9 @@ class _Reconcile:
             elif self.due(decision):
                 quiet.append((decision.path, mtime))
         changed = False
-        for rel, mtime in quiet:
+        for done, (rel, mtime) in enumerate(quiet):
+            if self.progress is not None and done % PROGRESS_EVERY == 0:
+                self.progress(done, len(quiet))
             current = live.decision_at(rel)  # as the steps before left it
             if current is None:
                 continue
@@ -235,6 +242,8 @@ class _Reconcile:
                              left=True)
             changed |= self.changed()
             self.seen[rel] = live.version
+        if self.progress is not None and quiet:
+            self.progress(len(quiet), len(quiet))
         for rel in result.busy:
             self.seen.pop(rel, None)  # saved again meanwhile: looked at anew once quiet
         return self.finish_supersessions() or changed
@@ -467,6 +476,7 @@ class Watcher:
         self._reported_invalid: set[tuple[str | None, str]] = set()
         self.last_error: VaultToolsError | None = None  # what stopped the last pass, if anything
         self.left: list[str] = []  # what the last pass left for later, and why (one line each)
+        self.progress: Progress | None = None  # told how far a reconcile of the whole vault has gone
         self._own_writes: dict[str, str] = {}  # relative path -> digest of what we last wrote there
         self._condition = threading.Condition()
         self._stopping = False
@@ -621,7 +631,8 @@ class Watcher:
                 from .commands.import_ import harvest_changed
                 actions += [Action("harvested", d.id, d.path, "a decision written in passing, proposed as a question")
                             for d in harvest_changed(self.ws, paths)]
-            result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle)
+            result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle,
+                               progress=self.progress if everything else None)
             actions += result.actions
             actions += self._scheduled_review()
             built = build(self.ws, state=result.state)
