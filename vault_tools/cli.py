@@ -713,11 +713,16 @@ def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault
     log = _watch_log(ws.vault.state_dir, json_)
     watcher = Watcher(ws, on_action=log)
     if once:
-        watcher.run_once()  # an error it raises was logged already; its exit code says what kind of trouble
+        with _Progress("reconciling", not json_) as progress:
+            watcher.progress = progress
+            watcher.run_once()  # an error it raises was logged already; its exit code says what kind of trouble
         return
     previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        watcher.start()
+        with _Progress("reconciling", not json_) as progress:  # a first reconcile of a large vault takes a while
+            watcher.progress = progress
+            watcher.start()
+        watcher.progress = None
         log_line = f"watching {ws.vault.root} (debounce {watcher.debounce:g} s, settle {watcher.settle:g} s)"
         stderr.print(log_line, markup=False)
         watcher.run()

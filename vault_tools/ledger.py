@@ -368,14 +368,26 @@ class Ledger:
 
     def read(self) -> list[Event]:
         """Every event, verified. A long-running process re-reads only what changed."""
+        return list(self._events())
+
+    def appended_since(self, count: int, last: Event | None) -> list[Event] | None:
+        """The events after the first `count`, when those are still the events this process read (`last` the
+        count-th); None when the ledger changed otherwise (then read it all)."""
+        events = self._events()
+        if len(events) < count or (count and events[count - 1] is not last):
+            return None
+        return events[count:]
+
+    def _events(self) -> list[Event]:
+        """`read` without the copy: the list this process keeps, not to be changed by the caller."""
         files = self.files()
         key = self._files_key(files)
         if self._merged is not None and self._merged[0] == key:
-            return list(self._merged[1])
+            return self._merged[1]
         if self.shared_dir is None:
             events = [replace(event, position=event.line) for event in self._legacy.read()]
             self._merged = (key, events)
-            return list(events)
+            return events
         ordered: list[tuple[int, int, int, Event]] = []
         for rank, file in enumerate(files):
             for event in file.read():
@@ -388,7 +400,7 @@ class Ledger:
             seen.add(event)
             merged.append(replace(event, position=len(merged) + 1))
         self._merged = (key, merged)
-        return list(merged)
+        return merged
 
     def append(self, events: Iterable[Event]) -> None:
         """Append events; the caller holds `locked()` and has read (so verified) the ledger.
@@ -398,7 +410,7 @@ class Ledger:
         events = list(events)
         if not events:
             return
-        current = self.read()  # verified, and the view the appended events extend
+        current = self._events()  # verified, and the view the appended events extend
         before = self._merged
         if self.shared_dir is not None:
             clock = max((event.clock or 0 for event in current), default=0)
@@ -428,7 +440,7 @@ class Ledger:
         key = self.stat_key()
         if memo is not None and memo[0] is not None and memo[0] == key:
             return memo[2]  # the files are as they were: no need to look at their events
-        events = self.read()
+        events = self._events()
         found = None
         if memo is not None and 0 < memo[1] < len(events) and events[memo[1] - 1] == memo[3]:
             found = extend_histories(memo[2], events[memo[1]:])  # only appended to

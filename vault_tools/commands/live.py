@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .. import notes
-from ..ledger import Event, History, RecordSummary, tie_notes
+from ..ledger import History, RecordSummary, tie_notes
 from ..model import Decision
 from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState
 from .workspace import Workspace
@@ -58,7 +58,8 @@ class LiveState:
         self._recorded: list[Path] = []
         self._exit = contextlib.ExitStack()
         self._ledger_key = self._ledger_stat()
-        self._events = ws.vault.ledger.read()
+        events = ws.vault.ledger.read()
+        self._events, self._last_event = len(events), events[-1] if events else None  # how far this view has read
         self.known = ws.histories()
         config = ws.config
         self._skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
@@ -254,13 +255,15 @@ class LiveState:
     def _read_ledger(self) -> set[str] | None:
         """The records the events appended since the last look belong to; None when the ledger changed
         otherwise (rewritten from outside, or an older line without a record): then all are worked out again."""
-        before = self._events
-        events = self.ws.vault.ledger.read()
+        ledger = self.ws.vault.ledger
+        appended = ledger.appended_since(self._events, self._last_event)
         self.known = self.ws.histories()
-        self._events = events
-        if len(events) < len(before) or (before and events[len(before) - 1] is not before[-1]):
+        if appended is None:
+            events = ledger.read()
+            self._events, self._last_event = len(events), events[-1] if events else None
             return None
-        appended: list[Event] = events[len(before):]
+        if appended:
+            self._events, self._last_event = self._events + len(appended), appended[-1]
         if any(event.record is None for event in appended):
             return None
         return {event.record for event in appended if event.record is not None}

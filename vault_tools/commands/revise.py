@@ -47,7 +47,7 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
     # The same edit already made a revision (on this device, or on another one that a sync engine brought it
     # from before this one's watcher saw it): it is only restored.
     already = next((e for e in history.events if e.event == "edit-rejected" and e.hash == event.hash and e.successor
-                    and (state.get(e.successor) is not None or latest_with_id(ws.histories(), e.successor))), None)
+                    and (state.get(e.successor) is not None or _made_elsewhere(ws, e.successor))), None)
     if as_revision and already is not None and already.successor:
         found = state.get(already.successor)
         kept_in = found.path if found is not None else already.successor
@@ -61,6 +61,16 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
         return RejectedEdit(kept_in, as_revision, restored=False)
     notes.write_atomic(path, _restored_text(history, note).encode("utf-8"))
     return RejectedEdit(kept_in, as_revision, restored=True)
+
+
+def _made_elsewhere(ws: Workspace, revision_id: str) -> bool:
+    """Whether another device recorded this revision (its note may still be on its way). One this device
+    recorded whose note is missing was cut short here (a kill between the ledger line and the note): it is
+    written again."""
+    record = latest_with_id(ws.histories(), revision_id)
+    asked = next((e for e in record.events if e.event == "asked"), None) if record is not None else None
+    own = ws.vault.ledger.own_name()
+    return asked is not None and asked.source is not None and own is not None and not asked.source.endswith(own)
 
 
 def _write_revision(ws: Workspace, state: VaultState, decision: Decision, history: History, note: notes.Note,
