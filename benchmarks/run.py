@@ -405,6 +405,11 @@ START_UP_TARGET_MS = 50
 QUIET_HOOKS = ("pre-tool-use, Bash", "pre-tool-use, Edit of an ordinary note", "pre-tool-use, Read of an ordinary note")
 
 
+def load_average() -> str:
+    """The machine's load average, saying how much other work shared it (the ratios are paired for that)."""
+    return f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+
+
 def is_hook(name: str) -> bool:
     return name.startswith("hook ")
 
@@ -484,13 +489,17 @@ def scaling(all_results: dict[int, dict[str, Measure | tuple]]) -> str:
     if len(sizes) < 2:
         return ""
     small, large = sizes[-2], sizes[-1]
-    lines = [f"### Scaling from {small:,} to {large:,} notes (time grows as size^k)", "", "| measurement | k |",
-             "|---|---:|"]
+    lines = [f"### Scaling from {small:,} to {large:,} notes (time grows as size^k)", "",
+             "k from the median seconds, and from the ratio to the floor (which reads every byte, so grows linearly: "
+             "k = 1 + how the ratio grew); the sizes are measured minutes apart, and only the second holds when "
+             "other work on the machine changed in between.", "",
+             "| measurement | k (seconds) | k (against the floor) |", "|---|---:|---:|"]
     for name, value in all_results[large].items():
         other = all_results[small].get(name)
-        if isinstance(value, Measure) and isinstance(other, Measure):
-            exponent = math.log(value.median / other.median) / math.log(large / small)
-            lines.append(f"| {name} | {exponent:.2f} |")
+        if isinstance(value, Measure) and isinstance(other, Measure) and not is_hook(name):
+            seconds = math.log(value.median / other.median) / math.log(large / small)
+            against = 1 + math.log(value.ratio / other.ratio) / math.log(large / small)
+            lines.append(f"| {name} | {seconds:.2f} | {against:.2f} |")
     return "\n".join(lines)
 
 
@@ -560,7 +569,7 @@ def main() -> None:
     sizes = [] if args.only_context else [int(size) for size in args.sizes.split(",")]
     context_sizes = [int(size) for size in args.context_sizes.split(",") if size]
     print(f"# vault-tools benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
+          f"Python {platform.python_version()}, {platform.system()} {platform.release()}{load_average()}")
     print()
     print("\n".join(same_question_report()))
     compileall.compile_dir(Path(__file__).resolve().parents[1] / "vault_tools", quiet=1)
@@ -588,6 +597,7 @@ def main() -> None:
         if context_sizes:
             print()
             print(context_table(context_sizes, Path(workdir)), flush=True)
+    print(f"\n(at the end{load_average()})")
 
 
 if __name__ == "__main__":

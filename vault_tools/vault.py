@@ -550,16 +550,15 @@ class Vault:
 
 
 # Notes to read before reading them in several processes pays for starting those (a first read of a large vault).
-PARALLEL_READ_MIN = 2000
+PARALLEL_READ_MIN = 5000
 
 
 def read_payloads(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any] | None]]:
     """What each note is (see `read_payload`), in order: in several processes when there are many to read
-    and cores to read them on. Only where a process can be forked safely (Linux, no other thread running):
-    elsewhere starting one costs more than it saves."""
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-    if len(paths) < PARALLEL_READ_MIN or workers < 2 or not sys.platform.startswith("linux") \
-            or threading.active_count() > 1:
+    and processors free to read them. Only where a process can be forked safely (Linux, no other thread
+    running): elsewhere starting one costs more than it saves."""
+    workers = _free_processors() if len(paths) >= PARALLEL_READ_MIN and sys.platform.startswith("linux") else 1
+    if workers < 2 or threading.active_count() > 1:
         return [read_payload(root, path) for path in paths]
     import multiprocessing
 
@@ -574,6 +573,17 @@ def read_payloads(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any
     finally:
         pool.join()
     return found
+
+
+def _free_processors() -> int:
+    """The processors this process may run on, less those other work keeps busy (by the load average, this
+    process counted in): two processes on one free processor take longer than one."""
+    mine = len(os.sched_getaffinity(0))
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        busy = 0.0
+    return max(1, min(mine, int(mine + 1 - busy)))
 
 
 def _leave_interrupts_to_parent() -> None:
