@@ -663,6 +663,8 @@ def test_kill_9_in_the_middle_of_a_large_first_reconcile_loses_nothing(tmp_path)
 @pytest.mark.soak
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fault injection forks a child to kill -9")
 def test_kill_9_at_random_moments_of_a_large_first_reconcile_loses_nothing(tmp_path):
-    runs = int(os.environ.get("VAULT_TOOLS_SOAK_RUNS", "40"))
+    # A run makes and reconciles a vault of 150 topics (seconds): one for every 15 soak runs, so that
+    # `make soak-ci` (300) takes 20 and `make soak` (1000) 66.
+    runs = max(20, int(os.environ.get("VAULT_TOOLS_SOAK_RUNS", "300")) // 15)
     in_the_middle = _kill_9_in_a_large_first_reconcile(tmp_path, runs, topics=150)
     assert in_the_middle >= runs // 2, in_the_middle  # most kills land mid-work, not before or after it
