@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +93,12 @@ def choose_threshold(pairs: list[Pair]) -> float:
     different = sorted((pair.score() for pair in pairs if not pair.same), reverse=True)
     allowed = int(len(different) * TARGET_FALSE_REFUSALS)  # this many may be at or over it
     above = different[allowed] if allowed < len(different) else 0.0
-    return round(above + 0.005, 2)  # just over the first different-matter score that must stay under
+    # The first two-decimal value strictly over the first different-matter score that must stay under: a
+    # threshold equal to that score would refuse it (rounding above + 0.005 gave exactly 0.6 for 0.6).
+    threshold = math.floor(above * 100) / 100 + 0.01
+    while threshold <= above:
+        threshold += 0.01
+    return round(threshold, 2)
 
 
 def report() -> list[str]:

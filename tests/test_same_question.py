@@ -43,11 +43,13 @@ def test_the_threshold_is_the_one_chosen_on_the_tuning_part():
 def test_the_check_does_not_get_worse_than_measured():
     """The figures quoted in docs/choices.md; a change that lowers them fails here."""
     whole = figures(load_pairs())
-    assert whole.recall >= 0.53
-    assert whole.false_refusals <= 0.075
+    assert whole.recall >= 0.44
+    assert whole.false_refusals <= 0.05
     held_out = figures([pair for pair in load_pairs() if pair.held_out])
-    assert held_out.recall >= 0.64
-    assert held_out.false_refusals <= 0.12
+    assert held_out.recall >= 0.42
+    assert held_out.false_refusals <= 0.05
+    tuning = figures([pair for pair in load_pairs() if not pair.held_out])
+    assert tuning.false_refusals <= TARGET_FALSE_REFUSALS  # the threshold keeps its own cap where it was chosen
 
 
 @pytest.mark.xfail(strict=True, reason="a word-based check catches about half of the same-matter pairs at 5% "
@@ -121,3 +123,28 @@ def test_lookup_with_free_text_puts_the_same_matter_first(cli, vault):
     result = cli("lookup", "what goes at the bottom of an article", "--json")
     assert result.code == 0, result.err
     assert json.loads(result.out)[0]["id"] == "D-0002"
+
+
+def test_lint_pairs_are_every_pair_a_full_comparison_finds_on_the_labelled_texts():
+    """Lint scores only pairs sharing a word that is not weak and not used by hundreds of rulings; on the
+    labelled set's texts (questions and rulings as rulings: many share words, some say the same matter) it
+    finds exactly what scoring every pair finds."""
+    from itertools import combinations
+
+    from vault_tools.commands.same import decision_terms, same_matter_pairs, similarity
+    from vault_tools.model import build_decision
+
+    texts = {(p.question, tuple(p.topics)) for p in load_pairs()} | {(p.ruling, tuple(p.ruling_topics)) for p in load_pairs()}
+    decisions = []
+    for number, (text, topics) in enumerate(sorted(texts), start=1):
+        decision, _ = build_decision({"type": "decision", "id": f"D-{number:04d}", "status": "ruled",
+                                      "topics": list(topics), "summary": text, "ruled_at": "2026-01-01T09:00:00",
+                                      "ruled_by": "owner"}, path=f"Decisions/D-{number:04d}.md")
+        decisions.append(decision)
+    for threshold in (0.3, 0.45, SAME_MATTER_THRESHOLD, 0.8):
+        full = sorted((a.id, b.id) for a, b in combinations(decisions, 2)
+                      if min(similarity(decision_terms(a), decision_terms(b)),
+                             similarity(decision_terms(b), decision_terms(a))) >= threshold)
+        found = sorted((a.id, b.id) for a, b, _ in same_matter_pairs(decisions, threshold=threshold))
+        assert found == full
+        assert len(full) >= 2, threshold  # the comparison is not empty

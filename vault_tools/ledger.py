@@ -95,6 +95,9 @@ def _checksum(canonical: str) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
+_SUM_MARK = ',"sum":"'
+
+
 def event_line(event: Event) -> str:
     body = _canonical(event.to_json())
     return f'{body[:-1]},"sum":"{_checksum(body)}"}}\n'
@@ -105,7 +108,8 @@ def event_key(event: Event) -> str:
     return _checksum(_canonical(event.to_json()))
 
 
-def parse_line(text: str, number: int, where: str) -> Event:
+def parse_line(text: str, number: int, where: str, source: str | None = None) -> Event:
+    """One ledger line as an Event; `source` (the file's name as shown) is kept on it."""
     try:
         data = json.loads(text)
         if not isinstance(data, dict):
@@ -113,7 +117,9 @@ def parse_line(text: str, number: int, where: str) -> Event:
         stored = data.pop("sum")
     except (ValueError, KeyError):
         raise InconsistentVault("ledger line is not a checksummed JSON event", path=where, line=number) from None
-    if _checksum(_canonical(data)) != stored:
+    head, mark, _ = text.rpartition(_SUM_MARK)
+    written_as_is = mark and _checksum(head + "}") == stored  # as `event_line` wrote it: no need to re-encode
+    if not written_as_is and _checksum(_canonical(data)) != stored:
         raise InconsistentVault("ledger line was changed after it was written (checksum mismatch)",
                                 path=where, line=number)
     try:
@@ -122,7 +128,7 @@ def parse_line(text: str, number: int, where: str) -> Event:
         data["topics"] = tuple(data.get("topics", ()))
         data["not_the_same"] = tuple(data.get("not_the_same", ()))
         data["settles"] = tuple(data.get("settles", ()))
-        return Event(**data, line=number)
+        return Event(**data, line=number, source=source)
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
 
@@ -130,7 +136,7 @@ def parse_line(text: str, number: int, where: str) -> Event:
 TORN = "torn last line (a write was interrupted)"
 
 
-def scan_ledger(text: str, where: str) -> tuple[list[Event], list[tuple[int, str]]]:
+def scan_ledger(text: str, where: str, source: str | None = None) -> tuple[list[Event], list[tuple[int, str]]]:
     """Every event that can be read, and every damaged line as (line number, what is wrong)."""
     events: list[Event] = []
     damage: list[tuple[int, str]] = []
@@ -143,15 +149,15 @@ def scan_ledger(text: str, where: str) -> tuple[list[Event], list[tuple[int, str
         if not line.strip():
             continue
         try:  # a checkout that turned line endings into CRLF leaves each event as it was
-            events.append(parse_line(line.rstrip("\r"), number, where))
+            events.append(parse_line(line.rstrip("\r"), number, where, source))
         except InconsistentVault as error:
             damage.append((number, error.message))
     return events, damage
 
 
-def parse_ledger(text: str, where: str) -> list[Event]:
+def parse_ledger(text: str, where: str, source: str | None = None) -> list[Event]:
     """All events in `text`; raises on a torn last line or a damaged one."""
-    events, damage = scan_ledger(text, where)
+    events, damage = scan_ledger(text, where, source)
     if damage:
         number, message = damage[0]
         if message == TORN:
@@ -188,7 +194,7 @@ class LedgerFile:
             text = text[:text.rindex("\n") + 1]
         elif self.in_transit_ok and "\n" not in text:
             text = ""
-        events = [replace(event, source=self.display_path) for event in parse_ledger(text, self.display_path)]
+        events = parse_ledger(text, self.display_path, source=self.display_path)
         if len(raw) == key[0]:  # not appended to while being read
             self._read_cache = (key, events)
         return list(events)
