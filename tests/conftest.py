@@ -1,7 +1,9 @@
 """Shared fixtures: real temp vaults, the CLI in-process and as a subprocess."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -86,6 +88,29 @@ def vt(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 60) -> 
     done = subprocess.run([sys.executable, "-m", "vault_tools", *args], cwd=cwd, input=stdin,
                           capture_output=True, text=True, timeout=timeout, env=env)
     return Result(done.returncode, done.stdout, done.stderr)
+
+
+def vt_here(*args: str, cwd: Path, stdin: str | None = None) -> Result:
+    """`vt` without the process: the same entry point (the console script's front door, hooks included),
+    run in this process from `cwd` with `stdin`, its output and exit code caught. For tests about what a
+    command does; tests about the process itself (exit status, start-up, concurrency, kill -9) use `vt`."""
+    from vault_tools import launch
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.argv, sys.stdin, Path.cwd()
+    sys.argv, sys.stdin = ["vault-tools", *args], io.StringIO(stdin or "")
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                launch.main()
+                code = 0
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    finally:
+        sys.argv, sys.stdin = saved[0], saved[1]
+        os.chdir(saved[2])
+    return Result(code, out.getvalue(), err.getvalue())
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -1,4 +1,5 @@
-"""The Codex and Gemini CLI hooks: real processes fed the JSON each agent sends, on real vaults.
+"""The Codex and Gemini CLI hooks fed the JSON each agent sends, on real vaults: the first test of each
+agent runs the hooks as the agent does, in real processes; the others call the same front door in-process.
 
 The payloads follow each agent's source: Codex's hook input structs (codex-rs/hooks/src/schema.rs) and
 Gemini CLI's (packages/core/src/hooks/types.ts); see docs/agents.md, "Formats, verified".
@@ -11,26 +12,26 @@ from pathlib import Path
 import pytest
 
 from tests import test_agents
-from tests.conftest import vt, write
+from tests.conftest import vt, vt_here, write
 from tests.test_agents import FOOTER, sealed_path
 
 footer_vault = test_agents.footer_vault  # the same vault: a footer ruling, an images ruling, an open question
 
 
-def codex(event: str, payload: dict, cwd: Path) -> dict | None:
+def codex(event: str, payload: dict, cwd: Path, process: bool = False) -> dict | None:
     """`vault-tools hook codex EVENT` with what Codex puts on stdin."""
     base = {"session_id": "019a0c6e-7d2e-7c30-9a1d-5f0e8c1b2a3d", "transcript_path": None, "cwd": str(cwd),
             "model": "gpt-5-codex", "permission_mode": "default"}
-    done = vt("hook", "codex", event, cwd=cwd, stdin=json.dumps({**base, **payload}))
+    done = (vt if process else vt_here)("hook", "codex", event, cwd=cwd, stdin=json.dumps({**base, **payload}))
     assert done.code == 0, done.err
     return json.loads(done.out) if done.out.strip() else None
 
 
-def gemini(event: str, payload: dict, cwd: Path) -> dict | None:
+def gemini(event: str, payload: dict, cwd: Path, process: bool = False) -> dict | None:
     """`vault-tools hook gemini EVENT` with what Gemini CLI puts on stdin; it reads nothing but JSON back."""
     base = {"session_id": "8d3c2f4e-1b7a-4c55-9e0d-2a6f1c9b7e41", "transcript_path": str(cwd / "chat.json"),
             "cwd": str(cwd), "timestamp": "2026-12-01T09:00:00.000Z"}
-    done = vt("hook", "gemini", event, cwd=cwd, stdin=json.dumps({**base, **payload}))
+    done = (vt if process else vt_here)("hook", "gemini", event, cwd=cwd, stdin=json.dumps({**base, **payload}))
     assert done.code == 0, done.err
     return json.loads(done.out) if done.out.strip() else None
 
@@ -52,13 +53,14 @@ def codex_denial(answer: dict | None) -> str:
 # -- Codex --------------------------------------------------------------------------------------
 
 def test_codex_gets_the_context_and_the_owners_message_its_ruling(footer_vault) -> None:
-    started = codex("session-start", {"hook_event_name": "SessionStart", "source": "startup"}, footer_vault)
+    started = codex("session-start", {"hook_event_name": "SessionStart", "source": "startup"}, footer_vault,
+                    process=True)
     context = started["hookSpecificOutput"]
     assert context["hookEventName"] == "SessionStart"
     assert FOOTER in context["additionalContext"] and "Mastodon" in context["additionalContext"]
     said = codex("user-prompt-submit", {"hook_event_name": "UserPromptSubmit", "turn_id": "t1",
                                         "prompt": "why is there still promotion in the footers? I said no"},
-                 footer_vault)
+                 footer_vault, process=True)
     text = said["hookSpecificOutput"]["additionalContext"]
     assert said["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert "D-0001" in text and "--supersedes D-0001" in text
@@ -105,12 +107,14 @@ def test_codex_patch_to_a_governed_file_brings_the_ruling_that_governs_it(footer
 # -- Gemini CLI ---------------------------------------------------------------------------------
 
 def test_gemini_gets_the_context_and_the_owners_message_its_ruling(footer_vault) -> None:
-    started = gemini("session-start", {"hook_event_name": "SessionStart", "source": "startup"}, footer_vault)
+    started = gemini("session-start", {"hook_event_name": "SessionStart", "source": "startup"}, footer_vault,
+                     process=True)
     assert list(started) == ["hookSpecificOutput"]
     assert started["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert FOOTER in started["hookSpecificOutput"]["additionalContext"]
     said = gemini("before-agent", {"hook_event_name": "BeforeAgent",
-                                   "prompt": "why is there still promotion in the footers? I said no"}, footer_vault)
+                                   "prompt": "why is there still promotion in the footers? I said no"}, footer_vault,
+                  process=True)
     assert said["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
     assert "--supersedes D-0001" in said["hookSpecificOutput"]["additionalContext"]
     assert gemini("before-agent", {"hook_event_name": "BeforeAgent", "prompt": "fix the typo on the about page"},

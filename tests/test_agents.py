@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import decision, snapshot, vt, write
+from tests.conftest import decision, snapshot, vt, vt_here, write
 
 FOOTER = "Every article footer carries the newsletter signup link."
 
 
-def hook(event: str, payload: dict, cwd: Path, *extra: str) -> dict | None:
-    """Run `vault-tools hook claude EVENT` as Claude Code does: JSON on stdin, a real process."""
-    done = vt("hook", "claude", event, *extra, cwd=cwd, stdin=json.dumps({"cwd": str(cwd), **payload}))
+def hook(event: str, payload: dict, cwd: Path, *extra: str, process: bool = False) -> dict | None:
+    """Run `vault-tools hook claude EVENT` as Claude Code does: JSON on stdin, the answer's JSON on stdout;
+    through the console script's front door in this process, or in a real process with `process`."""
+    run = vt if process else vt_here
+    done = run("hook", "claude", event, *extra, cwd=cwd, stdin=json.dumps({"cwd": str(cwd), **payload}))
     assert done.code == 0, done.err
     assert len(done.out) <= 9500
     return json.loads(done.out) if done.out.strip() else None
@@ -42,6 +44,18 @@ def sealed_path(vault: Path, decision_id: str) -> Path:
 
 
 # -- session start ----------------------------------------------------------------------------
+
+def test_claude_code_runs_the_hooks_as_processes_and_reads_their_stdout(footer_vault) -> None:
+    """The rest of this file calls the hooks in-process; here each answer comes from a real process."""
+    started = hook("session-start", {"hook_event_name": "SessionStart", "source": "startup"}, footer_vault,
+                   process=True)
+    assert started is not None and FOOTER in started["hookSpecificOutput"]["additionalContext"]
+    sealed = next((footer_vault / "Decisions").glob("D-0001 *.md"))
+    assert "vault-tools" in denied(hook("pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}},
+                                        footer_vault, process=True))
+    assert hook("pre-tool-use", {"tool_name": "Read", "tool_input": {"file_path": "Home.md"}}, footer_vault,
+                process=True) is None
+
 
 def test_session_start_gives_the_context_as_additional_context(footer_vault) -> None:
     answer = hook("session-start", {"hook_event_name": "SessionStart", "source": "startup"}, footer_vault)
@@ -175,30 +189,30 @@ def test_a_torn_ledger_still_denies_writes_to_ruled_notes(footer_vault) -> None:
 
 
 def test_input_that_is_not_json_passes_with_a_warning(footer_vault) -> None:
-    done = vt("hook", "claude", "pre-tool-use", cwd=footer_vault, stdin="not json")
+    done = vt_here("hook", "claude", "pre-tool-use", cwd=footer_vault, stdin="not json")
     assert done.code == 0 and "not JSON" in json.loads(done.out)["systemMessage"]
 
 
 # -- gate -------------------------------------------------------------------------------------
 
 def test_gate_grants_only_a_current_sealed_ruling_with_the_exact_terms(footer_vault, cli) -> None:
-    assert vt("gate", "D-0002", "--require", "budget=0", cwd=footer_vault).code == 0
-    differs = vt("gate", "D-0002", "--require", "budget=500", cwd=footer_vault)
+    assert vt_here("gate", "D-0002", "--require", "budget=0", cwd=footer_vault).code == 0
+    differs = vt_here("gate", "D-0002", "--require", "budget=500", cwd=footer_vault)
     assert differs.code == 1 and "term budget differs: D-0002 grants '0', not '500'" in differs.err
-    missing = vt("gate", "D-0001", "--require", "vendor=acme", cwd=footer_vault)
+    missing = vt_here("gate", "D-0001", "--require", "vendor=acme", cwd=footer_vault)
     assert missing.code == 1 and "term vendor is not granted" in missing.err
     assert cli("rule", "--topic", "article-images", "--summary", "Articles may use licensed stock images too.",
                "--supersedes", "D-0002", "--reason", "The photo budget now allows a stock subscription.",
                "--term", "budget=500").code == 0  # D-0004
-    superseded = vt("gate", "D-0002", "--require", "budget=0", "--json", cwd=footer_vault)
+    superseded = vt_here("gate", "D-0002", "--require", "budget=0", "--json", cwd=footer_vault)
     assert superseded.code == 1
     data = json.loads(superseded.out)
     assert data["passed"] is False and data["failures"][0] == "D-0002 is superseded by D-0004"
-    assert vt("gate", "D-0004", "--require", "term_budget=500", cwd=footer_vault).code == 0
+    assert vt_here("gate", "D-0004", "--require", "term_budget=500", cwd=footer_vault).code == 0
     assert cli("retract", "D-0004", "--reason", "The stock subscription was never bought after all.").code == 0
-    retracted = vt("gate", "D-0004", cwd=footer_vault)
+    retracted = vt_here("gate", "D-0004", cwd=footer_vault)
     assert retracted.code == 1 and "retracted" in retracted.err
-    open_question = vt("gate", "D-0003", cwd=footer_vault)
+    open_question = vt_here("gate", "D-0003", cwd=footer_vault)
     assert open_question.code == 1 and "is open, not a ruling" in open_question.err
 
 
@@ -207,14 +221,14 @@ def test_a_term_changed_in_place_is_an_edit_the_gate_refuses(footer_vault) -> No
     path.write_text(path.read_text().replace("term_budget: '0'", "term_budget: '900'")
                     .replace('term_budget: "0"', 'term_budget: "900"'))
     assert "900" in path.read_text()
-    refused = vt("gate", "D-0002", "--require", "budget=900", cwd=footer_vault)
+    refused = vt_here("gate", "D-0002", "--require", "budget=900", cwd=footer_vault)
     assert refused.code == 1 and "edited in place" in refused.err
-    assert vt("lint", cwd=footer_vault).code == 1  # the seal no longer matches
+    assert vt_here("lint", cwd=footer_vault).code == 1  # the seal no longer matches
 
 
 def test_gate_refuses_a_ruling_not_sealed_yet(vault) -> None:
     decision(vault, 1, term_budget="500")
-    refused = vt("gate", "D-0001", "--require", "budget=500", cwd=vault)
+    refused = vt_here("gate", "D-0001", "--require", "budget=500", cwd=vault)
     assert refused.code == 1 and "not sealed yet" in refused.err
 
 
@@ -244,10 +258,10 @@ def project_with_own_files(root: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "cursor"])
 def test_init_agent_adds_its_parts_once_and_remove_takes_exactly_them_out(vault, agent) -> None:
     before = project_with_own_files(vault)
-    assert vt("init", "--agent", agent, cwd=vault).code == 0
+    assert vt_here("init", "--agent", agent, cwd=vault).code == 0
     added = snapshot(vault)
     assert added != before
-    assert vt("init", "--agent", agent, cwd=vault).code == 0
+    assert vt_here("init", "--agent", agent, cwd=vault).code == 0
     assert snapshot(vault) == added, "a second run changed something"
     if agent == "claude":
         claude_md = (vault / "CLAUDE.md").read_text()
@@ -290,7 +304,7 @@ def test_init_agent_adds_its_parts_once_and_remove_takes_exactly_them_out(vault,
         rules = (vault / ".cursor" / "rules" / "vault-tools.mdc").read_text()
         assert rules.startswith("---\ndescription: ") and "alwaysApply: true" in rules
         assert json.loads((vault / ".cursor" / "mcp.json").read_text())["mcpServers"]["vault-tools"]["args"] == ["mcp"]
-    assert vt("init", "--agent", agent, "--remove", cwd=vault).code == 0
+    assert vt_here("init", "--agent", agent, "--remove", cwd=vault).code == 0
     after = snapshot(vault)
     assert after.keys() == before.keys()
     for name, data in before.items():
@@ -303,7 +317,7 @@ def test_init_agent_adds_its_parts_once_and_remove_takes_exactly_them_out(vault,
 def test_init_agent_for_a_vault_inside_the_project_passes_it_to_every_command(tmp_path) -> None:
     project = tmp_path / "project"
     (project / "notes" / ".obsidian").mkdir(parents=True)
-    assert vt("init", "--agent", "claude", "--vault", "notes", cwd=project).code == 0
+    assert vt_here("init", "--agent", "claude", "--vault", "notes", cwd=project).code == 0
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     assert settings["hooks"]["SessionStart"][0]["hooks"][0]["command"] == \
         "vault-tools hook claude session-start --vault notes"
@@ -321,7 +335,7 @@ def test_init_agent_for_a_vault_inside_the_project_passes_it_to_every_command(tm
 def test_init_agent_refuses_a_settings_file_it_cannot_read_and_writes_nothing(vault, agent, rel, text, says) -> None:
     write(vault / rel, text)
     before = snapshot(vault)
-    done = vt("init", "--agent", agent, cwd=vault)
+    done = vt_here("init", "--agent", agent, cwd=vault)
     assert done.code == 2 and rel in done.err and says in done.err and "nothing was written" in done.err
     assert snapshot(vault) == before
 
@@ -348,7 +362,7 @@ def test_the_readme_hook_transcripts_are_what_the_hooks_answer(tmp_path) -> None
             continue
         given = json.loads(token.content)
         expected = json.loads(fences[index + 1].content)
-        done = vt("hook", found.group(1), found.group(2), cwd=copy, stdin=json.dumps(given))
+        done = vt_here("hook", found.group(1), found.group(2), cwd=copy, stdin=json.dumps(given))
         assert done.code == 0 and json.loads(done.out) == expected
         checked += 1
     assert checked >= 3
@@ -361,7 +375,7 @@ def test_a_renamed_sealed_note_with_a_clone_tagged_id_is_still_denied(vault) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("---\ntype: decision\nid: D-0001-k7q2\nstatus: ruled\ntopics: [article-footer]\n"
                     f"summary: {FOOTER}\nsource: chat\n---\n## Ruling\n\nAs the summary says.\n")
-    assert vt("seal", cwd=vault).code == 0
+    assert vt_here("seal", cwd=vault).code == 0
     renamed = path.with_name("Footer rule.md")
     path.rename(renamed)
     reason = denied(hook("pre-tool-use", {"hook_event_name": "PreToolUse", "tool_name": "Edit",

@@ -86,17 +86,17 @@ def test_working_in_a_real_vault_never_touches_its_notes(tmp_path, name):
     """init, ask, rule, build and a watcher pass on a copy of a real vault: its own notes stay as they were."""
     import shutil
 
-    from .conftest import vt
+    from .conftest import vt_here
     root = tmp_path / name
     shutil.copytree(CORPORA / name, root)
     (root / ".obsidian").mkdir(exist_ok=True)
     before = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-    assert vt("init", "--timezone", "UTC", cwd=root).code == 0
-    assert vt("ask", "Which template should new book notes use?", "--topic", "book-template", cwd=root).code == 0
-    assert vt("rule", "D-0001", "--summary", "New book notes use the Book template as it is.", cwd=root).code == 0
-    assert vt("build", cwd=root).code == 0
-    assert vt("watch", "--once", cwd=root).code == 0
-    linted = vt("lint", cwd=root)
+    assert vt_here("init", "--timezone", "UTC", cwd=root).code == 0
+    assert vt_here("ask", "Which template should new book notes use?", "--topic", "book-template", cwd=root).code == 0
+    assert vt_here("rule", "D-0001", "--summary", "New book notes use the Book template as it is.", cwd=root).code == 0
+    assert vt_here("build", cwd=root).code == 0
+    assert vt_here("watch", "--once", cwd=root).code == 0
+    linted = vt_here("lint", cwd=root)
     assert linted.code == 0, linted.out + linted.err
     after = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
     assert {path: after.get(path) for path in before} == before

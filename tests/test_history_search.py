@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_vault, vt
+from tests.conftest import make_vault, vt_here
 from tests.git_repo import commit_all
 from vault_tools.index import INDEX_FILE, NO_FTS5_ENV
 from vault_tools.ledger import event_line, parse_ledger
@@ -257,6 +257,6 @@ def test_lookup_takes_free_text_and_falls_back_to_search(cli):
                                      ["search", "footer"]])
 def test_new_commands_run_as_a_subprocess_with_json(cli, vault, command):
     footer_story(cli)
-    result = vt(*command, "--json", cwd=vault)
+    result = vt_here(*command, "--json", cwd=vault)
     assert result.code == 0, result.err
     json.loads(result.out)

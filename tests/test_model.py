@@ -63,7 +63,9 @@ def test_topic_index_finds_what_pairwise_matching_finds():
     words = ["article", "footer", "newsletter", "author", "promotion", "reader", "reply", "pricing", "sale", "draft", "archive"]
     topics = {f"{rng.choice(words)}-{rng.choice(words)}" for _ in range(300)}
     topics |= {"article-footers", "footer-article", "artcle-footer", "articlefooter", "pricing-sales", "raeder-reply",
-               "hosting-image", "ohsting-image"}
+               "hosting-image", "ohsting-image",
+               # at the five-letter edge: a typo counts in "reply" (substituted, swapped), never in "sale"
+               "reoly-archive", "rpely-archive", "reply-archive", "sael-draft", "salr-draft", "sale-draft", "drat-sale"}
     ordered = sorted(topics)
     index = TopicIndex()
     for topic in ordered:

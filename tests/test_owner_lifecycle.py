@@ -97,11 +97,11 @@ def test_a_ruling_whose_summary_still_asks_is_not_sealed_until_it_answers(vault)
 
 
 def test_the_agent_is_told_which_ruling_has_no_answer_yet(vault):
-    from .conftest import vt
+    from .conftest import vt_here
 
     write(vault / "Decisions" / "D-0001 Podcast.md", _note(
         "id: D-0001\nstatus: ruled\ntopics: [podcast]\nsummary: Should we start a podcast alongside the newsletter?"))
-    context = vt("context", "--budget", "claude-hook", cwd=vault)
+    context = vt_here("context", "--budget", "claude-hook", cwd=vault)
     assert "D-0001 is marked ruled, but its summary still asks the question" in context.out
-    sealed = vt("seal", "D-0001", cwd=vault)
+    sealed = vt_here("seal", "D-0001", cwd=vault)
     assert sealed.code == 1 and "still asks the question" in sealed.err

@@ -11,7 +11,7 @@ import time
 
 from vault_tools import notes
 
-from .conftest import snapshot, vt, write
+from .conftest import snapshot, vt_here, write
 from .test_watch import Running, configure, obsidian_save
 
 SIGNUP = "Every article footer carries the newsletter signup link."
@@ -37,49 +37,49 @@ def _page(vault, name: str) -> str:
 
 
 def test_the_footer_story_through_the_command_line(vault):
-    _ok(vt("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat",
+    _ok(vt_here("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat",
            "--ruled-at", "2026-07-17T08:30:00", cwd=vault))
     before = snapshot(vault)
-    refused = vt("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat", cwd=vault)
+    refused = vt_here("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat", cwd=vault)
     assert refused.code == 1 and refused.out == ""
     assert "say whether this one replaces" in refused.err and "D-0001 ruled 2026-07-17" in refused.err
     assert SIGNUP in refused.err
     assert "--supersedes D-0001 --reason" in refused.err and "--alongside D-0001" in refused.err
     assert snapshot(vault) == before
-    near = vt("rule", "--topic", "article-footers", "--summary", BIO_ONLY, "--source", "chat", cwd=vault)
+    near = vt_here("rule", "--topic", "article-footers", "--summary", BIO_ONLY, "--source", "chat", cwd=vault)
     assert near.code == 1 and "matched article-footer" in near.err
 
-    _ok(vt("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat",
+    _ok(vt_here("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat",
            "--supersedes", "D-0001", "--reason", WHY, cwd=vault))
-    found = json.loads(vt("lookup", "article-footer", "--json", cwd=vault).out)
+    found = json.loads(vt_here("lookup", "article-footer", "--json", cwd=vault).out)
     assert [item["id"] for item in found] == ["D-0002"]  # the old answer is no longer current
 
     # A narrower follow-up that does not replace it stands alongside, recorded in the note and the ledger.
-    _ok(vt("rule", "--topic", "article-footer", "--summary", GUESTS, "--source", "chat",
+    _ok(vt_here("rule", "--topic", "article-footer", "--summary", GUESTS, "--source", "chat",
            "--alongside", "D-0002", cwd=vault))
     note = next((vault / "Decisions").glob("D-0003 *.md")).read_text()
     assert 'alongside:\n  - "[[D-0002 No promotion in article footers only the author bio]]"' in note
     ruled = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
     assert next(e for e in ruled if e["event"] == "ruled" and e["id"] == "D-0003")["alongside"] == ["D-0002"]
-    found = json.loads(vt("lookup", "article-footer", "--json", cwd=vault).out)
+    found = json.loads(vt_here("lookup", "article-footer", "--json", cwd=vault).out)
     assert {item["id"]: item["alongside"] for item in found} == {"D-0003": ["D-0002"], "D-0002": ["D-0003"]}
     assert all(item["not_said_whether_replaces"] == [] for item in found)
-    looked = vt("lookup", "article-footer", cwd=vault).out
+    looked = vt_here("lookup", "article-footer", cwd=vault).out
     assert "stands alongside D-0002" in looked and "NOT SAID" not in looked
-    shown = vt("show", "D-0003", cwd=vault).out
+    shown = vt_here("show", "D-0003", cwd=vault).out
     assert "alongside: [[D-0002 No promotion in article footers only the author bio]]" in shown
-    _ok(vt("build", cwd=vault))
-    assert _ok(vt("lint", cwd=vault)).out == ""
+    _ok(vt_here("build", cwd=vault))
+    assert _ok(vt_here("lint", cwd=vault)).out == ""
 
 
 def test_alongside_names_current_rulings_only(vault):
-    _ok(vt("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat", cwd=vault))
-    _ok(vt("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat",
+    _ok(vt_here("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat", cwd=vault))
+    _ok(vt_here("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat",
            "--supersedes", "D-0001", "--reason", WHY, cwd=vault))
     before = snapshot(vault)
-    stale = vt("rule", "--topic", "article-footer", "--summary", GUESTS, "--alongside", "D-0001", cwd=vault)
+    stale = vt_here("rule", "--topic", "article-footer", "--summary", GUESTS, "--alongside", "D-0001", cwd=vault)
     assert stale.code == 1 and "D-0001 is superseded" in stale.err
-    both = vt("rule", "--topic", "article-footer", "--summary", GUESTS, "--alongside", "D-0002",
+    both = vt_here("rule", "--topic", "article-footer", "--summary", GUESTS, "--alongside", "D-0002",
               "--supersedes", "D-0002", "--reason", WHY, cwd=vault)
     assert both.code == 2 and "both supersede and stand alongside D-0002" in both.err
     assert snapshot(vault) == before
@@ -102,11 +102,11 @@ Only the author bio from now on.
 
 
 def _owner_rules_in_obsidian(vault):
-    _ok(vt("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat",
+    _ok(vt_here("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat",
            "--ruled-at", "2026-07-17T08:30:00", cwd=vault))
     path = write(vault / "Decisions" / "D-0002 Bio only.md", HAND_MADE)
-    _ok(vt("seal", cwd=vault))
-    _ok(vt("build", cwd=vault))
+    _ok(vt_here("seal", cwd=vault))
+    _ok(vt_here("build", cwd=vault))
     return path
 
 
@@ -120,24 +120,24 @@ def test_a_ruling_made_in_obsidian_is_sealed_but_flagged_until_the_owner_says(va
     log = _page(vault, "Decisions log")
     old_line = next(line for line in log.splitlines() if "|D-0001]]" in line)
     assert "D-0002, newer, has not said whether it replaces this" in old_line  # never the plain answer
-    context = vt("context", "--budget", "claude-hook", cwd=vault).out
+    context = vt_here("context", "--budget", "claude-hook", cwd=vault).out
     assert "D-0002, newer, has not said whether it replaces this" in context
     assert "## Not said whether it replaces (1)" in context
     assert f"- D-0002 (2026-10-07: {BIO_ONLY}) has not said whether it replaces D-0001 (2026-07-17: {SIGNUP})" in context
-    assert json.loads(vt("context", "--json", cwd=vault).out)["not_said_whether_replaces"] == [
+    assert json.loads(vt_here("context", "--json", cwd=vault).out)["not_said_whether_replaces"] == [
         {"newer": "D-0002", "older": "D-0001", "topic": "article-footer"}]
-    linted = vt("lint", cwd=vault)
+    linted = vt_here("lint", cwd=vault)
     assert linted.code == 1 and "VT016" in linted.out and "D-0002 has not said whether it replaces D-0001" in linted.out
 
     # The owner says both stand, in Obsidian: a lifecycle step, recorded; the note keeps what they typed.
     said = notes.with_fields(notes.read_note(path), {"alongside": ["[[D-0001 Every article footer carries the newsletter signup link.]]"]})
     _saved_a_while_ago(path, said)
-    done = _ok(vt("watch", "--once", cwd=vault))
+    done = _ok(vt_here("watch", "--once", cwd=vault))
     assert "related" in done.err and "stands alongside D-0001" in done.err
     assert path.read_text() == said  # not restored: saying how rulings relate is not an edit
     assert "Not said whether it replaces" not in _page(vault, "Open questions")
-    _ok(vt("build", cwd=vault))
-    assert _ok(vt("lint", cwd=vault)).out == ""
+    _ok(vt_here("build", cwd=vault))
+    assert _ok(vt_here("lint", cwd=vault)).out == ""
     events = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "amended" and events[-1]["alongside"] == ["D-0001"]
 
@@ -147,32 +147,32 @@ def test_the_owner_says_it_replaces_the_older_one_in_obsidian(vault):
     said = notes.with_fields(notes.read_note(path), {
         "supersedes": ["[[D-0001 Every article footer carries the newsletter signup link.]]"], "reason": WHY})
     _saved_a_while_ago(path, said)
-    done = _ok(vt("lint", "--fix", cwd=vault))
+    done = _ok(vt_here("lint", "--fix", cwd=vault))
     assert "D-0002 related: supersedes D-0001" in done.err
     old = next((vault / "Decisions").glob("D-0001 *.md")).read_text()
     assert "status: superseded" in old and f"reason: {WHY}" in old
-    assert [item["id"] for item in json.loads(vt("lookup", "article-footer", "--json", cwd=vault).out)] == ["D-0002"]
-    _ok(vt("build", cwd=vault))
-    assert _ok(vt("lint", cwd=vault)).out == ""
+    assert [item["id"] for item in json.loads(vt_here("lookup", "article-footer", "--json", cwd=vault).out)] == ["D-0002"]
+    _ok(vt_here("build", cwd=vault))
+    assert _ok(vt_here("lint", cwd=vault)).out == ""
 
 
 def test_relate_says_it_from_the_command_line_and_taking_a_relation_back_is_an_edit(vault):
     path = _owner_rules_in_obsidian(vault)
-    _ok(vt("relate", "D-0002", "--alongside", "D-0001", cwd=vault))
-    _ok(vt("build", cwd=vault))
-    assert _ok(vt("lint", cwd=vault)).out == ""
+    _ok(vt_here("relate", "D-0002", "--alongside", "D-0001", cwd=vault))
+    _ok(vt_here("build", cwd=vault))
+    assert _ok(vt_here("lint", cwd=vault)).out == ""
     # Removing the link again changes what the sealed ruling said: a revision, as any edit.
     text = path.read_text()
     taken_back = re.sub(r"alongside:\n(  - .*\n)+", "", text)
     _saved_a_while_ago(path, taken_back)
-    done = _ok(vt("watch", "--once", cwd=vault))
+    done = _ok(vt_here("watch", "--once", cwd=vault))
     assert "edit-rejected" in done.err and path.read_text() == text
 
 
 def _retractable(vault):
-    _ok(vt("rule", "--topic", "pricing", "--summary", "The starter plan costs 9 EUR a month from January.",
+    _ok(vt_here("rule", "--topic", "pricing", "--summary", "The starter plan costs 9 EUR a month from January.",
            "--source", "chat", cwd=vault))
-    _ok(vt("build", cwd=vault))
+    _ok(vt_here("build", cwd=vault))
     return next((vault / "Decisions").glob("D-0001 *.md"))
 
 
@@ -190,20 +190,20 @@ def test_retracting_in_obsidian_is_recorded_with_the_watcher_running(vault):
     assert not list((vault / ".vault-tools").glob("kept/*"))
     events = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "retracted" and events[-1]["actor"] == "owner"
-    assert vt("lookup", "pricing", cwd=vault).out == ""
-    _ok(vt("build", cwd=vault))
-    assert _ok(vt("lint", cwd=vault)).out == ""
+    assert vt_here("lookup", "pricing", cwd=vault).out == ""
+    _ok(vt_here("build", cwd=vault))
+    assert _ok(vt_here("lint", cwd=vault)).out == ""
 
 
 def test_a_retraction_without_a_good_reason_is_shown_not_reverted(vault):
     path = _retractable(vault)
     retracted = notes.with_fields(notes.read_note(path), {"status": "retracted", "reason": "wrong"})
     _saved_a_while_ago(path, retracted)
-    done = vt("watch", "--once", cwd=vault)
+    done = vt_here("watch", "--once", cwd=vault)
     assert "retraction is not applied until `reason` says why" in done.err
     assert path.read_text() == retracted  # never silently put back
-    assert [d["id"] for d in json.loads(vt("lookup", "pricing", "--json", cwd=vault).out)] == ["D-0001"]
-    _ok(vt("build", cwd=vault))
+    assert [d["id"] for d in json.loads(vt_here("lookup", "pricing", "--json", cwd=vault).out)] == ["D-0001"]
+    _ok(vt_here("build", cwd=vault))
     assert "reason" in _page(vault, "Open questions").split("## Problems", 1)[1]
 
 
@@ -214,7 +214,7 @@ def test_a_retraction_typed_with_other_changes_becomes_a_revision_and_says_why(v
         "status": "retracted", "reason": "Recorded in error: the owner quoted last year's price list.",
         "summary": "The starter plan costs 12 EUR a month from January."})
     _saved_a_while_ago(path, typed)
-    done = _ok(vt("watch", "--once", cwd=vault))
+    done = _ok(vt_here("watch", "--once", cwd=vault))
     assert "edit-rejected" in done.err and path.read_text() == sealed
     revision = next((vault / "Decisions").glob("D-0002 *.md")).read_text()
     assert "The retraction typed with it is not applied" in revision and "status: open" in revision

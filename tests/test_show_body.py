@@ -5,7 +5,7 @@ import json
 
 from vault_tools.bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT, sections, view, without_comments
 
-from .conftest import vt, write
+from .conftest import vt_here, write
 
 CONDITION = "Not this year: we wait until online sales pass 10,000 EUR a month."
 NOTE = f"""---
@@ -44,20 +44,20 @@ A private note for the owner only.
 
 def _ruled_note(vault, body_extra: str = "") -> None:
     write(vault / "Decisions" / "D-0005 No online shop this year.md", NOTE + body_extra)
-    sealed = vt("seal", cwd=vault)
+    sealed = vt_here("seal", cwd=vault)
     assert sealed.code == 0, sealed.err
 
 
 def test_show_prints_the_body_without_obsidian_comments(vault):
     _ruled_note(vault)
-    shown = vt("show", "D-0005", cwd=vault)
+    shown = vt_here("show", "D-0005", cwd=vault)
     assert shown.code == 0, shown.err
     assert CONDITION in shown.out and "gift cards may be sold by email" in shown.out
     assert "the owner was unsure" not in shown.out and "A private note for the owner only" not in shown.out
     assert "%% inside code this stays %%" in shown.out  # code is text, never a comment
     assert shown.out.index("sealed: yes") < shown.out.index("## Ruling")  # properties, then the body
 
-    data = json.loads(vt("show", "D-0005", "--json", cwd=vault).out)
+    data = json.loads(vt_here("show", "D-0005", "--json", cwd=vault).out)
     assert data["body_left_out"] == 0
     assert data["sections"]["Ruling"].startswith(CONDITION)
     assert "### Conditions" in data["sections"]["Ruling"]  # a subsection belongs to its section
@@ -69,32 +69,32 @@ def test_show_prints_the_body_without_obsidian_comments(vault):
 def test_a_long_body_is_cut_out_loud_and_all_shows_everything(vault):
     filler = "\n".join(f"Line {n} of the owner's long reasoning about the shop." for n in range(400))
     _ruled_note(vault, "\n## Reasoning\n\n" + filler + "\nTHE LAST LINE.\n")
-    shown = vt("show", "D-0005", cwd=vault)
+    shown = vt_here("show", "D-0005", cwd=vault)
     assert "THE LAST LINE." not in shown.out
     marker = next(line for line in shown.out.splitlines() if "more characters not shown" in line)
     assert "vault-tools show D-0005 --all" in marker
-    data = json.loads(vt("show", "D-0005", "--json", cwd=vault).out)
+    data = json.loads(vt_here("show", "D-0005", "--json", cwd=vault).out)
     assert data["body_left_out"] > 0 and len(data["body"]) <= SHOW_LIMIT + 200
     assert f"{data['body_left_out']:,} more characters" in data["body"]
 
-    everything = vt("show", "D-0005", "--all", cwd=vault)
+    everything = vt_here("show", "D-0005", "--all", cwd=vault)
     assert "THE LAST LINE." in everything.out and "more characters not shown" not in everything.out
 
 
 def test_lookup_previews_the_ruling_section_and_full_gives_the_body(vault):
     _ruled_note(vault)
-    looked = vt("lookup", "online-shop", cwd=vault)
+    looked = vt_here("lookup", "online-shop", cwd=vault)
     assert looked.code == 0, looked.err
     lines = looked.out.splitlines()
     assert lines[0].startswith("D-0005")
     assert lines[1] == f"    | {CONDITION}"
     assert "unsure" not in looked.out
 
-    data = json.loads(vt("lookup", "online-shop", "--json", cwd=vault).out)
+    data = json.loads(vt_here("lookup", "online-shop", "--json", cwd=vault).out)
     assert data[0]["ruling_preview"][0] == CONDITION and "body" not in data[0]
-    full = json.loads(vt("lookup", "online-shop", "--full", "--json", cwd=vault).out)
+    full = json.loads(vt_here("lookup", "online-shop", "--full", "--json", cwd=vault).out)
     assert full[0]["sections"]["Ruling"].startswith(CONDITION) and full[0]["body_left_out"] == 0
-    text = vt("lookup", "online-shop", "--full", cwd=vault).out
+    text = vt_here("lookup", "online-shop", "--full", cwd=vault).out
     assert "    Should we open an online shop?" in text and "    - A second person to pack orders." in text
 
 

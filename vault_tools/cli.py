@@ -1238,7 +1238,13 @@ def _parser(argv: list[str]) -> Any:
     """The click group for `argv`: holding only the command named first when it names one (typer reads
     every parameter of every command it builds, which costs more than most commands take to run), else
     all of them, for `--help` and for a mistyped name's suggestions."""
-    named = [info for info in app.registered_commands if argv and argv[0] == _command_name(info)]
+    return _group(argv[0] if argv else None)
+
+
+@functools.lru_cache(maxsize=None)
+def _group(first: str | None) -> Any:
+    """Built once per process and name: click parses each call into a context of its own."""
+    named = [info for info in app.registered_commands if first == _command_name(info)]
     if not named:
         return typer.main.get_command(app)
     one = typer.Typer(**APP_SETTINGS)

@@ -549,7 +549,7 @@ class TopicIndex:
     """The known topics a topic nearly matches (as `topics_match` says), without comparing it
     against every known topic: candidates share a signature (the same key, the same letters
     without hyphens, or the same words once one letter is deleted from one word of five
-    letters or more), and only candidates are compared."""
+    letters or more: two such words one typo apart share one), and only candidates are compared."""
 
     def __init__(self) -> None:
         self._order: dict[str, int] = {}
@@ -562,7 +562,7 @@ class TopicIndex:
         flat = canonical_topic(topic).replace("-", "")
         found: set[tuple[object, ...]] = {("key", topic_key(topic)), ("flat", flat)}
         for index, word in enumerate(words):
-            if len(word) < 4:
+            if len(word) < 5:  # `topics_match` allows a typo only between words of five letters or more
                 continue
             others = tuple(sorted(words[:index] + words[index + 1:]))
             for variant in {word, *(word[:j] + word[j + 1:] for j in range(len(word)))}:
