@@ -1241,7 +1241,7 @@ def _parser(argv: list[str]) -> Any:
     return _group(argv[0] if argv else None)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _group(first: str | None) -> Any:
     """Built once per process and name: click parses each call into a context of its own."""
     named = [info for info in app.registered_commands if first == _command_name(info)]
