@@ -171,3 +171,10 @@ def test_init_with_an_unknown_timezone_writes_nothing(tmp_path):
     result = vt("init", "--timezone", "Mars/Base", cwd=tmp_path / "v")
     assert result.code == 2 and "unknown timezone 'Mars/Base'" in result.err
     assert sorted(p.name for p in (tmp_path / "v").iterdir()) == [".obsidian"]
+
+
+def test_settle_seconds_may_be_a_fraction(vault):
+    from vault_tools.vault import load_config
+
+    (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nsettle_seconds: 0.5\n")
+    assert load_config(vault).settle_seconds == 0.5

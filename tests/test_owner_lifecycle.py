@@ -24,7 +24,7 @@ def _status(vault, decision_id: str) -> str | None:
 
 
 def test_ask_answer_decide_supersede_withdraw_and_retract_in_obsidian(vault):
-    configure(vault)
+    configure(vault, debounce_ms=150, settle=0.5)  # quick, and still longer than a save
     folder = vault / "Decisions"
     with Running(vault) as watcher:
         # ask: a question note made by hand
@@ -75,7 +75,7 @@ def test_ask_answer_decide_supersede_withdraw_and_retract_in_obsidian(vault):
 
 
 def test_a_ruling_whose_summary_still_asks_is_not_sealed_until_it_answers(vault):
-    configure(vault)
+    configure(vault, debounce_ms=150, settle=0.5)  # quick, and still longer than a save
     question = write(vault / "Decisions" / "D-0001 Podcast.md", _note(
         "id: D-0001\nstatus: open\ntopics: [podcast]\nsummary: Should we start a podcast alongside the newsletter?",
         "## Question\n\nShould we start a podcast alongside the newsletter?\n"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
 import os
 import re
@@ -45,7 +46,7 @@ class Config:
     decisions_folder: str = "Decisions"
     pinned_folder: str = "Pinned"
     templates_folder: str = "Templates"
-    settle_seconds: float = 120
+    settle_seconds: float = 120.0  # a float: `settle_seconds: 0.5` is as valid as `120`
     debounce_ms: int = 2000
     stale_after_days: int = 14
     recent_days: int = 30
@@ -95,42 +96,53 @@ def _zone(name: str) -> dt.tzinfo:
 
 
 def load_config(root: Path) -> Config:
-    """The vault's config; taken from the cache while config.yaml is unchanged (every command reads it, and
-    parsing it means importing a YAML library), else read, checked and cached."""
+    """The vault's config; taken from the cache while config.yaml's bytes are those it was made from (every
+    command reads it, and parsing it means importing a YAML library), else read, checked and cached."""
     layout = layout_of(root)
     path, shown = layout.config_path, layout.config_shown
     if layout.shared and not path.exists() and (root / STATE_DIR / CONFIG_FILE).exists():  # a move cut short
         path, shown = root / STATE_DIR / CONFIG_FILE, f"{STATE_DIR}/{CONFIG_FILE}"
     try:
-        stat = path.stat()
+        raw = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
         return Config()
-    key = [shown, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+    except OSError as error:
+        raise ConfigError(f"cannot read: {error.strerror}", path=shown) from None
+    # Keyed by the bytes, not the file's times: an edit within the file system's clock tick is still seen.
+    key = [shown, hashlib.sha256(raw).hexdigest()]
+    remembered = _configs.get((key[0], key[1]))
+    if remembered is not None:
+        _zone(remembered.timezone)  # the machine's zone database may have changed since
+        return remembered
     cache = root / STATE_DIR / CONFIG_CACHE
     try:
         kept = json.loads(cache.read_bytes())
-        if kept["key"] == key and kept["version"] == __version__ and \
-                kept["cached_at_ns"] - max(stat.st_mtime_ns, stat.st_ctime_ns) > RACY_NANOSECONDS:
+        if kept["key"] == key and kept["version"] == __version__:
             config = Config(**kept["values"])
-            _zone(config.timezone)  # the machine's zone database may have changed since
+            _zone(config.timezone)
+            _configs[(key[0], key[1])] = config
             return config
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    config = _read_config(path, shown)
+    config = _read_config(raw, shown)
+    _configs[(key[0], key[1])] = config
     try:
-        notes.write_atomic(cache, json.dumps({"key": key, "version": __version__, "cached_at_ns": time.time_ns(),
+        notes.write_atomic(cache, json.dumps({"key": key, "version": __version__,
                                               "values": asdict(config)}).encode("utf-8"))
     except OSError:
         pass  # derived data: a read-only vault reads its config every time
     return config
 
 
-def _read_config(path: Path, shown: str) -> Config:
+_configs: dict[tuple[str, str], Config] = {}  # this process's configs by where they are shown and their digest
+
+
+def _read_config(raw: bytes, shown: str) -> Config:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
-        data = YAML(typ="rt").load(path.read_text(encoding="utf-8-sig"))
+        data = YAML(typ="rt").load(raw.decode("utf-8-sig"))
     except MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise ConfigError(f"invalid YAML: {exc.problem}", path=shown, line=line) from None

@@ -315,6 +315,10 @@ def _refs(text: str) -> list[str]:
     return [number.group(0)] if number else []
 
 
+# Found first, then widened to its line: a pattern starting with `[^\n]*` tries every position of every line.
+_PARTLY_ANYWHERE = re.compile(r"\b(?:in\s+part|partly|partially)\s+super[sc]edes?\b", re.I)
+
+
 def _links(adr: _Adr, status_section: str | None) -> None:
     lines: list[str] = []
     if adr.status_text:
@@ -331,8 +335,14 @@ def _links(adr: _Adr, status_section: str | None) -> None:
             adr.superseded_by += _refs(line[_SUPERSEDED_BY.search(line).end():])  # type: ignore[union-attr]
         elif _SUPERSEDES.search(line):
             adr.supersedes += _refs(line[_SUPERSEDES.search(line).end():])  # type: ignore[union-attr]
-    for match in re.finditer(r"[^\n]*\b(?:in\s+part|partly|partially)\s+super[sc]edes?\b[^\n]*", adr.content, re.I):
-        adr.partly += _refs(match.group(0))
+    last_end = -1
+    for match in _PARTLY_ANYWHERE.finditer(adr.content):  # each line saying it, once
+        start = adr.content.rfind("\n", 0, match.start()) + 1
+        if start < last_end:
+            continue
+        end = adr.content.find("\n", match.end())
+        last_end = len(adr.content) if end == -1 else end
+        adr.partly += _refs(adr.content[start:last_end])
 
 
 def _day(value: Any) -> dt.date | None:

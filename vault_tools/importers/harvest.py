@@ -4,6 +4,7 @@
 inside code (fenced, indented or inline) counts. Pure: text in, candidates out."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ CHECKBOX = re.compile(r"^\[[ xX/-]\][ \t]+")
 # The text says a decision was made (not only that one is needed): it starts with one of these words.
 SAYS_RULED = re.compile(r"^(?:we\s+)?(?:decided|ruled|ruling|agreed|approved|settled|final)\b", re.I)
 CODE = "\x00"
+_WORD = re.compile("decision", re.I)  # matched as the markers match it (re.I, not str.casefold)
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class Candidate:
         return tuple(dict.fromkeys(found))
 
 
+@functools.cache
 def _parser() -> MarkdownIt:
     return MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
@@ -111,6 +114,8 @@ def _clean(text: str) -> str:
 def find(text: str, path: str) -> list[Candidate]:
     """Every decision written in passing in one note's text (frontmatter aside)."""
     frontmatter, body, offset = split(text)
+    if not _WORD.search(body):
+        return []  # every marker spells the word: most notes are passed over without being parsed
     first_line = text[:offset].count("\n") + 1 if frontmatter is not None else 1
     lines = body.split("\n")
     tokens = _parser().parse(body)
