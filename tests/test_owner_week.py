@@ -53,7 +53,7 @@ def _note_of(vault: Path, decision_id: str) -> Path | None:
 
 
 def test_the_owners_week_takes_words_only(vault, cli):
-    configure(vault, debounce_ms=200, settle=1)
+    configure(vault, debounce_ms=150, settle=0.5)
     owner = Owner(vault)
     with Running(vault) as watcher:
         # Monday: a question of the owner's own, from the Question template

@@ -275,6 +275,8 @@ class Ledger:
         self._histories_memo: tuple[Any, int, dict[str, History], Event | None] | None = None
         self._sync_later = 0  # inside `synced_together`: appends are fsynced by `sync`
         self._unsynced: LedgerFile | None = None
+        self._tag: str | None = None  # this device's tag once it has one (it never changes after)
+        self._summaries_memo: tuple[Any, list[RecordSummary]] | None = None
 
     @property
     def shared(self) -> bool:
@@ -294,8 +296,9 @@ class Ledger:
         """The name of this device's file, without drawing a tag when it has none yet."""
         if self._own is not None:
             return self._own.path.name
-        tag = self._device(False) if self._device is not None else None
-        return f"{tag}{LEDGER_SUFFIX}" if tag else None
+        if self._tag is None and self._device is not None:
+            self._tag = self._device(False)
+        return f"{self._tag}{LEDGER_SUFFIX}" if self._tag else None
 
     @property
     def path(self) -> Path:
@@ -468,6 +471,13 @@ class Ledger:
         if key is None:
             return []
         key = json.loads(json.dumps(key))
+        if self._summaries_memo is not None and self._summaries_memo[0] == key:
+            return list(self._summaries_memo[1])
+        found = self._summaries_of(key)
+        self._summaries_memo = (key, found)
+        return list(found)
+
+    def _summaries_of(self, key: Any) -> list[RecordSummary]:
         memo = self.local_dir / "cache" / "ledger-records.json"
         try:
             stored = json.loads(memo.read_text(encoding="utf-8"))
