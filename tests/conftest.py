@@ -23,6 +23,12 @@ CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 TZ = "Asia/Tokyo"
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker more than processors; the tests wait on processes, the disk and file events
+    about as much as they compute, so a third worker fills a two-core machine's waits."""
+    return (os.cpu_count() or 1) + 1
+
+
 @pytest.fixture(autouse=True)
 def no_real_vaults(tmp_path, monkeypatch):
     """No test may walk up into a real vault: discovery stops at the test's temp folder."""

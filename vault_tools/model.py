@@ -666,7 +666,8 @@ class Overlap:
 def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo) -> list[Overlap]:
     """Pairs of current rulings on one topic (near spellings and topics taken over by supersession count)
     where neither names the other in `supersedes` or `alongside`: the record does not say which stands."""
-    current = sorted((d for d in decisions if d.is_current), key=lambda d: newest_first_key(d, tz))
+    when = {id(d): newest_first_key(d, tz) for d in decisions if d.is_current}  # by object: ids may repeat
+    current = sorted((d for d in decisions if d.is_current), key=lambda d: when[id(d)])
     by_id = {d.id: d for d in decisions}
     settles = {d.id: settled_topics(d, by_id, resolve) for d in current}
     related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
@@ -688,7 +689,7 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
             index.add(topic)
             owners.setdefault(topic, []).append(newer)
     # the newest ruling first, and under it the older rulings newest first
-    return sorted(found, key=lambda o: (newest_first_key(o.newer, tz), newest_first_key(o.older, tz)), reverse=True)
+    return sorted(found, key=lambda o: (when[id(o.newer)], when[id(o.older)]), reverse=True)
 
 
 # -- a note the owner is still writing ---------------------------------------------------

@@ -11,6 +11,7 @@ import datetime as dt
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from .dates import local_date
 from .errors import UsageError
@@ -352,10 +353,20 @@ AGENT_SEPARATOR = "\n"  # between the two pages in what an agent loads
 
 
 def _largest_fitting(most: int, fits: Callable[[int], bool]) -> int:
-    """The largest count from 0 to `most` that fits, by bisection (a page only grows with the count)."""
-    if fits(most):
-        return most
-    low, high = 0, most
+    """The largest count from 0 to `most` that fits (a page only grows with the count): doubling from 1,
+    then bisecting, so a budget that holds 60 of 6,000 rulings never renders thousands of them."""
+    low, probe = 0, 1
+    while True:
+        probe = min(probe, most)
+        if probe <= low:
+            return low
+        if not fits(probe):
+            high = probe
+            break
+        low = probe
+        if low == most:
+            return most
+        probe *= 2
     while low < high - 1:
         middle = (low + high) // 2
         if fits(middle):
@@ -363,6 +374,25 @@ def _largest_fitting(most: int, fits: Callable[[int], bool]) -> int:
         else:
             high = middle
     return low
+
+
+T = TypeVar("T")
+
+
+class _Lines(Generic[T]):
+    """A page's lines for `items`, each made the first time a render takes it: a budget shows few of many."""
+
+    def __init__(self, items: Sequence[T], make: Callable[[T], str]) -> None:
+        self._items, self._make = items, make
+        self._made: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def first(self, count: int) -> list[str]:
+        while len(self._made) < min(count, len(self._items)):
+            self._made.append(self._make(self._items[len(self._made)]))
+        return self._made[:count]
 
 
 def latest_ruling_day(decisions: Iterable[Decision], tz: dt.tzinfo) -> dt.date | None:
@@ -672,12 +702,12 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
     ordered = sorted(current, key=priority, reverse=True)
     overlaps = unresolved_overlaps(decisions, resolve, tz)
     unsaid = unsaid_notes(overlaps)
-    ruling_lines = [_agent_ruling_line(r, [t.id for t in targets(r)], chosen[r.id], tz, unsaid.get(r.id, ()))
-                    for r in ordered]
-    overlap_lines_ = [f"- {o.newer.id} ({_ruled_day(o.newer, tz)}: {plain(o.newer.summary, note_id=o.newer.id)}) has not "
-                      f"said whether it replaces {o.older.id} ({_ruled_day(o.older, tz)}: "
-                      f"{plain(o.older.summary, note_id=o.older.id)}) on {plain(o.topic, TOPIC_LIMIT)}"
-                      for o in overlaps]
+    ruling_lines = _Lines(ordered, lambda r: _agent_ruling_line(r, [t.id for t in targets(r)], chosen[r.id], tz,
+                                                                 unsaid.get(r.id, ())))
+    overlap_lines_ = _Lines(overlaps, lambda o: (
+        f"- {o.newer.id} ({_ruled_day(o.newer, tz)}: {plain(o.newer.summary, note_id=o.newer.id)}) has not "
+        f"said whether it replaces {o.older.id} ({_ruled_day(o.older, tz)}: "
+        f"{plain(o.older.summary, note_id=o.older.id)}) on {plain(o.topic, TOPIC_LIMIT)}"))
     problem_list = sorted(problems, key=lambda p: (p.path, p.line or 0))
     problem_lines = [f"- {plain(p.path, FIELD_LIMIT)}{f':{p.line}' if p.line else ''} {plain(p.message)}"
                      for p in problem_list]
@@ -701,7 +731,7 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
         if overlap_lines_:
             out += ["", f"## Not said whether it replaces ({len(overlap_lines_)}): neither ruling is the plain answer "
                     "until the owner says which stands", ""]
-            out += overlap_lines_[:n_overlaps]
+            out += overlap_lines_.first(n_overlaps)
             if n_overlaps < len(overlap_lines_):
                 out.append(f"- {len(overlap_lines_) - n_overlaps:,} more pairs: `vault-tools lint`")
         if problem_lines and (questions or overlap_lines_):
@@ -721,7 +751,7 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
                 out.append(f"{len(cut_lines) - PROBLEMS_LISTED:,} more rulings with over-long topic lists: "
                            "`vault-tools lint`")
             out += ["", f"## Rulings ({n_rulings:,} of {len(current):,} listed; most likely to matter first)", ""]
-            out += ruling_lines[:n_rulings]
+            out += ruling_lines.first(n_rulings)
             if out[-1]:
                 out.append("")
         else:
