@@ -16,13 +16,14 @@ beyond plurals) and says so once.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import sqlite3
 import time
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from .model import (
     name_key,
     status_in_effect,
 )
-from .vault import RACY_NANOSECONDS, Vault, iter_markdown
+from .vault import RACY_NANOSECONDS, Vault, VaultState, iter_markdown
 
 INDEX_FILE = "cache/search-v1.sqlite"  # a new name whenever what is indexed changes
 NOTICE_FILE = "cache/search-without-fts5.notice"
@@ -137,8 +138,11 @@ class _Doc:
 class SearchIndex:
     """The FTS5 index of one vault."""
 
-    def __init__(self, vault: Vault) -> None:
+    def __init__(self, vault: Vault, state: VaultState | None = None) -> None:
+        """`state`: the vault as just read; the index checks itself against the notes that read found
+        (their sizes and times) rather than walking the vault again."""
         self.vault = vault
+        self.state = state
         self.path = vault.state_dir / INDEX_FILE
         self.notices: list[str] = []
 
@@ -154,6 +158,7 @@ class SearchIndex:
                                               indexed_at_ns INT, doc INT);
             CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, id TEXT, path TEXT, status TEXT, title TEXT,
                                              summary TEXT, topics TEXT, supersedes TEXT);
+            CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
             CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5({", ".join(COLUMNS)}, tokenize='{TOKENIZER}');
         """)
         return connection
@@ -176,21 +181,31 @@ class SearchIndex:
         return connection
 
     def _sync(self, connection: sqlite3.Connection) -> None:
+        listing = list(self._notes())
+        # The whole listing's digest: while every note is as it was (and was so well before the index last
+        # checked), nothing is compared note by note.
+        digest = hashlib.sha256("\n".join(f"{rel}\0{key[0]}\0{key[1]}\0{key[2]}\0{key[3]}"
+                                          for rel, _, key in listing).encode("utf-8")).hexdigest()
+        newest = max((max(key[1], key[2]) for _, _, key in listing), default=0)
+        kept = connection.execute("SELECT value FROM meta WHERE name = 'listing'").fetchone()
+        kept_digest, _, kept_at = kept[0].partition(" ") if kept else ("", "", "0")
+        if kept_digest == digest and int(kept_at) - newest > RACY_NANOSECONDS:
+            return
+        self._sync_notes(connection, listing)
+        connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (f"{digest} {time.time_ns()}",))
+
+    def _sync_notes(self, connection: sqlite3.Connection,
+                    listing: list[tuple[str, str, tuple[int, int, int, int]]]) -> None:
         stored = {row[0]: row[1:] for row in connection.execute(
             "SELECT path, size, mtime_ns, ctime_ns, inode, indexed_at_ns, doc FROM files")}
         seen: set[str] = set()
         changed: list[tuple[str, str, tuple[int, int, int, int]]] = []
-        for rel, entry in iter_markdown(self.vault.root, self.vault.config):
+        for rel, full_path, key in listing:
             seen.add(rel)
-            try:
-                stat = entry.stat()
-            except OSError:
-                continue
-            key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
             row = stored.get(rel)
             if row is not None and tuple(row[:4]) == key and row[4] - max(key[1], key[2]) > RACY_NANOSECONDS:
                 continue
-            changed.append((rel, entry.path, key))
+            changed.append((rel, full_path, key))
         gone = [path for path in stored if path not in seen]
         if not changed and not gone:
             return
@@ -208,6 +223,20 @@ class SearchIndex:
         except BaseException:
             connection.execute("ROLLBACK")
             raise
+
+    def _notes(self) -> Iterator[tuple[str, str, tuple[int, int, int, int]]]:
+        """(relative path, full path, stat key) of every note: as the state read them, or walked now."""
+        if self.state is not None and self.state.stat_keys is not None:
+            root = str(self.vault.root)
+            for rel, key in self.state.stat_keys.items():
+                yield rel, os.path.join(root, rel), key
+            return
+        for rel, entry in iter_markdown(self.vault.root, self.vault.config):
+            try:
+                stat = entry.stat()
+            except OSError:
+                continue
+            yield rel, entry.path, (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
     @staticmethod
     def _forget(connection: sqlite3.Connection, rel: str, doc: int | None) -> None:

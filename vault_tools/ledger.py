@@ -128,7 +128,7 @@ def parse_line(text: str, number: int, where: str, source: str | None = None) ->
         data["topics"] = tuple(data.get("topics", ()))
         data["not_the_same"] = tuple(data.get("not_the_same", ()))
         data["settles"] = tuple(data.get("settles", ()))
-        return Event(**data, line=number, source=source)
+        return Event(**data, line=number, source=source, position=number)  # a merge of files renumbers it
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
 
@@ -394,7 +394,7 @@ class Ledger:
         if self._merged is not None and self._merged[0] == key:
             return self._merged[1]
         if self.shared_dir is None:
-            events = [replace(event, position=event.line) for event in self._legacy.read()]
+            events = self._legacy.read()  # read positions them by line
             self._merged = (key, events)
             return events
         ordered: list[tuple[int, int, int, Event]] = []

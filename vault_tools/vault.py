@@ -364,6 +364,9 @@ class VaultState:
     _by_id: dict[str, Decision] | None = field(default=None, repr=False, compare=False)
     _resolver: LinkResolver | None = field(default=None, repr=False, compare=False)
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # memos of other modules
+    # Each note's (size, mtime_ns, ctime_ns, inode) as the read found it: what a derived index checks itself
+    # against without walking the vault again; None once the state was changed after the read.
+    stat_keys: dict[str, tuple[int, int, int, int]] | None = field(default_factory=dict, repr=False, compare=False)
 
     # A state is read once and not changed after; what derives from it is computed once.
     def by_id(self) -> dict[str, Decision]:
@@ -491,6 +494,8 @@ class Vault:
         # In the walk's order: path, where it is, its key (None: it could not be stat'ed) and what the cache
         # holds of it when that is still true (None: it must be read), or why it could not be stat'ed.
         listed: list[tuple[str, str, StatKey | None, CachedNote | OSError | None]] = []
+        stat_keys: dict[str, StatKey] = {}
+        state.stat_keys = stat_keys
         for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files):
             state.files.append(rel)
             try:
@@ -499,6 +504,7 @@ class Vault:
                 listed.append((rel, entry.path, None, error))
                 continue
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+            stat_keys[rel] = key
             known = cached.pop(rel, None)  # what is left at the end is gone from the vault
             listed.append((rel, entry.path, key, known if known is not None and known[0] == key else None))
         read = iter(read_payloads(self.root, [path for _, path, key, known in listed if key and known is None]))

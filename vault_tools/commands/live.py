@@ -198,6 +198,7 @@ class LiveState:
 
     def _replace(self, rel: str, new: Decision, fresh: VaultState) -> None:
         state = self.state
+        state.stat_keys = None  # no longer what a walk would find
         position = self._position[rel]
         old = state.decisions[position]
         state.decisions[position] = new
@@ -221,6 +222,7 @@ class LiveState:
 
     def _remove(self, rel: str) -> None:
         state = self.state
+        state.stat_keys = None  # no longer what a walk would find
         position = self._position.get(rel)
         if position is not None:
             del state.decisions[position]
@@ -235,6 +237,7 @@ class LiveState:
 
     def _insert(self, rel: str, fresh: VaultState) -> None:
         state = self.state
+        state.stat_keys = None  # no longer what a walk would find
         for decision in fresh.decisions:
             state.decisions.insert(bisect.bisect(state.decisions, walk_key(rel), key=lambda d: walk_key(d.path)),
                                    decision)

@@ -230,11 +230,12 @@ def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[st
     keys), best first, each with its score and the words that matched. `ignore`: ids left out."""
     wanted, skipped = set(statuses), set(ignore)
     in_effect = [d for d in ws.decisions_in_effect(state) if d.status in wanted and d.id not in skipped]
-    return [m for m in rank(question_terms(text, topics), shortlist(ws, in_effect, text, topics))
+    return [m for m in rank(question_terms(text, topics), shortlist(ws, state, in_effect, text, topics))
             if m.score >= threshold]
 
 
-def shortlist(ws: Workspace, decisions: Sequence[Decision], text: str, topics: Sequence[str]) -> list[Decision]:
+def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], text: str,
+              topics: Sequence[str]) -> list[Decision]:
     """The decisions worth scoring: the index's best bm25 matches for the question's words and their
     synonyms; without FTS5 (or on a small vault) all of them."""
     if len(decisions) <= SHORTLIST or not fts5_available():
@@ -242,7 +243,7 @@ def shortlist(ws: Workspace, decisions: Sequence[Decision], text: str, topics: S
     asked = question_terms(text, topics)
     query = " ".join((text, *topics, *asked, *(w for w, c in LEXICON.items() if c in asked)))
     by_id = {d.id: d for d in decisions}
-    index = SearchIndex(ws.vault)
+    index = SearchIndex(ws.vault, state)
     hits = index.search(query, limit=SHORTLIST, statuses={d.status for d in decisions})
     return [by_id[hit.id] for hit in hits if hit.id in by_id]
 
