@@ -71,7 +71,7 @@ def ordinary_note(rng: random.Random, index: int, links: list[str]) -> str:
 
 
 def decision_note(rng: random.Random, number: int, status: str, topic: str, day: dt.date,
-                  supersedes: str | None) -> str:
+                  supersedes: str | None, alongside: list[str]) -> str:
     summary = f"Ruling {number} on {topic.replace('-', ' ')}: " + sentence(rng, [])[:60].rstrip(".") + "."
     lines = ["type: decision", f"id: D-{number:05d}", f"status: {status}", f"topics: [{topic}]",
              f'summary: "{summary}"', f"asked_at: {day.isoformat()}T09:00:00", "asked_by: agent"]
@@ -79,6 +79,8 @@ def decision_note(rng: random.Random, number: int, status: str, topic: str, day:
         lines += [f"ruled_at: {day.isoformat()}T17:00:00", "ruled_by: owner", 'source: "chat"']
     if supersedes:
         lines += [f'supersedes: ["[[{supersedes}]]"]', "reason: The owner changed course after a review of results."]
+    if alongside:  # the other current rulings on its topic, which it does not replace (as lint asks)
+        lines.append("alongside: [" + ", ".join(f'"[[{title}]]"' for title in alongside) + "]")
     return "---\n" + "\n".join(lines) + "\n---\n## Question\n\n" + sentence(rng, []) + "\n\n" + body(rng, [])
 
 
@@ -106,6 +108,7 @@ def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = No
     topics = [f"{rng.choice(WORDS)}-{rng.choice(WORDS)}-{n}" for n in range(max(1, decisions // 4))]
     titles: list[str] = []
     latest_by_topic: dict[str, str] = {}
+    current_by_topic: dict[str, list[str]] = {}
     start = dt.date(2024, 1, 1)
     for number in range(1, decisions + 1):
         topic = rng.choice(topics)
@@ -116,9 +119,14 @@ def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = No
         title = f"D-{number:05d} Ruling on {topic}"
         path = root / "Decisions" / f"{title}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(decision_note(rng, number, status, topic, day, supersedes), encoding="utf-8")
+        current = current_by_topic.setdefault(topic, [])
+        if supersedes:
+            current.remove(supersedes)
+        alongside = list(current) if status == "ruled" else []
+        path.write_text(decision_note(rng, number, status, topic, day, supersedes, alongside), encoding="utf-8")
         if status == "ruled":
             latest_by_topic[topic] = title
+            current.append(title)
         titles.append(title)
     for index in range(notes):
         folder = root / rng.choice(FOLDERS)

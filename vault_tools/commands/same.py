@@ -162,9 +162,18 @@ def similarity(asked: frozenset[str], theirs: frozenset[str]) -> float:
     """How much of what is asked the decision says, 0..1: the weighted share of the question's words that the
     decision's words cover. A word of the question the decision does not say (the newsletter in "should the
     newsletter footer carry a sponsor?" against a ruling on article footers) pulls it down."""
-    if not asked or not theirs:
-        return 0.0
-    return sum(weight(t) for t in asked & theirs) / sum(weight(t) for t in asked)
+    return _share(_thirds(asked & theirs), _thirds(asked))
+
+
+def _thirds(found: frozenset[str]) -> int:
+    """The words' weight in thirds (a weak word weighs one, another three): whole numbers, so the score is
+    the same however it is summed."""
+    weak = len(found & WEAK)
+    return 3 * (len(found) - weak) + weak
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
 
 
 def question_terms(text: str, topics: Iterable[str] = ()) -> frozenset[str]:
@@ -253,6 +262,13 @@ def same_matter_pairs(decisions: Sequence[Decision], *,
     """Pairs of decisions that are the same matter, compared both ways (the lower score counts: each must say what the other says), each pair
     once; only pairs sharing a word are scored. Used by lint on current rulings."""
     described = [(d, decision_terms(d)) for d in decisions]
+    # `similarity` both ways from one intersection: each side's weight made once.
+    whole = [_thirds(found) for _, found in described]
+
+    def similar(first: int, second: int) -> float:
+        shared = _thirds(described[first][1] & described[second][1])
+        return min(_share(shared, whole[first]), _share(shared, whole[second]))
+
     by_term: dict[str, list[int]] = {}
     for position, (_, found) in enumerate(described):
         for term in found:
@@ -268,8 +284,7 @@ def same_matter_pairs(decisions: Sequence[Decision], *,
                 if (first, second) in seen:
                     continue
                 seen.add((first, second))
-                value = min(similarity(described[first][1], described[second][1]),
-                            similarity(described[second][1], described[first][1]))
+                value = similar(first, second)
                 if value >= threshold:
                     pairs.append((described[first][0], described[second][0], value))
     return sorted(pairs, key=lambda p: (p[0].number, p[1].number))
