@@ -107,12 +107,14 @@ def setup_git(root: Path) -> bool:
     something was set."""
     if git_dir(root) is None:
         return False
+    found = run_git(root, "config", "--get-regexp", r"^merge\.vault-tools-")
+    if found is None:
+        return False
+    # Each line is `key value` (keys as git prints them: these are all lower case already).
+    present = dict(line.split(" ", 1) for line in found.stdout.splitlines() if " " in line)
     changed = False
     for key, value in merge_driver_settings().items():
-        current = run_git(root, "config", "--get", key)
-        if current is None:
-            return False
-        if current.returncode == 0 and current.stdout.rstrip("\n") == value:
+        if present.get(key) == value:
             continue
         done = run_git(root, "config", key, value)
         if done is None or done.returncode != 0:

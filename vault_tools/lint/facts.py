@@ -162,17 +162,13 @@ def _git_env() -> dict[str, str]:
 
 def committed_text(file: Path) -> str | None:
     """The file as of git HEAD; None when it is not in a git repository or not committed."""
-    folder = file.parent if file.parent.is_dir() else file.parent.parent
-    try:
-        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=GIT_TIMEOUT_SECONDS, env=_git_env())
-        if top.returncode != 0:
-            return None
-        toplevel = Path(top.stdout.strip()).resolve()
-        relative = file.resolve().relative_to(toplevel).as_posix()
-        shown = subprocess.run(["git", "-C", str(toplevel), "show", f"HEAD:{relative}"], capture_output=True,
+    folder, relative = file.parent, f"./{file.name}"
+    if not folder.is_dir():
+        folder, relative = folder.parent, f"./{file.parent.name}/{file.name}"
+    try:  # `HEAD:./path` is relative to the folder git runs in: one call, no need to find the top first
+        shown = subprocess.run(["git", "-C", str(folder), "show", f"HEAD:{relative}"], capture_output=True,
                                timeout=GIT_TIMEOUT_SECONDS, env=_git_env())
-    except (OSError, ValueError, subprocess.TimeoutExpired):
+    except (OSError, subprocess.TimeoutExpired):
         return None
     if shown.returncode != 0:
         return None  # no commit yet, or the ledger is new since the last one
