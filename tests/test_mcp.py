@@ -1,26 +1,29 @@
 """`vault-tools mcp`, driven by the official SDK's own client over stdio, in a real subprocess."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'vault-tools[mcp]'")
-
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-
 from vault_tools.cli import run
+
+# The SDK is imported by the tests that use it, not when the suite is collected (it takes a second to import).
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None,
+                                reason="the mcp extra is not installed: pip install 'vault-tools[mcp]'")
 
 FOOTER = "Every article footer carries the newsletter signup link."
 
 
 def session_calls(vault: Path, steps: list[tuple[str, Any]]) -> list[Any]:
     """Start the server as an agent would and run the steps in one session."""
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
     async def main() -> list[Any]:
         params = StdioServerParameters(command=sys.executable, args=["-m", "vault_tools", "mcp", "--vault", str(vault)])
         results: list[Any] = []
@@ -28,8 +31,8 @@ def session_calls(vault: Path, steps: list[tuple[str, Any]]) -> list[Any]:
             await steps_in(params, results)
         return results
 
-    async def steps_in(params: StdioServerParameters, results: list[Any]) -> None:
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+    async def steps_in(params: Any, results: list[Any]) -> None:
+        async with stdio_client(params, errlog=sys.__stderr__) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             for kind, argument in steps:
                 if kind == "tools":
