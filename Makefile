@@ -10,6 +10,7 @@ $(PY):
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,mcp]'
+	$(PY) -m compileall -q vault_tools
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -365,7 +365,7 @@ def test_a_rename_or_move_is_followed_by_id_and_is_not_an_edit(cli, vault):
 # -- with a real observer ------------------------------------------------------------------
 
 def test_a_question_ruled_in_obsidian_is_sealed_after_settling(cli, vault):
-    configure(vault)
+    configure(vault, debounce_ms=150, settle=0.5)
     assert cli("ask", "What should article footers contain?", "--topic", "article-footer").code == 0
     path = next((vault / "Decisions").iterdir())
     with Running(vault) as running:
@@ -381,7 +381,7 @@ def test_a_question_ruled_in_obsidian_is_sealed_after_settling(cli, vault):
 
 
 def test_a_hand_written_superseding_ruling_marks_the_old_one(cli, vault):
-    configure(vault)
+    configure(vault, debounce_ms=150, settle=0.5)
     old = sealed_vault(cli, vault)
     with Running(vault) as running:
         decision(vault, 2, "ruled", ("article-footer",), "Footers carry only the author bio from now on.",
@@ -396,7 +396,7 @@ def test_a_hand_written_superseding_ruling_marks_the_old_one(cli, vault):
 
 
 def test_a_hand_edited_page_is_kept_then_regenerated(cli, vault):
-    configure(vault)
+    configure(vault, debounce_ms=150, settle=0.5)
     sealed_vault(cli, vault)
     page = vault / "Pinned" / "Decisions log.md"
     generated = page.read_text()
@@ -409,7 +409,7 @@ def test_a_hand_edited_page_is_kept_then_regenerated(cli, vault):
 
 
 def test_the_owners_own_properties_survive_a_restore(cli, vault):
-    configure(vault)
+    configure(vault, debounce_ms=150, settle=0.5)
     path = sealed_vault(cli, vault)
     sealed = path.read_text()
     tagged = sealed.replace("type: decision\n", "type: decision\ntags: [publishing]\naliases: [Footer rule]\n")
@@ -425,7 +425,7 @@ def test_the_owners_own_properties_survive_a_restore(cli, vault):
 
 
 def test_edits_made_while_stopped_are_reconciled_at_start(cli, vault):
-    configure(vault)
+    configure(vault, debounce_ms=150, settle=0.5)
     path = sealed_vault(cli, vault)
     sealed = path.read_bytes()
     obsidian_save(path, sealed.decode() + "\nEdited while the watcher was off.\n")
