@@ -494,3 +494,35 @@ def test_a_settlement_decides_only_what_its_clone_knew(tmp_path, capsys, rebase)
         each.pull(c)
         check_invariants(each, before)
     assert a.decision_texts() == b.decision_texts() == c.decision_texts()
+
+
+def test_gits_merge_driver_answers_without_the_command_line_and_merges_as_it_does(tmp_path):
+    """git runs `merge-note` once per conflicting decision note of a pull: the front door answers it without
+    importing typer, with the result and exit code the full command line gives."""
+    base = "---\ntype: decision\nid: D-0001\nstatus: open\ntopics: [footer]\nsummary: What goes in the footer?\n---\n"
+    ours = base + "\n## Question\n\nAsked on the laptop.\n"
+    theirs = base.replace("topics: [footer]", "topics: [footer, newsletter]")
+    clashing = base.replace("What goes in the footer?", "What goes at the very bottom?")
+    clashing_ours = base.replace("What goes in the footer?", "What belongs in the footer?")
+    merged = {}
+    for name, (mine, other, expected) in {"clean": (ours, theirs, 0), "clash": (clashing_ours, clashing, 1)}.items():
+        results = []
+        for way in ("front door", "command line"):
+            folder = tmp_path / name / way.replace(" ", "-")
+            paths = [write(folder / f"{part}.md", text) for part, text in (("base", base), ("ours", mine), ("theirs", other))]
+            args = ["merge-note", *map(str, paths), "Decisions/D-0001 Footer.md"]
+            if way == "front door":
+                probe = ("import sys, runpy; sys.argv = ['vault-tools', *sys.argv[1:]]\n"
+                         "try:\n    runpy.run_module('vault_tools', run_name='__main__')\n"
+                         "except SystemExit as exit_:\n"
+                         "    print('typer' in sys.modules, file=sys.stderr); raise\n")
+                done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60)
+                assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
+                code = done.returncode
+            else:
+                code = run(args)
+            results.append((code, paths[1].read_text(encoding="utf-8")))
+        assert results[0] == results[1] and results[0][0] == expected, (name, results)
+        merged[name] = results[0][1]
+    assert "topics: [footer, newsletter]" in merged["clean"] and "Asked on the laptop." in merged["clean"]
+    assert "<<<<<<< ours" in merged["clash"] and "What belongs in the footer?" in merged["clash"]

@@ -2,8 +2,10 @@
 
 An agent waits on every hook call, and importing the full command line (typer) costs more than a hook may
 take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, printing only the hook's JSON;
-`vault-tools version` prints the version. Anything else, including any other spelling of these, goes to
-`cli.main`, which parses it (and reports a mistake) as every other command.
+`vault-tools version` prints the version; git's merge driver, `vault-tools merge-note BASE OURS THEIRS SHOWN`,
+runs once per conflicting decision note of a pull and is answered from here too. Anything else, including
+any other spelling of these, goes to `cli.main`, which parses it (and reports a mistake) as every other
+command.
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ def main() -> None:
         from . import __version__
         sys.stdout.write(__version__ + "\n")
         sys.exit(0)
+    if len(args) == 5 and args[0] == "merge-note" and not any(arg.startswith("-") for arg in args[1:]):
+        _merge_note(*args[1:])
     found = _hook_arguments(args)
     if found is None:
         from .cli import main as cli_main
@@ -43,3 +47,18 @@ def main() -> None:
     if text:
         sys.stdout.write(text + "\n")
     sys.exit(0)
+
+
+def _merge_note(base: str, ours: str, theirs: str, shown: str) -> None:
+    """git's merge driver: exit 0 merged, 1 conflicts left in OURS; 2 (git keeps OURS) when a file cannot
+    be read or written, said in one line naming the note."""
+    from pathlib import Path
+
+    from .commands.gitmerge import merge_note
+
+    try:
+        code = merge_note(Path(base), Path(ours), Path(theirs), shown)
+    except OSError as error:
+        sys.stderr.write(f"error: {shown}: cannot merge: {error.strerror or error}\n")
+        code = 2
+    sys.exit(code)
