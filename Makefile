@@ -18,9 +18,12 @@ install: $(STAMP)
 # The suite starts Python hundreds of times: compiled modules (and pytest's rewritten test modules) are kept
 # in __pycache__ even where the environment says not to write them, so each start does not compile again.
 NO_RECOMPILE := env -u PYTHONDONTWRITEBYTECODE
+# The tests fsync thousands of times and need a real file system, not a durable one: where the machine has
+# /dev/shm (Linux), their temp folders live there, in memory (pytest numbers them, so runs never share one).
+TEST_TMP := TMPDIR=$(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo "$${TMPDIR:-/tmp}")
 
 test: $(STAMP)
-	$(NO_RECOMPILE) $(PY) -m pytest
+	$(TEST_TMP) $(NO_RECOMPILE) $(PY) -m pytest
 
 # The code's own checks: ruff (style and bugs) and mypy (strict on the core). CI runs them.
 check: $(STAMP)
@@ -35,10 +38,10 @@ SOAK_RUNS ?= 1000
 SOAK_CI_RUNS ?= 300
 
 soak: $(STAMP)
-	VAULT_TOOLS_SOAK_RUNS=$(SOAK_RUNS) VAULT_TOOLS_FUZZ_EXAMPLES=200 VAULT_TOOLS_SOAK_SECONDS=600 $(NO_RECOMPILE) $(PY) -m pytest -m soak
+	VAULT_TOOLS_SOAK_RUNS=$(SOAK_RUNS) VAULT_TOOLS_FUZZ_EXAMPLES=200 VAULT_TOOLS_SOAK_SECONDS=600 $(TEST_TMP) $(NO_RECOMPILE) $(PY) -m pytest -m soak
 
 soak-ci: $(STAMP)
-	VAULT_TOOLS_SOAK_RUNS=$(SOAK_CI_RUNS) $(NO_RECOMPILE) $(PY) -m pytest -m soak
+	VAULT_TOOLS_SOAK_RUNS=$(SOAK_CI_RUNS) $(TEST_TMP) $(NO_RECOMPILE) $(PY) -m pytest -m soak
 
 demo: $(STAMP)
 	$(PY) scripts/demo.py
