@@ -463,6 +463,36 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
 
 
 @pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
+def test_an_answer_superseded_on_its_clone_is_kept_as_superseded_when_two_answers_are_settled(two, rebase):
+    """Found by the randomized test (seed 6614): a question answered on both clones, and one clone replaced its
+    own answer since. Keeping that answer keeps it as it now stands there: superseded by its successor."""
+    a, b = two
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    successor = a.rule("--topic", "podcast", "--summary", "A podcast after all: fortnightly, from April on.",
+                       "--supersedes", question, "--reason", "Sponsors offered to pay for the production.")
+    a.commit("answered, then replaced, on A")
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    before = [a.decision_texts(), b.decision_texts()]
+    a.pull(b, rebase=rebase)
+    conflict = json.loads(a.vt("context", "--json")[1])["conflicts"][0]
+    kept_answer = next(choice for choice in conflict["settle"].split("--keep ")[1].split(" ")[0].split("|")
+                       if "No podcast" in conflict["what"].split(choice + ": ")[1].split(";")[0])
+    a.vt("settle", question, "--keep", kept_answer, "--reason", "The owner keeps the answer given on A.")
+    a.commit("settled")
+    check_invariants(a, before)
+    shown = {d["id"]: d for d in json.loads(a.vt("list", "--json")[1])}
+    assert shown[question]["status"] == "superseded" and "No podcast" in shown[question]["summary"]
+    assert shown[successor]["status"] == "ruled"
+    b.pull(a)
+    check_invariants(b, before)
+    assert a.decision_texts() == b.decision_texts()
+
+
+@pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
 def test_a_settlement_decides_only_what_its_clone_knew(tmp_path, capsys, rebase):
     """A supersession that a rebase replays after a settlement it never saw is a conflict again, and so are
     two clones settling one conflict differently: the order lines end up in decides nothing."""

@@ -10,7 +10,7 @@ from typing import Any
 from .. import notes
 from ..carriers import ConflictCopy
 from ..errors import NoteError, Refused, UsageError
-from ..ledger import Conflict, Event, History, event_key, seal_hash
+from ..ledger import CLOSING_EVENTS, Conflict, Event, History, event_key, seal_hash
 from ..model import Decision, Status
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text
@@ -180,6 +180,10 @@ def _settle_answer(ws: Workspace, state: VaultState, decision: Decision, history
     """A question answered on two clones: one answer stays; the other stays in the ledger and a kept copy."""
     answers = list({e.hash: e for e in history.conflict_events if e.event == "sealed" and e.hash}.values())
     chosen = answers[number - 1]
+    # The answer as it now stands on its clone: superseded or retracted there since, it is kept so (a closing
+    # event carries the ruling's own hash and its note's text as closed).
+    chosen = next((e for e in reversed(history.events) if e.hash == chosen.hash and e.text
+                   and e.event in CLOSING_EVENTS), chosen)
     if chosen.text is None:
         raise Refused(f"{decision.id}: the ledger holds no text of ruling-{number}", path=decision.path)
     updated, written, kept = _write(ws, state, decision, chosen.text)
