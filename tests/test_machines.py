@@ -560,3 +560,16 @@ def test_gits_merge_driver_answers_without_the_command_line_and_merges_as_it_doe
         merged[name] = results[0][1]
     assert "topics: [footer, newsletter]" in merged["clean"] and "Asked on the laptop." in merged["clean"]
     assert "<<<<<<< ours" in merged["clash"] and "What belongs in the footer?" in merged["clash"]
+
+
+def test_gits_merge_driver_says_which_note_it_could_not_merge_and_leaves_ours_alone(tmp_path):
+    """A side git hands over that cannot be read: one line naming the note, exit 2 (git keeps OURS as it is)."""
+    ours = write(tmp_path / "ours.md", "---\ntype: decision\nid: D-0001\nstatus: open\n---\n")
+    before = ours.read_bytes()
+    done = subprocess.run([sys.executable, "-m", "vault_tools", "merge-note", str(tmp_path / "gone.md"), str(ours),
+                           str(tmp_path / "also-gone.md"), "Decisions/D-0001 Footer.md"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: Decisions/D-0001 Footer.md: cannot merge: ") and "gone.md" in line, line
+    assert ours.read_bytes() == before

@@ -50,14 +50,18 @@ def main() -> None:
 
 
 def _merge_note(base: str, ours: str, theirs: str, shown: str) -> None:
-    """git's merge driver: exit 0 merged, 1 conflicts left in OURS; 2 (git keeps OURS) when a file cannot
-    be read or written, said in one line naming the note."""
+    """git's merge driver: exit 0 merged, 1 conflicts left in OURS; 2 (git keeps OURS) when the sides cannot
+    be read or merged, said in one line naming the note."""
     from pathlib import Path
 
     from .commands.gitmerge import merge_note
+    from .errors import VaultToolsError
 
     try:
         code = merge_note(Path(base), Path(ours), Path(theirs), shown)
+    except VaultToolsError as error:
+        sys.stderr.write(f"error: {error}\n")
+        code = 2
     except OSError as error:
         sys.stderr.write(f"error: {shown}: cannot merge: {error.strerror or error}\n")
         code = 2

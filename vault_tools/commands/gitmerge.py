@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from .. import notes
+from ..errors import NoteError
 from ..model import KNOWN_FIELDS
 
 _PROPERTY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:")
@@ -77,8 +78,9 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
     """Merge `theirs` into `ours` (written in place, as git expects); 0 when merged, 1 when conflicts remain."""
     done = subprocess.run(["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs",
                            str(ours), str(base), str(theirs)], capture_output=True, timeout=60)
-    if done.returncode < 0 or done.returncode > 127:
-        return 2  # git could not merge at all: git reports the conflict and leaves ours
+    if done.returncode < 0 or done.returncode > 127:  # git could not merge at all: ours is left as it is
+        said = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        raise NoteError(f"cannot merge: {said[-1].removeprefix('error: ') if said else 'git merge-file failed'}", path=shown)
     merged = done.stdout
     if done.returncode == 0:
         ours.write_bytes(merged)
