@@ -100,7 +100,7 @@ _SUM_MARK = ',"sum":"'
 
 def event_line(event: Event) -> str:
     body = _canonical(event.to_json())
-    return f'{body[:-1]},"sum":"{_checksum(body)}"}}\n'
+    return f'{body[:-1]}{_SUM_MARK}{_checksum(body)}"}}\n'
 
 
 def event_key(event: Event) -> str:

@@ -155,7 +155,7 @@ def terms(text: str) -> frozenset[str]:
 
 
 def weight(term: str) -> float:
-    return 1 / 3 if term in WEAK else 1.0
+    return _thirds(frozenset((term,))) / 3
 
 
 def similarity(asked: frozenset[str], theirs: frozenset[str]) -> float:

@@ -91,27 +91,31 @@ def run_git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
         return None
 
 
+def _driver_settings(root: Path) -> dict[str, str] | None:
+    """This clone's `merge.vault-tools-*` settings as git prints them (`key value` per line; the keys are all
+    lower case already); None outside git or when git cannot be run."""
+    if git_dir(root) is None:
+        return None
+    found = run_git(root, "config", "--get-regexp", r"^merge\.vault-tools-")
+    if found is None:
+        return None
+    return dict(line.split(" ", 1) for line in found.stdout.splitlines() if " " in line)
+
+
 def merge_drivers_missing(root: Path) -> list[str]:
     """The merge drivers this clone's git config lacks (none outside git, or when git is not installed)."""
-    if git_dir(root) is None:
+    present = _driver_settings(root)
+    if present is None:
         return []
-    done = run_git(root, "config", "--get-regexp", r"^merge\.vault-tools-")
-    if done is None:
-        return []
-    present = {line.split(" ", 1)[0] for line in done.stdout.splitlines()}
     return [name for name in (PAGES_DRIVER, NOTES_DRIVER) if f"merge.{name}.driver" not in present]
 
 
 def setup_git(root: Path) -> bool:
     """Define the merge drivers in this clone's `.git/config` (git never copies it to a clone). True when
     something was set."""
-    if git_dir(root) is None:
+    present = _driver_settings(root)
+    if present is None:
         return False
-    found = run_git(root, "config", "--get-regexp", r"^merge\.vault-tools-")
-    if found is None:
-        return False
-    # Each line is `key value` (keys as git prints them: these are all lower case already).
-    present = dict(line.split(" ", 1) for line in found.stdout.splitlines() if " " in line)
     changed = False
     for key, value in merge_driver_settings().items():
         if present.get(key) == value:
