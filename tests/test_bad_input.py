@@ -158,11 +158,26 @@ def test_no_vault_found(tmp_path):
     assert result.code == 2 and "no vault found" in result.err
 
 
-def test_torn_ledger_is_exit_3_and_never_repaired(cli, settled):
+@pytest.mark.parametrize("writer", ["ask", "lint --fix"])
+def test_a_torn_ledger_is_exit_3_for_readers_and_the_next_write_cuts_the_partial_line_off(cli, settled, writer):
     ledger = settled / ".vault-tools" / "ledger.jsonl"
+    whole = ledger.read_bytes()
     with open(ledger, "ab") as handle:
         handle.write(b'{"event":"ask')
-    assert_refused_untouched(cli, settled, "torn last line", ".vault-tools/ledger.jsonl:3")
+    before = snapshot(settled)
+    shown = cli("show", "D-0001")
+    assert shown.code == 3 and ".vault-tools/ledger.jsonl:3: torn last line" in shown.err.splitlines()[0]
+    assert "the next write on this device cuts it off" in shown.err
+    assert snapshot(settled) == before
+    if writer == "ask":
+        asked = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion")
+        assert asked.code == 0, asked
+    else:
+        fixed = cli("lint", "--fix")
+        assert fixed.code == 0 and "cut off the torn last line of the ledger" in fixed.err, fixed
+    assert ledger.read_bytes().startswith(whole) and ledger.read_bytes().endswith(b"\n")
+    assert [p.read_bytes() for p in (settled / ".vault-tools" / "kept").iterdir()] == [b'{"event":"ask']
+    assert cli("lint").code == 0
 
 
 def test_init_with_an_unknown_timezone_writes_nothing(tmp_path):

@@ -35,20 +35,39 @@ def test_appended_events_read_back_equal(tmp_path, batch):
     assert ledger.read() == batch
 
 
-def test_torn_last_line_is_reported_and_blocks_appends(tmp_path):
+def test_a_torn_last_line_is_reported_to_readers_and_cut_off_by_the_next_writer_with_its_bytes_kept(tmp_path):
+    """A kill in the middle of an append leaves a partial line that no reader can trust and no writer may
+    append after; its events were never acknowledged. The next write on this device cuts it off."""
     ledger = Ledger(tmp_path)
     event = Event("asked", "D-0001", "2026-11-29T12:00:00Z", "agent", "Decisions/D-0001 x.md")
     with ledger.locked():
         ledger.append([event])
+    whole = ledger.path.read_bytes()
     with open(ledger.path, "ab") as handle:
         handle.write(b'{"actor":"agent","at":"2026-')
-    before = ledger.path.read_bytes()
     with pytest.raises(InconsistentVault, match="torn last line") as caught:
-        ledger.read()
+        Ledger(tmp_path).read()
     assert caught.value.line == 2
-    with pytest.raises(InconsistentVault), ledger.locked():
+    second = Event("asked", "D-0002", "2026-11-29T12:05:00Z", "agent", "Decisions/D-0002 y.md")
+    with ledger.locked():
+        ledger.append([second])
+    assert [e.id for e in Ledger(tmp_path).read()] == ["D-0001", "D-0002"]
+    assert ledger.path.read_bytes().startswith(whole)
+    kept = list((tmp_path / "kept").iterdir())
+    assert [path.read_bytes() for path in kept] == [b'{"actor":"agent","at":"2026-']
+    assert kept[0].name.startswith("torn ledger line ledger.jsonl ")
+
+
+def test_a_whole_last_event_without_its_newline_is_kept_and_given_one(tmp_path):
+    ledger = Ledger(tmp_path)
+    event = Event("asked", "D-0001", "2026-11-29T12:00:00Z", "agent", "Decisions/D-0001 x.md")
+    with ledger.locked():
         ledger.append([event])
-    assert ledger.path.read_bytes() == before  # never repaired by rewriting
+    ledger.path.write_bytes(ledger.path.read_bytes().rstrip(b"\n"))  # an editor that strips the last newline
+    with ledger.locked():
+        ledger.append([Event("asked", "D-0002", "2026-11-29T12:05:00Z", "agent", "Decisions/D-0002 y.md")])
+    assert [e.id for e in Ledger(tmp_path).read()] == ["D-0001", "D-0002"]
+    assert not (tmp_path / "kept").exists()
 
 
 def test_a_changed_line_fails_its_checksum():

@@ -3,8 +3,9 @@
 Every line is one JSON event carrying its own checksum (`sum`), so a changed
 line is found on its own, and a merge of two machines' ledgers (git's
 `merge=union`) stays valid line by line. Appends happen under a cross-platform
-lock and are flushed to disk. A torn last line (a crash mid-write) is reported,
-never dropped or repaired by rewriting history.
+lock and are flushed to disk. A torn last line (a kill mid-write) is reported; the next
+writer on the device that wrote it, holding the lock, cuts it off (its events were never
+acknowledged) and keeps the cut bytes. No complete line is ever dropped or rewritten.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 from .dates import instant
 from .errors import InconsistentVault
@@ -161,9 +162,22 @@ def parse_ledger(text: str, where: str, source: str | None = None) -> list[Event
     if damage:
         number, message = damage[0]
         if message == TORN:
-            message += "; check it and remove the partial line by hand"
+            message += "; the next write on this device cuts it off (`vault-tools lint --fix` does now)"
         raise InconsistentVault(message, path=where, line=number)
     return events
+
+
+def _start_of_last_line(handle: BinaryIO, size: int, chunk: int = 65536) -> int:
+    """Where the last line of an open file starts (just after its last newline; 0 when it has none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        handle.seek(start)
+        found = handle.read(end - start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
 
 
 class LedgerFile:
@@ -261,8 +275,11 @@ class Ledger:
     machines' clocks say; then by file and line."""
 
     def __init__(self, state_dir: Path, display_path: str = ".vault-tools/ledger.jsonl", *,
-                 shared_dir: Path | None = None, device: Callable[[bool], str | None] | None = None) -> None:
+                 shared_dir: Path | None = None, device: Callable[[bool], str | None] | None = None,
+                 kept_dir: Path | None = None) -> None:
         self.local_dir = state_dir
+        self.kept_dir = kept_dir if kept_dir is not None else state_dir / "kept"
+        self.torn_lines_kept: list[Path] = []  # torn last lines this process cut off, as kept
         self.shared_dir = shared_dir
         self._device = device
         self._lock_path = state_dir / LOCK_FILE
@@ -344,11 +361,46 @@ class Ledger:
         try:
             self.local_dir.mkdir(parents=True, exist_ok=True)
             with self._lock:
+                self._cut_torn_tail()
                 yield
         except Timeout:
             raise InconsistentVault(
                 f"another vault-tools process has held the ledger lock for {LOCK_TIMEOUT_SECONDS} s",
                 path=self.display_path if not self.shared else str(LOCK_FILE)) from None
+
+    def _cut_torn_tail(self) -> None:
+        """With the lock held: a last line without its newline in this device's own file is an append that a
+        kill cut short (no other process writes that file, and this one writes only under the lock). Its
+        events were never acknowledged and nothing was written after them, so the line is cut off, its bytes
+        kept under `kept/`. A complete event that only lacks the newline gets it instead."""
+        name = self.own_name()
+        if name is None:
+            return
+        path = self._legacy.path if self.shared_dir is None else self.shared_dir / name
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size == 0:
+            return
+        with open(path, "r+b", buffering=0) as handle:  # the lock is held: nothing else writes it now
+            handle.seek(size - 1)
+            if handle.read(1) == b"\n":
+                return
+            start = _start_of_last_line(handle, size)
+            handle.seek(start)
+            tail = handle.read()
+            try:
+                parse_line(tail.decode("utf-8").rstrip("\r"), 0, str(path))
+                handle.write(b"\n")
+            except (UnicodeDecodeError, InconsistentVault):
+                self.kept_dir.mkdir(parents=True, exist_ok=True)
+                stamp = dt.datetime.now().strftime("%Y-%m-%d %H%M%S")
+                kept = self.kept_dir / f"torn ledger line {name} {stamp} {os.getpid()}.txt"
+                kept.write_bytes(tail)
+                handle.truncate(start)
+                self.torn_lines_kept.append(kept)
+            os.fsync(handle.fileno())
 
     @contextmanager
     def synced_together(self) -> Iterator[None]:
@@ -414,7 +466,7 @@ class Ledger:
     def append(self, events: Iterable[Event]) -> None:
         """Append events; the caller holds `locked()` and has read (so verified) the ledger.
 
-        Refuses to write after a torn last line: that line is left for a person to look at.
+        A torn last line was cut off when the lock was taken (`locked`).
         """
         events = list(events)
         if not events:

@@ -469,10 +469,10 @@ class Vault:
         self.state_dir = self.layout.local_dir  # this device's own files
         self.record_dir = self.layout.record_dir  # config, topic aliases, kept copies: carried to every device
         if self.layout.shared:
-            self.ledger = Ledger(self.state_dir, shared_dir=self.layout.ledger_dir,
+            self.ledger = Ledger(self.state_dir, shared_dir=self.layout.ledger_dir, kept_dir=self.layout.kept_dir,
                                  device=lambda create: device_tag(root, shared=True, create=create))
         else:
-            self.ledger = Ledger(self.state_dir)
+            self.ledger = Ledger(self.state_dir, kept_dir=self.layout.kept_dir)
 
     @classmethod
     def find(cls, explicit: Path | None = None) -> Vault:

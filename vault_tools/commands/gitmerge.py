@@ -5,32 +5,66 @@ merges them as git's own text merge would. Where both clones closed one decision
 the question, the other withdrew it; two rulings each superseded it), their lifecycle properties conflict:
 this clone's lines are kept in the note, and the ledger, merged by line union, holds both outcomes with
 the text each clone wrote, which `lint`, the pages and `context` show as
-a conflict for the owner to settle. Any other conflict is left to the owner, with git's markers.
+a conflict for the owner to settle. The note always holds one outcome whole (`_one_outcome`). Any other conflict is left to the owner, with git's markers.
 """
 from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 from .. import notes
 from ..errors import NoteError
-from ..model import KNOWN_FIELDS
+from ..model import KNOWN_FIELDS, is_ledger_property
 
 _PROPERTY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:")
 _LIST_ITEM = re.compile(r"^\s*- ")
 OURS, THEIRS = b"<<<<<<< ", b">>>>>>> "
+_SHOWN = Path("note.md")
+CLOSING_FIELDS = ("status", "superseded_by", "reason")  # what closing a decision writes
 
 
-def _status_and_successor(text: bytes | None) -> tuple[object, object]:
+def _read(text: bytes | None) -> notes.Note | None:
     if text is None:
-        return None, None
+        return None
     try:
-        note = notes.parse_text(notes.decode(text, Path("note.md"))[0], Path("note.md"))
+        decoded, bom = notes.decode(text, _SHOWN)
+        note = notes.parse_text(decoded, _SHOWN, bom=bom)
     except Exception:  # a side that cannot be read has no lifecycle to compare
-        return None, None
-    data = note.data if hasattr(note.data, "get") else {}
-    return data.get("status"), data.get("superseded_by")
+        return None
+    return note if hasattr(note.data, "get") else None
+
+
+def _lifecycle(note: notes.Note | None) -> tuple[object, object]:
+    return (note.data.get("status"), note.data.get("superseded_by")) if note else (None, None)
+
+
+def _aligned(merged: bytes, side: notes.Note, other: notes.Note, keys: Iterable[str]) -> bytes:
+    """The merged note with each of `keys` on which the two sides differ as it is on `side`."""
+    note = _read(merged)
+    if note is None:
+        return merged
+    changes = {key: side.data.get(key, notes.REMOVE) for key in keys
+               if side.data.get(key) != other.data.get(key) and note.data.get(key) != side.data.get(key)}
+    return notes.encode(notes.with_fields(note, changes), bom=note.bom) if changes else merged
+
+
+def _one_outcome(merged: bytes, ours: notes.Note, theirs: notes.Note, base: notes.Note | None) -> bytes:
+    """A merge takes each line from the side that changed it, so a note both sides closed, or one closed
+    while the other edited its closing lines, can mix two outcomes: superseded, with a retraction's
+    reason and no successor. The note keeps one outcome whole; the other is in the merged ledger.
+
+    Both sides moved it on: this clone's outcome, with every ledger property as it is here. One side
+    moved it on: that side's closing properties (the other side's edits elsewhere stay merged)."""
+    here, there, common = _lifecycle(ours), _lifecycle(theirs), _lifecycle(base)
+    if here == there:
+        return merged
+    if common == here:
+        return _aligned(merged, theirs, ours, CLOSING_FIELDS)
+    if common == there:
+        return _aligned(merged, ours, theirs, CLOSING_FIELDS)
+    return _aligned(merged, ours, theirs, {key for key in (*ours.data, *theirs.data) if is_ledger_property(str(key))})
 
 
 def _lifecycle_only(lines: list[bytes]) -> bool:
@@ -82,19 +116,15 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
         said = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
         raise NoteError(f"cannot merge: {said[-1].removeprefix('error: ') if said else 'git merge-file failed'}", path=shown)
     merged = done.stdout
-    if done.returncode == 0:
-        ours.write_bytes(merged)
-        return 0
-    ours_bytes, theirs_bytes = ours.read_bytes(), theirs.read_bytes()
-    ours_state, theirs_state = _status_and_successor(ours_bytes), _status_and_successor(theirs_bytes)
-    base_status = _status_and_successor(base.read_bytes() if base.exists() else None)[0]
-    closed_differently = ours_state[0] != theirs_state[0] or (
-        ours_state[1] and theirs_state[1] and ours_state[1] != theirs_state[1]) or (
-        base_status not in (ours_state[0], theirs_state[0]))  # both moved it on (two answers to one question)
-    if closed_differently:
+    mine, other = _read(ours.read_bytes()), _read(theirs.read_bytes())
+    common = _read(base.read_bytes() if base.exists() else None)
+    here, there, before = _lifecycle(mine), _lifecycle(other), _lifecycle(common)
+    closed_differently = here[0] != there[0] or (here[1] and there[1] and here[1] != there[1]) or (
+        before[0] not in (here[0], there[0]))  # both moved it on (two answers to one question)
+    clean = done.returncode == 0
+    if closed_differently and not clean:
         merged, clean = resolve_lifecycle_conflicts(merged)
-        if clean:
-            ours.write_bytes(merged)
-            return 0
+    if clean and mine and other:
+        merged = _one_outcome(merged, mine, other, common)
     ours.write_bytes(merged)
-    return 1
+    return 0 if clean else 1

@@ -219,9 +219,9 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
             ledger = LedgerFacts(file.display_path, lines, damage)
         committed = committed_text(file.path)
         if committed is not None:
-            ledger.committed = [line.rstrip("\r") for line in committed.split("\n")]
-            if ledger.committed and not ledger.committed[-1]:
-                ledger.committed.pop()
+            # A committed last line without its newline is a torn append (VT024), not history: the next
+            # write on its device cuts it off.
+            ledger.committed = [line.rstrip("\r") for line in committed.split("\n")][:-1]
         facts.ledger_files.append(ledger)
     if not intact:
         facts.events = sorted(found, key=lambda e: e.clock or 0) if vault.ledger.shared else found

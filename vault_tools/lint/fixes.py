@@ -54,8 +54,10 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
             due.append(decision.id)  # (a note just given its id had been left alone already)
     try:
         done, unrecorded = apply_owner_steps(ws)
-        done = [f"gave {item.was} the id {item.id}" + (f" ({item.path})" if item.path != item.was else "")
-                for item in given] + done
+        done = [f"cut off the torn last line of the ledger (an append a kill cut short), kept as "
+                f"{vault.relative(kept)}" for kept in vault.ledger.torn_lines_kept] + [
+            f"gave {item.was} the id {item.id}" + (f" ({item.path})" if item.path != item.was else "")
+            for item in given] + done
         not_done += unrecorded
     except VaultToolsError as error:  # a damaged ledger: lint reports it; nothing can be recorded
         done = []

@@ -214,8 +214,10 @@ def damaged_ledger_line(facts: Facts) -> Iterator[Finding]:
     can no longer be trusted, so every write is refused until it is resolved.
 
     ## How to fix
-    Restore `.vault-tools/ledger.jsonl` from git (`git checkout -- .vault-tools/ledger.jsonl`), or remove
-    a torn last line by hand. Never edit a ledger line.
+    A torn last line in this device's own file is an append a kill cut short (its events were never
+    acknowledged): the next write on this device cuts it off and keeps its bytes under `kept/`;
+    `vault-tools lint --fix` does it now. For any other damage, restore the file from git
+    (`git checkout -- .vault-tools/ledger.jsonl`). Never edit a ledger line.
     """
     for shown, line, message in facts.ledger_damage:
         yield Finding(shown, line, message)
