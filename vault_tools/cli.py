@@ -808,8 +808,9 @@ def lint_command(
         paths: Annotated[list[Path] | None, typer.Argument(
             metavar="PATH", help="Report only findings in these files or folders (the whole vault is "
                                  "still checked for consistency).")] = None,
-        fix: Annotated[bool, typer.Option("--fix", help="Seal rulings past their settle window and rebuild stale "
-                                                         "pages first; never edits what the owner wrote.")] = False,
+        fix: Annotated[bool, typer.Option("--fix", help="Seal rulings past their settle window, cut off a torn "
+                                                         "last ledger line and rebuild stale pages first; never "
+                                                         "edits what the owner wrote.")] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
         format_: Annotated[str, typer.Option("--format", help="text, json or github (Actions annotations).")] = "text",
         explain: Annotated[str | None, typer.Option("--explain", metavar="CODE",
