@@ -228,3 +228,16 @@ def test_appended_events_extend_the_records_as_reading_them_all_again_does(tmp_p
     assert list(extended) == list(again)
     for record, history in again.items():
         assert (extended[record].id, extended[record].events) == (history.id, history.events)
+
+
+def test_a_changed_whole_last_line_without_its_newline_is_refused_never_cut(tmp_path):
+    ledger = Ledger(tmp_path)
+    with ledger.locked():
+        ledger.append([Event("asked", "D-0001", "2026-11-29T12:00:00Z", "agent", "Decisions/D-0001 x.md"),
+                       Event("asked", "D-0002", "2026-11-29T12:01:00Z", "agent", "Decisions/D-0002 y.md")])
+    edited = ledger.path.read_bytes().rstrip(b"\n").replace(b'"agent","at":"2026-11-29T12:01', b'"owner","at":"2026-11-29T12:01')
+    assert b'"owner"' in edited
+    ledger.path.write_bytes(edited)
+    with pytest.raises(InconsistentVault), ledger.locked():
+        ledger.append([Event("asked", "D-0003", "2026-11-29T12:05:00Z", "agent", "Decisions/D-0003 z.md")])
+    assert ledger.path.read_bytes() == edited and not (tmp_path / "kept").exists()

@@ -167,6 +167,14 @@ def parse_ledger(text: str, where: str, source: str | None = None) -> list[Event
     return events
 
 
+def _whole_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
 def _start_of_last_line(handle: BinaryIO, size: int, chunk: int = 65536) -> int:
     """Where the last line of an open file starts (just after its last newline; 0 when it has none)."""
     end = size
@@ -394,6 +402,8 @@ class Ledger:
                 parse_line(tail.decode("utf-8").rstrip("\r"), 0, str(path))
                 handle.write(b"\n")
             except (UnicodeDecodeError, InconsistentVault):
+                if start == 0 or _whole_json(tail):  # no line before it, or a whole line changed: refused
+                    return
                 self.kept_dir.mkdir(parents=True, exist_ok=True)
                 stamp = dt.datetime.now().strftime("%Y-%m-%d %H%M%S")
                 kept = self.kept_dir / f"torn ledger line {name} {stamp} {os.getpid()}.txt"

@@ -60,10 +60,11 @@ def _one_outcome(merged: bytes, ours: notes.Note, theirs: notes.Note, base: note
     here, there, common = _lifecycle(ours), _lifecycle(theirs), _lifecycle(base)
     if here == there:
         return merged
-    if common == here:
-        return _aligned(merged, theirs, ours, CLOSING_FIELDS)
-    if common == there:
-        return _aligned(merged, ours, theirs, CLOSING_FIELDS)
+    if common in (here, there):  # one side moved it on: what it wrote for that (a ruling's ruled_at too)
+        side, other = (theirs, ours) if common == here else (ours, theirs)
+        changed = {key for key in side.data if is_ledger_property(str(key))
+                   and (base is None or side.data.get(key) != base.data.get(key))}
+        return _aligned(merged, side, other, {*CLOSING_FIELDS, *changed})
     return _aligned(merged, ours, theirs, {key for key in (*ours.data, *theirs.data) if is_ledger_property(str(key))})
 
 
@@ -125,6 +126,9 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
     if closed_differently and not clean:
         merged, clean = resolve_lifecycle_conflicts(merged)
     if clean and mine and other:
-        merged = _one_outcome(merged, mine, other, common)
+        try:
+            merged = _one_outcome(merged, mine, other, common)
+        except NoteError:  # a frontmatter the edit cannot be made in: git's merge, for the owner to check
+            clean = False
     ours.write_bytes(merged)
     return 0 if clean else 1
