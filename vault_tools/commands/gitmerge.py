@@ -5,7 +5,8 @@ merges them as git's own text merge would. Where both clones closed one decision
 the question, the other withdrew it; two rulings each superseded it), their lifecycle properties conflict:
 this clone's lines are kept in the note, and the ledger, merged by line union, holds both outcomes with
 the text each clone wrote, which `lint`, the pages and `context` show as
-a conflict for the owner to settle. The note always holds one outcome whole (`_one_outcome`). Any other conflict is left to the owner, with git's markers.
+a conflict for the owner to settle. The note always holds one outcome whole (`_one_outcome`). Any other
+conflict is left to the owner, with git's markers.
 """
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def _one_outcome(merged: bytes, ours: notes.Note, theirs: notes.Note, base: note
     reason and no successor. The note keeps one outcome whole; the other is in the merged ledger.
 
     Both sides moved it on: this clone's outcome, with every ledger property as it is here. One side
-    moved it on: that side's closing properties (the other side's edits elsewhere stay merged)."""
+    moved it on: its closing properties and every ledger property it changed (a ruling's `ruled_at`); the
+    other side's edits elsewhere stay merged."""
     here, there, common = _lifecycle(ours), _lifecycle(theirs), _lifecycle(base)
     if here == there:
         return merged
