@@ -96,6 +96,41 @@ def vt(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 60) -> 
     return Result(done.returncode, done.stdout, done.stderr)
 
 
+def vt_on_terminal(*args: str, cwd: Path, timeout: float = 60) -> Result:
+    """`vt` with its stderr on a pseudo-terminal, as a person at a terminal runs it (stdout still piped)."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("FORCE_COLOR", None)
+    process = subprocess.Popen([sys.executable, "-m", "vault_tools", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=follower, env=env)
+    os.close(follower)
+    err = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.1)
+            if not ready:
+                if process.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            err += chunk
+        out = process.communicate(timeout=max(0.1, deadline - time.monotonic()))[0]
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+    return Result(process.wait(), out.decode("utf-8"), err.decode("utf-8", errors="replace"))
+
+
 def vt_here(*args: str, cwd: Path, stdin: str | None = None) -> Result:
     """`vt` without the process: the same entry point (the console script's front door, hooks included),
     run in this process from `cwd` with `stdin`, its output and exit code caught. For tests about what a

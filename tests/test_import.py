@@ -319,6 +319,14 @@ def test_import_progress_is_not_shown_when_piped(vault, tmp_path):
         "8 file(s) read; imported 6, 0 for review, 0 imported before, 2 skipped"
 
 
+def test_import_progress_is_shown_on_a_terminal(vault, tmp_path):
+    from .conftest import vt_on_terminal
+    repo = adr_folder(tmp_path)
+    done = vt_on_terminal("import", "adr", str(repo), "--vault", str(vault), cwd=tmp_path)
+    assert done.code == 0 and "importing adr" in done.err and "\x1b[" in done.err
+    assert "8 file(s) read; imported 6" in done.err
+
+
 def test_import_into_a_vault_with_a_broken_decision_note_is_refused(cli, vault, tmp_path):
     write(vault / "Decisions" / "D-0001 Broken.md", "---\ntype: decision\nid: D-0001\nstatus: [\n---\n")
     before = snapshot(vault)

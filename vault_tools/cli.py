@@ -842,7 +842,9 @@ class _Progress:
 
     def __init__(self, label: str, enabled: bool) -> None:
         self.label = label
-        self.enabled = enabled and stderr.console.is_terminal
+        # A pipe never gets a bar, even where FORCE_COLOR makes rich take it for a terminal (and rich is not
+        # imported for a piped run)
+        self.enabled = enabled and sys.stderr.isatty() and stderr.console.is_terminal
         self._bar: Any = None
         self._task: Any = None
 

@@ -319,10 +319,10 @@ class _Reconcile:
         # Below, only the ledger is written.
         if (history is None or history.status is None) and decision.status in (Status.OPEN, Status.WITHDRAWN):
             kind = "asked" if decision.status is Status.OPEN else "withdrawn"
-            record_hand_made(ws, decision, kind, history)
+            record_hand_made(ws, decision, kind, history, self.live.unchanged_text(decision.path))
             self.act("recorded", decision.id, decision.path, f"new {decision.status.value} note")
         elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
-            record_hand_made(ws, decision, "withdrawn", history)
+            record_hand_made(ws, decision, "withdrawn", history, self.live.unchanged_text(decision.path))
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
 
     def restore_latest(self, decision: Decision, history: History) -> bool:

@@ -49,18 +49,22 @@ def _close(ws: Workspace, decision_id: str, new_status: Status, reason: str | No
         return updated
 
 
-def record_hand_made(ws: Workspace, decision: Decision, kind: str, history: History | None) -> None:
-    """A question made or withdrawn in Obsidian: the ledger records it like any other."""
+def record_hand_made(ws: Workspace, decision: Decision, kind: str, history: History | None,
+                     unchanged: str | None = None) -> None:
+    """A question made or withdrawn in Obsidian: the ledger records it like any other. `unchanged` is the
+    note's text (BOM included) when the caller knows the file still holds what `decision` was read from."""
     if kind == "withdrawn" and decision.reason is None:
         raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
     actor = decision.asked_by if kind == "asked" and decision.asked_by else ws.config.default_ruler
     record = history.record if history is not None else new_record()
-    note = ws.read(ws.vault.path_of(decision))
+    if unchanged is None:
+        note = ws.read(ws.vault.path_of(decision))
+        unchanged = notes.file_text(note, note.text)
     if kind == "asked":
-        ws.vault.ledger.append([ws.asked_event(decision, actor, notes.file_text(note, note.text), record=record)])
+        ws.vault.ledger.append([ws.asked_event(decision, actor, unchanged, record=record)])
         return
     ws.vault.ledger.append([ws.event(kind, decision, actor, record=record, reason=decision.reason,
-                                     text=notes.file_text(note, note.text))])
+                                     text=unchanged)])
 
 
 def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decision, history: History,
