@@ -197,6 +197,8 @@ class LedgerFile:
         # Another device's file, as a carrier brings it: a torn last line is the part still on its way.
         self.in_transit_ok = in_transit_ok
         self._read_cache: tuple[tuple[int, int, int, int], list[Event]] | None = None
+        # Kept open between appends that are made durable later (`Ledger.synced_together`), with its inode
+        self._handle: tuple[BinaryIO, int] | None = None
 
     def read(self) -> list[Event]:
         key = self.stat_key()
@@ -223,37 +225,42 @@ class LedgerFile:
 
     def append(self, events: list[Event], *, durable: bool = True) -> list[Event] | None:
         """Append `events`; fsynced unless `durable` is False (the caller syncs later, see
-        `Ledger.synced_together`). Returns them as a read would now give them (numbered), when what was read
-        before plus them is the file now; None when the file must be read again."""
+        `Ledger.synced_together`, and closes the file it keeps open for the next append). Returns them as a
+        read would now give them (numbered), when what was read before plus them is the file now; None when
+        the file must be read again."""
         payload = "".join(event_line(event) for event in events).encode("utf-8")
         if not payload:
             return []
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         before = self.stat_key()
-        with open(self.path, "a+b", buffering=0) as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size > 0:
-                handle.seek(-1, os.SEEK_END)
-                if handle.read(1) != b"\n":
-                    self.read()  # raises, naming the torn line
+        handle = self._open(before)
+        size = handle.seek(0, os.SEEK_END)
+        ours = self._read_cache is not None and self._read_cache[0] == before  # ends with a line read or written
+        if size > 0 and not ours:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                self.read()  # raises, naming the torn line
             handle.seek(0, os.SEEK_END)
-            try:
-                written = 0
-                while written < len(payload):  # a full disk may take part of a write before it refuses
-                    step = handle.write(payload[written:])
-                    if not step:
-                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
-                    written += step
-                if durable:
-                    os.fsync(handle.fileno())
-            except OSError:  # a full disk: take back a partial line rather than leave it torn
-                handle.truncate(size)
-                raise
+        try:
+            written = 0
+            while written < len(payload):  # a full disk may take part of a write before it refuses
+                step = handle.write(payload[written:])
+                if not step:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+                written += step
+            if durable:
+                os.fsync(handle.fileno())
+        except OSError:  # a full disk: take back a partial line rather than leave it torn
+            handle.truncate(size)
+            self.close()
+            raise
+        finally:
+            if durable:
+                self.close()
         # What was read before plus what was just written is the file now: no need to read it all again.
-        if self._read_cache is not None and before is not None and self._read_cache[0] == before and size == before[0]:
+        if ours and self._read_cache is not None and before is not None and size == before[0]:
             first_line = (self._read_cache[1][-1].line or 0) + 1 if self._read_cache[1] else 1
-            numbered = [replace(event, line=first_line + index, source=self.display_path)
-                        for index, event in enumerate(events)]
+            numbered = [replace(event, line=first_line + index, source=self.display_path,
+                                position=first_line + index) for index, event in enumerate(events)]
             after = self.stat_key()
             if after is not None and after[0] == size + len(payload):
                 self._read_cache[1].extend(numbered)  # never handed out: `read` gives copies
@@ -262,8 +269,27 @@ class LedgerFile:
         self._read_cache = None
         return None
 
+    def _open(self, key: tuple[int, int, int, int] | None) -> BinaryIO:
+        """The file to append to: the one kept open, while it is still the file at this path."""
+        if self._handle is not None:
+            if key is not None and key[3] == self._handle[1]:
+                return self._handle[0]
+            self.close()  # replaced meanwhile (a checkout, a sync engine): append to the file there now
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+b", buffering=0)  # noqa: SIM115 (kept open across appends, see `close`)
+        self._handle = (handle, os.fstat(handle.fileno()).st_ino)
+        return handle
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle[0].close()
+            self._handle = None
+
     def sync(self) -> None:
         """Make what was appended durable."""
+        if self._handle is not None:
+            os.fsync(self._handle[0].fileno())
+            return
         with open(self.path, "ab", buffering=0) as handle:
             os.fsync(handle.fileno())
 
@@ -427,6 +453,8 @@ class Ledger:
         finally:
             self._sync_later -= 1
             self.sync()
+            if not self._sync_later and self._own is not None:
+                self._own.close()
 
     def sync(self) -> None:
         """Make what was appended durable (see `synced_together`)."""
@@ -492,8 +520,11 @@ class Ledger:
             self._unsynced = own
         # The appended events have the highest clocks, so they come last in the union too.
         if numbered is not None and before is not None and self._merged is before:
-            before[1].extend(replace(event, position=len(before[1]) + index)
-                             for index, event in enumerate(numbered, 1))
+            if self.shared_dir is None:  # one file: positions are its lines
+                before[1].extend(numbered)
+            else:
+                before[1].extend(replace(event, position=len(before[1]) + index)
+                                 for index, event in enumerate(numbered, 1))
             self._merged = (self._files_key(self.files()), before[1])
         else:
             self._merged = None

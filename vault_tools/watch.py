@@ -23,10 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock, Timeout
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
 
 from . import notes
 from .commands.amend import apply_owner_step, owner_step
@@ -496,7 +495,7 @@ class Watcher:
         self._own_writes: dict[str, str] = {}  # relative path -> digest of what we last wrote there
         self._condition = threading.Condition()
         self._stopping = False
-        self._observer: Observer | None = None  # type: ignore[valid-type]
+        self._observer: Any = None  # a watchdog observer, once started
         self._lock = FileLock(str(self.vault.state_dir / "watch.lock"), timeout=0)
         self._next_review: dt.date | None = None  # when the scheduled review is due (None: look it up)
 
@@ -528,12 +527,8 @@ class Watcher:
         With `observe=False` no observer is started: events come only from whoever calls `notice()`.
         """
         self.acquire()
-        if observe:
-            observer = Observer()  # started first: a change made during the reconcile is not missed
-            observer.schedule(_Handler(self), str(self.vault.root), recursive=True)
-            observer.daemon = True
-            observer.start()
-            self._observer = observer
+        if observe:  # started first: a change made during the reconcile is not missed
+            self._observer = _observe(self, self.vault.root)
         return self.process(everything=True)
 
     def stop(self) -> None:
@@ -712,16 +707,25 @@ class Watcher:
         self._reported_invalid = invalid
 
 
-class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: Watcher) -> None:
-        self.watcher = watcher
+def _observe(watcher: Watcher, root: Path) -> Any:
+    """A started watchdog observer telling `watcher` of every change under `root` (watchdog is imported only
+    here: `watch --once` has no use for it)."""
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
 
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in ("opened", "closed_no_write") or event.is_directory:
-            return
-        for path in (event.src_path, getattr(event, "dest_path", "")):
-            if path:
-                self.watcher.notice(os.fsdecode(path))
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            if event.event_type in ("opened", "closed_no_write") or event.is_directory:
+                return
+            for path in (event.src_path, getattr(event, "dest_path", "")):
+                if path:
+                    watcher.notice(os.fsdecode(path))
+
+    observer = Observer()
+    observer.schedule(Handler(), str(root), recursive=True)
+    observer.daemon = True
+    observer.start()
+    return observer
 
 
 def open_log(state_dir: Path) -> logging.Logger:
