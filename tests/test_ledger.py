@@ -241,3 +241,25 @@ def test_a_changed_whole_last_line_without_its_newline_is_refused_never_cut(tmp_
     with pytest.raises(InconsistentVault), ledger.locked():
         ledger.append([Event("asked", "D-0003", "2026-11-29T12:05:00Z", "agent", "Decisions/D-0003 z.md")])
     assert ledger.path.read_bytes() == edited and not (tmp_path / "kept").exists()
+
+
+def test_appends_of_one_synced_block_follow_a_ledger_replaced_between_them(tmp_path):
+    """Inside `synced_together` the file is kept open between appends; when something replaces it meanwhile
+    (a checkout, a sync engine writing a new copy), the next append goes to the file now at the path, and
+    the file is closed when the block ends."""
+    import os
+
+    ledger = Ledger(tmp_path)
+    first = Event("asked", "D-0001", "2026-11-29T12:00:00Z", "agent", "a.md")
+    second = Event("asked", "D-0002", "2026-11-29T12:01:00Z", "agent", "b.md")
+    third = Event("asked", "D-0003", "2026-11-29T12:02:00Z", "agent", "c.md")
+    with ledger.locked(), ledger.synced_together():
+        ledger.append([first])
+        copy = ledger.path.with_name("copy.jsonl")
+        copy.write_bytes(ledger.path.read_bytes())
+        os.replace(copy, ledger.path)
+        ledger.append([second])
+        ledger.append([third])
+    assert Ledger(tmp_path).read() == [first, second, third]
+    assert ledger.read() == [first, second, third]
+    assert ledger.own._handle is None
