@@ -263,3 +263,25 @@ def test_appends_of_one_synced_block_follow_a_ledger_replaced_between_them(tmp_p
     assert Ledger(tmp_path).read() == [first, second, third]
     assert ledger.read() == [first, second, third]
     assert ledger.own._handle is None
+
+
+def test_what_each_record_stands_at_reads_back_from_its_memo_as_worked_out(tmp_path):
+    """`summaries` are remembered under `.vault-tools/cache/`: a fresh process reads them from there, and gets
+    what working them out from the events gives, a conflict included."""
+    from vault_tools.ledger import RecordSummary
+
+    ledger = Ledger(tmp_path)
+    ledger.append([
+        Event("asked", "D-0001", "2026-01-01T00:00:00Z", "agent", "Decisions/D-0001 A.md", record="r1"),
+        Event("ruled", "D-0001", "2026-01-02T00:00:00Z", "owner", "Decisions/D-0001 A.md", record="r1", hash="h1"),
+        Event("sealed", "D-0001", "2026-01-02T00:00:00Z", "owner", "Decisions/D-0001 A.md", record="r1", hash="h1",
+              text="---\nsummary: Yes.\n---\n"),
+        Event("withdrawn", "D-0001", "2026-01-03T00:00:00Z", "owner", "Decisions/D-0001 A.md", record="r1",
+              reason="Dropped on the other clone, it was moot."),
+        Event("asked", "D-0002", "2026-01-01T00:00:00Z", "agent", "Decisions/D-0002 B.md", record="r2"),
+    ])
+    worked_out = [RecordSummary.of(history) for history in ledger.histories().values()]
+    assert worked_out[0].conflict is not None and worked_out[0].conflict.kind == "ruled-and-withdrawn"
+    assert ledger.summaries() == worked_out
+    assert (tmp_path / "cache" / "ledger-records.json").is_file()
+    assert Ledger(tmp_path).summaries() == worked_out

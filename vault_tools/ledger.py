@@ -193,6 +193,7 @@ class LedgerFile:
 
     def __init__(self, path: Path, display_path: str, *, in_transit_ok: bool = False) -> None:
         self.path = path
+        self._fspath = str(path)
         self.display_path = display_path
         # Another device's file, as a carrier brings it: a torn last line is the part still on its way.
         self.in_transit_ok = in_transit_ok
@@ -269,6 +270,10 @@ class LedgerFile:
         self._read_cache = None
         return None
 
+    def known_key(self) -> tuple[int, int, int, int] | None:
+        """The stat key of the file as this process last read or wrote it."""
+        return self._read_cache[0] if self._read_cache is not None else None
+
     def _open(self, key: tuple[int, int, int, int] | None) -> BinaryIO:
         """The file to append to: the one kept open, while it is still the file at this path."""
         if self._handle is not None:
@@ -295,7 +300,7 @@ class LedgerFile:
 
     def stat_key(self) -> tuple[int, int, int, int] | None:
         try:
-            stat = self.path.stat()
+            stat = os.stat(self._fspath)  # a str path: pathlib's own stat costs more, and this runs per append
         except FileNotFoundError:
             return None
         return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
@@ -520,12 +525,13 @@ class Ledger:
             self._unsynced = own
         # The appended events have the highest clocks, so they come last in the union too.
         if numbered is not None and before is not None and self._merged is before:
-            if self.shared_dir is None:  # one file: positions are its lines
+            if self.shared_dir is None:  # one file: positions are its lines, and its key is known
                 before[1].extend(numbered)
+                self._merged = (((str(own.path), own.known_key()),), before[1])
             else:
                 before[1].extend(replace(event, position=len(before[1]) + index)
                                  for index, event in enumerate(numbered, 1))
-            self._merged = (self._files_key(self.files()), before[1])
+                self._merged = (self._files_key(self.files()), before[1])
         else:
             self._merged = None
 
@@ -582,7 +588,7 @@ class Ledger:
         try:
             memo.parent.mkdir(parents=True, exist_ok=True)
             temp = memo.with_suffix(f".{os.getpid()}.tmp")
-            temp.write_text(json.dumps({"key": key, "records": [asdict(item) for item in found]}),
+            temp.write_text(json.dumps({"key": key, "records": [item.to_json() for item in found]}),
                             encoding="utf-8")
             os.replace(temp, memo)
         except OSError:
@@ -890,6 +896,11 @@ class RecordSummary:
     @classmethod
     def of(cls, history: History) -> RecordSummary:
         return cls(history.record, history.id, history.status, history.paths, history.seal_hash, history.conflict)
+
+    def to_json(self) -> dict[str, Any]:
+        """As `from_json` reads it (`asdict` deep-copies every field: slow for a thousand records)."""
+        return {"record": self.record, "id": self.id, "status": self.status, "paths": list(self.paths),
+                "seal_hash": self.seal_hash, "conflict": asdict(self.conflict) if self.conflict else None}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RecordSummary:
