@@ -353,14 +353,17 @@ def parse_text(text: str, path: Path, *, bom: bool = False) -> Note:
     return note
 
 
-def read_note(path: Path, data: bytes | None = None) -> Note:
-    """The note at `path`, read now, or parsed from `data` when its bytes were read already."""
+def read_note(path: Path, data: bytes | None = None, written: Written | None = None) -> Note:
+    """The note at `path`, read now, or parsed from `data` when its bytes were read already; when they are
+    what this process `written` there and parsed, that parse."""
     size = path.stat().st_size if data is None else len(data)
     if size > MAX_NOTE_BYTES:
         raise NoteError(f"note is {size:,} bytes, over the {MAX_NOTE_BYTES:,}-byte limit for a decision note",
                         path=str(path))
     if data is None:
         data = path.read_bytes()
+    if written is not None and written.parsed is not None and written.data == data:
+        return written.parsed
     text, bom = decode(data, path)
     return parse_text(text, path, bom=bom)
 
@@ -524,7 +527,17 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
-_recorders: ContextVar[tuple[list[Path], ...]] = ContextVar("note_write_recorders", default=())
+@dataclass(frozen=True)
+class Written:
+    """A file `write_atomic` wrote: its path and bytes, and the note they parse to where the writer had
+    parsed it (`read_note` then need not parse them again)."""
+
+    path: Path
+    data: bytes
+    parsed: Note | None = None
+
+
+_recorders: ContextVar[tuple[list[Written], ...]] = ContextVar("note_write_recorders", default=())
 _before_write: ContextVar[tuple[Callable[[], None], ...]] = ContextVar("before_note_writes", default=())
 
 
@@ -541,10 +554,10 @@ def before_writes(callback: Callable[[], None]) -> Iterator[None]:
 
 
 @contextmanager
-def recording_writes() -> Iterator[list[Path]]:
-    """The path of every file `write_atomic` writes while the block runs (in this thread), in order: how a
-    process that keeps its own view of the vault knows what to read again."""
-    written: list[Path] = []
+def recording_writes() -> Iterator[list[Written]]:
+    """Every file `write_atomic` writes while the block runs (in this thread), in order: how a process that
+    keeps its own view of the vault knows what to read again."""
+    written: list[Written] = []
     token = _recorders.set((*_recorders.get(), written))
     try:
         yield written
@@ -552,8 +565,9 @@ def recording_writes() -> Iterator[list[Path]]:
         _recorders.reset(token)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temp file in the same folder, then replace: never a torn note."""
+def write_atomic(path: Path, data: bytes, parsed: Note | None = None) -> None:
+    """Write through a temp file in the same folder, then replace: never a torn note. `parsed` is the note
+    `data` parses to, when the caller has it (see `Written`)."""
     import tempfile
 
     for callback in _before_write.get():
@@ -574,7 +588,7 @@ def write_atomic(path: Path, data: bytes) -> None:
             pass
         raise
     for recorder in _recorders.get():
-        recorder.append(path)
+        recorder.append(Written(path, data, parsed))
 
 
 TEMP_PREFIX, TEMP_SUFFIX = ".vault-tools-", ".tmp"  # the names write_atomic gives its temp files
@@ -597,10 +611,12 @@ def remove_stale_temps(paths: Iterable[Path], now: float) -> list[Path]:
     return removed
 
 
-def write_note(note: Note, text: str) -> bytes:
-    """Write `text` back with the note's own BOM and line endings; returns the bytes written."""
+def write_note(note: Note, text: str, parsed: Note | None = None) -> bytes:
+    """Write `text` back with the note's own BOM and line endings; returns the bytes written. `parsed` is
+    `text` parsed already (by `edited`), if the caller has it."""
     data = encode(text, bom=note.bom)
-    write_atomic(note.path, data)
+    write_atomic(note.path, data, parsed if parsed is not None and parsed.text == text and parsed.bom == note.bom
+                 else None)
     return data
 
 

@@ -527,10 +527,11 @@ class Vault:
         set_aside_conflict_copies(state)
         return state
 
-    def read_one(self, rel: str) -> VaultState:
-        """One note read as `load` reads it, in a state of its own: how a process that wrote it reads it again."""
+    def read_one(self, rel: str, written: notes.Written | None = None) -> VaultState:
+        """One note read as `load` reads it, in a state of its own: how a process that wrote it (`written`, its
+        last write there) reads it again."""
         state = VaultState(self.root, self.config)
-        kind, payload = self.read_payload(self.root / rel)
+        kind, payload = read_payload(self.root, self.root / rel, written)
         self._add(state, rel, kind, payload)
         return state
 
@@ -610,13 +611,13 @@ def _leave_interrupts_to_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def read_payload(root: Path, path: str | Path) -> tuple[str, dict[str, Any] | None]:
+def read_payload(root: Path, path: str | Path, written: notes.Written | None = None) -> tuple[str, dict[str, Any] | None]:
     """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
     try:
         head, data = notes.read_start(path)
         if head is None:
             return "other", None
-        note = read_decision_note(root, Path(path), data)
+        note = read_decision_note(root, Path(path), data, written)
     except NoteError as error:
         return "broken", {"message": error.message, "line": error.line}
     except OSError as error:
@@ -628,13 +629,14 @@ def read_payload(root: Path, path: str | Path) -> tuple[str, dict[str, Any] | No
     return "decision", {"data": data, "body": note.body, "lines": note.key_lines, "body_line": body_line}
 
 
-def read_decision_note(root: Path, path: Path, data: bytes | None = None) -> notes.Note | None:
+def read_decision_note(root: Path, path: Path, data: bytes | None = None,
+                       written: notes.Written | None = None) -> notes.Note | None:
     """The note if its frontmatter says `type: decision` (parsed from `data` when its bytes were read
-    already); raises NoteError if it cannot be read."""
+    already, see `notes.read_note` for `written`); raises NoteError if it cannot be read."""
     rel = relative(root, path)
     if path.is_symlink() and not _inside_vault(root, path):
         raise NoteError("is a link to a file outside the vault; decision notes must live inside it", path=rel)
-    note = notes.read_note(path, data)
+    note = notes.read_note(path, data, written)
     if not hasattr(note.data, "items"):
         kind = "empty" if note.data is None else f"a {'list' if isinstance(note.data, list) else 'single value'}"
         raise NoteError(f"frontmatter is {kind}, not a mapping of properties", path=rel, line=2)

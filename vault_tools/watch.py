@@ -663,13 +663,11 @@ class Watcher:
             return actions
         self.last_error = None
         self.left = self._left(result, now)
-        for relative in {*result.touched, *built.written}:
-            digest = _digest(self.vault.root / relative)
-            if digest:
-                self._own_writes[relative] = digest
+        digests = {relative: _digest(self.vault.root / relative) for relative in {*result.touched, *built.written}}
+        self._own_writes.update((relative, digest) for relative, digest in digests.items() if digest)
         with self._condition:  # the observer reported these writes while they were made: they need no look
             for relative in result.touched:
-                if relative in self._own_writes and self._own_writes[relative] == _digest(self.vault.root / relative):
+                if digests.get(relative):
                     self.schedule.debouncer.forget(relative)
         if built.written:
             actions.append(Action("pages", None, None, "rebuilt " + ", ".join(built.written)))

@@ -55,7 +55,7 @@ class LiveState:
         self.version = 0
         self.touched_at: dict[str, int] = {}
         self.reshaped_at = 0
-        self._recorded: list[Path] = []
+        self._recorded: list[notes.Written] = []
         self._exit = contextlib.ExitStack()
         self._ledger_key = self._ledger_stat()
         events = ws.vault.ledger.read()
@@ -128,7 +128,8 @@ class LiveState:
     def refresh(self, removed: Iterable[str] = ()) -> bool:
         """Read again what was written since the last refresh (and what `removed` names: deleted or moved
         away); True when anything had changed. Cheap when nothing was: one stat of the ledger."""
-        written = {rel for rel in map(self._relative, self._recorded) if rel is not None} | set(removed)
+        last_writes = {rel: each for each in self._recorded if (rel := self._relative(each.path)) is not None}
+        written = set(last_writes) | set(removed)
         self._recorded.clear()
         key = self._ledger_stat()
         self.written = {rel for rel in written if self._scanned(rel)}
@@ -139,7 +140,7 @@ class LiveState:
         for rel in self.written:
             self.touched_at[rel] = self.version
         if self.written:
-            ids |= self._reread(sorted(self.written, key=walk_key))
+            ids |= self._reread(sorted(self.written, key=walk_key), last_writes)
         if key != self._ledger_key:
             self._ledger_key = key
             records = self._read_ledger()
@@ -156,14 +157,15 @@ class LiveState:
         """Whether the note at `rel`, its record or the set of notes changed after `version`."""
         return self.reshaped_at > version or self.touched_at.get(rel, 0) > version
 
-    def _reread(self, rels: list[str]) -> set[str]:
-        """Read the notes at `rels` again; returns the ids whose ties must be worked out again."""
+    def _reread(self, rels: list[str], last_writes: dict[str, notes.Written]) -> set[str]:
+        """Read the notes at `rels` again (what this process last wrote at each is `last_writes`); returns the
+        ids whose ties must be worked out again."""
         state = self.state
         ids: set[str] = set()
         reshaped = False
         for rel in rels:
             path = state.root / rel
-            fresh = self.ws.vault.read_one(rel) if path.is_file() or path.is_symlink() else None
+            fresh = self.ws.vault.read_one(rel, last_writes.get(rel)) if path.is_file() or path.is_symlink() else None
             old = self.decision_at(rel)
             new = fresh.decisions[0] if fresh is not None and fresh.decisions else None
             ids.update(d.id for d in (old, new) if d is not None)

@@ -22,6 +22,7 @@ class SupersedePlan:
     updated: Decision
     successor: Decision
     reason: str
+    parsed: notes.Note | None = None  # `text`, parsed
 
 
 def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, links: Iterable[str]) -> list[Decision]:
@@ -64,11 +65,11 @@ def plan_superseded(ws: Workspace, state: VaultState, old: Decision, new: Decisi
     marked = notes.edited(note, {"status": Status.SUPERSEDED.value, "superseded_by": f"[[{new.title}]]",
                                  "reason": reason})
     return SupersedePlan(note, marked.text, ws.record_for(state, old), ws.parse_new(path, marked.text, marked), new,
-                         reason)
+                         reason, marked)
 
 
 def apply_superseded(ws: Workspace, state: VaultState, plan: SupersedePlan, actor: str) -> None:
-    notes.write_note(plan.note, plan.text)
+    notes.write_note(plan.note, plan.text, plan.parsed)
     digest = seal_hash(plan.updated, ws.resolver_with(state, plan.successor), ws.tz)
     ws.vault.ledger.append([ws.event("superseded", plan.updated, actor, record=plan.record, hash=digest,
                                      text=notes.file_text(plan.note, plan.text), reason=plan.reason,
