@@ -22,7 +22,8 @@ hook runs them), the median wall time and the peak memory (RSS) of:
   minus the configured debounce (median and p95 over `--saves` saves);
 - reconciling (`--reconcile`, on by default): `vault-tools watch --once` on a vault of the same
   size whose rulings are all unsealed (made by `make_vault.py --unsealed`, left alone for an
-  hour), against the warm `build` of the same run, in wall and CPU time; then `vault-tools watch`
+  hour), each run paired with a warm `build` of the same copy just before it, in wall and CPU time
+  (the ratio taken pair by pair); then `vault-tools watch`
   started on another copy, and its CPU use over `--idle-seconds` once that first reconcile is done.
 
 Then, for vaults of 10 to 10,000 decisions (and 1,000 with one oversized note), what
@@ -310,25 +311,36 @@ def idle_cpu(vault: Path, seconds: float) -> tuple[float, float]:
 
 
 def measure_reconcile(size: int, repeat: int, idle_seconds: float, workdir: Path) -> dict[str, object]:
-    """`watch --once` on copies of an unsealed vault of `size` notes; then the watcher's CPU while idle."""
+    """`watch --once` on fresh copies of an unsealed vault of `size` notes, each run paired with a warm `build`
+    of the same copy just before it (the ratio is taken pair by pair); then the watcher's CPU while idle."""
     source, rulings = unsealed_vault(size, workdir)
     copy = workdir / f"unsealed-{size}-run"
-    once = measure([*VAULT_TOOLS, "watch", "--once", "--vault", str(copy)], repeat, before=FreshCopy(source, copy),
-                   expect=0)
-    found: dict[str, object] = {"rulings": rulings, "once": once}
+    fresh = FreshCopy(source, copy)
+    build, once, cpu_ratios = Measure(), Measure(), []
+    for _ in range(repeat):
+        fresh()
+        for result, args, expect in ((build, [*VAULT_TOOLS, "build", "--vault", str(copy)], None),
+                                     (once, [*VAULT_TOOLS, "watch", "--once", "--vault", str(copy)], 0)):
+            seconds, peak, cpu = timed(args, expect=expect)
+            result.seconds.append(seconds)
+            result.cpu.append(cpu)
+            result.peak_mb = max(result.peak_mb, peak)
+        once.ratios.append(once.seconds[-1] / build.seconds[-1])
+        cpu_ratios.append(once.cpu[-1] / build.cpu[-1])
+    found: dict[str, object] = {"rulings": rulings, "build": build, "once": once,
+                                "cpu_ratio": statistics.median(cpu_ratios)}
     if idle_seconds:
-        FreshCopy(source, copy)()
+        fresh()
         found["idle"] = idle_cpu(copy, idle_seconds)
     shutil.rmtree(copy, ignore_errors=True)
     shutil.rmtree(source, ignore_errors=True)
     return found
 
 
-def reconcile_table(size: int, results: dict[str, Measure | tuple], found: dict[str, object]) -> str:
-    """`watch --once` with every ruling unsealed, as a multiple of the warm `build` measured in the same run."""
-    build = results["build, warm, nothing changed"]
-    once = found["once"]
-    assert isinstance(build, Measure) and isinstance(once, Measure)
+def reconcile_table(size: int, found: dict[str, object]) -> str:
+    """`watch --once` with every ruling unsealed, as a multiple of a warm `build` of the same vault, pair by pair."""
+    build, once, cpu_ratio = found["build"], found["once"], found["cpu_ratio"]
+    assert isinstance(build, Measure) and isinstance(once, Measure) and isinstance(cpu_ratio, float)
     rulings = found["rulings"]
     lines = [f"#### Reconciling {size:,} notes whose {rulings:,} rulings are all unsealed", "",
              "| measurement | seconds | x warm build | CPU seconds | CPU x warm build | peak RSS MB |",
@@ -336,8 +348,7 @@ def reconcile_table(size: int, results: dict[str, Measure | tuple], found: dict[
              f"| build, warm, nothing changed (the baseline) | {build.median:.3f} | 1.0 | {build.median_cpu:.3f} | 1.0 "
              f"| {build.peak_mb:.0f} |",
              f"| watch --once: seal {rulings:,} rulings, apply their supersedes | {once.median:.3f} | "
-             f"{once.median / build.median:.1f} | {once.median_cpu:.3f} | {once.median_cpu / build.median_cpu:.1f} | "
-             f"{once.peak_mb:.0f} |"]
+             f"{once.ratio:.2f} | {once.median_cpu:.3f} | {cpu_ratio:.2f} | {once.peak_mb:.0f} |"]
     if "idle" in found:
         percent, reconciled = found["idle"]
         lines += ["", f"`watch` started on such a vault: first reconcile done after {reconciled:.1f} s; then "
@@ -584,7 +595,7 @@ def main() -> None:
                 found = measure_reconcile(size, args.repeat, args.idle_seconds, Path(workdir))
                 found["idle_seconds"] = args.idle_seconds
                 print()
-                print(reconcile_table(size, all_results[size], found), flush=True)
+                print(reconcile_table(size, found), flush=True)
         if all_results:
             print()
             print(scaling(all_results))
