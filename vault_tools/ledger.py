@@ -602,6 +602,7 @@ class Ledger:
 SEALING_EVENTS = ("sealed", "amended", "superseded", "retracted", "imported", "renumbered", "relinked", "settled")
 # The ways a record can end, and so conflict when two clones each took one.
 CLOSING_EVENTS = ("superseded", "retracted")
+_MAY_CONFLICT = frozenset(("withdrawn", "settled", *CLOSING_EVENTS))  # see `History.conflict`
 
 
 def new_record() -> str:
@@ -771,6 +772,9 @@ class History:
     def conflict(self) -> Conflict | None:
         """Two outcomes recorded on two clones that cannot both stand, until the owner settles them."""
         # A settlement decides what it knew of; what clones record without knowing of it may conflict anew.
+        if not any(e.event in _MAY_CONFLICT for e in self.events) and \
+                sum(e.event == "sealed" for e in self.events) <= 1:
+            return None  # never withdrawn, closed or settled, one answer at most: the kinds below need one of those
         events = self.conflict_events
         kinds = {e.event for e in events}
         if "withdrawn" in kinds and kinds & {"ruled", "sealed"}:

@@ -20,14 +20,17 @@ def pending_chain(ws: Workspace, state: VaultState) -> list[tuple[Decision, Deci
     duplicated = duplicate_ids(state.decisions)
     found = []
     for ruling in sorted(state.decisions, key=lambda d: d.order):
-        history = ws.history_of(state, ruling, known)
-        if ruling.status not in TOOK_EFFECT or history is None or history.seal is None:
+        if ruling.status not in TOOK_EFFECT or not ruling.supersedes:
+            continue
+        targets = pending_supersessions(state, ruling)  # nearly always none: the cheap test first
+        history = ws.history_of(state, ruling, known) if targets else None
+        if history is None or history.seal is None:
             continue
         if ruling.id in duplicated or history.conflict is not None:
             continue  # a duplicated id is renumbered, a conflict settled, before anything is built on it
         if not seal_holds(ws, state, ruling, history.seal):
             continue
-        for target in pending_supersessions(state, ruling):
+        for target in targets:
             target_history = ws.history_of(state, target, known)
             if target.id in duplicated or (target_history is not None and target_history.conflict is not None):
                 continue
