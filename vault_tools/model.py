@@ -399,6 +399,7 @@ class LinkResolver:
         for decision in decisions:
             self._by_name.setdefault(name_key(decision.title), []).append(decision)
             self._ids.add(decision.id)
+        self._resolved: dict[str, str | None] = {}  # link -> id: the names above never change
 
     def _candidates(self, link: str) -> tuple[list[Decision], str]:
         target = link_target(link)
@@ -413,6 +414,11 @@ class LinkResolver:
         return None
 
     def __call__(self, link: str) -> str | None:
+        if link not in self._resolved:
+            self._resolved[link] = self._resolve(link)
+        return self._resolved[link]
+
+    def _resolve(self, link: str) -> str | None:
         found, target = self._candidates(link)
         if found:
             exact = [d for d in found if unicodedata.normalize("NFC", d.title) == target]
