@@ -457,9 +457,11 @@ class Ledger:
                 yield
         finally:
             self._sync_later -= 1
-            self.sync()
-            if not self._sync_later and self._own is not None:
-                self._own.close()
+            try:
+                self.sync()
+            finally:
+                if not self._sync_later and self._own is not None:
+                    self._own.close()
 
     def sync(self) -> None:
         """Make what was appended durable (see `synced_together`)."""
