@@ -258,3 +258,40 @@ def test_a_ruling_sealed_from_the_note_cache_is_sealed_as_read_afresh(cli, vault
     fresh = ws.parse_new(path, notes.read_note(path).text)
     assert sealed_event.hash == ws.seal_hash_of(state, fresh)
     assert lint.lint(lint.gather(Vault(vault))).errors == 0
+
+
+def test_a_second_ruling_superseding_a_ruling_already_superseded_in_the_same_run_is_refused(cli, vault):
+    """Supersessions are written together, but a ruling that names a note whose supersession waits is
+    decided on that note as superseded, as if each had been written at once."""
+    first = decision(vault, 1, "ruled", ("newsletter-footer",))
+    decision(vault, 2, "ruled", ("newsletter-footer",), supersedes=f'["[[{first.stem}]]"]',
+             reason="The owner changed course on this one later.")
+    decision(vault, 3, "ruled", ("newsletter-footer",), supersedes=f'["[[{first.stem}]]"]',
+             reason="The owner changed course on this one again.")
+    quiet(vault)
+    result = cli("watch", "--once")  # the owner's to fix, shown on the pages: not left for a later run
+    assert result.code == 0
+    assert "invalid D-0003 Decisions/D-0003 Note.md: D-0001 is superseded by [[D-0002 Note]]; only a current " \
+           "ruling can be superseded" in result.err
+    state = Vault(vault).load()
+    assert {d.id: d.status.value for d in state.decisions} == {"D-0001": "superseded", "D-0002": "ruled",
+                                                               "D-0003": "ruled"}
+    known = histories_by_id(Ledger(vault / ".vault-tools").read())
+    assert known["D-0002"].sealed and "D-0003" not in known  # refused before anything was recorded
+
+
+def test_a_note_saved_while_its_supersession_waits_is_not_overwritten(cli, vault):
+    from vault_tools.commands.supersede import PendingSupersessions, plan_superseded
+
+    old = sealed(cli, vault)
+    decision(vault, 2, "ruled", supersedes=f'["[[{old.stem}]]"]', reason=REASON)
+    ws = Workspace(Vault(vault))
+    state = ws.state()
+    pending = PendingSupersessions(ws)
+    with ws.vault.ledger.locked():
+        pending.add(state, plan_superseded(ws, state, state.get("D-0001"), state.get("D-0002"), REASON), "owner")
+        typed = old.read_text() + "\nTyped by the owner while the watcher was sealing.\n"
+        old.write_text(typed)
+        written, left = pending.write()
+    assert not written and [plan.updated.id for plan, _ in left] == ["D-0001"]
+    assert old.read_text() == typed and "superseded" not in events(vault)

@@ -44,7 +44,9 @@ app = typer.Typer(**APP_SETTINGS)
 
 
 class _Stderr:
-    """rich's console for messages, made on first use: most runs print no message."""
+    """Messages on stderr: through rich's console (made on first use) on a terminal, where it adds colour; as
+    plain lines elsewhere (a pipe, pre-commit, CI), where importing rich would cost more than most commands take
+    and the text would be the same."""
 
     @functools.cached_property
     def console(self) -> Any:
@@ -52,6 +54,10 @@ class _Stderr:
         return Console(stderr=True, highlight=False, soft_wrap=True)
 
     def print(self, text: str, **options: Any) -> None:
+        if not sys.stderr.isatty():
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+            return
         self.console.print(text, **options)
 
 

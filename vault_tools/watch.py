@@ -37,7 +37,7 @@ from .commands.repair import pending_chain
 from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
-from .commands.supersede import supersede_now
+from .commands.supersede import PendingSupersessions, supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, Unfinished, VaultToolsError
 from .ledger import STATUS_AFTER, History
@@ -126,6 +126,7 @@ class _Reconcile:
         # wrote was left alone by the owner, so its own write does not make it "still being typed"
         self.own_writes: dict[str, tuple[float, float]] = {}
         self.saved_at: dict[str, float] = {}  # path -> the owner's last save, as this round found it
+        self.pending = PendingSupersessions(ws)  # rulings' supersessions held back, to be written together
 
     @property
     def state(self) -> VaultState:
@@ -242,6 +243,9 @@ class _Reconcile:
             if self.progress is not None and done % PROGRESS_EVERY == 0:
                 self.progress(done, len(quiet))
             current = live.decision_at(rel)  # as the steps before left it
+            if current is not None and self.pending and self.builds_on_pending(current):
+                changed |= self.write_pending()
+                current = live.decision_at(rel)
             if current is None:
                 continue
             self.looking_at = rel
@@ -259,9 +263,43 @@ class _Reconcile:
             self.seen[rel] = live.version
         if self.progress is not None and quiet:
             self.progress(len(quiet), len(quiet))
+        changed |= self.write_pending()
         for rel in result.busy:
             self.seen.pop(rel, None)  # saved again meanwhile: looked at anew once quiet
         return self.finish_supersessions() or changed
+
+    def builds_on_pending(self, decision: Decision) -> bool:
+        """Whether reconciling this note may look at a note whose supersession is held back: it is one, or it
+        is a ruling to seal that names one (or a ruling not sealed yet, which sealing it first may reach), or
+        a sealed note that no longer matches the ledger (what is done about it may look anywhere). Sealing a
+        ruling that names only sealed, current rulings, and recording a question, look at no other note."""
+        if decision.path in self.pending.paths:
+            return True
+        history = self.live.history_of(decision)
+        if history is not None and history.seal is not None:
+            return not matches_ledger(self.ws, self.state, decision, history)
+        if decision.status is not Status.RULED:
+            return False
+        by_id, resolve = self.state.by_id(), self.ws.resolver_with(self.state, decision)
+        for link in (*decision.supersedes, *decision.alongside):
+            named = by_id.get(resolve(link) or "")
+            if named is None:
+                continue
+            named_history = self.live.history_of(named)
+            if named.path in self.pending.paths or named_history is None or named_history.seal is None:
+                return True
+        return False
+
+    def write_pending(self) -> bool:
+        """Write the supersessions held back (see `PendingSupersessions`); True when anything was written."""
+        if not self.pending:
+            return False
+        _, left = self.pending.write()
+        for plan, why in left:
+            if why.startswith("could not"):  # else saved since: `finish_supersessions` marks it once left alone
+                self.found.setdefault("chains", {})[(plan.updated.path, why)] = Action(
+                    "invalid", plan.updated.id, plan.updated.path, why)
+        return self.changed()
 
     def agrees(self, rel: str) -> bool:
         """Whether a note left alone because it is being typed already agrees with the ledger as it is: sealed
@@ -312,7 +350,8 @@ class _Reconcile:
                 if waiting_on:
                     self.waiting_on.add(decision.path)
                 return
-            sealed = seal_one(ws, self.state, decision, history, self.live.unchanged_text(decision.path))
+            sealed = seal_one(ws, self.state, decision, history, self.live.unchanged_text(decision.path),
+                              pending=self.pending)
             self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
             return
         # Below, only the ledger is written.

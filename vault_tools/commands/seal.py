@@ -12,7 +12,13 @@ from ..vault import VaultState
 from .checks import check_id
 from .ids import give_ids
 from .live import LiveState
-from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
+from .supersede import (
+    PendingSupersessions,
+    apply_superseded,
+    plan_superseded,
+    seal_targets_first,
+    supersede_targets,
+)
 from .workspace import Workspace
 
 
@@ -53,10 +59,11 @@ def _to_seal(ws: Workspace, state: VaultState, decision: Decision, history: Hist
 
 
 def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None,
-             unchanged: str | None = None) -> Decision:
+             unchanged: str | None = None, pending: PendingSupersessions | None = None) -> Decision:
     """Seal one ruling: stamp what is missing, check it, apply its `supersedes`, record it. `unchanged` is the
     note's text when the caller knows the file still holds what `decision` was read from (then, with nothing
-    to stamp, it is not parsed again)."""
+    to stamp, it is not parsed again). With `pending`, the notes it supersedes are left there to be written
+    with others (see `PendingSupersessions`)."""
     lost = history.seal_lost if history is not None else None
     if lost is not None:
         raise InconsistentVault(
@@ -93,7 +100,10 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
     actor = decision.ruled_by or ws.config.default_ruler
     ws.vault.ledger.append(seal_events(ws, state, decision, text_on_disk, history, actor))
     for plan in plans:
-        apply_superseded(ws, state, plan, actor)
+        if pending is not None:
+            pending.add(state, plan, actor)
+        else:
+            apply_superseded(ws, state, plan, actor)
     return decision
 
 

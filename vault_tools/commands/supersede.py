@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, Refused
-from ..ledger import seal_hash
+from ..ledger import Event, seal_hash
 from ..model import Decision, Status, unresolved_link
 from ..vault import VaultState
 from .sealed import unreviewed_edit
@@ -70,10 +70,59 @@ def plan_superseded(ws: Workspace, state: VaultState, old: Decision, new: Decisi
 
 def apply_superseded(ws: Workspace, state: VaultState, plan: SupersedePlan, actor: str) -> None:
     notes.write_note(plan.note, plan.text, plan.parsed)
+    ws.vault.ledger.append([superseded_event(ws, state, plan, actor)])
+
+
+def superseded_event(ws: Workspace, state: VaultState, plan: SupersedePlan, actor: str) -> Event:
     digest = seal_hash(plan.updated, ws.resolver_with(state, plan.successor), ws.tz)
-    ws.vault.ledger.append([ws.event("superseded", plan.updated, actor, record=plan.record, hash=digest,
-                                     text=notes.file_text(plan.note, plan.text), reason=plan.reason,
-                                     successor=plan.successor.id)])
+    return ws.event("superseded", plan.updated, actor, record=plan.record, hash=digest,
+                    text=notes.file_text(plan.note, plan.text), reason=plan.reason, successor=plan.successor.id)
+
+
+class PendingSupersessions:
+    """Supersessions planned (their successor sealed) whose notes are not written yet: written together.
+
+    Each note marked superseded must wait for the ledger to hold its successor's seal on disk, so applying
+    them one by one costs a sync of the ledger each, and on a large first reconcile that is most of its
+    time. Held back, they cost one sync for all: every note is written (the ledger synced once, before the
+    first), then their events are appended together. Until then the ledger and the notes say each target is
+    still current, as after a crash between the seal and the supersession, which `pending_chain` finishes;
+    the caller writes them before anything looks at one of these notes (`paths`) or builds on it."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+        self.waiting: list[tuple[SupersedePlan, Event]] = []
+        self.paths: set[str] = set()  # vault-relative paths of the notes waiting to be marked superseded
+
+    def __bool__(self) -> bool:
+        return bool(self.waiting)
+
+    def add(self, state: VaultState, plan: SupersedePlan, actor: str) -> None:
+        self.waiting.append((plan, superseded_event(self.ws, state, plan, actor)))
+        self.paths.add(plan.updated.path)
+
+    def write(self) -> tuple[list[SupersedePlan], list[tuple[SupersedePlan, str]]]:
+        """Write every waiting note still as it was read, then their events: (the plans applied, (a plan
+        not applied, why)). A note saved since it was planned is left as it is; `pending_chain` marks it
+        once it is left alone, planned again from what it holds then."""
+        waiting, self.waiting, self.paths = self.waiting, [], set()
+        applied: list[tuple[SupersedePlan, Event]] = []
+        left: list[tuple[SupersedePlan, str]] = []
+        try:
+            for plan, event in waiting:
+                try:
+                    unchanged = plan.note.path.read_bytes() == notes.encode(plan.note.text, bom=plan.note.bom)
+                    if not unchanged:
+                        left.append((plan, "saved since its supersession was planned; marked once left alone"))
+                        continue
+                    notes.write_note(plan.note, plan.text, plan.parsed)
+                except OSError as error:
+                    left.append((plan, f"could not be written just now ({error.strerror}); will retry"))
+                    continue
+                applied.append((plan, event))
+        finally:  # what was written is recorded, even when a later write fails for a reason not foreseen
+            self.ws.vault.ledger.append([event for _, event in applied])
+        return [plan for plan, _ in applied], left
 
 
 def supersede_now(ws: Workspace, state: VaultState, target: Decision, ruling: Decision) -> None:
