@@ -147,11 +147,14 @@ def terms(text: str) -> frozenset[str]:
     """The words of a text as the check compares them: folded, stopwords out, stemmed, synonyms merged."""
     folded = fold(text).replace("-", " ").replace("_", " ")
     folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
-    found = set()
-    for word in words(folded.replace("-", "")):
-        stemmed = stem(word)
-        found.add(LEXICON.get(stemmed, stemmed))
-    return frozenset(found)
+    return frozenset(map(_term, words(folded.replace("-", ""))))
+
+
+@lru_cache(maxsize=65536)
+def _term(word: str) -> str:
+    """A word as compared, stemmed and merged with its synonyms: words repeat from note to note."""
+    stemmed = stem(word)
+    return LEXICON.get(stemmed, stemmed)
 
 
 def weight(term: str) -> float:
