@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import errno
 import functools
-import json
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +19,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from . import __version__
+from . import __version__, console
 from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
-from .errors import InconsistentVault, UsageError, VaultToolsError
+from .errors import UsageError, VaultToolsError
 
 if TYPE_CHECKING:
     from .commands.workspace import Workspace
@@ -43,26 +40,7 @@ app = typer.Typer(**APP_SETTINGS)
 
 
 
-class _Stderr:
-    """Messages on stderr: through rich's console (made on first use) on a terminal, where it adds colour; as
-    plain lines elsewhere (a pipe, pre-commit, CI), where importing rich would cost more than most commands take
-    and the text would be the same."""
-
-    @functools.cached_property
-    def console(self) -> Any:
-        from rich.console import Console
-        return Console(stderr=True, highlight=False, soft_wrap=True)
-
-    def print(self, text: str, **options: Any) -> None:
-        if not sys.stderr.isatty():
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
-            return
-        self.console.print(text, **options)
-
-
-stderr = _Stderr()
-_vault_root: Path | None = None  # for the crash log
+stderr = console.stderr
 
 VaultOption = Annotated[Path | None, typer.Option("--vault", metavar="PATH", help="The vault (default: the nearest folder up "
                                                      "from here with .vault-tools/ or .obsidian/).")]
@@ -70,22 +48,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout."
 ByOption = Annotated[str | None, typer.Option("--by", metavar="NAME", help="Who is recording this (default from config).")]
 
 
-def _workspace(vault: Path | None) -> Workspace:
-    global _vault_root
-    from .commands.workspace import Workspace
-    from .vault import Vault
-
-    found = Vault.find(vault)
-    _vault_root = found.root  # where a crash is logged
-    return Workspace(found)
-
-
-def _out(text: str = "") -> None:
-    typer.echo(text)
-
-
-def _json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+_workspace = console.workspace
+_out = console.out
+_json = console.print_json
 
 
 def _read_body(body: str | None) -> str | None:
@@ -94,23 +59,8 @@ def _read_body(body: str | None) -> str | None:
     return body
 
 
-def _when(value: dt.date | None) -> str | None:
-    if value is None:
-        return None
-    return value.isoformat() if not isinstance(value, dt.datetime) else value.isoformat(timespec="seconds")
-
-
-def decision_json(decision: Decision) -> dict[str, Any]:
-    return {
-        "id": decision.id, "status": decision.status.value, "topics": list(decision.topics),
-        "summary": decision.summary, "path": decision.path,
-        "asked_at": _when(decision.asked_at), "asked_by": decision.asked_by,
-        "ruled_at": _when(decision.ruled_at), "ruled_by": decision.ruled_by,
-        "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
-        "superseded_by": decision.superseded_by, "reason": decision.reason,
-        "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
-        "revisit_by": _when(decision.revisit_by), "due": _when(decision.due), "terms": dict(decision.terms),
-    }
+_when = console.when
+decision_json = console.decision_json
 
 
 def _line(decision: Decision, ws: Workspace) -> str:
@@ -136,7 +86,6 @@ def init(vault: VaultOption = None,
              "--project", metavar="DIR", help="With --agent: the project the agent works in (default: this folder).")] = None,
          ) -> None:
     """Set up .vault-tools/ in a vault (safe to run again; --vault: made if missing); --agent wires an agent in."""
-    global _vault_root
     from .vault import find_vault, load_config
 
     if vault is not None:  # exactly the folder named: made when missing, never another one
@@ -147,7 +96,7 @@ def init(vault: VaultOption = None,
             root = find_vault(None)
         except VaultToolsError:
             root = Path.cwd().resolve()
-    _vault_root = root
+    console.at_vault(root)
     from .commands.setup import init_agent, init_vault
     if remove and agent is None:
         raise typer.BadParameter("--remove goes with --agent", param_hint="--remove")
@@ -551,9 +500,7 @@ TodayOption = Annotated[str | None, typer.Option(
     "--today", metavar="DATE", help="Compute ages and due dates against this date (default: today in the vault's time zone).")]
 
 
-def _today(value: str | None) -> dt.date | None:
-    from .dates import parse_day_option
-    return parse_day_option("--today", value)
+_today = console.today_option
 
 
 @app.command()
@@ -562,41 +509,7 @@ def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; ex
                                                     help="Accepted for older scripts; the pages do not depend on the date.")] = None,
           vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Regenerate the pinned pages (open questions, decisions log, archive)."""
-    from .commands.build import build as build_pages
-    _today(today)  # still checked: a bad date is a usage error
-    ws = _workspace(vault)
-    result = build_pages(ws, check=check)
-    pages = result.pages
-    if json_:
-        _json({"written": result.written, "stale": result.stale, "kept": result.kept, "over_budget": pages.over_budget,
-               **_budget_json(pages)})
-    else:
-        for path in result.stale:
-            _out(f"{'stale' if check else 'wrote'} {path}")
-    for kept in result.kept:
-        stderr.print(f"a pinned page was edited by hand; the edited copy is kept in {kept}", markup=False)
-    _warn_merge_drivers(ws.vault.root)
-    if check and result.stale:
-        stderr.print(f"error: {len(result.stale)} pinned page(s) are stale: {', '.join(result.stale)}; "
-                     "run `vault-tools build`", style="red", markup=False)
-        raise typer.Exit(1)
-    if pages.over_budget:
-        stderr.print(f"error: {pages.budget_message()}", style="red", markup=False)
-        raise typer.Exit(1)
-
-
-def _warn_merge_drivers(root: Path) -> None:
-    from .commands.setup import merge_drivers_missing
-    missing = merge_drivers_missing(root)
-    if missing:
-        stderr.print(f"warning: this git clone lacks the merge driver(s) {', '.join(missing)}, so a pull can stop "
-                     "on the pinned pages; run `vault-tools init` once in it", markup=False)
-
-
-def _budget_json(pages: Any) -> dict[str, Any]:
-    return {"budget": {"lines": pages.settings.budget_lines, "bytes": pages.settings.budget_bytes,
-                       "used_lines": pages.used_lines, "used_bytes": pages.used_bytes,
-                       "rulings_shown": pages.rulings_shown, "rulings_left_out": pages.rulings_left_out}}
+    console.build(check, today, vault, json_)
 
 
 @app.command()
@@ -612,42 +525,7 @@ def context(budget: Annotated[str, typer.Option(
                                "stderr, and exit 0.")] = False,
             today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """What an agent reads at session start: open questions, settled topics and rulings, within a budget."""
-    from .commands.build import context as agent_context
-    ws = _workspace(vault)
-    found = agent_context(ws, budget, _today(today))
-    overflow = found.questions_overflow
-    if overflow and not hook:
-        stderr.print(f"error: {overflow}; nothing printed (a hook can pass --hook to show the most urgent)",
-                     style="red", markup=False)
-        raise typer.Exit(1)
-    if json_:
-        _json(_context_json(found))
-    else:
-        typer.echo(found.text, nl=False)
-    if overflow:
-        stderr.print(f"warning: {overflow}; {found.questions_left_out} not shown", markup=False)
-
-
-def _context_json(found: Any) -> dict[str, Any]:
-    def ruling(item: Any) -> dict[str, Any]:
-        decision, why = item
-        return {**decision_json(decision), "pinned": decision.pinned, "why": why}
-
-    budget, usage = found.budget, found.usage
-    return {"budget": {"name": budget.name, "characters": budget.chars, "lines": budget.lines, "bytes": budget.bytes,
-                       "tokens": budget.tokens},
-            "used": {"characters": usage.chars, "lines": usage.lines, "bytes": usage.bytes, "tokens": usage.tokens},
-            "open_questions": [decision_json(d) for d in found.open_questions],
-            "open_questions_left_out": found.questions_left_out,
-            "problems": [{"path": p.path, "line": p.line, "message": p.message} for p in found.problems],
-            "problems_left_out": found.problems_left_out,
-            "topics": found.topics, "topics_left_out": found.topics_left_out,
-            "rulings": [ruling(item) for item in found.rulings], "rulings_left_out": found.rulings_left_out,
-            "not_said_whether_replaces": [{"newer": o.newer.id, "older": o.older.id, "topic": o.topic}
-                                          for o in found.overlaps],
-            "conflicts": [{"id": c.id, "path": c.note.path if c.note else None, "what": c.what, "settle": c.settle}
-                          for c in found.conflicts],
-            "text": found.text}
+    console.context(budget, hook, today, vault, json_)
 
 
 @app.command()
@@ -823,24 +701,7 @@ def lint_command(
                                                        help="Print what a rule checks and how to fix it.")] = None,
         today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Check the vault against every rule (VT001...); exit 1 on errors. For pre-commit and CI."""
-    from . import lint as lint_rules  # imported here: the other commands start faster without it
-    if explain is not None:
-        _out(lint_rules.explain(explain).rstrip("\n"))
-        return
-    output = "json" if json_ else lint_rules.check_format(format_)
-    ws = _workspace(vault)
-    result = lint_rules.run_lint(ws.vault, paths=paths or [], fix=fix, strict=strict, today=_today(today),
-                                 output_format=output)
-    if output == "json":
-        _json(result.as_json())
-    else:
-        for line in result.fix_lines:
-            stderr.print(line, markup=False)
-        for line in result.lines:
-            _out(line)
-        stderr.print(result.summary(), markup=False)
-    if result.failed:
-        raise typer.Exit(1)
+    console.lint(paths, fix, strict, format_, explain, today, vault, json_)
 
 
 class _Progress:
@@ -1211,32 +1072,7 @@ def version() -> None:
 
 # -- running ------------------------------------------------------------------------
 
-def _crash_log(error: BaseException) -> Path:
-    import platform
-    import tempfile
-    import traceback
-
-    from .vault import STATE_DIR
-
-    folder = (_vault_root / STATE_DIR) if _vault_root and (_vault_root / STATE_DIR).is_dir() else Path(tempfile.gettempdir())
-    path = folder / ("crash.log" if folder.name == STATE_DIR else "vault-tools-crash.log")
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(f"--- {dt.datetime.now().isoformat()} vault-tools {__version__} "
-                     f"python {platform.python_version()} {platform.platform()}\n")
-        handle.write(f"argv: {sys.argv}\n")
-        handle.write("".join(traceback.format_exception(error)))
-    return path
-
-
-def report(error: VaultToolsError) -> None:
-    if error.path and _vault_root is not None and Path(error.path).is_absolute():
-        try:  # name files as the vault does
-            error.path = Path(error.path).relative_to(_vault_root).as_posix()
-        except ValueError:
-            pass
-    stderr.print(f"error: {error}", style="red", markup=False)
-    for line in error.details:
-        stderr.print(f"  {line}", markup=False)
+report = console.report
 
 
 def _command_name(info: Any) -> str:
@@ -1264,43 +1100,8 @@ def _group(first: str | None) -> Any:
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return its exit code; never exits the process."""
     command = _parser(sys.argv[1:] if argv is None else argv)
-    try:
-        # standalone mode lets typer report usage errors (exit 2) its own way;
-        # every other exception comes through to the handlers below.
-        command.main(args=argv, prog_name="vault-tools", standalone_mode=True)
-        return 0
-    except SystemExit as exit_:
-        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
-    except KeyboardInterrupt:
-        stderr.print("interrupted", markup=False)
-        return 130
-    except VaultToolsError as error:
-        report(error)
-        return error.exit_code
-    except OSError as error:
-        if error.errno not in EXPECTED_OS_ERRORS:
-            return _internal_error(error)
-        # A full disk or a folder that may not be written is the machine's state, not a bug.
-        what = os.strerror(error.errno).lower() if error.errno else str(error)
-        report(InconsistentVault(f"cannot write: {what}; nothing more was written. Fix that, then run "
-                                 "`vault-tools lint --fix` to finish what was begun", path=error.filename))
-        return InconsistentVault.exit_code
-    except Exception as error:  # a bug: keep the traceback, say where
-        return _internal_error(error)
-
-
-# What the file system says when the disk is full or a file may not be written.
-EXPECTED_OS_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG})
-
-
-def _internal_error(error: BaseException) -> int:
-    try:
-        where = f"with the traceback saved in {_crash_log(error)}"
-    except OSError as log_error:  # the disk may be the trouble: say so rather than fail again
-        where = f"(the traceback could not be saved: {log_error.strerror})"
-    stderr.print(f"internal error: {type(error).__name__}: {error}. This is a bug; please report it {where}",
-                 style="red", markup=False)
-    return 4
+    # standalone mode lets typer report usage errors (exit 2) its own way; every other exception comes through
+    return console.exit_code_of(lambda: command.main(args=argv, prog_name="vault-tools", standalone_mode=True))
 
 
 def main() -> None:

@@ -3,9 +3,11 @@
 An agent waits on every hook call, and importing the full command line (typer) costs more than a hook may
 take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, printing only the hook's JSON;
 `vault-tools version` prints the version; git's merge driver, `vault-tools merge-note BASE OURS THEIRS SHOWN`,
-runs once per conflicting decision note of a pull and is answered from here too. Anything else, including
-any other spelling of these, goes to `cli.main`, which parses it (and reports a mistake) as every other
-command.
+runs once per conflicting decision note of a pull and is answered from here too. `build`, `context` and
+`lint`, which pre-commit, CI and agents run on every commit or session, are answered from here when every
+argument is one of theirs, spelt plainly (`QUICK`); their bodies are in `console`, which `cli` calls too.
+Anything else, including `--help`, any other spelling of these, or an option given twice, goes to
+`cli.main`, which parses it (and reports a mistake) as every other command.
 """
 from __future__ import annotations
 
@@ -26,8 +28,56 @@ def _hook_arguments(args: list[str]) -> tuple[str, str, str | None] | None:
     return args[1], args[2], args[4]
 
 
+# For each command answered without the parser: its flags and its options taking a value (by spelling, to the
+# name of the parameter of its function in `console`), and the parameter its positional arguments go to, if
+# any. A test checks these against what `cli` declares.
+QUICK: dict[str, tuple[dict[str, str], dict[str, str], str | None]] = {
+    "build": ({"--check": "check", "--json": "json_"}, {"--today": "today", "--vault": "vault"}, None),
+    "context": ({"--hook": "hook", "--json": "json_"}, {"--budget": "budget", "--today": "today", "--vault": "vault"},
+                None),
+    "lint": ({"--fix": "fix", "--strict": "strict", "--json": "json_"},
+             {"--format": "format_", "--explain": "explain", "--today": "today", "--vault": "vault"}, "paths"),
+}
+
+
+def quick_arguments(args: list[str]) -> tuple[str, dict[str, object]] | None:
+    """The command of `QUICK` and its parameters, when every argument is plainly one of its own; else None."""
+    if not args or args[0] not in QUICK:
+        return None
+    flags, options, positional = QUICK[args[0]]
+    found: dict[str, object] = {}
+    given: list[str] = []
+    rest = iter(args[1:])
+    for token in rest:
+        name, equals, value = token.partition("=")
+        found_value: object
+        if name in flags and not equals:
+            key, found_value = flags[name], True
+        elif name in options:
+            text = value if equals else next(rest, None)
+            if not text or text.startswith("-"):
+                return None  # missing, empty or looking like an option: the parser says what it makes of it
+            key, found_value = options[name], text
+        elif positional is not None and not token.startswith("-") and token:
+            given.append(token)
+            continue
+        else:
+            return None
+        if key in found:
+            return None
+        found[key] = found_value
+    if given:
+        found[positional or ""] = given
+    return args[0], found
+
+
 def main() -> None:
     args = sys.argv[1:]
+    quick = quick_arguments(args)
+    if quick is not None:
+        from . import console
+        command, parameters = quick
+        sys.exit(console.exit_code_of(lambda: getattr(console, command)(**parameters)))
     if args == ["version"]:
         from . import __version__
         sys.stdout.write(__version__ + "\n")

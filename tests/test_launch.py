@@ -1,0 +1,67 @@
+"""The front door: `build`, `context` and `lint` answered without importing the parser, exactly as the parser
+would answer them."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import typer
+
+from vault_tools import cli
+from vault_tools.launch import QUICK, quick_arguments
+
+from .conftest import decision, vt
+
+FOOTER_R = "Every article footer carries the newsletter link and the author bio."
+
+
+@pytest.mark.parametrize("name", sorted(QUICK))
+def test_the_quick_commands_take_exactly_the_parameters_the_parser_declares(name):
+    command = typer.main.get_command(cli.app).commands[name]  # type: ignore[attr-defined]
+    flags, options, positional = QUICK[name]
+    options_declared = [p for p in command.params if p.param_type_name == "option"]
+    assert not any(p.secondary_opts for p in options_declared)  # no --x/--no-x pairs: the table has none
+    declared_flags = {opt: p.name for p in options_declared if p.is_flag for opt in p.opts}
+    declared_options = {opt: p.name for p in options_declared if not p.is_flag for opt in p.opts}
+    arguments = [p.name for p in command.params if p.param_type_name == "argument"]
+    assert flags == declared_flags and options == declared_options
+    assert arguments == ([positional] if positional else [])
+
+
+@pytest.mark.parametrize("args", [
+    ["build", "--help"], ["build", "--vault"], ["build", "--vault", ""], ["build", "--vault", "--json"],
+    ["build", "--json", "--json"], ["build", "--vault", "a", "--vault", "b"], ["build", "extra"],
+    ["build", "--check=yes"], ["context", "--budget="], ["lint", "--", "note.md"], ["lint", "-h"],
+    ["version"], ["lookup", "article-footer"], [],
+])
+def test_anything_not_plainly_theirs_goes_to_the_parser(args):
+    assert quick_arguments(args) is None
+
+
+def test_plain_arguments_are_read_as_the_parser_reads_them():
+    assert quick_arguments(["lint", "a.md", "--strict", "--format=github", "Notes/b.md", "--vault", "V"]) == (
+        "lint", {"paths": ["a.md", "Notes/b.md"], "strict": True, "format_": "github", "vault": "V"})
+    assert quick_arguments(["context", "--hook", "--budget", "claude-hook"]) == (
+        "context", {"hook": True, "budget": "claude-hook"})
+
+
+def test_a_quick_command_never_imports_the_parser(vault):
+    code = ("import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', 'context', '--vault', "
+            f"{str(vault)!r}]\ntry:\n    main()\nexcept SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
+            "print(sorted(name for name in sys.modules if name.split('.')[0] in ('typer', 'click', 'rich')))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[-1] == "[]"
+
+
+def test_the_quick_answers_are_the_parsers_answers(cli, vault, monkeypatch):
+    """The same commands, through the front door (a process of their own) and through the parser (in this one)."""
+    monkeypatch.chdir(vault)  # paths in `--format github` are relative to where the command runs
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER_R, "--source", "chat").code == 0
+    decision(vault, 2, "ruled", ("newsletter-footer",))  # not sealed, and lacking a source: findings to report
+    for args in (["context", "--json"], ["context", "--budget", "memory-file"], ["build", "--check"],
+                 ["lint", "--format", "github"], ["lint", "--json", "--strict"], ["build", "--today", "someday"]):
+        parsed = cli(*args)
+        quick = vt(*args, cwd=vault)
+        assert (quick.code, quick.out, quick.err) == (parsed.code, parsed.out, parsed.err), args

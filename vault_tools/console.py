@@ -1,0 +1,270 @@
+"""What the command line prints, and how what went wrong becomes an exit code: everything but the parser.
+
+Importing the parser (typer, in `cli`) costs more than a warm `build`, `context` or `lint` of a vault of a
+thousand notes takes to run, and pre-commit, CI and agents run these on every commit or session. So their
+bodies live here, and `launch` calls them directly when their arguments are plain (`launch.QUICK`); `cli`
+calls the same functions once typer has parsed anything else. Only this module and `cli` print.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+from .errors import InconsistentVault, VaultToolsError
+
+if TYPE_CHECKING:
+    from .commands.workspace import Workspace
+    from .model import Decision
+
+
+class _Stderr:
+    """Messages on stderr: through rich's console (made on first use) on a terminal, where it adds colour; as
+    plain lines elsewhere (a pipe, pre-commit, CI), where importing rich would cost more than most commands take
+    and the text would be the same."""
+
+    @functools.cached_property
+    def console(self) -> Any:
+        from rich.console import Console
+        return Console(stderr=True, highlight=False, soft_wrap=True)
+
+    def print(self, text: str, **options: Any) -> None:
+        if not sys.stderr.isatty():
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+            return
+        self.console.print(text, **options)
+
+
+stderr = _Stderr()
+vault_root: Path | None = None  # the vault of the command running: where a crash is logged, how paths are named
+
+
+def at_vault(root: Path) -> None:
+    global vault_root
+    vault_root = root
+
+
+def workspace(vault: Path | str | None) -> Workspace:
+    from .commands.workspace import Workspace
+    from .vault import Vault
+
+    found = Vault.find(Path(vault) if vault is not None else None)
+    at_vault(found.root)
+    return Workspace(found)
+
+
+def out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def print_json(data: Any) -> None:
+    out(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def today_option(value: str | None) -> dt.date | None:
+    from .dates import parse_day_option
+    return parse_day_option("--today", value)
+
+
+def when(value: dt.date | None) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if not isinstance(value, dt.datetime) else value.isoformat(timespec="seconds")
+
+
+def decision_json(decision: Decision) -> dict[str, Any]:
+    return {
+        "id": decision.id, "status": decision.status.value, "topics": list(decision.topics),
+        "summary": decision.summary, "path": decision.path,
+        "asked_at": when(decision.asked_at), "asked_by": decision.asked_by,
+        "ruled_at": when(decision.ruled_at), "ruled_by": decision.ruled_by,
+        "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
+        "superseded_by": decision.superseded_by, "reason": decision.reason,
+        "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
+        "revisit_by": when(decision.revisit_by), "due": when(decision.due), "terms": dict(decision.terms),
+    }
+
+
+# -- the commands answered without the parser ---------------------------------------------------------------
+
+def build(check: bool = False, today: str | None = None, vault: Path | str | None = None,
+          json_: bool = False) -> None:
+    from .commands.build import build as build_pages
+    today_option(today)  # still checked: a bad date is a usage error
+    ws = workspace(vault)
+    result = build_pages(ws, check=check)
+    pages = result.pages
+    if json_:
+        print_json({"written": result.written, "stale": result.stale, "kept": result.kept,
+                    "over_budget": pages.over_budget, **budget_json(pages)})
+    else:
+        for path in result.stale:
+            out(f"{'stale' if check else 'wrote'} {path}")
+    for kept in result.kept:
+        stderr.print(f"a pinned page was edited by hand; the edited copy is kept in {kept}", markup=False)
+    warn_merge_drivers(ws.vault.root)
+    if check and result.stale:
+        stderr.print(f"error: {len(result.stale)} pinned page(s) are stale: {', '.join(result.stale)}; "
+                     "run `vault-tools build`", style="red", markup=False)
+        raise SystemExit(1)
+    if pages.over_budget:
+        stderr.print(f"error: {pages.budget_message()}", style="red", markup=False)
+        raise SystemExit(1)
+
+
+def warn_merge_drivers(root: Path) -> None:
+    from .commands.setup import merge_drivers_missing
+    missing = merge_drivers_missing(root)
+    if missing:
+        stderr.print(f"warning: this git clone lacks the merge driver(s) {', '.join(missing)}, so a pull can stop "
+                     "on the pinned pages; run `vault-tools init` once in it", markup=False)
+
+
+def budget_json(pages: Any) -> dict[str, Any]:
+    return {"budget": {"lines": pages.settings.budget_lines, "bytes": pages.settings.budget_bytes,
+                       "used_lines": pages.used_lines, "used_bytes": pages.used_bytes,
+                       "rulings_shown": pages.rulings_shown, "rulings_left_out": pages.rulings_left_out}}
+
+
+def context(budget: str = "config", hook: bool = False, today: str | None = None, vault: Path | str | None = None,
+            json_: bool = False) -> None:
+    from .commands.build import context as agent_context
+    ws = workspace(vault)
+    found = agent_context(ws, budget, today_option(today))
+    overflow = found.questions_overflow
+    if overflow and not hook:
+        stderr.print(f"error: {overflow}; nothing printed (a hook can pass --hook to show the most urgent)",
+                     style="red", markup=False)
+        raise SystemExit(1)
+    if json_:
+        print_json(context_json(found))
+    else:
+        sys.stdout.write(found.text)
+        sys.stdout.flush()
+    if overflow:
+        stderr.print(f"warning: {overflow}; {found.questions_left_out} not shown", markup=False)
+
+
+def context_json(found: Any) -> dict[str, Any]:
+    def ruling(item: Any) -> dict[str, Any]:
+        decision, why = item
+        return {**decision_json(decision), "pinned": decision.pinned, "why": why}
+
+    budget, usage = found.budget, found.usage
+    return {"budget": {"name": budget.name, "characters": budget.chars, "lines": budget.lines, "bytes": budget.bytes,
+                       "tokens": budget.tokens},
+            "used": {"characters": usage.chars, "lines": usage.lines, "bytes": usage.bytes, "tokens": usage.tokens},
+            "open_questions": [decision_json(d) for d in found.open_questions],
+            "open_questions_left_out": found.questions_left_out,
+            "problems": [{"path": p.path, "line": p.line, "message": p.message} for p in found.problems],
+            "problems_left_out": found.problems_left_out,
+            "topics": found.topics, "topics_left_out": found.topics_left_out,
+            "rulings": [ruling(item) for item in found.rulings], "rulings_left_out": found.rulings_left_out,
+            "not_said_whether_replaces": [{"newer": o.newer.id, "older": o.older.id, "topic": o.topic}
+                                          for o in found.overlaps],
+            "conflicts": [{"id": c.id, "path": c.note.path if c.note else None, "what": c.what, "settle": c.settle}
+                          for c in found.conflicts],
+            "text": found.text}
+
+
+def lint(paths: list[Path] | list[str] | None = None, fix: bool = False, strict: bool = False,
+         format_: str = "text", explain: str | None = None, today: str | None = None,
+         vault: Path | str | None = None, json_: bool = False) -> None:
+    from . import lint as lint_rules  # imported here: the other commands start faster without it
+    if explain is not None:
+        out(lint_rules.explain(explain).rstrip("\n"))
+        return
+    output = "json" if json_ else lint_rules.check_format(format_)
+    ws = workspace(vault)
+    result = lint_rules.run_lint(ws.vault, paths=[Path(path) for path in paths or []], fix=fix, strict=strict,
+                                 today=today_option(today), output_format=output)
+    if output == "json":
+        print_json(result.as_json())
+    else:
+        for line in result.fix_lines:
+            stderr.print(line, markup=False)
+        for line in result.lines:
+            out(line)
+        stderr.print(result.summary(), markup=False)
+    if result.failed:
+        raise SystemExit(1)
+
+
+# -- exit codes ---------------------------------------------------------------------------------------------
+
+# What the file system says when the disk is full or a file may not be written.
+EXPECTED_OS_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG})
+
+
+def exit_code_of(command: Callable[[], object]) -> int:
+    """Run `command` and return its exit code; never exits the process: what went wrong is said in one line
+    (a bug also gets its traceback saved), and each kind of trouble has its code (see the README)."""
+    try:
+        command()
+        return 0
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 2)
+    except KeyboardInterrupt:
+        stderr.print("interrupted", markup=False)
+        return 130
+    except VaultToolsError as error:
+        report(error)
+        return error.exit_code
+    except OSError as error:
+        if error.errno not in EXPECTED_OS_ERRORS:
+            return internal_error(error)
+        # A full disk or a folder that may not be written is the machine's state, not a bug.
+        what = os.strerror(error.errno).lower() if error.errno else str(error)
+        report(InconsistentVault(f"cannot write: {what}; nothing more was written. Fix that, then run "
+                                 "`vault-tools lint --fix` to finish what was begun", path=error.filename))
+        return InconsistentVault.exit_code
+    except Exception as error:  # a bug: keep the traceback, say where
+        return internal_error(error)
+
+
+def report(error: VaultToolsError) -> None:
+    if error.path and vault_root is not None and Path(error.path).is_absolute():
+        try:  # name files as the vault does
+            error.path = Path(error.path).relative_to(vault_root).as_posix()
+        except ValueError:
+            pass
+    stderr.print(f"error: {error}", style="red", markup=False)
+    for line in error.details:
+        stderr.print(f"  {line}", markup=False)
+
+
+def internal_error(error: BaseException) -> int:
+    try:
+        where = f"with the traceback saved in {crash_log(error)}"
+    except OSError as log_error:  # the disk may be the trouble: say so rather than fail again
+        where = f"(the traceback could not be saved: {log_error.strerror})"
+    stderr.print(f"internal error: {type(error).__name__}: {error}. This is a bug; please report it {where}",
+                 style="red", markup=False)
+    return 4
+
+
+def crash_log(error: BaseException) -> Path:
+    import platform
+    import tempfile
+    import traceback
+
+    from .vault import STATE_DIR
+
+    folder = (vault_root / STATE_DIR) if vault_root and (vault_root / STATE_DIR).is_dir() \
+        else Path(tempfile.gettempdir())
+    path = folder / ("crash.log" if folder.name == STATE_DIR else "vault-tools-crash.log")
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(f"--- {dt.datetime.now().isoformat()} vault-tools {__version__} "
+                     f"python {platform.python_version()} {platform.platform()}\n")
+        handle.write(f"argv: {sys.argv}\n")
+        handle.write("".join(traceback.format_exception(error)))
+    return path
