@@ -295,3 +295,18 @@ def test_a_note_saved_while_its_supersession_waits_is_not_overwritten(cli, vault
         written, left = pending.write()
     assert not written and [plan.updated.id for plan, _ in left] == ["D-0001"]
     assert old.read_text() == typed and "superseded" not in events(vault)
+
+
+def test_the_seal_command_applies_every_chain_and_refuses_a_second_supersession(cli, vault):
+    """`vault-tools seal` writes the notes its rulings supersede together too, deciding each ruling as if
+    each had been written at once."""
+    chains(vault, 40)
+    first = vault / "Decisions" / "D-0001 Note.md"
+    decision(vault, 81, "ruled", ("topic-0",), supersedes=f'["[[{first.stem}]]"]',
+             reason="The owner changed course on this one again.")
+    result = cli("seal")
+    assert result.code == 1 and "D-0001 is superseded by [[D-0002 Note]]" in result.err
+    state = Vault(vault).load()
+    assert all(d.status.value == ("superseded" if d.number % 2 and d.number < 81 else "ruled")
+               for d in state.decisions)
+    assert events(vault).count("sealed") == 80 and events(vault).count("superseded") == 40

@@ -243,7 +243,8 @@ class _Reconcile:
             if self.progress is not None and done % PROGRESS_EVERY == 0:
                 self.progress(done, len(quiet))
             current = live.decision_at(rel)  # as the steps before left it
-            if current is not None and self.pending and self.builds_on_pending(current):
+            if current is not None and self.pending and \
+                    self.pending.needed_by(self.ws, state, current, live.history_of):
                 changed |= self.write_pending()
                 current = live.decision_at(rel)
             if current is None:
@@ -267,28 +268,6 @@ class _Reconcile:
         for rel in result.busy:
             self.seen.pop(rel, None)  # saved again meanwhile: looked at anew once quiet
         return self.finish_supersessions() or changed
-
-    def builds_on_pending(self, decision: Decision) -> bool:
-        """Whether reconciling this note may look at a note whose supersession is held back: it is one, or it
-        is a ruling to seal that names one (or a ruling not sealed yet, which sealing it first may reach), or
-        a sealed note that no longer matches the ledger (what is done about it may look anywhere). Sealing a
-        ruling that names only sealed, current rulings, and recording a question, look at no other note."""
-        if decision.path in self.pending.paths:
-            return True
-        history = self.live.history_of(decision)
-        if history is not None and history.seal is not None:
-            return not matches_ledger(self.ws, self.state, decision, history)
-        if decision.status is not Status.RULED:
-            return False
-        by_id, resolve = self.state.by_id(), self.ws.resolver_with(self.state, decision)
-        for link in (*decision.supersedes, *decision.alongside):
-            named = by_id.get(resolve(link) or "")
-            if named is None:
-                continue
-            named_history = self.live.history_of(named)
-            if named.path in self.pending.paths or named_history is None or named_history.seal is None:
-                return True
-        return False
 
     def write_pending(self) -> bool:
         """Write the supersessions held back (see `PendingSupersessions`); True when anything was written."""

@@ -17,6 +17,7 @@ from .supersede import (
     apply_superseded,
     plan_superseded,
     seal_targets_first,
+    supersede_now,
     supersede_targets,
 )
 from .workspace import Workspace
@@ -38,12 +39,25 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
                 status = ws.status_of(state, decision)
                 if decision.status is not Status.RULED or status in FINAL_STATUSES:
                     raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
+            pending = PendingSupersessions(ws)  # the notes they supersede, written together (one ledger sync)
             for rel in [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]:
                 current = live.decision_at(rel)
+                if current is not None and pending and pending.needed_by(ws, state, current, live.history_of):
+                    pending.write()
+                    live.refresh()
+                    current = live.decision_at(rel)
                 if current is None or not _to_seal(ws, state, current, live.history_of(current), wanted):
                     continue
-                sealed.append(seal_one(ws, state, current, live.history_of(current), live.unchanged_text(rel)))
+                sealed.append(seal_one(ws, state, current, live.history_of(current), live.unchanged_text(rel),
+                                       pending=pending))
                 live.refresh()
+            _, left = pending.write()
+            live.refresh()
+            for plan, _ in left:  # saved since it was planned: marked now as it reads now, its text kept
+                target = live.decision_at(plan.updated.path)
+                if target is not None and target.id == plan.updated.id and target.status is Status.RULED:
+                    supersede_now(ws, live.state, target, live.decision_at(plan.successor.path) or plan.successor)
+                    live.refresh()
     return sealed
 
 

@@ -1,16 +1,16 @@
 """Superseding: which rulings a new ruling replaces, and marking each of them superseded."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, Refused
-from ..ledger import Event, seal_hash
+from ..ledger import Event, History, seal_hash
 from ..model import Decision, Status, unresolved_link
 from ..vault import VaultState
-from .sealed import unreviewed_edit
+from .sealed import matches_ledger, unreviewed_edit
 from .workspace import Workspace
 
 
@@ -96,6 +96,30 @@ class PendingSupersessions:
 
     def __bool__(self) -> bool:
         return bool(self.waiting)
+
+    def needed_by(self, ws: Workspace, state: VaultState, decision: Decision,
+                  history_of: Callable[[Decision], History | None]) -> bool:
+        """Whether dealing with this note may look at a note whose supersession waits, so they must be written
+        first: it is one, or it is a ruling to seal that names one (or names a ruling not sealed yet, which
+        sealing it first may reach), or a sealed note that no longer matches the ledger (what is done about it
+        may look anywhere). Sealing a ruling that names only sealed, current rulings, and recording a question,
+        look at no other note."""
+        if decision.path in self.paths:
+            return True
+        history = history_of(decision)
+        if history is not None and history.seal is not None:
+            return not matches_ledger(ws, state, decision, history)
+        if decision.status is not Status.RULED:
+            return False
+        by_id, resolve = state.by_id(), ws.resolver_with(state, decision)
+        for link in (*decision.supersedes, *decision.alongside):
+            named = by_id.get(resolve(link) or "")
+            if named is None:
+                continue
+            named_history = history_of(named)
+            if named.path in self.paths or named_history is None or named_history.seal is None:
+                return True
+        return False
 
     def add(self, state: VaultState, plan: SupersedePlan, actor: str) -> None:
         self.waiting.append((plan, superseded_event(self.ws, state, plan, actor)))
