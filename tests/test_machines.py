@@ -610,3 +610,31 @@ def test_gits_merge_driver_says_which_note_it_could_not_merge_and_leaves_ours_al
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("error: Decisions/D-0001 Footer.md: cannot merge: ") and "gone.md" in line, line
     assert ours.read_bytes() == before
+
+
+def test_a_clone_lacking_the_merge_drivers_is_told_and_one_holding_them_starts_no_git_to_ask(tmp_path):
+    from .conftest import make_vault
+    from .git_repo import commit_all
+
+    vault = make_vault(tmp_path / "vault")
+    commit_all(vault, "init")
+    calls = tmp_path / "git-calls.txt"
+    fake = tmp_path / "bin" / "git"  # the real git, each call noted
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$*" >> "{calls}"\nexec {shutil.which("git")} "$@"\n', encoding="utf-8")
+    fake.chmod(0o755)
+    env = {**git_env(), "PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}"}
+
+    def vt(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "vault_tools", *args, "--vault", str(vault)], env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    # `make_vault` ran `init` outside git: this clone's config has no merge drivers
+    lacking = vt("build")
+    assert lacking.returncode == 0
+    assert "this git clone lacks the merge driver(s) vault-tools-pages, vault-tools-notes" in lacking.stderr
+    assert vt("init").returncode == 0
+    calls.unlink()
+    built = vt("build")
+    assert built.returncode == 0 and "merge driver" not in built.stderr
+    assert not calls.exists()  # the clone's own config said so: git was not started to ask

@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +104,8 @@ def git_dir(root: Path) -> Path | None:
 
 
 def _where(root: Path) -> str:
+    import socket  # imported here, as `secrets` below: most commands never need this device's tag
+
     return f"{socket.gethostname()}:{root.resolve()}"
 
 
@@ -137,6 +137,8 @@ def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = N
     found = _stored_tag(path, where)
     if found or not create:
         return found
+    import secrets
+
     avoid = set(taken) | ledger_tags(root)
     tag = ""
     while not tag or tag in avoid:

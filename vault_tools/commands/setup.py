@@ -103,11 +103,40 @@ def _driver_settings(root: Path) -> dict[str, str] | None:
 
 
 def merge_drivers_missing(root: Path) -> list[str]:
-    """The merge drivers this clone's git config lacks (none outside git, or when git is not installed)."""
+    """The merge drivers this clone's git config lacks (none outside git, or when git is not installed).
+    Every `build` asks: when the clone's own config file defines both, as `init` writes them, git is not
+    started to ask it (that would cost more than a warm build of a small vault)."""
+    folder = git_dir(root)
+    if folder is None:
+        return []
+    if {PAGES_DRIVER, NOTES_DRIVER} <= _drivers_in_config_file(folder / "config"):
+        return []
     present = _driver_settings(root)
     if present is None:
         return []
     return [name for name in (PAGES_DRIVER, NOTES_DRIVER) if f"merge.{name}.driver" not in present]
+
+
+def _drivers_in_config_file(path: Path) -> set[str]:
+    """The `merge "NAME"` sections of a git config file that set a `driver` (an unreadable file, a
+    worktree's folder without one, or one git would read differently only gives fewer: git is asked then)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return set()
+    found: set[str] = set()
+    section = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            header = stripped[1:stripped.find("]")] if "]" in stripped else ""
+            kind, _, name = header.partition(" ")
+            name = name.strip()
+            quoted = len(name) > 1 and name[0] == name[-1] == '"'
+            section = name[1:-1] if kind.lower() == "merge" and quoted and "\\" not in name else None
+        elif section is not None and stripped.split("=", 1)[0].strip().lower() == "driver" and "=" in stripped:
+            found.add(section)
+    return found
 
 
 def setup_git(root: Path) -> bool:
