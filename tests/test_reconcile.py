@@ -11,6 +11,8 @@ import time
 import unicodedata
 from pathlib import Path
 
+import pytest
+
 from vault_tools import lint, notes
 from vault_tools.commands.workspace import Workspace
 from vault_tools.ledger import Ledger, histories_by_id
@@ -310,3 +312,74 @@ def test_the_seal_command_applies_every_chain_and_refuses_a_second_supersession(
     assert all(d.status.value == ("superseded" if d.number % 2 and d.number < 81 else "ruled")
                for d in state.decisions)
     assert events(vault).count("sealed") == 80 and events(vault).count("superseded") == 40
+
+
+class Killed(BaseException):
+    """Stands for kill -9 in the middle of a step: nothing of that step after it runs."""
+
+
+def test_a_kill_after_a_chain_of_supersessions_is_written_but_not_recorded_is_finished_cleanly(cli, vault,
+                                                                                                monkeypatch):
+    """D-0001 <- D-0002 <- D-0003, none sealed. The notes a run marks superseded are written before their
+    events: a kill in between leaves each marked by a successor still current, which the next run records as
+    the tool's own write, never as an owner's edit to reject."""
+    first = decision(vault, 1, "ruled", ("newsletter-footer",))
+    second = decision(vault, 2, "ruled", ("newsletter-footer",), supersedes=f'["[[{first.stem}]]"]',
+                      reason="The owner changed course on this one later.")
+    decision(vault, 3, "ruled", ("newsletter-footer",), supersedes=f'["[[{second.stem}]]"]',
+             reason="The owner changed course on this one again.")
+    real = Ledger.append
+
+    def append(self, new_events):
+        new_events = list(new_events)
+        if any(event.event == "superseded" and event.id == "D-0002" for event in new_events):
+            raise Killed  # every note marked, this event not written
+        return real(self, new_events)
+
+    monkeypatch.setattr(Ledger, "append", append)
+    quiet(vault)
+    with pytest.raises(Killed):
+        cli("watch", "--once")
+    monkeypatch.setattr(Ledger, "append", real)
+    quiet(vault)
+    assert cli("watch", "--once").code == 0
+    assert "edit-rejected" not in events(vault) and not (vault / ".vault-tools" / "kept").exists()
+    state = Vault(vault).load()
+    assert {d.id: d.status.value for d in state.decisions} == {"D-0001": "superseded", "D-0002": "superseded",
+                                                               "D-0003": "ruled"}
+    assert events(vault).count("superseded") == 2 and lint.lint(lint.gather(Vault(vault))).errors == 0
+
+
+def test_seal_refused_on_a_later_ruling_still_marks_what_the_rulings_before_it_supersede(cli, vault):
+    first = decision(vault, 1, "ruled", ("newsletter-footer",))
+    decision(vault, 2, "ruled", ("newsletter-footer",), supersedes=f'["[[{first.stem}]]"]', reason=REASON)
+    decision(vault, 3, "ruled", ("blog-comments",), supersedes='["[[No such note]]"]', reason=REASON)
+    result = cli("seal")
+    assert result.code != 0 and "No such note" in result.err
+    state = Vault(vault).load()
+    assert state.get("D-0001").status.value == "superseded" and "superseded" in events(vault)
+
+
+def test_a_sealed_note_edited_while_its_supersession_waits_is_not_recorded_unreviewed(cli, vault, monkeypatch):
+    from vault_tools.commands.supersede import PendingSupersessions
+
+    first = sealed(cli, vault)
+    decision(vault, 2, "ruled", supersedes=f'["[[{first.stem}]]"]', reason=REASON)
+    real = PendingSupersessions.write
+    typed = "\nThe owner rewrote what was ruled, in place.\n"
+
+    def write(self):  # the owner saves the old ruling while its supersession waits
+        if self.waiting:
+            first.write_text(first.read_text() + typed)
+        return real(self)
+
+    monkeypatch.setattr(PendingSupersessions, "write", write)
+    quiet(vault)
+    result = cli("watch", "--once")
+    assert result.code != 0 and "not marked superseded by D-0002 yet: edited in place" in result.err
+    assert typed in first.read_text() and "superseded" not in events(vault)
+    monkeypatch.setattr(PendingSupersessions, "write", real)
+    assert one_pass(vault)[:3] == ["edit-rejected", "restored", "superseded"]
+    recorded = Ledger(vault / ".vault-tools").read()
+    assert not any(typed.strip() in (event.text or "") for event in recorded if event.event == "superseded")
+    assert any(typed.strip() in (event.text or "") for event in recorded if event.event == "edit-rejected")

@@ -37,7 +37,7 @@ from .commands.repair import pending_chain
 from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
-from .commands.supersede import PendingSupersessions, supersede_now
+from .commands.supersede import PendingSupersessions, edited_since_sealed, supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, Unfinished, VaultToolsError
 from .ledger import STATUS_AFTER, History
@@ -222,7 +222,7 @@ class _Reconcile:
 
     def round(self) -> bool:
         """Each note due, in order, on the current state; True when a note or the ledger was written."""
-        state, result, live = self.state, self.result, self.live
+        state, result = self.state, self.result
         result.busy.clear()
         for error in state.broken:
             if lacks_id(state.properties.get(error.path or "")):  # being written: what it still needs
@@ -238,13 +238,25 @@ class _Reconcile:
                 result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
             elif self.due(decision):
                 quiet.append((decision.path, mtime))
-        changed = False
+        try:
+            changed = self.look_at(quiet)
+        except BaseException:
+            self.pending.write_before_failing()  # the rulings sealed before it keep their supersessions
+            raise
+        changed |= self.write_pending()
+        for rel in result.busy:
+            self.seen.pop(rel, None)  # saved again meanwhile: looked at anew once quiet
+        return self.finish_supersessions() or changed
+
+    def look_at(self, quiet: list[tuple[str, float]]) -> bool:
+        """Reconcile each of these notes (path, the owner's last save) in turn; True when any step wrote."""
+        live, changed = self.live, False
         for done, (rel, mtime) in enumerate(quiet):
             if self.progress is not None and done % PROGRESS_EVERY == 0:
                 self.progress(done, len(quiet))
             current = live.decision_at(rel)  # as the steps before left it
             if current is not None and self.pending and \
-                    self.pending.needed_by(self.ws, state, current, live.history_of):
+                    self.pending.needed_by(self.ws, self.state, current, live.history_of):
                 changed |= self.write_pending()
                 current = live.decision_at(rel)
             if current is None:
@@ -264,10 +276,7 @@ class _Reconcile:
             self.seen[rel] = live.version
         if self.progress is not None and quiet:
             self.progress(len(quiet), len(quiet))
-        changed |= self.write_pending()
-        for rel in result.busy:
-            self.seen.pop(rel, None)  # saved again meanwhile: looked at anew once quiet
-        return self.finish_supersessions() or changed
+        return changed
 
     def write_pending(self) -> bool:
         """Write the supersessions held back (see `PendingSupersessions`); True when anything was written."""
@@ -417,10 +426,17 @@ class _Reconcile:
         self.found.pop("chains", None)
         for ruling, target in pending_chain(ws, self.state):
             current = self.live.decision_at(target.path)
-            if target.path in self.result.busy or current is None or current.id != target.id or \
-                    current.status is not Status.RULED:
-                continue  # being typed, or changed by a step before: the next round looks again
+            if target.path in self.result.busy:
+                self.invalid(target.id, target.path, f"not marked superseded by {ruling.id} yet: saved again "
+                             "meanwhile; done once left alone", left=True)
+                continue
+            if current is None or current.id != target.id or current.status is not Status.RULED:
+                continue  # changed by a step before: the next round looks again
             try:
+                if edited_since_sealed(ws, self.state, current):  # saved in place while this reconcile ran
+                    self.invalid(target.id, target.path, f"not marked superseded by {ruling.id} yet: edited in "
+                                 "place while being reconciled; done once that edit is kept as a revision", left=True)
+                    continue
                 supersede_now(ws, self.state, current, self.live.decision_at(ruling.path) or ruling)
             except VaultToolsError as error:
                 self.invalid(target.id, target.path, error.message)

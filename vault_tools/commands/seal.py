@@ -40,17 +40,21 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
                 if decision.status is not Status.RULED or status in FINAL_STATUSES:
                     raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
             pending = PendingSupersessions(ws)  # the notes they supersede, written together (one ledger sync)
-            for rel in [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]:
-                current = live.decision_at(rel)
-                if current is not None and pending and pending.needed_by(ws, state, current, live.history_of):
-                    pending.write()
-                    live.refresh()
+            try:
+                for rel in [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]:
                     current = live.decision_at(rel)
-                if current is None or not _to_seal(ws, state, current, live.history_of(current), wanted):
-                    continue
-                sealed.append(seal_one(ws, state, current, live.history_of(current), live.unchanged_text(rel),
-                                       pending=pending))
-                live.refresh()
+                    if current is not None and pending and pending.needed_by(ws, state, current, live.history_of):
+                        pending.write()
+                        live.refresh()
+                        current = live.decision_at(rel)
+                    if current is None or not _to_seal(ws, state, current, live.history_of(current), wanted):
+                        continue
+                    sealed.append(seal_one(ws, state, current, live.history_of(current), live.unchanged_text(rel),
+                                           pending=pending))
+                    live.refresh()
+            except BaseException:
+                pending.write_before_failing()  # the rulings sealed before it keep their supersessions
+                raise
             _, left = pending.write()
             live.refresh()
             for plan, _ in left:  # saved since it was planned: marked now as it reads now, its text kept

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import notes
-from ..errors import InconsistentVault, Refused
+from ..errors import InconsistentVault, Refused, VaultToolsError
 from ..ledger import Event, History, seal_hash
 from ..model import Decision, Status, unresolved_link
 from ..vault import VaultState
@@ -93,6 +93,7 @@ class PendingSupersessions:
         self.ws = ws
         self.waiting: list[tuple[SupersedePlan, Event]] = []
         self.paths: set[str] = set()  # vault-relative paths of the notes waiting to be marked superseded
+        self.successors: set[str] = set()  # and of the rulings that supersede them
 
     def __bool__(self) -> bool:
         return bool(self.waiting)
@@ -101,9 +102,11 @@ class PendingSupersessions:
                   history_of: Callable[[Decision], History | None]) -> bool:
         """Whether dealing with this note may look at a note whose supersession waits, so they must be written
         first: it is one, or it is a ruling to seal that names one (or names a ruling not sealed yet, which
-        sealing it first may reach), or a sealed note that no longer matches the ledger (what is done about it
-        may look anywhere). Sealing a ruling that names only sealed, current rulings, and recording a question,
-        look at no other note."""
+        sealing it first may reach), or one that supersedes the successor of a waiting note (marked together,
+        a crash between the notes and their events would leave a note superseded by a note superseded in
+        turn, which `finish_interrupted_close` cannot take for the tool's own write), or a sealed note that
+        no longer matches the ledger (what is done about it may look anywhere). Sealing a ruling that names
+        only sealed, current rulings, and recording a question, look at no other note."""
         if decision.path in self.paths:
             return True
         history = history_of(decision)
@@ -117,19 +120,21 @@ class PendingSupersessions:
             if named is None:
                 continue
             named_history = history_of(named)
-            if named.path in self.paths or named_history is None or named_history.seal is None:
+            if named.path in self.paths or named.path in self.successors or named_history is None or \
+                    named_history.seal is None:
                 return True
         return False
 
     def add(self, state: VaultState, plan: SupersedePlan, actor: str) -> None:
         self.waiting.append((plan, superseded_event(self.ws, state, plan, actor)))
         self.paths.add(plan.updated.path)
+        self.successors.add(plan.successor.path)
 
     def write(self) -> tuple[list[SupersedePlan], list[tuple[SupersedePlan, str]]]:
         """Write every waiting note still as it was read, then their events: (the plans applied, (a plan
         not applied, why)). A note saved since it was planned is left as it is; `pending_chain` marks it
         once it is left alone, planned again from what it holds then."""
-        waiting, self.waiting, self.paths = self.waiting, [], set()
+        waiting, self.waiting, self.paths, self.successors = self.waiting, [], set(), set()
         applied: list[tuple[SupersedePlan, Event]] = []
         left: list[tuple[SupersedePlan, str]] = []
         try:
@@ -148,9 +153,37 @@ class PendingSupersessions:
             self.ws.vault.ledger.append([event for _, event in applied])
         return [plan for plan, _ in applied], left
 
+    def write_before_failing(self) -> None:
+        """`write`, while another error is on its way up: that error is the one to say, and what cannot be
+        written now is finished later (see `pending_chain`)."""
+        try:
+            self.write()
+        except (VaultToolsError, OSError):
+            pass
+
+
+def edited_since_sealed(ws: Workspace, state: VaultState, target: Decision) -> str | None:
+    """Why `target` may not be marked superseded now: an edit made in place since it was sealed, whether the
+    view of the vault (`state`) holds it or only the file does (saved after the vault was read)."""
+    history = ws.history_of(state, target)
+    edited = unreviewed_edit(ws, state, target, history)
+    if edited or history is None or history.seal is None:
+        return edited
+    path = ws.vault.path_of(target)
+    note = ws.read(path)
+    as_read = ws.parse_new(path, note.text, note)
+    if as_read.status is Status.RULED and seal_hash(as_read, state.resolver(), ws.tz) == history.seal.hash:
+        return None
+    return (f"{target.id} was edited in place since it was sealed; that edit must become a revision first "
+            "(the watcher does it, or run `vault-tools watch --once`)")
+
 
 def supersede_now(ws: Workspace, state: VaultState, target: Decision, ruling: Decision) -> None:
-    """Mark `target` superseded by the sealed `ruling` (finishing what a crash interrupted)."""
+    """Mark `target` superseded by the sealed `ruling` (finishing what a crash interrupted). Refused while
+    `target` holds an edit made in place since it was sealed: marking it would record that edit unreviewed."""
+    edited = edited_since_sealed(ws, state, target)
+    if edited:
+        raise InconsistentVault(edited, path=target.path)
     plan = plan_superseded(ws, state, target, ruling, ruling.reason or "")
     apply_superseded(ws, state, plan, ruling.ruled_by or ws.config.default_ruler)
 
