@@ -122,6 +122,10 @@ def build(check: bool = False, today: str | None = None, vault: Path | str | Non
 
 
 def warn_merge_drivers(root: Path) -> None:
+    from .layout import git_dir
+
+    if git_dir(root) is None:
+        return  # outside git nothing is merged (and the set-up code need not be loaded)
     from .commands.setup import merge_drivers_missing
     missing = merge_drivers_missing(root)
     if missing:

@@ -83,10 +83,13 @@ def settings(ws: Workspace) -> Settings:
 
 def page_conflicts(ws: Workspace, state: VaultState) -> list[PageConflict]:
     """Outcomes merged from two clones that the owner has to decide, as the pages and `context` show them."""
+    conflicts = ws.conflicts(state)
+    if not conflicts and not state.conflict_copies:
+        return []  # nearly always: the code that describes them is not even loaded
     from .settle import copy_settle_hint, describe_conflict, settle_hint
 
     found = [PageConflict(conflict.id, note, describe_conflict(conflict), settle_hint(conflict))
-             for conflict, note in ws.conflicts(state)]
+             for conflict, note in conflicts]
     by_path = {d.path: d for d in state.decisions}
     found += [PageConflict(copy.id, by_path.get(copy.original), f"has a conflict copy that {copy.carrier} made: "
                            f"{copy.path}", copy_settle_hint(copy)) for copy in state.conflict_copies]

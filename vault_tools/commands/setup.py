@@ -5,17 +5,19 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import notes
 from ..dates import machine_timezone, zone
 from ..errors import ConfigError, UsageError
 from ..layout import CONFIG_FILE, LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR, Layout, git_dir, is_shared
 from ..vault import load_config
+
+if TYPE_CHECKING:
+    import subprocess
 
 CONFIG_TEMPLATE = """\
 # vault-tools settings. Every key is optional; the values shown are the defaults.
@@ -83,6 +85,8 @@ def merge_driver_settings() -> dict[str, str]:
 
 
 def run_git(root: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    import subprocess  # here: a build in a clone whose config holds the merge drivers starts no git
+
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")}
     try:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
