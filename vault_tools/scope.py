@@ -11,10 +11,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from wcmatch import glob as wcglob
-
-FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB
-
 
 def problem(pattern: str) -> str | None:
     """Why a glob cannot be a scope (None when it can): it must name files below the scope root."""
@@ -30,7 +26,10 @@ def problem(pattern: str) -> str | None:
 
 
 def matches(pattern: str, path: str) -> bool:
-    return problem(pattern) is None and bool(wcglob.globmatch(path, pattern, flags=FLAGS))
+    from wcmatch import glob as wcglob  # here: most vaults have no scoped ruling, and it costs ~10 ms to load
+
+    flags = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB
+    return problem(pattern) is None and bool(wcglob.globmatch(path, pattern, flags=flags))
 
 
 def specificity(pattern: str) -> tuple[int, int]:
