@@ -678,3 +678,19 @@ def test_kill_9_at_random_moments_of_a_large_first_reconcile_loses_nothing(tmp_p
     in_the_middle = _kill_9_in_a_large_first_reconcile(tmp_path, runs, topics=150)
     # Many kills land mid-work, not before or after it (9-20 of 20 seen on a busy 2-core machine).
     assert in_the_middle >= runs // 3, in_the_middle
+
+
+def test_a_reconciled_watcher_sleeps_until_something_is_due(cli, vault):
+    """Idle means idle: with nothing to debounce, settle or review, the loop does not wake to look (it used to
+    every second, which showed as CPU on a laptop doing nothing)."""
+    sealed_vault(cli, vault)
+    past = time.time() - 600
+    for path in vault.rglob("*.md"):
+        os.utime(path, (past, past))
+    with Running(vault) as running:
+        time.sleep(0.5)  # the first reconcile's writes, if any, are past
+        woke: list[float] = []
+        real_step = running.watcher.step
+        running.watcher.step = lambda: woke.append(time.monotonic()) or real_step()  # type: ignore[method-assign]
+        time.sleep(3)
+    assert woke == [] and running.actions == []

@@ -50,6 +50,9 @@ PROGRESS_EVERY = 50  # notes between two reports of a reconcile's progress
 # Rounds through the notes before reconciling gives up: each round goes through every note once, and one that
 # changes nothing ends it (two rounds, three at most, on any vault seen so far).
 MAX_RECONCILE_ROUNDS = 20
+# Longest the loop sleeps with nothing due: it wakes to see whether the day changed (a scheduled review),
+# and a deadline that passed while the machine was suspended is acted on this long after it wakes at most.
+IDLE_WAKE_SECONDS = 30.0
 MAX_LEFT_SHOWN = 20  # lines `watch --once` shows of what it left; the rest are counted
 IGNORED_NAMES = ("*.tmp", "*.swp", "*.swx", ".#*", "*~", ".~*", "4913")  # editor temp and swap files
 IGNORED_FOLDERS = (".obsidian", ".trash", ".git", STATE_DIR)
@@ -579,7 +582,7 @@ class Watcher:
                 deadline = self.schedule.next_deadline()
                 timeout = None if deadline is None else max(0.0, deadline - self.clock())
                 if timeout is None or timeout > 0:
-                    self._condition.wait(timeout=min(timeout, 1.0) if timeout is not None else 1.0)
+                    self._condition.wait(timeout=min(timeout, IDLE_WAKE_SECONDS) if timeout is not None else IDLE_WAKE_SECONDS)
                 if self._stopping:
                     return
             self.step()
