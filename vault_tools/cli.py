@@ -9,11 +9,9 @@ parser of the one command asked for rather than of all of them.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import functools
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -590,50 +588,7 @@ def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault
                                                          "notes were left for later).")] = False,
           vault: VaultOption = None, json_: Annotated[bool, typer.Option("--json", help="Log JSON lines.")] = False) -> None:
     """Watch the vault while the owner works: seal rulings, restore edited sealed notes, rebuild pages."""
-    import signal
-
-    from .watch import Watcher
-    ws = _workspace(vault)
-    log = _watch_log(ws.vault.state_dir, json_)
-    watcher = Watcher(ws, on_action=log)
-    if once:
-        with _Progress("reconciling", not json_) as progress:
-            watcher.progress = progress
-            watcher.run_once()  # an error it raises was logged already; its exit code says what kind of trouble
-        return
-    previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with _Progress("reconciling", not json_) as progress:  # a first reconcile of a large vault takes a while
-            watcher.progress = progress
-            watcher.start()
-        watcher.progress = None
-        log_line = f"watching {ws.vault.root} (debounce {watcher.debounce:g} s, settle {watcher.settle:g} s)"
-        stderr.print(log_line, markup=False)
-        watcher.run()
-    finally:
-        watcher.release()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    stderr.print("stopped", markup=False)
-
-
-def _watch_log(state_dir: Path, as_json: bool) -> Any:
-    """One line per action, to stderr and to the rotated `.vault-tools/watch.log`."""
-    from .watch import format_action, open_log
-
-    logger = open_log(state_dir)
-
-    plain = not sys.stderr.isatty()  # rich takes a thousand times longer per line, for colour only a terminal shows
-
-    def log(action: Any) -> None:
-        line = format_action(action, as_json)
-        logger.info(line)
-        if plain:
-            sys.stderr.write(line + "\n")
-        else:
-            stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
-
-    return log
+    console.watch(once, vault, json_)
 
 
 @app.command("for")
@@ -704,47 +659,6 @@ def lint_command(
     console.lint(paths, fix, strict, format_, explain, today, vault, json_)
 
 
-class _Progress:
-    """A rich progress bar on stderr while long work runs, only when stderr is a terminal and not --json."""
-
-    def __init__(self, label: str, enabled: bool) -> None:
-        self.label = label
-        # A pipe never gets a bar, even where FORCE_COLOR makes rich take it for a terminal (and rich is not
-        # imported for a piped run)
-        self.enabled = enabled and sys.stderr.isatty() and stderr.console.is_terminal
-        self._bar: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.progress import Progress
-            self._bar = Progress(console=stderr.console, transient=True)
-            self._bar.start()
-        return self
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._bar is None:
-            return
-        if self._task is None:
-            self._task = self._bar.add_task(self.label, total=total)
-        self._bar.update(self._task, completed=done, total=total)
-
-    def __exit__(self, *_: Any) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """The bar taken off the terminal while the owner is asked something."""
-        if self._bar is not None:
-            self._bar.stop()
-        try:
-            yield
-        finally:
-            if self._bar is not None:
-                self._bar.start()
-
-
 @app.command("import")
 def import_command(
         kind: Annotated[str, typer.Argument(metavar="KIND", help="owner-ask (a JSONL rulings and asks ledger) or adr "
@@ -757,7 +671,7 @@ def import_command(
     from .commands.import_ import import_records, parse_source
     ws = _workspace(vault)
     parsed = parse_source(kind, folder)
-    with _Progress(f"importing {kind}", not json_) as progress:
+    with console.Progress(f"importing {kind}", not json_) as progress:
         result = import_records(ws, parsed, dry_run=dry_run, progress=progress)
     if json_:
         _json(result.as_json())
@@ -792,7 +706,7 @@ def harvest(
     ws = _workspace(vault)
     interactive = not json_ and not dry_run and sys.stdin.isatty() and stderr.console.is_terminal
 
-    progress = _Progress("harvesting", not json_)
+    progress = console.Progress("harvesting", not json_)
 
     def ask_owner(outcome: Any) -> bool:
         with progress.paused():

@@ -1,19 +1,20 @@
 """What the command line prints, and how what went wrong becomes an exit code: everything but the parser.
 
 Importing the parser (typer, in `cli`) costs more than a warm `build`, `context` or `lint` of a vault of a
-thousand notes takes to run, and pre-commit, CI and agents run these on every commit or session. So their
-bodies live here, and `launch` calls them directly when their arguments are plain (`launch.QUICK`); `cli`
+thousand notes takes to run, and pre-commit, CI and agents run these on every commit or session (and
+`watch --once` after a pull). So their bodies live here, and `launch` calls them directly when their arguments are plain (`launch.QUICK`); `cli`
 calls the same functions once typer has parsed anything else. Only this module and `cli` print.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import functools
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -201,6 +202,94 @@ def lint(paths: list[Path] | list[str] | None = None, fix: bool = False, strict:
         stderr.print(result.summary(), markup=False)
     if result.failed:
         raise SystemExit(1)
+
+
+def watch(once: bool = False, vault: Path | str | None = None, json_: bool = False) -> None:
+    import signal
+
+    from .watch import Watcher
+    ws = workspace(vault)
+    log = watch_log(ws.vault.state_dir, json_)
+    watcher = Watcher(ws, on_action=log)
+    if once:
+        with Progress("reconciling", not json_) as progress:
+            watcher.progress = progress
+            watcher.run_once()  # an error it raises was logged already; its exit code says what kind of trouble
+        return
+    previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with Progress("reconciling", not json_) as progress:  # a first reconcile of a large vault takes a while
+            watcher.progress = progress
+            watcher.start()
+        watcher.progress = None
+        log_line = f"watching {ws.vault.root} (debounce {watcher.debounce:g} s, settle {watcher.settle:g} s)"
+        stderr.print(log_line, markup=False)
+        watcher.run()
+    finally:
+        watcher.release()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    stderr.print("stopped", markup=False)
+
+
+def watch_log(state_dir: Path, as_json: bool) -> Any:
+    """One line per action, to stderr and to the rotated `.vault-tools/watch.log`."""
+    from .watch import format_action, open_log
+
+    logger = open_log(state_dir)
+
+    plain = not sys.stderr.isatty()  # rich takes a thousand times longer per line, for colour only a terminal shows
+
+    def log(action: Any) -> None:
+        line = format_action(action, as_json)
+        logger.info(line)
+        if plain:
+            sys.stderr.write(line + "\n")
+        else:
+            stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
+
+    return log
+
+
+class Progress:
+    """A rich progress bar on stderr while long work runs, only when stderr is a terminal and not --json."""
+
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.label = label
+        # A pipe never gets a bar, even where FORCE_COLOR makes rich take it for a terminal (and rich is not
+        # imported for a piped run)
+        self.enabled = enabled and sys.stderr.isatty() and stderr.console.is_terminal
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Progress:
+        if self.enabled:
+            from rich.progress import Progress
+            self._bar = Progress(console=stderr.console, transient=True)
+            self._bar.start()
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            return
+        if self._task is None:
+            self._task = self._bar.add_task(self.label, total=total)
+        self._bar.update(self._task, completed=done, total=total)
+
+    def __exit__(self, *_: Any) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The bar taken off the terminal while the owner is asked something."""
+        if self._bar is not None:
+            self._bar.stop()
+        try:
+            yield
+        finally:
+            if self._bar is not None:
+                self._bar.start()
 
 
 # -- exit codes ---------------------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 An agent waits on every hook call, and importing the full command line (typer) costs more than a hook may
 take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, printing only the hook's JSON;
 `vault-tools version` prints the version; git's merge driver, `vault-tools merge-note BASE OURS THEIRS SHOWN`,
-runs once per conflicting decision note of a pull and is answered from here too. `build`, `context` and
-`lint`, which pre-commit, CI and agents run on every commit or session, are answered from here when every
-argument is one of theirs, spelt plainly (`QUICK`); their bodies are in `console`, which `cli` calls too.
+runs once per conflicting decision note of a pull and is answered from here too. `build`, `context`,
+`lint` and `watch`, which pre-commit, CI and agents run on every commit, session or pull, are answered from
+here when every argument is one of theirs, spelt plainly (`QUICK`); their bodies are in `console`, which
+`cli` calls too.
 Anything else, including `--help`, any other spelling of these, or an option given twice, goes to
 `cli.main`, which parses it (and reports a mistake) as every other command.
 """
@@ -37,6 +38,7 @@ QUICK: dict[str, tuple[dict[str, str], dict[str, str], str | None]] = {
                 None),
     "lint": ({"--fix": "fix", "--strict": "strict", "--json": "json_"},
              {"--format": "format_", "--explain": "explain", "--today": "today", "--vault": "vault"}, "paths"),
+    "watch": ({"--once": "once", "--json": "json_"}, {"--vault": "vault"}, None),
 }
 
 
