@@ -1,7 +1,8 @@
 """The `vault-tools` command line: parse, call the commands, print, map errors to exit codes.
 
-Only this module prints. Data goes to stdout, messages to stderr; `--json`
-output is one JSON document on stdout and nothing else.
+Only this module and `console` (what it prints, how errors become exit codes, and the commands `launch`
+answers without the parser) print. Data goes to stdout, messages to stderr; `--json` output is one JSON
+document on stdout and nothing else.
 
 Start-up time counts (hooks and pre-commit run a command on every call), so this module imports
 only typer at the top: each command imports what it needs in its own body, and `run` builds the
