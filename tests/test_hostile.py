@@ -539,3 +539,41 @@ def test_the_command_line_refuses_fields_over_their_limits(cli, vault):
     assert cli("ask", "Should footers promote the newsletter?", *[a for n in range(21) for a in ("--topic", f"t-{n}")]).code == 2
     assert cli("rule", "--topic", "a-b", "--summary", RULING, "--source", "s" * 2001).code == 2
     assert snapshot(vault) == before
+
+
+# -- names and characters the output cannot carry as they are -------------------------------------------
+
+def _run(vault: Path, *args: str, **env: str):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "vault_tools", *args], cwd=vault, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, **env}, errors="replace")
+
+
+def test_a_decision_note_whose_file_name_is_not_utf8_is_reported_not_a_crash(cli, vault):
+    assert cli("rule", "--topic", "tea-menu", "--summary", "Tea is served at nine every morning, always.",
+               "--source", "chat").code == 0
+    folder = os.fsencode(vault / "Decisions")
+    try:
+        with open(folder + b"/Coffee caf\xe9 hours.md", "wb") as handle:  # Latin-1 bytes, not UTF-8
+            handle.write(b"---\ntype: decision\nstatus: open\ntopics: [coffee-hours]\n"
+                         b"summary: \"When should the coffee machine be switched on?\"\n---\n")
+    except OSError as error:  # macOS and Windows file systems refuse such names
+        pytest.skip(f"this file system does not take a file name that is not UTF-8 ({error.strerror})")
+    linted = _run(vault, "lint")
+    assert linted.returncode == 1 and "internal error" not in linted.stderr
+    assert r"Decisions/Coffee caf\udce9 hours.md:1: VT001 error: its name is not valid UTF-8" in linted.stdout
+    context = _run(vault, "context")
+    assert context.returncode == 0 and "Unreadable decision notes (1)" in context.stdout
+    assert "Tea is served at nine" in context.stdout  # the rest of the record is as before
+    assert _run(vault, "build").returncode == 0
+
+
+def test_an_ascii_terminal_gets_escapes_not_a_crash(cli, vault):
+    summary = "Le café est servi à 8 h → toujours chaud, façon maison."
+    assert cli("rule", "--topic", "cafe-menu", "--summary", summary, "--source", "chat").code == 0
+    shown = _run(vault, "lookup", "cafe-menu", PYTHONIOENCODING="ascii")
+    assert shown.returncode == 0 and r"Le caf\xe9 est servi \xe0 8 h \u2192 toujours chaud" in shown.stdout
+    as_json = _run(vault, "lookup", "cafe-menu", "--json", PYTHONIOENCODING="ascii")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)[0]["summary"] == summary
+    assert _run(vault, "context", PYTHONIOENCODING="ascii").returncode == 0

@@ -68,7 +68,10 @@ def out(text: str = "") -> None:
 
 
 def print_json(data: Any) -> None:
-    out(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    """One JSON document: characters as they are where stdout takes them all, else JSON's own escapes
+    (which any reader decodes alike)."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower()
+    out(json.dumps(data, indent=2, ensure_ascii=not encoding.startswith("utf"), default=str))
 
 
 def today_option(value: str | None) -> dt.date | None:

@@ -73,7 +73,17 @@ def quick_arguments(args: list[str]) -> tuple[str, dict[str, object]] | None:
     return args[0], found
 
 
+def _print_whatever_the_encoding() -> None:
+    """A character the output's encoding lacks (a terminal set to ASCII) or a file name that is not UTF-8 is
+    printed escaped (`caf\\xe9`) rather than stopping the command with an encoding error."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
+    _print_whatever_the_encoding()
     args = sys.argv[1:]
     quick = quick_arguments(args)
     if quick is not None:

@@ -304,12 +304,14 @@ def relative(root: Path, path: Path) -> str:
 
 
 def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
-                  temps: list[str] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
+                  temps: list[str] | None = None, misnamed: list[str] | None = None,
+                  ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(vault-relative path, directory entry) of every note a decision could live in, in a stable order.
 
     Every other file met is added to `others` (what a link can name), and our own temp files
-    to `temps`. Works on strings rather than Path objects: on a vault of 50,000 notes the
-    difference is a large part of the whole run.
+    to `temps`. A file or folder whose name is not valid UTF-8 (no note can link to it, and its name can
+    be neither stored nor printed as it is) is passed over, its path added to `misnamed`. Works on strings
+    rather than Path objects: on a vault of 50,000 notes the difference is a large part of the whole run.
     """
     skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
     if is_shared(root):
@@ -324,6 +326,10 @@ def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
         subfolders = []
         for entry in entries:
             name = entry.name
+            if not name.isascii() and not _utf8(name):
+                if misnamed is not None and not name.startswith("."):
+                    misnamed.append(entry.path)
+                continue
             if name.startswith(".") or name in SKIPPED_FOLDERS:
                 if temps is not None and name.startswith(notes.TEMP_PREFIX) and name.endswith(notes.TEMP_SUFFIX):
                     temps.append(f"{prefix}/{name}" if prefix else name)
@@ -337,6 +343,30 @@ def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
             elif others is not None:
                 others.append(relative_name)
         stack.extend(reversed(subfolders))
+
+
+def _utf8(name: str) -> bool:
+    """Whether a name read from the file system is valid UTF-8 (Python keeps the bytes that are not as
+    lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def misnamed_problem(root: Path, path: str) -> NoteError | None:
+    """What to say of a file or folder the walk passed over for its name (see `iter_markdown`): a decision
+    note, or a folder holding Markdown files, cannot be read until renamed. Anything else is no concern."""
+    shown = relative(root, Path(path)).encode("utf-8", "backslashreplace").decode("utf-8")
+    why = "its name is not valid UTF-8, so it is not read; rename it (in Obsidian or the file manager)"
+    if os.path.isdir(path):
+        holds_notes = any(name.endswith(".md") for _, _, names in os.walk(path) for name in names)
+        return NoteError(f"folder: {why}, with the notes in it", path=shown) if holds_notes else None
+    if not path.endswith(".md"):
+        return None
+    kind, _ = read_payload(root, path)
+    return NoteError(why, path=shown) if kind != "other" else None
 
 
 class UnreadableNote(NoteError):
@@ -496,7 +526,8 @@ class Vault:
         listed: list[tuple[str, str, StatKey | None, CachedNote | OSError | None]] = []
         stat_keys: dict[str, StatKey] = {}
         state.stat_keys = stat_keys
-        for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files):
+        misnamed: list[str] = []
+        for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files, misnamed):
             state.files.append(rel)
             try:
                 stat = entry.stat()
@@ -524,6 +555,7 @@ class Vault:
         if cache:
             cache.save(fresh, list(cached))
         state.files += others
+        state.broken += filter(None, (misnamed_problem(self.root, path) for path in misnamed))
         set_aside_conflict_copies(state)
         return state
 
