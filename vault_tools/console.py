@@ -267,8 +267,8 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.enabled:
-            from rich.progress import Progress
-            self._bar = Progress(console=stderr.console, transient=True)
+            from rich.progress import Progress as Bar
+            self._bar = Bar(console=stderr.console, transient=True)
             self._bar.start()
         return self
 
