@@ -199,3 +199,25 @@ def test_reading_properties_from_events_gives_what_the_yaml_constructor_gives(fr
     except NoteError as error:
         pytest.fail(f"the quick way read what the full way refuses ({error}): {frontmatter!r}")
     assert (typed(data), lines) == (typed(full_data), full_lines), frontmatter
+
+
+def test_several_notes_written_together_each_in_place_or_left_as_it_was(tmp_path):
+    """`write_notes`: every note replaced whole (its BOM and mode kept), a note that cannot be written left as it
+    was with the reason, no temp file left behind, and each write seen by a process keeping its view."""
+    first = write(tmp_path / "a" / "First.md", "---\nstatus: ruled\n---\nBody one.\n")
+    second = tmp_path / "a" / "Second.md"
+    second.write_bytes(notes.BOM.encode("utf-8") + b"---\nstatus: ruled\n---\nBody two.\n")
+    os.chmod(second, 0o640)
+    gone = write(tmp_path / "b" / "Gone.md", "---\nstatus: ruled\n---\nBody three.\n")
+    read = [notes.read_note(path) for path in (first, second, gone)]
+    (tmp_path / "b" / "Gone.md").unlink()
+    (tmp_path / "b").rmdir()  # its folder is gone: this one cannot be written
+    writes = [(note, note.text.replace("ruled", "superseded"), None) for note in read]
+    with notes.recording_writes() as recorded:
+        found = notes.write_notes(writes)
+    assert found[0] is None and found[1] is None and isinstance(found[2], OSError)
+    assert first.read_text() == "---\nstatus: superseded\n---\nBody one.\n"
+    assert second.read_bytes() == notes.BOM.encode("utf-8") + b"---\nstatus: superseded\n---\nBody two.\n"
+    assert second.stat().st_mode & 0o777 == 0o640
+    assert [written.path for written in recorded] == [first, second]
+    assert sorted(path.name for path in (tmp_path / "a").iterdir()) == ["First.md", "Second.md"]

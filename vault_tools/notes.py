@@ -13,6 +13,7 @@ other value moved.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import io
 import os
 import re
@@ -589,6 +590,83 @@ def write_atomic(path: Path, data: bytes, parsed: Note | None = None) -> None:
         raise
     for recorder in _recorders.get():
         recorder.append(Written(path, data, parsed))
+
+
+def write_notes(writes: list[tuple[Note, str, Note | None]]) -> list[OSError | None]:
+    """`write_note` for several notes at once, each as atomic as alone: every temp file is made and filled
+    first, then each is synced, then each replaces its note, in order. Made one after another, each file's
+    creation waits for the previous note's sync on a journaling file system; this way the syncs come
+    together. Returns, for each note, None when it was written, else what stopped it (it is then left as
+    it was: an error on one note does not stop the others)."""
+    for callback in _before_write.get():
+        callback()
+    found: list[OSError | None] = []
+    for start in range(0, len(writes), WRITES_AT_ONCE):  # each holds a file open until it is in place
+        found += _write_notes(writes[start:start + WRITES_AT_ONCE])
+    return found
+
+
+WRITES_AT_ONCE = 64
+
+
+def _write_notes(writes: list[tuple[Note, str, Note | None]]) -> list[OSError | None]:
+    import tempfile
+
+    found: list[OSError | None] = [None] * len(writes)
+    made: list[tuple[int, int, str, Path, bytes, Note | None]] = []  # index, fd, temp, path, data, parsed
+    for index, (note, text, parsed) in enumerate(writes):
+        data = encode(text, bom=note.bom)
+        try:
+            fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=note.path.parent)
+        except OSError as error:
+            found[index] = error
+            continue
+        made.append((index, fd, temp, note.path, data,
+                     parsed if parsed is not None and parsed.text == text and parsed.bom == note.bom else None))
+    placed: set[int] = set()
+    try:
+        try:
+            for index, fd, temp, path, data, _ in made:
+                try:
+                    os.chmod(temp, _mode_for(path))  # mkstemp makes 0600; keep the note's own mode
+                    _write_all(fd, data)
+                    os.fsync(fd)
+                except OSError as error:
+                    found[index] = error
+        finally:
+            for _, fd, *_ in made:
+                os.close(fd)
+        for index, _, temp, path, data, parsed in made:
+            if found[index] is None:
+                try:
+                    os.replace(temp, path)
+                except OSError as error:
+                    found[index] = error
+                else:
+                    placed.add(index)
+                    for recorder in _recorders.get():
+                        recorder.append(Written(path, data, parsed))
+    finally:  # what was not put in place goes
+        for index, _, temp, *_ in made:
+            if index not in placed:
+                _unlink_quietly(temp)
+    return found
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if not written:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 TEMP_PREFIX, TEMP_SUFFIX = ".vault-tools-", ".tmp"  # the names write_atomic gives its temp files

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import notes
@@ -135,21 +136,30 @@ class PendingSupersessions:
         not applied, why)). A note saved since it was planned is left as it is; `pending_chain` marks it
         once it is left alone, planned again from what it holds then."""
         waiting, self.waiting, self.paths, self.successors = self.waiting, [], set(), set()
-        applied: list[tuple[SupersedePlan, Event]] = []
+        ready: list[tuple[SupersedePlan, Event]] = []
         left: list[tuple[SupersedePlan, str]] = []
+        for plan, event in waiting:
+            try:
+                unchanged = plan.note.path.read_bytes() == notes.encode(plan.note.text, bom=plan.note.bom)
+            except OSError as error:
+                left.append((plan, f"could not be read just now ({error.strerror}); will retry"))
+                continue
+            if unchanged:
+                ready.append((plan, event))
+            else:
+                left.append((plan, "saved since its supersession was planned; marked once left alone"))
+        applied: list[tuple[SupersedePlan, Event]] = []
         try:
-            for plan, event in waiting:
-                try:
-                    unchanged = plan.note.path.read_bytes() == notes.encode(plan.note.text, bom=plan.note.bom)
-                    if not unchanged:
-                        left.append((plan, "saved since its supersession was planned; marked once left alone"))
-                        continue
-                    notes.write_note(plan.note, plan.text, plan.parsed)
-                except OSError as error:
-                    left.append((plan, f"could not be written just now ({error.strerror}); will retry"))
-                    continue
-                applied.append((plan, event))
-        finally:  # what was written is recorded, even when a later write fails for a reason not foreseen
+            errors = notes.write_notes([(plan.note, plan.text, plan.parsed) for plan, _ in ready])
+            for (plan, event), problem in zip(ready, errors, strict=True):
+                if problem is None:
+                    applied.append((plan, event))
+                else:
+                    left.append((plan, f"could not be written just now ({problem.strerror}); will retry"))
+        finally:  # what was written is recorded, even when something not foreseen stops the rest
+            if not applied and ready:  # stopped before knowing: what is on disk says which were written
+                applied = [(plan, event) for plan, event in ready
+                           if _holds(plan.note.path, notes.encode(plan.text, bom=plan.note.bom))]
             self.ws.vault.ledger.append([event for _, event in applied])
         return [plan for plan, _ in applied], left
 
@@ -204,3 +214,10 @@ def seal_targets_first(ws: Workspace, state: VaultState, targets: Iterable[Decis
         history = ws.history_of(state, target)
         if history is None or not history.sealed:
             seal_one(ws, state, target, history)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        return path.read_bytes() == data
+    except OSError:
+        return False
