@@ -688,9 +688,9 @@ def test_a_reconciled_watcher_sleeps_until_something_is_due(cli, vault):
     for path in vault.rglob("*.md"):
         os.utime(path, (past, past))
     with Running(vault) as running:
-        time.sleep(0.3)  # the first reconcile's writes, if any, are past
+        time.sleep(0.2)  # the first reconcile's writes, if any, are past
         woke: list[float] = []
         real_step = running.watcher.step
         running.watcher.step = lambda: woke.append(time.monotonic()) or real_step()  # type: ignore[method-assign]
-        time.sleep(1.5)  # a loop waking every second would have woken here
+        time.sleep(1.2)  # a loop waking every second would have woken here
     assert woke == [] and running.actions == []
