@@ -569,60 +569,47 @@ def recording_writes() -> Iterator[list[Written]]:
 def write_atomic(path: Path, data: bytes, parsed: Note | None = None) -> None:
     """Write through a temp file in the same folder, then replace: never a torn note. `parsed` is the note
     `data` parses to, when the caller has it (see `Written`)."""
-    import tempfile
-
-    for callback in _before_write.get():
-        callback()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=path.parent)
-    try:
-        os.chmod(temp_name, _mode_for(path))  # mkstemp makes 0600; keep the note's own mode
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        try:
-            os.unlink(temp_name)
-        except FileNotFoundError:
-            pass
-        raise
-    for recorder in _recorders.get():
-        recorder.append(Written(path, data, parsed))
+    error = write_files([(path, data, parsed)])[0]
+    if error is not None:
+        raise error
 
 
 def write_notes(writes: list[tuple[Note, str, Note | None]]) -> list[OSError | None]:
-    """`write_note` for several notes at once, each as atomic as alone: every temp file is made and filled
-    first, then each is synced, then each replaces its note, in order. Made one after another, each file's
-    creation waits for the previous note's sync on a journaling file system; this way the syncs come
-    together. Returns, for each note, None when it was written, else what stopped it (it is then left as
-    it was: an error on one note does not stop the others)."""
+    """`write_note` for several notes at once (see `write_files`)."""
+    return write_files([(note.path, encode(text, bom=note.bom), _parse_of(note, text, parsed))
+                        for note, text, parsed in writes])
+
+
+def write_files(writes: list[tuple[Path, bytes, Note | None]]) -> list[OSError | None]:
+    """`write_atomic` for several files at once, each as atomic as alone: every temp file is made first, then
+    each is filled and synced, then each replaces its file, in order. Made one after another, each file's
+    creation waits for the previous file's sync on a journaling file system; this way the syncs come
+    together. Returns, for each file, None when it was written, else what stopped it (it is then left as
+    it was: an error on one file does not stop the others)."""
     for callback in _before_write.get():
         callback()
     found: list[OSError | None] = []
     for start in range(0, len(writes), WRITES_AT_ONCE):  # each holds a file open until it is in place
-        found += _write_notes(writes[start:start + WRITES_AT_ONCE])
+        found += _write_files(writes[start:start + WRITES_AT_ONCE])
     return found
 
 
 WRITES_AT_ONCE = 64
 
 
-def _write_notes(writes: list[tuple[Note, str, Note | None]]) -> list[OSError | None]:
+def _write_files(writes: list[tuple[Path, bytes, Note | None]]) -> list[OSError | None]:
     import tempfile
 
     found: list[OSError | None] = [None] * len(writes)
     made: list[tuple[int, int, str, Path, bytes, Note | None]] = []  # index, fd, temp, path, data, parsed
-    for index, (note, text, parsed) in enumerate(writes):
-        data = encode(text, bom=note.bom)
+    for index, (path, data, parsed) in enumerate(writes):
         try:
-            fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=note.path.parent)
+            fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=path.parent)
         except OSError as error:
             found[index] = error
             continue
-        made.append((index, fd, temp, note.path, data,
-                     parsed if parsed is not None and parsed.text == text and parsed.bom == note.bom else None))
+        made.append((index, fd, temp, path, data, parsed))
     placed: set[int] = set()
     try:
         try:
@@ -693,9 +680,13 @@ def write_note(note: Note, text: str, parsed: Note | None = None) -> bytes:
     """Write `text` back with the note's own BOM and line endings; returns the bytes written. `parsed` is
     `text` parsed already (by `edited`), if the caller has it."""
     data = encode(text, bom=note.bom)
-    write_atomic(note.path, data, parsed if parsed is not None and parsed.text == text and parsed.bom == note.bom
-                 else None)
+    write_atomic(note.path, data, _parse_of(note, text, parsed))
     return data
+
+
+def _parse_of(note: Note, text: str, parsed: Note | None) -> Note | None:
+    """`parsed` when it is `text` as written back to `note` (same text, same BOM), else None."""
+    return parsed if parsed is not None and parsed.text == text and parsed.bom == note.bom else None
 
 
 def create_note(path: Path, text: str) -> bytes:

@@ -355,7 +355,7 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def misnamed_problem(root: Path, path: str) -> NoteError | None:
+def _misnamed_problem(root: Path, path: str) -> NoteError | None:
     """What to say of a file or folder the walk passed over for its name (see `iter_markdown`): a decision
     note, or a folder holding Markdown files, cannot be read until renamed. Anything else is no concern."""
     shown = relative(root, Path(path)).encode("utf-8", "backslashreplace").decode("utf-8")
@@ -555,7 +555,7 @@ class Vault:
         if cache:
             cache.save(fresh, list(cached))
         state.files += others
-        state.broken += filter(None, (misnamed_problem(self.root, path) for path in misnamed))
+        state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
         set_aside_conflict_copies(state)
         return state
 

@@ -37,7 +37,7 @@ from .commands.repair import pending_chain
 from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
-from .commands.supersede import PendingSupersessions, edited_since_sealed, supersede_now
+from .commands.supersede import EditedSinceSealed, PendingSupersessions, supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, Unfinished, VaultToolsError
 from .ledger import STATUS_AFTER, History
@@ -259,7 +259,7 @@ class _Reconcile:
                 self.progress(done, len(quiet))
             current = live.decision_at(rel)  # as the steps before left it
             if current is not None and self.pending and \
-                    self.pending.needed_by(self.ws, self.state, current, live.history_of):
+                    self.pending.needed_by(self.state, current, live.history_of):
                 changed |= self.write_pending()
                 current = live.decision_at(rel)
             if current is None:
@@ -285,11 +285,7 @@ class _Reconcile:
         """Write the supersessions held back (see `PendingSupersessions`); True when anything was written."""
         if not self.pending:
             return False
-        _, left = self.pending.write()
-        for plan, why in left:
-            if why.startswith("could not"):  # else saved since: `finish_supersessions` marks it once left alone
-                self.found.setdefault("chains", {})[(plan.updated.path, why)] = Action(
-                    "invalid", plan.updated.id, plan.updated.path, why)
+        self.pending.write()  # what it could not write is a pending chain `finish_supersessions` looks at
         return self.changed()
 
     def agrees(self, rel: str) -> bool:
@@ -436,11 +432,11 @@ class _Reconcile:
             if current is None or current.id != target.id or current.status is not Status.RULED:
                 continue  # changed by a step before: the next round looks again
             try:
-                if edited_since_sealed(ws, self.state, current):  # saved in place while this reconcile ran
-                    self.invalid(target.id, target.path, f"not marked superseded by {ruling.id} yet: edited in "
-                                 "place while being reconciled; done once that edit is kept as a revision", left=True)
-                    continue
                 supersede_now(ws, self.state, current, self.live.decision_at(ruling.path) or ruling)
+            except EditedSinceSealed:  # saved in place while this reconcile ran
+                self.invalid(target.id, target.path, f"not marked superseded by {ruling.id} yet: edited in place "
+                             "while being reconciled; done once that edit is kept as a revision", left=True)
+                continue
             except VaultToolsError as error:
                 self.invalid(target.id, target.path, error.message)
             except OSError as error:
@@ -580,9 +576,9 @@ class Watcher:
                 if self._stopping:
                     return
                 deadline = self.schedule.next_deadline()
-                timeout = None if deadline is None else max(0.0, deadline - self.clock())
-                if timeout is None or timeout > 0:
-                    self._condition.wait(timeout=min(timeout, IDLE_WAKE_SECONDS) if timeout is not None else IDLE_WAKE_SECONDS)
+                timeout = IDLE_WAKE_SECONDS if deadline is None else max(0.0, deadline - self.clock())
+                if timeout > 0:
+                    self._condition.wait(timeout=min(timeout, IDLE_WAKE_SECONDS))
                 if self._stopping:
                     return
             self.step()

@@ -43,7 +43,7 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
             try:
                 for rel in [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]:
                     current = live.decision_at(rel)
-                    if current is not None and pending and pending.needed_by(ws, state, current, live.history_of):
+                    if current is not None and pending and pending.needed_by(state, current, live.history_of):
                         pending.write()
                         live.refresh()
                         current = live.decision_at(rel)

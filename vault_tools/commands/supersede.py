@@ -99,7 +99,7 @@ class PendingSupersessions:
     def __bool__(self) -> bool:
         return bool(self.waiting)
 
-    def needed_by(self, ws: Workspace, state: VaultState, decision: Decision,
+    def needed_by(self, state: VaultState, decision: Decision,
                   history_of: Callable[[Decision], History | None]) -> bool:
         """Whether dealing with this note may look at a note whose supersession waits, so they must be written
         first: it is one, or it is a ruling to seal that names one (or names a ruling not sealed yet, which
@@ -112,10 +112,10 @@ class PendingSupersessions:
             return True
         history = history_of(decision)
         if history is not None and history.seal is not None:
-            return not matches_ledger(ws, state, decision, history)
+            return not matches_ledger(self.ws, state, decision, history)
         if decision.status is not Status.RULED:
             return False
-        by_id, resolve = state.by_id(), ws.resolver_with(state, decision)
+        by_id, resolve = state.by_id(), self.ws.resolver_with(state, decision)
         for link in (*decision.supersedes, *decision.alongside):
             named = by_id.get(resolve(link) or "")
             if named is None:
@@ -172,6 +172,10 @@ class PendingSupersessions:
             pass
 
 
+class EditedSinceSealed(InconsistentVault):
+    """A ruling to mark superseded holds an edit made in place since it was sealed."""
+
+
 def edited_since_sealed(ws: Workspace, state: VaultState, target: Decision) -> str | None:
     """Why `target` may not be marked superseded now: an edit made in place since it was sealed, whether the
     view of the vault (`state`) holds it or only the file does (saved after the vault was read)."""
@@ -193,7 +197,7 @@ def supersede_now(ws: Workspace, state: VaultState, target: Decision, ruling: De
     `target` holds an edit made in place since it was sealed: marking it would record that edit unreviewed."""
     edited = edited_since_sealed(ws, state, target)
     if edited:
-        raise InconsistentVault(edited, path=target.path)
+        raise EditedSinceSealed(edited, path=target.path)
     plan = plan_superseded(ws, state, target, ruling, ruling.reason or "")
     apply_superseded(ws, state, plan, ruling.ruled_by or ws.config.default_ruler)
 
