@@ -221,3 +221,67 @@ def test_several_notes_written_together_each_in_place_or_left_as_it_was(tmp_path
     assert second.stat().st_mode & 0o777 == 0o640
     assert [written.path for written in recorded] == [first, second]
     assert sorted(path.name for path in (tmp_path / "a").iterdir()) == ["First.md", "Second.md"]
+
+
+def _notes_for_writing(folder: Path, count: int) -> list[Path]:
+    return [write(folder / f"note {index}.md", f"old text {index}\n") for index in range(count)]
+
+
+def test_several_files_are_synced_before_any_is_replaced_and_the_ledger_before_either(tmp_path, monkeypatch):
+    """`write_files` syncs every temp file (from several threads) and makes what `before_writes` asks durable
+    before the first file is replaced, so a power cut never leaves a note on disk ahead of the ledger."""
+    paths = _notes_for_writing(tmp_path, 20)
+    synced: list[int] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        real_fsync(fd)
+        synced.append(fd)
+
+    def replace(source, target):
+        assert len(synced) == 21, "a file was replaced before every sync was done"
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text("")
+
+    def sync_ledger():
+        with open(ledger, "ab") as handle:
+            os.fsync(handle.fileno())
+
+    with notes.before_writes(sync_ledger):
+        found = notes.write_files([(path, f"new text {index}\n".encode(), None) for index, path in enumerate(paths)])
+    assert found == [None] * 20
+    assert [path.read_text() for path in paths] == [f"new text {index}\n" for index in range(20)]
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(notes.TEMP_PREFIX)]
+
+
+def test_a_file_whose_sync_fails_is_left_as_it_was_and_the_others_are_written(tmp_path, monkeypatch):
+    paths = _notes_for_writing(tmp_path, 5)
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if os.pread(fd, 20, 0) == b"new text 3\n":
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    found = notes.write_files([(path, f"new text {index}\n".encode(), None) for index, path in enumerate(paths)])
+    assert [error is None for error in found] == [True, True, True, False, True]
+    assert [path.read_text() for path in paths] == ["new text 0\n", "new text 1\n", "new text 2\n", "old text 3\n",
+                                                    "new text 4\n"]
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(notes.TEMP_PREFIX)]
+
+
+def test_when_the_ledger_cannot_be_synced_no_file_is_replaced(tmp_path):
+    paths = _notes_for_writing(tmp_path, 3)
+
+    def failing_sync():
+        raise OSError(28, "No space left on device")
+
+    with notes.before_writes(failing_sync), pytest.raises(OSError):
+        notes.write_files([(path, b"new text\n", None) for path in paths])
+    assert [path.read_text() for path in paths] == [f"old text {index}\n" for index in range(3)]
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(notes.TEMP_PREFIX)]

@@ -383,3 +383,35 @@ def test_a_sealed_note_edited_while_its_supersession_waits_is_not_recorded_unrev
     recorded = Ledger(vault / ".vault-tools").read()
     assert not any(typed.strip() in (event.text or "") for event in recorded if event.event == "superseded")
     assert any(typed.strip() in (event.text or "") for event in recorded if event.event == "edit-rejected")
+
+
+def test_a_ruling_naming_a_successor_alongside_is_sealed_before_the_waiting_supersession_and_survives_a_kill(
+        cli, vault, monkeypatch):
+    """D-0002 supersedes D-0001; D-0003 names D-0002 in `alongside`. Sealing D-0003 looks at neither D-0001 nor
+    D-0002's chain, so the held-back supersession of D-0001 is written after it, with the rest of its batch; a
+    kill between that note and its event is finished cleanly by the next run."""
+    first = decision(vault, 1, "ruled", ("newsletter-footer",))
+    second = decision(vault, 2, "ruled", ("newsletter-footer",), supersedes=f'["[[{first.stem}]]"]', reason=REASON)
+    decision(vault, 3, "ruled", ("newsletter-footer",), alongside=f'["[[{second.stem}]]"]')
+    real = Ledger.append
+
+    def append(self, new_events):
+        new_events = list(new_events)
+        if any(event.event == "superseded" for event in new_events):
+            raise Killed  # D-0001 marked superseded, its event not written
+        return real(self, new_events)
+
+    monkeypatch.setattr(Ledger, "append", append)
+    quiet(vault)
+    with pytest.raises(Killed):
+        cli("watch", "--once")
+    sealed_ids = [e.id for e in Ledger(vault / ".vault-tools").read() if e.event == "sealed"]
+    assert sealed_ids == ["D-0001", "D-0002", "D-0003"]  # all sealed before the batch was written
+    monkeypatch.setattr(Ledger, "append", real)
+    quiet(vault)
+    assert cli("watch", "--once").code == 0
+    assert "edit-rejected" not in events(vault) and not (vault / ".vault-tools" / "kept").exists()
+    state = Vault(vault).load()
+    assert {d.id: d.status.value for d in state.decisions} == {"D-0001": "superseded", "D-0002": "ruled",
+                                                               "D-0003": "ruled"}
+    assert events(vault).count("superseded") == 1 and lint.lint(lint.gather(Vault(vault))).errors == 0

@@ -116,13 +116,16 @@ class PendingSupersessions:
         if decision.status is not Status.RULED:
             return False
         by_id, resolve = state.by_id(), self.ws.resolver_with(state, decision)
-        for link in (*decision.supersedes, *decision.alongside):
+        superseded = len(decision.supersedes)
+        for index, link in enumerate((*decision.supersedes, *decision.alongside)):
             named = by_id.get(resolve(link) or "")
             if named is None:
                 continue
             named_history = history_of(named)
-            if named.path in self.paths or named.path in self.successors or named_history is None or \
-                    named_history.seal is None:
+            # Naming a successor `alongside` only records its id: that note is sealed, and nothing about it
+            # or the note it supersedes is looked at or written.
+            if named.path in self.paths or (index < superseded and named.path in self.successors) or \
+                    named_history is None or named_history.seal is None:
                 return True
         return False
 
