@@ -117,3 +117,88 @@ def test_a_warm_read_imports_no_yaml_library_and_no_lock(vault):
     done = subprocess.run([sys.executable, "-c", probe], cwd=vault, capture_output=True, text=True, timeout=60)
     assert "D-0001" in done.stdout
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def _open_page(vault) -> str:
+    return (vault / "Pinned" / "Open questions.md").read_text(encoding="utf-8")
+
+
+def test_pages_taken_from_the_last_build_follow_every_change_of_what_they_are_made_from(cli, vault, monkeypatch):
+    """`build` takes the pages from its last run when nothing they are made from changed; a same-size edit with
+    its mtime put back, a ledger step, a note that no longer parses and a hand-edited page are all seen."""
+    from vault_tools.commands import build as build_module
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    trust_the_cache_at_once(monkeypatch)
+    question = decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
+    decision(vault, 2, "ruled", ("blog-comments",), summary="Comments stay closed on every post.")
+    assert cli("build").code == 0
+    memo = vault / ".vault-tools" / build_module.MEMO_FILE
+    assert memo.exists() and "footers carry the newsletter link" in _open_page(vault)
+    assert cli("build").out == ""  # taken from the memo: nothing to write
+
+    before = question.stat()
+    question.write_text(question.read_text().replace("footers carry", "headers carry"))
+    os.utime(question, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert cli("build").code == 0 and "headers carry the newsletter link" in _open_page(vault)
+
+    assert cli("withdraw", "D-0001", "--reason", "The owner dropped the newsletter altogether.").code == 0
+    assert cli("build").code == 0 and "D-0001" not in _open_page(vault)
+
+    write(vault / "Decisions" / "D-0003 Broken.md", "---\ntype: decision\nid: D-0003\nstatus: [open\n---\n")
+    assert cli("build").code == 0 and "D-0003 Broken" in _open_page(vault)
+
+    page = vault / "Pinned" / "Open questions.md"
+    generated = page.read_text(encoding="utf-8")
+    page.write_text(generated + "\nTyped into the page by hand.\n", encoding="utf-8")
+    assert cli("build").code == 0 and page.read_text(encoding="utf-8") == generated
+
+
+def test_a_damaged_memo_of_the_pages_is_made_again(cli, vault, monkeypatch):
+    from vault_tools.commands import build as build_module
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
+    assert cli("build").code == 0
+    memo = vault / ".vault-tools" / build_module.MEMO_FILE
+    generated = _open_page(vault)
+    for damage in (b"not json at all", b'{"key": 1, "texts": []}', b"[]"):
+        memo.write_bytes(damage)
+        (vault / "Pinned" / "Open questions.md").unlink()
+        assert cli("build").code == 0 and _open_page(vault) == generated
+
+
+def test_pages_are_not_remembered_from_inputs_written_within_the_racy_window(cli, vault):
+    """An edit in the clock tick the pages were made in may leave the note's size and times as they were: such
+    pages are never taken from the memo."""
+    from vault_tools.commands import build as build_module
+    question = decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
+    assert cli("build").code == 0
+    assert not (vault / ".vault-tools" / build_module.MEMO_FILE).exists()
+    before = question.stat()
+    question.write_text(question.read_text().replace("footers carry", "headers carry"))
+    os.utime(question, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert cli("build").code == 0 and "headers carry the newsletter link" in _open_page(vault)
+
+
+def test_the_pages_are_made_anew_when_only_the_ledger_or_the_config_changed(cli, vault, monkeypatch):
+    """A pull can bring ledger lines (another clone's steps) or a config without touching any note."""
+    from vault_tools.commands import build as build_module
+    from vault_tools.commands.workspace import Workspace
+    decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
+    assert cli("ask", "Should the blog keep comments open?", "--topic", "blog-comments").code == 0
+
+    def key() -> str | None:
+        ws = Workspace(Vault(vault))
+        return build_module._pages_key(ws, ws.state())[0]
+
+    first = key()
+    assert first is not None and key() == first
+    with open(vault / ".vault-tools" / "ledger.jsonl", "a", encoding="utf-8") as ledger:
+        ledger.write("")  # no new byte: nothing changed
+    assert key() == first
+    source = vault / ".vault-tools" / "ledger.jsonl"
+    source.write_bytes(source.read_bytes())  # the same lines, rewritten (a checkout): its times changed
+    assert key() != first
+    second = key()
+    config = vault / ".vault-tools" / "config.yaml"
+    config.write_text(config.read_text() + "\nstale_after_days: 3\n")
+    assert key() != second

@@ -105,7 +105,7 @@ def build(check: bool = False, today: str | None = None, vault: Path | str | Non
     from .commands.build import build as build_pages
     today_option(today)  # still checked: a bad date is a usage error
     ws = workspace(vault)
-    result = build_pages(ws, check=check)
+    result = build_pages(ws, check=check, remembered=True)
     pages = result.pages
     if json_:
         print_json({"written": result.written, "stale": result.stale, "kept": result.kept,

@@ -499,6 +499,11 @@ def use_topic_aliases(aliases: Mapping[str, str]) -> None:
         TopicIndex._signatures.cache_clear()
 
 
+def topic_aliases_in_use() -> dict[str, str]:
+    """The merged topics every comparison reads now (see `use_topic_aliases`)."""
+    return dict(_ALIASES)
+
+
 def canonical_topic(topic: str) -> str:
     """The topic an alias was merged into (the topic itself when it is no alias)."""
     return _ALIASES.get(topic, topic)

@@ -4,13 +4,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import notes
 from ..errors import UsageError, VaultToolsError
-from ..model import Status, being_written, lacks_id, unanswered
+from ..model import Status, being_written, lacks_id, topic_aliases_in_use, unanswered
 from ..page_names import PAGE_NAMES
 from ..pages import (
     NOTICE,
@@ -109,6 +110,86 @@ def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
                        review_waiting=waiting_line(ws))
 
 
+MEMO_FILE = "cache/pages-memo-v1.json"  # a new name whenever what is kept changes
+RACY_NANOSECONDS = 2_000_000_000  # as the note cache: a file written in the tick it was looked at may be missed
+
+
+def remembered_pages(ws: Workspace, state: VaultState) -> Pages:
+    """`pages`, taken from the last build when everything they are made from is as it was then: every decision
+    note (by size, times and inode), what could not be read, the ledger files, the config, the merged topics,
+    a waiting review and the code itself. Any doubt (a changed state, an input written within the racy window,
+    a memo that cannot be read) means building them. Kept as JSON: a cache a cloned vault could carry is never
+    run as code."""
+    key, storable = _pages_key(ws, state)
+    memo = ws.vault.state_dir / MEMO_FILE
+    if key is not None:
+        try:
+            found = json.loads(memo.read_text(encoding="utf-8"))
+            if found.get("key") == key:
+                return Pages(dict(found["texts"]), found["rulings_shown"], found["rulings_left_out"],
+                             found["used_lines"], found["used_bytes"], settings(ws))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+    made = pages(ws, state)
+    if key is not None and storable:
+        _write_memo(memo, {"key": key, "texts": made.texts, "rulings_shown": made.rulings_shown,
+                           "rulings_left_out": made.rulings_left_out, "used_lines": made.used_lines,
+                           "used_bytes": made.used_bytes})
+    return made
+
+
+def _pages_key(ws: Workspace, state: VaultState) -> tuple[str | None, bool]:
+    """A digest of what the pages are made from, and whether none of it was written within the racy window
+    (else it is not kept). None when the state is not as read from disk."""
+    from .review import waiting_line
+
+    if state.stat_keys is None:
+        return None, False
+    decision_notes = sorted(set(state.properties) | {error.path or "" for error in state.broken})
+    keys = [state.stat_keys.get(rel) for rel in decision_notes]
+    ledger = ws.vault.ledger.stat_key()
+    ledger_keys = [ledger] if ledger is None or isinstance(ledger[0], int) else [key for _, key in ledger]
+    stamps = [max(key[1], key[2]) for key in (*keys, *ledger_keys) if key is not None]
+    storable = all(key is not None for key in keys) and \
+        time.time_ns() - max(stamps, default=0) > RACY_NANOSECONDS
+    parts = (decision_notes, keys, [(e.path, e.line, e.message) for e in state.broken],
+             [repr(copy) for copy in state.conflict_copies], repr(ledger), repr(ws.config), sorted(topic_aliases_in_use().items()),
+             waiting_line(ws), _code_fingerprint())
+    return hashlib.sha256(json.dumps(parts, default=str).encode("utf-8")).hexdigest(), storable
+
+
+_CODE: list[str] = []
+
+
+def _code_fingerprint() -> str:
+    """The package's source files by name, size and mtime: pages made by other code are made anew."""
+    if not _CODE:
+        package = Path(__file__).resolve().parents[1]
+        found = sorted((str(path.relative_to(package)), path.stat().st_size, path.stat().st_mtime_ns)
+                       for path in package.rglob("*.py"))
+        _CODE.append(hashlib.sha256(repr(found).encode("utf-8")).hexdigest())
+    return _CODE[0]
+
+
+def _write_memo(path: Path, data: dict[str, object]) -> None:
+    """Derived data: written whole through a temp file, never synced (lost or torn, it is made again)."""
+    import os
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=notes.TEMP_PREFIX, suffix=notes.TEMP_SUFFIX, dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, ensure_ascii=False)
+            os.replace(temp, path)
+        except BaseException:
+            os.unlink(temp)
+            raise
+    except OSError:
+        pass
+
+
 def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
             state: VaultState | None = None) -> Context:
     """What the agent reads, within `budget` (a name from `BUDGETS`, `config` or a number of characters)."""
@@ -121,14 +202,21 @@ def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
                          chosen, page_problems(state, _recorded(ws)), page_conflicts(ws, state))
 
 
-def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None) -> BuildResult:
+def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None,
+          remembered: bool = False) -> BuildResult:
     """Write the pages whose bytes changed (or, with `check`, only say which are stale).
 
     The pages depend on the decision notes only, never on the date: an unchanged vault is current on
     any later day. A page that is neither what was last generated nor what is generated now
-    was edited by hand: a copy goes to `.vault-tools/kept/` before it is replaced.
+    was edited by hand: a copy goes to `.vault-tools/kept/` before it is replaced. With `remembered`, pages
+    made from exactly the same inputs before are taken from `.vault-tools/cache/` (see `remembered_pages`):
+    their texts and sizes only, the lists of decisions they show left empty.
     """
-    result = BuildResult(pages(ws, state))
+    if remembered:
+        state = state or ws.state()
+        result = BuildResult(remembered_pages(ws, state))
+    else:
+        result = BuildResult(pages(ws, state))
     generated = _generated_digests(ws)
     for name in PAGE_NAMES:
         path = page_path(ws, name)
