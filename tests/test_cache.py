@@ -111,8 +111,8 @@ def test_a_warm_read_imports_no_yaml_library_and_no_lock(vault):
     decision(vault, 1)
     time.sleep(2.1)  # the note, older than the racy window, is cached as trusted (in another process: no shortcut)
     vt("context", cwd=vault)
-    probe = ("import sys, runpy; sys.argv = ['vault-tools', 'context']\n"
-             "try:\n    runpy.run_module('vault_tools', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+    probe = ("import sys; sys.argv = ['vault-tools', 'context']\nfrom vault_tools.launch import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
              "print(sorted(m for m in ('yaml', 'ruamel', 'filelock', 'rich') if m in sys.modules), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", probe], cwd=vault, capture_output=True, text=True, timeout=60)
     assert "D-0001" in done.stdout

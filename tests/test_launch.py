@@ -11,7 +11,7 @@ import typer
 from vault_tools import cli
 from vault_tools.launch import QUICK, quick_arguments
 
-from .conftest import decision, vt
+from .conftest import decision, vt, write
 
 FOOTER_R = "Every article footer carries the newsletter link and the author bio."
 
@@ -65,3 +65,24 @@ def test_the_quick_answers_are_the_parsers_answers(cli, vault, monkeypatch):
         parsed = cli(*args)
         quick = vt(*args, cwd=vault)
         assert (quick.code, quick.out, quick.err) == (parsed.code, parsed.out, parsed.err), args
+
+
+def test_the_console_script_leaves_with_every_exit_code_and_all_its_output(vault):
+    """The script leaves without tearing the interpreter down: what it printed still arrives whole through a
+    pipe, and each kind of ending keeps its exit code."""
+    for number in range(1, 301):
+        decision(vault, number, "open", (f"topic-{number}",), summary=f"Question number {number} for the owner?")
+    listed = vt("list", "--json", cwd=vault)
+    assert listed.code == 0 and len(__import__("json").loads(listed.out)) == 300
+    assert vt("version", cwd=vault).out.strip() == __import__("vault_tools").__version__
+    assert vt("build", "--check", cwd=vault).code == 1  # stale pages: exit 1, said on stderr
+    missing = vt("show", "D-9999", cwd=vault)
+    assert missing.code == 1 and "D-9999" in missing.err
+    write(vault / "Decisions" / "D-0400 Torn.md", "---\ntype: decision\nid: D-0400\nstatus: [open\n---\n")
+    (vault / ".vault-tools" / "ledger.jsonl").write_text('{"torn": ')
+    assert vt("ask", "Should the blog keep comments?", "--topic", "blog-comments", cwd=vault).code == 3
+    (vault / ".vault-tools" / "ledger.jsonl").write_text("")
+    usage = vt("lint", "--no-such-option", cwd=vault)
+    assert usage.code == 2 and "--no-such-option" in usage.err
+    written = vt("build", cwd=vault)
+    assert written.code == 1 and "over budget" in written.err and (vault / "Pinned" / "Open questions.md").exists()

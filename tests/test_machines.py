@@ -583,8 +583,8 @@ def test_gits_merge_driver_answers_without_the_command_line_and_merges_as_it_doe
             paths = [write(folder / f"{part}.md", text) for part, text in (("base", base), ("ours", mine), ("theirs", other))]
             args = ["merge-note", *map(str, paths), "Decisions/D-0001 Footer.md"]
             if way == "front door":
-                probe = ("import sys, runpy; sys.argv = ['vault-tools', *sys.argv[1:]]\n"
-                         "try:\n    runpy.run_module('vault_tools', run_name='__main__')\n"
+                probe = ("import sys; sys.argv = ['vault-tools', *sys.argv[1:]]\nfrom vault_tools.launch import main\n"
+                         "try:\n    main()\n"
                          "except SystemExit as exit_:\n"
                          "    print('typer' in sys.modules, file=sys.stderr); raise\n")
                 done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60)

@@ -1,3 +1,3 @@
-from .launch import main
+from .launch import script
 
-main()
+script()

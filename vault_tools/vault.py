@@ -613,9 +613,14 @@ def read_payloads(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any
         return [read_payload(root, path) for path in paths]
     import multiprocessing
 
-    pool = multiprocessing.get_context("fork").Pool(min(workers, 8), initializer=_leave_interrupts_to_parent)
+    # Every n-th note to each reader, this process one of them: the decision notes (the costly ones to parse)
+    # sit together in a folder or two, so contiguous shares would leave one reader with nearly all of them.
+    readers = min(workers, 8)
+    shares = [paths[start::readers] for start in range(readers)]
+    pool = multiprocessing.get_context("fork").Pool(readers - 1, initializer=_leave_interrupts_to_parent)
     try:
-        found = pool.map(functools.partial(read_payload, root), paths)
+        theirs = pool.map_async(functools.partial(_read_share, root), shares[1:], chunksize=1)
+        read = [_read_share(root, shares[0]), *theirs.get()]
     except BaseException:  # Ctrl-C included: the workers go with the command
         pool.terminate()
         raise
@@ -623,7 +628,14 @@ def read_payloads(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any
         pool.close()
     finally:
         pool.join()
+    found: list[tuple[str, dict[str, Any] | None]] = [("other", None)] * len(paths)
+    for start, share in enumerate(read):
+        found[start::readers] = share
     return found
+
+
+def _read_share(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any] | None]]:
+    return [read_payload(root, path) for path in paths]
 
 
 def _free_processors() -> int:
