@@ -86,3 +86,11 @@ def test_the_console_script_leaves_with_every_exit_code_and_all_its_output(vault
     assert usage.code == 2 and "--no-such-option" in usage.err
     written = vt("build", cwd=vault)
     assert written.code == 1 and "over budget" in written.err and (vault / "Pinned" / "Open questions.md").exists()
+
+
+def test_a_profiled_run_still_writes_its_profile(vault, tmp_path):
+    """Under a profiler (or coverage) the script takes the ordinary way out, so the report gets written."""
+    report = tmp_path / "build.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(report), "-m", "vault_tools", "build"],
+                          cwd=vault, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and report.stat().st_size > 0

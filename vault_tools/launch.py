@@ -88,8 +88,8 @@ def script() -> None:
     A command on a large vault ends holding tens of megabytes of objects (the state of 10,000 notes), and
     freeing them one by one at exit takes 10-25 ms, longer than a hook's whole answer. Everything a command
     writes is on disk by then (files closed, the ledger unbuffered, the log flushed per line), so once its
-    output is flushed the process leaves at once with its exit code. A code that is not a number, or output
-    that cannot be flushed (a closed pipe), takes the ordinary way out, which reports it as before."""
+    output is flushed the process leaves at once with its exit code. A code that is not a number, output
+    that cannot be flushed (a closed pipe), or a profiler or coverage watching, takes the ordinary way out."""
     try:
         main()
         code = 0
@@ -97,6 +97,8 @@ def script() -> None:
         if done.code is not None and not isinstance(done.code, int):
             raise
         code = done.code or 0
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)  # a profiler or coverage writes its report on the ordinary way out
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -679,7 +679,7 @@ class Watcher:
                                progress=self.progress if everything else None)
             actions += result.actions
             actions += self._scheduled_review()
-            built = build(self.ws, state=result.state)
+            built = build(self.ws, state=result.state, remembered=True)  # only what it wrote and kept is used
             actions += [Action("page-kept", None, None, f"a pinned page was edited by hand; copy kept in {kept}")
                         for kept in built.kept]
         except OSError as error:  # a note moved away mid-pass: the events it made bring it back

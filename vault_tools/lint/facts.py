@@ -233,7 +233,7 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
             pass
     pages_exist = any(page_path(ws, name).exists() for name in PAGE_NAMES)
     if state.decisions or state.broken or pages_exist:
-        built = build(ws, check=True, state=state)
+        built = build(ws, check=True, state=state, remembered=True)  # only its staleness and size are used
         facts.stale_pages = built.stale
         if built.pages.over_budget:
             facts.over_budget = built.pages.budget_message()
