@@ -1,6 +1,7 @@
 """The note cache is derived data: it may make reading faster, never wrong."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -188,7 +189,7 @@ def test_the_pages_are_made_anew_when_only_the_ledger_or_the_config_changed(cli,
 
     def key() -> str | None:
         ws = Workspace(Vault(vault))
-        return build_module._pages_key(ws, ws.state())[0]
+        return build_module.inputs_key(ws, ws.state())[0]
 
     first = key()
     assert first is not None and key() == first
@@ -202,3 +203,23 @@ def test_the_pages_are_made_anew_when_only_the_ledger_or_the_config_changed(cli,
     config = vault / ".vault-tools" / "config.yaml"
     config.write_text(config.read_text() + "\nstale_after_days: 3\n")
     assert key() != second
+
+
+def test_the_agents_view_taken_from_an_earlier_run_follows_the_notes_the_day_and_the_budget(cli, vault, monkeypatch):
+    from vault_tools.commands import build as build_module
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    trust_the_cache_at_once(monkeypatch)
+    decision(vault, 1, "open", summary="Should footers carry the newsletter link?", asked_at="2026-11-01T09:00:00")
+    decision(vault, 2, "ruled", ("blog-comments",), summary="Comments stay closed on every post.")
+    first = cli("context", "--today", "2026-11-03")
+    assert first.code == 0 and "footers carry the newsletter link" in first.out
+    assert (vault / ".vault-tools" / build_module.MEMO_FILE).exists()
+    assert cli("context", "--today", "2026-11-03").out == first.out  # the same, from the memo
+    later = cli("context", "--today", "2026-12-20")
+    assert later.code == 0 and later.out != first.out  # the question has grown old since
+    assert cli("context", "--today", "2026-11-03", "--budget", "200").out != first.out
+    as_json = cli("context", "--today", "2026-11-03", "--json")
+    assert json.loads(as_json.out)["text"] == first.out
+    decision(vault, 3, "open", ("podcast",), summary="Should the podcast get its own newsletter?")
+    assert "podcast get its own newsletter" in cli("context", "--today", "2026-11-03").out
+    assert "podcast get its own newsletter" in json.loads(cli("context", "--today", "2026-11-03", "--json").out)["text"]

@@ -146,20 +146,31 @@ def budget_json(pages: Any) -> dict[str, Any]:
 def context(budget: str = "config", hook: bool = False, today: str | None = None, vault: Path | str | None = None,
             json_: bool = False) -> None:
     from .commands.build import context as agent_context
+    from .commands.build import remembered
     ws = workspace(vault)
-    found = agent_context(ws, budget, today_option(today))
-    overflow = found.questions_overflow
+    day = today_option(today) or ws.today()
+    state = ws.state()
+
+    def shown() -> dict[str, Any]:
+        found = agent_context(ws, budget, day, state)
+        return {"overflow": found.questions_overflow, "left_out": found.questions_left_out,
+                "shown": context_json(found) if json_ else found.text}
+
+    view = remembered(ws, state, f"context {budget} {day.isoformat()} {'json' if json_ else 'text'}", shown)
+    if not (isinstance(view, dict) and {"overflow", "left_out", "shown"} <= view.keys()):
+        view = shown()  # a memo damaged by hand: made again
+    overflow = view["overflow"]
     if overflow and not hook:
         stderr.print(f"error: {overflow}; nothing printed (a hook can pass --hook to show the most urgent)",
                      style="red", markup=False)
         raise SystemExit(1)
     if json_:
-        print_json(context_json(found))
+        print_json(view["shown"])
     else:
-        sys.stdout.write(found.text)
+        sys.stdout.write(view["shown"])
         sys.stdout.flush()
     if overflow:
-        stderr.print(f"warning: {overflow}; {found.questions_left_out} not shown", markup=False)
+        stderr.print(f"warning: {overflow}; {view['left_out']} not shown", markup=False)
 
 
 def context_json(found: Any) -> dict[str, Any]:

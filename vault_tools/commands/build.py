@@ -5,9 +5,10 @@ import datetime as dt
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import notes
 from ..errors import UsageError, VaultToolsError
@@ -110,37 +111,54 @@ def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
                        review_waiting=waiting_line(ws))
 
 
-MEMO_FILE = "cache/pages-memo-v1.json"  # a new name whenever what is kept changes
+MEMO_FILE = "cache/memo-v1.json"  # a new name whenever what is kept changes
 RACY_NANOSECONDS = 2_000_000_000  # as the note cache: a file written in the tick it was looked at may be missed
 
 
-def remembered_pages(ws: Workspace, state: VaultState) -> Pages:
-    """`pages`, taken from the last build when everything they are made from is as it was then: every decision
-    note (by size, times and inode), what could not be read, the ledger files, the config, the merged topics,
-    a waiting review and the code itself. Any doubt (a changed state, an input written within the racy window,
-    a memo that cannot be read) means building them. Kept as JSON: a cache a cloned vault could carry is never
-    run as code."""
-    key, storable = _pages_key(ws, state)
+def remembered(ws: Workspace, state: VaultState, name: str, make: Callable[[], Any]) -> Any:
+    """What `make` gives (JSON values made from the decisions as they stand), taken from an earlier run when
+    everything they are made from is as it was then: every decision note (by size, times and inode), what
+    could not be read, the ledger files, the config, the merged topics, a waiting review and the code
+    itself (see `inputs_key`). `name` tells apart what is kept from the same inputs (a page set, a context
+    for one budget and day). Any doubt (a state changed since it was read, an input written within the racy
+    window, a memo that cannot be read) means making it. Kept as JSON: a cache a cloned vault could carry is
+    never run as code."""
+    key, storable = inputs_key(ws, state)
     memo = ws.vault.state_dir / MEMO_FILE
+    kept: dict[str, Any] = {}
     if key is not None:
         try:
             found = json.loads(memo.read_text(encoding="utf-8"))
-            if found.get("key") == key:
-                return Pages(dict(found["texts"]), found["rulings_shown"], found["rulings_left_out"],
-                             found["used_lines"], found["used_bytes"], settings(ws))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            if isinstance(found, dict) and found.get("key") == key and isinstance(found.get("made"), dict):
+                kept = found["made"]
+                if name in kept:
+                    return kept[name]
+        except (OSError, ValueError):
             pass
-    made = pages(ws, state)
+    made = make()
     if key is not None and storable:
-        _write_memo(memo, {"key": key, "texts": made.texts, "rulings_shown": made.rulings_shown,
-                           "rulings_left_out": made.rulings_left_out, "used_lines": made.used_lines,
-                           "used_bytes": made.used_bytes})
+        _write_memo(memo, {"key": key, "made": {**kept, name: made}})
     return made
 
 
-def _pages_key(ws: Workspace, state: VaultState) -> tuple[str | None, bool]:
-    """A digest of what the pages are made from, and whether none of it was written within the racy window
-    (else it is not kept). None when the state is not as read from disk."""
+def remembered_pages(ws: Workspace, state: VaultState) -> Pages:
+    """`pages` through `remembered`: their texts and sizes only, the lists of decisions they show left empty."""
+    def make() -> dict[str, Any]:
+        made = pages(ws, state)
+        return {"texts": made.texts, "rulings_shown": made.rulings_shown, "rulings_left_out": made.rulings_left_out,
+                "used_lines": made.used_lines, "used_bytes": made.used_bytes}
+
+    found = remembered(ws, state, "pages", make)
+    try:
+        return Pages(dict(found["texts"]), int(found["rulings_shown"]), int(found["rulings_left_out"]),
+                     int(found["used_lines"]), int(found["used_bytes"]), settings(ws))
+    except (KeyError, TypeError, ValueError):  # kept by hand or damaged: made again
+        return pages(ws, state)
+
+
+def inputs_key(ws: Workspace, state: VaultState) -> tuple[str | None, bool]:
+    """A digest of what the pages and the agent's view are made from, and whether none of it was written
+    within the racy window (else it is not kept). None when the state is not as read from disk."""
     from .review import waiting_line
 
     if state.stat_keys is None:
@@ -153,8 +171,8 @@ def _pages_key(ws: Workspace, state: VaultState) -> tuple[str | None, bool]:
     storable = all(key is not None for key in keys) and \
         time.time_ns() - max(stamps, default=0) > RACY_NANOSECONDS
     parts = (decision_notes, keys, [(e.path, e.line, e.message) for e in state.broken],
-             [repr(copy) for copy in state.conflict_copies], repr(ledger), repr(ws.config), sorted(topic_aliases_in_use().items()),
-             waiting_line(ws), _code_fingerprint())
+             [repr(copy) for copy in state.conflict_copies], repr(ledger), repr(ws.config),
+             sorted(topic_aliases_in_use().items()), waiting_line(ws), _code_fingerprint())
     return hashlib.sha256(json.dumps(parts, default=str).encode("utf-8")).hexdigest(), storable
 
 
