@@ -223,3 +223,18 @@ def test_the_agents_view_taken_from_an_earlier_run_follows_the_notes_the_day_and
     decision(vault, 3, "open", ("podcast",), summary="Should the podcast get its own newsletter?")
     assert "podcast get its own newsletter" in cli("context", "--today", "2026-11-03").out
     assert "podcast get its own newsletter" in json.loads(cli("context", "--today", "2026-11-03", "--json").out)["text"]
+
+
+def test_lint_takes_the_agents_budget_check_from_an_earlier_run_only_while_the_questions_are_the_same(
+        cli, vault, monkeypatch):
+    from vault_tools.commands import build as build_module
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    trust_the_cache_at_once(monkeypatch)
+    questions = [decision(vault, number, "open", (f"topic-{number}",),
+                          summary=f"Question number {number}: " + "should the footer carry this link " * 6 + "?")
+                 for number in range(1, 121)]
+    assert "VT031" in cli("lint").out
+    assert "VT031" in cli("lint").out  # from the memo
+    for path in questions[10:]:
+        path.unlink()
+    assert "VT031" not in cli("lint").out

@@ -4,6 +4,7 @@ file times and the pinned pages. This is the only I/O lint does; every rule is a
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import subprocess
 import time
@@ -13,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..commands.build import build, context, page_path
+from ..commands.build import build, context, page_path, remembered
 from ..commands.setup import merge_drivers_missing
 from ..commands.workspace import Workspace
 from ..errors import InconsistentVault
@@ -197,6 +198,10 @@ def read_ledger(path: Path, shown: str = LEDGER_PATH,
     return lines[:-1] if lines and not lines[-1] else lines, events, damage
 
 
+def _questions_overflow(ws: Workspace, budget: str, today: dt.date, state: VaultState) -> str | None:
+    return context(ws, budget, today, state).questions_overflow
+
+
 def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> Facts:
     """Read everything the rules look at, once."""
     ws = Workspace(vault)
@@ -238,8 +243,9 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
         if built.pages.over_budget:
             facts.over_budget = built.pages.budget_message()
         for budget in LINTED_BUDGETS:
-            overflow = context(ws, budget, facts.today, state).questions_overflow
-            if overflow:
+            overflow = remembered(ws, state, f"overflow {budget} {facts.today.isoformat()}",
+                                  functools.partial(_questions_overflow, ws, budget, facts.today, state))
+            if isinstance(overflow, str):
                 facts.context_overflow.append(overflow)
     facts.open_questions_page = vault.relative(page_path(ws, OPEN_QUESTIONS))
     facts.merge_drivers_missing = merge_drivers_missing(vault.root)
