@@ -238,3 +238,69 @@ def test_lint_takes_the_agents_budget_check_from_an_earlier_run_only_while_the_q
     for path in questions[10:]:
         path.unlink()
     assert "VT031" not in cli("lint").out
+
+
+def _codes(cli) -> list[str]:
+    return [d["code"] for d in json.loads(cli("lint", "--format", "json").out)["diagnostics"]]
+
+
+def test_lint_findings_from_an_earlier_run_follow_the_names_of_the_vaults_files(cli, vault, monkeypatch):
+    """A sealed ruling's link may follow its note to a new name; when a note of the old name appears again,
+    the link points elsewhere than the seal said. Only a file name changed, no decision note: lint sees it."""
+    from vault_tools.commands import build as build_module
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    trust_the_cache_at_once(monkeypatch)
+    write(vault / "Style guide.md", "# Style guide\n\nHouse rules.\n")
+    assert cli("rule", "--topic", "article-footer", "--summary", "Every article footer follows the style guide.",
+               "--body", "Footers follow [[Style guide]] to the letter.", "--source", "chat").code == 0
+    ruling = next((vault / "Decisions").glob("D-0001*.md"))
+    (vault / "Style guide.md").rename(vault / "House style.md")
+    ruling.write_text(ruling.read_text().replace("[[Style guide]]", "[[House style]]"))  # as Obsidian does
+    assert "VT021" not in _codes(cli)
+    assert (vault / ".vault-tools" / "cache" / "lint-v1.json").exists()
+    assert "VT021" not in _codes(cli)  # from the memo
+    write(vault / "Style guide.md", "# Style guide\n\nA new note under the old name.\n")
+    assert "VT021" in _codes(cli)
+
+
+def test_lint_findings_inside_the_settle_window_are_found_again_when_it_ends(vault, monkeypatch):
+    """A ruling not sealed yet is a warning while the owner may still be typing, an error after; a note with
+    no id says nothing while it is being written. Nothing but the clock changes between the runs."""
+    from vault_tools.commands import build as build_module
+    from vault_tools.lint import gather, lint
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    trust_the_cache_at_once(monkeypatch)
+    ruling = decision(vault, 1, "ruled", summary="Comments stay closed on every post, always.")
+    write(vault / "Decisions" / "Draft.md", "---\ntype: decision\nstatus: open\ntopics: [podcast]\n---\n")
+    saved = ruling.stat().st_mtime
+    settle = Vault(vault).config.settle_seconds
+
+    def found(now: float) -> dict[str, str]:
+        return {d.code: d.severity for d in lint(gather(Vault(vault), now=now)).diagnostics
+                if d.code in ("VT020", "VT045")}
+
+    assert found(saved + 1) == {"VT020": "warning"}
+    assert (vault / ".vault-tools" / "cache" / "lint-v1.json").exists()
+    assert found(saved + 2) == {"VT020": "warning"}
+    assert found(saved + settle + 1) == {"VT020": "error", "VT045": "warning"}
+    assert found(saved + settle + 2) == {"VT020": "error", "VT045": "warning"}
+    assert found(saved + 1) == {"VT020": "warning"}  # a clock set back is not trusted either
+
+
+def test_a_damaged_lint_memo_is_found_again_and_a_damaged_ledger_is_seen(cli, vault, monkeypatch):
+    from vault_tools.commands import build as build_module
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    trust_the_cache_at_once(monkeypatch)
+    decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
+    decision(vault, 2, "ruled", ("blog-comments",), summary="Comments stay closed on every post.")
+    assert cli("seal", "D-0002").code == 0
+    first = cli("lint", "--format", "json").out
+    memo = vault / ".vault-tools" / "cache" / "lint-v1.json"
+    kept = json.loads(memo.read_text())
+    for damage in ("not json at all", "[]", json.dumps({**kept, "made": {"findings": {"found": {"VT044": 3}}}}),
+                   json.dumps({**kept, "made": {"findings": {**kept["made"]["findings"], "made_at": "soon"}}})):
+        memo.write_text(damage)
+        assert cli("lint", "--format", "json").out == first
+    ledger = next((vault / ".vault-tools").rglob("*.jsonl"))
+    ledger.write_text(ledger.read_text().replace('"event"', '"evnet"', 1))
+    assert "VT024" in _codes(cli)

@@ -115,16 +115,18 @@ MEMO_FILE = "cache/memo-v1.json"  # a new name whenever what is kept changes
 RACY_NANOSECONDS = 2_000_000_000  # as the note cache: a file written in the tick it was looked at may be missed
 
 
-def remembered(ws: Workspace, state: VaultState, name: str, make: Callable[[], Any]) -> Any:
+def remembered(ws: Workspace, state: VaultState, name: str, make: Callable[[], Any], *,
+               memo_file: str = MEMO_FILE, extra: object = None) -> Any:
     """What `make` gives (JSON values made from the decisions as they stand), taken from an earlier run when
     everything they are made from is as it was then: every decision note (by size, times and inode), what
     could not be read, the ledger files, the config, the merged topics, a waiting review and the code
     itself (see `inputs_key`). `name` tells apart what is kept from the same inputs (a page set, a context
     for one budget and day). Any doubt (a state changed since it was read, an input written within the racy
     window, a memo that cannot be read) means making it. Kept as JSON: a cache a cloned vault could carry is
-    never run as code."""
-    key, storable = inputs_key(ws, state)
-    memo = ws.vault.state_dir / MEMO_FILE
+    never run as code. What depends on more than that keeps its own `memo_file`, with the rest of what it
+    is made from in `extra` (JSON values): one file holds what one set of inputs made."""
+    key, storable = inputs_key(ws, state, extra)
+    memo = ws.vault.state_dir / memo_file
     kept: dict[str, Any] = {}
     if key is not None:
         try:
@@ -156,9 +158,9 @@ def remembered_pages(ws: Workspace, state: VaultState) -> Pages:
         return pages(ws, state)
 
 
-def inputs_key(ws: Workspace, state: VaultState) -> tuple[str | None, bool]:
-    """A digest of what the pages and the agent's view are made from, and whether none of it was written
-    within the racy window (else it is not kept). None when the state is not as read from disk."""
+def inputs_key(ws: Workspace, state: VaultState, extra: object = None) -> tuple[str | None, bool]:
+    """A digest of what the pages and the agent's view are made from (and `extra`), and whether none of it
+    was written within the racy window (else it is not kept). None when the state is not as read from disk."""
     from .review import waiting_line
 
     if state.stat_keys is None:
@@ -172,7 +174,7 @@ def inputs_key(ws: Workspace, state: VaultState) -> tuple[str | None, bool]:
         time.time_ns() - max(stamps, default=0) > RACY_NANOSECONDS
     parts = (decision_notes, keys, [(e.path, e.line, e.message) for e in state.broken],
              [repr(copy) for copy in state.conflict_copies], repr(ledger), repr(ws.config),
-             sorted(topic_aliases_in_use().items()), waiting_line(ws), _code_fingerprint())
+             sorted(topic_aliases_in_use().items()), waiting_line(ws), _code_fingerprint(), extra)
     return hashlib.sha256(json.dumps(parts, default=str).encode("utf-8")).hexdigest(), storable
 
 
@@ -190,12 +192,13 @@ def _code_fingerprint() -> str:
 
 
 def _write_memo(path: Path, data: dict[str, object]) -> None:
-    """Derived data: written whole through a temp file, never synced (lost or torn, it is made again)."""
+    """Derived data: written whole through a temp file, never synced (lost or torn, it is made again). Only
+    where `.vault-tools/` is: a folder that was never set up (a lint of someone's notes) is left as it was."""
     import os
     import tempfile
 
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=notes.TEMP_PREFIX, suffix=notes.TEMP_SUFFIX, dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -8,7 +8,7 @@ from .facts import Facts
 from .registry import ERROR, Finding, rule
 
 
-@rule("VT052", "conflict-copy", ERROR)
+@rule("VT052", "conflict-copy", ERROR, remembered=True)
 def conflict_copy(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -38,8 +39,11 @@ class LedgerFacts:
 
     shown: str  # its vault-relative path
     lines: list[str] = field(default_factory=list)  # one entry per line
-    damage: list[tuple[int, str]] = field(default_factory=list)  # (line, message)
     committed: list[str] | None = None  # the file at git HEAD; None when there is none to compare
+
+
+# The ledger's events that could be read, and each damaged line: (file, line, message).
+LedgerReading = tuple[list[Event], list[tuple[str, int, str]]]
 
 
 @dataclass
@@ -49,7 +53,7 @@ class Facts:
     state: VaultState
     today: dt.date
     now: float  # seconds since the epoch, compared with file modification times
-    events: list[Event] = field(default_factory=list)  # the ledger lines that could be read
+    read_ledger_events: Callable[[], LedgerReading] = lambda: ([], [])  # parsed only when a rule asks
     ledger_files: list[LedgerFacts] = field(default_factory=list)  # each file the ledger is read from
     properties: dict[str, dict[str, Any]] = field(default_factory=dict)  # frontmatter of decision notes
     property_lines: dict[str, dict[str, int]] = field(default_factory=dict)  # the line of each property
@@ -60,6 +64,25 @@ class Facts:
     context_overflow: list[str] = field(default_factory=list)  # agent budgets the open questions alone overflow
     open_questions_page: str = "Pinned/Open questions.md"
     merge_drivers_missing: list[str] = field(default_factory=list)  # git merge drivers this clone lacks
+    # Takes what the `remembered` rules find (made by the function given) from an earlier run when the
+    # decision notes, the vault's file names, the ledger, the config and the date are as they were then.
+    remember: Callable[[Callable[[], Any]], Any] | None = None
+    # The first moment a remembered rule would find otherwise with nothing changed but the clock (a note
+    # inside its settle window leaving it); None: never.
+    findings_change_at: float | None = None
+
+    def changes_at(self, moment: float) -> None:
+        """Said by a remembered rule whose findings depend on `now`: they stay as found until `moment`."""
+        self.findings_change_at = moment if self.findings_change_at is None else min(self.findings_change_at, moment)
+
+    @cached_property
+    def _ledger(self) -> LedgerReading:
+        return self.read_ledger_events()
+
+    @property
+    def events(self) -> list[Event]:
+        """The ledger lines that could be read."""
+        return self._ledger[0]
 
     @property
     def config(self) -> Config:
@@ -68,7 +91,7 @@ class Facts:
     @property
     def ledger_damage(self) -> list[tuple[str, int, str]]:
         """Every damaged ledger line: (file, line, message)."""
-        return [(file.shown, line, message) for file in self.ledger_files for line, message in file.damage]
+        return self._ledger[1]
 
     @cached_property
     def histories(self) -> dict[str, History]:
@@ -194,8 +217,37 @@ def read_ledger(path: Path, shown: str = LEDGER_PATH,
     if in_transit_ok:
         damage = [(line, message) for line, message in damage if message != TORN]
     events = [replace(event, source=shown) for event in events]
+    return split_lines(text), events, damage
+
+
+def split_lines(text: str) -> list[str]:
+    """A file's lines, as many as it has newlines (plus a last one without its newline)."""
     lines = text.split("\n")
-    return lines[:-1] if lines and not lines[-1] else lines, events, damage
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
+def ledger_lines(path: Path) -> list[str]:
+    """A ledger file's lines as `read_ledger` gives them (none when it cannot be read as UTF-8)."""
+    try:
+        return split_lines(path.read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def read_events(vault: Vault) -> LedgerReading:
+    """The ledger's events as every command reads them (in the shared layout: the union, in order); when it
+    is damaged, what can be read, line by line, with each damaged line."""
+    try:
+        return vault.ledger.read(), []
+    except (InconsistentVault, OSError):
+        pass
+    found: list[Event] = []
+    damage: list[tuple[str, int, str]] = []
+    for file in vault.ledger.files():
+        _, events, damaged = read_ledger(file.path, file.display_path, file.in_transit_ok)
+        found += events
+        damage += [(file.display_path, line, message) for line, message in damaged]
+    return (sorted(found, key=lambda e: e.clock or 0) if vault.ledger.shared else found), damage
 
 
 def _questions_overflow(ws: Workspace, budget: str, today: dt.date, state: VaultState) -> str | None:
@@ -206,32 +258,22 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
     """Read everything the rules look at, once."""
     ws = Workspace(vault)
     state = vault.load()
-    facts = Facts(state=state, today=today or ws.today(), now=time.time() if now is None else now)
-    try:  # an intact ledger is read as every command reads it (in the shared layout: the union, in order)
-        facts.events = vault.ledger.read()
-        intact = True
-    except (InconsistentVault, OSError):  # damaged: what can be read, line by line
-        intact = False
-    found: list[Event] = []
+    facts = Facts(state=state, today=today or ws.today(), now=time.time() if now is None else now,
+                  read_ledger_events=functools.partial(read_events, vault))
     for file in vault.ledger.files():
-        if intact:
-            text = file.path.read_text(encoding="utf-8") if file.path.exists() else ""
-            ledger = LedgerFacts(file.display_path, text.split("\n")[:-1] if text.endswith("\n") else
-                                 text.split("\n") if text else [])
-        else:
-            lines, events, damage = read_ledger(file.path, file.display_path, file.in_transit_ok)
-            found += events
-            ledger = LedgerFacts(file.display_path, lines, damage)
+        ledger = LedgerFacts(file.display_path, ledger_lines(file.path))
         committed = committed_text(file.path)
         if committed is not None:
             # A committed last line without its newline is a torn append (VT024), not history: the next
             # write on its device cuts it off.
             ledger.committed = [line.rstrip("\r") for line in committed.split("\n")][:-1]
         facts.ledger_files.append(ledger)
-    if not intact:
-        facts.events = sorted(found, key=lambda e: e.clock or 0) if vault.ledger.shared else found
     facts.properties, facts.property_lines, facts.body_lines = state.properties, state.property_lines, state.body_lines
+    stat_keys = state.stat_keys or {}
     for path in [decision.path for decision in state.decisions] + [p for p, d in state.properties.items() if lacks_id(d)]:
+        if path in stat_keys:  # as the read found it: what a remembered finding's time was taken from
+            facts.mtimes[path] = stat_keys[path][1] / 1e9
+            continue
         try:
             facts.mtimes[path] = (vault.root / path).stat().st_mtime
         except OSError:
@@ -249,4 +291,17 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
                 facts.context_overflow.append(overflow)
     facts.open_questions_page = vault.relative(page_path(ws, OPEN_QUESTIONS))
     facts.merge_drivers_missing = merge_drivers_missing(vault.root)
+    facts.remember = functools.partial(_remembered_findings, ws, state, facts.today)
     return facts
+
+
+LINT_MEMO_FILE = "cache/lint-v1.json"
+
+
+def _remembered_findings(ws: Workspace, state: VaultState, today: dt.date, find: Callable[[], Any]) -> Any:
+    # Beyond what the pages are made from: every file name (a sealed body's link to another note is checked
+    # against them), the date, and which ledger files may end in a line still in transit.
+    files = hashlib.sha256("\0".join(sorted(state.files)).encode("utf-8")).hexdigest()
+    transit = [(file.display_path, file.in_transit_ok) for file in ws.vault.ledger.files()]
+    return remembered(ws, state, "findings", find, memo_file=LINT_MEMO_FILE,
+                      extra=[today.isoformat(), files, transit])

@@ -12,7 +12,7 @@ from .facts import Facts, first_line
 from .registry import WARNING, Finding, rule
 
 
-@rule("VT040", "stale-question", WARNING)
+@rule("VT040", "stale-question", WARNING, remembered=True)
 def stale_question(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -34,7 +34,7 @@ def stale_question(facts: Facts) -> Iterator[Finding]:
                           f"{decision.id} has been open for {age} days (stale_after_days is {limit})")
 
 
-@rule("VT041", "revisit-date-passed", WARNING)
+@rule("VT041", "revisit-date-passed", WARNING, remembered=True)
 def revisit_date_passed(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -53,7 +53,7 @@ def revisit_date_passed(facts: Facts) -> Iterator[Finding]:
                           f"{decision.id} was to be revisited by {decision.revisit_by.isoformat()}")
 
 
-@rule("VT042", "similar-topics", WARNING)
+@rule("VT042", "similar-topics", WARNING, remembered=True)
 def similar_topics(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -89,7 +89,7 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
                           f"topic {topic!r} looks like a variant of {common!r} (used by {users})")
 
 
-@rule("VT043", "ruling-without-source", WARNING)
+@rule("VT043", "ruling-without-source", WARNING, remembered=True)
 def ruling_without_source(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -108,7 +108,7 @@ def ruling_without_source(facts: Facts) -> Iterator[Finding]:
             yield Finding(decision.path, first_line(decision, "status"), f"{decision.id} is a ruling with no source")
 
 
-@rule("VT044", "same-matter-rulings", WARNING)
+@rule("VT044", "same-matter-rulings", WARNING, remembered=True)
 def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -140,7 +140,7 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
                       f"{older.summary}")
 
 
-@rule("VT045", "note-being-written", WARNING)
+@rule("VT045", "note-being-written", WARNING, remembered=True)
 def note_being_written(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -163,6 +163,7 @@ def note_being_written(facts: Facts) -> Iterator[Finding]:
             continue
         saved = facts.mtimes.get(path)
         if saved is not None and facts.now - saved < facts.config.settle_seconds:
+            facts.changes_at(saved + facts.config.settle_seconds)
             continue  # still being typed
         yield Finding(path, facts.property_lines.get(path, {}).get("id", 1),
                       being_written(facts.state.problems.get(path, [])))

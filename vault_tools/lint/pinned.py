@@ -51,7 +51,7 @@ def pages_over_budget(facts: Facts) -> Iterator[Finding]:
         yield Finding(facts.open_questions_page, 1, message)
 
 
-@rule("VT032", "cut-for-agents", WARNING)
+@rule("VT032", "cut-for-agents", WARNING, remembered=True)
 def cut_for_agents(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does

@@ -49,6 +49,7 @@ class Rule:
     severity: str
     check: Check
     severity_shown: str  # how the table shows the default severity
+    remembered: bool = False  # see `rule`
 
     @property
     def doc(self) -> str:
@@ -65,8 +66,14 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, severity: str, severity_shown: str | None = None) -> Callable[[Check], Check]:
-    """Register the decorated check as the rule `code`; its docstring is the rule's doc."""
+def rule(code: str, name: str, severity: str, severity_shown: str | None = None, *,
+         remembered: bool = False) -> Callable[[Check], Check]:
+    """Register the decorated check as the rule `code`; its docstring is the rule's doc.
+
+    A `remembered` rule looks at nothing but the decision notes (their text and times), the names of the
+    vault's files, the ledger, the config and today's date (not git or files outside the vault): lint
+    takes its findings from an earlier run when none of those changed (see `runner.lint`). One that
+    compares the clock with a note's time says when its findings would change (`Facts.changes_at`)."""
     if not CODE_PATTERN.match(code):
         raise ValueError(f"rule code {code!r} is not like VT001")
     if severity not in SEVERITIES:
@@ -75,7 +82,7 @@ def rule(code: str, name: str, severity: str, severity_shown: str | None = None)
     def register(check: Check) -> Check:
         if code in RULES:
             raise ValueError(f"{code} is registered twice: {RULES[code].name} and {name}")
-        RULES[code] = Rule(code, name, severity, check, severity_shown or severity)
+        RULES[code] = Rule(code, name, severity, check, severity_shown or severity, remembered)
         ordered = sorted(RULES.items())  # the table runs in code order, whatever order the families load in
         RULES.clear()
         RULES.update(ordered)

@@ -13,7 +13,7 @@ from ..vault import Vault
 from .facts import Facts, gather
 from .fixes import fix as fix_vault
 from .formats import check_format, format_github, format_text, report_json, summary, workspace_file
-from .registry import IGNORE_PROPERTY, RULES, Diagnostic, Report, check_config, ignored_codes
+from .registry import IGNORE_PROPERTY, RULES, Diagnostic, Finding, Report, check_config, ignored_codes
 
 
 def _within(path: str, scopes: Sequence[str]) -> bool:
@@ -25,13 +25,14 @@ def _within(path: str, scopes: Sequence[str]) -> bool:
 def lint(facts: Facts, paths: Sequence[str] | None = None) -> Report:
     """Every rule over the facts; `paths` (vault-relative) limit what is reported, not what is checked."""
     overrides = check_config(facts.config)
+    remembered = remembered_findings(facts, {code for code, setting in overrides.items() if setting == "off"})
     diagnostics: list[Diagnostic] = []
     ignored = 0
     for code, rule_ in RULES.items():
         setting = overrides.get(code)
         if setting == "off":
             continue
-        for finding in rule_.check(facts):
+        for finding in remembered[code] if rule_.remembered else rule_.check(facts):
             if paths is not None and not _within(finding.path, paths):
                 continue
             if code in (ignored_codes(facts.properties.get(finding.path, {}).get(IGNORE_PROPERTY)) or set()):
@@ -41,6 +42,40 @@ def lint(facts: Facts, paths: Sequence[str] | None = None) -> Report:
             diagnostics.append(Diagnostic(code, severity, finding.path, finding.line or 1, finding.message))
     diagnostics.sort(key=Diagnostic.sort_key)
     return Report(diagnostics, ignored)
+
+
+def remembered_findings(facts: Facts, off: set[str]) -> dict[str, list[Finding]]:
+    """What the `remembered` rules find, taken from an earlier run when all they look at is as it was then
+    (`Facts.remember`) and the clock has not passed a moment their findings change at; else found now."""
+    codes = [code for code, rule_ in RULES.items() if rule_.remembered and code not in off]
+
+    def find() -> dict[str, Any]:
+        facts.findings_change_at = None
+        found = {code: [list(finding) for finding in RULES[code].check(facts)] for code in codes}
+        return {"found": found, "made_at": facts.now, "change_at": facts.findings_change_at}
+
+    kept = facts.remember(find) if facts.remember is not None else find()
+    if not _still_true(kept, codes, facts.now):
+        kept = find()  # the clock moved past what was found, or a memo kept by hand or damaged
+    return {code: [Finding(*finding) for finding in kept["found"][code]] for code in codes}
+
+
+def _still_true(kept: Any, codes: list[str], now: float) -> bool:
+    if not isinstance(kept, dict) or not isinstance(kept.get("found"), dict):
+        return False
+    made_at, change_at = kept.get("made_at"), kept.get("change_at")
+    if not isinstance(made_at, (int, float)) or not (change_at is None or isinstance(change_at, (int, float))):
+        return False
+    if now < made_at or (change_at is not None and now >= change_at):
+        return False
+    return all(_findings_kept(kept["found"].get(code)) for code in codes)
+
+
+def _findings_kept(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(item, list) and len(item) == 4 and isinstance(item[0], str) and isinstance(item[2], str)
+        and (item[1] is None or type(item[1]) is int) and (item[3] is None or isinstance(item[3], str))
+        for item in value)
 
 
 def report_paths(root: Path, paths: Iterable[Path], cwd: Path | None = None) -> list[str] | None:

@@ -23,7 +23,7 @@ def _field_message(problem: Problem) -> str:
     return f"{problem.field} {problem.message}" if problem.field else problem.message
 
 
-@rule("VT001", "unreadable-note", ERROR)
+@rule("VT001", "unreadable-note", ERROR, remembered=True)
 def unreadable_note(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -44,7 +44,7 @@ def unreadable_note(facts: Facts) -> Iterator[Finding]:
             yield Finding(error.path or "?", error.line, error.message)
 
 
-@rule("VT002", "missing-field", ERROR)
+@rule("VT002", "missing-field", ERROR, remembered=True)
 def missing_field(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -68,7 +68,7 @@ def missing_field(facts: Facts) -> Iterator[Finding]:
         yield Finding(path, problem.line, _field_message(problem))
 
 
-@rule("VT003", "invalid-field-value", ERROR)
+@rule("VT003", "invalid-field-value", ERROR, remembered=True)
 def invalid_field_value(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -115,7 +115,7 @@ def _parses_as_date(text: str) -> bool:
             return False
 
 
-@rule("VT004", "topic-not-kebab-case", ERROR)
+@rule("VT004", "topic-not-kebab-case", ERROR, remembered=True)
 def topic_not_kebab_case(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -132,7 +132,7 @@ def topic_not_kebab_case(facts: Facts) -> Iterator[Finding]:
         yield Finding(path, problem.line, f"topic {problem.message}")
 
 
-@rule("VT005", "text-too-short", ERROR)
+@rule("VT005", "text-too-short", ERROR, remembered=True)
 def text_too_short(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -149,7 +149,7 @@ def text_too_short(facts: Facts) -> Iterator[Finding]:
         yield Finding(path, problem.line, _field_message(problem))
 
 
-@rule("VT006", "unknown-status", ERROR)
+@rule("VT006", "unknown-status", ERROR, remembered=True)
 def unknown_status(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -166,7 +166,7 @@ def unknown_status(facts: Facts) -> Iterator[Finding]:
         yield Finding(path, problem.line, problem.message)
 
 
-@rule("VT007", "misspelt-field", ERROR)
+@rule("VT007", "misspelt-field", ERROR, remembered=True)
 def misspelt_field(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -189,7 +189,7 @@ def misspelt_field(facts: Facts) -> Iterator[Finding]:
                 yield Finding(path, lines.get(str(key)), f"unknown property {str(key)!r}: did you mean {known!r}?")
 
 
-@rule("VT008", "duplicate-id", ERROR)
+@rule("VT008", "duplicate-id", ERROR, remembered=True)
 def duplicate_id(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -213,7 +213,7 @@ def duplicate_id(facts: Facts) -> Iterator[Finding]:
                           f"vault-tools renumber {decision_id} --path \"{newest.path}\"")
 
 
-@rule("VT009", "field-too-long", ERROR)
+@rule("VT009", "field-too-long", ERROR, remembered=True)
 def field_too_long(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does

@@ -13,7 +13,7 @@ from .registry import ERROR, WARNING, Finding, rule
 MAX_FILES_WALKED = 200_000  # a scope root larger than this is not searched for matches
 
 
-@rule("VT050", "invalid-scope", ERROR)
+@rule("VT050", "invalid-scope", ERROR, remembered=True)
 def invalid_scope(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does

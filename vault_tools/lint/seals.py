@@ -16,7 +16,7 @@ from .facts import Facts, LedgerFacts, first_line
 from .registry import ERROR, LEDGER_PATH, WARNING, Finding, rule
 
 
-@rule("VT020", "unsealed-ruling", ERROR, "error (warning inside the settle window)")
+@rule("VT020", "unsealed-ruling", ERROR, "error (warning inside the settle window)", remembered=True)
 def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -46,6 +46,7 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
                                                 "is damaged (VT024): its seal may be on a damaged line; it cannot be "
                                                 "sealed until the ledger is restored")
         elif age < settle:
+            facts.changes_at(facts.now - age + settle)
             yield Finding(decision.path, where, f"{decision.id} is ruled but not sealed yet; it is sealed when "
                                                 f"the settle window ({settle:g} s) ends", WARNING)
         else:
@@ -53,7 +54,7 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
                                                 f"run `vault-tools seal {decision.id}`")
 
 
-@rule("VT021", "sealed-note-edited", ERROR)
+@rule("VT021", "sealed-note-edited", ERROR, remembered=True)
 def sealed_note_edited(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -123,7 +124,7 @@ def _changed_parts(decision: Decision, sealed: Event, facts: Facts) -> list[tupl
     return changed
 
 
-@rule("VT022", "status-differs-from-ledger", ERROR)
+@rule("VT022", "status-differs-from-ledger", ERROR, remembered=True)
 def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -168,7 +169,7 @@ def status_differs_from_ledger(facts: Facts) -> Iterator[Finding]:
                               f"superseded_by names {successor.id}, but the ledger recorded {closing.successor}")
 
 
-@rule("VT023", "sealed-note-missing", ERROR)
+@rule("VT023", "sealed-note-missing", ERROR, remembered=True)
 def sealed_note_missing(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -202,7 +203,7 @@ def sealed_note_missing(facts: Facts) -> Iterator[Finding]:
                                              f"id (last seen at {history.path})")
 
 
-@rule("VT024", "damaged-ledger-line", ERROR)
+@rule("VT024", "damaged-ledger-line", ERROR, remembered=True)
 def damaged_ledger_line(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -266,7 +267,7 @@ def _rewritten(file: LedgerFacts) -> Iterator[Finding]:
             yield Finding(file.shown, number, f"committed line {number} was removed")
 
 
-@rule("VT029", "ruling-without-answer", ERROR)
+@rule("VT029", "ruling-without-answer", ERROR, remembered=True)
 def ruling_without_answer(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -291,7 +292,7 @@ def ruling_without_answer(facts: Facts) -> Iterator[Finding]:
             yield Finding(decision.path, first_line(decision, "summary"), why)
 
 
-@rule("VT026", "merge-conflict", ERROR)
+@rule("VT026", "merge-conflict", ERROR, remembered=True)
 def merge_conflict(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -326,7 +327,7 @@ def merge_conflict(facts: Facts) -> Iterator[Finding]:
                                                  f"decide with `{settle_hint(conflict)}`")
 
 
-@rule("VT027", "seal-line-missing", ERROR)
+@rule("VT027", "seal-line-missing", ERROR, remembered=True)
 def seal_line_missing(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does

@@ -8,7 +8,7 @@ from .facts import TOOK_EFFECT, Facts, first_line
 from .registry import ERROR, Finding, rule
 
 
-@rule("VT010", "dangling-supersedes", ERROR)
+@rule("VT010", "dangling-supersedes", ERROR, remembered=True)
 def dangling_supersedes(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -28,7 +28,7 @@ def dangling_supersedes(facts: Facts) -> Iterator[Finding]:
                 yield Finding(decision.path, first_line(decision, "supersedes"), unresolved_link(facts.resolve, link))
 
 
-@rule("VT011", "supersedes-not-applied", ERROR)
+@rule("VT011", "supersedes-not-applied", ERROR, remembered=True)
 def supersedes_not_applied(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -67,7 +67,7 @@ def supersedes_not_applied(facts: Facts) -> Iterator[Finding]:
                                                     "only a current ruling can be superseded")
 
 
-@rule("VT012", "supersedes-cycle", ERROR)
+@rule("VT012", "supersedes-cycle", ERROR, remembered=True)
 def supersedes_cycle_rule(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -89,7 +89,7 @@ def supersedes_cycle_rule(facts: Facts) -> Iterator[Finding]:
                           f"supersedes links form a cycle: {' -> '.join(cycle)}")
 
 
-@rule("VT013", "superseded-without-successor", ERROR)
+@rule("VT013", "superseded-without-successor", ERROR, remembered=True)
 def superseded_without_successor(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -121,7 +121,7 @@ def superseded_without_successor(facts: Facts) -> Iterator[Finding]:
         # a successor that points back but never became a ruling is reported on the successor (VT015)
 
 
-@rule("VT014", "multiple-successors", ERROR)
+@rule("VT014", "multiple-successors", ERROR, remembered=True)
 def multiple_successors(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -150,7 +150,7 @@ def multiple_successors(facts: Facts) -> Iterator[Finding]:
                           f"supersedes {target_id}, which {others} also supersedes; a ruling has one successor")
 
 
-@rule("VT015", "supersession-without-ruling", ERROR)
+@rule("VT015", "supersession-without-ruling", ERROR, remembered=True)
 def supersession_without_ruling(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -177,7 +177,7 @@ def supersession_without_ruling(facts: Facts) -> Iterator[Finding]:
                                   "only a ruling can supersede")
 
 
-@rule("VT016", "replacement-not-said", ERROR)
+@rule("VT016", "replacement-not-said", ERROR, remembered=True)
 def replacement_not_said(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
