@@ -91,6 +91,27 @@ def test_a_first_read_in_several_processes_gives_what_one_process_gives(vault, m
     assert [d.id for d in one[0]] == ["D-0001", "D-0002"] and len(one[1]) == 2
 
 
+def test_a_reader_process_that_fails_has_its_share_read_by_the_command(vault, monkeypatch):
+    """A forked reader that dies (out of memory, killed) loses nothing: the command reads its notes itself."""
+    for number in range(1, 7):
+        decision(vault, number, status="open" if number % 2 else "ruled")
+    write(vault / "Daily" / "2026-07-17.md", "We talked about a decision.\n")
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
+    one = everything_read(vault)
+    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    command, read_share = os.getpid(), vault_module._read_share
+
+    def dies_in_a_child(root, paths):
+        if os.getpid() != command:
+            os.kill(os.getpid(), 9)
+        return read_share(root, paths)
+
+    monkeypatch.setattr(vault_module, "_read_share", dies_in_a_child)
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(vault_module, "_free_processors", lambda: 3)
+    assert everything_read(vault) == one
+
+
 def test_a_changed_config_is_seen_however_soon(vault):
     """The cached config is keyed by the file's bytes: no clock tick hides an edit."""
     config = vault / ".vault-tools" / "config.yaml"
