@@ -11,6 +11,7 @@ import pytest
 
 from vault_tools import vault as vault_module
 from vault_tools.errors import ConfigError
+from vault_tools.lint.facts import LINT_MEMO_FILE
 from vault_tools.vault import CACHE_FILE, Vault, load_config
 
 from .conftest import decision, vt, write
@@ -182,8 +183,10 @@ def test_a_damaged_memo_of_the_pages_is_made_again(cli, vault, monkeypatch):
     assert cli("build").code == 0
     memo = vault / ".vault-tools" / build_module.MEMO_FILE
     generated = _open_page(vault)
-    for damage in (b"not json at all", b'{"key": 1, "texts": []}', b"[]"):
-        memo.write_bytes(damage)
+    key = memo.read_text().split("\n", 1)[0]
+    for damage in ("not json at all", f"{key}\nnot json", f"{key}\n[]", f'{key}\n{{"pages": {{"texts": []}}}}',
+                   f'{key}\n{{"pages": 1}}', f"{key}\n" + '{"pages": {"texts": {"Open questions": 1}}}'):
+        memo.write_text(damage)
         (vault / "Pinned" / "Open questions.md").unlink()
         assert cli("build").code == 0 and _open_page(vault) == generated
 
@@ -278,7 +281,7 @@ def test_lint_findings_from_an_earlier_run_follow_the_names_of_the_vaults_files(
     (vault / "Style guide.md").rename(vault / "House style.md")
     ruling.write_text(ruling.read_text().replace("[[Style guide]]", "[[House style]]"))  # as Obsidian does
     assert "VT021" not in _codes(cli)
-    assert (vault / ".vault-tools" / "cache" / "lint-v1.json").exists()
+    assert (vault / ".vault-tools" / LINT_MEMO_FILE).exists()
     assert "VT021" not in _codes(cli)  # from the memo
     write(vault / "Style guide.md", "# Style guide\n\nA new note under the old name.\n")
     assert "VT021" in _codes(cli)
@@ -301,7 +304,7 @@ def test_lint_findings_inside_the_settle_window_are_found_again_when_it_ends(vau
                 if d.code in ("VT020", "VT045")}
 
     assert found(saved + 1) == {"VT020": "warning"}
-    assert (vault / ".vault-tools" / "cache" / "lint-v1.json").exists()
+    assert (vault / ".vault-tools" / LINT_MEMO_FILE).exists()
     assert found(saved + 2) == {"VT020": "warning"}
     assert found(saved + settle + 1) == {"VT020": "error", "VT045": "warning"}
     assert found(saved + settle + 2) == {"VT020": "error", "VT045": "warning"}
@@ -316,10 +319,11 @@ def test_a_damaged_lint_memo_is_found_again_and_a_damaged_ledger_is_seen(cli, va
     decision(vault, 2, "ruled", ("blog-comments",), summary="Comments stay closed on every post.")
     assert cli("seal", "D-0002").code == 0
     first = cli("lint", "--format", "json").out
-    memo = vault / ".vault-tools" / "cache" / "lint-v1.json"
-    kept = json.loads(memo.read_text())
-    for damage in ("not json at all", "[]", json.dumps({**kept, "made": {"findings": {"found": {"VT044": 3}}}}),
-                   json.dumps({**kept, "made": {"findings": {**kept["made"]["findings"], "made_at": "soon"}}})):
+    memo = vault / ".vault-tools" / LINT_MEMO_FILE
+    key, kept = memo.read_text().split("\n", 1)
+    found = json.loads(kept)["findings"]
+    for damage in ("not json at all", f"{key}\n[]", f"{key}\n{{", f"{key}\n" + json.dumps({"findings": {"found": {"VT044": 3}}}),
+                   f"{key}\n" + json.dumps({"findings": {**found, "made_at": "soon"}})):
         memo.write_text(damage)
         assert cli("lint", "--format", "json").out == first
     ledger = next((vault / ".vault-tools").rglob("*.jsonl"))

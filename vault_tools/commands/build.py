@@ -111,7 +111,7 @@ def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
                        review_waiting=waiting_line(ws))
 
 
-MEMO_FILE = "cache/memo-v1.json"  # a new name whenever what is kept changes
+MEMO_FILE = "cache/memo-v2"  # a new name whenever what is kept changes
 RACY_NANOSECONDS = 2_000_000_000  # as the note cache: a file written in the tick it was looked at may be missed
 
 
@@ -124,22 +124,24 @@ def remembered(ws: Workspace, state: VaultState, name: str, make: Callable[[], A
     for one budget and day). Any doubt (a state changed since it was read, an input written within the racy
     window, a memo that cannot be read) means making it. Kept as JSON: a cache a cloned vault could carry is
     never run as code. What depends on more than that keeps its own `memo_file`, with the rest of what it
-    is made from in `extra` (JSON values): one file holds what one set of inputs made."""
+    is made from in `extra` (JSON values): one file holds what one set of inputs made. The file's first
+    line is the key, so a memo of other inputs is never parsed (a lint memo of a large vault is megabytes)."""
     key, storable = inputs_key(ws, state, extra)
     memo = ws.vault.state_dir / memo_file
     kept: dict[str, Any] = {}
     if key is not None:
         try:
-            found = json.loads(memo.read_text(encoding="utf-8"))
-            if isinstance(found, dict) and found.get("key") == key and isinstance(found.get("made"), dict):
-                kept = found["made"]
-                if name in kept:
-                    return kept[name]
+            with memo.open(encoding="utf-8") as handle:
+                if handle.readline() == key + "\n":
+                    found = json.load(handle)
+                    kept = found if isinstance(found, dict) else {}
         except (OSError, ValueError):
             pass
+        if name in kept:
+            return kept[name]
     made = make()
     if key is not None and storable:
-        _write_memo(memo, {"key": key, "made": {**kept, name: made}})
+        _write_memo(memo, key, {**kept, name: made})
     return made
 
 
@@ -191,7 +193,7 @@ def _code_fingerprint() -> str:
     return _CODE[0]
 
 
-def _write_memo(path: Path, data: dict[str, object]) -> None:
+def _write_memo(path: Path, key: str, made: dict[str, object]) -> None:
     """Derived data: written whole through a temp file, never synced (lost or torn, it is made again). Only
     where `.vault-tools/` is: a folder that was never set up (a lint of someone's notes) is left as it was."""
     import os
@@ -202,7 +204,8 @@ def _write_memo(path: Path, data: dict[str, object]) -> None:
         fd, temp = tempfile.mkstemp(prefix=notes.TEMP_PREFIX, suffix=notes.TEMP_SUFFIX, dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, ensure_ascii=False)
+                handle.write(key + "\n")
+                json.dump(made, handle, ensure_ascii=False)
             os.replace(temp, path)
         except BaseException:
             os.unlink(temp)

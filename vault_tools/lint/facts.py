@@ -295,7 +295,7 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
     return facts
 
 
-LINT_MEMO_FILE = "cache/lint-v1.json"
+LINT_MEMO_FILE = "cache/lint-v2"
 
 
 def _remembered_findings(ws: Workspace, state: VaultState, today: dt.date, find: Callable[[], Any]) -> Any:

@@ -91,8 +91,7 @@ def rule(code: str, name: str, severity: str, severity_shown: str | None = None,
     return register
 
 
-@dataclass(frozen=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):  # a tuple: a lint of a large vault can make a hundred thousand
     code: str
     severity: str
     path: str  # vault-relative, forward slashes

@@ -13,7 +13,7 @@ from ..vault import Vault
 from .facts import Facts, gather
 from .fixes import fix as fix_vault
 from .formats import check_format, format_github, format_text, report_json, summary, workspace_file
-from .registry import IGNORE_PROPERTY, RULES, Diagnostic, Finding, Report, check_config, ignored_codes
+from .registry import IGNORE_PROPERTY, RULES, Diagnostic, Report, check_config, ignored_codes
 
 
 def _within(path: str, scopes: Sequence[str]) -> bool:
@@ -28,25 +28,28 @@ def lint(facts: Facts, paths: Sequence[str] | None = None) -> Report:
     remembered = remembered_findings(facts, {code for code, setting in overrides.items() if setting == "off"})
     diagnostics: list[Diagnostic] = []
     ignored = 0
+    opted_out: dict[str, set[str]] = {}  # by path: the codes its `vault-tools-ignore` names
     for code, rule_ in RULES.items():
         setting = overrides.get(code)
         if setting == "off":
             continue
-        for finding in remembered[code] if rule_.remembered else rule_.check(facts):
-            if paths is not None and not _within(finding.path, paths):
+        for path, line, message, severity in remembered[code] if rule_.remembered else rule_.check(facts):
+            if paths is not None and not _within(path, paths):
                 continue
-            if code in (ignored_codes(facts.properties.get(finding.path, {}).get(IGNORE_PROPERTY)) or set()):
+            if path not in opted_out:
+                opted_out[path] = ignored_codes(facts.properties.get(path, {}).get(IGNORE_PROPERTY)) or set()
+            if code in opted_out[path]:
                 ignored += 1
                 continue
-            severity = setting or finding.severity or rule_.severity
-            diagnostics.append(Diagnostic(code, severity, finding.path, finding.line or 1, finding.message))
+            diagnostics.append(Diagnostic(code, setting or severity or rule_.severity, path, line or 1, message))
     diagnostics.sort(key=Diagnostic.sort_key)
     return Report(diagnostics, ignored)
 
 
-def remembered_findings(facts: Facts, off: set[str]) -> dict[str, list[Finding]]:
-    """What the `remembered` rules find, taken from an earlier run when all they look at is as it was then
-    (`Facts.remember`) and the clock has not passed a moment their findings change at; else found now."""
+def remembered_findings(facts: Facts, off: set[str]) -> dict[str, list[list[Any]]]:
+    """What the `remembered` rules find, as [path, line, message, severity] lists, taken from an earlier run
+    when all they look at is as it was then (`Facts.remember`) and the clock has not passed a moment their
+    findings change at; else found now."""
     codes = [code for code, rule_ in RULES.items() if rule_.remembered and code not in off]
 
     def find() -> dict[str, Any]:
@@ -57,7 +60,8 @@ def remembered_findings(facts: Facts, off: set[str]) -> dict[str, list[Finding]]
     kept = facts.remember(find) if facts.remember is not None else find()
     if not _still_true(kept, codes, facts.now):
         kept = find()  # the clock moved past what was found, or a memo kept by hand or damaged
-    return {code: [Finding(*finding) for finding in kept["found"][code]] for code in codes}
+    found: dict[str, list[list[Any]]] = kept["found"]
+    return found
 
 
 def _still_true(kept: Any, codes: list[str], now: float) -> bool:
