@@ -96,7 +96,8 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     round has gone.
     """
     result = Reconciled()
-    with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live:
+    with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live, \
+            notes.temps_made_ahead():
         ws.remove_stale_temps(live.state)
         _Reconcile(ws, live, result, quiet_before, settle_before, progress).run()
         result.state = live.state
