@@ -152,6 +152,7 @@ class Decision:
         return self.key_lines.get(name)
 
 
+@functools.cache  # every sort of decisions asks, a hundred thousand times in a lint of a large vault
 def id_number(decision_id: str) -> int:
     match = ID_PATTERN.match(decision_id)
     if not match:

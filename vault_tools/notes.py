@@ -560,13 +560,16 @@ class TempsAhead:
     """Temp files made ahead, on a thread of their own, in the folders of notes about to be written (see
     `temps_made_ahead`): making a file is the one step of a write that cannot overlap the work before it,
     and on some disks (virtual machines, network drives, Windows with a virus scanner) it costs a
-    millisecond or more, most of the time of a large first reconcile."""
+    millisecond or more, most of the time of a large first reconcile. The threads that sync each batch
+    are kept here too, for the batches to come."""
 
     def __init__(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self._maker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vault-tools-temps")
         self._made: dict[Path, list[Future[str]]] = {}
+        # The threads that sync a batch's temp files (see `_sync_all`), started once for every batch
+        self.syncer = ThreadPoolExecutor(max_workers=SYNC_THREADS, thread_name_prefix="vault-tools-syncs")
 
     def ahead(self, path: Path) -> None:
         """Make a temp file beside `path` for a write of it to come."""
@@ -586,6 +589,7 @@ class TempsAhead:
     def close(self) -> None:
         """Stop making them, and remove those no write took."""
         self._maker.shutdown(wait=True)
+        self.syncer.shutdown(wait=True)
         for made in self._made.values():
             for future in made:
                 if future.exception() is None:
@@ -734,6 +738,16 @@ def _sync_all(files: list[tuple[int, int]], found: list[OSError | None],
                 found[index] = error
 
     workers = min(SYNC_THREADS, len(files)) if len(files) > 1 or first else 0
+    ahead = _temps_ahead.get()
+    if ahead is not None and workers:  # a reconcile, writing batch after batch: its threads are kept for them
+        syncs = [ahead.syncer.submit(sync, files[start::workers]) for start in range(workers)]
+        try:
+            for callback in first:
+                callback()
+        finally:
+            for done in syncs:
+                done.result()
+        return
     threads = [threading.Thread(target=sync, args=(files[start::workers],)) for start in range(workers)]
     for thread in threads:
         thread.start()
