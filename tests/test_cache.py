@@ -329,3 +329,41 @@ def test_a_damaged_lint_memo_is_found_again_and_a_damaged_ledger_is_seen(cli, va
     ledger = next((vault / ".vault-tools").rglob("*.jsonl"))
     ledger.write_text(ledger.read_text().replace('"event"', '"evnet"', 1))
     assert "VT024" in _codes(cli)
+
+
+def test_a_watchers_view_behind_the_ledger_is_never_remembered(tmp_path, monkeypatch, capsys):
+    """Another device's ledger file arrives (its note not yet) while the watcher's pass has the vault in view: the
+    pages it then builds are from the ledger as it was, so they are not remembered for the ledger as it is."""
+    import shutil
+
+    from vault_tools.cli import run
+    from vault_tools.commands import build as build_module
+    from vault_tools.commands.live import LiveState
+    from vault_tools.commands.setup import init_vault
+    from vault_tools.commands.workspace import Workspace
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    trust_the_cache_at_once(monkeypatch)
+    laptop, phone = tmp_path / "laptop", tmp_path / "phone"
+    (laptop / ".obsidian").mkdir(parents=True)
+    init_vault(laptop, "UTC")
+
+    def cli(root, *args):
+        capsys.readouterr()
+        code = run([*args, "--vault", str(root)])
+        return code, capsys.readouterr().out
+
+    code, out = cli(laptop, "ask", "Should footers carry the newsletter link?", "--topic", "article-footer")
+    assert code == 0
+    question = out.split()[0]
+    shutil.copytree(laptop, phone, ignore=shutil.ignore_patterns(".vault-tools"))  # a device of its own
+    assert cli(phone, "withdraw", question, "--reason", "The owner dropped the newsletter altogether.")[0] == 0
+    ws = Workspace(Vault(laptop))
+    with LiveState(ws) as live:
+        ours = {p.name for p in (laptop / "vault-tools" / "ledger").iterdir()}
+        for carried in (phone / "vault-tools" / "ledger").iterdir():  # the ledger file comes first
+            if carried.name not in ours:
+                shutil.copy2(carried, laptop / "vault-tools" / "ledger" / carried.name)
+        build_module.build(ws, state=live.state, remembered=True)
+    with_memo = cli(laptop, "build", "--check")
+    (laptop / ".vault-tools" / build_module.MEMO_FILE).unlink(missing_ok=True)
+    assert with_memo == cli(laptop, "build", "--check")

@@ -94,3 +94,32 @@ def test_a_profiled_run_still_writes_its_profile(vault, tmp_path):
     done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(report), "-m", "vault_tools", "build"],
                           cwd=vault, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and report.stat().st_size > 0
+
+
+def _run_with(args, *, stdout=None, closing=()):
+    """The console script as a shell starts it, with the streams `closing` (1, 2) closed (`>&-`, `2>&-`)."""
+    import os
+
+    return subprocess.run([sys.executable, "-m", "vault_tools", *args], stdout=stdout, text=True, timeout=60,
+                          stderr=None if 2 in closing else subprocess.PIPE,
+                          preexec_fn=lambda: [os.close(fd) for fd in closing])
+
+
+def test_a_closed_output_is_no_error_and_a_pipe_no_longer_read_ends_it_as_sigpipe_would(vault):
+    """`vault-tools build >&-` and `2>&-` do their work and exit 0; `vault-tools lint | head -1` (the reader
+    gone) and `vault-tools version | true` end quietly with 141, as a shell tool ended by SIGPIPE, no crash."""
+    import os
+
+    decision(vault, 1, "ruled", summary="Comments stay closed on every post, always.")  # unsealed: lint says so
+    assert vt("build", cwd=vault).code == 0
+    for closing in ((1,), (2,), (1, 2)):
+        assert _run_with(["build", "--vault", str(vault)], closing=closing).returncode == 0, closing
+    for args in (["lint", "--vault", str(vault)], ["version"]):
+        reading, writing = os.pipe()
+        os.close(reading)  # the reader went away before the first line
+        try:
+            done = _run_with(args, stdout=writing)
+        finally:
+            os.close(writing)
+        assert (done.returncode, done.stderr) == (141, ""), args
+    assert not (vault / ".vault-tools" / "crash.log").exists()

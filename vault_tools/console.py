@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .errors import InconsistentVault, VaultToolsError
+from .errors import PIPE_CLOSED, InconsistentVault, VaultToolsError
 
 if TYPE_CHECKING:
     from .commands.workspace import Workspace
@@ -323,6 +323,9 @@ def exit_code_of(command: Callable[[], object]) -> int:
     except KeyboardInterrupt:
         stderr.print("interrupted", markup=False)
         return 130
+    except BrokenPipeError:  # what reads the output went away (`| head`): not a bug, and nothing to say
+        _quiet_stdout()
+        return PIPE_CLOSED
     except VaultToolsError as error:
         report(error)
         return error.exit_code
@@ -336,6 +339,16 @@ def exit_code_of(command: Callable[[], object]) -> int:
         return InconsistentVault.exit_code
     except Exception as error:  # a bug: keep the traceback, say where
         return internal_error(error)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing what is left of it on the way out is not another error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def report(error: VaultToolsError) -> None:

@@ -1,10 +1,13 @@
 """The project's own exceptions. Each carries the exit code the CLI returns for it.
 
 Exit codes: 0 ok; 1 refused or findings; 2 bad usage or configuration;
-3 the vault's state is inconsistent; 4 an internal error (a bug).
+3 the vault's state is inconsistent; 4 an internal error (a bug); 130 interrupted;
+141 the pipe its output went to was closed.
 """
 from __future__ import annotations
 
+# 128 + SIGPIPE: what a shell says of a command whose output pipe was closed (`vault-tools lint | head`)
+PIPE_CLOSED = 141
 
 class VaultToolsError(Exception):
     """An expected failure: the message is one line meant for the user."""

@@ -75,7 +75,14 @@ def quick_arguments(args: list[str]) -> tuple[str, dict[str, object]] | None:
 
 def _print_whatever_the_encoding() -> None:
     """A character the output's encoding lacks (a terminal set to ASCII) or a file name that is not UTF-8 is
-    printed escaped (`caf\\xe9`) rather than stopping the command with an encoding error."""
+    printed escaped (`caf\\xe9`) rather than stopping the command with an encoding error. A stream the command
+    was started without (`2>&-`: Python leaves it None) takes what is printed there to /dev/null."""
+    import os
+
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the process's whole life)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
@@ -97,16 +104,23 @@ def script() -> None:
         if done.code is not None and not isinstance(done.code, int):
             raise
         code = done.code or 0
+    except BrokenPipeError:  # printed to a pipe no longer read, outside any command (`version | true`)
+        from .errors import PIPE_CLOSED
+        code = PIPE_CLOSED
     if sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)  # a profiler or coverage writes its report on the ordinary way out
+    import os
+
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+    except BrokenPipeError:  # what reads the output went away (`| head`): as a shell tool SIGPIPE ends
+        from .errors import PIPE_CLOSED
+        os._exit(PIPE_CLOSED)
     except (OSError, ValueError):
         raise SystemExit(code) from None
-    import os
-
     os._exit(code)
+
 
 
 def main() -> None:

@@ -396,6 +396,9 @@ class VaultState:
     # Each note's (size, mtime_ns, ctime_ns, inode) as the read found it: what a derived index checks itself
     # against without walking the vault again; None once the state was changed after the read.
     stat_keys: dict[str, tuple[int, int, int, int]] | None = field(default_factory=dict, repr=False, compare=False)
+    # The ledger's stat key as of the last time a live view (`LiveState`) read it: what it says of each note's
+    # record is as of then. None: the ledger is read as it is whenever asked.
+    ledger_seen: Any = field(default=None, repr=False, compare=False)
 
     # A state is read once and not changed after; what derives from it is computed once.
     def by_id(self) -> dict[str, Decision]:

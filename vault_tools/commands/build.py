@@ -140,7 +140,7 @@ def remembered(ws: Workspace, state: VaultState, name: str, make: Callable[[], A
         if name in kept:
             return kept[name]
     made = make()
-    if key is not None and storable:
+    if key is not None and storable and inputs_key(ws, state, extra) == (key, True):  # nothing changed meanwhile
         _write_memo(memo, key, {**kept, name: made})
     return made
 
@@ -172,7 +172,8 @@ def inputs_key(ws: Workspace, state: VaultState, extra: object = None) -> tuple[
     ledger = ws.vault.ledger.stat_key()
     ledger_keys = [ledger] if ledger is None or isinstance(ledger[0], int) else [key for _, key in ledger]
     stamps = [max(key[1], key[2]) for key in (*keys, *ledger_keys) if key is not None]
-    storable = all(key is not None for key in keys) and \
+    # A live view that has not read the ledger as it is now makes what it makes from the ledger as it was
+    storable = all(key is not None for key in keys) and state.ledger_seen in (None, ledger) and \
         time.time_ns() - max(stamps, default=0) > RACY_NANOSECONDS
     parts = (decision_notes, keys, [(e.path, e.line, e.message) for e in state.broken],
              [repr(copy) for copy in state.conflict_copies], repr(ledger), repr(ws.config),
@@ -184,12 +185,15 @@ _CODE: list[str] = []
 
 
 def _code_fingerprint() -> str:
-    """The package's source files by name, size and mtime: pages made by other code are made anew."""
+    """The package's version, where it is installed and its source files by name, size and mtime: pages made by
+    other code (another install, an edit) are made anew."""
     if not _CODE:
+        from .. import __version__
+
         package = Path(__file__).resolve().parents[1]
         found = sorted((str(path.relative_to(package)), path.stat().st_size, path.stat().st_mtime_ns)
                        for path in package.rglob("*.py"))
-        _CODE.append(hashlib.sha256(repr(found).encode("utf-8")).hexdigest())
+        _CODE.append(hashlib.sha256(repr((__version__, str(package), found)).encode("utf-8")).hexdigest())
     return _CODE[0]
 
 

@@ -57,7 +57,7 @@ class LiveState:
         self.reshaped_at = 0
         self._recorded: list[notes.Written] = []
         self._exit = contextlib.ExitStack()
-        self._ledger_key = self._ledger_stat()
+        self._ledger_key = self.state.ledger_seen = self._ledger_stat()
         events = ws.vault.ledger.read()
         self._events, self._last_event = len(events), events[-1] if events else None  # how far this view has read
         self.known = ws.histories()
@@ -142,7 +142,7 @@ class LiveState:
         if self.written:
             ids |= self._reread(sorted(self.written, key=walk_key), last_writes)
         if key != self._ledger_key:
-            self._ledger_key = key
+            self._ledger_key = self.state.ledger_seen = key
             records = self._read_ledger()
             if records is None:
                 self._index_records()
