@@ -306,7 +306,11 @@ def test_lint_findings_inside_the_settle_window_are_found_again_when_it_ends(vau
     assert found(saved + 1) == {"VT020": "warning"}
     assert (vault / ".vault-tools" / LINT_MEMO_FILE).exists()
     assert found(saved + 2) == {"VT020": "warning"}
+    memo = vault / ".vault-tools" / LINT_MEMO_FILE
+    key, kept = memo.read_text().split("\n", 1)
+    memo.write_text(f"{key}\n" + kept.replace('"change_at": ', '"change_at": NaN, "was": '))  # by hand: never
     assert found(saved + settle + 1) == {"VT020": "error", "VT045": "warning"}
+    assert json.loads(memo.read_text().split("\n", 1)[1])["findings"]["change_at"] is None  # kept again: nothing changes with the clock now
     assert found(saved + settle + 2) == {"VT020": "error", "VT045": "warning"}
     assert found(saved + 1) == {"VT020": "warning"}  # a clock set back is not trusted either
 
@@ -322,10 +326,18 @@ def test_a_damaged_lint_memo_is_found_again_and_a_damaged_ledger_is_seen(cli, va
     memo = vault / ".vault-tools" / LINT_MEMO_FILE
     key, kept = memo.read_text().split("\n", 1)
     found = json.loads(kept)["findings"]
-    for damage in ("not json at all", f"{key}\n[]", f"{key}\n{{", f"{key}\n" + json.dumps({"findings": {"found": {"VT044": 3}}}),
-                   f"{key}\n" + json.dumps({"findings": {**found, "made_at": "soon"}})):
+    severity_changed = {code: [[*f[:3], "bogus"] for f in made] for code, made in found["found"].items()}
+    assert any(severity_changed.values())  # findings whose severity a hand can change
+    for damage in ("not json at all", f"{key}\n[]", f"{key}\n{{", f"{key}\n" + "[" * 100_000,
+                   f"{key}\n" + json.dumps({"findings": {"found": {"VT044": 3}}}),
+                   f"{key}\n" + json.dumps({"findings": {**found, "made_at": "soon"}}),
+                   f"{key}\n" + json.dumps({"findings": {**found, "found": severity_changed}}),
+                   f"{key}\n" + json.dumps({"findings": {**found, "change_at": float("nan")}})):
         memo.write_text(damage)
         assert cli("lint", "--format", "json").out == first
+    memo.unlink()
+    os.mkfifo(memo)  # read, it would wait for a writer forever
+    assert vt("lint", "--format", "json", cwd=vault, timeout=30).out == first
     ledger = next((vault / ".vault-tools").rglob("*.jsonl"))
     ledger.write_text(ledger.read_text().replace('"event"', '"evnet"', 1))
     assert "VT024" in _codes(cli)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -116,7 +117,7 @@ RACY_NANOSECONDS = 2_000_000_000  # as the note cache: a file written in the tic
 
 
 def remembered(ws: Workspace, state: VaultState, name: str, make: Callable[[], Any], *,
-               memo_file: str = MEMO_FILE, extra: object = None) -> Any:
+               memo_file: str = MEMO_FILE, extra: object = None, anew: bool = False) -> Any:
     """What `make` gives (JSON values made from the decisions as they stand), taken from an earlier run when
     everything they are made from is as it was then: every decision note (by size, times and inode), what
     could not be read, the ledger files, the config, the merged topics, a waiting review and the code
@@ -125,24 +126,42 @@ def remembered(ws: Workspace, state: VaultState, name: str, make: Callable[[], A
     window, a memo that cannot be read) means making it. Kept as JSON: a cache a cloned vault could carry is
     never run as code. What depends on more than that keeps its own `memo_file`, with the rest of what it
     is made from in `extra` (JSON values): one file holds what one set of inputs made. The file's first
-    line is the key, so a memo of other inputs is never parsed (a lint memo of a large vault is megabytes)."""
+    line is the key, so a memo of other inputs is never parsed (a lint memo of a large vault is megabytes).
+    With `anew`, what was kept under `name` is made again and kept (the caller found it no longer holds)."""
     key, storable = inputs_key(ws, state, extra)
     memo = ws.vault.state_dir / memo_file
-    kept: dict[str, Any] = {}
-    if key is not None:
-        try:
-            with memo.open(encoding="utf-8") as handle:
-                if handle.readline() == key + "\n":
-                    found = json.load(handle)
-                    kept = found if isinstance(found, dict) else {}
-        except (OSError, ValueError):
-            pass
-        if name in kept:
-            return kept[name]
+    kept = _read_memo(memo, key) if key is not None else {}
+    if name in kept and not anew:
+        return kept[name]
     made = make()
     if key is not None and storable and inputs_key(ws, state, extra) == (key, True):  # nothing changed meanwhile
         _write_memo(memo, key, {**kept, name: made})
     return made
+
+
+def _read_memo(path: Path, key: str) -> dict[str, Any]:
+    """What the memo at `path` keeps, when it was made from the inputs `key` names; else nothing. Only a regular
+    file is read (a FIFO put there would wait forever), and whatever it holds that is not a JSON object, or
+    nests too deep for the parser, counts as nothing."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return {}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}
+        with os.fdopen(os.dup(fd), encoding="utf-8") as handle:
+            if handle.readline() != key + "\n":
+                return {}
+            found = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    finally:
+        os.close(fd)
+    return found if isinstance(found, dict) else {}
 
 
 def remembered_pages(ws: Workspace, state: VaultState) -> Pages:
@@ -185,15 +204,15 @@ _CODE: list[str] = []
 
 
 def _code_fingerprint() -> str:
-    """The package's version, where it is installed and its source files by name, size and mtime: pages made by
-    other code (another install, an edit) are made anew."""
+    """The package's version, Python's, where it is installed and its source files by name, size and mtime: pages
+    made by other code (another install, an edit, another Python) are made anew."""
     if not _CODE:
         from .. import __version__
 
         package = Path(__file__).resolve().parents[1]
         found = sorted((str(path.relative_to(package)), path.stat().st_size, path.stat().st_mtime_ns)
                        for path in package.rglob("*.py"))
-        _CODE.append(hashlib.sha256(repr((__version__, str(package), found)).encode("utf-8")).hexdigest())
+        _CODE.append(hashlib.sha256(repr((__version__, sys.version, str(package), found)).encode("utf-8")).hexdigest())
     return _CODE[0]
 
 

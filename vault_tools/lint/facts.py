@@ -65,8 +65,9 @@ class Facts:
     open_questions_page: str = "Pinned/Open questions.md"
     merge_drivers_missing: list[str] = field(default_factory=list)  # git merge drivers this clone lacks
     # Takes what the `remembered` rules find (made by the function given) from an earlier run when the
-    # decision notes, the vault's file names, the ledger, the config and the date are as they were then.
-    remember: Callable[[Callable[[], Any]], Any] | None = None
+    # decision notes, the vault's file names, the ledger, the config and the date are as they were then;
+    # with anew=True, makes it again and keeps that.
+    remember: Callable[..., Any] | None = None
     # The first moment a remembered rule would find otherwise with nothing changed but the clock (a note
     # inside its settle window leaving it); None: never.
     findings_change_at: float | None = None
@@ -298,10 +299,11 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
 LINT_MEMO_FILE = "cache/lint-v2"
 
 
-def _remembered_findings(ws: Workspace, state: VaultState, today: dt.date, find: Callable[[], Any]) -> Any:
+def _remembered_findings(ws: Workspace, state: VaultState, today: dt.date, find: Callable[[], Any],
+                         anew: bool = False) -> Any:
     # Beyond what the pages are made from: every file name (a sealed body's link to another note is checked
     # against them), the date, and which ledger files may end in a line still in transit.
     files = hashlib.sha256("\0".join(sorted(state.files)).encode("utf-8")).hexdigest()
     transit = [(file.display_path, file.in_transit_ok) for file in ws.vault.ledger.files()]
     return remembered(ws, state, "findings", find, memo_file=LINT_MEMO_FILE,
-                      extra=[today.isoformat(), files, transit])
+                      extra=[today.isoformat(), files, transit], anew=anew)

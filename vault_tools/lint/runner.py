@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from ..vault import Vault
 from .facts import Facts, gather
 from .fixes import fix as fix_vault
 from .formats import check_format, format_github, format_text, report_json, summary, workspace_file
-from .registry import IGNORE_PROPERTY, RULES, Diagnostic, Report, check_config, ignored_codes
+from .registry import IGNORE_PROPERTY, RULES, SEVERITIES, Diagnostic, Report, check_config, ignored_codes
 
 
 def _within(path: str, scopes: Sequence[str]) -> bool:
@@ -57,9 +58,12 @@ def remembered_findings(facts: Facts, off: set[str]) -> dict[str, list[list[Any]
         found = {code: [list(finding) for finding in RULES[code].check(facts)] for code in codes}
         return {"found": found, "made_at": facts.now, "change_at": facts.findings_change_at}
 
-    kept = facts.remember(find) if facts.remember is not None else find()
-    if not _still_true(kept, codes, facts.now):
-        kept = find()  # the clock moved past what was found, or a memo kept by hand or damaged
+    if facts.remember is None:
+        kept = find()
+    else:
+        kept = facts.remember(find)
+        if not _still_true(kept, codes, facts.now):  # the clock moved past what was found, or a damaged memo
+            kept = facts.remember(find, anew=True)
     found: dict[str, list[list[Any]]] = kept["found"]
     return found
 
@@ -67,18 +71,23 @@ def remembered_findings(facts: Facts, off: set[str]) -> dict[str, list[list[Any]
 def _still_true(kept: Any, codes: list[str], now: float) -> bool:
     if not isinstance(kept, dict) or not isinstance(kept.get("found"), dict):
         return False
-    made_at, change_at = kept.get("made_at"), kept.get("change_at")
-    if not isinstance(made_at, (int, float)) or not (change_at is None or isinstance(change_at, (int, float))):
+    made_at: Any = kept.get("made_at")
+    change_at: Any = kept.get("change_at")
+    if not (_moment(made_at) and (change_at is None or _moment(change_at))):
         return False
     if now < made_at or (change_at is not None and now >= change_at):
         return False
     return all(_findings_kept(kept["found"].get(code)) for code in codes)
 
 
+def _moment(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
 def _findings_kept(value: Any) -> bool:
     return isinstance(value, list) and all(
         isinstance(item, list) and len(item) == 4 and isinstance(item[0], str) and isinstance(item[2], str)
-        and (item[1] is None or type(item[1]) is int) and (item[3] is None or isinstance(item[3], str))
+        and (item[1] is None or type(item[1]) is int) and item[3] in (None, *SEVERITIES)
         for item in value)
 
 
