@@ -227,9 +227,12 @@ def _notes_for_writing(folder: Path, count: int) -> list[Path]:
     return [write(folder / f"note {index}.md", f"old text {index}\n") for index in range(count)]
 
 
-def test_several_files_are_synced_before_any_is_replaced_and_the_ledger_before_either(tmp_path, monkeypatch):
+@pytest.mark.parametrize("threads", ["started for the batch", "kept for every batch"])
+def test_several_files_are_synced_before_any_is_replaced_and_the_ledger_before_either(tmp_path, monkeypatch, threads):
     """`write_files` syncs every temp file (from several threads) and makes what `before_writes` asks durable
-    before the first file is replaced, so a power cut never leaves a note on disk ahead of the ledger."""
+    before the first file is replaced, so a power cut never leaves a note on disk ahead of the ledger; as much
+    when a reconcile keeps the sync threads for all its batches."""
+    import contextlib
     paths = _notes_for_writing(tmp_path, 20)
     synced: list[int] = []
     real_fsync, real_replace = os.fsync, os.replace
@@ -251,7 +254,8 @@ def test_several_files_are_synced_before_any_is_replaced_and_the_ledger_before_e
         with open(ledger, "ab") as handle:
             os.fsync(handle.fileno())
 
-    with notes.before_writes(sync_ledger):
+    kept = notes.sync_threads_kept() if threads == "kept for every batch" else contextlib.nullcontext()
+    with kept, notes.before_writes(sync_ledger):
         found = notes.write_files([(path, f"new text {index}\n".encode(), None) for index, path in enumerate(paths)])
     assert found == [None] * 20
     assert [path.read_text() for path in paths] == [f"new text {index}\n" for index in range(20)]
@@ -285,40 +289,3 @@ def test_when_the_ledger_cannot_be_synced_no_file_is_replaced(tmp_path):
         notes.write_files([(path, b"new text\n", None) for path in paths])
     assert [path.read_text() for path in paths] == [f"old text {index}\n" for index in range(3)]
     assert not [name for name in os.listdir(tmp_path) if name.startswith(notes.TEMP_PREFIX)]
-
-
-def _temps(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith(notes.TEMP_PREFIX))
-
-
-def test_writes_take_the_temp_files_made_ahead_and_none_is_left_behind(tmp_path):
-    """A large reconcile asks for temp files ahead of its writes; a write takes one (or makes its own when those
-    made ahead are gone), and the ones no write took are removed when it ends."""
-    import time
-
-    folder = tmp_path / "Decisions"
-    folder.mkdir()
-    paths = [folder / f"D-{n:04d}.md" for n in range(3)]
-    for path in paths:
-        path.write_text("before\n")
-
-    def made_ahead(count: int) -> list[Path]:
-        deadline = time.monotonic() + 10
-        while len(_temps(folder)) < count and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return [folder / name for name in _temps(folder)]
-
-    with notes.temps_made_ahead():
-        for path in paths:
-            notes.make_temp_ahead(path)
-        inodes = {temp.stat().st_ino for temp in made_ahead(3)}
-        assert notes.write_files([(paths[0], b"one\n", None)]) == [None]
-        assert paths[0].stat().st_ino in inodes and len(_temps(folder)) == 2  # one taken, none made
-        for temp in made_ahead(2):
-            temp.unlink()  # removed by someone else meanwhile
-        assert notes.write_files([(paths[1], b"two\n", None)]) == [None]
-        notes.make_temp_ahead(paths[2])
-        assert len(made_ahead(1)) == 1
-    assert [p.read_text() for p in paths] == ["one\n", "two\n", "before\n"]
-    assert _temps(folder) == []  # the one no write took is gone
-    assert notes.write_files([(paths[2], b"three\n", None)]) == [None] and _temps(folder) == []

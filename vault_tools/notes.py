@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .errors import NoteError
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from concurrent.futures import ThreadPoolExecutor
 
     import yaml
 
@@ -556,79 +556,29 @@ def before_writes(callback: Callable[[], None]) -> Iterator[None]:
         _before_write.reset(token)
 
 
-class TempsAhead:
-    """Temp files made ahead, on a thread of their own, in the folders of notes about to be written (see
-    `temps_made_ahead`): making a file is the one step of a write that cannot overlap the work before it,
-    and on some disks (virtual machines, network drives, Windows with a virus scanner) it costs a
-    millisecond or more, most of the time of a large first reconcile. The threads that sync each batch
-    are kept here too, for the batches to come."""
-
-    def __init__(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self._maker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vault-tools-temps")
-        self._made: dict[Path, list[Future[str]]] = {}
-        # The threads that sync a batch's temp files (see `_sync_all`), started once for every batch
-        self.syncer = ThreadPoolExecutor(max_workers=SYNC_THREADS, thread_name_prefix="vault-tools-syncs")
-
-    def ahead(self, path: Path) -> None:
-        """Make a temp file beside `path` for a write of it to come."""
-        self._made.setdefault(path.parent, []).append(self._maker.submit(_empty_temp, path.parent))
-
-    def open(self, folder: Path) -> tuple[int, str] | None:
-        """A temp file made ahead in `folder` (empty, mode 0600), opened to write: (fd, path). None when none
-        was asked for, or none could be made or opened."""
-        while self._made.get(folder):
-            try:
-                temp = self._made[folder].pop(0).result()
-                return os.open(temp, os.O_WRONLY | os.O_TRUNC), temp
-            except OSError:
-                continue
-        return None
-
-    def close(self) -> None:
-        """Stop making them, and remove those no write took."""
-        self._maker.shutdown(wait=True)
-        self.syncer.shutdown(wait=True)
-        for made in self._made.values():
-            for future in made:
-                if future.exception() is None:
-                    _unlink_quietly(future.result())
-        self._made.clear()
-
-
 def _new_temp(folder: Path) -> tuple[int, str]:
     import tempfile  # only writers need it
 
     return tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
 
 
-def _empty_temp(folder: Path) -> str:
-    fd, temp = _new_temp(folder)
-    os.close(fd)
-    return temp
-
-
-_temps_ahead: ContextVar[TempsAhead | None] = ContextVar("temps_made_ahead", default=None)
+_kept_sync_threads: ContextVar[ThreadPoolExecutor | None] = ContextVar("kept_sync_threads", default=None)
 
 
 @contextmanager
-def temps_made_ahead() -> Iterator[TempsAhead]:
-    """While the block runs (in this thread), writes take the temp files made ahead by `TempsAhead.ahead`."""
-    temps = TempsAhead()
-    token = _temps_ahead.set(temps)
+def sync_threads_kept() -> Iterator[None]:
+    """While the block runs (in this thread), the threads that sync each batch of writes (see `_sync_all`) are
+    started once and kept for every batch: a reconcile writes batch after batch, and starting eight threads
+    for each was a fortieth of its time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = ThreadPoolExecutor(max_workers=SYNC_THREADS, thread_name_prefix="vault-tools-syncs")
+    token = _kept_sync_threads.set(threads)
     try:
-        yield temps
+        yield
     finally:
-        _temps_ahead.reset(token)
-        temps.close()
-
-
-def make_temp_ahead(path: Path) -> None:
-    """Ask for a temp file beside `path` to be made ahead, when a `temps_made_ahead` block runs."""
-    temps = _temps_ahead.get()
-    if temps is not None:
-        temps.ahead(path)
+        _kept_sync_threads.reset(token)
+        threads.shutdown(wait=True)
 
 
 @contextmanager
@@ -682,11 +632,9 @@ def _write_files(writes: list[tuple[Path, bytes, Note | None]],
                  before: tuple[Callable[[], None], ...] = ()) -> list[OSError | None]:
     found: list[OSError | None] = [None] * len(writes)
     made: list[tuple[int, int, str, Path, bytes, Note | None]] = []  # index, fd, temp, path, data, parsed
-    ahead = _temps_ahead.get()
     for index, (path, data, parsed) in enumerate(writes):
         try:
-            taken = ahead.open(path.parent) if ahead is not None else None
-            fd, temp = taken or _new_temp(path.parent)
+            fd, temp = _new_temp(path.parent)
         except OSError as error:
             found[index] = error
             continue
@@ -738,9 +686,9 @@ def _sync_all(files: list[tuple[int, int]], found: list[OSError | None],
                 found[index] = error
 
     workers = min(SYNC_THREADS, len(files)) if len(files) > 1 or first else 0
-    ahead = _temps_ahead.get()
-    if ahead is not None and workers:  # a reconcile, writing batch after batch: its threads are kept for them
-        syncs = [ahead.syncer.submit(sync, files[start::workers]) for start in range(workers)]
+    kept = _kept_sync_threads.get()
+    if kept is not None and workers:  # a reconcile, writing batch after batch (see `sync_threads_kept`)
+        syncs = [kept.submit(sync, files[start::workers]) for start in range(workers)]
         try:
             for callback in first:
                 callback()

@@ -97,7 +97,7 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     """
     result = Reconciled()
     with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live, \
-            notes.temps_made_ahead():
+            notes.sync_threads_kept():
         ws.remove_stale_temps(live.state)
         _Reconcile(ws, live, result, quiet_before, settle_before, progress).run()
         result.state = live.state

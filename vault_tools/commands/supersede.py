@@ -130,7 +130,6 @@ class PendingSupersessions:
         return False
 
     def add(self, state: VaultState, plan: SupersedePlan, actor: str) -> None:
-        notes.make_temp_ahead(plan.note.path)  # where temp files are made ahead (a reconcile), while it goes on
         self.waiting.append((plan, superseded_event(self.ws, state, plan, actor)))
         self.paths.add(plan.updated.path)
         self.successors.add(plan.successor.path)
