@@ -556,12 +556,6 @@ def before_writes(callback: Callable[[], None]) -> Iterator[None]:
         _before_write.reset(token)
 
 
-def _new_temp(folder: Path) -> tuple[int, str]:
-    import tempfile  # only writers need it
-
-    return tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=folder)
-
-
 _kept_sync_threads: ContextVar[ThreadPoolExecutor | None] = ContextVar("kept_sync_threads", default=None)
 
 
@@ -630,11 +624,13 @@ WRITES_AT_ONCE = 64
 
 def _write_files(writes: list[tuple[Path, bytes, Note | None]],
                  before: tuple[Callable[[], None], ...] = ()) -> list[OSError | None]:
+    import tempfile
+
     found: list[OSError | None] = [None] * len(writes)
     made: list[tuple[int, int, str, Path, bytes, Note | None]] = []  # index, fd, temp, path, data, parsed
     for index, (path, data, parsed) in enumerate(writes):
         try:
-            fd, temp = _new_temp(path.parent)
+            fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX, dir=path.parent)
         except OSError as error:
             found[index] = error
             continue
