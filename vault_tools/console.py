@@ -211,8 +211,8 @@ def lint(paths: list[Path] | list[str] | None = None, fix: bool = False, strict:
     else:
         for line in result.fix_lines:
             stderr.print(line, markup=False)
-        for line in result.lines:
-            out(line)
+        if result.lines:  # in one write: a large vault's lint has tens of thousands of lines
+            out("\n".join(result.lines))
         stderr.print(result.summary(), markup=False)
     if result.failed:
         raise SystemExit(1)
