@@ -233,7 +233,7 @@ def _write_memo(path: Path, key: str, made: dict[str, object]) -> None:
         except BaseException:
             os.unlink(temp)
             raise
-    except OSError:
+    except (OSError, ValueError):  # ValueError: what JSON or UTF-8 cannot hold; then it is made again next time
         pass
 
 
