@@ -14,7 +14,7 @@ from vault_tools.errors import ConfigError
 from vault_tools.lint.facts import LINT_MEMO_FILE
 from vault_tools.vault import CACHE_FILE, Vault, load_config
 
-from .conftest import decision, vt, write
+from .conftest import CORPORA, decision, vt, write
 
 
 def summaries(vault):
@@ -379,3 +379,22 @@ def test_a_watchers_view_behind_the_ledger_is_never_remembered(tmp_path, monkeyp
     with_memo = cli(laptop, "build", "--check")
     (laptop / ".vault-tools" / build_module.MEMO_FILE).unlink(missing_ok=True)
     assert with_memo == cli(laptop, "build", "--check")
+
+
+@pytest.mark.skipif(not (CORPORA / "adr-jabref").is_dir(), reason=f"the ADR corpora are not at {CORPORA}")
+def test_real_decision_records_get_from_the_memo_what_they_get_with_nothing_kept(cli, vault, monkeypatch):
+    """JabRef's 70 architecture decision records, imported: lint, the agent's view and the pages, taken from
+    what was kept, are what they are made afresh."""
+    import shutil
+
+    from vault_tools.commands import build as build_module
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    trust_the_cache_at_once(monkeypatch)
+    assert cli("import", "adr", str(CORPORA / "adr-jabref")).code == 0
+    commands = (["lint", "--format", "json"], ["context", "--json"], ["context", "--budget", "codex-hook"],
+                ["build", "--check"])
+    first = [cli(*args) for args in commands]
+    assert (vault / ".vault-tools" / LINT_MEMO_FILE).exists() and (vault / ".vault-tools" / build_module.MEMO_FILE).exists()
+    assert [cli(*args) for args in commands] == first
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    assert [cli(*args) for args in commands] == first

@@ -638,3 +638,35 @@ def test_a_clone_lacking_the_merge_drivers_is_told_and_one_holding_them_starts_n
     built = vt("build")
     assert built.returncode == 0 and "merge driver" not in built.stderr
     assert not calls.exists()  # the clone's own config said so: git was not started to ask
+
+
+def test_what_a_clone_remembered_is_not_answered_once_a_pull_changed_the_vault(two, monkeypatch):
+    """Pages, the agent's view and lint's findings are kept from run to run (`.vault-tools/cache/`, never
+    committed): after a `git pull` brought the other clone's ruling and its ledger lines, every answer is the
+    one a clone with nothing kept gives."""
+    from vault_tools import vault as vault_module
+    from vault_tools.commands import build as build_module
+    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)  # kept at once, not after two seconds
+    monkeypatch.setattr(vault_module, "RACY_NANOSECONDS", 0)
+    a, b = two
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+
+    def answers(clone: Clone) -> list[tuple[int, str]]:
+        return [clone.vt(*args, expect=None)[:2] for args in
+                (["context", "--json"], ["lint", "--format", "json"], ["build", "--check"])]
+
+    remembered = answers(b)
+    assert answers(b) == remembered and (b.root / ".vault-tools" / "cache" / "lint-v2").exists()
+    a.rule(question, "--summary", "No podcast this year; revisit at ten thousand subscribers.")
+    a.commit("ruled")
+    before = [a.decision_texts(), b.decision_texts()]
+    done = subprocess.run(["git", "pull", "-q", "--no-rebase", "--no-edit", str(a.root), "main"], cwd=b.root,
+                          capture_output=True, text=True, env=git_env(), timeout=120)
+    assert done.returncode == 0, done.stderr
+    after_pull = answers(b)
+    assert after_pull != remembered and "No podcast this year" in after_pull[0][1]
+    shutil.rmtree(b.root / ".vault-tools" / "cache")
+    assert answers(b) == after_pull
+    check_invariants(b, before)
