@@ -9,6 +9,7 @@ from __future__ import annotations
 # 128 + SIGPIPE: what a shell says of a command whose output pipe was closed (`vault-tools lint | head`)
 PIPE_CLOSED = 141
 
+
 class VaultToolsError(Exception):
     """An expected failure: the message is one line meant for the user."""
 

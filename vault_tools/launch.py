@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import sys
 
+from .errors import PIPE_CLOSED
+
 
 def _hook_arguments(args: list[str]) -> tuple[str, str, str | None] | None:
     from .agents import HOOK_AGENTS, hook_module
@@ -105,7 +107,6 @@ def script() -> None:
             raise
         code = done.code or 0
     except BrokenPipeError:  # printed to a pipe no longer read, outside any command (`version | true`)
-        from .errors import PIPE_CLOSED
         code = PIPE_CLOSED
     if sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)  # a profiler or coverage writes its report on the ordinary way out
@@ -115,12 +116,10 @@ def script() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
     except BrokenPipeError:  # what reads the output went away (`| head`): as a shell tool SIGPIPE ends
-        from .errors import PIPE_CLOSED
         os._exit(PIPE_CLOSED)
     except (OSError, ValueError):
         raise SystemExit(code) from None
     os._exit(code)
-
 
 
 def main() -> None:

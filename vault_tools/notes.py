@@ -682,27 +682,24 @@ def _sync_all(files: list[tuple[int, int]], found: list[OSError | None],
                 found[index] = error
 
     workers = min(SYNC_THREADS, len(files)) if len(files) > 1 or first else 0
+    parts = [files[start::workers] for start in range(workers)]
     kept = _kept_sync_threads.get()
-    if kept is not None and workers:  # a reconcile, writing batch after batch (see `sync_threads_kept`)
-        syncs = [kept.submit(sync, files[start::workers]) for start in range(workers)]
-        try:
-            for callback in first:
-                callback()
-        finally:
-            for done in syncs:
-                done.result()
-        return
-    threads = [threading.Thread(target=sync, args=(files[start::workers],)) for start in range(workers)]
-    for thread in threads:
-        thread.start()
+    waits: list[Callable[[], object]] = []  # one for each part, returning once it is synced
+    if kept is not None:  # a reconcile, writing batch after batch (see `sync_threads_kept`)
+        waits = [kept.submit(sync, part).result for part in parts]
+    else:
+        for part in parts:
+            thread = threading.Thread(target=sync, args=(part,))
+            thread.start()
+            waits.append(thread.join)
     try:
         for callback in first:
             callback()
-        if not threads:
+        if not parts:
             sync(files)
     finally:
-        for thread in threads:
-            thread.join()
+        for wait in waits:
+            wait()
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -201,51 +201,51 @@ def committed_text(file: Path) -> str | None:
 
 
 def read_ledger(path: Path, shown: str = LEDGER_PATH,
-                in_transit_ok: bool = False) -> tuple[list[str], list[Event], list[tuple[int, str]]]:
-    """A ledger file's lines, the events that can be read, and every damaged line (line, message). With
-    `in_transit_ok` (another device's file), a torn last line is the part a carrier has not brought yet."""
+                in_transit_ok: bool = False) -> tuple[list[Event], list[tuple[int, str]]]:
+    """A ledger file's events that can be read, and every damaged line (line, message). With `in_transit_ok`
+    (another device's file), a torn last line is the part a carrier has not brought yet."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        return [], [], []
+        return [], []
     except OSError as error:
-        return [], [], [(1, f"cannot be read: {error.strerror}")]
+        return [], [(1, f"cannot be read: {error.strerror}")]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        return [], [], [(raw[:error.start].count(b"\n") + 1, "ledger is not UTF-8")]
+        return [], [(raw[:error.start].count(b"\n") + 1, "ledger is not UTF-8")]
     events, damage = scan_ledger(text, shown)
     if in_transit_ok:
         damage = [(line, message) for line, message in damage if message != TORN]
-    events = [replace(event, source=shown) for event in events]
-    return split_lines(text), events, damage
-
-
-def split_lines(text: str) -> list[str]:
-    """A file's lines, as many as it has newlines (plus a last one without its newline)."""
-    lines = text.split("\n")
-    return lines[:-1] if lines and not lines[-1] else lines
+    return [replace(event, source=shown) for event in events], damage
 
 
 def ledger_lines(path: Path) -> list[str]:
-    """A ledger file's lines as `read_ledger` gives them (none when it cannot be read as UTF-8)."""
+    """A ledger file's lines, as many as it has newlines (plus a last one without its newline); none when it
+    cannot be read as UTF-8."""
     try:
-        return split_lines(path.read_bytes().decode("utf-8"))
+        lines = path.read_bytes().decode("utf-8").split("\n")
     except (OSError, UnicodeDecodeError):
         return []
+    return lines[:-1] if lines and not lines[-1] else lines
 
 
 def read_events(vault: Vault) -> LedgerReading:
     """The ledger's events as every command reads them (in the shared layout: the union, in order); when it
-    is damaged, what can be read, line by line, with each damaged line."""
+    is damaged, what `damaged_ledger` can read of it."""
     try:
         return vault.ledger.read(), []
     except (InconsistentVault, OSError):
-        pass
+        return damaged_ledger(vault)
+
+
+def damaged_ledger(vault: Vault) -> LedgerReading:
+    """What can be read of a damaged ledger, line by line (in the shared layout, in order), with each damaged
+    line."""
     found: list[Event] = []
     damage: list[tuple[str, int, str]] = []
     for file in vault.ledger.files():
-        _, events, damaged = read_ledger(file.path, file.display_path, file.in_transit_ok)
+        events, damaged = read_ledger(file.path, file.display_path, file.in_transit_ok)
         found += events
         damage += [(file.display_path, line, message) for line, message in damaged]
     return (sorted(found, key=lambda e: e.clock or 0) if vault.ledger.shared else found), damage

@@ -14,7 +14,7 @@ from ..errors import VaultToolsError
 from ..ledger import histories, tie_notes
 from ..model import Status
 from ..vault import Vault
-from .facts import read_ledger
+from .facts import damaged_ledger
 
 
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
@@ -32,9 +32,7 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     try:
         events = vault.ledger.read()
     except VaultToolsError:  # damaged (reported by VT024): what can be read
-        events = [e for file in vault.ledger.files() for e in read_ledger(file.path, file.display_path,
-                                                                         file.in_transit_ok)[1]]
-        events.sort(key=lambda e: e.clock or 0)
+        events = damaged_ledger(vault)[0]
     known = histories(events)
     ties = tie_notes(state.decisions, known.values(), lambda d: ws.seal_hash_of(state, d))
     due = []

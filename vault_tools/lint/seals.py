@@ -40,13 +40,13 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
         if history is not None and history.seal_lost:
             continue  # VT027
         where = first_line(decision, "status")
-        age = facts.now - facts.mtimes.get(decision.path, facts.now)
+        saved = facts.mtimes.get(decision.path, facts.now)
         if facts.ledger_damage:
             yield Finding(decision.path, where, f"{decision.id} is ruled but the ledger shows no seal, and the ledger "
                                                 "is damaged (VT024): its seal may be on a damaged line; it cannot be "
                                                 "sealed until the ledger is restored")
-        elif age < settle:
-            facts.changes_at(facts.now - age + settle)
+        elif facts.now - saved < settle:
+            facts.changes_at(saved + settle)
             yield Finding(decision.path, where, f"{decision.id} is ruled but not sealed yet; it is sealed when "
                                                 f"the settle window ({settle:g} s) ends", WARNING)
         else:
