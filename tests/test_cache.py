@@ -10,7 +10,7 @@ import time
 import pytest
 
 from vault_tools import vault as vault_module
-from vault_tools.errors import ConfigError
+from vault_tools.errors import ConfigError, VaultToolsError
 from vault_tools.lint.facts import LINT_MEMO_FILE
 from vault_tools.vault import CACHE_FILE, Vault, load_config
 
@@ -111,6 +111,41 @@ def test_a_reader_process_that_fails_has_its_share_read_by_the_command(vault, mo
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
     monkeypatch.setattr(vault_module, "_free_processors", lambda: 3)
     assert everything_read(vault) == one
+
+
+def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_gives(vault, monkeypatch):
+    """Several chunks of notes, taken in turn by the readers while the command reads the ledger: the same
+    notes in the same order, and the same records; a damaged ledger read meanwhile is said when asked, as
+    without."""
+    from vault_tools.commands.seal import seal
+    from vault_tools.commands.workspace import Workspace
+
+    for number in range(1, 121):
+        decision(vault, number, status="open" if number % 3 else "ruled", topics=(f"topic-{number}",))
+        write(vault / "Daily" / f"2026-07-{number:03d}.md", f"---\ntags: [daily]\n---\nDay {number}.\n")
+    seal(Workspace(Vault(vault)))
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
+    one = everything_read(vault)
+    records = Vault(vault).ledger.summaries()
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)
+    monkeypatch.setattr(vault_module, "READ_CHUNK", 16)
+    for cached in (vault / ".vault-tools" / "cache").iterdir():
+        cached.unlink()
+    assert everything_read(vault) == one and len(one[0]) == 120
+    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    several = Vault(vault)
+    several.load()
+    assert several.ledger.summaries() == records and len(records) == 40  # the rulings, sealed
+    ledger = vault / ".vault-tools" / "ledger.jsonl"
+    lines = ledger.read_text().splitlines(keepends=True)
+    ledger.write_text("".join([lines[0], "{not an event\n", *lines[1:]]))
+    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    damaged = Vault(vault)
+    assert [d.id for d in damaged.load().decisions] == [d.id for d in one[0]]
+    with pytest.raises(VaultToolsError) as error:
+        damaged.ledger.summaries()
+    assert "ledger.jsonl" in str(error.value.path) and error.value.line == 2
 
 
 def test_a_changed_config_is_seen_however_soon(vault):

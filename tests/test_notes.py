@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,46 @@ def test_when_the_ledger_cannot_be_synced_no_file_is_replaced(tmp_path):
         notes.write_files([(path, b"new text\n", None) for path in paths])
     assert [path.read_text() for path in paths] == [f"old text {index}\n" for index in range(3)]
     assert not [name for name in os.listdir(tmp_path) if name.startswith(notes.TEMP_PREFIX)]
+
+
+DECISION = "---\ntype: decision\nid: D-0001\nstatus: open\n---\nBody\n"
+HEADS = {
+    "a decision note": DECISION,
+    "with a byte order mark": "\ufeff" + DECISION,
+    "an ordinary note with properties": "---\ntags: [daily]\n---\nWe talked about a decision.\n",
+    "no frontmatter": "Just text about a decision.\n",
+    "empty": "",
+    "an opening line only": "---",
+    "never closed": "---\ntags: [a]\n" + "x: y\n" * 10,
+    "the type after the head": "---\n" + "tags: [a]\n" * (notes.HEAD_BYTES // 10 + 1) + "type: decision\nid: D-0002\n---\n",
+    "a long ordinary frontmatter": "---\n" + "tags: [a]\n" * (notes.HEAD_BYTES // 10 + 1) + "---\nbody\n",
+}
+
+
+@pytest.mark.parametrize("text", HEADS.values(), ids=HEADS.keys())
+def test_a_note_is_told_a_decision_or_not_from_its_start_however_it_arrives(tmp_path, text):
+    """Read from a file at once, or from a pipe that hands the note over a few bytes at a time (as a slow
+    network drive may), `read_start` says the same: whether it may be a decision note, and its bytes."""
+    import threading
+
+    data = text.encode("utf-8")
+    whole = notes.read_start(write(tmp_path / "note.md", text))
+    fifo = tmp_path / "arriving.md"
+    os.mkfifo(fifo)
+
+    def hand_over() -> None:
+        with open(fifo, "wb", buffering=0) as pipe:
+            for start in (0, 2, 5, 9):
+                pipe.write(data[start:{0: 2, 2: 5, 5: 9}.get(start, len(data))])
+                time.sleep(0.01)
+
+    writer = threading.Thread(target=hand_over)
+    writer.start()
+    try:
+        in_pieces = notes.read_start(fifo)
+    finally:
+        writer.join()
+    assert in_pieces == whole
+    assert (whole[0] is not None) == ("type: decision" in text)
+    if whole[1] is not None:
+        assert whole[1] == data

@@ -34,7 +34,7 @@ def quiet(vault: Path) -> None:
 def one_pass(vault: Path) -> list[str]:
     quiet(vault)
     actions = []
-    watcher = Watcher(Workspace(Vault(vault)), on_action=actions.append)
+    watcher = Watcher(Workspace(Vault(vault)), on_actions=actions.extend)
     watcher.acquire()
     try:
         watcher.process(everything=True)

@@ -62,12 +62,12 @@ class Scripted:
         self.timeline: list[tuple[float, Action]] = []  # each action with the scripted time it was reported at
         self.writes: list[tuple[float, str]] = []  # (scripted time, vault-relative path) of each watcher write
         ws = Workspace(Vault(vault), now=lambda: dt.datetime.fromtimestamp(self.now, dt.UTC))
-        self.watcher = Watcher(ws, on_action=self._report, clock=lambda: self.now)
+        self.watcher = Watcher(ws, on_actions=self._report, clock=lambda: self.now)
         self._seen = self._files()
 
-    def _report(self, action: Action) -> None:
-        self.actions.append(action)
-        self.timeline.append((self.now, action))
+    def _report(self, actions: list[Action]) -> None:
+        self.actions += actions
+        self.timeline += [(self.now, action) for action in actions]
 
     def __enter__(self) -> Scripted:
         self.watcher.start(observe=False)
@@ -165,12 +165,13 @@ class Running:
         self.actions: list[Action] = []
         self.queue: queue.Queue[Action] = queue.Queue()
         self.ws = Workspace(Vault(vault))
-        self.watcher = Watcher(self.ws, on_action=self._report)
+        self.watcher = Watcher(self.ws, on_actions=self._report)
         self.thread = threading.Thread(target=self.watcher.run, daemon=True)
 
-    def _report(self, action: Action) -> None:
-        self.actions.append(action)
-        self.queue.put(action)
+    def _report(self, actions: list[Action]) -> None:
+        self.actions += actions
+        for action in actions:
+            self.queue.put(action)
 
     def __enter__(self) -> Running:
         self.watcher.start()
@@ -468,7 +469,9 @@ def test_json_log_lines(cli, vault):
     assert done.returncode == 0
     lines = [json.loads(line) for line in done.stderr.splitlines()]
     assert [line["action"] for line in lines][:2] == ["edit-rejected", "restored"]
-    assert (vault / ".vault-tools" / "watch.log").read_text().count("edit-rejected") == 1
+    logged = (vault / ".vault-tools" / "watch.log").read_text().splitlines()
+    assert logged[-len(lines):] == done.stderr.splitlines()  # a pass's lines, written together, one per action
+    assert [json.loads(line)["action"] for line in logged].count("edit-rejected") == 1
 
 
 def test_once_cuts_the_torn_line_a_killed_append_left_and_goes_on(cli, vault):
@@ -544,7 +547,7 @@ def _kill_9_at_random_moments(cli, tmp_path: Path, runs: int) -> int:
         calibration = make_vault(tmp_path / name)
         _scenario(calibration, lambda *a, root=calibration: cli(*a, root=root))
         started = time.perf_counter()
-        Watcher(Workspace(Vault(calibration)), on_action=lambda action: None).process(everything=True)
+        Watcher(Workspace(Vault(calibration)), on_actions=lambda actions: None).process(everything=True)
         duration = time.perf_counter() - started
     killed_mid_work = 0
     for run in range(runs):
@@ -553,7 +556,7 @@ def _kill_9_at_random_moments(cli, tmp_path: Path, runs: int) -> int:
         pid = os.fork()
         if pid == 0:  # the child: a watcher reconciling the vault at start
             try:
-                watcher = Watcher(Workspace(Vault(vault)), on_action=lambda action: None)
+                watcher = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
                 watcher.acquire()
                 watcher.process(everything=True)
             finally:
@@ -563,7 +566,7 @@ def _kill_9_at_random_moments(cli, tmp_path: Path, runs: int) -> int:
         _, status = os.waitpid(pid, 0)
         killed_mid_work += os.WIFSIGNALED(status)
         # Restart: the next watcher reconciles whatever state the kill left.
-        restarted = Watcher(Workspace(Vault(vault)), on_action=lambda action: None)
+        restarted = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
         restarted.acquire()
         try:
             restarted.process(everything=True)
@@ -635,7 +638,7 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int) -
     calibration = make_vault(tmp_path / "calibration")
     _large_first_reconcile(calibration, topics)
     started = time.perf_counter()
-    Watcher(Workspace(Vault(calibration)), on_action=lambda action: None).process(everything=True)
+    Watcher(Workspace(Vault(calibration)), on_actions=lambda actions: None).process(everything=True)
     duration = time.perf_counter() - started
     in_the_middle = 0
     for run in range(runs):
@@ -644,7 +647,7 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int) -
         pid = os.fork()
         if pid == 0:  # the child: a watcher starting on the vault
             try:
-                watcher = Watcher(Workspace(Vault(vault)), on_action=lambda action: None)
+                watcher = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
                 watcher.acquire()
                 watcher.process(everything=True)
             finally:
@@ -653,7 +656,7 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int) -
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         in_the_middle += 0 < _sealed_count(vault) < 2 * topics
-        restarted = Watcher(Workspace(Vault(vault)), on_action=lambda action: None)
+        restarted = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
         restarted.acquire()
         try:
             restarted.process(everything=True)

@@ -224,7 +224,7 @@ def watch(once: bool = False, vault: Path | str | None = None, json_: bool = Fal
     from .watch import Watcher
     ws = workspace(vault)
     log = watch_log(ws.vault.state_dir, json_)
-    watcher = Watcher(ws, on_action=log)
+    watcher = Watcher(ws, on_actions=log)
     if once:
         with Progress("reconciling", not json_) as progress:
             watcher.progress = progress
@@ -247,19 +247,24 @@ def watch(once: bool = False, vault: Path | str | None = None, json_: bool = Fal
 
 
 def watch_log(state_dir: Path, as_json: bool) -> Any:
-    """One line per action, to stderr and to the rotated `.vault-tools/watch.log`."""
+    """One line per action, to stderr and to the rotated `.vault-tools/watch.log`: a pass's lines written
+    together (a first reconcile of a large vault logs thousands)."""
+    import datetime as dt
+
     from .watch import format_action, open_log
 
     logger = open_log(state_dir)
 
     plain = not sys.stderr.isatty()  # rich takes a thousand times longer per line, for colour only a terminal shows
 
-    def log(action: Any) -> None:
-        line = format_action(action, as_json)
-        logger.info(line)
+    def log(actions: list[Any]) -> None:
+        at = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+        lines = [format_action(action, as_json, at) for action in actions]
+        logger.info("\n".join(lines))
         if plain:
-            sys.stderr.write(line + "\n")
-        else:
+            sys.stderr.write("".join(line + "\n" for line in lines))
+            return
+        for action, line in zip(actions, lines, strict=True):
             stderr.print(line, markup=False, style="red" if action.kind == "invalid" else None)
 
     return log

@@ -162,7 +162,11 @@ def read_start(path: str | Path) -> tuple[str | None, bytes | None]:
     shorter than the head): a decision note that short is then parsed without being read again."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
-        raw, whole = _read_up_to(fd, HEAD_BYTES)
+        raw = os.read(fd, HEAD_BYTES)  # nearly always the whole head at once: an ordinary note is known by it
+        if _plainly_ordinary(raw):
+            return None, None
+        more, whole = _read_up_to(fd, HEAD_BYTES - len(raw))
+        raw += more
         if not (raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---")):
             return None, None
         if b"decision" not in raw:
@@ -173,6 +177,14 @@ def read_start(path: str | Path) -> tuple[str | None, bytes | None]:
     finally:
         os.close(fd)
     return _decision_head(raw), (raw if whole else None)
+
+
+def _plainly_ordinary(raw: bytes) -> bool:
+    """Whether the first bytes of a note (however many one read gave) already show it is no decision note:
+    no frontmatter, or frontmatter closed without the word. Then it need not be read to its end."""
+    if raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---"):
+        return b"decision" not in raw and raw.count(b"\n---", 3) > 0
+    return len(raw) >= 6  # too long to be the start of an opening `---`, even after a byte order mark
 
 
 def _read_up_to(fd: int, limit: int) -> tuple[bytes, bool]:

@@ -23,7 +23,7 @@ from typing import Any
 from . import __version__, notes
 from .carriers import ConflictCopy, find_copies
 from .dates import zone
-from .errors import ConfigError, NoteError
+from .errors import ConfigError, NoteError, VaultToolsError
 from .layout import CONFIG_FILE as CONFIG_FILE  # re-exported: where the hidden layout keeps it
 from .layout import RECORD_DIR, device_tag, is_shared, layout_of
 from .layout import STATE_DIR as STATE_DIR
@@ -540,7 +540,8 @@ class Vault:
             stat_keys[rel] = key
             known = cached.pop(rel, None)  # what is left at the end is gone from the vault
             listed.append((rel, entry.path, key, known if known is not None and known[0] == key else None))
-        read = iter(read_payloads(self.root, [path for _, path, key, known in listed if key and known is None]))
+        read = iter(read_payloads(self.root, [path for _, path, key, known in listed if key and known is None],
+                                  meanwhile=self._read_ledger))
         fresh: list[FreshNote] = []
         for rel, _, stat_key, held in listed:
             if isinstance(held, OSError):
@@ -560,6 +561,14 @@ class Vault:
         state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
         set_aside_conflict_copies(state)
         return state
+
+    def _read_ledger(self) -> None:
+        """What the ledger's records stand at, worked out while other processes read the notes: nearly every
+        command asks, and on a first read of a large vault it costs a sixth of the time (it is remembered)."""
+        try:
+            self.ledger.summaries()
+        except (VaultToolsError, OSError):
+            pass  # said when asked again
 
     def read_one(self, rel: str, written: notes.Written | None = None) -> VaultState:
         """One note read as `load` reads it, in a state of its own: how a process that wrote it (`written`, its
@@ -606,62 +615,91 @@ class Vault:
 PARALLEL_READ_MIN = 5000
 
 
-def read_payloads(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any] | None]]:
+def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | None = None,
+                  ) -> list[tuple[str, dict[str, Any] | None]]:
     """What each note is (see `read_payload`), in order: in several processes when there are many to read
     and processors free to read them. Only where a process can be forked safely (Linux, no other thread
-    running): elsewhere starting one costs more than it saves."""
+    running): elsewhere starting one costs more than it saves. `meanwhile` is other work this process does
+    while the others read (it is not done when they do not)."""
     workers = _free_processors() if len(paths) >= PARALLEL_READ_MIN and sys.platform.startswith("linux") else 1
     if workers < 2 or threading.active_count() > 1:
         return [read_payload(root, path) for path in paths]
-    # Every n-th note to each reader, this process one of them: the decision notes (the costly ones to parse)
-    # sit together in a folder or two, so contiguous shares would leave one reader with nearly all of them.
-    readers = min(workers, 8)
-    shares = [paths[start::readers] for start in range(readers)]
-    read = _read_in_processes(root, shares)
-    found: list[tuple[str, dict[str, Any] | None]] = [("other", None)] * len(paths)
-    for start, share in enumerate(read):
-        found[start::readers] = share
-    return found
+    return _read_in_processes(root, paths, min(workers, 8), meanwhile)
 
 
 def _read_share(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any] | None]]:
     return [read_payload(root, path) for path in paths]
 
 
-def _read_in_processes(root: Path, shares: list[list[str]]) -> list[list[tuple[str, dict[str, Any] | None]]]:
-    """Each share read, the first by this process and each other one by a forked child meanwhile (a child that
-    fails has its share read here). Plain forks and pipes: a `multiprocessing` pool costs 20-25 ms to import
-    and start, a sixth of a first read of 10,000 notes."""
+# The notes are handed out in chunks, each reader taking the next one when done with the last: decision notes
+# (the costly ones to parse) sit together in a folder or two, and the command does other work meanwhile, so
+# shares fixed beforehand would leave one reader with most of the work.
+READ_CHUNK = 64
+_CHUNK_BYTES = 4  # a chunk's number as it goes through the pipe that hands them out
+
+
+def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Callable[[], None] | None,
+                       ) -> list[tuple[str, dict[str, Any] | None]]:
+    """The notes read by this process and `readers - 1` forked children, each taking chunks from one pipe (a
+    read of a few bytes from a pipe is never split between readers on Linux); what a child that fails took is
+    read here. Plain forks and pipes: a `multiprocessing` pool costs 20-25 ms to import and start, a sixth of
+    a first read of 10,000 notes."""
     import pickle
     import signal
 
-    children: list[tuple[int, int]] = []  # (pid, the pipe its share comes through)
+    size = max(READ_CHUNK, -(-len(paths) // 8192))  # the chunks' numbers fit the pipe's buffer (64 KiB)
+    starts = range(0, len(paths), size)
+    handing_out, handed = os.pipe()
+    children: list[tuple[int, int]] = []  # (pid, the pipe its chunks come back through)
     running: set[int] = set()
     try:
-        for share in shares[1:]:
+        numbers = memoryview(b"".join(start.to_bytes(_CHUNK_BYTES, "big") for start in starts))
+        while numbers:
+            numbers = numbers[os.write(handed, numbers):]
+        os.close(handed)  # every chunk is in the pipe: a reader that finds it empty is done
+        handed = -1
+
+        def take_chunks() -> dict[int, list[tuple[str, dict[str, Any] | None]]]:
+            done = {}
+            while len(number := os.read(handing_out, _CHUNK_BYTES)) == _CHUNK_BYTES:
+                start = int.from_bytes(number, "big")
+                done[start] = _read_share(root, paths[start:start + size])
+            return done
+
+        for _ in range(readers - 1):
             reading, writing = os.pipe()
             pid = os.fork()
             if pid == 0:  # the child: read, hand over, leave without running the parent's exit handlers
                 code = 1
                 try:
                     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to act on
+                    os.close(reading)
                     with os.fdopen(writing, "wb") as handing:
-                        pickle.dump(_read_share(root, share), handing, protocol=pickle.HIGHEST_PROTOCOL)
+                        pickle.dump(take_chunks(), handing, protocol=pickle.HIGHEST_PROTOCOL)
                     code = 0
                 finally:
                     os._exit(code)
             os.close(writing)  # only the child writes: its exit ends the pipe
             children.append((pid, reading))
             running.add(pid)
-        read = [_read_share(root, shares[0])]
-        for (pid, reading), share in zip(children, shares[1:], strict=True):
-            with os.fdopen(reading, "rb", closefd=False) as handed:
-                data = handed.read()
+        if meanwhile is not None:
+            meanwhile()
+        found = take_chunks()
+        for pid, reading in children:
+            with os.fdopen(reading, "rb", closefd=False) as coming:
+                data = coming.read()
             _, status = os.waitpid(pid, 0)
             running.discard(pid)
-            read.append(pickle.loads(data) if os.waitstatus_to_exitcode(status) == 0 else _read_share(root, share))
-        return read
+            if os.waitstatus_to_exitcode(status) == 0:
+                found.update(pickle.loads(data))
+        for start in starts:  # taken by a child that failed
+            if start not in found:
+                found[start] = _read_share(root, paths[start:start + size])
+        return [item for start in starts for item in found[start]]
     finally:  # also on Ctrl-C or an error here: the children still reading go with the command
+        os.close(handing_out)
+        if handed >= 0:
+            os.close(handed)
         for pid, reading in children:
             os.close(reading)
             if pid in running:

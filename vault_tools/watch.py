@@ -512,11 +512,11 @@ class Schedule:
 class Watcher:
     """Watches one vault. `start()` takes the lock and reconciles; `run()` loops until `stop()`."""
 
-    def __init__(self, ws: Workspace, *, on_action: Callable[[Action], None], clock: EpochClock = time.time,
+    def __init__(self, ws: Workspace, *, on_actions: Callable[[list[Action]], None], clock: EpochClock = time.time,
                  debounce_seconds: float | None = None, settle_seconds: float | None = None) -> None:
         self.ws = ws
         self.vault = ws.vault
-        self.on_action = on_action
+        self.on_actions = on_actions  # told what each pass did, together (a first reconcile: thousands)
         self.clock = clock
         config = ws.config
         self.debounce = config.debounce_ms / 1000 if debounce_seconds is None else debounce_seconds
@@ -733,9 +733,9 @@ class Watcher:
     def _report(self, actions: list[Action]) -> None:
         """Say each thing once: a note that stays invalid is not reported again on every pass."""
         invalid = {(a.path, a.why) for a in actions if a.kind == "invalid"}
-        for action in actions:
-            if action.kind != "invalid" or (action.path, action.why) not in self._reported_invalid:
-                self.on_action(action)
+        told = [a for a in actions if a.kind != "invalid" or (a.path, a.why) not in self._reported_invalid]
+        if told:
+            self.on_actions(told)
         self._reported_invalid = invalid
 
 
@@ -774,9 +774,9 @@ def open_log(state_dir: Path) -> logging.Logger:
     return logger
 
 
-def format_action(action: Action, as_json: bool) -> str:
-    """One log line for an action: plain text, or a JSON object."""
-    at = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+def format_action(action: Action, as_json: bool, at: str | None = None) -> str:
+    """One log line for an action: plain text, or a JSON object. `at`: when (now, unless given)."""
+    at = at or dt.datetime.now().astimezone().isoformat(timespec="seconds")
     if as_json:
         return json.dumps({"at": at, "action": action.kind, "id": action.id, "path": action.path, "why": action.why},
                           ensure_ascii=False)
