@@ -72,7 +72,7 @@ def test_a_nested_templates_folder_is_not_scanned(vault):
 def everything_read(vault):
     state = Vault(vault).load()
     return (state.decisions, [(type(e), str(e)) for e in state.broken], state.problems, state.properties,
-            state.property_lines, state.body_lines, state.files)
+            state.property_lines, state.body_lines, state.files, list((state.stat_keys or {}).items()))
 
 
 def test_a_first_read_in_several_processes_gives_what_one_process_gives(vault, monkeypatch):
@@ -82,6 +82,8 @@ def test_a_first_read_in_several_processes_gives_what_one_process_gives(vault, m
     write(vault / "Decisions" / "D-0004 Long.md", "---\ntype: decision\n" + "tags: [a]\n" * 3000 + "---\nbody\n")
     write(vault / "Daily" / "2026-07-17.md", "---\ntags: [daily]\n---\nWe talked about a decision.\n")
     write(vault / "Daily" / "Plain.md", "No frontmatter here.\n")
+    (vault / "Daily" / "Gone.md").symlink_to(vault / "nowhere.md")  # cannot be opened
+    (vault / "Decisions" / "D-0005 Lost.md").symlink_to(vault / "nowhere-either.md")
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
     one = everything_read(vault)
     (vault / ".vault-tools" / CACHE_FILE).unlink()
@@ -89,7 +91,9 @@ def test_a_first_read_in_several_processes_gives_what_one_process_gives(vault, m
     monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)  # however busy the machine running the test
     several = everything_read(vault)
     assert several == one
-    assert [d.id for d in one[0]] == ["D-0001", "D-0002"] and len(one[1]) == 2
+    assert [d.id for d in one[0]] == ["D-0001", "D-0002"] and len(one[1]) == 4
+    trust_the_cache_at_once(monkeypatch)
+    assert everything_read(vault) == one  # from the cache, each note's key taken by the walk
 
 
 def test_a_reader_process_that_fails_has_its_share_read_by_the_command(vault, monkeypatch):

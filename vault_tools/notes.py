@@ -160,30 +160,39 @@ def read_head(path: str | Path) -> str | None:
 def read_start(path: str | Path) -> tuple[str | None, bytes | None]:
     """What `read_head` gives, and the note's whole bytes when they were all read on the way (a note
     shorter than the head): a decision note that short is then parsed without being read again."""
+    head, data, _ = read_start_keyed(path)
+    return head, data
+
+
+def read_start_keyed(path: str | Path) -> tuple[str | None, bytes | None, tuple[int, int, int, int]]:
+    """`read_start`, and the file's (size, mtime_ns, ctime_ns, inode) as it was opened, before a byte of it
+    was read: what a cache may keep what was read under (a later write changes it)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
+        opened = os.fstat(fd)
+        key = (opened.st_size, opened.st_mtime_ns, opened.st_ctime_ns, opened.st_ino)
         raw = os.read(fd, HEAD_BYTES)  # nearly always the whole head at once: an ordinary note is known by it
         if _plainly_ordinary(raw):
-            return None, None
+            return None, None, key
         more, whole = _read_up_to(fd, HEAD_BYTES - len(raw))
         raw += more
         if not (raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---")):
-            return None, None
+            return None, None, key
         if b"decision" not in raw:
             if whole or raw.count(b"\n---", 3) > 0:
-                return None, None
+                return None, None, key
             more, whole = _read_up_to(fd, MAX_NOTE_BYTES)
             raw += more
     finally:
         os.close(fd)
-    return _decision_head(raw), (raw if whole else None)
+    return _decision_head(raw), (raw if whole else None), key
 
 
 def _plainly_ordinary(raw: bytes) -> bool:
     """Whether the first bytes of a note (however many one read gave) already show it is no decision note:
     no frontmatter, or frontmatter closed without the word. Then it need not be read to its end."""
     if raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---"):
-        return b"decision" not in raw and raw.count(b"\n---", 3) > 0
+        return b"decision" not in raw and raw.find(b"\n---", 3) >= 0
     return len(raw) >= 6  # too long to be the start of an opening `---`, even after a byte order mark
 
 

@@ -523,38 +523,46 @@ class Vault:
         cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
         cached = cache.load() if cache else {}
         others: list[str] = []
-        # In the walk's order: path, where it is, its key (None: it could not be stat'ed) and what the cache
-        # holds of it when that is still true (None: it must be read), or why it could not be stat'ed.
-        listed: list[tuple[str, str, StatKey | None, CachedNote | OSError | None]] = []
-        stat_keys: dict[str, StatKey] = {}
-        state.stat_keys = stat_keys
+        # In the walk's order: path, where it is, and what the cache holds of it when that is still true (None:
+        # it must be read), or why it could not be stat'ed. On a first read there is nothing to compare with:
+        # each note's key is taken as it is opened, by whoever reads it.
+        listed: list[tuple[str, str, CachedNote | OSError | None]] = []
         misnamed: list[str] = []
         for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files, misnamed):
             state.files.append(rel)
+            if not cached:
+                listed.append((rel, entry.path, None))
+                continue
             try:
                 stat = entry.stat()
             except OSError as error:
-                listed.append((rel, entry.path, None, error))
+                listed.append((rel, entry.path, error))
                 continue
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
-            stat_keys[rel] = key
             known = cached.pop(rel, None)  # what is left at the end is gone from the vault
-            listed.append((rel, entry.path, key, known if known is not None and known[0] == key else None))
-        read = iter(read_payloads(self.root, [path for _, path, key, known in listed if key and known is None],
+            listed.append((rel, entry.path, known if known is not None and known[0] == key else None))
+        read = iter(read_payloads(self.root, [path for _, path, held in listed if held is None],
                                   meanwhile=self._read_ledger))
         fresh: list[FreshNote] = []
-        for rel, _, stat_key, held in listed:
+        stat_keys: dict[str, StatKey] = {}
+        state.stat_keys = stat_keys
+        for rel, _, held in listed:
             if isinstance(held, OSError):
                 state.broken.append(UnreadableNote(f"cannot be read: {held.strerror}", path=rel))
-            elif stat_key is not None and held is None:
-                kind, payload = next(read)
-                fresh.append((rel, stat_key, time.time_ns(), kind, *self._cached_form(payload)))
+            elif held is None:
+                kind, payload, stat_key = next(read)
+                if stat_key is not None:  # None: it could not be opened
+                    stat_keys[rel] = stat_key
+                    fresh.append((rel, stat_key, time.time_ns(), kind, *self._cached_form(payload)))
                 self._add(state, rel, kind, payload)
-            elif held is not None and held[1] != "other" and held[2] is not None:
-                payload = json.loads(held[2])
-                if held[3] is not None:
-                    payload["body"] = held[3]
-                self._add(state, rel, held[1], payload)
+            else:
+                if held[0] is not None:  # always: a note is held only while its key is what was cached
+                    stat_keys[rel] = held[0]
+                if held[1] != "other" and held[2] is not None:
+                    payload = json.loads(held[2])
+                    if held[3] is not None:
+                        payload["body"] = held[3]
+                    self._add(state, rel, held[1], payload)
         if cache:
             cache.save(fresh, list(cached))
         state.files += others
@@ -615,20 +623,22 @@ class Vault:
 PARALLEL_READ_MIN = 5000
 
 
-def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | None = None,
-                  ) -> list[tuple[str, dict[str, Any] | None]]:
-    """What each note is (see `read_payload`), in order: in several processes when there are many to read
+Read = tuple[str, dict[str, Any] | None, StatKey | None]  # what a note is (see `read_payload`), and its key
+
+
+def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | None = None) -> list[Read]:
+    """What each note is, and its key as it was opened (None: it could not be), in order: in several processes when there are many to read
     and processors free to read them. Only where a process can be forked safely (Linux, no other thread
     running): elsewhere starting one costs more than it saves. `meanwhile` is other work this process does
     while the others read (it is not done when they do not)."""
     workers = _free_processors() if len(paths) >= PARALLEL_READ_MIN and sys.platform.startswith("linux") else 1
     if workers < 2 or threading.active_count() > 1:
-        return [read_payload(root, path) for path in paths]
+        return _read_share(root, paths)
     return _read_in_processes(root, paths, min(workers, 8), meanwhile)
 
 
-def _read_share(root: Path, paths: list[str]) -> list[tuple[str, dict[str, Any] | None]]:
-    return [read_payload(root, path) for path in paths]
+def _read_share(root: Path, paths: list[str]) -> list[Read]:
+    return [_read_keyed(root, path) for path in paths]
 
 
 # The notes are handed out in chunks, each reader taking the next one when done with the last: decision notes
@@ -639,7 +649,7 @@ _CHUNK_BYTES = 4  # a chunk's number as it goes through the pipe that hands them
 
 
 def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Callable[[], None] | None,
-                       ) -> list[tuple[str, dict[str, Any] | None]]:
+                       ) -> list[Read]:
     """The notes read by this process and `readers - 1` forked children, each taking chunks from one pipe (a
     read of a few bytes from a pipe is never split between readers on Linux); what a child that fails took is
     read here. Plain forks and pipes: a `multiprocessing` pool costs 20-25 ms to import and start, a sixth of
@@ -659,7 +669,7 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
         os.close(handed)  # every chunk is in the pipe: a reader that finds it empty is done
         handed = -1
 
-        def take_chunks() -> dict[int, list[tuple[str, dict[str, Any] | None]]]:
+        def take_chunks() -> dict[int, list[Read]]:
             done = {}
             while len(number := os.read(handing_out, _CHUNK_BYTES)) == _CHUNK_BYTES:
                 start = int.from_bytes(number, "big")
@@ -726,20 +736,26 @@ def _free_processors() -> int:
 
 def read_payload(root: Path, path: str | Path, written: notes.Written | None = None) -> tuple[str, dict[str, Any] | None]:
     """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
+    kind, payload, _ = _read_keyed(root, path, written)
+    return kind, payload
+
+
+def _read_keyed(root: Path, path: str | Path, written: notes.Written | None = None) -> Read:
+    key = None
     try:
-        head, data = notes.read_start(path)
+        head, data, key = notes.read_start_keyed(path)
         if head is None:
-            return "other", None
+            return "other", None, key
         note = read_decision_note(root, Path(path), data, written)
     except NoteError as error:
-        return "broken", {"message": error.message, "line": error.line}
+        return "broken", {"message": error.message, "line": error.line}, key
     except OSError as error:
-        return "broken", {"message": f"cannot be read: {error.strerror}", "line": None, "unreadable": True}
+        return "broken", {"message": f"cannot be read: {error.strerror}", "line": None, "unreadable": True}, key
     if note is None:
-        return "other", None
+        return "other", None, key
     body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
-    data = note.data if all(isinstance(key, str) for key in note.data) else notes.plain(note.data)
-    return "decision", {"data": data, "body": note.body, "lines": note.key_lines, "body_line": body_line}
+    data = note.data if all(isinstance(name, str) for name in note.data) else notes.plain(note.data)
+    return "decision", {"data": data, "body": note.body, "lines": note.key_lines, "body_line": body_line}, key
 
 
 def read_decision_note(root: Path, path: Path, data: bytes | None = None,
