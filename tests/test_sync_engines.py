@@ -259,6 +259,40 @@ def test_the_union_reads_what_a_device_saw_before_what_it_wrote_whatever_the_clo
     assert [e.event for e in ledger.read()] == ["asked", "ruled"]
 
 
+def test_what_a_device_appends_comes_after_every_file_it_has_read_even_one_arriving_between_appends(
+        tmp_path, monkeypatch) -> None:
+    """One process appending event after event (a first reconcile) while another device's file arrives, and
+    its folder's listing is trusted at once: each event it appends has a higher clock than any it has read,
+    the late file's included, so the union puts what it saw before what it wrote."""
+    from vault_tools import ledger as ledger_module
+    from vault_tools.ledger import Event, event_line
+
+    monkeypatch.setattr(ledger_module, "RACY_NANOSECONDS", 0)  # the listing trusted as soon as it is made
+    folder = tmp_path / "vault-tools" / "ledger"
+    folder.mkdir(parents=True)
+    ledger = Ledger(tmp_path / ".vault-tools", shared_dir=folder, device=lambda create: "aaaa")
+
+    def asked(number: int, clock: int | None = None) -> Event:
+        return Event("asked", f"D-{number:04d}-aaaa", "2026-12-01T10:00:00Z", "agent", f"Decisions/D-{number:04d}.md",
+                     record=f"r{number}", clock=clock)
+
+    with ledger.locked():
+        for number in range(1, 4):
+            ledger.append([asked(number)])
+        assert [e.clock for e in ledger.read()] == [1, 2, 3]
+        # past the tick of the file system's clock in which the folder last changed: with the racy window at 0 a
+        # listing is trusted at once, which a real run does only once the folder is two seconds old
+        time.sleep(0.1)
+        (folder / "bbbb.jsonl").write_text("".join(event_line(asked(number, 40 + number)) for number in (10, 11)))
+        ledger.append([asked(4)])
+        ledger.append([asked(5)])
+    read = ledger.read()
+    assert [(e.record, e.clock) for e in read][-2:] == [("r4", 52), ("r5", 53)]
+    assert [e.record for e in read] == ["r1", "r2", "r3", "r10", "r11", "r4", "r5"]
+    assert [e.record for e in Ledger(tmp_path / ".vault-tools", shared_dir=folder).read()] == \
+        [e.record for e in read]  # as a fresh read of the files orders them
+
+
 @pytest.mark.soak
 @pytest.mark.parametrize("carrier", CARRIERS)
 def test_three_devices_at_random_converge(tmp_path, carrier) -> None:

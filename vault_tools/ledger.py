@@ -16,9 +16,10 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TypeVar
 
@@ -40,6 +41,12 @@ STATUS_AFTER = {
     "withdrawn": Status.WITHDRAWN,
     "retracted": Status.RETRACTED,
 }
+
+
+# A file or folder looked at within this long of its last change may change again within the same tick of the
+# file system's clock (two seconds on FAT) without its times showing it: what was read of it is not trusted
+# later on its times alone (git treats its index the same way).
+RACY_NANOSECONDS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -193,7 +200,7 @@ class LedgerFile:
 
     def __init__(self, path: Path, display_path: str, *, in_transit_ok: bool = False) -> None:
         self.path = path
-        self._fspath = str(path)
+        self.fspath = str(path)  # as a str: pathlib costs more, and it is looked at on every append
         self.display_path = display_path
         # Another device's file, as a carrier brings it: a torn last line is the part still on its way.
         self.in_transit_ok = in_transit_ok
@@ -260,7 +267,7 @@ class LedgerFile:
         # What was read before plus what was just written is the file now: no need to read it all again.
         if ours and self._read_cache is not None and before is not None and size == before[0]:
             first_line = (self._read_cache[1][-1].line or 0) + 1 if self._read_cache[1] else 1
-            numbered = [replace(event, line=first_line + index, source=self.display_path,
+            numbered = [_placed(event, line=first_line + index, source=self.display_path,
                                 position=first_line + index) for index, event in enumerate(events)]
             after = self.stat_key()
             if after is not None and after[0] == size + len(payload):
@@ -300,7 +307,7 @@ class LedgerFile:
 
     def stat_key(self) -> tuple[int, int, int, int] | None:
         try:
-            stat = os.stat(self._fspath)  # a str path: pathlib's own stat costs more, and this runs per append
+            stat = os.stat(self.fspath)
         except FileNotFoundError:
             return None
         return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
@@ -333,6 +340,9 @@ class Ledger:
         self._unsynced: LedgerFile | None = None
         self._tag: str | None = None  # this device's tag once it has one (it never changes after)
         self._summaries_memo: tuple[Any, list[RecordSummary]] | None = None
+        self._clock_memo: tuple[list[Event], int, int] | None = None  # (events as kept, how many, highest clock)
+        self._files_memo: tuple[tuple[bool, tuple[str, ...], str | None], list[LedgerFile]] | None = None
+        self._listing: tuple[tuple[int, int, int], bool, tuple[str, ...]] | None = None  # (key, trusted, names)
 
     @property
     def shared(self) -> bool:
@@ -378,17 +388,37 @@ class Ledger:
         vault moved to the shared layout still has one)."""
         if self.shared_dir is None:
             return [self._legacy]
-        found = [self._legacy] if self._legacy.path.exists() else []
-        try:
-            names = sorted(name for name in os.listdir(self.shared_dir) if name.endswith(LEDGER_SUFFIX))
-        except OSError:
-            names = []
-        own = self.own_name()
+        names = self._listed(self.shared_dir)
+        seen = (os.path.exists(self._legacy.fspath), names, self.own_name())
+        if self._files_memo is not None and self._files_memo[0] == seen:
+            return list(self._files_memo[1])
+        found = [self._legacy] if seen[0] else []
         for name in names:
             file = self._file(self.shared_dir / name)
-            file.in_transit_ok = name != own
+            file.in_transit_ok = name != seen[2]
             found.append(file)
-        return found
+        self._files_memo = (seen, found)
+        return list(found)
+
+    def _listed(self, folder: Path) -> tuple[str, ...]:
+        """The names of the ledger files in `folder`, listed again only when it may have changed since: its
+        times or inode differ from the last listing's, or that listing was made within the racy window of
+        the folder's last change (a file may have come in the same tick of the file system's clock). Every
+        append and every look at the ledger asks, a first reconcile thousands of times."""
+        try:
+            found = os.stat(folder)
+        except OSError:
+            return ()
+        key = (found.st_mtime_ns, found.st_ctime_ns, found.st_ino)
+        if self._listing is not None and self._listing[0] == key and self._listing[1]:
+            return self._listing[2]
+        listed_at = time.time_ns()
+        try:
+            names = tuple(sorted(name for name in os.listdir(folder) if name.endswith(LEDGER_SUFFIX)))
+        except OSError:
+            return ()
+        self._listing = (key, listed_at - max(key[0], key[1]) > RACY_NANOSECONDS, names)
+        return names
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -504,7 +534,7 @@ class Ledger:
             if event in seen:  # the same line in two files (a vault moved on two clones) is one event
                 continue
             seen.add(event)
-            merged.append(replace(event, position=len(merged) + 1))
+            merged.append(_placed(event, position=len(merged) + 1))
         self._merged = (key, merged)
         return merged
 
@@ -519,8 +549,8 @@ class Ledger:
         current = self._events()  # verified, and the view the appended events extend
         before = self._merged
         if self.shared_dir is not None:
-            clock = max((event.clock or 0 for event in current), default=0)
-            events = [replace(event, clock=clock + index) for index, event in enumerate(events, 1)]
+            clock = self._top_clock(current)
+            events = [_placed(event, clock=clock + index) for index, event in enumerate(events, 1)]
         own = self.own
         numbered = own.append(events, durable=not self._sync_later)
         if self._sync_later:
@@ -531,11 +561,23 @@ class Ledger:
                 before[1].extend(numbered)
                 self._merged = (((str(own.path), own.known_key()),), before[1])
             else:
-                before[1].extend(replace(event, position=len(before[1]) + index)
+                before[1].extend(_placed(event, position=len(before[1]) + index)
                                  for index, event in enumerate(numbered, 1))
                 self._merged = (self._files_key(self.files()), before[1])
         else:
             self._merged = None
+
+    def _top_clock(self, events: list[Event]) -> int:
+        """The highest clock of `events` (the list `_events` keeps): worked out once for a list as read, then
+        only over what appends added to it (each append would otherwise go through the whole ledger)."""
+        memo = self._clock_memo
+        if memo is not None and memo[0] is events and memo[1] <= len(events):
+            top = max((event.clock or 0 for event in events[memo[1]:]), default=memo[2])
+            top = max(top, memo[2])
+        else:
+            top = max((event.clock or 0 for event in events), default=0)
+        self._clock_memo = (events, len(events), top)
+        return top
 
     def stat_key(self) -> Any:
         """What changes whenever any ledger file does (sizes, times, inodes)."""
@@ -605,6 +647,14 @@ SEALING_EVENTS = ("sealed", "amended", "superseded", "retracted", "imported", "r
 # The ways a record can end, and so conflict when two clones each took one.
 CLOSING_EVENTS = ("superseded", "retracted")
 _MAY_CONFLICT = frozenset(("withdrawn", "settled", *CLOSING_EVENTS))  # see `History.conflict`
+
+
+def _placed(event: Event, **where: Any) -> Event:
+    """`event` with `where` changed (its place: line, source, position; or its clock), as `dataclasses.replace`
+    makes it but without running `__init__` again: ten times faster, and reads and appends do it for every event."""
+    placed = object.__new__(Event)
+    placed.__dict__.update(event.__dict__, **where)
+    return placed
 
 
 def new_record() -> str:

@@ -27,6 +27,7 @@ from .errors import ConfigError, NoteError, VaultToolsError
 from .layout import CONFIG_FILE as CONFIG_FILE  # re-exported: where the hidden layout keeps it
 from .layout import RECORD_DIR, device_tag, is_shared, layout_of
 from .layout import STATE_DIR as STATE_DIR
+from .ledger import RACY_NANOSECONDS as RACY_NANOSECONDS  # re-exported: the rule every cache keeps
 from .ledger import Ledger
 from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, is_decision_mapping, use_topic_aliases
 from .topic_aliases import load_aliases
@@ -422,7 +423,6 @@ class VaultState:
 
 
 CACHE_FILE = "cache/notes-v3.sqlite"  # a new name whenever what is cached changes
-RACY_NANOSECONDS = 2_000_000_000
 StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 # What the cache holds of a note: the key it is trusted for (None: read it again), its kind, its payload as
 # JSON without the body, and its body (kept apart: plain text reads back faster than a JSON string).

@@ -27,7 +27,7 @@ from ..pages import (
     build_pages,
     parse_budget,
 )
-from ..vault import VaultState
+from ..vault import RACY_NANOSECONDS, VaultState
 from .workspace import Workspace, blocking_problems
 
 
@@ -113,7 +113,6 @@ def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
 
 
 MEMO_FILE = "cache/memo-v2"  # a new name whenever what is kept changes
-RACY_NANOSECONDS = 2_000_000_000  # as the note cache: a file written in the tick it was looked at may be missed
 
 
 def remembered(ws: Workspace, state: VaultState, name: str, make: Callable[[], Any], *,
