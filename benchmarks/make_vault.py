@@ -94,13 +94,14 @@ def oversized_note(number: int) -> str:
 
 
 def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = None, max_open: int | None = None,
-               oversized: bool = False, unsealed: bool = False) -> Path:
+               oversized: bool = False, unsealed: bool = False, shared: bool = False) -> Path:
     """`notes` notes, a tenth of them decisions unless `decisions` says how many (then on top of `notes`);
     about 8% of the decisions are open questions, at most `max_open`. With `unsealed`, nothing is recorded:
-    the rulings wait for the watcher, as after an import or on a vault filled by hand."""
+    the rulings wait for the watcher, as after an import or on a vault filled by hand. With `shared`, the
+    record is in the shared layout `init` makes (`vault-tools/`, one ledger file per device), else hidden."""
     rng = random.Random(seed)
     (root / ".obsidian").mkdir(parents=True, exist_ok=True)
-    init_vault(root, "UTC", shared=False)
+    init_vault(root, "UTC", shared=shared)
     if decisions is None:
         decisions = notes // 10
         notes -= decisions
@@ -151,8 +152,11 @@ def main() -> None:
     parser.add_argument("--oversized", action="store_true", help="add one ruling with 10,000 topics and a 1 MB summary")
     parser.add_argument("--unsealed", action="store_true",
                         help="leave every ruling unsealed and the ledger empty, for the watcher to reconcile")
+    parser.add_argument("--shared", action="store_true",
+                        help="the shared layout `init` makes (vault-tools/, a ledger file per device), not the hidden one")
     args = parser.parse_args()
-    make_vault(args.path, args.notes, args.seed, args.decisions, args.max_open, args.oversized, args.unsealed)
+    make_vault(args.path, args.notes, args.seed, args.decisions, args.max_open, args.oversized, args.unsealed,
+               args.shared)
     print(f"{args.notes} notes in {args.path}")
 
 
