@@ -293,6 +293,33 @@ def test_what_a_device_appends_comes_after_every_file_it_has_read_even_one_arriv
         [e.record for e in read]  # as a fresh read of the files orders them
 
 
+def test_one_look_at_the_ledger_reads_it_as_then_and_its_own_appends_at_once(tmp_path) -> None:
+    """A step that reads the ledger several ways (a live view brought up to date) looks at its files once:
+    another device's file arriving meanwhile is read at the next look, never half-way through the step; what
+    the process itself appends is read at once."""
+    from vault_tools.ledger import Event, event_line
+
+    folder = tmp_path / "vault-tools" / "ledger"
+    folder.mkdir(parents=True)
+    ledger = Ledger(tmp_path / ".vault-tools", shared_dir=folder, device=lambda create: "aaaa")
+
+    def asked(number: int, clock: int | None = None) -> Event:
+        return Event("asked", f"D-{number:04d}-aaaa", "2026-12-01T10:00:00Z", "agent", f"Decisions/D-{number:04d}.md",
+                     record=f"r{number}", clock=clock)
+
+    with ledger.locked():
+        ledger.append([asked(1)])
+        with ledger.looked_at_once():
+            key = ledger.stat_key()
+            (folder / "bbbb.jsonl").write_text(event_line(asked(2, 5)))
+            assert [e.record for e in ledger.read()] == ["r1"] and set(ledger.histories()) == {"r1"}
+            assert ledger.stat_key() == key
+            ledger.append([asked(3)])
+            assert [e.record for e in ledger.read()] == ["r1", "r2", "r3"]  # its own append: looked at anew
+        assert set(ledger.histories()) == {"r1", "r2", "r3"} and ledger.stat_key() != key
+    assert [(e.record, e.clock) for e in ledger.read()] == [("r1", 1), ("r2", 5), ("r3", 6)]
+
+
 @pytest.mark.soak
 @pytest.mark.parametrize("carrier", CARRIERS)
 def test_three_devices_at_random_converge(tmp_path, carrier) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, TypeVar
+from typing import Any, BinaryIO, NamedTuple, Protocol, TypeVar
 
 from .dates import instant
 from .errors import InconsistentVault
@@ -313,6 +313,14 @@ class LedgerFile:
         return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
+class Look(NamedTuple):
+    """The ledger's files as one look found them (see `Ledger.looked_at_once`)."""
+
+    files: list[LedgerFile]
+    key: tuple[tuple[str, Any], ...]  # each file's path and stat key, as `Ledger._events` keeps its events by
+    stat_key: Any  # as `Ledger.stat_key` gives it
+
+
 class Ledger:
     """The vault's ledger: one file (the hidden layout), or one file per device read as a union (the shared
     layout: each device appends to its own file only, so no carrier ever has two versions of one to pick
@@ -343,6 +351,7 @@ class Ledger:
         self._clock_memo: tuple[list[Event], int, int] | None = None  # (events as kept, how many, highest clock)
         self._files_memo: tuple[tuple[bool, tuple[str, ...], str | None], list[LedgerFile]] | None = None
         self._listing: tuple[tuple[int, int, int], bool, tuple[str, ...]] | None = None  # (key, trusted, names)
+        self._look: Look | None = None  # inside `looked_at_once`: the files as that look found them
 
     @property
     def shared(self) -> bool:
@@ -388,6 +397,8 @@ class Ledger:
         vault moved to the shared layout still has one)."""
         if self.shared_dir is None:
             return [self._legacy]
+        if self._look is not None:
+            return list(self._look.files)
         names = self._listed(self.shared_dir)
         seen = (os.path.exists(self._legacy.fspath), names, self.own_name())
         if self._files_memo is not None and self._files_memo[0] == seen:
@@ -419,6 +430,27 @@ class Ledger:
             return ()
         self._listing = (key, listed_at - max(key[0], key[1]) > RACY_NANOSECONDS, names)
         return names
+
+    @contextmanager
+    def looked_at_once(self) -> Iterator[None]:
+        """Inside, the ledger's files are listed and their sizes and times taken once: each read is of the
+        ledger as that look found it, as if what arrives meanwhile came just after (the next look sees it).
+        For a step that asks of the ledger several ways at once (a live view brought up to date after each
+        note it writes: a first reconcile does it thousands of times). An append ends the look."""
+        outer = self._look
+        if outer is None:
+            self._look = self._looked()
+        try:
+            yield
+        finally:
+            self._look = outer
+
+    def _looked(self) -> Look:
+        files = self.files()
+        key = self._files_key(files)
+        if self.shared_dir is None:
+            return Look(files, key, key[0][1])
+        return Look(files, key, [(os.path.basename(path), stat) for path, stat in key] or None)
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -516,8 +548,11 @@ class Ledger:
 
     def _events(self) -> list[Event]:
         """`read` without the copy: the list this process keeps, not to be changed by the caller."""
-        files = self.files()
-        key = self._files_key(files)
+        if self._look is not None:
+            files, key = list(self._look.files), self._look.key
+        else:
+            files = self.files()
+            key = self._files_key(files)
         if self._merged is not None and self._merged[0] == key:
             return self._merged[1]
         if self.shared_dir is None:
@@ -546,6 +581,7 @@ class Ledger:
         events = list(events)
         if not events:
             return
+        self._look = None  # what this process writes is seen by every read after it
         current = self._events()  # verified, and the view the appended events extend
         before = self._merged
         if self.shared_dir is not None:
@@ -563,9 +599,17 @@ class Ledger:
             else:
                 before[1].extend(_placed(event, position=len(before[1]) + index)
                                  for index, event in enumerate(numbered, 1))
-                self._merged = (self._files_key(self.files()), before[1])
+                self._merged = (self._key_after_append(before[0], own), before[1])
         else:
             self._merged = None
+
+    def _key_after_append(self, key: tuple[tuple[str, Any], ...], own: LedgerFile) -> tuple[tuple[str, Any], ...]:
+        """The files' key `key` (as the append found them) with this device's file as it is after the append:
+        the change it made. Looked at anew when that file is not in it (the append made it)."""
+        path = str(own.path)
+        if not any(name == path for name, _ in key):
+            return self._files_key(self.files())
+        return tuple((name, own.known_key() if name == path else stat) for name, stat in key)
 
     def _top_clock(self, events: list[Event]) -> int:
         """The highest clock of `events` (the list `_events` keeps): worked out once for a list as read, then
@@ -581,6 +625,8 @@ class Ledger:
 
     def stat_key(self) -> Any:
         """What changes whenever any ledger file does (sizes, times, inodes)."""
+        if self._look is not None:
+            return self._look.stat_key
         if self.shared_dir is None:
             return self._legacy.stat_key()
         keys = [(str(file.path.name), file.stat_key()) for file in self.files()]

@@ -128,6 +128,10 @@ class LiveState:
     def refresh(self, removed: Iterable[str] = ()) -> bool:
         """Read again what was written since the last refresh (and what `removed` names: deleted or moved
         away); True when anything had changed. Cheap when nothing was: one stat of the ledger."""
+        with self.ws.vault.ledger.looked_at_once():  # one look at its files for what follows
+            return self._refresh(removed)
+
+    def _refresh(self, removed: Iterable[str]) -> bool:
         last_writes = {rel: each for each in self._recorded if (rel := self._relative(each.path)) is not None}
         written = set(last_writes) | set(removed)
         self._recorded.clear()
