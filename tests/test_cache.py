@@ -152,6 +152,40 @@ def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_
     assert "ledger.jsonl" in str(error.value.path) and error.value.line == 2
 
 
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_SETPIPE_SZ"), reason="pipe sizes are set on Linux only")
+def test_a_first_read_never_waits_on_a_pipe_too_small_for_its_chunks(vault, monkeypatch):
+    """A user past the kernel's pipe quota gets pipes of one page: the chunks' numbers then do not fit, and
+    the command reads chunks itself while handing the rest out, rather than wait for readers forever."""
+    import fcntl
+    import signal
+
+    for number in range(1, 31):
+        decision(vault, number, status="open" if number % 3 else "ruled", topics=(f"topic-{number}",))
+    for number in range(1500):
+        write(vault / "Daily" / f"Day {number}.md", f"Day {number}.\n")
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
+    one = everything_read(vault)
+    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    real_pipe = os.pipe
+
+    def one_page_pipe():
+        reading, writing = real_pipe()
+        fcntl.fcntl(writing, fcntl.F_SETPIPE_SZ, 4096)
+        return reading, writing
+
+    monkeypatch.setattr(os, "pipe", one_page_pipe)
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)
+    monkeypatch.setattr(vault_module, "READ_CHUNK", 1)  # 1,530 chunks: 6,120 bytes of numbers
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the first read waited on its own pipe"))
+    signal.alarm(30)
+    try:
+        assert everything_read(vault) == one
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_a_changed_config_is_seen_however_soon(vault):
     """The cached config is keyed by the file's bytes: no clock tick hides an edit."""
     config = vault / ".vault-tools" / "config.yaml"

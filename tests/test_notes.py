@@ -333,3 +333,29 @@ def test_a_note_is_told_a_decision_or_not_from_its_start_however_it_arrives(tmp_
     assert (whole[0] is not None) == ("type: decision" in text)
     if whole[1] is not None:
         assert whole[1] == data
+
+
+def test_a_line_like_a_fence_in_a_first_short_read_is_not_taken_for_the_end_of_the_properties(tmp_path):
+    """`---x: 1` is a property line, not the closing fence: a note whose first read ends just after it is
+    read on, and found to be the decision note it is."""
+    import threading
+
+    text = "---\ntags: [a]\n---x: 1\ntype: decision\nid: D-0003\nstatus: open\n---\nBody\n"
+    data = text.encode("utf-8")
+    first = data.index(b"type")
+    fifo = tmp_path / "arriving.md"
+    os.mkfifo(fifo)
+
+    def hand_over() -> None:
+        with open(fifo, "wb", buffering=0) as pipe:
+            pipe.write(data[:first])
+            time.sleep(0.05)
+            pipe.write(data[first:])
+
+    writer = threading.Thread(target=hand_over)
+    writer.start()
+    try:
+        head, whole = notes.read_start(fifo)
+    finally:
+        writer.join()
+    assert head is not None and "type: decision" in head and whole == data

@@ -317,7 +317,11 @@ def test_one_look_at_the_ledger_reads_it_as_then_and_its_own_appends_at_once(tmp
             ledger.append([asked(3)])
             assert [e.record for e in ledger.read()] == ["r1", "r2", "r3"]  # its own append: looked at anew
         assert set(ledger.histories()) == {"r1", "r2", "r3"} and ledger.stat_key() != key
-    assert [(e.record, e.clock) for e in ledger.read()] == [("r1", 1), ("r2", 5), ("r3", 6)]
+        with ledger.looked_at_once():  # a look inside a look: an append in the inner one ends both
+            with ledger.looked_at_once():
+                ledger.append([asked(4)])
+            assert set(ledger.histories()) == {"r1", "r2", "r3", "r4"} == {e.record for e in ledger.read()}
+    assert [(e.record, e.clock) for e in ledger.read()] == [("r1", 1), ("r2", 5), ("r3", 6), ("r4", 7)]
 
 
 @pytest.mark.soak

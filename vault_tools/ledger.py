@@ -350,7 +350,9 @@ class Ledger:
         self._summaries_memo: tuple[Any, list[RecordSummary]] | None = None
         self._clock_memo: tuple[list[Event], int, int] | None = None  # (events as kept, how many, highest clock)
         self._files_memo: tuple[tuple[bool, tuple[str, ...], str | None], list[LedgerFile]] | None = None
-        self._listing: tuple[tuple[int, int, int], bool, tuple[str, ...]] | None = None  # (key, trusted, names)
+        # (the folder's key, trusted, the names, when listed: monotonic seconds)
+        self._listing: tuple[tuple[int, int, int], bool, tuple[str, ...], float] | None = None
+        self._appends = 0  # how many appends this process made: a look taken before one no longer holds
         self._look: Look | None = None  # inside `looked_at_once`: the files as that look found them
 
     @property
@@ -412,23 +414,25 @@ class Ledger:
         return list(found)
 
     def _listed(self, folder: Path) -> tuple[str, ...]:
-        """The names of the ledger files in `folder`, listed again only when it may have changed since: its
-        times or inode differ from the last listing's, or that listing was made within the racy window of
-        the folder's last change (a file may have come in the same tick of the file system's clock). Every
-        append and every look at the ledger asks, a first reconcile thousands of times."""
+        """The names of the ledger files in `folder` (none while it does not exist), listed again only when it
+        may have changed since: its times or inode differ from the last listing's, that listing was made
+        within the racy window of the folder's last change (a file may have come in the same tick of the file
+        system's clock), or it is a second old (a file system whose folders' times do not move when a file
+        comes: another device's file is then read at most a second late, as if it had come a second later).
+        Every append and every look at the ledger asks, a first reconcile thousands of times. A folder that
+        cannot be listed raises: an append on a ledger read as empty would misplace its events."""
+        if self._listing is not None and time.monotonic() - self._listing[3] > 1:
+            self._listing = None  # a second old
         try:
             found = os.stat(folder)
-        except OSError:
+        except FileNotFoundError:
             return ()
         key = (found.st_mtime_ns, found.st_ctime_ns, found.st_ino)
         if self._listing is not None and self._listing[0] == key and self._listing[1]:
             return self._listing[2]
-        listed_at = time.time_ns()
-        try:
-            names = tuple(sorted(name for name in os.listdir(folder) if name.endswith(LEDGER_SUFFIX)))
-        except OSError:
-            return ()
-        self._listing = (key, listed_at - max(key[0], key[1]) > RACY_NANOSECONDS, names)
+        listed_at, listed_since = time.time_ns(), time.monotonic()
+        names = tuple(sorted(name for name in os.listdir(folder) if name.endswith(LEDGER_SUFFIX)))
+        self._listing = (key, listed_at - max(key[0], key[1]) > RACY_NANOSECONDS, names, listed_since)
         return names
 
     @contextmanager
@@ -437,13 +441,13 @@ class Ledger:
         ledger as that look found it, as if what arrives meanwhile came just after (the next look sees it).
         For a step that asks of the ledger several ways at once (a live view brought up to date after each
         note it writes: a first reconcile does it thousands of times). An append ends the look."""
-        outer = self._look
+        outer, appends = self._look, self._appends
         if outer is None:
             self._look = self._looked()
         try:
             yield
         finally:
-            self._look = outer
+            self._look = outer if self._appends == appends else None
 
     def _looked(self) -> Look:
         files = self.files()
@@ -582,6 +586,7 @@ class Ledger:
         if not events:
             return
         self._look = None  # what this process writes is seen by every read after it
+        self._appends += 1
         current = self._events()  # verified, and the view the appended events extend
         before = self._merged
         if self.shared_dir is not None:
@@ -608,6 +613,7 @@ class Ledger:
         the change it made. Looked at anew when that file is not in it (the append made it)."""
         path = str(own.path)
         if not any(name == path for name, _ in key):
+            self._listing = None  # the append made the file: listed again, whatever the folder's times say
             return self._files_key(self.files())
         return tuple((name, own.known_key() if name == path else stat) for name, stat in key)
 

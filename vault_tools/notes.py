@@ -40,6 +40,7 @@ _OPEN_FENCE = re.compile(r"^---[ \t]*\r?\n")
 _CLOSE_FENCE = re.compile(r"^---[ \t]*(\r?\n|$)", re.MULTILINE)
 # Loose on purpose: a frontmatter that is a list or broken YAML but says
 # `type: decision` is a decision note the owner got wrong, not someone else's note.
+_CLOSING_LINE = re.compile(rb"\n---[ \t]*\r?\n")  # a closing fence, its line whole in the bytes read
 _CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE)
 
 
@@ -192,7 +193,7 @@ def _plainly_ordinary(raw: bytes) -> bool:
     """Whether the first bytes of a note (however many one read gave) already show it is no decision note:
     no frontmatter, or frontmatter closed without the word. Then it need not be read to its end."""
     if raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---"):
-        return b"decision" not in raw and raw.find(b"\n---", 3) >= 0
+        return b"decision" not in raw and _CLOSING_LINE.search(raw, 3) is not None
     return len(raw) >= 6  # too long to be the start of an opening `---`, even after a byte order mark
 
 

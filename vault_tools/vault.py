@@ -541,6 +541,9 @@ class Vault:
             key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
             known = cached.pop(rel, None)  # what is left at the end is gone from the vault
             listed.append((rel, entry.path, known if known is not None and known[0] == key else None))
+        # What is cached is trusted only once the file is older than the racy window at this moment, before
+        # any note was read: a write right after a note was read, in the same tick, then never hides
+        reading_from = time.time_ns()
         read = iter(read_payloads(self.root, [path for _, path, held in listed if held is None],
                                   meanwhile=self._read_ledger))
         fresh: list[FreshNote] = []
@@ -553,7 +556,7 @@ class Vault:
                 kind, payload, stat_key = next(read)
                 if stat_key is not None:  # None: it could not be opened
                     stat_keys[rel] = stat_key
-                    fresh.append((rel, stat_key, time.time_ns(), kind, *self._cached_form(payload)))
+                    fresh.append((rel, stat_key, reading_from, kind, *self._cached_form(payload)))
                 self._add(state, rel, kind, payload)
             else:
                 if held[0] is not None:  # always: a note is held only while its key is what was cached
@@ -655,27 +658,25 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
     read here. Plain forks and pipes: a `multiprocessing` pool costs 20-25 ms to import and start, a sixth of
     a first read of 10,000 notes."""
     import pickle
+    import select
     import signal
 
-    size = max(READ_CHUNK, -(-len(paths) // 8192))  # the chunks' numbers fit the pipe's buffer (64 KiB)
+    size = max(READ_CHUNK, -(-len(paths) // 8192))
     starts = range(0, len(paths), size)
     handing_out, handed = os.pipe()
     children: list[tuple[int, int]] = []  # (pid, the pipe its chunks come back through)
     running: set[int] = set()
+    found: dict[int, list[Read]] = {}
+
+    def take_chunk() -> bool:
+        number = os.read(handing_out, _CHUNK_BYTES)  # whole: the numbers go in by whole pieces (see below)
+        if len(number) != _CHUNK_BYTES:
+            return False
+        start = int.from_bytes(number, "big")
+        found[start] = _read_share(root, paths[start:start + size])
+        return True
+
     try:
-        numbers = memoryview(b"".join(start.to_bytes(_CHUNK_BYTES, "big") for start in starts))
-        while numbers:
-            numbers = numbers[os.write(handed, numbers):]
-        os.close(handed)  # every chunk is in the pipe: a reader that finds it empty is done
-        handed = -1
-
-        def take_chunks() -> dict[int, list[Read]]:
-            done = {}
-            while len(number := os.read(handing_out, _CHUNK_BYTES)) == _CHUNK_BYTES:
-                start = int.from_bytes(number, "big")
-                done[start] = _read_share(root, paths[start:start + size])
-            return done
-
         for _ in range(readers - 1):
             reading, writing = os.pipe()
             pid = os.fork()
@@ -684,17 +685,37 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                 try:
                     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to act on
                     os.close(reading)
+                    os.close(handed)  # only the command hands chunks out: its close says they are all out
+                    found.clear()  # (empty: chunks are taken only once every reader is started)
+                    while take_chunk():
+                        pass
                     with os.fdopen(writing, "wb") as handing:
-                        pickle.dump(take_chunks(), handing, protocol=pickle.HIGHEST_PROTOCOL)
+                        pickle.dump(found, handing, protocol=pickle.HIGHEST_PROTOCOL)
                     code = 0
                 finally:
                     os._exit(code)
             os.close(writing)  # only the child writes: its exit ends the pipe
             children.append((pid, reading))
             running.add(pid)
+        # The chunks' numbers, written in pieces of at most PIPE_BUF bytes (each goes in whole or not at all,
+        # so no reader ever gets part of a number); when the pipe is full (a user past the kernel's pipe
+        # quota gets one page), this process reads a chunk itself, so it never waits on a reader.
+        numbers = b"".join(start.to_bytes(_CHUNK_BYTES, "big") for start in starts)
+        piece = select.PIPE_BUF - select.PIPE_BUF % _CHUNK_BYTES
+        os.set_blocking(handed, False)
+        for at in range(0, len(numbers), piece):
+            while True:
+                try:
+                    os.write(handed, numbers[at:at + piece])
+                    break
+                except BlockingIOError:
+                    take_chunk()
+        os.close(handed)  # every chunk is out: a reader that finds the pipe empty is done
+        handed = -1
         if meanwhile is not None:
             meanwhile()
-        found = take_chunks()
+        while take_chunk():
+            pass
         for pid, reading in children:
             with os.fdopen(reading, "rb", closefd=False) as coming:
                 data = coming.read()
