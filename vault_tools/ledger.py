@@ -681,8 +681,10 @@ class Ledger:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass
         found = [RecordSummary.of(history) for history in self.histories().values()]
+        if not self.local_dir.is_dir():
+            return found  # a clone this device never wrote in: a read writes nothing there (nor do the other caches)
         try:
-            memo.parent.mkdir(parents=True, exist_ok=True)
+            memo.parent.mkdir(exist_ok=True)
             temp = memo.with_suffix(f".{os.getpid()}.tmp")
             temp.write_text(json.dumps({"key": key, "records": [item.to_json() for item in found]}),
                             encoding="utf-8")
