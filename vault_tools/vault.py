@@ -553,10 +553,11 @@ class Vault:
             if isinstance(held, OSError):
                 state.broken.append(UnreadableNote(f"cannot be read: {held.strerror}", path=rel))
             elif held is None:
-                kind, payload, stat_key = next(read)
+                kind, payload, stat_key, cached_form = next(read)
                 if stat_key is not None:  # None: it could not be opened
                     stat_keys[rel] = stat_key
-                    fresh.append((rel, stat_key, reading_from, kind, *self._cached_form(payload)))
+                    body = payload.get("body") if payload is not None else None
+                    fresh.append((rel, stat_key, reading_from, kind, cached_form, body))
                 self._add(state, rel, kind, payload)
             else:
                 if held[0] is not None:  # always: a note is held only while its key is what was cached
@@ -589,14 +590,6 @@ class Vault:
         self._add(state, rel, kind, payload)
         return state
 
-    @staticmethod
-    def _cached_form(payload: dict[str, Any] | None) -> tuple[str | None, str | None]:
-        """A payload as the cache keeps it: JSON without the body, and the body."""
-        if payload is None:
-            return None, None
-        rest = {key: value for key, value in payload.items() if key != "body"}
-        return json.dumps(rest, ensure_ascii=False, default=str), payload.get("body")
-
     def read_payload(self, path: str | Path) -> tuple[str, dict[str, Any] | None]:
         return read_payload(self.root, path)
 
@@ -626,7 +619,9 @@ class Vault:
 PARALLEL_READ_MIN = 5000
 
 
-Read = tuple[str, dict[str, Any] | None, StatKey | None]  # what a note is (see `read_payload`), and its key
+# What a note is (see `read_payload`), its key as it was opened (None: it could not be), and its payload as the
+# note cache keeps it (JSON, without the body): made by whoever read it, a first read's readers among them.
+Read = tuple[str, dict[str, Any] | None, StatKey | None, str | None]
 
 
 def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | None = None) -> list[Read]:
@@ -641,7 +636,19 @@ def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | 
 
 
 def _read_share(root: Path, paths: list[str]) -> list[Read]:
-    return [_read_keyed(root, path) for path in paths]
+    read: list[Read] = []
+    for path in paths:
+        kind, payload, key = _read_keyed(root, path)
+        read.append((kind, payload, key, _cached_form(payload)))
+    return read
+
+
+def _cached_form(payload: dict[str, Any] | None) -> str | None:
+    """A payload as the note cache keeps it: JSON without the body (kept apart)."""
+    if payload is None:
+        return None
+    return json.dumps({key: value for key, value in payload.items() if key != "body"}, ensure_ascii=False,
+                      default=str)
 
 
 # The notes are handed out in chunks, each reader taking the next one when done with the last: decision notes
@@ -761,7 +768,8 @@ def read_payload(root: Path, path: str | Path, written: notes.Written | None = N
     return kind, payload
 
 
-def _read_keyed(root: Path, path: str | Path, written: notes.Written | None = None) -> Read:
+def _read_keyed(root: Path, path: str | Path, written: notes.Written | None = None,
+                ) -> tuple[str, dict[str, Any] | None, StatKey | None]:
     key = None
     try:
         head, data, key = notes.read_start_keyed(path)
