@@ -45,6 +45,29 @@ def test_an_edit_in_the_same_clock_tick_as_caching_is_seen(vault):
     assert summaries(vault)["D-0001"].endswith("rarely.")
 
 
+def test_a_note_that_becomes_a_decision_note_and_back_is_read_as_it_is(vault, monkeypatch):
+    """Ordinary notes and decision notes are cached apart: a note that turns from one into the other (its
+    frontmatter edited) is never also found as what it was."""
+    import sqlite3
+
+    def cached_as() -> list[str]:
+        with sqlite3.connect(vault / ".vault-tools" / CACHE_FILE) as connection:
+            return [table for table in ("notes", "ordinary")
+                    if connection.execute(f"SELECT 1 FROM {table} WHERE path = 'Meetings/Sync.md'").fetchone()]
+
+    trust_the_cache_at_once(monkeypatch)
+    decision(vault, 1)
+    note = write(vault / "Meetings" / "Sync.md", "---\ntags: [meeting]\n---\nWe should decide.\n")
+    assert set(summaries(vault)) == {"D-0001"} and cached_as() == ["ordinary"]
+    as_decision = decision(vault, 2)
+    os.replace(as_decision, note)
+    assert set(summaries(vault)) == {"D-0001", "D-0002"} and cached_as() == ["notes"]
+    assert set(summaries(vault)) == {"D-0001", "D-0002"}  # from the cache
+    write(note, "---\ntags: [meeting]\n---\nDecided elsewhere.\n")
+    assert set(summaries(vault)) == {"D-0001"} and cached_as() == ["ordinary"]
+    assert set(summaries(vault)) == {"D-0001"}  # from the cache
+
+
 def test_deleted_and_broken_notes_and_a_corrupt_cache(vault, monkeypatch):
     first = decision(vault, 1)
     decision(vault, 2)

@@ -422,7 +422,7 @@ class VaultState:
         return found
 
 
-CACHE_FILE = "cache/notes-v3.sqlite"  # a new name whenever what is cached changes
+CACHE_FILE = "cache/notes-v4.sqlite"  # a new name whenever what is cached changes
 StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 # What the cache holds of a note: the key it is trusted for (None: read it again), its kind, its payload as
 # JSON without the body, and its body (kept apart: plain text reads back faster than a JSON string).
@@ -443,12 +443,17 @@ class NoteCache:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.enabled = True
+        self.held = 0  # how many notes `load` found cached
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.path, timeout=2)
         connection.execute("CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, size INT, mtime_ns INT, "
                            "ctime_ns INT, inode INT, cached_at_ns INT, kind TEXT, payload TEXT, body TEXT)")
+        # Ordinary notes (nine in ten) have only their key: a table of their own, without rowids, takes a row
+        # in half the time (a first read of 10,000 notes writes 9,000 of them)
+        connection.execute("CREATE TABLE IF NOT EXISTS ordinary (path TEXT PRIMARY KEY, size INT, mtime_ns INT, "
+                           "ctime_ns INT, inode INT, cached_at_ns INT) WITHOUT ROWID")
         return connection
 
     def load(self) -> dict[str, CachedNote]:
@@ -458,22 +463,36 @@ class NoteCache:
                 rows = connection.execute(
                     "SELECT path, size, mtime_ns, ctime_ns, inode, cached_at_ns - max(mtime_ns, ctime_ns) > ?, kind, "
                     "payload, body FROM notes", (RACY_NANOSECONDS,))
-                return {path: ((size, mtime, ctime, inode) if trusted else None, kind, payload, body)
-                        for path, size, mtime, ctime, inode, trusted, kind, payload, body in rows}
+                found: dict[str, CachedNote] = {
+                    path: ((size, mtime, ctime, inode) if trusted else None, kind, payload, body)
+                    for path, size, mtime, ctime, inode, trusted, kind, payload, body in rows}
+                rows = connection.execute(
+                    "SELECT path, size, mtime_ns, ctime_ns, inode, cached_at_ns - max(mtime_ns, ctime_ns) > ? "
+                    "FROM ordinary", (RACY_NANOSECONDS,))
+                found.update((path, ((size, mtime, ctime, inode) if trusted else None, "other", None, None))
+                             for path, size, mtime, ctime, inode, trusted in rows)
         except (sqlite3.Error, OSError):
             self.enabled = False
             return {}
+        self.held = len(found)
+        return found
 
     def save(self, fresh: list[FreshNote], gone: list[str]) -> None:
         """Store what was read afresh and forget the notes no longer there."""
         if not self.enabled or not (fresh or gone):
             return
+        ordinary = [(path, *key, cached_at) for path, key, cached_at, kind, _, _ in fresh if kind == "other"]
+        others = [(path, *key, cached_at, kind, payload, body)
+                  for path, key, cached_at, kind, payload, body in fresh if kind != "other"]
         try:
             with closing(self._connect()) as connection, connection:
-                connection.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                       [(path, *key, cached_at, kind, payload, body)
-                                        for path, key, cached_at, kind, payload, body in fresh])
-                connection.executemany("DELETE FROM notes WHERE path = ?", [(path,) for path in gone])
+                if self.held:  # a note that became or stopped being a decision note is in the other table
+                    connection.executemany("DELETE FROM notes WHERE path = ?", [(row[0],) for row in ordinary])
+                    connection.executemany("DELETE FROM ordinary WHERE path = ?", [(row[0],) for row in others])
+                connection.executemany("INSERT OR REPLACE INTO ordinary VALUES (?, ?, ?, ?, ?, ?)", ordinary)
+                connection.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", others)
+                for table in ("notes", "ordinary"):
+                    connection.executemany(f"DELETE FROM {table} WHERE path = ?", [(path,) for path in gone])
         except (sqlite3.Error, OSError):
             self.enabled = False
 
