@@ -72,3 +72,19 @@ def test_topic_index_finds_what_pairwise_matching_finds():
         index.add(topic)
     for topic in ordered:
         assert index.matches(topic) == [known for known in ordered if topics_match(topic, known)], topic
+
+
+def test_the_repeated_hour_of_a_clock_set_back_is_two_instants_however_often_asked():
+    """01:30 on the night New York sets its clocks back happens twice (`fold` tells which): the times a
+    process takes during that hour (as `local_now` gives them) stay apart when worked out again and again."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    from vault_tools.dates import instant
+
+    zone = ZoneInfo("America/New_York")
+    first, second = dt.datetime(2026, 11, 1, 1, 30), dt.datetime(2026, 11, 1, 1, 30, fold=1)
+    for _ in range(2):
+        assert instant(first, zone) == dt.datetime(2026, 11, 1, 5, 30, tzinfo=dt.UTC)
+        assert instant(second, zone) == dt.datetime(2026, 11, 1, 6, 30, tzinfo=dt.UTC)
+    assert instant(dt.date(2026, 11, 1), zone) == dt.datetime(2026, 11, 1, 4, 0, tzinfo=dt.UTC)

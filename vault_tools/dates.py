@@ -7,6 +7,7 @@ The ledger stores UTC. Rendering values back into a note is `notes.render_field`
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -70,6 +71,13 @@ def parse_day_option(name: str, value: str | None) -> dt.date | None:
 
 def instant(value: dt.datetime | dt.date, tz: dt.tzinfo) -> dt.datetime:
     """A point in time in UTC; a value without offset is in the vault's time zone."""
+    # the pages and the checks ask again and again for the same notes' times: worked out once each (with
+    # `fold`, which equality ignores: it says which of a clock's two readings an hour set back repeats)
+    return _instant(value, getattr(value, "fold", 0), tz)
+
+
+@functools.lru_cache(maxsize=65536)
+def _instant(value: dt.datetime | dt.date, fold: int, tz: dt.tzinfo) -> dt.datetime:
     if not isinstance(value, dt.datetime):
         value = dt.datetime.combine(value, dt.time(0, 0))
     if value.tzinfo is None:
