@@ -68,6 +68,18 @@ def test_a_note_that_becomes_a_decision_note_and_back_is_read_as_it_is(vault, mo
     assert set(summaries(vault)) == {"D-0001"}  # from the cache
 
 
+def test_the_cache_an_earlier_version_kept_is_removed(vault):
+    """An earlier version's note cache (another file name) holds bodies of notes perhaps long deleted: the
+    first read with this version's cache removes it."""
+    decision(vault, 1)
+    older = vault / ".vault-tools" / "cache" / "notes-v3.sqlite"
+    older.parent.mkdir(parents=True, exist_ok=True)
+    older.write_bytes(b"an older cache")
+    (older.parent / "notes-v3.sqlite-journal").write_bytes(b"")
+    assert set(summaries(vault)) == {"D-0001"}
+    assert sorted(path.name for path in older.parent.glob("notes-*")) == [CACHE_FILE.split("/")[-1]]
+
+
 def test_deleted_and_broken_notes_and_a_corrupt_cache(vault, monkeypatch):
     first = decision(vault, 1)
     decision(vault, 2)
@@ -196,9 +208,20 @@ def test_a_first_read_never_waits_on_a_pipe_too_small_for_its_chunks(vault, monk
         fcntl.fcntl(writing, fcntl.F_SETPIPE_SZ, 4096)
         return reading, writing
 
+    real_write, command = os.write, os.getpid()
+
+    def write_then_let_the_readers_drain(fd, data):  # widens the moment a full pipe is emptied by the readers
+        try:
+            return real_write(fd, data)
+        except BlockingIOError:
+            if os.getpid() == command:
+                time.sleep(0.005)
+            raise
+
     monkeypatch.setattr(os, "pipe", one_page_pipe)
+    monkeypatch.setattr(os, "write", write_then_let_the_readers_drain)
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)
+    monkeypatch.setattr(vault_module, "_free_processors", lambda: 3)
     monkeypatch.setattr(vault_module, "READ_CHUNK", 1)  # 1,530 chunks: 6,120 bytes of numbers
     previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the first read waited on its own pipe"))
     signal.alarm(30)

@@ -293,6 +293,31 @@ def test_what_a_device_appends_comes_after_every_file_it_has_read_even_one_arriv
         [e.record for e in read]  # as a fresh read of the files orders them
 
 
+def test_a_devices_own_file_is_in_the_ledger_as_soon_as_an_append_makes_it(tmp_path, monkeypatch) -> None:
+    """The folder listed a moment before this device's first append (in the same tick of the file system's
+    clock, its times then unchanged): the file that append makes is one of the ledger's files at once, so
+    what is kept against the ledger's key sees the append. And a read of the ledger in a folder this
+    device never wrote in leaves nothing there."""
+    from vault_tools import ledger as ledger_module
+    from vault_tools.ledger import Event, event_line
+
+    monkeypatch.setattr(ledger_module, "RACY_NANOSECONDS", 0)  # the listing trusted as soon as it is made
+    folder = tmp_path / "vault-tools" / "ledger"
+    folder.mkdir(parents=True)
+    (folder / "bbbb.jsonl").write_text(event_line(Event("asked", "D-0001-bbbb", "2026-12-01T10:00:00Z", "agent",
+                                                        "Decisions/D-0001-bbbb.md", record="r1", clock=1)))
+    reader = Ledger(tmp_path / ".vault-tools", shared_dir=folder)
+    assert [s.record for s in reader.summaries()] == ["r1"] and not (tmp_path / ".vault-tools").exists()
+    ledger = Ledger(tmp_path / ".vault-tools", shared_dir=folder, device=lambda create: "aaaa")
+    with ledger.locked():
+        before = ledger.stat_key()
+        ledger.append([Event("asked", "D-0002-aaaa", "2026-12-01T10:00:00Z", "agent", "Decisions/D-0002-aaaa.md",
+                             record="r2")])
+        assert [name for name, _ in ledger.stat_key()] == ["aaaa.jsonl", "bbbb.jsonl"] != \
+            [name for name, _ in before]
+        assert [s.record for s in ledger.summaries()] == ["r1", "r2"]
+
+
 def test_one_look_at_the_ledger_reads_it_as_then_and_its_own_appends_at_once(tmp_path) -> None:
     """A step that reads the ledger several ways (a live view brought up to date) looks at its files once:
     another device's file arriving meanwhile is read at the next look, never half-way through the step; what

@@ -431,7 +431,10 @@ class Ledger:
         if self._listing is not None and self._listing[0] == key and self._listing[1]:
             return self._listing[2]
         listed_at, listed_since = time.time_ns(), time.monotonic()
-        names = tuple(sorted(name for name in os.listdir(folder) if name.endswith(LEDGER_SUFFIX)))
+        try:
+            names = tuple(sorted(name for name in os.listdir(folder) if name.endswith(LEDGER_SUFFIX)))
+        except FileNotFoundError:  # removed since it was stat'ed: as if it had never been there
+            return ()
         self._listing = (key, listed_at - max(key[0], key[1]) > RACY_NANOSECONDS, names, listed_since)
         return names
 

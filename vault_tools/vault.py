@@ -458,6 +458,8 @@ class NoteCache:
 
     def load(self) -> dict[str, CachedNote]:
         """Every cached note by vault-relative path."""
+        if not self.path.exists():
+            self._forget_older_caches()
         try:
             with closing(self._connect()) as connection:
                 rows = connection.execute(
@@ -476,6 +478,15 @@ class NoteCache:
             return {}
         self.held = len(found)
         return found
+
+    def _forget_older_caches(self) -> None:
+        """The caches earlier versions kept (another name each): what they hold is read again, never used."""
+        for older in self.path.parent.glob("notes-v*.sqlite*"):
+            if not older.name.startswith(self.path.name):
+                try:
+                    older.unlink(missing_ok=True)
+                except OSError:
+                    pass  # a read-only cache folder: left as it is, the cache is not used either
 
     def save(self, fresh: list[FreshNote], gone: list[str]) -> None:
         """Store what was read afresh and forget the notes no longer there."""
@@ -724,18 +735,21 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
             children.append((pid, reading))
             running.add(pid)
         # The chunks' numbers, written in pieces of at most PIPE_BUF bytes (each goes in whole or not at all,
-        # so no reader ever gets part of a number); when the pipe is full (a user past the kernel's pipe
-        # quota gets one page), this process reads a chunk itself, so it never waits on a reader.
-        numbers = b"".join(start.to_bytes(_CHUNK_BYTES, "big") for start in starts)
-        piece = select.PIPE_BUF - select.PIPE_BUF % _CHUNK_BYTES
+        # so no reader ever gets part of a number). When the pipe is full (a user past the kernel's pipe quota
+        # gets one page), this process reads the last chunk not handed out yet itself, never one from the
+        # pipe: it holds the pipe's only writing end, so a read there could wait for ever.
+        unsent = list(starts)
+        sent = 0
+        per_piece = select.PIPE_BUF // _CHUNK_BYTES
         os.set_blocking(handed, False)
-        for at in range(0, len(numbers), piece):
-            while True:
-                try:
-                    os.write(handed, numbers[at:at + piece])
-                    break
-                except BlockingIOError:
-                    take_chunk()
+        while sent < len(unsent):
+            piece = unsent[sent:sent + per_piece]
+            try:
+                os.write(handed, b"".join(start.to_bytes(_CHUNK_BYTES, "big") for start in piece))
+                sent += len(piece)
+            except BlockingIOError:
+                start = unsent.pop()
+                found[start] = _read_share(root, paths[start:start + size])
         os.close(handed)  # every chunk is out: a reader that finds the pipe empty is done
         handed = -1
         if meanwhile is not None:
