@@ -723,7 +723,6 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to act on
                     os.close(reading)
                     os.close(handed)  # only the command hands chunks out: its close says they are all out
-                    found.clear()  # (empty: chunks are taken only once every reader is started)
                     while take_chunk():
                         pass
                     with os.fdopen(writing, "wb") as handing:
