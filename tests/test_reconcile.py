@@ -191,6 +191,38 @@ def test_one_run_seals_any_number_of_rulings_and_applies_every_chain(cli, vault)
     assert cli("watch", "--once").code == 0 and events(vault).count("sealed") == 220  # nothing left to do
 
 
+def test_rulings_and_questions_that_name_nothing_pending_are_recorded_in_a_few_appends(cli, vault, monkeypatch):
+    """Their events are held back and appended together (at most `HELD_EVENTS` at a time), each still recorded
+    once; a ruling that names a ruling whose seal is held has that seal appended first, and is sealed on it."""
+    from vault_tools.commands.supersede import PendingWrites
+
+    for number in range(1, 151):
+        decision(vault, number, "ruled", (f"topic-{number}",))
+    for number in range(151, 171):
+        decision(vault, number, "open", (f"question-{number}",))
+    first = next((vault / "Decisions").glob("D-0001 *.md"))
+    decision(vault, 171, "ruled", ("topic-1",), supersedes=f'["[[{first.stem}]]"]', reason=REASON)
+    appends: list[list[str]] = []
+    real = Ledger.append
+
+    def append(self, new_events):
+        new_events = list(new_events)
+        appends.append([event.event for event in new_events])
+        return real(self, new_events)
+
+    monkeypatch.setattr(Ledger, "append", append)
+    quiet(vault)
+    assert cli("watch", "--once").code == 0
+    recorded = events(vault)
+    assert recorded.count("sealed") == 151 and recorded.count("asked") == 20 and recorded.count("superseded") == 1
+    # 321 events in three appends here (256 held, the other 65 held, then D-0001's supersession), not 172
+    assert 2 <= len(appends) <= 4 and max(map(len, appends)) <= PendingWrites.HELD_EVENTS, appends
+    state = Vault(vault).load()
+    assert state.get("D-0001").status.value == "superseded" and state.get("D-0171").status.value == "ruled"
+    assert lint.lint(lint.gather(Vault(vault))).errors == 0
+    assert cli("watch", "--once").code == 0 and events(vault) == recorded  # nothing left to do
+
+
 def test_the_state_a_reconcile_keeps_is_the_vault_as_read_afresh(cli, vault):
     """What the reconcile hands on (to build the pages) was kept current note by note; it must be what reading
     the vault again gives: same notes in the same order, same problems, same ties to the ledger's records."""
@@ -284,13 +316,13 @@ def test_a_second_ruling_superseding_a_ruling_already_superseded_in_the_same_run
 
 
 def test_a_note_saved_while_its_supersession_waits_is_not_overwritten(cli, vault):
-    from vault_tools.commands.supersede import PendingSupersessions, plan_superseded
+    from vault_tools.commands.supersede import PendingWrites, plan_superseded
 
     old = sealed(cli, vault)
     decision(vault, 2, "ruled", supersedes=f'["[[{old.stem}]]"]', reason=REASON)
     ws = Workspace(Vault(vault))
     state = ws.state()
-    pending = PendingSupersessions(ws)
+    pending = PendingWrites(ws)
     with ws.vault.ledger.locked():
         pending.add(state, plan_superseded(ws, state, state.get("D-0001"), state.get("D-0002"), REASON), "owner")
         typed = old.read_text() + "\nTyped by the owner while the watcher was sealing.\n"
@@ -362,11 +394,11 @@ def test_seal_refused_on_a_later_ruling_still_marks_what_the_rulings_before_it_s
 
 
 def test_a_sealed_note_edited_while_its_supersession_waits_is_not_recorded_unreviewed(cli, vault, monkeypatch):
-    from vault_tools.commands.supersede import PendingSupersessions
+    from vault_tools.commands.supersede import PendingWrites
 
     first = sealed(cli, vault)
     decision(vault, 2, "ruled", supersedes=f'["[[{first.stem}]]"]', reason=REASON)
-    real = PendingSupersessions.write
+    real = PendingWrites.write
     typed = "\nThe owner rewrote what was ruled, in place.\n"
 
     def write(self):  # the owner saves the old ruling while its supersession waits
@@ -374,12 +406,12 @@ def test_a_sealed_note_edited_while_its_supersession_waits_is_not_recorded_unrev
             first.write_text(first.read_text() + typed)
         return real(self)
 
-    monkeypatch.setattr(PendingSupersessions, "write", write)
+    monkeypatch.setattr(PendingWrites, "write", write)
     quiet(vault)
     result = cli("watch", "--once")
     assert result.code != 0 and "not marked superseded by D-0002 yet: edited in place" in result.err
     assert typed in first.read_text() and "superseded" not in events(vault)
-    monkeypatch.setattr(PendingSupersessions, "write", real)
+    monkeypatch.setattr(PendingWrites, "write", real)
     assert one_pass(vault)[:3] == ["edit-rejected", "restored", "superseded"]
     recorded = Ledger(vault / ".vault-tools").read()
     assert not any(typed.strip() in (event.text or "") for event in recorded if event.event == "superseded")

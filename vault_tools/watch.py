@@ -30,14 +30,14 @@ from filelock import FileLock, Timeout
 from . import notes
 from .commands.amend import apply_owner_step, owner_step
 from .commands.build import build
-from .commands.close import finish_interrupted_close, record_hand_made
+from .commands.close import finish_interrupted_close, hand_made_events
 from .commands.ids import awaiting_ids, give_ids
 from .commands.live import LiveState
 from .commands.repair import pending_chain
 from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
-from .commands.supersede import EditedSinceSealed, PendingSupersessions, supersede_now
+from .commands.supersede import EditedSinceSealed, PendingWrites, supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, Unfinished, VaultToolsError
 from .ledger import STATUS_AFTER, History
@@ -130,7 +130,7 @@ class _Reconcile:
         # wrote was left alone by the owner, so its own write does not make it "still being typed"
         self.own_writes: dict[str, tuple[float, float]] = {}
         self.saved_at: dict[str, float] = {}  # path -> the owner's last save, as this round found it
-        self.pending = PendingSupersessions(ws)  # rulings' supersessions held back, to be written together
+        self.pending = PendingWrites(ws)  # seals, questions recorded and supersessions, written together
 
     @property
     def state(self) -> VaultState:
@@ -172,8 +172,15 @@ class _Reconcile:
 
     def changed(self, removed: Iterable[str] = ()) -> bool:
         """Bring the view up to date with what the last step wrote; True when it wrote anything."""
+        # A note whose held events have just reached the ledger, untouched since it was looked at, is as it was
+        # left by its step, as if those had been written then: it is not looked at again for them.
+        looked_at = [rel for rel in self.pending.take_landed()
+                     if rel in self.seen and not self.live.changed_since(rel, self.seen[rel])]
         if not self.live.refresh(removed):
             return False
+        for rel in looked_at:
+            if rel not in self.live.written:
+                self.seen[rel] = self.live.version
         for rel in self.live.written:
             try:
                 after = os.stat(os.path.join(self.state.root, rel)).st_mtime
@@ -259,6 +266,10 @@ class _Reconcile:
             if self.progress is not None and done % PROGRESS_EVERY == 0:
                 self.progress(done, len(quiet))
             current = live.decision_at(rel)  # as the steps before left it
+            if current is not None and self.pending.names_held(self.state, current):
+                self.pending.append_held()
+                changed |= self.changed()
+                current = live.decision_at(rel)
             if current is not None and self.pending and \
                     self.pending.needed_by(self.state, current, live.history_of):
                 changed |= self.write_pending()
@@ -283,7 +294,7 @@ class _Reconcile:
         return changed
 
     def write_pending(self) -> bool:
-        """Write the supersessions held back (see `PendingSupersessions`); True when anything was written."""
+        """Write what was held back (see `PendingWrites`); True when anything was written."""
         if not self.pending:
             return False
         self.pending.write()  # what it could not write is a pending chain `finish_supersessions` looks at
@@ -345,10 +356,12 @@ class _Reconcile:
         # Below, only the ledger is written.
         if (history is None or history.status is None) and decision.status in (Status.OPEN, Status.WITHDRAWN):
             kind = "asked" if decision.status is Status.OPEN else "withdrawn"
-            record_hand_made(ws, decision, kind, history, self.live.unchanged_text(decision.path))
+            self.pending.hold(decision.path, hand_made_events(ws, decision, kind, history,
+                                                              self.live.unchanged_text(decision.path)))
             self.act("recorded", decision.id, decision.path, f"new {decision.status.value} note")
         elif history is not None and history.status is Status.OPEN and decision.status is Status.WITHDRAWN:
-            record_hand_made(ws, decision, "withdrawn", history, self.live.unchanged_text(decision.path))
+            self.pending.hold(decision.path, hand_made_events(ws, decision, "withdrawn", history,
+                                                              self.live.unchanged_text(decision.path)))
             self.act("recorded", decision.id, decision.path, "withdrawn in Obsidian")
 
     def restore_latest(self, decision: Decision, history: History) -> bool:

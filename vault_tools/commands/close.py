@@ -5,7 +5,7 @@ from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, NoteError, Refused
-from ..ledger import History, new_record, seal_hash, seal_text_without_bom
+from ..ledger import Event, History, new_record, seal_hash, seal_text_without_bom
 from ..model import MIN_TEXT, Decision, Status, transition_problem
 from ..vault import VaultState
 from .checks import check_name, check_text
@@ -49,10 +49,10 @@ def _close(ws: Workspace, decision_id: str, new_status: Status, reason: str | No
         return updated
 
 
-def record_hand_made(ws: Workspace, decision: Decision, kind: str, history: History | None,
-                     unchanged: str | None = None) -> None:
-    """A question made or withdrawn in Obsidian: the ledger records it like any other. `unchanged` is the
-    note's text (BOM included) when the caller knows the file still holds what `decision` was read from."""
+def hand_made_events(ws: Workspace, decision: Decision, kind: str, history: History | None,
+                     unchanged: str | None = None) -> list[Event]:
+    """What the ledger records of a question made or withdrawn in Obsidian, as of any other. `unchanged` is
+    the note's text (BOM included) when the caller knows the file still holds what `decision` was read from."""
     if kind == "withdrawn" and decision.reason is None:
         raise NoteError("withdrawn without a reason (at least 20 characters)", path=decision.path)
     actor = decision.asked_by if kind == "asked" and decision.asked_by else ws.config.default_ruler
@@ -61,10 +61,8 @@ def record_hand_made(ws: Workspace, decision: Decision, kind: str, history: Hist
         note = ws.read(ws.vault.path_of(decision))
         unchanged = notes.file_text(note, note.text)
     if kind == "asked":
-        ws.vault.ledger.append([ws.asked_event(decision, actor, unchanged, record=record)])
-        return
-    ws.vault.ledger.append([ws.event(kind, decision, actor, record=record, reason=decision.reason,
-                                     text=unchanged)])
+        return [ws.asked_event(decision, actor, unchanged, record=record)]
+    return [ws.event(kind, decision, actor, record=record, reason=decision.reason, text=unchanged)]
 
 
 def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decision, history: History,

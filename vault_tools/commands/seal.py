@@ -13,7 +13,7 @@ from .checks import check_id
 from .ids import give_ids
 from .live import LiveState
 from .supersede import (
-    PendingSupersessions,
+    PendingWrites,
     apply_superseded,
     plan_superseded,
     seal_targets_first,
@@ -39,10 +39,14 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
                 status = ws.status_of(state, decision)
                 if decision.status is not Status.RULED or status in FINAL_STATUSES:
                     raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
-            pending = PendingSupersessions(ws)  # the notes they supersede, written together (one ledger sync)
+            pending = PendingWrites(ws)  # their events and the notes they supersede, written together
             try:
                 for rel in [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]:
                     current = live.decision_at(rel)
+                    if current is not None and pending.names_held(state, current):
+                        pending.append_held()
+                        live.refresh()
+                        current = live.decision_at(rel)
                     if current is not None and pending and pending.needed_by(state, current, live.history_of):
                         pending.write()
                         live.refresh()
@@ -77,11 +81,11 @@ def _to_seal(ws: Workspace, state: VaultState, decision: Decision, history: Hist
 
 
 def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None,
-             unchanged: str | None = None, pending: PendingSupersessions | None = None) -> Decision:
+             unchanged: str | None = None, pending: PendingWrites | None = None) -> Decision:
     """Seal one ruling: stamp what is missing, check it, apply its `supersedes`, record it. `unchanged` is the
     note's text when the caller knows the file still holds what `decision` was read from (then, with nothing
-    to stamp, it is not parsed again). With `pending`, the notes it supersedes are left there to be written
-    with others (see `PendingSupersessions`)."""
+    to stamp, it is not parsed again). With `pending`, its events and the notes it supersedes are left there
+    to be written with others (see `PendingWrites`)."""
     lost = history.seal_lost if history is not None else None
     if lost is not None:
         raise InconsistentVault(
@@ -116,7 +120,11 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
     if stamping is not None:
         notes.write_note(*stamping)
     actor = decision.ruled_by or ws.config.default_ruler
-    ws.vault.ledger.append(seal_events(ws, state, decision, text_on_disk, history, actor))
+    events = seal_events(ws, state, decision, text_on_disk, history, actor)
+    if pending is not None:
+        pending.hold(decision.path, events)
+    else:
+        ws.vault.ledger.append(events)
     for plan in plans:
         if pending is not None:
             pending.add(state, plan, actor)

@@ -80,35 +80,77 @@ def superseded_event(ws: Workspace, state: VaultState, plan: SupersedePlan, acto
                     text=notes.file_text(plan.note, plan.text), reason=plan.reason, successor=plan.successor.id)
 
 
-class PendingSupersessions:
-    """Supersessions planned (their successor sealed) whose notes are not written yet: written together.
+class PendingWrites:
+    """What a reconcile (or `seal`) holds back to write together: the ledger events of steps nothing else
+    waits on yet (seals, questions recorded), and the supersessions planned (their successor sealed) whose
+    notes are not written yet.
 
     Each note marked superseded must wait for the ledger to hold its successor's seal on disk, so applying
     them one by one costs a sync of the ledger each, and on a large first reconcile that is most of its
-    time. Held back, they cost one sync for all: every note is written (the ledger synced once, before the
-    first), then their events are appended together. Until then the ledger and the notes say each target is
-    still current, as after a crash between the seal and the supersession, which `pending_chain` finishes;
-    the caller writes them before anything looks at one of these notes (`paths`) or builds on it."""
+    time. Held back, they cost one sync for all: the held events are appended first, then every note is
+    written (the ledger synced once, before the first), then their events are appended together. A seal
+    held back costs no append and no look at the ledger of its own: on a large first reconcile those were
+    a third of the time. Until then the ledger and the notes say each ruling is not sealed yet and each
+    target is still current, as after a crash between the steps (a ruling stamped but not sealed is sealed
+    by the next run; a supersession not applied is finished by `pending_chain`); the caller writes them
+    before anything looks at one of these notes or builds on it (`needed_by`), and at most `HELD_EVENTS`
+    events wait (each holds its note's text)."""
+
+    HELD_EVENTS = 256
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
+        self.held: list[Event] = []  # ledger events to append, in order
+        self.landed: set[str] = set()  # notes whose held events were appended since the caller last took them
+        self._held_paths: set[str] = set()
         self.waiting: list[tuple[SupersedePlan, Event]] = []
         self.paths: set[str] = set()  # vault-relative paths of the notes waiting to be marked superseded
         self.successors: set[str] = set()  # and of the rulings that supersede them
 
     def __bool__(self) -> bool:
-        return bool(self.waiting)
+        return bool(self.waiting or self.held)
+
+    def hold(self, path: str, events: list[Event]) -> None:
+        """Hold back the ledger events of the step taken on the note at `path`; appended when `HELD_EVENTS`
+        wait (the caller's next look at the ledger sees them), or with the rest (`write`)."""
+        self.held += events
+        self._held_paths.add(path)
+        if len(self.held) >= self.HELD_EVENTS:
+            self.append_held()
+
+    def append_held(self) -> None:
+        held, self.held = self.held, []
+        self.ws.vault.ledger.append(held)
+        self.landed |= self._held_paths
+        self._held_paths = set()
+
+    def names_held(self, state: VaultState, decision: Decision) -> bool:
+        """Whether `decision` names a note whose events are held: those are appended first (`append_held`),
+        and the supersessions may still wait (`needed_by` then reads that note as the ledger has it)."""
+        if not self._held_paths:
+            return False
+        by_id, resolve = state.by_id(), self.ws.resolver_with(state, decision)
+        for link in (*decision.supersedes, *decision.alongside, *filter(None, [decision.superseded_by])):
+            named = by_id.get(resolve(link) or "")
+            if named is not None and named.path in self._held_paths:
+                return True
+        return False
+
+    def take_landed(self) -> set[str]:
+        """The notes whose held events reached the ledger since the last call."""
+        landed, self.landed = self.landed, set()
+        return landed
 
     def needed_by(self, state: VaultState, decision: Decision,
                   history_of: Callable[[Decision], History | None]) -> bool:
-        """Whether dealing with this note may look at a note whose supersession waits, so they must be written
-        first: it is one, or it is a ruling to seal that names one (or names a ruling not sealed yet, which
-        sealing it first may reach), or one that supersedes the successor of a waiting note (marked together,
+        """Whether dealing with this note may look at a note whose events or supersession wait, so they must
+        be written first: it is one, or it is a ruling to seal that names one (or names a ruling not sealed
+        yet, which sealing it first may reach: a ruling whose seal is held reads so), or one that supersedes the successor of a waiting note (marked together,
         a crash between the notes and their events would leave a note superseded by a note superseded in
         turn, which `finish_interrupted_close` cannot take for the tool's own write), or a sealed note that
         no longer matches the ledger (what is done about it may look anywhere). Sealing a ruling that names
         only sealed, current rulings, and recording a question, look at no other note."""
-        if decision.path in self.paths:
+        if decision.path in self.paths or decision.path in self._held_paths:
             return True
         history = history_of(decision)
         if history is not None and history.seal is not None:
@@ -135,9 +177,11 @@ class PendingSupersessions:
         self.successors.add(plan.successor.path)
 
     def write(self) -> tuple[list[SupersedePlan], list[tuple[SupersedePlan, str]]]:
-        """Write every waiting note still as it was read, then their events: (the plans applied, (a plan
-        not applied, why)). A note saved since it was planned is left as it is; `pending_chain` marks it
+        """Append the held events, write every waiting note still as it was read, then their events: (the
+        plans applied, (a plan not applied, why)). A note saved since it was planned is left as it is; `pending_chain` marks it
         once it is left alone, planned again from what it holds then."""
+        if self.held:  # first: the successors' seals are among them, and the notes wait for those on disk
+            self.append_held()
         waiting, self.waiting, self.paths, self.successors = self.waiting, [], set(), set()
         ready: list[tuple[SupersedePlan, Event]] = []
         left: list[tuple[SupersedePlan, str]] = []
