@@ -89,8 +89,8 @@ class PendingWrites:
     them one by one costs a sync of the ledger each, and on a large first reconcile that is most of its
     time. Held back, they cost one sync for all: the held events are appended first, then every note is
     written (the ledger synced once, before the first), then their events are appended together. A seal
-    held back costs no append and no look at the ledger of its own: on a large first reconcile those were
-    a third of the time. Until then the ledger and the notes say each ruling is not sealed yet and each
+    held back costs no append of its own (1,010 appends became 58 on the 10,000-note benchmark vault).
+    Until then the ledger and the notes say each ruling is not sealed yet and each
     target is still current, as after a crash between the steps (a ruling stamped but not sealed is sealed
     by the next run; a supersession not applied is finished by `pending_chain`); the caller writes them
     before anything looks at one of these notes or builds on it (`needed_by`), and at most `HELD_EVENTS`
@@ -145,8 +145,8 @@ class PendingWrites:
                   history_of: Callable[[Decision], History | None]) -> bool:
         """Whether dealing with this note may look at a note whose events or supersession wait, so they must
         be written first: it is one, or it is a ruling to seal that names one (or names a ruling not sealed
-        yet, which sealing it first may reach: a ruling whose seal is held reads so), or one that supersedes the successor of a waiting note (marked together,
-        a crash between the notes and their events would leave a note superseded by a note superseded in
+        yet, which sealing it first may reach: a ruling whose seal is held reads so), or one that supersedes
+        the successor of a waiting note (marked together, a crash between the notes and their events would leave a note superseded by a note superseded in
         turn, which `finish_interrupted_close` cannot take for the tool's own write), or a sealed note that
         no longer matches the ledger (what is done about it may look anywhere). Sealing a ruling that names
         only sealed, current rulings, and recording a question, look at no other note."""
@@ -178,8 +178,8 @@ class PendingWrites:
 
     def write(self) -> tuple[list[SupersedePlan], list[tuple[SupersedePlan, str]]]:
         """Append the held events, write every waiting note still as it was read, then their events: (the
-        plans applied, (a plan not applied, why)). A note saved since it was planned is left as it is; `pending_chain` marks it
-        once it is left alone, planned again from what it holds then."""
+        plans applied, (a plan not applied, why)). A note saved since it was planned is left as it is;
+        `pending_chain` marks it once it is left alone, planned again from what it holds then."""
         if self.held:  # first: the successors' seals are among them, and the notes wait for those on disk
             self.append_held()
         waiting, self.waiting, self.paths, self.successors = self.waiting, [], set(), set()
