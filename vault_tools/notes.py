@@ -295,7 +295,20 @@ class _NotPlain(Exception):
     """The frontmatter holds what only PyYAML's own composer and constructor deal with (or an error)."""
 
 
-def _plain_values(frontmatter: str) -> tuple[Any, dict[str, int]] | None:
+# Whether a scalar may be taken as it was resolved: (its text, whether it was written plain, not quoted nor as a
+# block, and the tag it resolved to).
+ScalarCheck = Callable[[str, bool, str], bool]
+
+
+def plain_yaml(text: str, first_line: int, accept: ScalarCheck) -> tuple[Any, dict[str, int]] | None:
+    """A YAML document of plain values (as `_plain_values` reads a note's properties, keys' lines counted from
+    `first_line`), or None when it holds anything else or any scalar `accept` refuses: the caller then reads
+    it with a full parser, which says what is wrong and where."""
+    return _plain_values(text, first_line, accept)
+
+
+def _plain_values(frontmatter: str, first_line: int = 2,
+                  accept: ScalarCheck | None = None) -> tuple[Any, dict[str, int]] | None:
     """The properties and their lines, built straight from libyaml's events, as PyYAML's composer and
     constructor would build them, in about half the time (parsing decision notes is most of a first read).
 
@@ -318,10 +331,10 @@ def _plain_values(frontmatter: str) -> tuple[Any, dict[str, int]] | None:
             while type(key := loader.get_event()) is not yaml.MappingEndEvent:
                 if type(key) is not yaml.ScalarEvent or key.value in key_lines:
                     raise _NotPlain
-                key_lines[key.value] = key.start_mark.line + 2
-                data[_scalar(loader, key)] = _value(loader, loader.get_event())
+                key_lines[key.value] = key.start_mark.line + first_line
+                data[_scalar(loader, key, accept)] = _value(loader, loader.get_event(), accept)
         else:
-            data = _value(loader, root)
+            data = _value(loader, root, accept)
         loader.get_event()  # the document's end
         if not isinstance(loader.get_event(), yaml.StreamEndEvent):
             raise _NotPlain  # a second document
@@ -336,34 +349,39 @@ def _untagged(event: Any) -> bool:
     return (event.tag is None or event.tag == "!") and event.anchor is None
 
 
-def _value(loader: Any, event: Any) -> Any:
+def _value(loader: Any, event: Any, accept: ScalarCheck | None = None) -> Any:
     import yaml
 
     kind = type(event)
     if kind is yaml.ScalarEvent:
-        return _scalar(loader, event)
+        return _scalar(loader, event, accept)
     if kind is yaml.SequenceStartEvent and _untagged(event):
         items = []
         while type(item := loader.get_event()) is not yaml.SequenceEndEvent:
-            items.append(_value(loader, item))
+            items.append(_value(loader, item, accept))
         return items
     if kind is yaml.MappingStartEvent and _untagged(event):
         mapping = {}
         while type(key := loader.get_event()) is not yaml.MappingEndEvent:
             if type(key) is not yaml.ScalarEvent:
                 raise _NotPlain  # a list or mapping as a key: the constructor refuses it, naming the line
-            mapping[_scalar(loader, key)] = _value(loader, loader.get_event())
+            name = _scalar(loader, key, accept)
+            if name in mapping:
+                raise _NotPlain  # said (or taken as the last) as the full way does
+            mapping[name] = _value(loader, loader.get_event(), accept)
         return mapping
     raise _NotPlain  # an alias, or a tagged or anchored collection
 
 
-def _scalar(loader: Any, event: Any) -> Any:
+def _scalar(loader: Any, event: Any, accept: ScalarCheck | None = None) -> Any:
     """A scalar as the constructor makes it: its tag resolved (YAML 1.2's core schema), then built."""
     import yaml
 
     if not _untagged(event):
         raise _NotPlain
     tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if accept is not None and not accept(event.value, bool(event.implicit[0]), tag):
+        raise _NotPlain
     if tag == "tag:yaml.org,2002:str":
         return event.value
     node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)

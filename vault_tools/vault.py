@@ -137,32 +137,89 @@ def load_config(root: Path) -> Config:
 _configs: dict[tuple[str, str], Config] = {}  # this process's configs by where they are shown and their digest
 
 
-def _read_config(raw: bytes, shown: str) -> Config:
+# Plain scalars ruamel.yaml (YAML 1.2) may read as another type than text start with one of these.
+_NOT_TEXT_FIRST = frozenset("-+.0123456789<=")
+# Numbers written so that both parsers read the same value: ruamel.yaml also reads `1_000`, `0b1` or `.5E3`.
+_SAME_NUMBER = re.compile(r"[-+]?[0-9]+(?:\.[0-9]+)?")
+
+
+def _read_the_same(value: str, plain: bool, tag: str) -> bool:
+    """Whether a config scalar, as PyYAML with YAML 1.2's core schema resolved it, is what ruamel.yaml makes of
+    it: quoted text, text ruamel.yaml too can only read as text, or a number in the form both read alike."""
+    if not plain or tag in ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"):
+        return True  # quoted; or the same words in both (YAML 1.2: `yes` and `on` are text)
+    if tag == "tag:yaml.org,2002:str":
+        return not value or value[0] not in _NOT_TEXT_FIRST
+    return _SAME_NUMBER.fullmatch(value) is not None
+
+
+def _parse_config(raw: bytes, shown: str) -> tuple[Any, Callable[[str], int]]:
+    """The config's values and the line of each top-level key. A config of plain values (nearly every one) is
+    read with libyaml, which every command imports anyway; anything else (anchors, tags, a directive, a tab, a
+    value the two could read differently, an error) by ruamel.yaml, as it always was: importing it costs
+    more than a whole config's read, on every command that finds no config in its cache."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read: {exc}", path=shown) from None
+    quick = _quick_config(text)
+    if quick is not None:
+        data, lines = quick
+        return data, lines.__getitem__
+    return _parse_config_fully(text, shown)
+
+
+def _quick_config(text: str) -> tuple[Any, dict[str, int]] | None:
+    """The config's values and each top-level key's line, read with libyaml; None where ruamel.yaml could read
+    it otherwise: a `%YAML 1.1` directive changes what words mean, ruamel.yaml refuses a tab where libyaml
+    takes it, and a key that is not text (`1:`) is named by its value."""
+    if "%" in text or "\t" in text:
+        return None
+    quick = notes.plain_yaml(text, 1, _read_the_same)
+    if quick is None or (isinstance(quick[0], dict) and not all(isinstance(key, str) for key in quick[0])):
+        return None
+    return quick
+
+
+def _parse_config_fully(text: str, shown: str) -> tuple[Any, Callable[[str], int]]:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:
-        data = YAML(typ="rt").load(raw.decode("utf-8-sig"))
+        data = YAML(typ="rt").load(text)
     except MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise ConfigError(f"invalid YAML: {exc.problem}", path=shown, line=line) from None
-    except (YAMLError, UnicodeDecodeError) as exc:
+    except YAMLError as exc:
         raise ConfigError(f"cannot read: {exc}", path=shown) from None
+    return data, lambda key: int(data.lc.key(key)[0]) + 1
+
+
+def _read_config(raw: bytes, shown: str) -> Config:
+    data, line_of_key = _parse_config(raw, shown)
     if data is None:
         return Config()
     if not hasattr(data, "items"):
         raise ConfigError("must be a mapping of settings", path=shown)
+
+    def line_of(key: str) -> int | None:
+        if key in data:
+            return line_of_key(key)
+        if key.startswith("budget_") and "budget" in data:
+            return line_of_key("budget")
+        return None
+
     known = {f.name: f for f in fields(Config)}
     values: dict[str, Any] = {}
     for key, value in data.items():
-        line = data.lc.key(key)[0] + 1
+        line = line_of_key(key)
         if key == "budget" and hasattr(value, "items"):
             for sub, sub_value in value.items():
                 if sub not in ("lines", "bytes"):
                     raise ConfigError(f"unknown key budget.{sub} (expected lines, bytes)", path=shown, line=line)
                 values[f"budget_{sub}"] = _typed(f"budget.{sub}", sub_value, int, shown, line)
             continue
-        if key not in known or key.startswith("budget_"):
+        if not isinstance(key, str) or key not in known or key.startswith("budget_"):
             raise ConfigError(f"unknown key {key!r} (known: {', '.join(sorted(CONFIG_DOC))}, budget)",
                               path=shown, line=line)
         default = getattr(Config(), key)
@@ -181,12 +238,12 @@ def _read_config(raw: bytes, shown: str) -> Config:
             values[key] = _typed(key, value, type(default), shown, line)
     for key in FOLDER_KEYS:
         if key in values:
-            values[key] = _folder(key, values[key], shown, data.lc.key(key)[0] + 1)
+            values[key] = _folder(key, values[key], shown, line_of_key(key))
     for key in NUMBER_LIMITS:
         if key in values:
-            _at_least(key, values[key], shown, _line_of(data, key))
+            _at_least(key, values[key], shown, line_of(key))
     config = Config(**values)
-    _check_overlap(config, shown, lambda key: _line_of(data, key))
+    _check_overlap(config, shown, line_of)
     _zone(config.timezone)  # refuses an unknown zone now, naming the config file
     return config
 
@@ -195,14 +252,6 @@ FOLDER_KEYS = ("decisions_folder", "pinned_folder", "templates_folder")
 # The least each number may be: a negative wait or a budget of nothing is a typo.
 NUMBER_LIMITS = {"settle_seconds": 0, "debounce_ms": 0, "stale_after_days": 0, "recent_days": 0,
                  "reminder_days": 0, "budget_lines": 1, "budget_bytes": 1}
-
-
-def _line_of(data: Any, key: str) -> int | None:
-    if key in data:
-        return int(data.lc.key(key)[0]) + 1
-    if key.startswith("budget_") and "budget" in data:
-        return int(data.lc.key("budget")[0]) + 1
-    return None
 
 
 def _at_least(key: str, value: float, shown: str, line: int | None) -> None:
