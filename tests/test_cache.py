@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -150,6 +151,39 @@ def test_a_reader_process_that_fails_has_its_share_read_by_the_command(vault, mo
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
     monkeypatch.setattr(vault_module, "_free_processors", lambda: 3)
     assert everything_read(vault) == one
+
+
+def cached_paths(vault):
+    with sqlite3.connect(vault / ".vault-tools" / CACHE_FILE) as connection:
+        return sorted(path for table in ("notes", "ordinary")
+                      for (path,) in connection.execute(f"SELECT path FROM {table}"))
+
+
+@pytest.mark.parametrize("writer_dies", [False, True])
+def test_the_note_cache_a_reader_writes_is_whole_once_the_command_is_done(vault, monkeypatch, writer_dies):
+    """A reader writes the note cache while the command goes on to its pages; the command waits for it before
+    it is done, and writes the cache itself when that reader died (killed, out of memory) before it could."""
+    for number in range(1, 41):
+        decision(vault, number, status="open" if number % 3 else "ruled", topics=(f"topic-{number}",))
+        write(vault / "Daily" / f"2026-07-{number:03d}.md", f"Day {number}.\n")
+    command, save = os.getpid(), vault_module.NoteCache.save
+
+    def save_or_die(self, fresh, gone):
+        if writer_dies and os.getpid() != command:
+            os.kill(os.getpid(), 9)
+        save(self, fresh, gone)
+
+    monkeypatch.setattr(vault_module.NoteCache, "save", save_or_die)
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)
+    monkeypatch.setattr(vault_module, "READ_CHUNK", 8)
+    state = Vault(vault).load()
+    assert len(vault_module._stores_running) == 1  # a reader writes it meanwhile
+    vault_module.finish_stores()
+    assert cached_paths(vault) == sorted(state.files) and len(state.files) == 80
+    trust_the_cache_at_once(monkeypatch)
+    again = Vault(vault)
+    assert again.load().decisions == state.decisions
 
 
 def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_gives(vault, monkeypatch):

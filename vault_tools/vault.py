@@ -5,6 +5,7 @@ other note is read no further than its first few KiB and never written.
 """
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import hashlib
 import json
@@ -507,6 +508,7 @@ class NoteCache:
 
     def load(self) -> dict[str, CachedNote]:
         """Every cached note by vault-relative path."""
+        finish_stores()  # what a reader is still writing is read too
         if not self.path.exists():
             self._forget_older_caches()
         try:
@@ -539,6 +541,7 @@ class NoteCache:
 
     def save(self, fresh: list[FreshNote], gone: list[str]) -> None:
         """Store what was read afresh and forget the notes no longer there."""
+        finish_stores()  # one writer at a time
         if not self.enabled or not (fresh or gone):
             return
         ordinary = [(path, *key, cached_at) for path, key, cached_at, kind, _, _ in fresh if kind == "other"]
@@ -623,8 +626,17 @@ class Vault:
         # What is cached is trusted only once the file is older than the racy window at this moment, before
         # any note was read: a write right after a note was read, in the same tick, then never hides
         reading_from = time.time_ns()
-        read = iter(read_payloads(self.root, [path for _, path, held in listed if held is None],
-                                  meanwhile=self._read_ledger))
+        to_read = [(rel, path) for rel, path, held in listed if held is None]
+        gone = list(cached)
+
+        def store(rows: list[Stored]) -> None:  # run by a reader, while this process goes on
+            assert cache is not None
+            cache.save([(rel, key, reading_from, kind, form, body)
+                        for (rel, _), (kind, key, form, body) in zip(to_read, rows, strict=True) if key is not None], gone)
+
+        results, storing = read_payloads(self.root, [path for _, path in to_read], meanwhile=self._read_ledger,
+                                         store=store if cache and cache.enabled else None)
+        read = iter(results)
         fresh: list[FreshNote] = []
         stat_keys: dict[str, StatKey] = {}
         state.stat_keys = stat_keys
@@ -646,8 +658,10 @@ class Vault:
                     if held[3] is not None:
                         payload["body"] = held[3]
                     self._add(state, rel, held[1], payload)
-        if cache:
-            cache.save(fresh, list(cached))
+        if cache and storing is not None:  # a reader writes it while this process goes on; should it fail, here
+            _stores_running.append((storing, lambda: cache.save(fresh, gone)))
+        elif cache:
+            cache.save(fresh, gone)
         state.files += others
         state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
         set_aside_conflict_copies(state)
@@ -703,15 +717,51 @@ PARALLEL_READ_MIN = 5000
 Read = tuple[str, dict[str, Any] | None, StatKey | None, str | None]
 
 
-def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | None = None) -> list[Read]:
-    """What each note is, and its key as it was opened (None: it could not be), in order: in several processes when there are many to read
-    and processors free to read them. Only where a process can be forked safely (Linux, no other thread
-    running): elsewhere starting one costs more than it saves. `meanwhile` is other work this process does
-    while the others read (it is not done when they do not)."""
+# A note as the note cache stores it: its kind, its key as it was opened, its payload as JSON without the body,
+# and its body.
+Stored = tuple[str, StatKey | None, str | None, str | None]
+
+
+def _stored(read: Read) -> Stored:
+    kind, payload, key, form = read
+    return kind, key, form, payload.get("body") if payload is not None else None
+
+
+# Note-cache writes that a reader took on after handing its share over, while the command went on: the reader's
+# pid, and what to do instead should it fail. Waited for before the command exits, and before the cache is
+# read or written again.
+_stores_running: list[tuple[int, Callable[[], None]]] = []
+
+
+def finish_stores() -> None:
+    """Wait for the note-cache writes readers took on (see `read_payloads`); one that failed is done here."""
+    while _stores_running:
+        pid, instead = _stores_running.pop()
+        try:
+            _, status = os.waitpid(pid, 0)
+            stored = os.waitstatus_to_exitcode(status) == 0
+        except ChildProcessError:
+            stored = False
+        if not stored:
+            instead()
+
+
+atexit.register(finish_stores)  # a command leaving by `os._exit` calls it first (`launch.script`)
+
+
+def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | None = None,
+                  store: Callable[[list[Stored]], None] | None = None) -> tuple[list[Read], int | None]:
+    """What each note is, and its key as it was opened (None: it could not be), in order: in several processes
+    when there are many to read and processors free to read them. Only where a process can be forked safely
+    (Linux, no other thread running): elsewhere starting one costs more than it saves. `meanwhile` is other
+    work this process does while the others read (it is not done when they do not). `store` is handed every
+    note as the note cache stores it, in order, by a reader once all are read, while this process goes on:
+    then the second value is that reader's pid, which the caller waits for (and does `store`'s work itself
+    should it fail); None when `store` was not called."""
     workers = _free_processors() if len(paths) >= PARALLEL_READ_MIN and sys.platform.startswith("linux") else 1
     if workers < 2 or threading.active_count() > 1:
-        return _read_share(root, paths)
-    return _read_in_processes(root, paths, min(workers, 8), meanwhile)
+        return _read_share(root, paths), None
+    return _read_in_processes(root, paths, min(workers, 8), meanwhile, store)
 
 
 def _read_share(root: Path, paths: list[str]) -> list[Read]:
@@ -738,11 +788,13 @@ _CHUNK_BYTES = 4  # a chunk's number as it goes through the pipe that hands them
 
 
 def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Callable[[], None] | None,
-                       ) -> list[Read]:
+                       store: Callable[[list[Stored]], None] | None = None) -> tuple[list[Read], int | None]:
     """The notes read by this process and `readers - 1` forked children, each taking chunks from one pipe (a
     read of a few bytes from a pipe is never split between readers on Linux); what a child that fails took is
     read here. Plain forks and pipes: a `multiprocessing` pool costs 20-25 ms to import and start, a sixth of
-    a first read of 10,000 notes."""
+    a first read of 10,000 notes. With `store`, the first child, once it has handed its chunks over, is sent
+    every other chunk as the cache stores it and calls `store` (writing the note cache of 10,000 notes takes
+    a tenth of their first read, which this process spends on the pages meanwhile)."""
     import pickle
     import select
     import signal
@@ -762,8 +814,9 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
         found[start] = _read_share(root, paths[start:start + size])
         return True
 
+    rows_in, rows_out = os.pipe() if store is not None else (-1, -1)  # the chunks the storing child did not read
     try:
-        for _ in range(readers - 1):
+        for child in range(readers - 1):
             reading, writing = os.pipe()
             pid = os.fork()
             if pid == 0:  # the child: read, hand over, leave without running the parent's exit handlers
@@ -772,16 +825,26 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to act on
                     os.close(reading)
                     os.close(handed)  # only the command hands chunks out: its close says they are all out
+                    if rows_out >= 0:
+                        os.close(rows_out)
                     while take_chunk():
                         pass
                     with os.fdopen(writing, "wb") as handing:
                         pickle.dump(found, handing, protocol=pickle.HIGHEST_PROTOCOL)
+                    if store is not None and child == 0:
+                        with os.fdopen(rows_in, "rb") as coming:
+                            others: dict[int, list[Stored]] = pickle.load(coming)
+                        store([row for start in starts for row in (
+                            others[start] if start in others else map(_stored, found[start]))])
                     code = 0
                 finally:
                     os._exit(code)
             os.close(writing)  # only the child writes: its exit ends the pipe
             children.append((pid, reading))
             running.add(pid)
+        if rows_in >= 0:
+            os.close(rows_in)
+            rows_in = -1
         # The chunks' numbers, written in pieces of at most PIPE_BUF bytes (each goes in whole or not at all,
         # so no reader ever gets part of a number). When the pipe is full (a user past the kernel's pipe quota
         # gets one page), this process reads the last chunk not handed out yet itself, never one from the
@@ -804,9 +867,14 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
             meanwhile()
         while take_chunk():
             pass
-        for pid, reading in children:
+        storing: int | None = None
+        for child, (pid, reading) in enumerate(children):
             with os.fdopen(reading, "rb", closefd=False) as coming:
                 data = coming.read()
+            if store is not None and child == 0 and data:
+                storing, read_there = pid, pickle.loads(data)  # it goes on: it stores what the others send it
+                found.update(read_there)
+                continue
             _, status = os.waitpid(pid, 0)
             running.discard(pid)
             if os.waitstatus_to_exitcode(status) == 0:
@@ -814,11 +882,22 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
         for start in starts:  # taken by a child that failed
             if start not in found:
                 found[start] = _read_share(root, paths[start:start + size])
-        return [item for start in starts for item in found[start]]
+        if storing is not None:
+            try:
+                with os.fdopen(rows_out, "wb", closefd=False) as sending:
+                    pickle.dump({start: list(map(_stored, found[start])) for start in starts
+                                 if start not in read_there}, sending, protocol=pickle.HIGHEST_PROTOCOL)
+                running.discard(storing)
+            except OSError:  # it went away: the caller stores them
+                storing = None
+        return [item for start in starts for item in found[start]], storing
     finally:  # also on Ctrl-C or an error here: the children still reading go with the command
         os.close(handing_out)
         if handed >= 0:
             os.close(handed)
+        for end in (rows_in, rows_out):
+            if end >= 0:
+                os.close(end)
         for pid, reading in children:
             os.close(reading)
             if pid in running:
