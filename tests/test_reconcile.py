@@ -448,3 +448,31 @@ def test_a_ruling_naming_a_successor_alongside_is_sealed_before_the_waiting_supe
     assert {d.id: d.status.value for d in state.decisions} == {"D-0001": "superseded", "D-0002": "ruled",
                                                                "D-0003": "ruled"}
     assert events(vault).count("superseded") == 1 and lint.lint(lint.gather(Vault(vault))).errors == 0
+
+
+def test_a_note_the_live_view_knows_unchanged_is_what_reading_it_gives(tmp_path, monkeypatch):
+    """Marking a ruling superseded reads it; a live view gives it as it read it, its properties not parsed again,
+    only while the file still holds what was read: equal, field for field, to reading it now."""
+    import shutil
+
+    from vault_tools.commands import live as live_module
+    from vault_tools.commands.live import LiveState
+
+    vault = tmp_path / "example-vault"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "example-vault", vault)
+    write(vault / "Decisions" / "D-0901 Windows.md", "\ufeff---\r\ntype: decision\r\nid: D-0901\r\nstatus: ruled\r\n"
+          "topics: [line-endings]\r\nsummary: A note saved on Windows, with a BOM and CRLF.\r\n---\r\nBody\r\n")
+    monkeypatch.setattr(live_module, "RACY_NANOSECONDS", 0)  # every note is older than the racy window
+    ws = Workspace(Vault(vault))
+    with LiveState(ws) as live:
+        decisions = live.state.decisions
+        assert len(decisions) > 10 and ws.read_as_known is not None
+        for decision_ in decisions:
+            path = vault / decision_.path
+            known = ws.read(path)
+            assert known == notes.read_note(path), decision_.path
+            assert known is not None and known.data is live.state.properties[decision_.path]  # not parsed again
+        edited = vault / decisions[0].path
+        edited.write_text(edited.read_text() + "An edit.\n")
+        assert ws.read(edited) == notes.read_note(edited) and "An edit." in ws.read(edited).body
+    assert ws.read_as_known is None

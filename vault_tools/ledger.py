@@ -354,6 +354,7 @@ class Ledger:
         self._listing: tuple[tuple[int, int, int], bool, tuple[str, ...], float] | None = None
         self._appends = 0  # how many appends this process made: a look taken before one no longer holds
         self._look: Look | None = None  # inside `looked_at_once`: the files as that look found them
+        self._kept_look: tuple[Look, int, float] | None = None  # the last look, the appends then, when (monotonic)
 
     @property
     def shared(self) -> bool:
@@ -439,14 +440,22 @@ class Ledger:
         return names
 
     @contextmanager
-    def looked_at_once(self) -> Iterator[None]:
+    def looked_at_once(self, kept_for: float = 0.0) -> Iterator[None]:
         """Inside, the ledger's files are listed and their sizes and times taken once: each read is of the
         ledger as that look found it, as if what arrives meanwhile came just after (the next look sees it).
         For a step that asks of the ledger several ways at once (a live view brought up to date after each
-        note it writes: a first reconcile does it thousands of times). An append ends the look."""
+        note it writes: a first reconcile does it thousands of times). An append ends the look. `kept_for`
+        (seconds): a look taken that recently, with no append since, is taken again as it was, as if what
+        arrived since came just after it (a reconcile looks after each of thousands of steps, and another
+        device's events arrive between two of them at any moment anyway)."""
         outer, appends = self._look, self._appends
         if outer is None:
-            self._look = self._looked()
+            kept, now = self._kept_look, time.monotonic()
+            if kept is not None and kept[1] == appends and now - kept[2] < kept_for:
+                self._look = kept[0]
+            else:
+                self._look = self._looked()
+                self._kept_look = (self._look, appends, now)
         try:
             yield
         finally:

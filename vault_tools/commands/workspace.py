@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,9 @@ class Workspace:
         self.config = vault.config
         self.tz = vault.config.tz
         self.now = now
+        # Set by a live view (`LiveState`) while it is in use: a note whose file certainly still holds what the
+        # view read, as read then, without parsing it again (None: read it).
+        self.read_as_known: Callable[[Path], notes.Note | None] | None = None
 
     # reading
 
@@ -60,6 +63,9 @@ class Workspace:
 
     def read(self, path: Path) -> notes.Note:
         """One note, with any error naming it as the vault does (relative to the vault)."""
+        known = self.read_as_known(path) if self.read_as_known is not None else None
+        if known is not None:
+            return known
         try:
             return notes.read_note(path)
         except NoteError as error:
