@@ -823,6 +823,7 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                 code = 1
                 try:
                     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to act on
+                    _stores_running.clear()  # the parent's to wait for, not this child's
                     os.close(reading)
                     os.close(handed)  # only the command hands chunks out: its close says they are all out
                     if rows_out >= 0:
