@@ -27,6 +27,12 @@ def trust_the_cache_at_once(monkeypatch):
     monkeypatch.setattr(vault_module, "RACY_NANOSECONDS", 0)
 
 
+def forget_note_cache(vault):
+    """Delete the note cache, once what a reader of the last first read is still writing there is written."""
+    vault_module.finish_stores()
+    (vault / ".vault-tools" / CACHE_FILE).unlink()
+
+
 def test_a_same_size_edit_with_the_old_mtime_put_back_is_seen(vault, monkeypatch):
     path = decision(vault, 1, summary="Footers carry the newsletter link, always.")
     trust_the_cache_at_once(monkeypatch)
@@ -122,7 +128,7 @@ def test_a_first_read_in_several_processes_gives_what_one_process_gives(vault, m
     (vault / "Decisions" / "D-0005 Lost.md").symlink_to(vault / "nowhere-either.md")
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
     one = everything_read(vault)
-    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    forget_note_cache(vault)
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
     monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)  # however busy the machine running the test
     several = everything_read(vault)
@@ -139,7 +145,7 @@ def test_a_reader_process_that_fails_has_its_share_read_by_the_command(vault, mo
     write(vault / "Daily" / "2026-07-17.md", "We talked about a decision.\n")
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
     one = everything_read(vault)
-    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    forget_note_cache(vault)
     command, read_share = os.getpid(), vault_module._read_share
 
     def dies_in_a_child(root, paths):
@@ -206,14 +212,14 @@ def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_
     for cached in (vault / ".vault-tools" / "cache").iterdir():
         cached.unlink()
     assert everything_read(vault) == one and len(one[0]) == 120
-    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    forget_note_cache(vault)
     several = Vault(vault)
     several.load()
     assert several.ledger.summaries() == records and len(records) == 40  # the rulings, sealed
     ledger = vault / ".vault-tools" / "ledger.jsonl"
     lines = ledger.read_text().splitlines(keepends=True)
     ledger.write_text("".join([lines[0], "{not an event\n", *lines[1:]]))
-    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    forget_note_cache(vault)
     damaged = Vault(vault)
     assert [d.id for d in damaged.load().decisions] == [d.id for d in one[0]]
     with pytest.raises(VaultToolsError) as error:
@@ -234,7 +240,7 @@ def test_a_first_read_never_waits_on_a_pipe_too_small_for_its_chunks(vault, monk
         write(vault / "Daily" / f"Day {number}.md", f"Day {number}.\n")
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
     one = everything_read(vault)
-    (vault / ".vault-tools" / CACHE_FILE).unlink()
+    forget_note_cache(vault)
     real_pipe = os.pipe
 
     def one_page_pipe():

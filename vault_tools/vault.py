@@ -509,8 +509,9 @@ class NoteCache:
     def load(self) -> dict[str, CachedNote]:
         """Every cached note by vault-relative path."""
         finish_stores()  # what a reader is still writing is read too
-        if not self.path.exists():
+        if not self.path.exists():  # made when the notes read are saved (by a reader, on a first read)
             self._forget_older_caches()
+            return {}
         try:
             with closing(self._connect()) as connection:
                 rows = connection.execute(
