@@ -807,18 +807,20 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
     running: set[int] = set()
     found: dict[int, list[Read]] = {}
 
-    def take_chunk() -> bool:
+    def take_chunk() -> int | None:
+        """Read the next chunk not taken yet; its start, or None when every chunk is taken."""
         number = os.read(handing_out, _CHUNK_BYTES)  # whole: the numbers go in by whole pieces (see below)
         if len(number) != _CHUNK_BYTES:
-            return False
+            return None
         start = int.from_bytes(number, "big")
         found[start] = _read_share(root, paths[start:start + size])
-        return True
+        return start
 
     rows_in, rows_out = os.pipe() if store is not None else (-1, -1)  # the chunks the storing child did not read
     try:
         for child in range(readers - 1):
             reading, writing = os.pipe()
+            _widen(writing)
             pid = os.fork()
             if pid == 0:  # the child: read, hand over, leave without running the parent's exit handlers
                 code = 1
@@ -829,10 +831,17 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                     os.close(handed)  # only the command hands chunks out: its close says they are all out
                     if rows_out >= 0:
                         os.close(rows_out)
-                    while take_chunk():
-                        pass
-                    with os.fdopen(writing, "wb") as handing:
-                        pickle.dump(found, handing, protocol=pickle.HIGHEST_PROTOCOL)
+                    # Each chunk is handed over as soon as it is read, as far as the pipe takes it without
+                    # waiting: the command then has nearly all of it when it is done with its own chunks.
+                    os.set_blocking(writing, False)
+                    waiting = bytearray()
+                    while (start := take_chunk()) is not None:
+                        waiting += _record((start, found[start]))
+                        _hand_over(writing, waiting)
+                    waiting += _record(None)  # the end: all was handed over
+                    os.set_blocking(writing, True)
+                    _hand_over(writing, waiting)
+                    os.close(writing)
                     if store is not None and child == 0:
                         with os.fdopen(rows_in, "rb") as coming:
                             others: dict[int, list[Stored]] = pickle.load(coming)
@@ -865,22 +874,29 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                 found[start] = _read_share(root, paths[start:start + size])
         os.close(handed)  # every chunk is out: a reader that finds the pipe empty is done
         handed = -1
+        handing_back = [_HandedOver(reading) for _, reading in children]
+        for handed_over in handing_back:
+            os.set_blocking(handed_over.fd, False)
         if meanwhile is not None:
             meanwhile()
-        while take_chunk():
-            pass
+        while True:
+            for handed_over in handing_back:
+                handed_over.take_in()
+            if take_chunk() is None:
+                break
         storing: int | None = None
-        for child, (pid, reading) in enumerate(children):
-            with os.fdopen(reading, "rb", closefd=False) as coming:
-                data = coming.read()
-            if store is not None and child == 0 and data:
-                storing, read_there = pid, pickle.loads(data)  # it goes on: it stores what the others send it
+        read_there: dict[int, list[Read]] = {}
+        for child, ((pid, _), handed_over) in enumerate(zip(children, handing_back, strict=True)):
+            os.set_blocking(handed_over.fd, True)
+            handed_over.take_in()  # the rest, to its end
+            if store is not None and child == 0 and handed_over.whole:
+                storing, read_there = pid, handed_over.chunks  # it goes on: it stores what the others send it
                 found.update(read_there)
                 continue
             _, status = os.waitpid(pid, 0)
             running.discard(pid)
-            if os.waitstatus_to_exitcode(status) == 0:
-                found.update(pickle.loads(data))
+            if os.waitstatus_to_exitcode(status) == 0 and handed_over.whole:
+                found.update(handed_over.chunks)
         for start in starts:  # taken by a child that failed
             if start not in found:
                 found[start] = _read_share(root, paths[start:start + size])
@@ -905,6 +921,71 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
             if pid in running:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+
+
+_RECORD_LENGTH = 8  # bytes of a record's length, before it (see `_record`)
+
+
+def _record(item: tuple[int, list[Read]] | None) -> bytes:
+    """A chunk as a reader hands it over: its length, then the chunk pickled; None gives the end (length 0)."""
+    import pickle
+
+    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) if item is not None else b""
+    return len(data).to_bytes(_RECORD_LENGTH, "big") + data
+
+
+class _HandedOver:
+    """What one reader handed over so far, its chunks unpickled as they come in."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.chunks: dict[int, list[Read]] = {}
+        self.whole = False  # it got to the end
+        self._data = bytearray()
+
+    def take_in(self) -> None:
+        """What the pipe holds now (if it does not block), else all of it, to its end."""
+        import pickle
+
+        while True:
+            try:
+                data = os.read(self.fd, 1 << 20)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            self._data += data
+        while len(self._data) >= _RECORD_LENGTH and not self.whole:
+            length = int.from_bytes(self._data[:_RECORD_LENGTH], "big")
+            if length == 0:
+                self.whole = True
+            elif len(self._data) < _RECORD_LENGTH + length:
+                break
+            else:
+                start, reads = pickle.loads(memoryview(self._data)[_RECORD_LENGTH:_RECORD_LENGTH + length])
+                self.chunks[start] = reads
+            del self._data[:_RECORD_LENGTH + length]
+
+
+def _hand_over(fd: int, waiting: bytearray) -> None:
+    """Write what `waiting` holds to the pipe `fd`: as much as it takes now when it does not block, else all."""
+    while waiting:
+        try:
+            written = os.write(fd, waiting)
+        except BlockingIOError:
+            return
+        del waiting[:written]
+
+
+def _widen(fd: int) -> None:
+    """A pipe that holds what a reader reads of 10,000 notes while the command is busy (Linux lets a user have
+    pipes of 1 MiB); where it cannot be widened, the reader keeps the rest until it is taken."""
+    import fcntl
+
+    try:
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except OSError:
+        pass
 
 
 def _free_processors() -> int:
