@@ -15,7 +15,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -630,7 +630,7 @@ class Vault:
         to_read = [(rel, path) for rel, path, held in listed if held is None]
         gone = list(cached)
 
-        def store(rows: list[Stored]) -> None:  # run by a reader, while this process goes on
+        def store(rows: Iterable[Stored]) -> None:  # by a reader, while this process goes on; or by this one
             assert cache is not None
             cache.save([(rel, key, reading_from, kind, form, body)
                         for (rel, _), (kind, key, form, body) in zip(to_read, rows, strict=True) if key is not None], gone)
@@ -638,18 +638,15 @@ class Vault:
         results, storing = read_payloads(self.root, [path for _, path in to_read], meanwhile=self._read_ledger,
                                          store=store if cache and cache.enabled else None)
         read = iter(results)
-        fresh: list[FreshNote] = []
         stat_keys: dict[str, StatKey] = {}
         state.stat_keys = stat_keys
         for rel, _, held in listed:
             if isinstance(held, OSError):
                 state.broken.append(UnreadableNote(f"cannot be read: {held.strerror}", path=rel))
             elif held is None:
-                kind, payload, stat_key, cached_form = next(read)
+                kind, payload, stat_key, _ = next(read)
                 if stat_key is not None:  # None: it could not be opened
                     stat_keys[rel] = stat_key
-                    body = payload.get("body") if payload is not None else None
-                    fresh.append((rel, stat_key, reading_from, kind, cached_form, body))
                 self._add(state, rel, kind, payload)
             else:
                 if held[0] is not None:  # always: a note is held only while its key is what was cached
@@ -660,9 +657,9 @@ class Vault:
                         payload["body"] = held[3]
                     self._add(state, rel, held[1], payload)
         if cache and storing is not None:  # a reader writes it while this process goes on; should it fail, here
-            _stores_running.append((storing, lambda: cache.save(fresh, gone)))
+            _stores_running.append((storing, lambda: store(map(_stored, results))))
         elif cache:
-            cache.save(fresh, gone)
+            store(map(_stored, results))
         state.files += others
         state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
         set_aside_conflict_copies(state)
