@@ -197,6 +197,27 @@ def test_the_note_cache_a_reader_writes_is_whole_once_the_command_is_done(vault,
     assert cached_paths(vault) == sorted(state.files)
 
 
+def test_the_reader_writing_the_note_cache_is_waited_for_when_the_command_stops_on_the_way(vault, monkeypatch):
+    """Stopped after the notes were read (Ctrl-C, an error), the command still waits for the reader writing the
+    cache: no process is left behind unwaited, and the cache it wrote is whole."""
+    for number in range(1, 21):
+        decision(vault, number, status="open", topics=(f"topic-{number}",))
+        write(vault / "Daily" / f"2026-07-{number:03d}.md", f"Day {number}.\n")
+    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)
+    monkeypatch.setattr(vault_module, "READ_CHUNK", 8)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(vault_module.Vault, "_add", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Vault(vault).load()
+    assert len(vault_module._stores_running) == 1
+    vault_module.finish_stores()
+    assert len(cached_paths(vault)) == 40
+
+
 def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_gives(vault, monkeypatch):
     """Several chunks of notes, taken in turn by the readers while the command reads the ledger: the same
     notes in the same order, and the same records; a damaged ledger read meanwhile is said when asked, as

@@ -118,3 +118,27 @@ def test_parse_config_names_each_keys_line_either_way():
     for parsed in (_parse_config(text.encode(), "c.yaml"), _parse_config_fully(text, "c.yaml")):
         _, line_of = parsed
         assert (line_of("timezone"), line_of("budget")) == (2, 4)
+
+
+@pytest.mark.parametrize("text", [
+    "settle_seconds: 5\x85debounce_ms: 9\n",  # NEL: a line break to libyaml only
+    "# team settings\u2028\ntimezone: Asia/Tokyo\nsettle_seconds: -1\n",  # LS: every later line shifts
+    "# c\n\ufefftimezone: Asia/Tokyo\n",  # a BOM that is not the first character
+    "settle_seconds: 5\n\ufeff",
+    "decisions_folder: !\n",  # a bare tag on nothing: text to libyaml, nothing to ruamel.yaml
+    "decisions_folder: |# the folder\n  Work\n",  # a block scalar's header running into a comment
+    "timezone: UTC\rsettle_seconds: 5\r",  # a CR alone
+])
+def test_what_libyaml_reads_otherwise_is_left_to_ruamel_yaml(tmp_path, text):
+    assert _quick_config(text) is None
+    config = tmp_path / ".vault-tools" / "config.yaml"
+    config.parent.mkdir()
+    config.write_bytes(text.encode("utf-8"))
+    try:
+        full, _ = _parse_config_fully(text, "config.yaml")
+    except ConfigError as refused:
+        with pytest.raises(ConfigError) as error:
+            load_config(tmp_path)
+        assert (error.value.message, error.value.line) == (refused.message, refused.line)
+        return
+    assert full is not None

@@ -476,3 +476,59 @@ def test_a_note_the_live_view_knows_unchanged_is_what_reading_it_gives(tmp_path,
         edited.write_text(edited.read_text() + "An edit.\n")
         assert ws.read(edited) == notes.read_note(edited) and "An edit." in ws.read(edited).body
     assert ws.read_as_known is None
+
+
+def test_a_ruling_with_keys_json_writes_otherwise_is_marked_superseded_from_the_note_cache(tmp_path, monkeypatch):
+    """The note cache keeps properties as JSON, which writes a nested `true:` key as "true": a ruling read from
+    it is still marked superseded, its edit checked against a fresh parse."""
+    from vault_tools.commands import live as live_module
+
+    from .conftest import make_vault
+
+    monkeypatch.setattr(live_module, "RACY_NANOSECONDS", 0)
+    monkeypatch.setattr("vault_tools.vault.RACY_NANOSECONDS", 0)
+    vault = make_vault(tmp_path / "vault")
+    first = decision(vault, 1, "ruled", ("newsletter-footer",), meta="{true: kept, ~: also}")
+    past = time.time() - 600
+    os.utime(first, (past, past))
+
+    def reconcile_pass() -> list[str]:  # its notes' times left as they are: the cache is used for those unchanged
+        watcher = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
+        watcher.acquire()
+        try:
+            return [action.why for action in watcher.process(everything=True)]
+        finally:
+            watcher.release()
+
+    reconcile_pass()  # sealed; the note cache now holds it
+    second = decision(vault, 2, "ruled", ("newsletter-footer",), supersedes=f'["[[{first.stem}]]"]',
+                      reason='"The owner banned promotion inside articles."')
+    os.utime(second, (past, past))
+    problems = reconcile_pass()
+    assert not [why for why in problems if "refusing" in why], problems
+    assert "status: superseded" in first.read_text() and "true: kept" in first.read_text()
+    assert events(vault).count("superseded") == 1 and events(vault).count("sealed") == 2
+
+
+def test_a_live_view_takes_no_look_at_the_ledger_from_before_it(tmp_path, monkeypatch):
+    """A look at the ledger's files is kept a little while within one live view, never into the next one: a
+    device's ledger file made in between (by another process) is seen by the next view at once."""
+    from vault_tools.commands import live as live_module
+    from vault_tools.commands.live import LiveState
+    from vault_tools.commands.setup import init_vault
+
+    from .conftest import TZ, vt
+
+    monkeypatch.setattr(live_module, "LOOK_KEPT_SECONDS", 60.0)  # as if the next pass came within the window
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    init_vault(vault, TZ, shared=True)
+    ws = Workspace(Vault(vault))
+    with ws.vault.ledger.locked(), LiveState(ws) as live:
+        live.refresh()
+    ruled = vt("rule", "--topic", "footer", "--summary", "Every article footer carries the newsletter link.",
+               cwd=vault)
+    assert ruled.code == 0, ruled.err
+    with ws.vault.ledger.locked(), LiveState(ws) as live:
+        live.refresh()
+        assert len(live.known) == 1 and len(live.ties) == 1  # the ruling and its note, tied

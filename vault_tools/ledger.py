@@ -468,6 +468,11 @@ class Ledger:
             return Look(files, key, key[0][1])
         return Look(files, key, [(os.path.basename(path), stat) for path, stat in key] or None)
 
+    def look_again(self) -> None:
+        """The next look at the ledger's files is a new one (see `looked_at_once`'s `kept_for`): a live view
+        starting does not take over the look a view before it took."""
+        self._kept_look = None
+
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the ledger lock: id allocation, note writes and appends happen inside it."""

@@ -526,9 +526,11 @@ def edited(note: Note, changes: Mapping[str, Any]) -> Note:
 
 
 def plain(value: Any) -> Any:
-    """Parsed YAML as plain JSON-able Python values (dates as the text written)."""
+    """Parsed YAML as plain JSON-able Python values (dates as the text written), keys as JSON writes them
+    (`true`, `null`): the note cache keeps properties as JSON, so properties read from it and read afresh
+    compare equal here."""
     if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {_json_key(k): plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [plain(v) for v in value]
     if isinstance(value, dt.datetime):
@@ -536,6 +538,12 @@ def plain(value: Any) -> Any:
     if isinstance(value, dt.date):
         return value.isoformat()
     return value if value is None or isinstance(value, bool | int | float) else str(value)
+
+
+def _json_key(key: Any) -> str:
+    if key is True or key is False or key is None:
+        return "true" if key else "false" if key is False else "null"
+    return str(key)
 
 
 def _verify_edit(before: Note, text: str, changes: Mapping[str, Any]) -> Note:

@@ -170,11 +170,18 @@ def _parse_config(raw: bytes, shown: str) -> tuple[Any, Callable[[str], int]]:
     return _parse_config_fully(text, shown)
 
 
+# What libyaml and ruamel.yaml read differently: a `%YAML 1.1` directive changes what words mean; ruamel.yaml
+# refuses a tab where libyaml takes it, and a block scalar's header running into a comment (`|# ...`); libyaml
+# takes NEL, LS and PS (and a CR alone) for line breaks and skips a BOM anywhere, ruamel.yaml does not; a bare
+# `!` tag on an empty value is text to one, nothing to the other.
+_READ_OTHERWISE = re.compile("[%\t\x85\u2028\u2029\ufeff!]|[|>][-+0-9]*#|\r(?!\n)")
+
+
 def _quick_config(text: str) -> tuple[Any, dict[str, int]] | None:
     """The config's values and each top-level key's line, read with libyaml; None where ruamel.yaml could read
-    it otherwise: a `%YAML 1.1` directive changes what words mean, ruamel.yaml refuses a tab where libyaml
-    takes it, and a key that is not text (`1:`) is named by its value."""
-    if "%" in text or "\t" in text:
+    it otherwise (`_READ_OTHERWISE`, a value `_read_the_same` refuses, or a key that is not text, as `1:`,
+    which is named by its value)."""
+    if _READ_OTHERWISE.search(text):
         return None
     quick = notes.plain_yaml(text, 1, _read_the_same)
     if quick is None or (isinstance(quick[0], dict) and not all(isinstance(key, str) for key in quick[0])):
@@ -637,6 +644,8 @@ class Vault:
 
         results, storing = read_payloads(self.root, [path for _, path in to_read], meanwhile=self._read_ledger,
                                          store=store if cache and cache.enabled else None)
+        if storing is not None:  # a reader writes the cache while this process goes on: waited for at exit
+            _stores_running.append(storing)
         read = iter(results)
         stat_keys: dict[str, StatKey] = {}
         state.stat_keys = stat_keys
@@ -656,9 +665,7 @@ class Vault:
                     if held[3] is not None:
                         payload["body"] = held[3]
                     self._add(state, rel, held[1], payload)
-        if storing is not None:  # a reader writes it while this process goes on
-            _stores_running.append(storing)
-        elif cache:
+        if cache and storing is None:
             store(map(_stored, results))
         state.files += others
         state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))

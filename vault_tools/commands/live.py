@@ -50,6 +50,7 @@ class LiveState:
     def __init__(self, ws: Workspace, load: Callable[[], VaultState] | None = None) -> None:
         """`load` reads the vault (default: `ws.state()`)."""
         self.ws = ws
+        ws.vault.ledger.look_again()
         started = time.time_ns()
         self.state = (load or ws.state)()
         self.written: set[str] = set()  # what the last `refresh` read again (vault-relative)
