@@ -479,7 +479,7 @@ class VaultState:
         return found
 
 
-CACHE_FILE = "cache/notes-v4.sqlite"  # a new name whenever what is cached changes
+CACHE_FILE = "cache/notes-v5.sqlite"  # a new name whenever what is cached changes (v5: keys as JSON writes them)
 StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 # What the cache holds of a note: the key it is trusted for (None: read it again), its kind, its payload as
 # JSON without the body, and its body (kept apart: plain text reads back faster than a JSON string).
