@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple, Protocol, TypeVar
 
@@ -93,6 +93,23 @@ class Event:
 
 
 _EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name not in ("line", "source", "position"))
+_LINE_FIELDS = frozenset(_EVENT_FIELDS)  # what a ledger line may hold
+_REQUIRED_FIELDS = frozenset(f.name for f in fields(Event) if f.default is MISSING and f.default_factory is MISSING)
+_DEFAULTS = {f.name: f.default for f in fields(Event) if f.default is not MISSING}
+
+
+def _event_of(data: dict[str, Any], number: int, source: str | None) -> Event:
+    """`Event(**data, line=number, ...)` for a line's fields, without the generated `__init__`: a frozen
+    dataclass sets each of its 23 fields through `object.__setattr__`, a third of reading a ledger line."""
+    if not data.keys() <= _LINE_FIELDS or not data.keys() >= _REQUIRED_FIELDS:
+        raise TypeError("unknown or missing fields")
+    event = object.__new__(Event)
+    values = event.__dict__
+    values.update(_DEFAULTS)
+    values.update(data)
+    values["line"] = values["position"] = number
+    values["source"] = source
+    return event
 
 
 def _canonical(data: dict[str, Any]) -> str:
@@ -136,7 +153,7 @@ def parse_line(text: str, number: int, where: str, source: str | None = None) ->
         data["topics"] = tuple(data.get("topics", ()))
         data["not_the_same"] = tuple(data.get("not_the_same", ()))
         data["settles"] = tuple(data.get("settles", ()))
-        return Event(**data, line=number, source=source, position=number)  # a merge of files renumbers it
+        return _event_of(data, number, source)  # a merge of files renumbers `position`
     except TypeError:
         raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
 
