@@ -175,10 +175,10 @@ def test_the_note_cache_a_reader_writes_is_whole_once_the_command_is_done(vault,
         write(vault / "Daily" / f"2026-07-{number:03d}.md", f"Day {number}.\n")
     command, save = os.getpid(), vault_module.NoteCache.save
 
-    def save_or_die(self, fresh, gone):
+    def save_or_die(self, fresh, cached_at, gone):
         if writer_dies and os.getpid() != command:
             os.kill(os.getpid(), 9)
-        save(self, fresh, gone)
+        save(self, fresh, cached_at, gone)
 
     monkeypatch.setattr(vault_module.NoteCache, "save", save_or_die)
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)

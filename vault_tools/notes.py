@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import io
+import json
 import os
 import re
 import threading
@@ -541,9 +542,7 @@ def plain(value: Any) -> Any:
 
 
 def _json_key(key: Any) -> str:
-    if key is True or key is False or key is None:
-        return "true" if key else "false" if key is False else "null"
-    return str(key)
+    return json.dumps(key) if key is None or isinstance(key, bool) else str(key)
 
 
 def _verify_edit(before: Note, text: str, changes: Mapping[str, Any]) -> Note:

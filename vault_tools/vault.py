@@ -484,7 +484,6 @@ StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
 # What the cache holds of a note: the key it is trusted for (None: read it again), its kind, its payload as
 # JSON without the body, and its body (kept apart: plain text reads back faster than a JSON string).
 CachedNote = tuple[StatKey | None, str, str | None, str | None]
-FreshNote = tuple[str, StatKey, int, str, str | None, str | None]  # path, key, when read, kind, payload, body
 
 
 class NoteCache:
@@ -547,14 +546,16 @@ class NoteCache:
                 except OSError:
                     pass  # a read-only cache folder: left as it is, the cache is not used either
 
-    def save(self, fresh: list[FreshNote], gone: list[str]) -> None:
-        """Store what was read afresh and forget the notes no longer there."""
+    def save(self, fresh: Iterable[tuple[str, Stored]], cached_at: int, gone: list[str]) -> None:
+        """Store what was read afresh (by vault-relative path; `cached_at`: when the reading began) and forget
+        the notes no longer there. A note that could not be opened (no key) is not stored."""
         finish_stores()  # one writer at a time
-        if not self.enabled or not (fresh or gone):
+        rows = [(path, kind, key, payload, body) for path, (kind, key, payload, body) in fresh if key is not None]
+        if not self.enabled or not (rows or gone):
             return
-        ordinary = [(path, *key, cached_at) for path, key, cached_at, kind, _, _ in fresh if kind == "other"]
-        others = [(path, *key, cached_at, kind, payload, body)
-                  for path, key, cached_at, kind, payload, body in fresh if kind != "other"]
+        ordinary = [(path, *key, cached_at) for path, kind, key, _, _ in rows if kind == "other"]
+        others = [(path, *key, cached_at, kind, payload, body) for path, kind, key, payload, body in rows
+                  if kind != "other"]
         try:
             with closing(self._connect()) as connection, connection:
                 if self.held:  # a note that became or stopped being a decision note is in the other table
@@ -639,8 +640,7 @@ class Vault:
 
         def store(rows: Iterable[Stored]) -> None:  # by a reader, while this process goes on; or by this one
             assert cache is not None
-            cache.save([(rel, key, reading_from, kind, form, body)
-                        for (rel, _), (kind, key, form, body) in zip(to_read, rows, strict=True) if key is not None], gone)
+            cache.save(zip((rel for rel, _ in to_read), rows, strict=True), reading_from, gone)
 
         results, storing = read_payloads(self.root, [path for _, path in to_read], meanwhile=self._read_ledger,
                                          store=store if cache and cache.enabled else None)
