@@ -156,9 +156,9 @@ def _read_the_same(value: str, plain: bool, tag: str) -> bool:
 
 def _parse_config(raw: bytes, shown: str) -> tuple[Any, Callable[[str], int]]:
     """The config's values and the line of each top-level key. A config of plain values (nearly every one) is
-    read with libyaml, which every command imports anyway; anything else (anchors, tags, a directive, a tab, a
-    value the two could read differently, an error) by ruamel.yaml, as it always was: importing it costs
-    more than a whole config's read, on every command that finds no config in its cache."""
+    read with libyaml, which every command imports anyway; whatever ruamel.yaml could read otherwise (see
+    `_quick_config`) by ruamel.yaml, as it always was: importing it costs more than a whole config's read, on
+    every command that finds no config in its cache."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
