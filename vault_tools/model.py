@@ -596,6 +596,12 @@ class TopicIndex:
         return sorted((known for known in candidates if topics_match(topic, known)), key=self._order.__getitem__)
 
 
+def topic_signatures(topic: str) -> frozenset[tuple[object, ...]]:
+    """What `TopicIndex` files a topic under (kept for each topic seen): two topics that share none do not
+    match (`topics_match`), so what checks many pairs of topics compares these first."""
+    return TopicIndex._signatures(topic)
+
+
 def near_field_name(name: str) -> str | None:
     """A known field this unknown property is probably a typo of (`supercedes`, `ruledAt`)."""
     if is_ledger_property(name):

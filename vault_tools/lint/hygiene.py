@@ -7,7 +7,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..dates import local_date
-from ..model import Decision, Status, TopicIndex, being_written, canonical_topic, lacks_id, topics_match
+from ..model import (
+    Decision,
+    Status,
+    TopicIndex,
+    being_written,
+    canonical_topic,
+    lacks_id,
+    topic_signatures,
+    topics_match,
+)
 from .facts import Facts, first_line
 from .registry import WARNING, Finding, rule
 
@@ -115,7 +124,9 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
     Reports two current rulings whose words say the same matter under different topic keys (no topic of
     one near-matches a topic of the other), by the check `ask` uses to refuse a question already settled
     under other topics: each ruling's summary, topics and `## Question` and `## Ruling` sections must say
-    most of what the other says.
+    most of what the other says. Each ruling is reported once, on the newer note, naming the older ruling
+    closest to it; the other older rulings on the same matter are named after it (the first five, and how
+    many more).
 
     ## Why
     Two rulings on one matter filed apart are read apart: `lookup` on one key never shows the other, and
@@ -129,15 +140,33 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
     from ..commands.same import same_matter_pairs
 
     current = [d for d in facts.state.decisions if d.status is Status.RULED]
+    alike: dict[str, list[tuple[float, Decision]]] = {}  # a newer ruling's path -> (score, older ruling)
+    newer_by_path: dict[str, Decision] = {}
+    # The signatures of each ruling's topics: two rulings whose topics share none have no topic in common
+    signatures = {d.path: frozenset().union(*map(topic_signatures, d.topics)) for d in current}
     for first, second, score in same_matter_pairs(current):
-        if any(topics_match(a, b) for a in first.topics for b in second.topics):
+        if not signatures[first.path].isdisjoint(signatures[second.path]) and \
+                any(topics_match(a, b) for a in first.topics for b in second.topics):
             continue  # one topic: the supersession rules (VT016) speak for these
-        newer = max(first, second, key=lambda d: d.number)
-        older = first if newer is second else second
+        newer, older = (second, first) if second.number > first.number else (first, second)
+        newer_by_path[newer.path] = newer
+        alike.setdefault(newer.path, []).append((score, older))
+    for path, found in alike.items():
+        newer = newer_by_path[path]
+        found.sort(key=lambda item: (-item[0], item[1].number))
+        score, older = found[0]
+        others = [d.id for _, d in found[1:]]
+        also = ""
+        if others:
+            more = f" and {len(others) - SAME_MATTER_NAMED} more" if len(others) > SAME_MATTER_NAMED else ""
+            also = f" (also like {', '.join(others[:SAME_MATTER_NAMED])}{more})"
         yield Finding(newer.path, first_line(newer, "summary"),
                       f"{newer.id} and {older.id} look like one matter under different topics "
                       f"({', '.join(newer.topics)} / {', '.join(older.topics)}; score {score:.2f}): "
-                      f"{older.summary}")
+                      f"{older.summary}{also}")
+
+
+SAME_MATTER_NAMED = 5  # older rulings named after the closest one in a VT044 finding
 
 
 @rule("VT045", "note-being-written", WARNING, remembered=True)
