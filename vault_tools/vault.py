@@ -12,8 +12,6 @@ import json
 import os
 import re
 import sqlite3
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
@@ -25,6 +23,7 @@ from . import __version__, notes
 from .carriers import ConflictCopy, find_copies
 from .dates import zone
 from .errors import ConfigError, NoteError, VaultToolsError
+from .handover import Receiver, can_fork, hand_over, record, widen
 from .layout import CONFIG_FILE as CONFIG_FILE  # re-exported: where the hidden layout keeps it
 from .layout import RECORD_DIR, device_tag, is_shared, layout_of
 from .layout import STATE_DIR as STATE_DIR
@@ -761,8 +760,8 @@ def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | 
     note as the note cache stores it, in order, by a reader once all are read, while this process goes on:
     then the second value is that reader's pid, which the caller waits for; None when `store` was not
     called (the caller calls it itself)."""
-    workers = _free_processors() if len(paths) >= PARALLEL_READ_MIN and sys.platform.startswith("linux") else 1
-    if workers < 2 or threading.active_count() > 1:
+    workers = _free_processors() if len(paths) >= PARALLEL_READ_MIN and can_fork() else 1
+    if workers < 2:
         return _read_share(root, paths), None
     return _read_in_processes(root, paths, min(workers, 8), meanwhile, store)
 
@@ -822,7 +821,7 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
     try:
         for child in range(readers - 1):
             reading, writing = os.pipe()
-            _widen(writing)
+            widen(writing)
             pid = os.fork()
             if pid == 0:  # the child: read, hand over, leave without running the parent's exit handlers
                 code = 1
@@ -838,11 +837,11 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                     os.set_blocking(writing, False)
                     waiting = bytearray()
                     while (start := take_chunk()) is not None:
-                        waiting += _record((start, found[start]))
-                        _hand_over(writing, waiting)
-                    waiting += _record(None)  # the end: all was handed over
+                        waiting += record((start, found[start]))
+                        hand_over(writing, waiting)
+                    waiting += record(None)  # the end: all was handed over
                     os.set_blocking(writing, True)
-                    _hand_over(writing, waiting)
+                    hand_over(writing, waiting)
                     os.close(writing)
                     if store is not None and child == 0:
                         with os.fdopen(rows_in, "rb") as coming:
@@ -876,29 +875,30 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                 found[start] = _read_share(root, paths[start:start + size])
         os.close(handed)  # every chunk is out: a reader that finds the pipe empty is done
         handed = -1
-        handing_back = [_HandedOver(reading) for _, reading in children]
+        handing_back = [Receiver(reading) for _, reading in children]
+        chunks: list[dict[int, list[Read]]] = [{} for _ in children]  # what each child handed over so far
         for handed_over in handing_back:
             os.set_blocking(handed_over.fd, False)
         if meanwhile is not None:
             meanwhile()
         while True:
-            for handed_over in handing_back:
-                handed_over.take_in()
+            for handed_over, got in zip(handing_back, chunks, strict=True):
+                got.update(handed_over.take_in())
             if take_chunk() is None:
                 break
         storing: int | None = None
         read_there: dict[int, list[Read]] = {}
-        for child, ((pid, _), handed_over) in enumerate(zip(children, handing_back, strict=True)):
+        for child, ((pid, _), handed_over, got) in enumerate(zip(children, handing_back, chunks, strict=True)):
             os.set_blocking(handed_over.fd, True)
-            handed_over.take_in()  # the rest, to its end
+            got.update(handed_over.take_in())  # the rest, to its end
             if store is not None and child == 0 and handed_over.whole:
-                storing, read_there = pid, handed_over.chunks  # it goes on: it stores what the others send it
+                storing, read_there = pid, got  # it goes on: it stores what the others send it
                 found.update(read_there)
                 continue
             _, status = os.waitpid(pid, 0)
             running.discard(pid)
             if os.waitstatus_to_exitcode(status) == 0 and handed_over.whole:
-                found.update(handed_over.chunks)
+                found.update(got)
         for start in starts:  # taken by a child that failed
             if start not in found:
                 found[start] = _read_share(root, paths[start:start + size])
@@ -923,71 +923,6 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
             if pid in running:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-
-
-_RECORD_LENGTH = 8  # bytes of a record's length, before it (see `_record`)
-
-
-def _record(item: tuple[int, list[Read]] | None) -> bytes:
-    """A chunk as a reader hands it over: its length, then the chunk pickled; None gives the end (length 0)."""
-    import pickle
-
-    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) if item is not None else b""
-    return len(data).to_bytes(_RECORD_LENGTH, "big") + data
-
-
-class _HandedOver:
-    """What one reader handed over so far, its chunks unpickled as they come in."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.chunks: dict[int, list[Read]] = {}
-        self.whole = False  # it got to the end
-        self._data = bytearray()
-
-    def take_in(self) -> None:
-        """What the pipe holds now (if it does not block), else all of it, to its end."""
-        import pickle
-
-        while True:
-            try:
-                data = os.read(self.fd, 1 << 20)
-            except BlockingIOError:
-                break
-            if not data:
-                break
-            self._data += data
-        while len(self._data) >= _RECORD_LENGTH and not self.whole:
-            length = int.from_bytes(self._data[:_RECORD_LENGTH], "big")
-            if length == 0:
-                self.whole = True
-            elif len(self._data) < _RECORD_LENGTH + length:
-                break
-            else:
-                start, reads = pickle.loads(memoryview(self._data)[_RECORD_LENGTH:_RECORD_LENGTH + length])
-                self.chunks[start] = reads
-            del self._data[:_RECORD_LENGTH + length]
-
-
-def _hand_over(fd: int, waiting: bytearray) -> None:
-    """Write what `waiting` holds to the pipe `fd`: as much as it takes now when it does not block, else all."""
-    while waiting:
-        try:
-            written = os.write(fd, waiting)
-        except BlockingIOError:
-            return
-        del waiting[:written]
-
-
-def _widen(fd: int) -> None:
-    """A pipe that holds what a reader reads of 10,000 notes while the command is busy (Linux lets a user have
-    pipes of 1 MiB); where it cannot be widened, the reader keeps the rest until it is taken."""
-    import fcntl
-
-    try:
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
-    except OSError:
-        pass
 
 
 def _free_processors() -> int:

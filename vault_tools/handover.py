@@ -1,0 +1,87 @@
+"""Work done in a forked child and handed back through a pipe, record by record, while the command goes on.
+
+Plain forks and pipes: a `multiprocessing` pool costs 20-25 ms to import and start, more than most of what a
+child saves. A child is forked only where that is safe and cheap (`can_fork`); where it is not, or when a child
+dies, the command does the work itself, so a child only ever makes a command faster.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+_LENGTH_BYTES = 8  # bytes of a record's length, before it (see `record`)
+
+
+def can_fork() -> bool:
+    """Whether this process may fork a child to work beside it: on Linux (elsewhere starting one costs more
+    than it saves), with no other thread running (a thread holding a lock at the fork would leave it held in
+    the child for ever)."""
+    return sys.platform.startswith("linux") and threading.active_count() == 1
+
+
+def record(item: Any) -> bytes:
+    """`item` as a child hands it over: its length, then it pickled; None gives the end (length 0)."""
+    import pickle
+
+    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) if item is not None else b""
+    return len(data).to_bytes(_LENGTH_BYTES, "big") + data
+
+
+def hand_over(fd: int, waiting: bytearray) -> None:
+    """Write what `waiting` holds to the pipe `fd`: as much as it takes now when it does not block, else all."""
+    while waiting:
+        try:
+            written = os.write(fd, waiting)
+        except BlockingIOError:
+            return
+        del waiting[:written]
+
+
+def widen(fd: int) -> None:
+    """A pipe that holds what a child hands over while the command is busy (Linux lets a user have pipes of
+    1 MiB); where it cannot be widened, the child keeps the rest until it is taken."""
+    import fcntl
+
+    try:
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except OSError:
+        pass
+
+
+class Receiver:
+    """The records a child handed over through the pipe `fd`, unpickled as they come in."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.whole = False  # the child got to its end
+        self._data = bytearray()
+
+    def take_in(self) -> list[Any]:
+        """The records the pipe holds now (when it is set not to block), else all of them, to the end."""
+        import pickle
+
+        while True:
+            try:
+                data = os.read(self.fd, 1 << 20)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            self._data += data
+        taken = 0
+        found = []
+        while len(self._data) - taken >= _LENGTH_BYTES and not self.whole:
+            length = int.from_bytes(self._data[taken:taken + _LENGTH_BYTES], "big")
+            if length == 0:
+                self.whole = True
+                taken += _LENGTH_BYTES
+            elif len(self._data) - taken < _LENGTH_BYTES + length:
+                break
+            else:
+                start = taken + _LENGTH_BYTES
+                found.append(pickle.loads(memoryview(self._data)[start:start + length]))
+                taken = start + length
+        del self._data[:taken]
+        return found
