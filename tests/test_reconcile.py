@@ -532,3 +532,178 @@ def test_a_live_view_takes_no_look_at_the_ledger_from_before_it(tmp_path, monkey
     with ws.vault.ledger.locked(), LiveState(ws) as live:
         live.refresh()
         assert len(live.known) == 1 and len(live.ties) == 1  # the ruling and its note, tied
+
+
+# A first reconcile run as `watch --once` runs it, in a process of its own (where a child can be forked), with
+# the work the child hands over counted: what the reconcile took from it, and what it worked out itself.
+_AHEAD_RUN = """
+import collections, json, sys
+import vault_tools.commands.ahead as ahead
+import vault_tools.commands.live as live
+import vault_tools.commands.workspace as workspace
+from vault_tools import launch
+
+vault, mode, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
+counts = collections.Counter()
+if mode == "no child":
+    ahead.MIN_RULINGS = 10 ** 9
+forked = ahead.WorkAhead.__init__
+
+def start(self, live_view, rels):
+    forked(self, live_view, rels)
+    counts["forked"] += self._pid is not None
+    if mode == "edited after the fork":  # the owner saves a ruling the child has read already
+        import time
+        deadline = time.monotonic() + 30
+        while extra[0] not in self.texts and time.monotonic() < deadline:
+            self.take_in()
+        counts["read by the child first"] += extra[0] in self.texts
+        path = live_view.state.root / extra[0]
+        path.write_text(path.read_text(encoding="utf-8") + "A line added while the reconcile ran.\\n",
+                        encoding="utf-8")
+    if mode == "child killed":
+        import os, signal
+        os.kill(self._pid, signal.SIGKILL)
+
+ahead.WorkAhead.__init__ = start
+remembered = workspace.Workspace.remember_seal_hash
+
+def remember(self, state, decision, digest):
+    counts["hashes taken"] += 1
+    remembered(self, state, decision, digest)
+
+workspace.Workspace.remember_seal_hash = remember
+edited = live.LiveState.edited_as_known
+
+def edited_as_known(self, note, changes):
+    found = edited(self, note, changes)
+    counts["edits taken"] += found is not None
+    return found
+
+live.LiveState.edited_as_known = edited_as_known
+sys.argv = ["vault-tools", "watch", "--once", "--vault", vault]
+try:
+    launch.main()
+except SystemExit as done:
+    counts["exit"] = done.code or 0
+print(json.dumps(counts))
+"""
+
+
+def _first_reconcile(vault: Path, mode: str, *extra: str) -> dict[str, int]:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _AHEAD_RUN, str(vault), mode, *extra], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def _recorded(vault: Path) -> list[dict[str, object]]:
+    """The ledger's events without what differs from run to run (when, the record's random name, the checksum)."""
+    found = []
+    for line in (vault / ".vault-tools" / "ledger.jsonl").read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        found.append({key: value for key, value in event.items() if key not in ("at", "record", "sum")})
+    return found
+
+
+def _notes(vault: Path) -> dict[str, bytes]:
+    """Every note's bytes, the pinned pages among them (what the tool keeps for itself aside)."""
+    return {p.relative_to(vault).as_posix(): p.read_bytes() for p in sorted(vault.rglob("*.md"))
+            if ".vault-tools" not in p.parts}
+
+
+def _unsealed_copies(tmp_path: Path, names: list[str]) -> list[Path]:
+    """Copies of one vault of 220 unsealed rulings (110 superseding the others), left alone past the racy
+    window, so the reconcile knows each note unchanged since before it read the vault (as on a real first
+    start), which is when a child is forked to work ahead."""
+    import shutil
+
+    from .conftest import make_vault
+
+    source = make_vault(tmp_path / "source")
+    chains(source, 110)
+    copies = []
+    for name in names:
+        copy = tmp_path / name
+        shutil.copytree(source, copy)
+        quiet(copy)
+        copies.append(copy)
+    time.sleep(2.1)  # past the racy window (`RACY_NANOSECONDS`): a file's time is not trusted within it
+    return copies
+
+
+def test_what_a_child_works_out_ahead_gives_the_notes_and_ledger_the_reconcile_gives_alone(tmp_path):
+    """A first reconcile of many rulings forks a child that reads each ruling's text, works out its seal hash
+    and the edit of each ruling it supersedes; the reconcile takes them, and the vault ends as it does when
+    the reconcile works everything out itself (no child) or when the child dies at once."""
+    with_child, alone, killed = _unsealed_copies(tmp_path, ["with child", "alone", "killed"])
+    counts = _first_reconcile(with_child, "with child")
+    assert counts["forked"] == 1 and counts["exit"] == 0
+    assert counts["hashes taken"] >= 200 and counts["edits taken"] >= 100, counts  # the child's work was used
+    counts = _first_reconcile(alone, "no child")
+    assert counts == {"forked": 0, "edits taken": 0, "exit": 0}
+    counts = _first_reconcile(killed, "child killed")
+    assert counts["forked"] == 1 and not counts.get("hashes taken") and not counts.get("edits taken")
+    assert _notes(with_child) == _notes(alone) == _notes(killed)
+    assert _recorded(with_child) == _recorded(alone) == _recorded(killed)
+    assert [e["event"] for e in _recorded(alone)].count("superseded") == 110
+
+
+def test_a_ruling_saved_while_the_child_works_is_sealed_as_saved_not_as_the_child_read_it(tmp_path):
+    """The child read a ruling's text before the owner saved it again: the reconcile seals what the file holds
+    when it seals it, and marks a ruling superseded from its text as it is then."""
+    (vault,) = _unsealed_copies(tmp_path, ["vault"])
+    successor = next((vault / "Decisions").glob("D-0002 *.md"))
+    counts = _first_reconcile(vault, "edited after the fork", f"Decisions/{successor.name}")
+    assert counts["forked"] == 1 and counts["read by the child first"] == 1
+    assert counts["exit"] == 1  # it names D-0002 as saved just now, to look at again
+    sealed_texts = {e["id"]: e["text"] for e in _recorded(vault) if e["event"] == "sealed"}
+    assert "A line added while the reconcile ran." in sealed_texts["D-0002"]
+    assert sealed_texts["D-0002"] == successor.read_text(encoding="utf-8")
+    assert Vault(vault).load().get("D-0001").status.value == "superseded"
+
+
+def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(tmp_path):
+    """A seal hash, a text and an edit handed over for a note the reconcile has written since (the view read
+    it again): none of them is taken, each is worked out from the note as it is now."""
+    import os
+
+    from vault_tools.commands.ahead import WorkAhead, edit_key
+    from vault_tools.commands.live import LiveState
+    from vault_tools.commands.supersede import superseded_changes
+    from vault_tools.handover import Receiver, record
+
+    from .conftest import make_vault
+
+    vault = make_vault(tmp_path / "vault")
+    path = decision(vault, 1, "ruled", ("article-footer",))
+    successor = decision(vault, 2, "ruled", ("article-footer",), supersedes=f'["[[{path.stem}]]"]', reason=REASON)
+    quiet(vault)
+    time.sleep(2.1)  # past the racy window: the view knows both notes unchanged since it read them
+    ws = Workspace(Vault(vault))
+    rel = "Decisions/" + path.name
+    with LiveState(ws) as live:
+        ahead = WorkAhead(live, [rel])  # too few rulings to fork: the pipe is fed below, as a child feeds it
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        ahead._receiver = Receiver(read_end)
+        live.ahead = ahead
+        before = live.decision_at(rel)
+        ahead._seen[rel] = before
+        note = ws.read(path)
+        new = live.decision_at("Decisions/" + successor.name)
+        notes.write_note(note, note.text.replace("## Body of D-0001", "## Body of D-0001, written again"))
+        assert live.refresh() and live.decision_at(rel) is not before
+        stale = notes.edited(note, superseded_changes(new, REASON))  # the edit made ahead, of the text as it was
+        os.write(write_end, record(("hash", rel, "sha256:stale")) + record(("text", rel, note.text)) +
+                 record(("edit", edit_key(rel, note.text, superseded_changes(new, REASON)), stale)))
+        os.close(write_end)
+        ahead.take_in()  # as the reconcile does each time it asks for a text or an edit
+        assert live.unchanged_text(rel) is None  # written since the vault was read: read as it is now
+        assert ws.seal_hash_of(live.state, live.decision_at(rel)) != "sha256:stale"
+        marked = ws.edited(ws.read(path), superseded_changes(new, REASON))
+        assert "written again" in marked.text and "written again" not in stale.text
+        ahead.close()

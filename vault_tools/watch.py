@@ -262,6 +262,7 @@ class _Reconcile:
     def look_at(self, quiet: list[tuple[str, float]]) -> bool:
         """Reconcile each of these notes (path, the owner's last save) in turn; True when any step wrote."""
         live, changed = self.live, False
+        live.work_ahead(rel for rel, _ in quiet)  # on the first round: a child starts on what sealing needs
         for done, (rel, mtime) in enumerate(quiet):
             if self.progress is not None and done % PROGRESS_EVERY == 0:
                 self.progress(done, len(quiet))

@@ -20,13 +20,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import notes
 from ..ledger import History, RecordSummary, tie_notes
 from ..model import Decision
 from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .ahead import WorkAhead
 
 T = TypeVar("T")
 # How long a look at the ledger's files stands for a live view while this process appends nothing: events
@@ -79,12 +82,24 @@ class LiveState:
         self._index_notes()
         self._index_records()
         self._tie_all()
+        self.ahead: WorkAhead | None = None  # what a child works out ahead (see `work_ahead`)
 
     def __enter__(self) -> LiveState:
         self._recorded = self._exit.enter_context(notes.recording_writes())
         before, self.ws.read_as_known = self.ws.read_as_known, self.note_as_read
         self._exit.callback(setattr, self.ws, "read_as_known", before)
+        edits_before, self.ws.edit_as_known = self.ws.edit_as_known, self.edited_as_known
+        self._exit.callback(setattr, self.ws, "edit_as_known", edits_before)
         return self
+
+    def work_ahead(self, rels: Iterable[str]) -> None:
+        """Have a child work out what sealing the quiet rulings among `rels` needs, in that order, while this
+        process goes through them (see `commands.ahead`); stopped when the view is done with."""
+        if self.ahead is None:
+            from .ahead import WorkAhead
+
+            self.ahead = WorkAhead(self, list(rels))
+            self._exit.callback(self.ahead.close)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
@@ -107,6 +122,11 @@ class LiveState:
         if key is None:
             return None
         path = os.path.join(self.state.root, rel)
+        if self.ahead is not None:
+            self.ahead.take_in()
+            known = self.ahead.texts.pop(rel, None)  # read by the child while the file had this key
+            if known is not None:
+                return known if _stat_key(path) == key else None
         try:
             with open(path, "rb") as handle:
                 raw = handle.read()
@@ -118,6 +138,20 @@ class LiveState:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             return None
+
+    def is_unchanged(self, rel: str) -> bool:
+        """Whether the note at `rel` has not been written since before the vault was read (see `unchanged_text`)."""
+        return rel in self._unchanged
+
+    def edited_as_known(self, note: notes.Note, changes: Mapping[str, Any]) -> notes.Note | None:
+        """`note` with `changes` made, as a child made it ahead for that very text (see `commands.ahead`)."""
+        if self.ahead is None:
+            return None
+        from .ahead import edit_key
+
+        rel = self._relative(note.path)
+        self.ahead.take_in()
+        return self.ahead.edits.pop(edit_key(rel, note.text, changes), None) if rel is not None else None
 
     def note_as_read(self, path: Path) -> notes.Note | None:
         """The decision note at `path` as the state has it, its properties not parsed again, when its file

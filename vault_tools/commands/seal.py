@@ -40,8 +40,10 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
                 if decision.status is not Status.RULED or status in FINAL_STATUSES:
                     raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
             pending = PendingWrites(ws)  # their events and the notes they supersede, written together
+            in_order = [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]
+            live.work_ahead(in_order)
             try:
-                for rel in [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]:
+                for rel in in_order:
                     current = live.decision_at(rel)
                     if current is not None and pending.names_held(state, current):
                         pending.append_held()

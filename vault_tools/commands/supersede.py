@@ -59,12 +59,16 @@ def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, link
     return targets
 
 
+def superseded_changes(new: Decision, reason: str) -> dict[str, str]:
+    """What marking a ruling superseded by `new` changes in its note."""
+    return {"status": Status.SUPERSEDED.value, "superseded_by": f"[[{new.title}]]", "reason": reason}
+
+
 def plan_superseded(ws: Workspace, state: VaultState, old: Decision, new: Decision, reason: str) -> SupersedePlan:
     """The old note's text once marked superseded, worked out and checked before anything is written."""
     path = ws.vault.path_of(old)
     note = ws.read(path)
-    marked = notes.edited(note, {"status": Status.SUPERSEDED.value, "superseded_by": f"[[{new.title}]]",
-                                 "reason": reason})
+    marked = ws.edited(note, superseded_changes(new, reason))
     return SupersedePlan(note, marked.text, ws.record_for(state, old), ws.parse_new(path, marked.text, marked), new,
                          reason, marked)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -55,11 +55,18 @@ class Workspace:
         # Set by a live view (`LiveState`) while it is in use: a note whose file certainly still holds what the
         # view read, as read then, without parsing it again (None: read it).
         self.read_as_known: Callable[[Path], notes.Note | None] | None = None
+        # An edit worked out already for that note and those changes (see `LiveState.edited_as_known`)
+        self.edit_as_known: Callable[[notes.Note, Mapping[str, Any]], notes.Note | None] | None = None
 
     # reading
 
     def state(self) -> VaultState:
         return self.vault.load()
+
+    def edited(self, note: notes.Note, changes: Mapping[str, Any]) -> notes.Note:
+        """`notes.edited`: the note with `changes` made, parsed to check them."""
+        known = self.edit_as_known(note, changes) if self.edit_as_known is not None else None
+        return known if known is not None else notes.edited(note, changes)
 
     def read(self, path: Path) -> notes.Note:
         """One note, with any error naming it as the vault does (relative to the vault)."""
@@ -184,6 +191,11 @@ class Workspace:
         if key not in hashes:
             hashes[key] = seal_hash(decision, state.resolver(), self.tz)
         return hashes[key]
+
+    def remember_seal_hash(self, state: VaultState, decision: Decision, digest: str) -> None:
+        """The seal hash of a note of `state` worked out elsewhere (see `commands.ahead`), as `seal_hash_of`
+        keeps it."""
+        state.derived.setdefault("seal_hashes", {}).setdefault((decision.id, decision.path), digest)
 
     def status_of(self, state: VaultState, decision: Decision) -> Status:
         """Where a note stands: the ledger's word where it has one (final statuses stay final)."""

@@ -1,0 +1,160 @@
+"""Work a reconcile does ahead of itself, in a forked child, while it goes through the notes in order.
+
+Sealing a quiet ruling reads its text again and works out its seal hash; marking the rulings it supersedes
+edits each one's text and parses the result to check the edit. All of that depends only on the notes as the
+vault was read, and on a first reconcile of a vault whose rulings are all unsealed it is a third of the work.
+A child forked once the vault is read does it for every quiet ruling, in the order the reconcile meets them,
+and hands each result back through a pipe (see `handover`); the reconcile takes a result only where it is
+certainly what it would work out itself now:
+
+- a text, only while the view has not read the note again and its file still has the stat key it had when
+  the vault was read (as `LiveState.unchanged_text` asks of a text it reads itself);
+- a seal hash, only while the note is the very one the child saw and no note came, went or changed its id
+  since (the links resolve as they did);
+- a supersession's edit, only for the same note text, the same changes and the same path: the edit is a
+  function of those alone.
+
+Where a child cannot be forked (not Linux, another thread running, as in the watcher once it observes), when
+there is too little to do for a fork to pay, or when the child dies, the reconcile does it all itself.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import notes
+from ..handover import Receiver, can_fork, hand_over, record, widen
+from ..ledger import seal_hash
+from ..model import Decision, Status
+
+if TYPE_CHECKING:
+    from .live import LiveState
+
+# Fewer quiet rulings than this are sealed sooner than a child is forked and handed its work.
+MIN_RULINGS = 100
+
+EditKey = tuple[str, str, tuple[tuple[str, str], ...]]  # the note's path, its text, the changes
+
+
+def edit_key(rel: str, text: str, changes: Mapping[str, Any]) -> EditKey:
+    return rel, text, tuple(sorted((name, str(value)) for name, value in changes.items()))
+
+
+class WorkAhead:
+    """A child working out, for the quiet rulings `rels` (in the order they are met), what sealing each needs
+    (see the module's docstring), and what it handed back so far."""
+
+    def __init__(self, live: LiveState, rels: Sequence[str]) -> None:
+        self.live = live
+        self.texts: dict[str, str] = {}  # rel -> the note's text, read while its file had its unchanged key
+        self.edits: dict[EditKey, notes.Note] = {}  # a supersession's edit, made and checked by parsing
+        self._seen: dict[str, Decision] = {}  # rel -> the note the child worked on
+        self._reshaped_at = live.reshaped_at
+        self._pid: int | None = None
+        self._receiver: Receiver | None = None
+        rulings = [rel for rel in rels if _worth(live, rel)]
+        if len(rulings) < MIN_RULINGS or not can_fork():
+            return
+        for rel in rulings:
+            decision = live.decision_at(rel)
+            assert decision is not None
+            self._seen[rel] = decision
+        reading, writing = os.pipe()
+        widen(writing)
+        pid = os.fork()
+        if pid == 0:  # the child: work, hand over, leave without running the parent's exit handlers
+            _child(live, rulings, reading, writing)
+        os.close(writing)
+        os.set_blocking(reading, False)
+        self._pid, self._receiver = pid, Receiver(reading)
+
+    def take_in(self) -> None:
+        """What the child handed over since the last call (never waiting for it)."""
+        if self._receiver is None:
+            return
+        live = self.live
+        for kind, *item in self._receiver.take_in():
+            if kind == "text":
+                rel, text = item
+                self.texts[rel] = text
+            elif kind == "hash":
+                rel, digest = item
+                decision = live.decision_at(rel)
+                if decision is not None and decision is self._seen.get(rel) and live.reshaped_at == self._reshaped_at:
+                    live.ws.remember_seal_hash(live.state, decision, digest)
+            elif kind == "edit":
+                key, marked = item
+                self.edits[key] = marked
+
+    def close(self) -> None:
+        """Stop the child (done or not) and forget what it handed over."""
+        import signal
+
+        if self._pid is not None:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self._pid, 0)
+            self._pid = None
+        if self._receiver is not None:
+            os.close(self._receiver.fd)
+            self._receiver = None
+        self.texts.clear()
+        self.edits.clear()
+
+
+def _worth(live: LiveState, rel: str) -> bool:
+    """Whether sealing the note at `rel` would take what the child works out: a ruling not sealed yet whose
+    stamps are there, valid, unchanged since the vault was read."""
+    decision = live.decision_at(rel)
+    if decision is None or decision.status is not Status.RULED or rel in live.state.problems:
+        return False
+    if decision.ruled_at is None or decision.ruled_by is None or not live.is_unchanged(rel):
+        return False
+    history = live.history_of(decision)
+    return history is None or history.seal is None
+
+
+def _child(live: LiveState, rulings: list[str], reading: int, writing: int) -> None:
+    """In the forked child: each ruling's text, seal hash and supersessions' edits, handed over ruling by ruling
+    (the pipe blocks when full: the reconcile takes them as it goes). A ruling the child cannot work out
+    (unreadable, an edit refused) is left to the reconcile, which says why."""
+    import signal
+
+    from .supersede import superseded_changes
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the reconcile's to act on
+        os.close(reading)
+        resolve, by_id = live.state.resolver(), live.state.by_id()
+        for rel in rulings:
+            try:
+                items = _ruling_ahead(live, rel, resolve, by_id, superseded_changes)
+            except Exception:  # whatever it is, the reconcile meets it itself and says so
+                continue
+            hand_over(writing, bytearray(b"".join(record(item) for item in items)))
+        hand_over(writing, bytearray(record(None)))
+    except OSError:
+        pass  # the reconcile was done with it (a closed pipe)
+    finally:
+        os._exit(0)
+
+
+def _ruling_ahead(live: LiveState, rel: str, resolve: Any, by_id: Mapping[str, Decision],
+                  superseded_changes: Any) -> list[tuple[Any, ...]]:
+    decision, text = live.decision_at(rel), live.unchanged_text(rel)
+    if decision is None or text is None:
+        return []
+    ws = live.ws
+    items: list[tuple[Any, ...]] = [("text", rel, text), ("hash", rel, seal_hash(decision, resolve, ws.tz))]
+    for link in decision.supersedes:
+        target = by_id.get(resolve(link) or "")
+        note = live.note_as_read(ws.vault.path_of(target)) if target is not None else None
+        if target is None or note is None:
+            continue
+        changes = superseded_changes(decision, decision.reason or "")
+        items += [("text", target.path, notes.file_text(note, note.text)),
+                  ("edit", edit_key(target.path, note.text, changes), notes.edited(note, changes))]
+    return items
