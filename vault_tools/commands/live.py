@@ -75,8 +75,9 @@ class LiveState:
         # path -> stat key of a decision note whose file holds what the state says: it has not changed since
         # before the vault was read (the note cache's own rule: older than the racy window), nor been written
         self._unchanged: dict[str, tuple[int, int, int, int]] = {}
+        read_at = self.state.stat_keys or {}  # each note's key as the read found it
         for decision in self.state.decisions:
-            key = _stat_key(os.path.join(self.state.root, decision.path))
+            key = read_at.get(decision.path)
             if key is not None and max(key[1], key[2]) < started - RACY_NANOSECONDS:
                 self._unchanged[decision.path] = key
         self._index_notes()
