@@ -130,7 +130,7 @@ def test_a_first_read_in_several_processes_gives_what_one_process_gives(vault, m
     one = everything_read(vault)
     forget_note_cache(vault)
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)  # however busy the machine running the test
+    monkeypatch.setattr(vault_module, "free_processors", lambda: 2)  # however busy the machine running the test
     several = everything_read(vault)
     assert several == one
     assert [d.id for d in one[0]] == ["D-0001", "D-0002"] and len(one[1]) == 4
@@ -155,7 +155,7 @@ def test_a_reader_process_that_fails_has_its_share_read_by_the_command(vault, mo
 
     monkeypatch.setattr(vault_module, "_read_share", dies_in_a_child)
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "_free_processors", lambda: 3)
+    monkeypatch.setattr(vault_module, "free_processors", lambda: 3)
     assert everything_read(vault) == one
 
 
@@ -182,7 +182,7 @@ def test_the_note_cache_a_reader_writes_is_whole_once_the_command_is_done(vault,
 
     monkeypatch.setattr(vault_module.NoteCache, "save", save_or_die)
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)
+    monkeypatch.setattr(vault_module, "free_processors", lambda: 2)
     monkeypatch.setattr(vault_module, "READ_CHUNK", 8)
     state = Vault(vault).load()
     assert len(vault_module._stores_running) == 1  # a reader writes it meanwhile
@@ -204,7 +204,7 @@ def test_the_reader_writing_the_note_cache_is_waited_for_when_the_command_stops_
         decision(vault, number, status="open", topics=(f"topic-{number}",))
         write(vault / "Daily" / f"2026-07-{number:03d}.md", f"Day {number}.\n")
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)
+    monkeypatch.setattr(vault_module, "free_processors", lambda: 2)
     monkeypatch.setattr(vault_module, "READ_CHUNK", 8)
 
     def interrupted(*args, **kwargs):
@@ -233,7 +233,7 @@ def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_
     one = everything_read(vault)
     records = Vault(vault).ledger.summaries()
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "_free_processors", lambda: 2)
+    monkeypatch.setattr(vault_module, "free_processors", lambda: 2)
     monkeypatch.setattr(vault_module, "READ_CHUNK", 16)
     for cached in (vault / ".vault-tools" / "cache").iterdir():
         cached.unlink()
@@ -287,7 +287,7 @@ def test_a_first_read_never_waits_on_a_pipe_too_small_for_its_chunks(vault, monk
     monkeypatch.setattr(os, "pipe", one_page_pipe)
     monkeypatch.setattr(os, "write", write_then_let_the_readers_drain)
     monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "_free_processors", lambda: 3)
+    monkeypatch.setattr(vault_module, "free_processors", lambda: 3)
     monkeypatch.setattr(vault_module, "READ_CHUNK", 1)  # 1,530 chunks: 6,120 bytes of numbers
     previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the first read waited on its own pipe"))
     signal.alarm(30)

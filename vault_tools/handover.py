@@ -21,6 +21,23 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and threading.active_count() == 1
 
 
+def free_processors() -> int:
+    """The processors this process may run on, less those other work keeps busy now: two processes on one free
+    processor take longer than one. Linux counts the threads running or ready to run at this moment (this one
+    among them) in /proc/loadavg; the load average itself lags a minute behind, so a command run just after
+    another would find the machine busy with work that has finished."""
+    mine = len(os.sched_getaffinity(0))
+    try:
+        with open("/proc/loadavg", encoding="ascii") as loadavg:
+            others = int(loadavg.read().split()[3].split("/")[0]) - 1
+    except (OSError, ValueError, IndexError):
+        try:
+            others = int(os.getloadavg()[0] - 1 + 0.5)  # this process counted in, as it has been running
+        except OSError:
+            others = 0
+    return max(1, min(mine, mine - others))
+
+
 def record(item: Any) -> bytes:
     """`item` as a child hands it over: its length, then it pickled; None gives the end (length 0)."""
     import pickle

@@ -23,7 +23,7 @@ from . import __version__, notes
 from .carriers import ConflictCopy, find_copies
 from .dates import zone
 from .errors import ConfigError, NoteError, VaultToolsError
-from .handover import Receiver, can_fork, hand_over, record, widen
+from .handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from .layout import CONFIG_FILE as CONFIG_FILE  # re-exported: where the hidden layout keeps it
 from .layout import RECORD_DIR, device_tag, is_shared, layout_of
 from .layout import STATE_DIR as STATE_DIR
@@ -760,7 +760,7 @@ def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | 
     note as the note cache stores it, in order, by a reader once all are read, while this process goes on:
     then the second value is that reader's pid, which the caller waits for; None when `store` was not
     called (the caller calls it itself)."""
-    workers = _free_processors() if len(paths) >= PARALLEL_READ_MIN and can_fork() else 1
+    workers = free_processors() if len(paths) >= PARALLEL_READ_MIN and can_fork() else 1
     if workers < 2:
         return _read_share(root, paths), None
     return _read_in_processes(root, paths, min(workers, 8), meanwhile, store)
@@ -923,23 +923,6 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
             if pid in running:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-
-
-def _free_processors() -> int:
-    """The processors this process may run on, less those other work keeps busy now: two processes on one free
-    processor take longer than one. Linux counts the threads running or ready to run at this moment (this one
-    among them) in /proc/loadavg; the load average itself lags a minute behind, so a command run just after
-    another would find the machine busy with work that has finished."""
-    mine = len(os.sched_getaffinity(0))
-    try:
-        with open("/proc/loadavg", encoding="ascii") as loadavg:
-            others = int(loadavg.read().split()[3].split("/")[0]) - 1
-    except (OSError, ValueError, IndexError):
-        try:
-            others = int(os.getloadavg()[0] - 1 + 0.5)  # this process counted in, as it has been running
-        except OSError:
-            others = 0
-    return max(1, min(mine, mine - others))
 
 
 def read_payload(root: Path, path: str | Path, written: notes.Written | None = None) -> tuple[str, dict[str, Any] | None]:

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import notes
-from ..handover import Receiver, can_fork, hand_over, record, widen
+from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from ..ledger import seal_hash
 from ..model import Decision, Status
 
@@ -54,20 +54,33 @@ class WorkAhead:
         self._pid: int | None = None
         self._receiver: Receiver | None = None
         rulings = [rel for rel in rels if _worth(live, rel)]
-        if len(rulings) < MIN_RULINGS or not can_fork():
-            return
+        if len(rulings) < MIN_RULINGS or not can_fork() or free_processors() < 2:
+            return  # on one free processor the child would only take time from the reconcile
         for rel in rulings:
             decision = live.decision_at(rel)
             assert decision is not None
             self._seen[rel] = decision
-        reading, writing = os.pipe()
-        widen(writing)
-        pid = os.fork()
-        if pid == 0:  # the child: work, hand over, leave without running the parent's exit handlers
-            _child(live, rulings, reading, writing)
-        os.close(writing)
-        os.set_blocking(reading, False)
-        self._pid, self._receiver = pid, Receiver(reading)
+        import signal
+
+        try:
+            reading, writing = os.pipe()
+        except OSError:
+            return  # no pipe to be had (too many open files): the reconcile does it all
+        # Ctrl-C waits until the child is known here (so `close` stops it) and is ignored in the child
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            widen(writing)
+            pid = os.fork()
+            if pid == 0:  # the child: work, hand over, leave without running the parent's exit handlers
+                _child(live, rulings, reading, writing)
+            self._pid, self._receiver = pid, Receiver(reading)
+        except OSError:  # no process to be had (a limit, memory): the reconcile does it all
+            os.close(reading)
+        finally:
+            os.close(writing)
+            signal.signal(signal.SIGINT, interrupt)
+        if self._receiver is not None:
+            os.set_blocking(reading, False)
 
     def take_in(self) -> None:
         """What the child handed over since the last call (never waiting for it)."""
@@ -121,12 +134,9 @@ def _child(live: LiveState, rulings: list[str], reading: int, writing: int) -> N
     """In the forked child: each ruling's text, seal hash and supersessions' edits, handed over ruling by ruling
     (the pipe blocks when full: the reconcile takes them as it goes). A ruling the child cannot work out
     (unreadable, an edit refused) is left to the reconcile, which says why."""
-    import signal
+    try:  # SIGINT is ignored here from the fork on (see `WorkAhead`): Ctrl-C is the reconcile's to act on
+        from .supersede import superseded_changes
 
-    from .supersede import superseded_changes
-
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the reconcile's to act on
         os.close(reading)
         resolve, by_id = live.state.resolver(), live.state.by_id()
         for rel in rulings:
