@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from .. import notes
 from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from ..ledger import seal_hash
-from ..model import Decision, Status
+from ..model import Decision, LinkResolver, Status
+from .supersede import superseded_changes
 
 if TYPE_CHECKING:
     from .live import LiveState
@@ -135,13 +136,11 @@ def _child(live: LiveState, rulings: list[str], reading: int, writing: int) -> N
     (the pipe blocks when full: the reconcile takes them as it goes). A ruling the child cannot work out
     (unreadable, an edit refused) is left to the reconcile, which says why."""
     try:  # SIGINT is ignored here from the fork on (see `WorkAhead`): Ctrl-C is the reconcile's to act on
-        from .supersede import superseded_changes
-
         os.close(reading)
         resolve, by_id = live.state.resolver(), live.state.by_id()
         for rel in rulings:
             try:
-                items = _ruling_ahead(live, rel, resolve, by_id, superseded_changes)
+                items = _ruling_ahead(live, rel, resolve, by_id)
             except Exception:  # whatever it is, the reconcile meets it itself and says so
                 continue
             hand_over(writing, bytearray(b"".join(record(item) for item in items)))
@@ -152,8 +151,8 @@ def _child(live: LiveState, rulings: list[str], reading: int, writing: int) -> N
         os._exit(0)
 
 
-def _ruling_ahead(live: LiveState, rel: str, resolve: Any, by_id: Mapping[str, Decision],
-                  superseded_changes: Any) -> list[tuple[Any, ...]]:
+def _ruling_ahead(live: LiveState, rel: str, resolve: LinkResolver,
+                  by_id: Mapping[str, Decision]) -> list[tuple[Any, ...]]:
     decision, text = live.decision_at(rel), live.unchanged_text(rel)
     if decision is None or text is None:
         return []

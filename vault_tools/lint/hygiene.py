@@ -140,8 +140,8 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
     from ..commands.same import same_matter_pairs
 
     current = [d for d in facts.state.decisions if d.status is Status.RULED]
-    alike: dict[str, list[tuple[float, Decision]]] = {}  # a newer ruling's path -> (score, older ruling)
-    newer_by_path: dict[str, Decision] = {}
+    # a newer ruling's path -> it, and (score, older ruling) for each older one on the same matter
+    alike: dict[str, tuple[Decision, list[tuple[float, Decision]]]] = {}
     # The signatures of each ruling's topics: two rulings whose topics share none have no topic in common
     signatures = {d.path: frozenset().union(*map(topic_signatures, d.topics)) for d in current}
     for first, second, score in same_matter_pairs(current):
@@ -149,10 +149,8 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
                 any(topics_match(a, b) for a in first.topics for b in second.topics):
             continue  # one topic: the supersession rules (VT016) speak for these
         newer, older = (second, first) if second.number > first.number else (first, second)
-        newer_by_path[newer.path] = newer
-        alike.setdefault(newer.path, []).append((score, older))
-    for path, found in alike.items():
-        newer = newer_by_path[path]
+        alike.setdefault(newer.path, (newer, []))[1].append((score, older))
+    for newer, found in alike.values():
         found.sort(key=lambda item: (-item[0], item[1].number))
         score, older = found[0]
         others = [d.id for _, d in found[1:]]
