@@ -35,6 +35,27 @@ def test_appended_events_read_back_equal(tmp_path, batch):
     assert ledger.read() == batch
 
 
+@settings(max_examples=200, deadline=None)
+@given(event=events, topics=st.lists(event_text, max_size=2).map(tuple), was=st.one_of(st.none(), event_text))
+def test_a_text_encoded_ahead_makes_the_line_encoding_it_here_makes(event, topics, was):
+    """A child working ahead hands over the texts of events to come as JSON: the line that splices one in
+    is the very line (checksum included) that encoding the text here gives, whatever the text holds and
+    whichever fields come after `text`."""
+    from dataclasses import replace
+
+    from vault_tools.ledger import encode_text, encoded_ahead, event_line, forget_encoded_ahead
+
+    event = replace(event, topics=topics, was=was)
+    expected = event_line(event)
+    if event.text is not None:
+        encoded_ahead(event.text, encode_text(event.text))
+    try:
+        assert event_line(event) == expected
+    finally:
+        forget_encoded_ahead()
+    assert parse_ledger(expected, "ledger.jsonl") == [replace(event, line=1, position=1)]
+
+
 def test_a_torn_last_line_is_reported_to_readers_and_cut_off_by_the_next_writer_with_its_bytes_kept(tmp_path):
     """A kill in the middle of an append leaves a partial line that no reader can trust and no writer may
     append after; its events were never acknowledged. The next write on this device cuts it off."""

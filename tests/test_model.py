@@ -88,3 +88,24 @@ def test_the_repeated_hour_of_a_clock_set_back_is_two_instants_however_often_ask
         assert instant(first, zone) == dt.datetime(2026, 11, 1, 5, 30, tzinfo=dt.UTC)
         assert instant(second, zone) == dt.datetime(2026, 11, 1, 6, 30, tzinfo=dt.UTC)
     assert instant(dt.date(2026, 11, 1), zone) == dt.datetime(2026, 11, 1, 4, 0, tzinfo=dt.UTC)
+
+
+def test_the_ledger_stamp_of_each_moment_is_its_own_second_in_utc():
+    """Stamps are remembered for the second just stamped (a reconcile stamps thousands in one second): a
+    moment in another second, or the same wall-clock time in the repeated hour, still gets its own."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    from vault_tools.dates import utc_stamp
+
+    zone = ZoneInfo("America/New_York")
+    moments = [
+        (dt.datetime(2026, 11, 1, 1, 30, 0, 100, tzinfo=zone), "2026-11-01T05:30:00Z"),
+        (dt.datetime(2026, 11, 1, 1, 30, 0, 999_999, tzinfo=zone), "2026-11-01T05:30:00Z"),
+        (dt.datetime(2026, 11, 1, 1, 30, 0, fold=1, tzinfo=zone), "2026-11-01T06:30:00Z"),
+        (dt.datetime(2026, 11, 1, 6, 30, 1, tzinfo=dt.UTC), "2026-11-01T06:30:01Z"),
+        (dt.datetime(2026, 11, 1, 6, 30, 0, 500_000, tzinfo=dt.UTC), "2026-11-01T06:30:00Z"),
+        (dt.datetime(1969, 12, 31, 23, 59, 59, 500_000, tzinfo=dt.UTC), "1969-12-31T23:59:59Z"),
+    ]
+    for _ in range(2):
+        assert [utc_stamp(moment) for moment, _ in moments] == [stamp for _, stamp in moments]

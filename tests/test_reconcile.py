@@ -683,6 +683,7 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
     import os
 
     from vault_tools.commands.ahead import WorkAhead, edit_key
+    from vault_tools.ledger import encode_text
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import superseded_changes
     from vault_tools.handover import Receiver, record
@@ -709,8 +710,10 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
         notes.write_note(note, note.text.replace("## Body of D-0001", "## Body of D-0001, written again"))
         assert live.refresh() and live.decision_at(rel) is not before
         stale = notes.edited(note, superseded_changes(new, REASON))  # the edit made ahead, of the text as it was
-        os.write(write_end, record(("hash", rel, "sha256:stale")) + record(("text", rel, note.text)) +
-                 record(("edit", edit_key(rel, note.text, superseded_changes(new, REASON)), stale)))
+        os.write(write_end, record(("hash", rel, "sha256:stale")) +
+                 record(("text", rel, note.text, encode_text(note.text))) +
+                 record(("edit", edit_key(rel, note.text, superseded_changes(new, REASON)), stale, stale.text,
+                         encode_text(stale.text))))
         os.close(write_end)
         ahead.take_in()  # as the reconcile does each time it asks for a text or an edit
         assert live.unchanged_text(rel) is None  # written since the vault was read: read as it is now

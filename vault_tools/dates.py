@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +28,14 @@ def utc_now() -> dt.datetime:
 
 def utc_stamp(moment: dt.datetime) -> str:
     """How the ledger writes a moment: UTC, to the second, with a Z."""
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_stamp
+    second = math.floor(moment.timestamp())  # what the stamp keeps of it (naive: local time, as `astimezone`)
+    if second != _last_stamp[0]:  # a reconcile stamps thousands of events in the same second
+        _last_stamp = (second, moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _last_stamp[1]
+
+
+_last_stamp: tuple[int, str] = (0, dt.datetime.fromtimestamp(0, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 def parse_datetime(value: Any) -> dt.datetime | dt.date:

@@ -1,6 +1,6 @@
 """Work a reconcile does ahead of itself, in a forked child, while it goes through the notes in order.
 
-Sealing a quiet ruling reads its text again and works out its seal hash; marking the rulings it supersedes
+Sealing a quiet ruling reads its text again, works out its seal hash and writes the text in the ledger; marking the rulings it supersedes
 edits each one's text and parses the result to check the edit. All of that depends only on the notes as the
 vault was read, and on a first reconcile of a vault whose rulings are all unsealed it is a third of the work.
 A child forked once the vault is read does it for every quiet ruling, in the order the reconcile meets them,
@@ -12,7 +12,9 @@ certainly what it would work out itself now:
 - a seal hash, only while the note is the very one the child saw and no note came, went or changed its id
   since (the links resolve as they did);
 - a supersession's edit, only for the same note text, the same changes and the same path: the edit is a
-  function of those alone.
+  function of those alone;
+- a text as JSON (the `sealed` and `superseded` events hold texts), only for that very text: it is a function
+  of the text alone (`ledger.encoded_ahead`).
 
 Where a child cannot be forked (not Linux, another thread running, as in the watcher once it observes), when
 there is too little to do for a fork to pay, or when the child dies, the reconcile does it all itself.
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import notes
 from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
-from ..ledger import seal_hash
+from ..ledger import encode_text, encoded_ahead, forget_encoded_ahead, seal_hash
 from ..model import Decision, LinkResolver, Status
 from .supersede import superseded_changes
 
@@ -90,16 +92,18 @@ class WorkAhead:
         live = self.live
         for kind, *item in self._receiver.take_in():
             if kind == "text":
-                rel, text = item
+                rel, text, encoded = item
                 self.texts[rel] = text
+                encoded_ahead(text, encoded)
             elif kind == "hash":
                 rel, digest = item
                 decision = live.decision_at(rel)
                 if decision is not None and decision is self._seen.get(rel) and live.reshaped_at == self._reshaped_at:
                     live.ws.remember_seal_hash(live.state, decision, digest)
             elif kind == "edit":
-                key, marked = item
+                key, marked, text, encoded = item
                 self.edits[key] = marked
+                encoded_ahead(text, encoded)
 
     def close(self) -> None:
         """Stop the child (done or not) and forget what it handed over."""
@@ -117,6 +121,7 @@ class WorkAhead:
             self._receiver = None
         self.texts.clear()
         self.edits.clear()
+        forget_encoded_ahead()
 
 
 def _worth(live: LiveState, rel: str) -> bool:
@@ -157,13 +162,17 @@ def _ruling_ahead(live: LiveState, rel: str, resolve: LinkResolver,
     if decision is None or text is None:
         return []
     ws = live.ws
-    items: list[tuple[Any, ...]] = [("text", rel, text), ("hash", rel, seal_hash(decision, resolve, ws.tz))]
+    items: list[tuple[Any, ...]] = [("text", rel, text, encode_text(text)),
+                                    ("hash", rel, seal_hash(decision, resolve, ws.tz))]
     for link in decision.supersedes:
         target = by_id.get(resolve(link) or "")
         note = live.note_as_read(ws.vault.path_of(target)) if target is not None else None
         if target is None or note is None:
             continue
         changes = superseded_changes(decision, decision.reason or "")
-        items += [("text", target.path, notes.file_text(note, note.text)),
-                  ("edit", edit_key(target.path, note.text, changes), notes.edited(note, changes))]
+        text = notes.file_text(note, note.text)
+        marked = notes.edited(note, changes)
+        marked_text = notes.file_text(note, marked.text)  # what the `superseded` event holds
+        items += [("text", target.path, text, encode_text(text)),
+                  ("edit", edit_key(target.path, note.text, changes), marked, marked_text, encode_text(marked_text))]
     return items
