@@ -683,10 +683,10 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
     import os
 
     from vault_tools.commands.ahead import WorkAhead, edit_key
-    from vault_tools.ledger import encode_text
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import superseded_changes
     from vault_tools.handover import Receiver, record
+    from vault_tools.ledger import encode_text
 
     from .conftest import make_vault
 
