@@ -710,12 +710,11 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
         notes.write_note(note, note.text.replace("## Body of D-0001", "## Body of D-0001, written again"))
         assert live.refresh() and live.decision_at(rel) is not before
         stale = notes.edited(note, superseded_changes(new, REASON))  # the edit made ahead, of the text as it was
-        os.write(write_end, record(("hash", rel, "sha256:stale")) +
-                 record(("text", rel, note.text, encode_text(note.text))) +
-                 record(("edit", edit_key(rel, note.text, superseded_changes(new, REASON)), stale, stale.text,
-                         encode_text(stale.text))))
+        os.write(write_end, record([("hash", rel, "sha256:stale"), ("text", rel, note.text, encode_text(note.text)),
+                                    ("edit", edit_key(rel, note.text, superseded_changes(new, REASON)), stale,
+                                     stale.text, encode_text(stale.text))]))
         os.close(write_end)
-        ahead.take_in()  # as the reconcile does each time it asks for a text or an edit
+        ahead.take_in()  # as the reconcile does when it asks for a text or an edit not taken in yet
         assert live.unchanged_text(rel) is None  # written since the vault was read: read as it is now
         assert ws.seal_hash_of(live.state, live.decision_at(rel)) != "sha256:stale"
         marked = ws.edited(ws.read(path), superseded_changes(new, REASON))

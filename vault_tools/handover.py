@@ -73,32 +73,33 @@ class Receiver:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.whole = False  # the child got to its end
-        self._data = bytearray()
+        self._rest = b""  # the start of a record the last read ended in
 
     def take_in(self) -> list[Any]:
         """The records the pipe holds now (when it is set not to block), else all of them, to the end."""
         import pickle
 
-        while True:
+        found: list[Any] = []
+        while not self.whole:
             try:
                 data = os.read(self.fd, 1 << 20)
             except BlockingIOError:
                 break
             if not data:
                 break
-            self._data += data
-        taken = 0
-        found = []
-        while len(self._data) - taken >= _LENGTH_BYTES and not self.whole:
-            length = int.from_bytes(self._data[taken:taken + _LENGTH_BYTES], "big")
-            if length == 0:
-                self.whole = True
-                taken += _LENGTH_BYTES
-            elif len(self._data) - taken < _LENGTH_BYTES + length:
-                break
-            else:
+            if self._rest:
+                data = self._rest + data
+            view, taken = memoryview(data), 0  # records are unpickled where they lie: no copy of the chunk
+            while len(data) - taken >= _LENGTH_BYTES:
+                length = int.from_bytes(view[taken:taken + _LENGTH_BYTES], "big")
                 start = taken + _LENGTH_BYTES
-                found.append(pickle.loads(memoryview(self._data)[start:start + length]))
+                if length == 0:
+                    self.whole = True
+                    taken = start
+                    break
+                if len(data) - start < length:
+                    break
+                found.append(pickle.loads(view[start:start + length]))
                 taken = start + length
-        del self._data[:taken]
+            self._rest = data[taken:] if not self.whole else b""
         return found

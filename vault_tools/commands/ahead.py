@@ -85,12 +85,27 @@ class WorkAhead:
         if self._receiver is not None:
             os.set_blocking(reading, False)
 
-    def take_in(self) -> None:
-        """What the child handed over since the last call (never waiting for it)."""
+    def text_of(self, rel: str) -> str | None:
+        """The text the child read of the note at `rel` (while its file had its unchanged key), if handed over."""
+        text = self.texts.pop(rel, None)
+        if text is None and self.take_in():
+            text = self.texts.pop(rel, None)
+        return text
+
+    def edit_of(self, key: EditKey) -> notes.Note | None:
+        """The edit the child made of that text with those changes at that path, if handed over."""
+        marked = self.edits.pop(key, None)
+        if marked is None and self.take_in():
+            marked = self.edits.pop(key, None)
+        return marked
+
+    def take_in(self) -> bool:
+        """Take what the child handed over since the last call (never waiting for it); True when there was
+        any. Asked for only when what is wanted is not there yet: each look at the pipe costs a call."""
         if self._receiver is None:
-            return
-        live = self.live
-        for kind, *item in self._receiver.take_in():
+            return False
+        live, found = self.live, self._receiver.take_in()
+        for kind, *item in (item for ruling in found for item in ruling):
             if kind == "text":
                 rel, text, encoded = item
                 self.texts[rel] = text
@@ -104,6 +119,7 @@ class WorkAhead:
                 key, marked, text, encoded = item
                 self.edits[key] = marked
                 encoded_ahead(text, encoded)
+        return bool(found)
 
     def close(self) -> None:
         """Stop the child (done or not) and forget what it handed over."""
@@ -148,7 +164,7 @@ def _child(live: LiveState, rulings: list[str], reading: int, writing: int) -> N
                 items = _ruling_ahead(live, rel, resolve, by_id)
             except Exception:  # whatever it is, the reconcile meets it itself and says so
                 continue
-            hand_over(writing, bytearray(b"".join(record(item) for item in items)))
+            hand_over(writing, bytearray(record(items)))  # one record for each ruling: its parts come together
         hand_over(writing, bytearray(record(None)))
     except OSError:
         pass  # the reconcile was done with it (a closed pipe)

@@ -124,8 +124,7 @@ class LiveState:
             return None
         path = os.path.join(self.state.root, rel)
         if self.ahead is not None:
-            self.ahead.take_in()
-            known = self.ahead.texts.pop(rel, None)  # read by the child while the file had this key
+            known = self.ahead.text_of(rel)  # read by the child while the file had this key
             if known is not None:
                 return known if _stat_key(path) == key else None
         try:
@@ -151,8 +150,7 @@ class LiveState:
         from .ahead import edit_key
 
         rel = self._relative(note.path)
-        self.ahead.take_in()
-        return self.ahead.edits.pop(edit_key(rel, note.text, changes), None) if rel is not None else None
+        return self.ahead.edit_of(edit_key(rel, note.text, changes)) if rel is not None else None
 
     def note_as_read(self, path: Path) -> notes.Note | None:
         """The decision note at `path` as the state has it, its properties not parsed again, when its file
