@@ -315,7 +315,7 @@ def test_an_event_read_from_a_line_is_the_event_its_constructor_makes():
     import dataclasses
     import json
 
-    from vault_tools.ledger import _SUM_MARK, Event, _canonical, _checksum, parse_ledger, parse_line
+    from vault_tools.ledger import _SUM_MARK, Event, _canonical, _checksum, event_line, parse_ledger, parse_line
 
     example = Path(__file__).resolve().parents[1] / "example-vault"
     ledgers = [*example.glob("vault-tools/ledger/*.jsonl"), *example.glob(".vault-tools/ledger.jsonl")]
@@ -330,3 +330,7 @@ def test_an_event_read_from_a_line_is_the_event_its_constructor_makes():
         with pytest.raises(InconsistentVault, match="unknown fields"):
             parse_line(f'{body[:-1]}{_SUM_MARK}{_checksum(body)}"}}', 1, "ledger")
     assert json.loads(_canonical(events[0].to_json()))  # still written as before
+    for ledger in ledgers:  # and each event makes the very line it was read from
+        lines = ledger.read_text(encoding="utf-8").splitlines(keepends=True)
+        assert [event_line(parse_line(line.rstrip("\n"), number, "ledger")) for number, line in
+                enumerate(lines, 1)] == lines

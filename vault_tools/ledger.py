@@ -83,16 +83,22 @@ class Event:
     position: int | None = field(default=None, compare=False)  # in the ledger as read (all files)
 
     def to_json(self) -> dict[str, Any]:
-        data = {name: getattr(self, name) for name in _EVENT_FIELDS}  # every field is flat: no deep copy needed
-        data["supersedes"] = list(self.supersedes)
-        data["alongside"] = list(self.alongside)
-        data["topics"] = list(self.topics)
-        data["not_the_same"] = list(self.not_the_same)
-        data["settles"] = list(self.settles)
-        return {key: value for key, value in data.items() if value not in (None, [])}
+        """The fields a line holds: those set, the lists as lists (every field is flat: no deep copy needed)."""
+        values, data = self.__dict__, {}  # read directly: each appended event is made into a line
+        for name in _EVENT_FIELDS:
+            value = values[name]
+            if value is None:
+                continue
+            if name in _LIST_FIELDS:
+                if not value:
+                    continue
+                value = list(value)
+            data[name] = value
+        return data
 
 
 _EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name not in ("line", "source", "position"))
+_LIST_FIELDS = frozenset(f.name for f in fields(Event) if f.default == ())  # tuples, lists in a line
 _LINE_FIELDS = frozenset(_EVENT_FIELDS)  # what a ledger line may hold
 _REQUIRED_FIELDS = frozenset(f.name for f in fields(Event) if f.default is MISSING and f.default_factory is MISSING)
 _DEFAULTS = {f.name: f.default for f in fields(Event) if f.default is not MISSING}
