@@ -51,6 +51,9 @@ class WorkAhead:
     def __init__(self, live: LiveState, rels: Sequence[str]) -> None:
         self.live = live
         self.texts: dict[str, str] = {}  # rel -> the note's text, read while its file had its unchanged key
+        # rel -> the text of a ruling to be marked superseded, for its successor: apart, as the ruling's own
+        # text is taken when it is sealed, which may be after both were handed over
+        self.targets: dict[str, str] = {}
         self.edits: dict[EditKey, notes.Note] = {}  # a supersession's edit, made and checked by parsing
         self._seen: dict[str, Decision] = {}  # rel -> the note the child worked on
         self._reshaped_at = live.reshaped_at
@@ -87,10 +90,14 @@ class WorkAhead:
 
     def text_of(self, rel: str) -> str | None:
         """The text the child read of the note at `rel` (while its file had its unchanged key), if handed over."""
-        text = self.texts.pop(rel, None)
+        text = self._text_taken(rel)
         if text is None and self.take_in():
-            text = self.texts.pop(rel, None)
+            text = self._text_taken(rel)
         return text
+
+    def _text_taken(self, rel: str) -> str | None:
+        text = self.texts.pop(rel, None)
+        return text if text is not None else self.targets.pop(rel, None)
 
     def edit_of(self, key: EditKey) -> notes.Note | None:
         """The edit the child made of that text with those changes at that path, if handed over."""
@@ -110,6 +117,9 @@ class WorkAhead:
                 rel, text, encoded = item
                 self.texts[rel] = text
                 encoded_ahead(text, encoded)
+            elif kind == "target":
+                rel, text = item
+                self.targets[rel] = text
             elif kind == "hash":
                 rel, digest = item
                 decision = live.decision_at(rel)
@@ -136,6 +146,7 @@ class WorkAhead:
             os.close(self._receiver.fd)
             self._receiver = None
         self.texts.clear()
+        self.targets.clear()
         self.edits.clear()
         forget_encoded_ahead()
 
@@ -189,6 +200,6 @@ def _ruling_ahead(live: LiveState, rel: str, resolve: LinkResolver,
         text = notes.file_text(note, note.text)
         marked = notes.edited(note, changes)
         marked_text = notes.file_text(note, marked.text)  # what the `superseded` event holds
-        items += [("text", target.path, text, encode_text(text)),
+        items += [("target", target.path, text),
                   ("edit", edit_key(target.path, note.text, changes), marked, marked_text, encode_text(marked_text))]
     return items
