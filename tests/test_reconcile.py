@@ -573,10 +573,21 @@ def start(self, live_view, rels):
         os.kill(self._pid, signal.SIGKILL)
 
 ahead.WorkAhead.__init__ = start
+took_in, taking = ahead.WorkAhead.take_in, [False]
+
+def take_in(self):
+    taking[0] = True
+    try:
+        return took_in(self)
+    finally:
+        taking[0] = False
+
+ahead.WorkAhead.take_in = take_in
 remembered = workspace.Workspace.remember_seal_hash
 
 def remember(self, state, decision, digest):
-    counts["hashes taken"] += 1
+    if taking[0]:  # a hash the child handed over (not one the reconcile made writing a note)
+        counts["hashes taken"] += 1
     remembered(self, state, decision, digest)
 
 workspace.Workspace.remember_seal_hash = remember
@@ -720,3 +731,32 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
         marked = ws.edited(ws.read(path), superseded_changes(new, REASON))
         assert "written again" in marked.text and "written again" not in stale.text
         ahead.close()
+
+
+def test_a_note_read_back_as_written_is_what_its_writer_said_and_one_saved_since_is_read_anew(tmp_path):
+    """Marking a ruling superseded, the reconcile tells its view what the marked note is (a decision, its seal
+    hash): reading the note back, the view takes both while the file holds what was written, and works both
+    out again from the file when someone saved it in between."""
+    from vault_tools.commands.live import LiveState
+    from vault_tools.commands.supersede import superseded_changes
+
+    from .conftest import make_vault
+
+    vault = make_vault(tmp_path / "vault")
+    paths = [decision(vault, number, "ruled", ("article-footer",)) for number in (1, 2, 3)]
+    quiet(vault)
+    ws = Workspace(Vault(vault))
+    with LiveState(ws) as live:
+        new = live.decision_at("Decisions/" + paths[2].name)
+        for path, saved_since in ((paths[0], False), (paths[1], True)):
+            rel = "Decisions/" + path.name
+            marked = ws.edited(ws.read(path), superseded_changes(new, REASON))
+            told = ws.parse_new(path, marked.text, marked)
+            ws.writing(marked, told, "sha256:told")
+            notes.write_note(ws.read(path), marked.text, marked)
+            if saved_since:  # the owner's save, after the write and before the view reads it back
+                path.write_text(marked.text + "\nA line saved since.\n", encoding="utf-8")
+            assert live.refresh()
+            now = live.decision_at(rel)
+            assert (now is told, ws.seal_hash_of(live.state, now) == "sha256:told") == (not saved_since,) * 2
+            assert now.status.value == "superseded" and ("saved since" in now.body) is saved_since

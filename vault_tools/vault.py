@@ -679,25 +679,36 @@ class Vault:
         except (VaultToolsError, OSError):
             pass  # said when asked again
 
-    def read_one(self, rel: str, written: notes.Written | None = None) -> VaultState:
+    def read_one(self, rel: str, written: notes.Written | None = None, decided: Decision | None = None) -> VaultState:
         """One note read as `load` reads it, in a state of its own: how a process that wrote it (`written`, its
-        last write there) reads it again."""
+        last write there) reads it again. `decided` is the decision `written.parsed` is, where the writer built it:
+        taken when the file still holds what was written (not built again)."""
         state = VaultState(self.root, self.config)
         kind, payload = read_payload(self.root, self.root / rel, written)
-        self._add(state, rel, kind, payload)
+        parsed = written.parsed if written is not None else None
+        as_written = parsed is not None and payload is not None and payload.get("data") is parsed.data and \
+            payload.get("body") is parsed.body  # the very parse `read_note` handed back for those bytes
+        self._add(state, rel, kind, payload, decided if as_written else None)
         return state
 
     def read_payload(self, path: str | Path) -> tuple[str, dict[str, Any] | None]:
         return read_payload(self.root, path)
 
-    def _add(self, state: VaultState, rel: str, kind: str, payload: dict[str, Any] | None) -> None:
+    def _add(self, state: VaultState, rel: str, kind: str, payload: dict[str, Any] | None,
+             decided: Decision | None = None) -> None:
         if kind == "other" or payload is None:
             return
         if kind == "broken":
             kind_of_error = UnreadableNote if payload.get("unreadable") else NoteError
             state.broken.append(kind_of_error(payload["message"], path=rel, line=payload["line"]))
             return
-        decision, problems = build_decision(payload["data"], path=rel, body=payload["body"], key_lines=payload["lines"])
+        decision: Decision | None
+        problems: list[Problem]
+        if decided is not None and decided.path == rel:  # built from these very parts, without a problem
+            decision, problems = decided, []
+        else:
+            decision, problems = build_decision(payload["data"], path=rel, body=payload["body"],
+                                                key_lines=payload["lines"])
         state.properties[rel] = payload["data"]
         state.property_lines[rel] = payload["lines"]
         state.body_lines[rel] = payload["body_line"]

@@ -84,6 +84,9 @@ class LiveState:
         self._index_records()
         self._tie_all()
         self.ahead: WorkAhead | None = None  # what a child works out ahead (see `work_ahead`)
+        # id(parsed) -> (parsed, the decision it is, its seal hash or None, `reshaped_at` then): notes this
+        # process is about to write, as the writer built them (see `writing`)
+        self._writing: dict[int, tuple[notes.Note, Decision, str | None, int]] = {}
 
     def __enter__(self) -> LiveState:
         self._recorded = self._exit.enter_context(notes.recording_writes())
@@ -91,6 +94,8 @@ class LiveState:
         self._exit.callback(setattr, self.ws, "read_as_known", before)
         edits_before, self.ws.edit_as_known = self.ws.edit_as_known, self.edited_as_known
         self._exit.callback(setattr, self.ws, "edit_as_known", edits_before)
+        writing_before, self.ws.writing_as_known = self.ws.writing_as_known, self.writing
+        self._exit.callback(setattr, self.ws, "writing_as_known", writing_before)
         return self
 
     def work_ahead(self, rels: Iterable[str]) -> None:
@@ -151,6 +156,11 @@ class LiveState:
 
         rel = self._relative(note.path)
         return self.ahead.edit_of(edit_key(rel, note.text, changes)) if rel is not None else None
+
+    def writing(self, parsed: notes.Note, decision: Decision, digest: str | None) -> None:
+        """A note about to be written is `decision`, with that seal hash (see `Workspace.writing`): reading it
+        back, the view takes both while the file holds what was written and the links resolve as they did."""
+        self._writing[id(parsed)] = (parsed, decision, digest, self.reshaped_at)
 
     def note_as_read(self, path: Path) -> notes.Note | None:
         """The decision note at `path` as the state has it, its properties not parsed again, when its file
@@ -227,7 +237,13 @@ class LiveState:
         reshaped = False
         for rel in rels:
             path = state.root / rel
-            fresh = self.ws.vault.read_one(rel, last_writes.get(rel)) if path.is_file() or path.is_symlink() else None
+            written = last_writes.get(rel)
+            parsed = written.parsed if written is not None else None
+            known = self._writing.pop(id(parsed), None) if parsed is not None else None
+            if known is not None and known[0] is not parsed:
+                known = None  # another note, made after the one told of was let go
+            fresh = self.ws.vault.read_one(rel, written, known[1] if known else None) \
+                if path.is_file() or path.is_symlink() else None
             old = self.decision_at(rel)
             new = fresh.decisions[0] if fresh is not None and fresh.decisions else None
             ids.update(d.id for d in (old, new) if d is not None)
@@ -235,6 +251,8 @@ class LiveState:
             self._forget(rel, old)
             if old is not None and new is not None and old.id == new.id and fresh is not None:
                 self._replace(rel, new, fresh)  # the common case: same note, same id, new content
+                if known is not None and new is known[1] and known[2] is not None and known[3] == self.reshaped_at:
+                    self.ws.remember_seal_hash(state, new, known[2])  # as written: looked at again, it matches
                 continue
             self._remove(rel)
             if fresh is not None:

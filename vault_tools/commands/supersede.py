@@ -176,7 +176,11 @@ class PendingWrites:
         return False
 
     def add(self, state: VaultState, plan: SupersedePlan, actor: str) -> None:
-        self.waiting.append((plan, superseded_event(self.ws, state, plan, actor)))
+        event = superseded_event(self.ws, state, plan, actor)
+        self.waiting.append((plan, event))
+        if plan.parsed is not None:  # its hash was worked out under the state's links only if these are those
+            known = self.ws.resolver_with(state, plan.successor) is state.resolver()
+            self.ws.writing(plan.parsed, plan.updated, event.hash if known else None)
         self.paths.add(plan.updated.path)
         self.successors.add(plan.successor.path)
 

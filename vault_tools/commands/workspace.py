@@ -57,6 +57,8 @@ class Workspace:
         self.read_as_known: Callable[[Path], notes.Note | None] | None = None
         # An edit worked out already for that note and those changes (see `LiveState.edited_as_known`)
         self.edit_as_known: Callable[[notes.Note, Mapping[str, Any]], notes.Note | None] | None = None
+        # Told what a note about to be written is (see `writing`)
+        self.writing_as_known: Callable[[notes.Note, Decision, str | None], None] | None = None
 
     # reading
 
@@ -67,6 +69,13 @@ class Workspace:
         """`notes.edited`: the note with `changes` made, parsed to check them."""
         known = self.edit_as_known(note, changes) if self.edit_as_known is not None else None
         return known if known is not None else notes.edited(note, changes)
+
+    def writing(self, parsed: notes.Note, decision: Decision, digest: str | None) -> None:
+        """A note about to be written (`parsed`, the text it will hold) is `decision`, with the seal hash
+        `digest` (None: not known) under the state's links as they are now: a live view that reads it back
+        takes both instead of working them out again."""
+        if self.writing_as_known is not None:
+            self.writing_as_known(parsed, decision, digest)
 
     def read(self, path: Path) -> notes.Note:
         """One note, with any error naming it as the vault does (relative to the vault)."""
