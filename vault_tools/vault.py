@@ -356,6 +356,10 @@ def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
 
 def relative(root: Path, path: Path) -> str:
     """A vault-relative path, spelt as on disk (names are compared NFC and case-folded elsewhere)."""
+    if os.sep == "/":  # the common case without pathlib's parsing (a reconcile asks thousands of times)
+        text, base = str(path), str(root)
+        if text.startswith(base) and text[len(base):len(base) + 1] == "/" and base != "/":
+            return text[len(base) + 1:]
     return path.relative_to(root).as_posix()
 
 
@@ -587,6 +591,7 @@ class Vault:
         self.root = root
         self.config = config if config is not None else load_config(root)
         check_folders_on_disk(root, self.config)
+        self._paths: dict[str, Path] = {}  # vault-relative path -> where it is (see `path_of`)
         self.layout = layout_of(root)
         self.state_dir = self.layout.local_dir  # this device's own files
         self.record_dir = self.layout.record_dir  # config, topic aliases, kept copies: carried to every device
@@ -720,7 +725,10 @@ class Vault:
             state.broken.append(NoteError("; ".join(map(str, problems)), path=rel, line=problems[0].line))
 
     def path_of(self, decision: Decision) -> Path:
-        return self.root / decision.path
+        path = self._paths.get(decision.path)
+        if path is None:  # made once for each note: a reconcile asks for each many times
+            path = self._paths[decision.path] = self.root / decision.path
+        return path
 
 
 # Notes to read before reading them in several processes pays for starting those (a first read of a large vault).

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .. import notes
 from ..ledger import History, RecordSummary, tie_notes
 from ..model import Decision
-from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState
+from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState, relative
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -441,7 +441,7 @@ class LiveState:
 
     def _relative(self, path: Path) -> str | None:
         try:
-            return path.relative_to(self.state.root).as_posix()
+            return relative(self.state.root, path)
         except ValueError:
             return None
 

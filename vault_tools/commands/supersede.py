@@ -35,23 +35,25 @@ def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, link
     by_id, resolve = state.by_id(), ws.resolver_with(state, decision)
     known = ws.histories()
     targets = []
-    # A ruling given on the command line is not written yet: errors name no file for it.
-    where: dict[str, Any] = {"path": decision.path, "line": decision.line_of("supersedes")} \
-        if (ws.vault.root / decision.path).exists() else {}
+
+    def where() -> dict[str, Any]:  # a ruling given on the command line is not written yet: no file to name
+        on_disk = ws.vault.path_of(decision).exists()
+        return {"path": decision.path, "line": decision.line_of("supersedes")} if on_disk else {}
+
     for link in links:
         target_id = resolve(link)
         if target_id is None or target_id not in by_id:
-            raise Refused(unresolved_link(resolve, link), **where)
+            raise Refused(unresolved_link(resolve, link), **where())
         target = by_id[target_id]
         if target_id == decision.id:
-            raise Refused("a ruling cannot supersede itself", **where)
+            raise Refused("a ruling cannot supersede itself", **where())
         ws.check_writable(state, target)
         history = ws.history_of(state, target, known)
         status = (history.status if history is not None else None) or target.status
         if target.status is not Status.RULED or status is not Status.RULED:
             successor = f" by {target.superseded_by}" if target.superseded_by else ""
             raise Refused(f"{target.id} is {status.value}{successor}; only a current ruling can be superseded",
-                          **where)
+                          **where())
         edited = unreviewed_edit(ws, state, target, history)
         if edited:
             raise InconsistentVault(edited, path=target.path)
