@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from vault_tools import notes
 from vault_tools.errors import InconsistentVault
 from vault_tools.ledger import Event, Ledger, parse_ledger, seal_hash
-from vault_tools.model import LinkResolver, build_decision
+from vault_tools.model import LinkResolver, Status, build_decision
 
 from .conftest import write
 
@@ -237,6 +237,7 @@ def test_appended_events_extend_the_records_as_reading_them_all_again_does(tmp_p
              Event("asked", "D-0002", "2026-01-01T00:00:00Z", "agent", "Decisions/D-0002 B.md", record="r2")]
     ledger.append(first)
     before = ledger.histories()
+    assert [(s.id, s.status) for s in ledger.summaries()] == [("D-0001", Status.OPEN), ("D-0002", Status.OPEN)]
     later = [Event("ruled", "D-0001", "2026-01-02T00:00:00Z", "owner", "Decisions/D-0001 A.md", record="r1"),
              Event("renumbered", "D-0007", "2026-01-03T00:00:00Z", "owner", "Decisions/D-0007 B.md", record="r2",
                    was="D-0002"),
@@ -249,6 +250,12 @@ def test_appended_events_extend_the_records_as_reading_them_all_again_does(tmp_p
     assert list(extended) == list(again)
     for record, history in again.items():
         assert (extended[record].id, extended[record].events) == (history.id, history.events)
+    # what each record stands at follows the events appended (worked out once for each record as it stands)
+    assert [(s.id, s.status, s.paths) for s in ledger.summaries()] == \
+        [(h.id, h.status, h.paths) for h in again.values()] == \
+        [("D-0001", Status.RULED, ["Decisions/D-0001 A.md"]), ("D-0007", Status.OPEN,
+          ["Decisions/D-0007 B.md", "Decisions/D-0002 B.md"]), ("D-0008", Status.OPEN, ["Decisions/D-0008 C.md"])]
+    assert before["r1"].summary.status is Status.OPEN
 
 
 def test_a_changed_whole_last_line_without_its_newline_is_refused_never_cut(tmp_path):

@@ -907,6 +907,12 @@ class History:
         seal = self.seal
         return seal.hash if seal else None
 
+    @functools.cached_property
+    def summary(self) -> RecordSummary:
+        """What the record stands at, worked out once: a History is not changed once built (events appended
+        later make a new one, see `extend_histories`), and both the ledger's summaries and a live view's ask."""
+        return RecordSummary(self.record, self.id, self.status, self.paths, self.seal_hash, self.conflict)
+
     @property
     def closing(self) -> Event | None:
         """The event that ended the ruling as it stands (a settlement's choice wins over the events it settled)."""
@@ -1071,7 +1077,7 @@ class RecordSummary:
 
     @classmethod
     def of(cls, history: History) -> RecordSummary:
-        return cls(history.record, history.id, history.status, history.paths, history.seal_hash, history.conflict)
+        return history.summary
 
     def to_json(self) -> dict[str, Any]:
         """As `from_json` reads it (`asdict` deep-copies every field: slow for a thousand records)."""
