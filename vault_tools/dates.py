@@ -30,9 +30,10 @@ def utc_stamp(moment: dt.datetime) -> str:
     """How the ledger writes a moment: UTC, to the second, with a Z."""
     global _last_stamp
     second = math.floor(moment.timestamp())  # what the stamp keeps of it (naive: local time, as `astimezone`)
-    if second != _last_stamp[0]:  # a reconcile stamps thousands of events in the same second
-        _last_stamp = (second, moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return _last_stamp[1]
+    last = _last_stamp  # read once: another thread may stamp another second meanwhile
+    if second != last[0]:  # a reconcile stamps thousands of events in the same second
+        last = _last_stamp = (second, moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return last[1]
 
 
 _last_stamp: tuple[int, str] = (0, dt.datetime.fromtimestamp(0, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
