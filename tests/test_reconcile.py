@@ -723,7 +723,8 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
         stale = notes.edited(note, superseded_changes(new, REASON))  # the edit made ahead, of the text as it was
         os.write(write_end, record([("hash", rel, "sha256:stale"), ("text", rel, note.text, encode_text(note.text)),
                                     ("edit", edit_key(rel, note.text, superseded_changes(new, REASON)), stale,
-                                     stale.text, encode_text(stale.text))]))
+                                     stale.text, encode_text(stale.text), ws.parse_new(path, stale.text, stale),
+                                     "sha256:stale")]))
         os.close(write_end)
         ahead.take_in()  # as the reconcile does when it asks for a text or an edit not taken in yet
         assert live.unchanged_text(rel) is None  # written since the vault was read: read as it is now
@@ -731,6 +732,53 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
         marked = ws.edited(ws.read(path), superseded_changes(new, REASON))
         assert "written again" in marked.text and "written again" not in stale.text
         ahead.close()
+
+
+def test_the_hash_of_a_marked_note_worked_out_ahead_is_taken_only_while_the_links_resolve_as_they_did(tmp_path):
+    """A child hands over the decision a ruling marked superseded will be, and its seal hash: the hash holds
+    while no note came, went or changed its id; once one did (a link may name another note now) the
+    `superseded` event's hash is worked out again."""
+    import os
+
+    from vault_tools.commands.ahead import WorkAhead, edit_key
+    from vault_tools.commands.live import LiveState
+    from vault_tools.commands.supersede import plan_superseded, superseded_changes, superseded_event
+    from vault_tools.handover import Receiver, record
+    from vault_tools.ledger import encode_text
+
+    from .conftest import make_vault
+
+    vault = make_vault(tmp_path / "vault")
+    path = decision(vault, 1, "ruled", ("article-footer",))
+    successor = decision(vault, 2, "ruled", ("article-footer",), supersedes=f'["[[{path.stem}]]"]', reason=REASON)
+    quiet(vault)
+    time.sleep(2.1)  # past the racy window: the view knows both notes unchanged since it read them
+    ws = Workspace(Vault(vault))
+    rel = "Decisions/" + path.name
+    for came in (False, True):
+        with LiveState(ws) as live:
+            ahead = WorkAhead(live, [rel])  # too few rulings to fork: the pipe is fed below, as a child feeds it
+            read_end, write_end = os.pipe()
+            os.set_blocking(read_end, False)
+            ahead._receiver, live.ahead = Receiver(read_end), ahead
+            new = live.decision_at("Decisions/" + successor.name)
+            note, changes = ws.read(path), superseded_changes(new, REASON)
+            marked = notes.edited(note, changes)
+            os.write(write_end, record([("edit", edit_key(rel, note.text, changes), marked, marked.text,
+                                         encode_text(marked.text), ws.parse_new(path, marked.text, marked),
+                                         "sha256:ahead")]))
+            os.close(write_end)
+            ahead.take_in()
+            if came:  # a note comes: the links are resolved anew
+                write(vault / "Decisions" / "D-0003 Another.md", path.read_text(encoding="utf-8")
+                      .replace("D-0001", "D-0003"))
+                assert live.refresh(["Decisions/D-0003 Another.md"]) and live.reshaped_at > 0
+            plan = plan_superseded(ws, live.state, live.decision_at(rel), new, REASON)
+            handed = ws.decided_as_known(plan.parsed)  # the edit and its decision were taken as handed over
+            assert plan.parsed.text == marked.text and handed is not None and handed[0] is plan.updated
+            event = superseded_event(ws, live.state, plan, "owner")
+            assert (event.hash == "sha256:ahead") is not came
+            ahead.close()
 
 
 def test_a_note_read_back_as_written_is_what_its_writer_said_and_one_saved_since_is_read_anew(tmp_path):

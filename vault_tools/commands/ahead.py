@@ -12,7 +12,8 @@ certainly what it would work out itself now:
 - a seal hash, only while the note is the very one the child saw and no note came, went or changed its id
   since (the links resolve as they did);
 - a supersession's edit, only for the same note text, the same changes and the same path: the edit is a
-  function of those alone;
+  function of those alone; the decision that edit is, only for that very edit, and its seal hash only while
+  the links resolve as they did (as for a ruling's hash);
 - a text as JSON (the `sealed` and `superseded` events hold texts), only for that very text: it is a function
   of the text alone (`ledger.encoded_ahead`).
 
@@ -26,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import notes
+from ..errors import VaultToolsError
 from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from ..ledger import encode_text, encoded_ahead, forget_encoded_ahead, seal_hash
 from ..model import Decision, LinkResolver, Status
@@ -55,6 +57,8 @@ class WorkAhead:
         # text is taken when it is sealed, which may be after both were handed over
         self.targets: dict[str, str] = {}
         self.edits: dict[EditKey, notes.Note] = {}  # a supersession's edit, made and checked by parsing
+        # id(edit) -> (that edit, the decision it is, its seal hash): see `decided_of`
+        self._decided: dict[int, tuple[notes.Note, Decision, str | None]] = {}
         self._seen: dict[str, Decision] = {}  # rel -> the note the child worked on
         self._reshaped_at = live.reshaped_at
         self._pid: int | None = None
@@ -106,6 +110,14 @@ class WorkAhead:
             marked = self.edits.pop(key, None)
         return marked
 
+    def decided_of(self, marked: notes.Note) -> tuple[Decision, str | None] | None:
+        """The decision an edit handed over (`edit_of`) is, and its seal hash while the links resolve as the
+        child resolved them (no note came, went or changed its id since; else None)."""
+        known = self._decided.get(id(marked))
+        if known is None or known[0] is not marked:
+            return None
+        return known[1], known[2] if self.live.reshaped_at == self._reshaped_at else None
+
     def take_in(self) -> bool:
         """Take what the child handed over since the last call (never waiting for it); True when there was
         any. Asked for only when what is wanted is not there yet: each look at the pipe costs a call."""
@@ -126,9 +138,11 @@ class WorkAhead:
                 if decision is not None and decision is self._seen.get(rel) and live.reshaped_at == self._reshaped_at:
                     live.ws.remember_seal_hash(live.state, decision, digest)
             elif kind == "edit":
-                key, marked, text, encoded = item
+                key, marked, text, encoded, updated, digest = item
                 self.edits[key] = marked
                 encoded_ahead(text, encoded)
+                if updated is not None:
+                    self._decided[id(marked)] = (marked, updated, digest)
         return bool(found)
 
     def close(self) -> None:
@@ -147,6 +161,7 @@ class WorkAhead:
             self._receiver = None
         self.texts.clear()
         self.targets.clear()
+        self._decided.clear()
         self.edits.clear()
         forget_encoded_ahead()
 
@@ -200,6 +215,12 @@ def _ruling_ahead(live: LiveState, rel: str, resolve: LinkResolver,
         text = notes.file_text(note, note.text)
         marked = notes.edited(note, changes)
         marked_text = notes.file_text(note, marked.text)  # what the `superseded` event holds
+        try:  # the decision the marked note is, and its seal hash (what the `superseded` event holds)
+            updated: Decision | None = ws.parse_new(ws.vault.path_of(target), marked.text, marked)
+            digest = seal_hash(updated, resolve, ws.tz) if updated is not None else None
+        except VaultToolsError:  # the reconcile meets it itself and says so
+            updated = digest = None
         items += [("target", target.path, text),
-                  ("edit", edit_key(target.path, note.text, changes), marked, marked_text, encode_text(marked_text))]
+                  ("edit", edit_key(target.path, note.text, changes), marked, marked_text, encode_text(marked_text),
+                   updated, digest)]
     return items

@@ -96,6 +96,8 @@ class LiveState:
         self._exit.callback(setattr, self.ws, "edit_as_known", edits_before)
         writing_before, self.ws.writing_as_known = self.ws.writing_as_known, self.writing
         self._exit.callback(setattr, self.ws, "writing_as_known", writing_before)
+        decided_before, self.ws.decided_as_known = self.ws.decided_as_known, self.decided_as_known
+        self._exit.callback(setattr, self.ws, "decided_as_known", decided_before)
         return self
 
     def work_ahead(self, rels: Iterable[str]) -> None:
@@ -156,6 +158,10 @@ class LiveState:
 
         rel = self._relative(note.path)
         return self.ahead.edit_of(edit_key(rel, note.text, changes)) if rel is not None else None
+
+    def decided_as_known(self, note: notes.Note) -> tuple[Decision, str | None] | None:
+        """The decision an edit a child made ahead is, and its seal hash (see `WorkAhead.decided_of`)."""
+        return self.ahead.decided_of(note) if self.ahead is not None else None
 
     def writing(self, parsed: notes.Note, decision: Decision, digest: str | None) -> None:
         """A note about to be written is `decision`, with that seal hash (see `Workspace.writing`): reading it

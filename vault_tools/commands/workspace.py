@@ -59,6 +59,8 @@ class Workspace:
         self.edit_as_known: Callable[[notes.Note, Mapping[str, Any]], notes.Note | None] | None = None
         # Told what a note about to be written is (see `writing`)
         self.writing_as_known: Callable[[notes.Note, Decision, str | None], None] | None = None
+        # The decision an edit worked out already is, and its seal hash where known (see `LiveState.decided_as_known`)
+        self.decided_as_known: Callable[[notes.Note], tuple[Decision, str | None] | None] | None = None
 
     # reading
 
@@ -331,6 +333,9 @@ class Workspace:
         """Parse text about to be written (or already read: `parsed`), refusing it if it is not a valid decision."""
         note = parsed if parsed is not None and parsed.text == text else notes.parse_text(text, path)
         rel = self.vault.relative(path)
+        known = self.decided_as_known(note) if self.decided_as_known is not None else None
+        if known is not None and known[0].path == rel:  # built from this very note, without a problem
+            return known[0]
         decision, problems = build_decision(note.data, path=rel, body=note.body, key_lines=note.key_lines)
         if problems or decision is None:
             problem = problems[0] if problems else Problem(None, "is not a decision", code="VT001")
