@@ -510,6 +510,15 @@ class Ledger:
         finally:
             self._look = outer if self._appends == appends else None
 
+    def kept_key(self, kept_for: float) -> Any:
+        """The stat key of the look `looked_at_once(kept_for)` would take again now without looking (None: it
+        would look anew): a caller that wants only to know whether the ledger changed need not enter one."""
+        kept = self._kept_look
+        if self._look is None and kept is not None and kept[1] == self._appends and \
+                time.monotonic() - kept[2] < kept_for:
+            return kept[0].stat_key
+        return None
+
     def _looked(self) -> Look:
         files = self.files()
         key = self._files_key(files)

@@ -202,6 +202,11 @@ class LiveState:
         """Read again what was written since the last refresh (and what `removed` names: deleted or moved
         away); True when anything had changed. Cheap when nothing was: one stat of the ledger, at most every
         `LOOK_KEPT_SECONDS` while this process appends nothing."""
+        if not self._recorded and not removed:  # most steps write nothing: the look kept says whether any other did
+            key = self.ws.vault.ledger.kept_key(LOOK_KEPT_SECONDS)
+            if key is not None and key == self._ledger_key:
+                self.written = set()
+                return False
         with self.ws.vault.ledger.looked_at_once(LOOK_KEPT_SECONDS):  # one look at its files for what follows
             return self._refresh(removed)
 
