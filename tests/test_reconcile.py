@@ -734,15 +734,16 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
         ahead.close()
 
 
-def test_the_hash_of_a_marked_note_worked_out_ahead_is_taken_only_while_the_links_resolve_as_they_did(tmp_path):
+def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as_they_did(tmp_path):
     """A child hands over the decision a ruling marked superseded will be, and its seal hash: the hash holds
     while no note came, went or changed its id; once one did (a link may name another note now) the
-    `superseded` event's hash is worked out again."""
+    `superseded` event's hash is worked out again. So do the ids the successor's links resolve to."""
     import os
 
     from vault_tools.commands.ahead import WorkAhead, edit_key
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import plan_superseded, superseded_changes, superseded_event
+    from vault_tools.commands.workspace import KnownSeal
     from vault_tools.handover import Receiver, record
     from vault_tools.ledger import encode_text
 
@@ -764,9 +765,11 @@ def test_the_hash_of_a_marked_note_worked_out_ahead_is_taken_only_while_the_link
             new = live.decision_at("Decisions/" + successor.name)
             note, changes = ws.read(path), superseded_changes(new, REASON)
             marked = notes.edited(note, changes)
+            ahead._seen[new.path] = new
             os.write(write_end, record([("edit", edit_key(rel, note.text, changes), marked, marked.text,
                                          encode_text(marked.text), ws.parse_new(path, marked.text, marked),
-                                         "sha256:ahead")]))
+                                         "sha256:ahead"),
+                                        ("seal", new.path, KnownSeal(None, "record-ahead", (("D-0009",), ())))]))
             os.close(write_end)
             ahead.take_in()
             if came:  # a note comes: the links are resolved anew
@@ -778,6 +781,9 @@ def test_the_hash_of_a_marked_note_worked_out_ahead_is_taken_only_while_the_link
             assert plan.parsed.text == marked.text and handed is not None and handed[0] is plan.updated
             event = superseded_event(ws, live.state, plan, "owner")
             assert (event.hash == "sha256:ahead") is not came
+            # what sealing the successor needs: its record's identity holds; its links as ids only as they were
+            assert ws.seal_as_known(new) == KnownSeal(None, "record-ahead", None if came else (("D-0009",), ()))
+            assert ws.seal_as_known(new) is None  # taken once
             ahead.close()
 
 

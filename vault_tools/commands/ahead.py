@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 from .. import notes
 from ..errors import VaultToolsError
 from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
-from ..ledger import encode_text, encoded_ahead, forget_encoded_ahead, seal_hash
-from ..model import Decision, LinkResolver, Status
+from ..ledger import encode_text, encoded_ahead, forget_encoded_ahead, new_record, seal_hash
+from ..model import Decision, LinkResolver, Status, unanswered
 from .supersede import superseded_changes
+from .workspace import KnownSeal
 
 if TYPE_CHECKING:
     from .live import LiveState
@@ -58,6 +59,7 @@ class WorkAhead:
         self.targets: dict[str, str] = {}
         self.edits: dict[EditKey, notes.Note] = {}  # a supersession's edit, made and checked by parsing
         # id(edit) -> (that edit, the decision it is, its seal hash): see `decided_of`
+        self._seals: dict[str, tuple[Decision, KnownSeal]] = {}  # rel -> (the note, what sealing it needs)
         self._decided: dict[int, tuple[notes.Note, Decision, str | None]] = {}
         self._seen: dict[str, Decision] = {}  # rel -> the note the child worked on
         self._reshaped_at = live.reshaped_at
@@ -110,6 +112,17 @@ class WorkAhead:
             marked = self.edits.pop(key, None)
         return marked
 
+    def seal_of(self, decision: Decision) -> KnownSeal | None:
+        """What sealing the ruling needs (`KnownSeal`), for the very note the child worked on: its links as ids
+        only while they resolve as the child resolved them (no note came, went or changed its id since)."""
+        found = self._seals.pop(decision.path, None)
+        if found is None and self.take_in():
+            found = self._seals.pop(decision.path, None)
+        if found is None or found[0] is not decision:
+            return None
+        known = found[1]
+        return known if self.live.reshaped_at == self._reshaped_at else known._replace(links=None)
+
     def decided_of(self, marked: notes.Note) -> tuple[Decision, str | None] | None:
         """The decision an edit handed over (`edit_of`) is, and its seal hash while the links resolve as the
         child resolved them (no note came, went or changed its id since; else None)."""
@@ -129,6 +142,11 @@ class WorkAhead:
                 rel, text, encoded = item
                 self.texts[rel] = text
                 encoded_ahead(text, encoded)
+            elif kind == "seal":
+                rel, known = item
+                decision = live.decision_at(rel)
+                if decision is not None and decision is self._seen.get(rel):
+                    self._seals[rel] = (decision, known)
             elif kind == "target":
                 rel, text = item
                 self.targets[rel] = text
@@ -162,6 +180,7 @@ class WorkAhead:
         self.texts.clear()
         self.targets.clear()
         self._decided.clear()
+        self._seals.clear()
         self.edits.clear()
         forget_encoded_ahead()
 
@@ -204,8 +223,11 @@ def _ruling_ahead(live: LiveState, rel: str, resolve: LinkResolver,
     if decision is None or text is None:
         return []
     ws = live.ws
+    links = (tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes)))),
+             tuple(sorted(filter(None, (resolve(link) for link in decision.alongside)))))
     items: list[tuple[Any, ...]] = [("text", rel, text, encode_text(text)),
-                                    ("hash", rel, seal_hash(decision, resolve, ws.tz))]
+                                    ("hash", rel, seal_hash(decision, resolve, ws.tz)),
+                                    ("seal", rel, KnownSeal(unanswered(decision), new_record(), links))]
     for link in decision.supersedes:
         target = by_id.get(resolve(link) or "")
         note = live.note_as_read(ws.vault.path_of(target)) if target is not None else None

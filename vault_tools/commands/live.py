@@ -26,7 +26,7 @@ from .. import notes
 from ..ledger import History, RecordSummary, tie_notes
 from ..model import Decision
 from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState, relative
-from .workspace import Workspace
+from .workspace import KnownSeal, Workspace
 
 if TYPE_CHECKING:
     from .ahead import WorkAhead
@@ -98,6 +98,8 @@ class LiveState:
         self._exit.callback(setattr, self.ws, "writing_as_known", writing_before)
         decided_before, self.ws.decided_as_known = self.ws.decided_as_known, self.decided_as_known
         self._exit.callback(setattr, self.ws, "decided_as_known", decided_before)
+        seal_before, self.ws.seal_as_known = self.ws.seal_as_known, self.seal_as_known
+        self._exit.callback(setattr, self.ws, "seal_as_known", seal_before)
         return self
 
     def work_ahead(self, rels: Iterable[str]) -> None:
@@ -158,6 +160,10 @@ class LiveState:
 
         rel = self._relative(note.path)
         return self.ahead.edit_of(edit_key(rel, note.text, changes)) if rel is not None else None
+
+    def seal_as_known(self, decision: Decision) -> KnownSeal | None:
+        """What sealing this very ruling needs, as a child worked it out ahead (see `WorkAhead.seal_of`)."""
+        return self.ahead.seal_of(decision) if self.ahead is not None else None
 
     def decided_as_known(self, note: notes.Note) -> tuple[Decision, str | None] | None:
         """The decision an edit a child made ahead is, and its seal hash (see `WorkAhead.decided_of`)."""

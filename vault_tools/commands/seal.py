@@ -20,7 +20,7 @@ from .supersede import (
     supersede_now,
     supersede_targets,
 )
-from .workspace import Workspace
+from .workspace import KnownSeal, Workspace
 
 
 def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
@@ -110,7 +110,8 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
         decision = ws.parse_new(path, stamped.text, stamped)
         text_on_disk = notes.file_text(note, stamped.text)
         stamping = (note, stamped.text) if stamps else None
-    why = unanswered(decision)
+    known = ws.seal_as_known(decision) if ws.seal_as_known is not None else None
+    why = known.unanswered if known is not None else unanswered(decision)
     if why:
         raise Refused(why, path=decision.path, line=decision.line_of("summary"))
     targets = supersede_targets(ws, state, decision, decision.supersedes)
@@ -122,7 +123,7 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
     if stamping is not None:
         notes.write_note(*stamping)
     actor = decision.ruled_by or ws.config.default_ruler
-    events = seal_events(ws, state, decision, text_on_disk, history, actor)
+    events = seal_events(ws, state, decision, text_on_disk, history, actor, known)
     if pending is not None:
         pending.hold(decision.path, events)
     else:
@@ -136,16 +137,20 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
 
 
 def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str, history: History | None,
-                actor: str) -> list[Event]:
-    """`ruled` (unless the ledger has it already) and `sealed`, with the note's meaning and text."""
+                actor: str, known: KnownSeal | None = None) -> list[Event]:
+    """`ruled` (unless the ledger has it already) and `sealed`, with the note's meaning and text. `known` is
+    what was worked out already for this very note (its links as ids only while they resolve as then)."""
     resolve = ws.resolver_with(state, decision)
-    if resolve is state.resolver() and state.get(decision.id) == decision:
+    if resolve is state.resolver() and ((found := state.get(decision.id)) is decision or found == decision):
         digest = ws.seal_hash_of(state, decision)  # the note as the state has it: later checks find the hash made
     else:
         digest = seal_hash(decision, resolve, ws.tz)
-    supersedes = tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes))))
-    alongside = tuple(sorted(filter(None, (resolve(link) for link in decision.alongside))))
-    record = history.record if history is not None else new_record()
+    if known is not None and known.links is not None and resolve is state.resolver():
+        supersedes, alongside = known.links
+    else:
+        supersedes = tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes))))
+        alongside = tuple(sorted(filter(None, (resolve(link) for link in decision.alongside))))
+    record = history.record if history is not None else known.record if known is not None else new_record()
     events = []
     if history is None or history.status is not Status.RULED:
         events.append(ws.event("ruled", decision, actor, record=record, hash=digest, supersedes=supersedes,

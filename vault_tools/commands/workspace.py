@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import notes
 from ..dates import Now, local_now, utc_now, utc_stamp
@@ -46,6 +46,14 @@ def blocking_problems(problems: Iterable[Problem]) -> list[Problem]:
     return [p for p in problems if not (p.field in STAMPED_FIELDS and p.code == "VT002") and p.code != "VT009"]
 
 
+class KnownSeal(NamedTuple):
+    """What sealing a ruling needs that was worked out already for that very note (see `commands.ahead`)."""
+
+    unanswered: str | None  # why it does not hold an answer yet (`model.unanswered`); None: it does
+    record: str  # the identity its record is given if the ledger has none yet (random, as `new_record`'s)
+    links: tuple[tuple[str, ...], tuple[str, ...]] | None  # its supersedes and alongside as ids (None: resolve)
+
+
 class Workspace:
     def __init__(self, vault: Vault, now: Now = utc_now) -> None:
         self.vault = vault
@@ -61,6 +69,8 @@ class Workspace:
         self.writing_as_known: Callable[[notes.Note, Decision, str | None], None] | None = None
         # The decision an edit worked out already is, and its seal hash where known (see `LiveState.decided_as_known`)
         self.decided_as_known: Callable[[notes.Note], tuple[Decision, str | None] | None] | None = None
+        # What sealing that very ruling needs, worked out already (see `LiveState.seal_as_known`)
+        self.seal_as_known: Callable[[Decision], KnownSeal | None] | None = None
 
     # reading
 
