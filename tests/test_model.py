@@ -92,7 +92,8 @@ def test_the_repeated_hour_of_a_clock_set_back_is_two_instants_however_often_ask
 
 def test_the_ledger_stamp_of_each_moment_is_its_own_second_in_utc():
     """Stamps are remembered for the second just stamped (a reconcile stamps thousands in one second): a
-    moment in another second, or the same wall-clock time in the repeated hour, still gets its own."""
+    moment in another second (either side of 1970, or far ahead), or the same wall-clock time in the repeated
+    hour, still gets its own; a naive time is the machine's local time."""
     import datetime as dt
     from zoneinfo import ZoneInfo
 
@@ -105,7 +106,10 @@ def test_the_ledger_stamp_of_each_moment_is_its_own_second_in_utc():
         (dt.datetime(2026, 11, 1, 1, 30, 0, fold=1, tzinfo=zone), "2026-11-01T06:30:00Z"),
         (dt.datetime(2026, 11, 1, 6, 30, 1, tzinfo=dt.UTC), "2026-11-01T06:30:01Z"),
         (dt.datetime(2026, 11, 1, 6, 30, 0, 500_000, tzinfo=dt.UTC), "2026-11-01T06:30:00Z"),
+        (dt.datetime(1970, 1, 1, 0, 0, 0, 500_000, tzinfo=dt.UTC), "1970-01-01T00:00:00Z"),
         (dt.datetime(1969, 12, 31, 23, 59, 59, 500_000, tzinfo=dt.UTC), "1969-12-31T23:59:59Z"),
+        (dt.datetime(2600, 1, 1, 0, 0, 0, 999_999, tzinfo=dt.UTC), "2600-01-01T00:00:00Z"),
+        (dt.datetime(2026, 11, 1, 1, 30), dt.datetime(2026, 11, 1, 1, 30).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")),
     ]
     for _ in range(2):
         assert [utc_stamp(moment) for moment, _ in moments] == [stamp for _, stamp in moments]

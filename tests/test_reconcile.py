@@ -689,13 +689,14 @@ def test_a_ruling_saved_while_the_child_works_is_sealed_as_saved_not_as_the_chil
 
 
 def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(tmp_path):
-    """A seal hash, a text and an edit handed over for a note the reconcile has written since (the view read
-    it again): none of them is taken, each is worked out from the note as it is now."""
+    """A seal hash, a text, an edit and what sealing needs handed over for a note the reconcile has written
+    since (the view read it again): none of them is taken, each is worked out from the note as it is now."""
     import os
 
     from vault_tools.commands.ahead import WorkAhead, edit_key
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import superseded_changes
+    from vault_tools.commands.workspace import KnownSeal
     from vault_tools.handover import Receiver, record
     from vault_tools.ledger import encode_text
 
@@ -724,11 +725,13 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
         os.write(write_end, record([("hash", rel, "sha256:stale"), ("text", rel, note.text, encode_text(note.text)),
                                     ("edit", edit_key(rel, note.text, superseded_changes(new, REASON)), stale,
                                      stale.text, encode_text(stale.text), ws.parse_new(path, stale.text, stale),
-                                     "sha256:stale")]))
+                                     "sha256:stale"),
+                                    ("seal", rel, KnownSeal("stale", "record-stale", ((), ())))]))
         os.close(write_end)
         ahead.take_in()  # as the reconcile does when it asks for a text or an edit not taken in yet
         assert live.unchanged_text(rel) is None  # written since the vault was read: read as it is now
         assert ws.seal_hash_of(live.state, live.decision_at(rel)) != "sha256:stale"
+        assert ws.seal_as_known(live.decision_at(rel)) is None and ws.seal_as_known(before) is None
         marked = ws.edited(ws.read(path), superseded_changes(new, REASON))
         assert "written again" in marked.text and "written again" not in stale.text
         ahead.close()
@@ -790,27 +793,33 @@ def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as
 def test_a_note_read_back_as_written_is_what_its_writer_said_and_one_saved_since_is_read_anew(tmp_path):
     """Marking a ruling superseded, the reconcile tells its view what the marked note is (a decision, its seal
     hash): reading the note back, the view takes both while the file holds what was written, and works both
-    out again from the file when someone saved it in between."""
+    out again from the file when someone saved it in between. The hash was worked out under the links as
+    they were: once a note came in between, the decision is taken but the hash is worked out again."""
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import superseded_changes
 
     from .conftest import make_vault
 
     vault = make_vault(tmp_path / "vault")
-    paths = [decision(vault, number, "ruled", ("article-footer",)) for number in (1, 2, 3)]
+    paths = [decision(vault, number, "ruled", ("article-footer",)) for number in (1, 2, 3, 4)]
     quiet(vault)
     ws = Workspace(Vault(vault))
     with LiveState(ws) as live:
-        new = live.decision_at("Decisions/" + paths[2].name)
-        for path, saved_since in ((paths[0], False), (paths[1], True)):
+        new = live.decision_at("Decisions/" + paths[3].name)
+        for path, between in ((paths[0], None), (paths[1], "saved"), (paths[2], "a note came")):
             rel = "Decisions/" + path.name
             marked = ws.edited(ws.read(path), superseded_changes(new, REASON))
             told = ws.parse_new(path, marked.text, marked)
             ws.writing(marked, told, "sha256:told")
+            if between == "a note came":  # before the write: the links may resolve otherwise now
+                came = path.parent / "D-0005 Came meanwhile.md"
+                came.write_text(path.read_text(encoding="utf-8").replace("D-0003", "D-0005"), encoding="utf-8")
+                assert live.refresh([f"Decisions/{came.name}"]) and live.decision_at(f"Decisions/{came.name}")
             notes.write_note(ws.read(path), marked.text, marked)
-            if saved_since:  # the owner's save, after the write and before the view reads it back
+            if between == "saved":  # the owner's save, after the write and before the view reads it back
                 path.write_text(marked.text + "\nA line saved since.\n", encoding="utf-8")
             assert live.refresh()
             now = live.decision_at(rel)
-            assert (now is told, ws.seal_hash_of(live.state, now) == "sha256:told") == (not saved_since,) * 2
-            assert now.status.value == "superseded" and ("saved since" in now.body) is saved_since
+            assert (now is told, ws.seal_hash_of(live.state, now) == "sha256:told") == \
+                {None: (True, True), "saved": (False, False), "a note came": (True, False)}[between]
+            assert now.status.value == "superseded" and ("saved since" in now.body) is (between == "saved")

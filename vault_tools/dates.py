@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -29,14 +28,17 @@ def utc_now() -> dt.datetime:
 def utc_stamp(moment: dt.datetime) -> str:
     """How the ledger writes a moment: UTC, to the second, with a Z."""
     global _last_stamp
-    second = math.floor(moment.timestamp())  # what the stamp keeps of it (naive: local time, as `astimezone`)
+    if moment.utcoffset() is None:  # naive: local time, as `astimezone` takes it
+        return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = (moment - _EPOCH) // _SECOND  # what the stamp keeps of it, in whole seconds (no float rounding)
     last = _last_stamp  # read once: another thread may stamp another second meanwhile
     if second != last[0]:  # a reconcile stamps thousands of events in the same second
         last = _last_stamp = (second, moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     return last[1]
 
 
-_last_stamp: tuple[int, str] = (0, dt.datetime.fromtimestamp(0, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+_EPOCH, _SECOND = dt.datetime(1970, 1, 1, tzinfo=dt.UTC), dt.timedelta(seconds=1)
+_last_stamp: tuple[int, str] = (0, _EPOCH.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
 def parse_datetime(value: Any) -> dt.datetime | dt.date:

@@ -90,16 +90,18 @@ class Receiver:
             if self._rest:
                 data = self._rest + data
             view, taken = memoryview(data), 0  # records are unpickled where they lie: no copy of the chunk
-            while len(data) - taken >= _LENGTH_BYTES:
-                length = int.from_bytes(view[taken:taken + _LENGTH_BYTES], "big")
-                start = taken + _LENGTH_BYTES
-                if length == 0:
-                    self.whole = True
-                    taken = start
-                    break
-                if len(data) - start < length:
-                    break
-                found.append(pickle.loads(view[start:start + length]))
-                taken = start + length
-            self._rest = data[taken:] if not self.whole else b""
+            try:
+                while len(data) - taken >= _LENGTH_BYTES:
+                    length = int.from_bytes(view[taken:taken + _LENGTH_BYTES], "big")
+                    start = taken + _LENGTH_BYTES
+                    if length == 0:
+                        self.whole = True
+                        taken = start
+                        break
+                    if len(data) - start < length:
+                        break
+                    found.append(pickle.loads(view[start:start + length]))
+                    taken = start + length
+            finally:  # what was not taken in yet (a record cut by the read, or one an interruption stopped at)
+                self._rest = data[taken:] if not self.whole else b""
         return found
