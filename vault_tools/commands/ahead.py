@@ -1,16 +1,16 @@
 """Work a reconcile does ahead of itself, in a forked child, while it goes through the notes in order.
 
-Sealing a quiet ruling reads its text again, works out its seal hash and writes the text in the ledger; marking the rulings it supersedes
-edits each one's text and parses the result to check the edit. All of that depends only on the notes as the
-vault was read, and on a first reconcile of a vault whose rulings are all unsealed it is a third of the work.
+Sealing a quiet ruling reads its text again, works out its seal hash, checks that it answers, resolves its
+links and writes its text in the ledger; marking the rulings it supersedes edits each one's text, parses the
+result to check the edit and hashes it. All of that depends only on the notes as the vault was read.
 A child forked once the vault is read does it for every quiet ruling, in the order the reconcile meets them,
 and hands each result back through a pipe (see `handover`); the reconcile takes a result only where it is
 certainly what it would work out itself now:
 
 - a text, only while the view has not read the note again and its file still has the stat key it had when
   the vault was read (as `LiveState.unchanged_text` asks of a text it reads itself);
-- a seal hash, only while the note is the very one the child saw and no note came, went or changed its id
-  since (the links resolve as they did);
+- a seal hash, or the note's links as ids, only while the note is the very one the child saw and no note came,
+  went or changed its id since (the links resolve as they did); whether it answers, for that very note;
 - a supersession's edit, only for the same note text, the same changes and the same path: the edit is a
   function of those alone; the decision that edit is, only for that very edit, and its seal hash only while
   the links resolve as they did (as for a ruling's hash);
