@@ -593,12 +593,15 @@ def test_kill_9_at_random_moments_loses_nothing(cli, tmp_path):
 
 
 def _large_first_reconcile(vault: Path, topics: int) -> None:
-    """`topics` chains of two hand-written rulings, the second superseding the first, none sealed, all quiet."""
+    """`topics` chains of two hand-written rulings, the second superseding the first and naming the previous
+    chain's second `alongside` (sealed just before it: its events are still held), none sealed, all quiet."""
     configure(vault, debounce_ms=0, settle=0)
+    previous = None
     for index in range(topics):
         first = decision(vault, 2 * index + 1, "ruled", (f"topic-{index}",))
-        decision(vault, 2 * index + 2, "ruled", (f"topic-{index}",), supersedes=f'["[[{first.stem}]]"]',
-                 reason="The owner changed course on this one later.")
+        alongside = {"alongside": f'["[[{previous.stem}]]"]'} if previous is not None else {}
+        previous = decision(vault, 2 * index + 2, "ruled", (f"topic-{index}",), supersedes=f'["[[{first.stem}]]"]',
+                            reason="The owner changed course on this one later.", **alongside)
     past = time.time() - 60
     for path in (vault / "Decisions").iterdir():
         os.utime(path, (past, past))

@@ -136,12 +136,13 @@ class PendingWrites:
         self._held_paths = set()
 
     def names_held(self, state: VaultState, decision: Decision) -> bool:
-        """Whether `decision` names a note whose events are held: those are appended first (`append_held`),
-        and the supersessions may still wait (`needed_by` then reads that note as the ledger has it)."""
+        """Whether `decision` names a note whose events are held in `supersedes` or `superseded_by`: those
+        are appended first (`append_held`), and the supersessions may still wait (`needed_by` then reads that
+        note as the ledger has it). A note named in `alongside` is not looked at: only its id is recorded."""
         if not self._held_paths:
             return False
         by_id, resolve = state.by_id(), self.ws.resolver_with(state, decision)
-        for link in (*decision.supersedes, *decision.alongside, *filter(None, [decision.superseded_by])):
+        for link in (*decision.supersedes, *filter(None, [decision.superseded_by])):
             named = by_id.get(resolve(link) or "")
             if named is not None and named.path in self._held_paths:
                 return True
@@ -155,8 +156,8 @@ class PendingWrites:
     def needed_by(self, state: VaultState, decision: Decision,
                   history_of: Callable[[Decision], History | None]) -> bool:
         """Whether dealing with this note may look at a note whose events or supersession wait, so they must
-        be written first: it is one, or it is a ruling to seal that names one (or names a ruling not sealed
-        yet, which sealing it first may reach: a ruling whose seal is held reads so), or one that supersedes
+        be written first: it is one, or it is a ruling to seal that names one, or one that supersedes a ruling
+        not sealed yet (which sealing it first may reach: a ruling whose seal is held reads so), or one that supersedes
         the successor of a waiting note (marked together, a crash between the notes and their events would leave a note superseded by a note superseded in
         turn, which `finish_interrupted_close` cannot take for the tool's own write), or a sealed note that
         no longer matches the ledger (what is done about it may look anywhere). Sealing a ruling that names
@@ -174,11 +175,12 @@ class PendingWrites:
             named = by_id.get(resolve(link) or "")
             if named is None:
                 continue
-            named_history = history_of(named)
-            # Naming a successor `alongside` only records its id: that note is sealed, and nothing about it
-            # or the note it supersedes is looked at or written.
-            if named.path in self.paths or (index < superseded and named.path in self.successors) or \
-                    named_history is None or named_history.seal is None:
+            if named.path in self.paths:
+                return True
+            # Naming a ruling `alongside` only records its id: nothing about that note (sealed or not, held
+            # or not, the successor of a waiting note or not) or the note it supersedes is looked at or written.
+            if index < superseded and (named.path in self.successors or
+                                       (named_history := history_of(named)) is None or named_history.seal is None):
                 return True
         return False
 
