@@ -359,7 +359,18 @@ def test_random_work_on_several_clones_merges_without_loss(tmp_path, capsys):
     """Random asks, rulings, supersessions, withdrawals and retractions on 2-3 clones, merged by pulls in
     between (merge or rebase); the invariants are checked after every pull. Bounded in time."""
     seed = int(os.environ.get("VAULT_TOOLS_SOAK_SEED", time.time_ns() % 10_000))
-    budget = float(os.environ.get("VAULT_TOOLS_SOAK_SECONDS", "40"))
+    _random_work_on_clones(tmp_path, capsys, seed, float(os.environ.get("VAULT_TOOLS_SOAK_SECONDS", "40")))
+
+
+@pytest.mark.soak
+@pytest.mark.xfail(strict=True, reason="known: two clones retract the same ruling with different reasons; the "
+                   "ledger's conflict is settled, but a later `git pull --rebase` replays the 'after pull' commit "
+                   "and stops on the note's `reason` line (found by `make soak`, seed 2558; fails in about 3 s)")
+def test_random_work_on_several_clones_seed_2558(tmp_path, capsys):
+    _random_work_on_clones(tmp_path, capsys, 2558, 30)
+
+
+def _random_work_on_clones(tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: int, budget: float) -> None:
     rng = random.Random(seed)
     origin = make_origin(tmp_path, capsys)
     clones = [clone(origin, name) for name in "ABC"[:rng.choice((2, 3))]]
