@@ -5,7 +5,9 @@ merges them as git's own text merge would. Where both clones closed one decision
 the question, the other withdrew it; two rulings each superseded it), their lifecycle properties conflict:
 this clone's lines are kept in the note, and the ledger, merged by line union, holds both outcomes with
 the text each clone wrote, which `lint`, the pages and `context` show as
-a conflict for the owner to settle. The note always holds one outcome whole (`_one_outcome`). Any other
+a conflict for the owner to settle. The same holds where both closed it the same way with different reasons
+(two retractions; a rebase replaying one clone's commit over the other's meets it after the ledger's
+conflict was settled). The note always holds one outcome whole (`_one_outcome`). Any other
 conflict is left to the owner, with git's markers.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ _LIST_ITEM = re.compile(r"^\s*- ")
 OURS, THEIRS = b"<<<<<<< ", b">>>>>>> "
 _SHOWN = Path("note.md")
 CLOSING_FIELDS = ("status", "superseded_by", "reason")  # what closing a decision writes
+_CLOSED = ("superseded", "retracted", "withdrawn")  # the statuses a closing writes, with its reason
 
 
 def _read(text: bytes | None) -> notes.Note | None:
@@ -123,7 +126,9 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
     common = _read(base.read_bytes() if base.exists() else None)
     here, there, before = _lifecycle(mine), _lifecycle(other), _lifecycle(common)
     closed_differently = here[0] != there[0] or (here[1] and there[1] and here[1] != there[1]) or (
-        before[0] not in (here[0], there[0]))  # both moved it on (two answers to one question)
+        before[0] not in (here[0], there[0])) or (  # both moved it on (two answers to one question)
+        here[0] == there[0] == before[0] and mine is not None and other is not None and  # one closing, two reasons
+        here[0] in _CLOSED and mine.data.get("reason") != other.data.get("reason"))
     clean = done.returncode == 0
     if closed_differently and not clean:
         merged, clean = resolve_lifecycle_conflicts(merged)
