@@ -688,33 +688,49 @@ def test_a_ruling_saved_while_the_child_works_is_sealed_as_saved_not_as_the_chil
     assert Vault(vault).load().get("D-0001").status.value == "superseded"
 
 
-def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(tmp_path):
-    """A seal hash, a text, an edit and what sealing needs handed over for a note the reconcile has written
-    since (the view read it again): none of them is taken, each is worked out from the note as it is now."""
-    import os
-
-    from vault_tools.commands.ahead import WorkAhead, edit_key
-    from vault_tools.commands.live import LiveState
-    from vault_tools.commands.supersede import superseded_changes
-    from vault_tools.commands.workspace import KnownSeal
-    from vault_tools.handover import Receiver, record
-    from vault_tools.ledger import encode_text
-
+def _ruling_and_its_successor(tmp_path: Path) -> tuple[Path, Path, Path, Workspace, str]:
+    """A vault where D-0002 supersedes D-0001, both unsealed and past the racy window (the view knows both
+    notes unchanged since it read them): (vault, D-0001's path, D-0002's path, workspace, D-0001's rel)."""
     from .conftest import make_vault
 
     vault = make_vault(tmp_path / "vault")
     path = decision(vault, 1, "ruled", ("article-footer",))
     successor = decision(vault, 2, "ruled", ("article-footer",), supersedes=f'["[[{path.stem}]]"]', reason=REASON)
     quiet(vault)
-    time.sleep(2.1)  # past the racy window: the view knows both notes unchanged since it read them
-    ws = Workspace(Vault(vault))
-    rel = "Decisions/" + path.name
+    time.sleep(2.1)
+    return vault, path, successor, Workspace(Vault(vault)), "Decisions/" + path.name
+
+
+def _fed_by_hand(live, rel: str):
+    """A child's work ahead for the view `live`, its pipe fed by the test as a child feeds it (too few rulings
+    to fork one): (the work ahead, the end to write records to)."""
+    import os
+
+    from vault_tools.commands.ahead import WorkAhead
+    from vault_tools.handover import Receiver
+
+    ahead = WorkAhead(live, [rel])
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    ahead._receiver, live.ahead = Receiver(read_end), ahead
+    return ahead, write_end
+
+
+def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(tmp_path):
+    """A seal hash, a text, an edit and what sealing needs handed over for a note the reconcile has written
+    since (the view read it again): none of them is taken, each is worked out from the note as it is now."""
+    import os
+
+    from vault_tools.commands.ahead import edit_key
+    from vault_tools.commands.live import LiveState
+    from vault_tools.commands.supersede import superseded_changes
+    from vault_tools.commands.workspace import KnownSeal
+    from vault_tools.handover import record
+    from vault_tools.ledger import encode_text
+
+    _, path, successor, ws, rel = _ruling_and_its_successor(tmp_path)
     with LiveState(ws) as live:
-        ahead = WorkAhead(live, [rel])  # too few rulings to fork: the pipe is fed below, as a child feeds it
-        read_end, write_end = os.pipe()
-        os.set_blocking(read_end, False)
-        ahead._receiver = Receiver(read_end)
-        live.ahead = ahead
+        ahead, write_end = _fed_by_hand(live, rel)
         before = live.decision_at(rel)
         ahead._seen[rel] = before
         note = ws.read(path)
@@ -743,28 +759,17 @@ def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as
     `superseded` event's hash is worked out again. So do the ids the successor's links resolve to."""
     import os
 
-    from vault_tools.commands.ahead import WorkAhead, edit_key
+    from vault_tools.commands.ahead import edit_key
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import plan_superseded, superseded_changes, superseded_event
     from vault_tools.commands.workspace import KnownSeal
-    from vault_tools.handover import Receiver, record
+    from vault_tools.handover import record
     from vault_tools.ledger import encode_text
 
-    from .conftest import make_vault
-
-    vault = make_vault(tmp_path / "vault")
-    path = decision(vault, 1, "ruled", ("article-footer",))
-    successor = decision(vault, 2, "ruled", ("article-footer",), supersedes=f'["[[{path.stem}]]"]', reason=REASON)
-    quiet(vault)
-    time.sleep(2.1)  # past the racy window: the view knows both notes unchanged since it read them
-    ws = Workspace(Vault(vault))
-    rel = "Decisions/" + path.name
+    vault, path, successor, ws, rel = _ruling_and_its_successor(tmp_path)
     for came in (False, True):
         with LiveState(ws) as live:
-            ahead = WorkAhead(live, [rel])  # too few rulings to fork: the pipe is fed below, as a child feeds it
-            read_end, write_end = os.pipe()
-            os.set_blocking(read_end, False)
-            ahead._receiver, live.ahead = Receiver(read_end), ahead
+            ahead, write_end = _fed_by_hand(live, rel)
             new = live.decision_at("Decisions/" + successor.name)
             note, changes = ws.read(path), superseded_changes(new, REASON)
             marked = notes.edited(note, changes)

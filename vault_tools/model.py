@@ -465,6 +465,12 @@ class NoteIndex:
 Resolve = Callable[[str], str | None]
 
 
+def linked_ids(decision: Decision, resolve: Resolve) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ids a ruling names in `supersedes` and in `alongside`, each sorted (what its `ruled` event records)."""
+    return (tuple(sorted(filter(None, map(resolve, decision.supersedes)))),
+            tuple(sorted(filter(None, map(resolve, decision.alongside)))))
+
+
 def unresolved_link(resolve: Resolve, link: str) -> str:
     """Why a `supersedes` link names no decision: no note is called that, or only case tells two apart."""
     paths = resolve.ambiguous(link) if isinstance(resolve, LinkResolver) else None

@@ -30,7 +30,7 @@ from .. import notes
 from ..errors import VaultToolsError
 from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from ..ledger import encode_text, encoded_ahead, forget_encoded_ahead, new_record, seal_hash
-from ..model import Decision, LinkResolver, Status, unanswered
+from ..model import Decision, LinkResolver, Status, linked_ids, unanswered
 from .supersede import superseded_changes
 from .workspace import KnownSeal
 
@@ -58,8 +58,8 @@ class WorkAhead:
         # text is taken when it is sealed, which may be after both were handed over
         self.targets: dict[str, str] = {}
         self.edits: dict[EditKey, notes.Note] = {}  # a supersession's edit, made and checked by parsing
-        # id(edit) -> (that edit, the decision it is, its seal hash): see `decided_of`
         self._seals: dict[str, tuple[Decision, KnownSeal]] = {}  # rel -> (the note, what sealing it needs)
+        # id(edit) -> (that edit, the decision it is, its seal hash): see `decided_of`
         self._decided: dict[int, tuple[notes.Note, Decision, str | None]] = {}
         self._seen: dict[str, Decision] = {}  # rel -> the note the child worked on
         self._reshaped_at = live.reshaped_at
@@ -223,11 +223,10 @@ def _ruling_ahead(live: LiveState, rel: str, resolve: LinkResolver,
     if decision is None or text is None:
         return []
     ws = live.ws
-    links = (tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes)))),
-             tuple(sorted(filter(None, (resolve(link) for link in decision.alongside)))))
     items: list[tuple[Any, ...]] = [("text", rel, text, encode_text(text)),
                                     ("hash", rel, seal_hash(decision, resolve, ws.tz)),
-                                    ("seal", rel, KnownSeal(unanswered(decision), new_record(), links))]
+                                    ("seal", rel, KnownSeal(unanswered(decision), new_record(),
+                                                            linked_ids(decision, resolve)))]
     for link in decision.supersedes:
         target = by_id.get(resolve(link) or "")
         note = live.note_as_read(ws.vault.path_of(target)) if target is not None else None

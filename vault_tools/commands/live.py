@@ -90,16 +90,13 @@ class LiveState:
 
     def __enter__(self) -> LiveState:
         self._recorded = self._exit.enter_context(notes.recording_writes())
-        before, self.ws.read_as_known = self.ws.read_as_known, self.note_as_read
-        self._exit.callback(setattr, self.ws, "read_as_known", before)
-        edits_before, self.ws.edit_as_known = self.ws.edit_as_known, self.edited_as_known
-        self._exit.callback(setattr, self.ws, "edit_as_known", edits_before)
-        writing_before, self.ws.writing_as_known = self.ws.writing_as_known, self.writing
-        self._exit.callback(setattr, self.ws, "writing_as_known", writing_before)
-        decided_before, self.ws.decided_as_known = self.ws.decided_as_known, self.decided_as_known
-        self._exit.callback(setattr, self.ws, "decided_as_known", decided_before)
-        seal_before, self.ws.seal_as_known = self.ws.seal_as_known, self.seal_as_known
-        self._exit.callback(setattr, self.ws, "seal_as_known", seal_before)
+        # What the workspace asks this view while it is in use; it gets back what it had once the view is done
+        hooks = {"read_as_known": self.note_as_read, "edit_as_known": self.edited_as_known,
+                 "writing_as_known": self.writing, "decided_as_known": self.decided_as_known,
+                 "seal_as_known": self.seal_as_known}
+        for name, hook in hooks.items():
+            self._exit.callback(setattr, self.ws, name, getattr(self.ws, name))
+            setattr(self.ws, name, hook)
         return self
 
     def work_ahead(self, rels: Iterable[str]) -> None:

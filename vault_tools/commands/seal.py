@@ -7,7 +7,7 @@ from typing import Any
 from .. import notes
 from ..errors import InconsistentVault, NoteError, Refused
 from ..ledger import Event, History, new_record, seal_hash
-from ..model import FINAL_STATUSES, Decision, Status, unanswered
+from ..model import FINAL_STATUSES, Decision, Status, linked_ids, unanswered
 from ..vault import VaultState
 from .checks import check_id
 from .ids import give_ids
@@ -110,7 +110,7 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
         decision = ws.parse_new(path, stamped.text, stamped)
         text_on_disk = notes.file_text(note, stamped.text)
         stamping = (note, stamped.text) if stamps else None
-    known = ws.seal_as_known(decision) if ws.seal_as_known is not None else None
+    known = ws.known_seal(decision)
     why = known.unanswered if known is not None else unanswered(decision)
     if why:
         raise Refused(why, path=decision.path, line=decision.line_of("summary"))
@@ -148,8 +148,7 @@ def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str,
     if known is not None and known.links is not None and resolve is state.resolver():
         supersedes, alongside = known.links
     else:
-        supersedes = tuple(sorted(filter(None, (resolve(link) for link in decision.supersedes))))
-        alongside = tuple(sorted(filter(None, (resolve(link) for link in decision.alongside))))
+        supersedes, alongside = linked_ids(decision, resolve)
     record = history.record if history is not None else known.record if known is not None else new_record()
     events = []
     if history is None or history.status is not Status.RULED:

@@ -82,7 +82,7 @@ def apply_superseded(ws: Workspace, state: VaultState, plan: SupersedePlan, acto
 
 def superseded_event(ws: Workspace, state: VaultState, plan: SupersedePlan, actor: str) -> Event:
     resolve = ws.resolver_with(state, plan.successor)
-    known = ws.decided_as_known(plan.parsed) if ws.decided_as_known is not None and plan.parsed is not None else None
+    known = ws.known_decision(plan.parsed) if plan.parsed is not None else None
     if known is not None and known[0] is plan.updated and known[1] is not None and resolve is state.resolver():
         digest = known[1]  # worked out ahead, under these links
     else:

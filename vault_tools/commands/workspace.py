@@ -82,6 +82,14 @@ class Workspace:
         known = self.edit_as_known(note, changes) if self.edit_as_known is not None else None
         return known if known is not None else notes.edited(note, changes)
 
+    def known_decision(self, note: notes.Note) -> tuple[Decision, str | None] | None:
+        """The decision an edit worked out already is, and its seal hash where known (None: work them out)."""
+        return self.decided_as_known(note) if self.decided_as_known is not None else None
+
+    def known_seal(self, decision: Decision) -> KnownSeal | None:
+        """What sealing this very ruling needs, worked out already (None: work it out)."""
+        return self.seal_as_known(decision) if self.seal_as_known is not None else None
+
     def writing(self, parsed: notes.Note, decision: Decision, digest: str | None) -> None:
         """A note about to be written (`parsed`, the text it will hold) is `decision`, with the seal hash
         `digest` (None: not known) under the state's links as they are now: a live view that reads it back
@@ -343,7 +351,7 @@ class Workspace:
         """Parse text about to be written (or already read: `parsed`), refusing it if it is not a valid decision."""
         note = parsed if parsed is not None and parsed.text == text else notes.parse_text(text, path)
         rel = self.vault.relative(path)
-        known = self.decided_as_known(note) if self.decided_as_known is not None else None
+        known = self.known_decision(note)
         if known is not None and known[0].path == rel:  # built from this very note, without a problem
             return known[0]
         decision, problems = build_decision(note.data, path=rel, body=note.body, key_lines=note.key_lines)
