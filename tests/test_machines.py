@@ -7,6 +7,7 @@ note, in the ledger or in a kept copy, and lint exits 0 or reports exactly the c
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import random
@@ -335,6 +336,22 @@ def test_case_only_twins_keep_their_own_text_until_one_is_renumbered(tmp_path, c
     assert sealed.read_text(encoding="utf-8") == sealed_text
     events = [e for e in Vault(origin.root).ledger.read() if e.event == "renumbered"]
     assert len(events) == 1 and events[0].was == decision_id and events[0].id == new_id
+
+
+@pytest.mark.parametrize("rebase", [False, True])
+def test_copies_two_clones_keep_of_one_note_in_the_same_second_both_arrive(two, rebase):
+    a, b = two
+    moment = dt.datetime(2026, 12, 3, 14, 55, 1, tzinfo=dt.UTC)
+    kept = {}
+    for each, words in ((a, "as laptop had it"), (b, "as the agent server had it")):
+        kept[each] = Workspace(Vault(each.root), now=lambda: moment).keep_copy("D-0002 before settling",
+                                                                               f"The ruling {words}.\n".encode())
+        each.commit("kept a copy")
+    assert kept[a] != kept[b]  # each clone's name ends with its own tag
+    b.pull(a, rebase=rebase)
+    folder = b.root / "vault-tools" / "kept"
+    assert sorted(p.read_text(encoding="utf-8") for p in folder.iterdir()) == \
+        ["The ruling as laptop had it.\n", "The ruling as the agent server had it.\n"]
 
 
 def test_a_hand_made_copy_of_a_sealed_ruling_is_never_restored_over(tmp_path, capsys):

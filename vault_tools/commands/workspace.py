@@ -381,13 +381,17 @@ class Workspace:
         return f"[[{decision_id}]]" if any(c in title for c in "[]|#^") else f"[[{title}]]"
 
     def keep_copy(self, name: str, data: bytes) -> str:
-        """Keep text about to be replaced under `kept/` in the record's folder, never over an earlier copy."""
+        """Keep text about to be replaced under `kept/` in the record's folder, never over an earlier copy.
+        The name ends with this device's tag where it has one (`clone_tag`): two clones keeping a copy of the
+        same note within the same second make two files, not one path git would stop a pull on."""
         stamp = self.now().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
-        kept = self.vault.record_dir / "kept" / f"{name} {stamp}.md"
+        tag = clone_tag(self.vault.root)
+        base = f"{name} {stamp} {tag}" if tag else f"{name} {stamp}"
+        kept = self.vault.record_dir / "kept" / f"{base}.md"
         counter = 1
         while kept.exists():
             counter += 1
-            kept = kept.with_name(f"{name} {stamp} {counter}.md")
+            kept = kept.with_name(f"{base} {counter}.md")
         notes.write_atomic(kept, data)
         return self.vault.relative(kept)
 
