@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from vault_tools import notes
 from vault_tools.cli import run
 from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import NoteError
+from vault_tools.layout import device_tag
 from vault_tools.ledger import histories, tie_notes
 from vault_tools.vault import Vault
 
@@ -344,6 +346,7 @@ def test_copies_two_clones_keep_of_one_note_in_the_same_second_both_arrive(two, 
     moment = dt.datetime(2026, 12, 3, 14, 55, 1, tzinfo=dt.UTC)
     kept = {}
     for each, words in ((a, "as laptop had it"), (b, "as the agent server had it")):
+        each.rule("--topic", f"shop-{each.root.name.lower()}", "--summary", f"The shop opens on {each.root.name}.")  # its tag
         kept[each] = Workspace(Vault(each.root), now=lambda: moment).keep_copy("D-0002 before settling",
                                                                                f"The ruling {words}.\n".encode())
         each.commit("kept a copy")
@@ -352,6 +355,15 @@ def test_copies_two_clones_keep_of_one_note_in_the_same_second_both_arrive(two, 
     folder = b.root / "vault-tools" / "kept"
     assert sorted(p.read_text(encoding="utf-8") for p in folder.iterdir()) == \
         ["The ruling as laptop had it.\n", "The ruling as the agent server had it.\n"]
+
+
+def test_a_copy_kept_on_a_clone_without_a_tag_gives_it_none(two):
+    a, _ = two  # a fresh clone that has recorded nothing: no tag yet, and keeping a copy makes none
+    kept = Workspace(Vault(a.root)).keep_copy("Decisions log", b"Edited by hand.\n")
+    assert re.fullmatch(r"vault-tools/kept/Decisions log \d{4}-\d\d-\d\d \d{6}\.md", kept)
+    assert device_tag(a.root, create=False) is None
+    tagged = a.new_id(a.vt("ask", "Which day does the shop open?", "--topic", "shop-day")[1])
+    assert tagged.rsplit("-", 1)[1] == device_tag(a.root, create=False)  # the first id draws it, as before
 
 
 def test_a_hand_made_copy_of_a_sealed_ruling_is_never_restored_over(tmp_path, capsys):

@@ -382,10 +382,12 @@ class Workspace:
 
     def keep_copy(self, name: str, data: bytes) -> str:
         """Keep text about to be replaced under `kept/` in the record's folder, never over an earlier copy.
-        The name ends with this device's tag where it has one (`clone_tag`): two clones keeping a copy of the
-        same note within the same second make two files, not one path git would stop a pull on."""
+        The name ends with this device's tag where it has one (the one its ids end with): two clones keeping a
+        copy of the same note within the same second make two files, not one path git would stop a pull on.
+        A device without a tag yet is not given one here: a new tag must avoid those the vault's ids hold
+        (`next_id`)."""
         stamp = self.now().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
-        tag = clone_tag(self.vault.root)
+        tag = device_tag(self.vault.root, create=False)
         base = f"{name} {stamp} {tag}" if tag else f"{name} {stamp}"
         kept = self.vault.record_dir / "kept" / f"{base}.md"
         counter = 1
