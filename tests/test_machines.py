@@ -132,7 +132,7 @@ def check_invariants(merged: Clone, before: list[dict[str, str]], conflicts: int
     assert len(left_out) == context["rulings_left_out"], f"context leaves out {left_out}"
     assert len(context["conflicts"]) == conflicts, context["conflicts"]
     # Nothing was overwritten: every note's text from every clone is in a note, the ledger or a kept copy.
-    kept = vault.state_dir / "kept"
+    kept = vault.layout.kept_dir
     found = set(merged.decision_texts().values())
     found |= {event.text.removeprefix(notes.BOM) for event in vault.ledger.read() if event.text}
     found |= {path.read_text(encoding="utf-8") for path in kept.iterdir()} if kept.is_dir() else set()
@@ -509,6 +509,40 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
 
 
 @pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
+def test_two_settlements_keeping_different_answers_merge_and_the_owner_is_asked_again(tmp_path, capsys, rebase):
+    """Found by the randomized test (seed 50442): a question answered on three clones; two of them each settle
+    the conflict they see, keeping their own answer. Their notes hold two different rulings, both in the
+    ledger: the pull goes through with this clone's, and the conflict is shown again, as neither settlement
+    knew every answer."""
+    origin = make_origin(tmp_path, capsys)
+    a, b, c = (clone(origin, name) for name in "ABC")
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    c.pull(a)
+    answers = {a: "No podcast this year; revisit at ten thousand subscribers.",
+               b: "A monthly podcast starts in March, recorded by the owner.",
+               c: "A fortnightly podcast from April, produced by a sponsor."}
+    for each, answer in answers.items():
+        each.vt("rule", question, "--summary", answer, "--source", "chat")
+        each.commit(f"answered on {each.root.name}")
+    for each in (a, b):
+        each.pull(c)
+        conflict = json.loads(each.vt("context", "--json")[1])["conflicts"][0]
+        own = next(choice for choice in conflict["settle"].split("--keep ")[1].split(" ")[0].split("|")
+                   if answers[each][:20] in conflict["what"].split(choice + ": ")[1].split(";")[0])
+        each.vt("settle", question, "--keep", own, "--reason", f"The owner keeps the answer given on {each.root.name}.")
+        each.commit("settled")
+    before = [a.decision_texts(), b.decision_texts()]
+    b.pull(a, rebase=rebase)
+    check_invariants(b, before, conflicts=1)
+    conflict = json.loads(b.vt("context", "--json")[1])["conflicts"][0]
+    assert conflict["id"] == question
+    shown = json.loads(b.vt("show", question, "--json")[1])
+    assert shown["status"] == "ruled" and shown["summary"] in answers.values()
+
+
+@pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
 def test_an_answer_superseded_on_its_clone_is_kept_as_superseded_when_two_answers_are_settled(two, rebase):
     """Found by the randomized test (seed 6614): a question answered on both clones, and one clone replaced its
     own answer since. Keeping that answer keeps it as it now stands there: superseded by its successor."""
@@ -650,6 +684,32 @@ def test_one_closing_with_two_reasons_merges_to_this_clones_reason_and_other_edi
         assert merge_note(*paths, "Decisions/D-0002 Comments.md") == code, name
         merged = paths[1].read_text(encoding="utf-8")
         assert kept in merged and "step 3" not in merged.split("---")[1], (name, merged)
+
+
+def test_two_answers_kept_by_two_settlements_merge_to_this_clones_and_a_body_clash_is_still_the_owners(tmp_path):
+    """The base holds one answer and each side another (two settlements, each keeping its own): the note keeps
+    this clone's answer, every property of it (both answers are in the ledger). Lines of the body both sides
+    changed are still the owner's to resolve."""
+    from vault_tools.commands.gitmerge import merge_note
+
+    def ruling(summary: str, at: str, body: str = "A podcast?") -> str:
+        return (f"---\ntype: decision\nid: D-0003\nstatus: ruled\ntopics: [podcast]\nsummary: {summary}\n"
+                f"asked_at: 2026-12-04T00:12:00\nruled_at: 2026-12-04T00:12:{at}\nruled_by: owner\n---\n## Question\n\n"
+                f"{body}\n")
+    base = ruling("Fortnightly, from April.", "10")
+    for name, (mine, other, code, kept) in {
+        "answers": (ruling("No podcast this year.", "11"), ruling("Monthly, from March.", "10"), 0,
+                    ruling("No podcast this year.", "11")),
+        "same second": (ruling("No podcast this year.", "10"), ruling("Monthly, from March.", "10"), 0,
+                        ruling("No podcast this year.", "10")),
+        "one side": (base, ruling("Monthly, from March.", "12"), 0, ruling("Monthly, from March.", "12")),
+        "body": (ruling("No podcast this year.", "11", "A podcast, here?"), ruling("Monthly, from March.", "10", "A podcast, there?"),
+                 1, "<<<<<<< ours\nA podcast, here?"),
+    }.items():
+        paths = [write(tmp_path / name / f"{part}.md", text) for part, text in (("base", base), ("ours", mine), ("theirs", other))]
+        assert merge_note(*paths, "Decisions/D-0003 A podcast.md") == code, name
+        merged = paths[1].read_text(encoding="utf-8")
+        assert (merged == kept) if code == 0 else (kept in merged and "summary: No podcast this year." in merged), name
 
 
 def test_gits_merge_driver_says_which_note_it_could_not_merge_and_leaves_ours_alone(tmp_path):

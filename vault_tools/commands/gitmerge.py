@@ -7,7 +7,8 @@ this clone's lines are kept in the note, and the ledger, merged by line union, h
 the text each clone wrote, which `lint`, the pages and `context` show as
 a conflict for the owner to settle. The same holds where both closed it the same way with different reasons
 (two retractions; a rebase replaying one clone's commit over the other's meets it after the ledger's
-conflict was settled). The note always holds one outcome whole (`_one_outcome`). Any other
+conflict was settled), and where both hold another ruling (two settlements, each keeping its own answer).
+The note always holds one outcome whole (`_one_outcome`). Any other
 conflict is left to the owner, with git's markers.
 """
 from __future__ import annotations
@@ -63,6 +64,8 @@ def _one_outcome(merged: bytes, ours: notes.Note, theirs: notes.Note, base: note
     moved it on: its closing properties and every ledger property it changed (a ruling's `ruled_at`); the
     other side's edits elsewhere stay merged."""
     here, there, common = _lifecycle(ours), _lifecycle(theirs), _lifecycle(base)
+    if _two_rulings(ours, theirs, base):  # both moved it on, each to its own ruling
+        return _aligned(merged, ours, theirs, {key for key in (*ours.data, *theirs.data) if is_ledger_property(str(key))})
     if here == there:
         return merged
     if common in (here, there):  # one side moved it on: what it wrote for that (a ruling's ruled_at too)
@@ -71,6 +74,16 @@ def _one_outcome(merged: bytes, ours: notes.Note, theirs: notes.Note, base: note
                    and (base is None or side.data.get(key) != base.data.get(key))}
         return _aligned(merged, side, other, {*CLOSING_FIELDS, *changed})
     return _aligned(merged, ours, theirs, {key for key in (*ours.data, *theirs.data) if is_ledger_property(str(key))})
+
+
+def _two_rulings(ours: notes.Note | None, theirs: notes.Note | None, base: notes.Note | None) -> bool:
+    """The base held a ruling and each side holds another one, neither the other's: two clones each settled
+    an answers conflict, keeping another answer (`settle` writes the kept answer, and both are in the ledger)."""
+    if ours is None or theirs is None or base is None:
+        return False
+    answers = [(note.data.get("summary"), note.data.get("ruled_at"), note.data.get("ruled_by")) for note in (ours, theirs, base)]
+    return ours.data.get("status") == theirs.data.get("status") == base.data.get("status") == "ruled" and \
+        len(set(map(repr, answers))) == 3
 
 
 def _lifecycle_only(lines: list[bytes]) -> bool:
@@ -128,7 +141,8 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
     closed_differently = here[0] != there[0] or (here[1] and there[1] and here[1] != there[1]) or (
         before[0] not in (here[0], there[0])) or (  # both moved it on (two answers to one question)
         here[0] == there[0] == before[0] and mine is not None and other is not None and  # one closing, two reasons
-        here[0] in _CLOSED and mine.data.get("reason") != other.data.get("reason"))
+        here[0] in _CLOSED and mine.data.get("reason") != other.data.get("reason")) or \
+        _two_rulings(mine, other, common)
     clean = done.returncode == 0
     if closed_differently and not clean:
         merged, clean = resolve_lifecycle_conflicts(merged)
