@@ -635,9 +635,11 @@ def _check_all_sealed_once(vault: Path, rulings: int) -> None:
 def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int, aim: bool = False) -> int:
     """Kill a watcher at a random moment of its first reconcile of `topics` unsealed chains, `runs` times,
     restart it and check that every ruling ends sealed once with its chain applied; returns how many kills
-    landed in the middle (some rulings sealed, not all). With `aim`, each kill comes later than the last
-    if that one came before anything was sealed, earlier if after everything was: a machine busy with
-    other tests makes a child's reconcile take longer or shorter than the calibration said."""
+    landed in the middle (some rulings sealed, not all). A kill that came before anything was sealed moves
+    the next ones later, one that came after everything was moves them earlier: a machine busy with other
+    tests makes a child's reconcile take longer or shorter than the calibration said (and on one free
+    processor the reconcile forks no child). With `aim`, each kill comes halfway between those bounds;
+    without, at a random moment between them."""
     from .conftest import make_vault
     rng = random.Random(20261201)
     calibration = make_vault(tmp_path / "calibration")
@@ -664,7 +666,10 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int, a
                 os._exit(0)
         # Past the reading of the vault, into the sealing; its last quarter or so is the next round and the
         # pages, after the last seal is on disk (300 rulings here: sealed from 25% to 65% of the run)
-        moment = (early + late) / 2 if aim else rng.uniform(0.2, 0.75)
+        low, high = (early, late) if aim else (max(early, 0.2), min(late, 0.75))
+        if high <= low:
+            low, high = early, late
+        moment = (low + high) / 2 if aim else rng.uniform(low, high)
         time.sleep(moment * duration)
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
