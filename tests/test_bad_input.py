@@ -20,6 +20,11 @@ BAD_NOTES = {
     "short-summary": (FM.replace("A summary that is long enough.", "Too short") + "---\n", "at least 20", ":6:"),
     "yaml-tag": (FM + "x: !!python/object/apply:os.system [ls]\n---\n", "YAML tag", ":9:"),
     "alias-bomb": (FM + "a: &a [lol, lol, lol]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n---\n", "anchors", ":9:"),
+    # A control character YAML refuses, on each way the properties are read (a `*` makes them be checked
+    # for aliases first; found by the fuzz test, which crashed there)
+    "control-character": (FM.replace("type: decision", "type: decision\x80") + "---\n", "control characters", ":2:"),
+    "control-character-after-a-star": (FM.replace("type: decision", "type: decision*\x80") + "---\n",
+                                       "control characters", ":2:"),
 }
 
 

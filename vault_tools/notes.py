@@ -242,7 +242,15 @@ def _check_events(frontmatter: str, path: Path) -> None:
                             path=str(path), line=line)
 
 
-def _yaml_error(exc: yaml.MarkedYAMLError, frontmatter: str, path: Path) -> NoteError:
+def _yaml_error(exc: yaml.YAMLError, frontmatter: str, path: Path) -> NoteError:
+    """What is wrong with the frontmatter and on which line of the file, as PyYAML found it."""
+    import yaml
+
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses (a control character): where it is
+        line = frontmatter[:exc.position].count("\n") + 2
+        return NoteError(f"invalid YAML in frontmatter: {str(exc).splitlines()[0]}", path=str(path), line=line)
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return NoteError(f"invalid YAML in frontmatter: {str(exc).splitlines()[0]}", path=str(path))
     mark = exc.problem_mark or exc.context_mark
     left_open = exc.context_mark is not None and ("flow" in (exc.context or "")
                                                   or mark.line >= frontmatter.count("\n"))
@@ -261,7 +269,7 @@ def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]
     if "&" in frontmatter or "*" in frontmatter or "!" in frontmatter:  # else no anchor, alias or tag can be there
         try:
             _check_events(frontmatter, path)
-        except yaml.MarkedYAMLError as exc:
+        except yaml.YAMLError as exc:
             raise _yaml_error(exc, frontmatter, path) from None
     plain = _plain_values(frontmatter)
     return plain if plain is not None else _full_values(frontmatter, path)
@@ -283,9 +291,9 @@ def _full_values(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]]:
                                     f"(first on line {key_lines[key]})", path=str(path), line=key_node.start_mark.line + 2)
                 key_lines[key] = key_node.start_mark.line + 2
         data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
+    except yaml.YAMLError as exc:
         raise _yaml_error(exc, frontmatter, path) from None
-    except (yaml.YAMLError, TypeError, ValueError) as exc:  # e.g. a list used as a mapping key
+    except (TypeError, ValueError) as exc:  # e.g. a list used as a mapping key
         raise NoteError(f"invalid YAML in frontmatter: {str(exc).splitlines()[0]}", path=str(path)) from None
     finally:
         loader.dispose()
