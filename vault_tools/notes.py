@@ -247,8 +247,8 @@ def _yaml_error(exc: yaml.YAMLError, frontmatter: str, path: Path) -> NoteError:
     import yaml
 
     if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses (a control character): where it is
-        line = frontmatter[:exc.position].count("\n") + 2
-        return NoteError(f"invalid YAML in frontmatter: {str(exc).splitlines()[0]}", path=str(path), line=line)
+        return NoteError(f"invalid YAML in frontmatter: {str(exc).splitlines()[0]}", path=str(path),
+                         line=frontmatter[:exc.position].count("\n") + 2)
     if not isinstance(exc, yaml.MarkedYAMLError):
         return NoteError(f"invalid YAML in frontmatter: {str(exc).splitlines()[0]}", path=str(path))
     mark = exc.problem_mark or exc.context_mark
