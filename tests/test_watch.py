@@ -706,6 +706,48 @@ def test_kill_9_at_random_moments_of_a_large_first_reconcile_loses_nothing(tmp_p
     assert in_the_middle >= runs // 3, in_the_middle
 
 
+def test_an_observing_watcher_forks_for_a_large_reconcile_and_notices_what_was_saved_meanwhile(tmp_path, monkeypatch):
+    """A watcher observes the vault with a thread of its own, and a child is forked only with no other thread
+    running: for a first reconcile of hundreds of rulings it stops observing, forks, and starts observing again
+    once the pass is done. What the owner saved while it did not observe is noticed all the same."""
+    from vault_tools.commands import ahead
+
+    from .conftest import make_vault, write
+    vault = make_vault(tmp_path / "vault")
+    _large_first_reconcile(vault, topics=60)
+    write(vault / "Daily" / "2026-12-02.md", "A note of the day before.\n")
+    time.sleep(2.1)  # past the racy window: the reconcile knows each ruling unchanged since it read the vault
+    monkeypatch.setattr(ahead, "free_processors", lambda: 2)  # whatever else this machine runs now
+    threads_at_fork: list[int] = []
+
+    class OwnerSaving(Watcher):
+        def _stop_observing(self, read_keys, files):
+            super()._stop_observing(read_keys, files)
+            threads_at_fork.append(threading.active_count())
+            decision(vault, 500, "open", ("newsletter-day",), summary="Which day does the newsletter go out?")
+            typed = vault / "Decisions" / "D-0120 Note.md"
+            obsidian_save(typed, typed.read_text().replace("## Body of D-0120", "## Body of D-0120, typed meanwhile"))
+            write(vault / "Daily" / "2026-12-03.md", "A note of the day.\n")
+            (vault / "Daily" / "2026-12-02.md").unlink()
+
+    watcher = OwnerSaving(Workspace(Vault(vault)), on_actions=lambda actions: None)
+    try:
+        watcher.start()
+        assert threads_at_fork == [1]  # nothing but this thread: the child was forked
+        assert watcher._observer is not None and watcher._observer.is_alive()
+        sealed = [event for event in watcher.vault.ledger.read() if event.event == "sealed"]
+        assert len(sealed) == 120  # in one pass; the ruling typed into before the pass reached it, as typed
+        assert "typed meanwhile" in next(event.text for event in sealed if event.id == "D-0120")
+        noticed = set(watcher.schedule.debouncer.due())
+        assert {"Decisions/D-0500 Note.md", "Decisions/D-0120 Note.md", "Daily/2026-12-03.md",
+                "Daily/2026-12-02.md"} <= noticed, noticed  # made, typed into, made, deleted
+        done = {(action.kind, action.path) for action in watcher.process(sorted(noticed))}
+        assert ("recorded", "Decisions/D-0500 Note.md") in done, done
+    finally:
+        watcher.stop()
+        watcher.release()
+
+
 def test_a_reconciled_watcher_sleeps_until_something_is_due(cli, vault):
     """Idle means idle: with nothing to debounce, settle or review, the loop does not wake to look (it used to
     every second, which showed as CPU on a laptop doing nothing)."""

@@ -13,7 +13,7 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -403,6 +403,24 @@ def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
             elif others is not None:
                 others.append(relative_name)
         stack.extend(reversed(subfolders))
+
+
+def notes_changed_since(root: Path, config: Config, keys: Mapping[str, StatKey], files: Collection[str]) -> list[str]:
+    """The notes (vault-relative, as `iter_markdown` walks them) whose file no longer has its stat key in `keys`,
+    that came since `files` were listed, or that went: what a watcher that stopped observing for a while has
+    to look at again."""
+    found, walked = [], set()
+    for rel, entry in iter_markdown(root, config):
+        walked.add(rel)
+        try:
+            stat = entry.stat()
+        except OSError:
+            found.append(rel)
+            continue
+        if keys.get(rel) != (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino):
+            found.append(rel)
+    found += sorted(rel for rel in files if rel.endswith(".md") and rel not in walked)
+    return found
 
 
 def _utf8(name: str) -> bool:

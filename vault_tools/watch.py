@@ -19,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
@@ -42,7 +42,7 @@ from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, Unfinished, VaultToolsError
 from .ledger import STATUS_AFTER, History
 from .model import FINAL_STATUSES, Decision, Status, being_written, lacks_id
-from .vault import STATE_DIR, VaultState
+from .vault import STATE_DIR, StatKey, VaultState, notes_changed_since
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
 Progress = Callable[[int, int], None]  # (done, total), for a progress bar
@@ -83,7 +83,8 @@ class Reconciled:
 
 
 def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None,
-              progress: Progress | None = None) -> Reconciled:
+              progress: Progress | None = None,
+              before_fork: Callable[[Mapping[str, StatKey], list[str]], None] | None = None) -> Reconciled:
     """Bring notes and ledger into agreement, as if every change had been seen live.
 
     Notes modified after `quiet_before` (epoch seconds) are still being typed and
@@ -93,11 +94,13 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     again (`LiveState`), so every decision is taken on the current state. Rounds go
     through the notes in order (after the first, those that changed since they were
     looked at) until one changes nothing. `progress(done, total)` is told how far a
-    round has gone.
+    round has gone. `before_fork` stops the caller's other threads before a child is forked to work ahead
+    (see `LiveState.before_fork`).
     """
     result = Reconciled()
     with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live, \
             notes.sync_threads_kept():
+        live.before_fork = before_fork
         ws.remove_stale_temps(live.state)
         _Reconcile(ws, live, result, quiet_before, settle_before, progress).run()
         result.state = live.state
@@ -544,6 +547,8 @@ class Watcher:
         self._condition = threading.Condition()
         self._stopping = False
         self._observer: Any = None  # a watchdog observer, once started
+        # While the observer is stopped for a pass (see `process`): the notes' keys as read, and the files listed
+        self._unobserved: tuple[Mapping[str, StatKey], list[str]] | None = None
         self._lock = FileLock(str(self.vault.state_dir / "watch.lock"), timeout=0)
         self._next_review: dt.date | None = None  # when the scheduled review is due (None: look it up)
 
@@ -680,7 +685,36 @@ class Watcher:
 
         `paths` (what woke it) and `everything` only document the call: reconcile
         always looks at the whole vault, leaving notes still being typed for later.
+
+        A reconcile with hundreds of rulings to seal forks a child to work ahead (`commands.ahead`), which
+        a running observer would forbid and slow down (it would also be told of each note the reconcile
+        writes): the observer is stopped then, and started again once the pass is done, every note that
+        changed since the vault was read noticed as the observer would have.
         """
+        try:
+            return self._process(paths, everything)
+        finally:
+            self._observe_again()
+
+    def _stop_observing(self, read_keys: Mapping[str, StatKey], files: list[str]) -> None:
+        """Stop the observer until the pass is done (see `process`); `read_keys` and `files`: the notes as read."""
+        if self._observer is None:
+            return
+        self._observer.stop()
+        self._observer.join()
+        self._observer = None
+        self._unobserved = (read_keys, files)
+
+    def _observe_again(self) -> None:
+        if self._unobserved is None:
+            return
+        read_keys, files = self._unobserved
+        self._unobserved = None
+        self._observer = _observe(self, self.vault.root)
+        for rel in notes_changed_since(self.vault.root, self.ws.config, read_keys, files):
+            self.notice(str(self.vault.root / rel))
+
+    def _process(self, paths: list[str] | None, everything: bool) -> list[Action]:
         actions: list[Action] = []
         now = self.clock()
         if paths:
@@ -691,7 +725,8 @@ class Watcher:
                 actions += [Action("harvested", d.id, d.path, "a decision written in passing, proposed as a question")
                             for d in harvest_changed(self.ws, paths)]
             result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle,
-                               progress=self.progress if everything else None)
+                               progress=self.progress if everything else None,
+                               before_fork=self._stop_observing if self._observer is not None else None)
             actions += result.actions
             actions += self._scheduled_review()
             built = build(self.ws, state=result.state, remembered=True)  # only what it wrote and kept is used

@@ -17,8 +17,10 @@ certainly what it would work out itself now:
 - a text as JSON (the `sealed` and `superseded` events hold texts), only for that very text: it is a function
   of the text alone (`ledger.encoded_ahead`).
 
-Where a child cannot be forked (not Linux, another thread running, as in the watcher once it observes), when
-there is too little to do for a fork to pay, or when the child dies, the reconcile does it all itself.
+A watcher that observes the vault has a thread running: `LiveState.before_fork` stops it first (the watcher
+then looks at what changed meanwhile: see `Watcher.process`). Where a child cannot be forked (not Linux,
+another thread running), when there is too little to do for a fork to pay, or when the child dies, the
+reconcile does it all itself.
 """
 from __future__ import annotations
 
@@ -66,8 +68,12 @@ class WorkAhead:
         self._pid: int | None = None
         self._receiver: Receiver | None = None
         rulings = [rel for rel in rels if _worth(live, rel)]
-        if len(rulings) < MIN_RULINGS or not can_fork() or free_processors() < 2:
+        if len(rulings) < MIN_RULINGS or free_processors() < 2:
             return  # on one free processor the child would only take time from the reconcile
+        if not can_fork() and live.before_fork is not None:  # a watcher's observer: stopped, looked again later
+            live.before_fork(live.read_keys, list(live.state.files))
+        if not can_fork():
+            return
         for rel in rulings:
             decision = live.decision_at(rel)
             assert decision is not None

@@ -76,6 +76,10 @@ class LiveState:
         # before the vault was read (the note cache's own rule: older than the racy window), nor been written
         self._unchanged: dict[str, tuple[int, int, int, int]] = {}
         read_at = self.state.stat_keys or {}  # each note's key as the read found it
+        self.read_keys = read_at  # kept: the state's own is dropped at its first write
+        # Called before a child is forked to work ahead, with the notes' keys as read and the files listed now,
+        # when other threads run in this process: it stops them (a watcher's observer) and looks again later
+        self.before_fork: Callable[[Mapping[str, tuple[int, int, int, int]], list[str]], None] | None = None
         for decision in self.state.decisions:
             key = read_at.get(decision.path)
             if key is not None and max(key[1], key[2]) < started - RACY_NANOSECONDS:
