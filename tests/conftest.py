@@ -98,13 +98,18 @@ def vt(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 60) -> 
 
 def vt_on_terminal(*args: str, cwd: Path, timeout: float = 60) -> Result:
     """`vt` with its stderr on a pseudo-terminal, as a person at a terminal runs it (stdout still piped)."""
+    return python_on_terminal("-m", "vault_tools", *args, cwd=cwd, timeout=timeout)
+
+
+def python_on_terminal(*args: str, cwd: Path, timeout: float = 60) -> Result:
+    """Python run with `args`, its stderr on a pseudo-terminal (stdout still piped)."""
     import pty
     import select
 
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "200"}
     env.pop("FORCE_COLOR", None)
-    process = subprocess.Popen([sys.executable, "-m", "vault_tools", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+    process = subprocess.Popen([sys.executable, *args], cwd=cwd, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=follower, env=env)
     os.close(follower)
     err = b""

@@ -748,6 +748,20 @@ def test_an_observing_watcher_forks_for_a_large_reconcile_and_notices_what_was_s
         watcher.release()
 
 
+def test_a_progress_bar_on_a_terminal_runs_no_thread_of_its_own(tmp_path):
+    """A large reconcile forks a child only while no other thread runs: the bar a terminal shows is drawn as
+    the work says how far it has gone, not from a thread of its own."""
+    from .conftest import python_on_terminal
+    script = ("import threading\nfrom vault_tools.console import Progress\n"
+              "with Progress('reconciling', True) as progress:\n"
+              "    for done in range(0, 101, 50):\n        progress(done, 100)\n"
+              "    threads = threading.active_count()\n"
+              "print(threads, progress.enabled)\n")
+    done = python_on_terminal("-c", script, cwd=tmp_path)
+    assert done.code == 0 and done.out.split() == ["1", "True"], done
+    assert "reconciling" in done.err and "100%" in done.err
+
+
 def test_a_reconciled_watcher_sleeps_until_something_is_due(cli, vault):
     """Idle means idle: with nothing to debounce, settle or review, the loop does not wake to look (it used to
     every second, which showed as CPU on a laptop doing nothing)."""

@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -270,6 +271,9 @@ def watch_log(state_dir: Path, as_json: bool) -> Any:
     return log
 
 
+REDRAW_SECONDS = 0.1  # a progress bar is drawn again at most this often
+
+
 class Progress:
     """A rich progress bar on stderr while long work runs, only when stderr is a terminal and not --json."""
 
@@ -280,11 +284,15 @@ class Progress:
         self.enabled = enabled and sys.stderr.isatty() and stderr.console.is_terminal
         self._bar: Any = None
         self._task: Any = None
+        self._drawn = 0.0  # when the bar was last drawn (monotonic seconds)
 
     def __enter__(self) -> Progress:
         if self.enabled:
             from rich.progress import Progress as Bar
-            self._bar = Bar(console=stderr.console, transient=True)
+
+            # Drawn when told how far the work has gone, not from a thread of its own: a process running
+            # another thread forks no child (a large reconcile's child working ahead, see `commands.ahead`)
+            self._bar = Bar(console=stderr.console, transient=True, auto_refresh=False)
             self._bar.start()
         return self
 
@@ -294,6 +302,10 @@ class Progress:
         if self._task is None:
             self._task = self._bar.add_task(self.label, total=total)
         self._bar.update(self._task, completed=done, total=total)
+        now = time.monotonic()
+        if done >= total or now - self._drawn >= REDRAW_SECONDS:
+            self._bar.refresh()
+            self._drawn = now
 
     def __exit__(self, *_: Any) -> None:
         if self._bar is not None:
