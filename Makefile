@@ -34,8 +34,9 @@ check: $(STAMP)
 # `make soak-ci` a bounded one that CI runs after `make test`. VAULT_TOOLS_SOAK_RUNS sets the count of kill -9
 # runs and stateful sequences, VAULT_TOOLS_FUZZ_EXAMPLES the fuzz examples per input, VAULT_TOOLS_SOAK_SECONDS
 # the multi-clone test's time (its seed is printed in every summary it writes; VAULT_TOOLS_SOAK_SEED replays it).
-# `make soak` draws new seeds each run, to explore; `make soak-ci` replays fixed ones (multi-clone and
-# hypothesis), so a red CI replays exactly (a seed `make soak` finds failing becomes a deterministic test).
+# `make soak` draws new seeds each run, to explore; `make soak-ci` replays fixed ones (multi-clone, the three
+# synced devices and hypothesis), so a red CI replays exactly (a seed `make soak` finds failing becomes a
+# deterministic test).
 SOAK_RUNS ?= 1000
 SOAK_CI_RUNS ?= 300
 

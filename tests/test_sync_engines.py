@@ -356,7 +356,10 @@ def test_three_devices_at_random_converge(tmp_path, carrier) -> None:
     """Random asks, rulings, supersessions and in-place edits on three devices, random syncs and watcher
     passes; after everyone syncs and the watchers are quiet, every device holds the same notes, record and
     context, and every ruling is sealed."""
-    rng = random.Random(f"sync-{carrier}")
+    # `make soak` draws a new seed each run, to explore; `make soak-ci` replays a fixed one
+    seed = int(os.environ.get("VAULT_TOOLS_SOAK_SEED", time.time_ns() % 10_000))
+    print(f"seed {seed} (VAULT_TOOLS_SOAK_SEED={seed} replays it)")
+    rng = random.Random(f"sync-{carrier}-{seed}")
     cloud, group = devices(tmp_path, carrier, 3)
     deadline = time.monotonic() + 12
     topics = [f"topic-{n}" for n in range(8)]
