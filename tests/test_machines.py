@@ -687,14 +687,15 @@ def test_one_closing_with_two_reasons_merges_to_this_clones_reason_and_other_edi
 
 
 def test_two_answers_kept_by_two_settlements_merge_to_this_clones_and_a_body_clash_is_still_the_owners(tmp_path):
-    """The base holds one answer and each side another (two settlements, each keeping its own): the note keeps
-    this clone's answer, every property of it (both answers are in the ledger). Lines of the body both sides
-    changed are still the owner's to resolve."""
+    """The base holds one answer and each side another (two settlements, each keeping its own): the answer's
+    lines both sides changed are this clone's (both answers are in the ledger). Every other line merges as
+    git merges it: what only the other side changed stays, and lines both changed outside the answer (the
+    body, the topics) are still the owner's to resolve."""
     from vault_tools.commands.gitmerge import merge_note
 
-    def ruling(summary: str, at: str, body: str = "A podcast?") -> str:
-        return (f"---\ntype: decision\nid: D-0003\nstatus: ruled\ntopics: [podcast]\nsummary: {summary}\n"
-                f"asked_at: 2026-12-04T00:12:00\nruled_at: 2026-12-04T00:12:{at}\nruled_by: owner\n---\n## Question\n\n"
+    def ruling(summary: str, at: str, body: str = "A podcast?", topics: str = "[podcast]", by: str = "owner") -> str:
+        return (f"---\ntype: decision\nid: D-0003\nstatus: ruled\ntopics: {topics}\nsummary: {summary}\n"
+                f"asked_at: 2026-12-04T00:12:00\nruled_at: 2026-12-04T00:12:{at}\nruled_by: {by}\n---\n## Question\n\n"
                 f"{body}\n")
     base = ruling("Fortnightly, from April.", "10")
     for name, (mine, other, code, kept) in {
@@ -703,8 +704,12 @@ def test_two_answers_kept_by_two_settlements_merge_to_this_clones_and_a_body_cla
         "same second": (ruling("No podcast this year.", "10"), ruling("Monthly, from March.", "10"), 0,
                         ruling("No podcast this year.", "10")),
         "one side": (base, ruling("Monthly, from March.", "12"), 0, ruling("Monthly, from March.", "12")),
+        "other lines, one side each": (ruling("No podcast this year.", "10"), ruling("Fortnightly, from April.", "10", by="editor"),
+                                       0, ruling("No podcast this year.", "10", by="editor")),
         "body": (ruling("No podcast this year.", "11", "A podcast, here?"), ruling("Monthly, from March.", "10", "A podcast, there?"),
                  1, "<<<<<<< ours\nA podcast, here?"),
+        "topics": (ruling("No podcast this year.", "11", topics="[podcast, audio]"),
+                   ruling("Monthly, from March.", "10", topics="[podcast, shows]"), 1, "<<<<<<< ours\ntopics: [podcast, audio]"),
     }.items():
         paths = [write(tmp_path / name / f"{part}.md", text) for part, text in (("base", base), ("ours", mine), ("theirs", other))]
         assert merge_note(*paths, "Decisions/D-0003 A podcast.md") == code, name

@@ -7,8 +7,9 @@ this clone's lines are kept in the note, and the ledger, merged by line union, h
 the text each clone wrote, which `lint`, the pages and `context` show as
 a conflict for the owner to settle. The same holds where both closed it the same way with different reasons
 (two retractions; a rebase replaying one clone's commit over the other's meets it after the ledger's
-conflict was settled), and where both hold another ruling (two settlements, each keeping its own answer).
-The note always holds one outcome whole (`_one_outcome`). Any other
+conflict was settled). The note always holds one outcome whole (`_one_outcome`). Where both hold another
+ruling (two settlements, each keeping its own answer), the answer's own lines that both changed are this
+clone's; every other line merges as git merges it. Any other
 conflict is left to the owner, with git's markers.
 """
 from __future__ import annotations
@@ -64,8 +65,6 @@ def _one_outcome(merged: bytes, ours: notes.Note, theirs: notes.Note, base: note
     moved it on: its closing properties and every ledger property it changed (a ruling's `ruled_at`); the
     other side's edits elsewhere stay merged."""
     here, there, common = _lifecycle(ours), _lifecycle(theirs), _lifecycle(base)
-    if _two_rulings(ours, theirs, base):  # both moved it on, each to its own ruling
-        return _aligned(merged, ours, theirs, {key for key in (*ours.data, *theirs.data) if is_ledger_property(str(key))})
     if here == there:
         return merged
     if common in (here, there):  # one side moved it on: what it wrote for that (a ruling's ruled_at too)
@@ -76,9 +75,14 @@ def _one_outcome(merged: bytes, ours: notes.Note, theirs: notes.Note, base: note
     return _aligned(merged, ours, theirs, {key for key in (*ours.data, *theirs.data) if is_ledger_property(str(key))})
 
 
+# What an answer kept by `settle` holds in its properties besides what the question had
+ANSWER_FIELDS = frozenset({"summary", "ruled_at", "ruled_by", "source"})
+
+
 def _two_rulings(ours: notes.Note | None, theirs: notes.Note | None, base: notes.Note | None) -> bool:
     """The base held a ruling and each side holds another one, neither the other's: two clones each settled
-    an answers conflict, keeping another answer (`settle` writes the kept answer, and both are in the ledger)."""
+    an answers conflict, keeping another answer (`settle` writes the kept answer, and both are in the ledger).
+    Only their answer's own lines, where both sides changed them, are taken from this clone."""
     if ours is None or theirs is None or base is None:
         return False
     answers = [(note.data.get("summary"), note.data.get("ruled_at"), note.data.get("ruled_by")) for note in (ours, theirs, base)]
@@ -86,21 +90,22 @@ def _two_rulings(ours: notes.Note | None, theirs: notes.Note | None, base: notes
         len(set(map(repr, answers))) == 3
 
 
-def _lifecycle_only(lines: list[bytes]) -> bool:
+def _lifecycle_only(lines: list[bytes], fields: frozenset[str] = KNOWN_FIELDS, lists: bool = True) -> bool:
     for line in lines:
         text = line.decode("utf-8", errors="replace").rstrip("\r\n")
         match = _PROPERTY_LINE.match(text)
-        if match and match.group("key") in KNOWN_FIELDS:
+        if match and match.group("key") in fields:
             continue
-        if _LIST_ITEM.match(text) or not text.strip():
+        if (lists and _LIST_ITEM.match(text)) or not text.strip():
             continue
         return False
     return True
 
 
-def resolve_lifecycle_conflicts(merged: bytes) -> tuple[bytes, bool]:
+def resolve_lifecycle_conflicts(merged: bytes, fields: frozenset[str] = KNOWN_FIELDS,
+                                lists: bool = True) -> tuple[bytes, bool]:
     """Take this clone's side of every conflict hunk that lies in the frontmatter and holds only the
-    tool's own properties; True when no conflict is left."""
+    tool's own properties (only `fields`, and list items only with `lists`); True when no conflict is left."""
     lines = merged.splitlines(keepends=True)
     out: list[bytes] = []
     index, fences, clean = 0, 0, True
@@ -118,7 +123,7 @@ def resolve_lifecycle_conflicts(merged: bytes) -> tuple[bytes, bool]:
         if middle is None or end is None:
             return merged, False
         ours, theirs = lines[index + 1:middle], lines[middle + 1:end]
-        if fences == 1 and _lifecycle_only(ours) and _lifecycle_only(theirs):
+        if fences == 1 and _lifecycle_only(ours, fields, lists) and _lifecycle_only(theirs, fields, lists):
             out.extend(ours)
         else:
             out.extend(lines[index:end + 1])
@@ -141,11 +146,12 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
     closed_differently = here[0] != there[0] or (here[1] and there[1] and here[1] != there[1]) or (
         before[0] not in (here[0], there[0])) or (  # both moved it on (two answers to one question)
         here[0] == there[0] == before[0] and mine is not None and other is not None and  # one closing, two reasons
-        here[0] in _CLOSED and mine.data.get("reason") != other.data.get("reason")) or \
-        _two_rulings(mine, other, common)
+        here[0] in _CLOSED and mine.data.get("reason") != other.data.get("reason"))
     clean = done.returncode == 0
     if closed_differently and not clean:
         merged, clean = resolve_lifecycle_conflicts(merged)
+    elif _two_rulings(mine, other, common) and not clean:
+        merged, clean = resolve_lifecycle_conflicts(merged, ANSWER_FIELDS, lists=False)
     if clean and mine and other:
         try:
             merged = _one_outcome(merged, mine, other, common)
