@@ -25,6 +25,8 @@ BAD_NOTES = {
     "control-character": (FM.replace("type: decision", "type: decision\x80") + "---\n", "control characters", ":2:"),
     "control-character-after-a-star": (FM.replace("type: decision", "type: decision*\x80") + "---\n",
                                        "control characters", ":2:"),
+    "control-character-after-accents": (FM.replace("A summary that is long enough.", "Caf\xe9 " * 30)
+                                        .replace("ruled_by: owner", "ruled_by: owner\x07") + "---\n", "control characters", ":8:"),
 }
 
 

@@ -247,8 +247,10 @@ def _yaml_error(exc: yaml.YAMLError, frontmatter: str, path: Path) -> NoteError:
     import yaml
 
     if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses (a control character): where it is
+        # found again by the character: libyaml counts its position in bytes, PyYAML's own reader in characters
+        at = frontmatter.find(chr(exc.character)) if isinstance(exc.character, int) else -1
         return NoteError(f"invalid YAML in frontmatter: {str(exc).splitlines()[0]}", path=str(path),
-                         line=frontmatter[:exc.position].count("\n") + 2)
+                         line=frontmatter[:at].count("\n") + 2 if at >= 0 else None)
     if not isinstance(exc, yaml.MarkedYAMLError):
         return NoteError(f"invalid YAML in frontmatter: {str(exc).splitlines()[0]}", path=str(path))
     mark = exc.problem_mark or exc.context_mark
