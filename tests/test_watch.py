@@ -729,6 +729,8 @@ def test_an_observing_watcher_forks_for_a_large_reconcile_and_notices_what_was_s
             obsidian_save(typed, typed.read_text().replace("## Body of D-0120", "## Body of D-0120, typed meanwhile"))
             write(vault / "Daily" / "2026-12-03.md", "A note of the day.\n")
             (vault / "Daily" / "2026-12-02.md").unlink()
+            write(vault / self.ws.config.templates_folder / "Ruling.md", "---\ntype: decision\n---\n")
+            self.template = f"{self.ws.config.templates_folder}/Ruling.md"
 
     watcher = OwnerSaving(Workspace(Vault(vault)), on_actions=lambda actions: None)
     try:
@@ -740,7 +742,7 @@ def test_an_observing_watcher_forks_for_a_large_reconcile_and_notices_what_was_s
         assert "typed meanwhile" in next(event.text for event in sealed if event.id == "D-0120")
         noticed = set(watcher.schedule.debouncer.due())
         assert {"Decisions/D-0500 Note.md", "Decisions/D-0120 Note.md", "Daily/2026-12-03.md",
-                "Daily/2026-12-02.md"} <= noticed, noticed  # made, typed into, made, deleted
+                "Daily/2026-12-02.md", watcher.template} <= noticed, noticed  # made, typed into, made, deleted, made
         done = {(action.kind, action.path) for action in watcher.process(sorted(noticed))}
         assert ("recorded", "Decisions/D-0500 Note.md") in done, done
     finally:

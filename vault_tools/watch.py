@@ -547,8 +547,10 @@ class Watcher:
         self._condition = threading.Condition()
         self._stopping = False
         self._observer: Any = None  # a watchdog observer, once started
-        # While the observer is stopped for a pass (see `process`): the notes' keys as read, and the files listed
-        self._unobserved: tuple[Mapping[str, StatKey], list[str]] | None = None
+        # While the observer is stopped for a pass (see `process`): the notes' keys as read, the files listed,
+        # and the pinned pages' and templates' keys when it stopped
+        self._unobserved: tuple[Mapping[str, StatKey], list[str], dict[str, StatKey]] | None = None
+        self._pass_touched: set[str] = set()  # the notes the last pass wrote, moved or removed
         self._lock = FileLock(str(self.vault.state_dir / "watch.lock"), timeout=0)
         self._next_review: dt.date | None = None  # when the scheduled review is due (None: look it up)
 
@@ -697,25 +699,47 @@ class Watcher:
             self._observe_again()
 
     def _stop_observing(self, read_keys: Mapping[str, StatKey], files: list[str]) -> None:
-        """Stop the observer until the pass is done (see `process`); `read_keys` and `files`: the notes as read."""
-        if self._observer is None:
+        """Stop the observer until the pass is done (see `process`); `read_keys` and `files`: the notes as read.
+        The pinned pages and templates, which the vault's read passes over, are looked at as they are now."""
+        observer, self._observer = self._observer, None
+        if observer is None:
             return
-        self._observer.stop()
-        self._observer.join()
-        self._observer = None
-        self._unobserved = (read_keys, files)
+        self._unobserved = (read_keys, files, self._pages_and_templates())
+        observer.stop()
+        observer.join(timeout=5)  # a thread still running only keeps the child from being forked
 
     def _observe_again(self) -> None:
         if self._unobserved is None:
             return
-        read_keys, files = self._unobserved
+        read_keys, files, pages = self._unobserved
         self._unobserved = None
         self._observer = _observe(self, self.vault.root)
-        for rel in notes_changed_since(self.vault.root, self.ws.config, read_keys, files):
-            self.notice(str(self.vault.root / rel))
+        changed = notes_changed_since(self.vault.root, self.ws.config, read_keys, files)
+        now = self._pages_and_templates()
+        changed += sorted(rel for rel in pages.keys() | now.keys() if pages.get(rel) != now.get(rel))
+        for rel in changed:  # what this pass removed or renamed itself is not looked at again
+            if rel not in self._pass_touched or (self.vault.root / rel).exists():
+                self.notice(str(self.vault.root / rel))
+
+    def _pages_and_templates(self) -> dict[str, StatKey]:
+        """The notes in the pinned and templates folders, with their stat keys."""
+        found: dict[str, StatKey] = {}
+        for folder in (self.ws.config.pinned_folder, self.ws.config.templates_folder):
+            for current, folders, names in os.walk(self.vault.root / folder.strip("/")):
+                folders[:] = [name for name in folders if not name.startswith(".")]
+                for name in names:
+                    if name.endswith(".md") and not name.startswith("."):
+                        try:
+                            stat = os.stat(os.path.join(current, name))
+                        except OSError:
+                            continue
+                        rel = self.vault.relative(Path(current) / name)
+                        found[rel] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+        return found
 
     def _process(self, paths: list[str] | None, everything: bool) -> list[Action]:
         actions: list[Action] = []
+        self._pass_touched = set()
         now = self.clock()
         if paths:
             self._next_review = None  # a review may have been applied or removed: look again
@@ -727,6 +751,7 @@ class Watcher:
             result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle,
                                progress=self.progress if everything else None,
                                before_fork=self._stop_observing if self._observer is not None else None)
+            self._pass_touched = result.touched
             actions += result.actions
             actions += self._scheduled_review()
             built = build(self.ws, state=result.state, remembered=True)  # only what it wrote and kept is used
