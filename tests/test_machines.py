@@ -572,6 +572,45 @@ def test_an_answer_superseded_on_its_clone_is_kept_as_superseded_when_two_answer
     assert a.decision_texts() == b.decision_texts()
 
 
+@pytest.mark.parametrize("later", [False, True], ids=["answered-before", "answered-after"])
+@pytest.mark.parametrize("whose", ["own", "other"])
+def test_an_answer_retracted_on_its_clone_is_kept_as_retracted_when_two_answers_are_settled(two, whose, later):
+    """Found by the randomized test (seed 17147): a question answered on both clones, and one clone retracted
+    its answer since. Keeping that answer (on either clone) keeps it as it now stands there: retracted, as the
+    ledger says, also where the other answer comes after the retraction in the merged ledger (`later`: its
+    clone had read more events, so its clock is ahead)."""
+    a, b = two
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    retracting, other = (a, b) if whose == "own" else (b, a)
+    retracting.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.",
+                  "--source", "chat")
+    retracting.vt("retract", question, "--reason", "Recorded in error: the owner has not decided yet.")
+    retracting.commit("answered, then retracted")
+    asks = [("Should the shop sell printed back issues?", "back-issues"),
+            ("Do sponsors get a line in the footer?", "sponsor-footer"),
+            ("Which weekday suits the reader survey?", "survey-day"),
+            ("Are comments opened for subscribers only?", "comment-access")]
+    for summary, topic in asks if later else ():  # events of its own put the other clone's clock ahead
+        other.ask(summary, topic)
+    other.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    other.commit("answered")
+    before = [a.decision_texts(), b.decision_texts()]
+    a.pull(b, rebase=later)
+    conflict = json.loads(a.vt("context", "--json")[1])["conflicts"][0]
+    kept_answer = next(choice for choice in conflict["settle"].split("--keep ")[1].split(" ")[0].split("|")
+                       if "No podcast" in conflict["what"].split(choice + ": ")[1].split(";")[0])
+    a.vt("settle", question, "--keep", kept_answer, "--reason", "The owner keeps the answer given on A.")
+    a.commit("settled")
+    check_invariants(a, before)
+    shown = json.loads(a.vt("show", question, "--json")[1])
+    assert shown["status"] == "retracted" and "No podcast" in shown["summary"]
+    b.pull(a)
+    check_invariants(b, before)
+    assert a.decision_texts() == b.decision_texts()
+
+
 @pytest.mark.parametrize("then", ["merge", "rebase"])
 def test_a_note_closed_on_three_clones_merges_into_one_whole_outcome(tmp_path, capsys, then):
     """Found by the randomized test (seed 841): retracted on C, superseded on A, settled on C for the

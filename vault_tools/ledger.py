@@ -868,7 +868,12 @@ class History:
                     return STATUS_AFTER[event.event]
             if settled.outcome and settled.outcome != Status.RULED.value:
                 return Status(settled.outcome)
+        # A settlement that kept one answer stands at what became of that answer (retracted on its clone
+        # since, say), whatever became of the answers it dropped, in whatever order the clones' events merged.
+        kept = settled.hash if settled is not None and settled.outcome == Status.RULED.value else None
         for event in reversed(self.events):
+            if kept and event.hash and event.hash != kept and event.event in ("ruled", "sealed", *CLOSING_EVENTS):
+                continue  # an answer the settlement dropped
             # Keeping a ruling over a withdrawal keeps what became of the ruling since (a retraction, say).
             if event.event in STATUS_AFTER and not (settled is not None and event.event == "withdrawn") \
                     and not self.closed_a_dropped_answer(event, settled):
