@@ -340,7 +340,7 @@ def test_case_only_twins_keep_their_own_text_until_one_is_renumbered(tmp_path, c
     assert len(events) == 1 and events[0].was == decision_id and events[0].id == new_id
 
 
-@pytest.mark.parametrize("rebase", [False, True])
+@pytest.mark.parametrize("rebase", [True])  # as found: replaying one clone's commit over the other's
 def test_copies_two_clones_keep_of_one_note_in_the_same_second_both_arrive(two, rebase):
     a, b = two
     moment = dt.datetime(2026, 12, 3, 14, 55, 1, tzinfo=dt.UTC)
@@ -508,7 +508,7 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
     assert b.decision_texts() == c.decision_texts()
 
 
-@pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
+@pytest.mark.parametrize("rebase", [False], ids=["merge"])  # the rebase of this history meets no clash
 def test_two_settlements_keeping_different_answers_merge_and_the_owner_is_asked_again(tmp_path, capsys, rebase):
     """Found by the randomized test (seed 50442): a question answered on three clones; two of them each settle
     the conflict they see, keeping their own answer. Their notes hold two different rulings, both in the
@@ -572,8 +572,8 @@ def test_an_answer_superseded_on_its_clone_is_kept_as_superseded_when_two_answer
     assert a.decision_texts() == b.decision_texts()
 
 
-@pytest.mark.parametrize("later", [False, True], ids=["answered-before", "answered-after"])
-@pytest.mark.parametrize("whose", ["own", "other"])
+@pytest.mark.parametrize("whose,later", [("own", True), ("other", True), ("other", False)],
+                         ids=["own-answered-after", "other-answered-after", "other-answered-before"])
 def test_an_answer_retracted_on_its_clone_is_kept_as_retracted_when_two_answers_are_settled(two, whose, later):
     """Found by the randomized test (seed 17147): a question answered on both clones, and one clone retracted
     its answer since. Keeping that answer (on either clone) keeps it as it now stands there: retracted, as the
