@@ -624,9 +624,12 @@ def _check_all_sealed_once(vault: Path, rulings: int) -> None:
     resolve = state.resolver()
     for note in state.decisions:
         history = known[note.id]
-        assert history.seal is not None and seal_hash(note, resolve, ws.tz) == history.seal.hash, note.id
+        # what went wrong, should it: the record's events and the chain's notes as the restart left them
+        said = f"{note.id}: events {[(e.event, e.successor) for e in history.events]}; " + "; ".join(
+            f"{other.id} {other.status.value}" for other in state.decisions if abs(other.number - note.number) <= 2)
+        assert history.seal is not None and seal_hash(note, resolve, ws.tz) == history.seal.hash, said
         expected = "superseded" if note.number % 2 else "ruled"
-        assert note.status.value == expected and history.status is note.status, note.id
+        assert note.status.value == expected and history.status is note.status, said
     assert _sealed_count(vault) == rulings  # each ruling sealed once, whatever the kill interrupted
     report = lint.lint(lint.gather(Vault(vault)))
     assert report.errors == 0, [str(d) for d in report.diagnostics]
