@@ -111,6 +111,13 @@ def _words(text: str) -> tuple[str, str]:
     return json.dumps(data, sort_keys=True, default=str), note.body
 
 
+def answer_choice(clone: Clone, words: str) -> str:
+    """The `--keep` choice of the clone's first conflict whose answer holds `words`."""
+    conflict = json.loads(clone.vt("context", "--json")[1])["conflicts"][0]
+    return next(choice for choice in conflict["settle"].split("--keep ")[1].split(" ")[0].split("|")
+                if words in conflict["what"].split(choice + ": ")[1].split(";")[0])
+
+
 def check_invariants(merged: Clone, before: list[dict[str, str]], conflicts: int = 0,
                      also: tuple[str, ...] = ()) -> None:
     vault = Vault(merged.root)
@@ -481,10 +488,7 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
                        "--supersedes", question, "--reason", "Sponsors offered to pay for the production.")
     c.commit("superseded on C")
     b.pull(a)
-    conflict = json.loads(b.vt("context", "--json")[1])["conflicts"][0]
-    kept_answer = next(choice for choice in conflict["settle"].split("--keep ")[1].split(" ")[0].split("|")
-                       if "monthly" in conflict["what"].split(choice + ": ")[1].split(";")[0])
-    b.vt("settle", question, "--keep", kept_answer, "--reason", "The owner keeps the monthly podcast from March.")
+    b.vt("settle", question, "--keep", answer_choice(b, "monthly"), "--reason", "The owner keeps the monthly podcast from March.")
     b.commit("settled")
     before = [b.decision_texts(), c.decision_texts()]
     b.pull(c, rebase=rebase)
@@ -528,10 +532,7 @@ def test_two_settlements_keeping_different_answers_merge_and_the_owner_is_asked_
         each.commit(f"answered on {each.root.name}")
     for each in (a, b):
         each.pull(c)
-        conflict = json.loads(each.vt("context", "--json")[1])["conflicts"][0]
-        own = next(choice for choice in conflict["settle"].split("--keep ")[1].split(" ")[0].split("|")
-                   if answers[each][:20] in conflict["what"].split(choice + ": ")[1].split(";")[0])
-        each.vt("settle", question, "--keep", own, "--reason", f"The owner keeps the answer given on {each.root.name}.")
+        each.vt("settle", question, "--keep", answer_choice(each, answers[each][:20]), "--reason", f"The owner keeps the answer given on {each.root.name}.")
         each.commit("settled")
     before = [a.decision_texts(), b.decision_texts()]
     b.pull(a, rebase=rebase)
@@ -558,10 +559,7 @@ def test_an_answer_superseded_on_its_clone_is_kept_as_superseded_when_two_answer
     b.commit("answered on B")
     before = [a.decision_texts(), b.decision_texts()]
     a.pull(b, rebase=rebase)
-    conflict = json.loads(a.vt("context", "--json")[1])["conflicts"][0]
-    kept_answer = next(choice for choice in conflict["settle"].split("--keep ")[1].split(" ")[0].split("|")
-                       if "No podcast" in conflict["what"].split(choice + ": ")[1].split(";")[0])
-    a.vt("settle", question, "--keep", kept_answer, "--reason", "The owner keeps the answer given on A.")
+    a.vt("settle", question, "--keep", answer_choice(a, "No podcast"), "--reason", "The owner keeps the answer given on A.")
     a.commit("settled")
     check_invariants(a, before)
     shown = {d["id"]: d for d in json.loads(a.vt("list", "--json")[1])}
@@ -598,10 +596,7 @@ def test_an_answer_retracted_on_its_clone_is_kept_as_retracted_when_two_answers_
     other.commit("answered")
     before = [a.decision_texts(), b.decision_texts()]
     a.pull(b, rebase=later)
-    conflict = json.loads(a.vt("context", "--json")[1])["conflicts"][0]
-    kept_answer = next(choice for choice in conflict["settle"].split("--keep ")[1].split(" ")[0].split("|")
-                       if "No podcast" in conflict["what"].split(choice + ": ")[1].split(";")[0])
-    a.vt("settle", question, "--keep", kept_answer, "--reason", "The owner keeps the answer given on A.")
+    a.vt("settle", question, "--keep", answer_choice(a, "No podcast"), "--reason", "The owner keeps the answer given on A.")
     a.commit("settled")
     check_invariants(a, before)
     shown = json.loads(a.vt("show", question, "--json")[1])
