@@ -25,7 +25,7 @@ from vault_tools.cli import run
 from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import NoteError
 from vault_tools.layout import device_tag
-from vault_tools.ledger import histories, tie_notes
+from vault_tools.ledger import event_key, histories, tie_notes
 from vault_tools.vault import Vault
 
 from .conftest import TZ, write
@@ -303,6 +303,48 @@ def test_ruled_here_withdrawn_there_is_a_conflict_shown_in_context_and_settled(t
     assert [r["summary"] for r in ruling] == ["No podcast this year; revisit at ten thousand subscribers."]
     a.pull(b)
     check_invariants(a, before)
+
+
+def test_a_twin_revision_answered_on_one_clone_and_withdrawn_on_another_merges_as_a_conflict(two):
+    """Both clones' watchers made a revision of one edit that git brought to both; once both revisions met,
+    one clone answered the revision that every watcher withdraws (it had not run its watcher), while the
+    other's watcher withdrew it. The withdrawal is in the note, so the pull merges two closings of one note:
+    a conflict the owner settles, not a pull stopped on a note deleted on one side."""
+    a, b = two
+    sealed = next(p for p in (a.root / "Decisions").glob("*.md") if NEWSLETTER_DAY in p.read_text(encoding="utf-8"))
+    write(sealed, sealed.read_text(encoding="utf-8").replace(NEWSLETTER_DAY, "The newsletter goes out on Fridays."))
+    git(a.root, "commit", "-q", "-am", "typed into the sealed ruling")
+    git(b.root, "pull", "-q", "--no-rebase", "--no-edit", str(a.root), "main")  # the edit, before A's watcher ran
+    for clone_ in (a, b):
+        clone_.vt("watch", "--once")
+        clone_.commit("a revision of the edit")
+    git(b.root, "pull", "-q", "--no-rebase", "--no-edit", str(a.root), "main")  # both revisions, no watcher yet
+    git(a.root, "pull", "-q", "--no-rebase", "--no-edit", str(b.root), "main")
+    rejected = sorted((e for e in Vault(a.root).ledger.read() if e.event == "edit-rejected"), key=event_key)
+    kept, twin = dict.fromkeys(e.successor for e in rejected)
+    a.vt("rule", twin, "--summary", "The newsletter goes out on Fridays from next month.", "--source", "chat",
+         "--reason", "Readers open Friday mail more often than Thursday mail.")
+    a.commit("answered the twin")
+    b.vt("watch", "--once")
+    twin_note = next((b.root / "Decisions").glob(f"{twin} *.md"))
+    assert notes.read_note(twin_note).data["status"] == "withdrawn"  # withdrawn in its note, not removed
+    withdrawn = twin_note.read_text(encoding="utf-8")
+    assert f"is revision {kept}, made on another device" in withdrawn
+    git(b.root, "checkout", "--", str(twin_note))  # as a kill between the ledger's line and the note leaves it
+    b.vt("watch", "--once")
+    assert twin_note.read_text(encoding="utf-8") == withdrawn
+    assert sum(e.event == "withdrawn" and e.id == twin for e in Vault(b.root).ledger.read()) == 1
+    b.commit("twin withdrawn")
+    before = [a.decision_texts(), b.decision_texts()]
+    a.pull(b)
+    check_invariants(a, before, conflicts=1)
+    a.vt("settle", twin, "--keep", "ruled", "--reason", "The owner did decide: Fridays from next month.")
+    a.commit("settled")
+    check_invariants(a, before)
+    b.pull(a)
+    check_invariants(b, before)
+    assert json.loads(b.vt("show", twin, "--json")[1])["status"] == "ruled"
+    assert json.loads(b.vt("show", kept, "--json")[1])["status"] == "open"
 
 
 def test_case_only_twins_keep_their_own_text_until_one_is_renumbered(tmp_path, capsys):

@@ -112,8 +112,10 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
 def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, str | None, str]]:
     """One edit of a sealed note that two devices' watchers each made a revision of (a sync engine brought the
     edit to both before either's revision reached the other) becomes one revision again: every device keeps the
-    revision whose `edit-rejected` line sorts first by checksum, and withdraws the other (its note removed, its
-    text in the ledger), as long as nobody has touched it since. Returns (withdrawn id, its note's path, kept id)."""
+    revision whose `edit-rejected` line sorts first by checksum, and withdraws the other in its note (status
+    withdrawn, its reason naming the revision kept), as long as nobody has touched it since. The note stays:
+    a clone that answered it meanwhile merges with this one as two closings (a conflict the owner settles),
+    where a removed note would stop git on a modify/delete conflict. Returns (withdrawn id, its path, kept id)."""
     known = ws.histories()
     done: list[tuple[str, str | None, str]] = []
     for history in list(known.values()):
@@ -132,23 +134,27 @@ def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, st
 
 def _withdraw_twin(ws: Workspace, state: VaultState, known: dict[str, History], loser: str, kept: str,
                    sealed_id: str) -> bool:
+    """Withdraw the revision `loser`, as every device does, so that all write the same bytes: the ledger first,
+    then the note (a crash between leaves the note as it was made, withdrawn in it on the next pass)."""
     record = latest_with_id(known, loser)
     note = state.get(loser)
     if record is None or record.status not in (Status.OPEN, Status.WITHDRAWN):
         return False
     asked = next((e for e in record.events if e.event == "asked"), None)
-    if note is not None:
-        typed = ws.read(ws.vault.path_of(note))
-        if asked is None or notes.file_text(typed, typed.text) != asked.text:
-            return False  # changed since it was made: both stay, for the owner
+    if note is None or asked is None:
+        return False  # its note not here (yet, or removed by the owner): the ledger is left to the owner's flows
+    typed = ws.read(ws.vault.path_of(note))
+    if notes.file_text(typed, typed.text) != asked.text:
+        return False  # changed since it was made (withdrawn here already, or by hand): left as it is
+    withdrawn = next((e for e in reversed(record.events) if e.event == "withdrawn"), None)
+    reason = withdrawn.reason if withdrawn is not None and withdrawn.reason else (
+        f"The same edit of {sealed_id} is revision {kept}, made on another device at the same time.")
+    text = notes.with_fields(typed, {"status": Status.WITHDRAWN.value, "reason": reason})
     if record.status is Status.OPEN:
         ws.vault.ledger.append([Event(event="withdrawn", id=loser, at=utc_stamp(ws.now()),
-                                      actor=ws.config.default_ruler, path=note.path if note else record.path or "",
-                                      reason=f"the same edit of {sealed_id} is revision {kept}, made on another "
-                                             "device at the same time", record=record.record)])
-    if note is None:
-        return False  # withdrawn already, and its note gone: nothing left to do
-    ws.vault.path_of(note).unlink(missing_ok=True)
+                                      actor=ws.config.default_ruler, path=note.path, reason=reason,
+                                      text=notes.file_text(typed, text), record=record.record)])
+    notes.write_note(typed, text)
     return True
 
 
