@@ -41,6 +41,7 @@ from .model import (
     name_key,
     status_in_effect,
 )
+from .notes import StatKey, stat_key
 from .vault import RACY_NANOSECONDS, Vault, VaultState, iter_markdown
 
 INDEX_FILE = "cache/search-v1.sqlite"  # a new name whenever what is indexed changes
@@ -195,11 +196,11 @@ class SearchIndex:
         connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (f"{digest} {time.time_ns()}",))
 
     def _sync_notes(self, connection: sqlite3.Connection,
-                    listing: list[tuple[str, str, tuple[int, int, int, int]]]) -> None:
+                    listing: list[tuple[str, str, StatKey]]) -> None:
         stored = {row[0]: row[1:] for row in connection.execute(
             "SELECT path, size, mtime_ns, ctime_ns, inode, indexed_at_ns, doc FROM files")}
         seen: set[str] = set()
-        changed: list[tuple[str, str, tuple[int, int, int, int]]] = []
+        changed: list[tuple[str, str, StatKey]] = []
         for rel, full_path, key in listing:
             seen.add(rel)
             row = stored.get(rel)
@@ -224,7 +225,7 @@ class SearchIndex:
             connection.execute("ROLLBACK")
             raise
 
-    def _notes(self) -> Iterator[tuple[str, str, tuple[int, int, int, int]]]:
+    def _notes(self) -> Iterator[tuple[str, str, StatKey]]:
         """(relative path, full path, stat key) of every note: as the state read them, or walked now."""
         if self.state is not None and self.state.stat_keys is not None:
             root = str(self.vault.root)
@@ -236,7 +237,7 @@ class SearchIndex:
                 stat = entry.stat()
             except OSError:
                 continue
-            yield rel, entry.path, (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+            yield rel, entry.path, stat_key(stat)
 
     @staticmethod
     def _forget(connection: sqlite3.Connection, rel: str, doc: int | None) -> None:

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, NamedTuple, Protocol, TypeVar
 from .dates import instant
 from .errors import InconsistentVault
 from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Resolve, Status, leading_id, link_target, name_key
+from .notes import StatKey, stat_key
 
 LEDGER_FILE = "ledger.jsonl"
 LEDGER_SUFFIX = ".jsonl"
@@ -253,7 +254,7 @@ class LedgerFile:
         self.display_path = display_path
         # Another device's file, as a carrier brings it: a torn last line is the part still on its way.
         self.in_transit_ok = in_transit_ok
-        self._read_cache: tuple[tuple[int, int, int, int], list[Event]] | None = None
+        self._read_cache: tuple[StatKey, list[Event]] | None = None
         # Kept open between appends that are made durable later (`Ledger.synced_together`), with its inode
         self._handle: tuple[BinaryIO, int] | None = None
 
@@ -326,11 +327,11 @@ class LedgerFile:
         self._read_cache = None
         return None
 
-    def known_key(self) -> tuple[int, int, int, int] | None:
+    def known_key(self) -> StatKey | None:
         """The stat key of the file as this process last read or wrote it."""
         return self._read_cache[0] if self._read_cache is not None else None
 
-    def _open(self, key: tuple[int, int, int, int] | None) -> BinaryIO:
+    def _open(self, key: StatKey | None) -> BinaryIO:
         """The file to append to: the one kept open, while it is still the file at this path."""
         if self._handle is not None:
             if key is not None and key[3] == self._handle[1]:
@@ -354,12 +355,12 @@ class LedgerFile:
         with open(self.path, "ab", buffering=0) as handle:
             os.fsync(handle.fileno())
 
-    def stat_key(self) -> tuple[int, int, int, int] | None:
+    def stat_key(self) -> StatKey | None:
         try:
             stat = os.stat(self.fspath)
         except FileNotFoundError:
             return None
-        return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+        return stat_key(stat)
 
 
 class Look(NamedTuple):

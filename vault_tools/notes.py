@@ -166,13 +166,22 @@ def read_start(path: str | Path) -> tuple[str | None, bytes | None]:
     return head, data
 
 
-def read_start_keyed(path: str | Path) -> tuple[str | None, bytes | None, tuple[int, int, int, int]]:
+StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+
+
+def stat_key(found: os.stat_result) -> StatKey:
+    """A file's version as stat sees it: what a cache keeps what it read under (any write changes it; a file
+    replaced by a rename, even with the same size and times, has another inode)."""
+    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
+
+
+def read_start_keyed(path: str | Path) -> tuple[str | None, bytes | None, StatKey]:
     """`read_start`, and the file's (size, mtime_ns, ctime_ns, inode) as it was opened, before a byte of it
     was read: what a cache may keep what was read under (a later write changes it)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
         opened = os.fstat(fd)
-        key = (opened.st_size, opened.st_mtime_ns, opened.st_ctime_ns, opened.st_ino)
+        key = stat_key(opened)
         raw = os.read(fd, HEAD_BYTES)  # nearly always the whole head at once: an ordinary note is known by it
         if _plainly_ordinary(raw):
             return None, None, key

@@ -417,7 +417,7 @@ def notes_changed_since(root: Path, config: Config, keys: Mapping[str, StatKey],
         except OSError:
             found.append(rel)
             continue
-        if keys.get(rel) != (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino):
+        if keys.get(rel) != notes.stat_key(stat):
             found.append(rel)
     found += sorted(rel for rel in files if rel.endswith(".md") and rel not in walked)
     return found
@@ -474,7 +474,7 @@ class VaultState:
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # memos of other modules
     # Each note's (size, mtime_ns, ctime_ns, inode) as the read found it: what a derived index checks itself
     # against without walking the vault again; None once the state was changed after the read.
-    stat_keys: dict[str, tuple[int, int, int, int]] | None = field(default_factory=dict, repr=False, compare=False)
+    stat_keys: dict[str, StatKey] | None = field(default_factory=dict, repr=False, compare=False)
     # The ledger's stat key as of the last time a live view (`LiveState`) read it: what it says of each note's
     # record is as of then. None: the ledger is read as it is whenever asked.
     ledger_seen: Any = field(default=None, repr=False, compare=False)
@@ -501,7 +501,7 @@ class VaultState:
 
 
 CACHE_FILE = "cache/notes-v5.sqlite"  # a new name whenever what is cached changes (v5: keys as JSON writes them)
-StatKey = tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+StatKey = notes.StatKey
 # What the cache holds of a note: the key it is trusted for (None: read it again), its kind, its payload as
 # JSON without the body, and its body (kept apart: plain text reads back faster than a JSON string).
 CachedNote = tuple[StatKey | None, str, str | None, str | None]
@@ -651,7 +651,7 @@ class Vault:
             except OSError as error:
                 listed.append((rel, entry.path, error))
                 continue
-            key = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+            key = notes.stat_key(stat)
             known = cached.pop(rel, None)  # what is left at the end is gone from the vault
             listed.append((rel, entry.path, known if known is not None and known[0] == key else None))
         # What is cached is trusted only once the file is older than the racy window at this moment, before

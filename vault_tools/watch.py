@@ -42,6 +42,7 @@ from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, Unfinished, VaultToolsError
 from .ledger import STATUS_AFTER, History
 from .model import FINAL_STATUSES, Decision, Status, being_written, lacks_id
+from .notes import stat_key
 from .vault import STATE_DIR, StatKey, VaultState, notes_changed_since
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
@@ -734,7 +735,7 @@ class Watcher:
                         except OSError:
                             continue
                         rel = self.vault.relative(Path(current) / name)
-                        found[rel] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+                        found[rel] = stat_key(stat)
         return found
 
     def _process(self, paths: list[str] | None, everything: bool) -> list[Action]:

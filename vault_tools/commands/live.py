@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .. import notes
 from ..ledger import History, RecordSummary, tie_notes
 from ..model import Decision
+from ..notes import StatKey, stat_key
 from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState, relative
 from .workspace import KnownSeal, Workspace
 
@@ -74,12 +75,12 @@ class LiveState:
         self._summary_ties = _Summaries(self)
         # path -> stat key of a decision note whose file holds what the state says: it has not changed since
         # before the vault was read (the note cache's own rule: older than the racy window), nor been written
-        self._unchanged: dict[str, tuple[int, int, int, int]] = {}
+        self._unchanged: dict[str, StatKey] = {}
         read_at = self.state.stat_keys or {}  # each note's key as the read found it
         self.read_keys = read_at  # kept: the state's own is dropped at its first write
         # Called before a child is forked to work ahead, with the notes' keys as read and the files listed now,
         # when other threads run in this process: it stops them (a watcher's observer) and looks again later
-        self.before_fork: Callable[[Mapping[str, tuple[int, int, int, int]], list[str]], None] | None = None
+        self.before_fork: Callable[[Mapping[str, StatKey], list[str]], None] | None = None
         for decision in self.state.decisions:
             key = read_at.get(decision.path)
             if key is not None and max(key[1], key[2]) < started - RACY_NANOSECONDS:
@@ -474,12 +475,12 @@ class LiveState:
         return self.ws.vault.ledger.stat_key()  # every device's file, in the shared layout
 
 
-def _stat_key(path: str) -> tuple[int, int, int, int] | None:
+def _stat_key(path: str) -> StatKey | None:
     try:
         found = os.stat(path)
     except OSError:
         return None
-    return found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino
+    return stat_key(found)
 
 
 class _Summaries(Mapping[str, RecordSummary]):
