@@ -511,11 +511,14 @@ def test_a_withdrawal_meets_the_question_a_rebase_copied_and_the_note_is_withdra
     assert json.loads(a.vt("show", question, "--json")[1])["status"] == "withdrawn"
 
 
-@pytest.mark.parametrize("keep", ["ruled", "successor"])
+@pytest.mark.parametrize("keep", ["ruled", "successor", "retracted"])
 @pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
 def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, capsys, rebase, keep):
     """A question answered on two clones is settled for one answer, while a third clone, which knew only the
-    other answer, superseded it. Neither outcome is dropped: the owner is asked, and settles it either way."""
+    other answer, superseded it. Neither outcome is dropped: the owner is asked, and settles it either way.
+    (`retracted`: the answer kept had been retracted on its clone before the first settlement, and is kept
+    again; the note and the ledger then agree on that retraction and its reason: found by the randomized
+    test, seed 25390.)"""
     origin = make_origin(tmp_path, capsys)
     a, b, c = (clone(origin, name) for name in "ABC")
     question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
@@ -524,6 +527,8 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
     a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
     a.commit("answered on A")
     b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    if keep == "retracted":
+        b.vt("retract", question, "--reason", "Recorded in error: the owner has not decided yet.")
     b.commit("answered on B")
     c.pull(a)  # C knows A's answer only, and replaces it
     successor = c.rule("--topic", "podcast", "--summary", "A podcast after all: fortnightly, from April on.",
@@ -539,12 +544,16 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
     assert conflict["id"] == question and "monthly podcast" in conflict["what"]
     assert conflict["settle"].split("--keep ")[1].split(" ")[0] == f"ruled|{successor}"
     assert not [p for p in (b.root / "Decisions").glob("*Revision*")]  # the kept answer is no proposed revision
-    b.vt("settle", question, "--keep", "ruled" if keep == "ruled" else successor,
+    b.vt("settle", question, "--keep", successor if keep == "successor" else "ruled",
          "--reason", "The owner decides which podcast plan stands, once more.")
     b.commit("settled again")
     check_invariants(b, before)
     shown = {d["id"]: d for d in json.loads(b.vt("list", "--json")[1])}
-    if keep == "ruled":
+    if keep == "retracted":
+        assert shown[question]["status"] == "retracted" and "monthly podcast" in shown[question]["summary"]
+        assert notes.read_note(b.root / shown[question]["path"]).data["reason"] == \
+            "Recorded in error: the owner has not decided yet."
+    elif keep == "ruled":
         assert shown[question]["status"] == "ruled" and "monthly podcast" in shown[question]["summary"]
         assert shown[successor]["status"] == "retracted"
     else:

@@ -940,7 +940,10 @@ class History:
         if settled is not None and settled.outcome == "superseded":
             return next((e for e in reversed(self.events) if e.event == "superseded"
                          and e.successor == settled.successor), None)
-        return next((e for e in reversed(self.events) if e.event in CLOSING_EVENTS), None)
+        # A settlement that kept an answer retracted on its clone: that retraction, not a closing of an
+        # answer it dropped that sorts later in the merged ledger
+        return next((e for e in reversed(self.events) if e.event in CLOSING_EVENTS
+                     and not self.closed_a_dropped_answer(e, settled)), None)
 
     def _chosen(self, settlement: Event) -> Event | None:
         """The outcome a settlement kept, as the event that recorded it."""
