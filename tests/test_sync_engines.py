@@ -15,7 +15,7 @@ import pytest
 from vault_tools.cli import run
 from vault_tools.commands.migrate import migrate
 from vault_tools.commands.setup import init_vault
-from vault_tools.ledger import Event, Ledger
+from vault_tools.ledger import Event, Ledger, event_key
 from vault_tools.vault import Vault
 
 from .conftest import TZ, decision
@@ -159,6 +159,58 @@ def test_two_devices_record_at_the_same_time_and_agree_after_syncing(tmp_path, c
         made = [p for p in device.root.rglob("*") if ".vault-tools" not in p.parts
                 and ("onflict" in p.name or p.stem.endswith((" 2", " 3")))]
         assert not made, "no conflict copy is left"
+
+
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_a_twin_revision_answered_on_one_device_while_another_withdraws_it_makes_no_conflict_copy(
+        tmp_path, carrier) -> None:
+    """Both devices' watchers made a revision of one edit; once both revisions met, A's owner answered the one
+    every watcher withdraws (A's watcher had not run), while B's watcher withdrew it. A sync engine keeps a
+    note one device changed and another removed, so B removes the twin's note (in a git clone it is withdrawn
+    in place instead: see tests/test_machines.py): no conflict copy; the ledger asks the owner which stands."""
+    cloud, (a, b) = devices(tmp_path, carrier)
+    code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
+                   "--source", "chat")
+    ruling = new_id(out)
+    cloud.settle(a, b)
+    edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
+    cloud.sync(a)
+    cloud.sync(b)
+    watch(a)
+    watch(b)
+    cloud.settle(a, b)  # both revisions meet; no watcher has run since
+    rejected = sorted((e for e in Vault(a.root).ledger.read() if e.event == "edit-rejected"), key=event_key)
+    kept, twin = dict.fromkeys(e.successor for e in rejected)
+    code, out = vt(a, "rule", twin, "--summary", "Articles go out on Wednesdays at ten from May.", "--source", "chat",
+                   "--reason", "Readers open Wednesday mail more often than Tuesday mail.")
+    assert code == 0, out
+    watch(b)
+    assert not list((b.root / "Decisions").glob(f"{twin} *.md"))  # removed on B
+    cloud.settle(a, b)
+    for _ in range(2):
+        watch(a)
+        watch(b)
+        cloud.settle(a, b)
+    for device in (a, b):
+        made = [p for p in device.root.rglob("*") if ".vault-tools" not in p.parts
+                and ("onflict" in p.name or p.stem.endswith((" 2", " 3")))]
+        assert not made, "no conflict copy is left"
+    assert "Wednesdays at ten from May" in next((a.root / "Decisions").glob(f"{twin} *.md")).read_text()
+    conflicts = context_of(a)["conflicts"]
+    assert [c["id"] for c in conflicts] == [twin], conflicts
+    code, out = vt(a, "settle", twin, "--keep", "ruled", "--reason", "The owner did decide: Wednesdays from May.")
+    assert code == 0, out
+    for _ in range(2):
+        cloud.settle(a, b)
+        watch(a)
+        watch(b)
+    cloud.settle(a, b)
+    assert notes_of(a) == notes_of(b)
+    statuses = ruling_ids(b)
+    assert statuses[twin] == "ruled" and statuses[ruling] == "superseded" and statuses[kept] == "open"
+    for device in (a, b):
+        code, out = vt(device, "lint")
+        assert code == 0, out
 
 
 def test_obsidian_sync_carries_no_hidden_folder_so_the_record_is_not_in_one(tmp_path) -> None:

@@ -210,7 +210,7 @@ class _Reconcile:
         for loser, path, kept in twins:
             self.act("withdrawn", loser, path, f"the same revision as {kept}, made on another device")
         if twins:
-            self.changed()
+            self.changed(removed=[path for _, path, _ in twins if path and not (self.state.root / path).exists()])
 
     def mtime_of(self, rel: str) -> float | None:
         try:

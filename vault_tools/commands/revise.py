@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import notes
 from ..dates import utc_stamp
+from ..layout import git_dir
 from ..ledger import Event, History, event_key, latest_with_id, new_record, seal_hash, seal_text_without_bom
 from ..model import Decision, Status, build_decision, is_ledger_property
 from ..vault import VaultState
@@ -110,13 +111,18 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
 
 
 def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, str | None, str]]:
-    """One edit of a sealed note that two devices' watchers each made a revision of (a sync engine brought the
-    edit to both before either's revision reached the other) becomes one revision again: every device keeps the
-    revision whose `edit-rejected` line sorts first by checksum, and withdraws the other in its note (status
-    withdrawn, its reason naming the revision kept), as long as nobody has touched it since. The note stays:
-    a clone that answered it meanwhile merges with this one as two closings (a conflict the owner settles),
-    where a removed note would stop git on a modify/delete conflict. Returns (withdrawn id, its path, kept id)."""
+    """One edit of a sealed note that two devices' watchers each made a revision of (a sync engine or a pull
+    brought the edit to both before either's revision reached the other) becomes one revision again: every
+    device keeps the revision whose `edit-rejected` line sorts first by checksum and withdraws the other, as
+    long as nobody has touched it since. Returns (withdrawn id, its note's path, kept id).
+
+    How depends on the carrier. In a git clone the note is withdrawn in place (status withdrawn, its reason
+    naming the revision kept): a clone that answered it meanwhile then merges with this one as two closings
+    (a conflict the owner settles), where a removed note would stop `git pull` on a modify/delete conflict.
+    Elsewhere (a sync engine) the note is removed, its text in the ledger: an engine keeps a note that one
+    device changed and another removed, where two changes would leave a conflict copy."""
     known = ws.histories()
+    in_place = git_dir(ws.vault.root) is not None
     done: list[tuple[str, str | None, str]] = []
     for history in list(known.values()):
         by_hash: dict[str, list[Event]] = {}
@@ -127,34 +133,62 @@ def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, st
             successors = list(dict.fromkeys(e.successor for e in sorted(twins, key=event_key) if e.successor))
             for loser in successors[1:]:
                 note = state.get(loser)
-                if _withdraw_twin(ws, state, known, loser, successors[0], history.id):
+                withdraw = _withdraw_twin_in_place if in_place else _remove_twin
+                if withdraw(ws, state, known, loser, successors[0], history.id):
                     done.append((loser, note.path if note else None, successors[0]))
     return done
 
 
-def _withdraw_twin(ws: Workspace, state: VaultState, known: dict[str, History], loser: str, kept: str,
-                   sealed_id: str) -> bool:
-    """Withdraw the revision `loser`, as every device does, so that all write the same bytes: the ledger first,
-    then the note (a crash between leaves the note as it was made, withdrawn in it on the next pass)."""
+def _twin_reason(sealed_id: str, kept: str) -> str:
+    return f"The same edit of {sealed_id} is revision {kept}, made on another device at the same time."
+
+
+def _untouched_twin(ws: Workspace, state: VaultState, record: History, loser: str) -> notes.Note | None:
+    """The twin's note, read, while it still holds exactly the text it was asked with."""
+    asked = next((e for e in record.events if e.event == "asked"), None)
+    decision = state.get(loser)
+    if asked is None or decision is None:
+        return None
+    typed = ws.read(ws.vault.path_of(decision))
+    return typed if notes.file_text(typed, typed.text) == asked.text else None
+
+
+def _withdraw_twin_in_place(ws: Workspace, state: VaultState, known: dict[str, History], loser: str, kept: str,
+                            sealed_id: str) -> bool:
+    """The ledger's line first, then the note: a crash between leaves the note as it was asked, which the
+    next pass puts at the ledger's withdrawn text (`restore_latest`). A record withdrawn already (here or on
+    another device) or in conflict is left to what the watcher does for any record."""
+    record = latest_with_id(known, loser)
+    if record is None or record.status is not Status.OPEN or record.conflict is not None:
+        return False
+    typed = _untouched_twin(ws, state, record, loser)
+    if typed is None:
+        return False  # changed since it was made, or not here: left to the owner
+    reason = _twin_reason(sealed_id, kept)
+    text = notes.with_fields(typed, {"status": Status.WITHDRAWN.value, "reason": reason})
+    ws.vault.ledger.append([Event(event="withdrawn", id=loser, at=utc_stamp(ws.now()),
+                                  actor=ws.config.default_ruler, path=ws.vault.relative(typed.path),
+                                  reason=reason, text=notes.file_text(typed, text),
+                                  record=record.record)])
+    notes.write_note(typed, text)
+    return True
+
+
+def _remove_twin(ws: Workspace, state: VaultState, known: dict[str, History], loser: str, kept: str,
+                 sealed_id: str) -> bool:
     record = latest_with_id(known, loser)
     note = state.get(loser)
     if record is None or record.status not in (Status.OPEN, Status.WITHDRAWN):
         return False
-    asked = next((e for e in record.events if e.event == "asked"), None)
-    if note is None or asked is None:
-        return False  # its note not here (yet, or removed by the owner): the ledger is left to the owner's flows
-    typed = ws.read(ws.vault.path_of(note))
-    if notes.file_text(typed, typed.text) != asked.text:
-        return False  # changed since it was made (withdrawn here already, or by hand): left as it is
-    withdrawn = next((e for e in reversed(record.events) if e.event == "withdrawn"), None)
-    reason = withdrawn.reason if withdrawn is not None and withdrawn.reason else (
-        f"The same edit of {sealed_id} is revision {kept}, made on another device at the same time.")
-    text = notes.with_fields(typed, {"status": Status.WITHDRAWN.value, "reason": reason})
+    if note is not None and _untouched_twin(ws, state, record, loser) is None:
+        return False  # changed since it was made: both stay, for the owner
     if record.status is Status.OPEN:
         ws.vault.ledger.append([Event(event="withdrawn", id=loser, at=utc_stamp(ws.now()),
-                                      actor=ws.config.default_ruler, path=note.path, reason=reason,
-                                      text=notes.file_text(typed, text), record=record.record)])
-    notes.write_note(typed, text)
+                                      actor=ws.config.default_ruler, path=note.path if note else record.path or "",
+                                      reason=_twin_reason(sealed_id, kept), record=record.record)])
+    if note is None:
+        return False  # withdrawn already, and its note gone: nothing left to do
+    ws.vault.path_of(note).unlink(missing_ok=True)
     return True
 
 
