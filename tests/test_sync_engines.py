@@ -213,6 +213,41 @@ def test_a_twin_revision_answered_on_one_device_while_another_withdraws_it_makes
         assert code == 0, out
 
 
+def test_a_later_edit_after_twin_revisions_goes_to_the_revision_kept(tmp_path) -> None:
+    """Twin revisions of one edit became one again; the owner types into the sealed ruling once more. What
+    was typed is added to the revision kept, not made a third revision, also where the merged ledger holds
+    the withdrawn twin's line last. Which line sorts last depends on the devices' random tags and record ids:
+    the set-up is made again (at most 12 times, each a 1-in-2 chance) until it does."""
+    for attempt in range(12):
+        cloud, (a, b) = devices(tmp_path / str(attempt), "syncthing")
+        code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
+                       "--source", "chat")
+        ruling = new_id(out)
+        cloud.settle(a, b)
+        edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
+        cloud.sync(a)
+        cloud.sync(b)
+        watch(a)
+        watch(b)
+        for _ in range(2):
+            cloud.settle(a, b)
+            watch(a)
+            watch(b)
+        rejected = [e for e in Vault(a.root).ledger.read() if e.event == "edit-rejected"]
+        kept = min(rejected, key=event_key).successor
+        if rejected[-1].successor != kept:
+            break
+    else:
+        raise AssertionError("the withdrawn twin's line never sorted last in 12 set-ups")
+    assert ruling_ids(a)[kept] == "open"
+    edit_summary(a, ruling, "Articles go out on Thursdays at eight.")
+    watch(a)
+    statuses = ruling_ids(a)
+    assert [i for i, status in statuses.items() if status == "open"] == [kept], statuses
+    revision = next((a.root / "Decisions").glob(f"{kept} *.md")).read_text()
+    assert "Wednesdays at ten" in revision and "Thursdays at eight" in revision
+
+
 def test_obsidian_sync_carries_no_hidden_folder_so_the_record_is_not_in_one(tmp_path) -> None:
     cloud, (a, b) = devices(tmp_path, "obsidian-sync")
     assert not (b.root / ".vault-tools" / "ledger.jsonl").exists()

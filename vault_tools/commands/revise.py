@@ -47,8 +47,10 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
     as_revision = not (seal_holds(ws, state, decision, seal) and decision.id == sealed_id)
     # The same edit already made a revision (on this device, or on another one that a sync engine brought it
     # from before this one's watcher saw it): it is only restored.
-    already = next((e for e in history.events if e.event == "edit-rejected" and e.hash == event.hash and e.successor
-                    and (state.get(e.successor) is not None or _made_elsewhere(ws, e.successor))), None)
+    # (Of twins, the one every device keeps: see `merge_twin_revisions`.)
+    already = min((e for e in history.events if e.event == "edit-rejected" and e.hash == event.hash and e.successor
+                   and (state.get(e.successor) is not None or _made_elsewhere(ws, e.successor))),
+                  key=event_key, default=None)
     if as_revision and already is not None and already.successor:
         found = state.get(already.successor)
         kept_in = found.path if found is not None else already.successor
@@ -78,8 +80,7 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
                     event: Event, now: dt.datetime) -> str:
     """Record the edit and write its revision note; returns the revision's path."""
     known = ws.histories()
-    previous = next((e.successor for e in reversed(history.events) if e.event == "edit-rejected" and e.successor),
-                    None)
+    previous = latest_revision(history)
     revision = state.get(previous) if previous else None
     previous_history = latest_with_id(known, previous) if previous else None
     open_in_ledger = previous_history is None or previous_history.status in (None, Status.OPEN)
@@ -108,6 +109,16 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
     else:  # never over an existing file: that refusal leaves the edit in place, to be tried again
         notes.create_note(revision_path, revision_text)
     return rel
+
+
+def latest_revision(history: History) -> str | None:
+    """The revision the latest edit of the sealed note went to (a later burst is added to it while it is
+    open): where two devices each made one of that edit, the one both keep (see `merge_twin_revisions`),
+    whichever of their lines the merged ledger holds last."""
+    rejected = [e for e in history.events if e.event == "edit-rejected" and e.successor]
+    if not rejected:
+        return None
+    return min((e for e in rejected if e.hash == rejected[-1].hash), key=event_key).successor
 
 
 def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, str | None, str]]:
