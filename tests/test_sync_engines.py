@@ -222,6 +222,7 @@ def test_a_later_edit_after_twin_revisions_goes_to_the_revision_kept(tmp_path) -
         cloud, (a, b) = devices(tmp_path / str(attempt), "syncthing")
         code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
                        "--source", "chat")
+        assert code == 0, out
         ruling = new_id(out)
         cloud.settle(a, b)
         edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
