@@ -133,7 +133,7 @@ def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, st
     Elsewhere (a sync engine) the note is removed, its text in the ledger: an engine keeps a note that one
     device changed and another removed, where two changes would leave a conflict copy."""
     known = ws.histories()
-    in_place = git_dir(ws.vault.root) is not None
+    in_place: bool | None = None  # looked up at the first twin: nearly every pass has none
     done: list[tuple[str, str | None, str]] = []
     for history in list(known.values()):
         by_hash: dict[str, list[Event]] = {}
@@ -144,6 +144,7 @@ def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, st
             successors = list(dict.fromkeys(e.successor for e in sorted(twins, key=event_key) if e.successor))
             for loser in successors[1:]:
                 note = state.get(loser)
+                in_place = git_dir(ws.vault.root) is not None if in_place is None else in_place
                 withdraw = _withdraw_twin_in_place if in_place else _remove_twin
                 if withdraw(ws, state, known, loser, successors[0], history.id):
                     done.append((loser, note.path if note else None, successors[0]))
