@@ -511,8 +511,9 @@ def test_a_withdrawal_meets_the_question_a_rebase_copied_and_the_note_is_withdra
     assert json.loads(a.vt("show", question, "--json")[1])["status"] == "withdrawn"
 
 
-@pytest.mark.parametrize("keep", ["ruled", "successor", "retracted"])
-@pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
+@pytest.mark.parametrize("rebase,keep", [(False, "ruled"), (True, "ruled"), (False, "successor"), (True, "successor"),
+                                         (False, "retracted")],
+                         ids=["merge-ruled", "rebase-ruled", "merge-successor", "rebase-successor", "merge-retracted"])
 def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, capsys, rebase, keep):
     """A question answered on two clones is settled for one answer, while a third clone, which knew only the
     other answer, superseded it. Neither outcome is dropped: the owner is asked, and settles it either way.
