@@ -615,7 +615,7 @@ def _sealed_count(vault: Path) -> int:
     return sum(event.event == "sealed" for event in scan_ledger(text[:text.rfind("\n") + 1], "ledger")[0])
 
 
-def _check_all_sealed_once(vault: Path, rulings: int) -> None:
+def _check_all_sealed_once(vault: Path, rulings: int, restart: str = "") -> None:
     ws = Workspace(Vault(vault))
     events = ws.vault.ledger.read()  # verifies every line
     known = histories_by_id(events)
@@ -626,7 +626,8 @@ def _check_all_sealed_once(vault: Path, rulings: int) -> None:
         history = known[note.id]
         # what went wrong, should it: the record's events and the chain's notes as the restart left them
         said = f"{note.id}: events {[(e.event, e.successor) for e in history.events]}; " + "; ".join(
-            f"{other.id} {other.status.value}" for other in state.decisions if abs(other.number - note.number) <= 2)
+            f"{other.id} {other.status.value}" for other in state.decisions if abs(other.number - note.number) <= 2) \
+            + restart
         assert history.seal is not None and seal_hash(note, resolve, ws.tz) == history.seal.hash, said
         expected = "superseded" if note.number % 2 else "ruled"
         assert note.status.value == expected and history.status is note.status, said
@@ -685,10 +686,12 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int, a
         restarted = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
         restarted.acquire()
         try:
-            restarted.process(everything=True)
+            done = restarted.process(everything=True)
         finally:
             restarted.release()
-        _check_all_sealed_once(vault, 2 * topics)
+        # what the restart's pass reported, should a check fail: an error, or what it left for later
+        _check_all_sealed_once(vault, 2 * topics, f"; restart: error {restarted.last_error}, left {restarted.left}, "
+                                                  f"invalid {[a for a in done if a.kind == 'invalid']}")
         shutil.rmtree(vault)
     return in_the_middle
 
