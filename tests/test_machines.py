@@ -389,17 +389,20 @@ def test_case_only_twins_keep_their_own_text_until_one_is_renumbered(tmp_path, c
     assert len(events) == 1 and events[0].was == decision_id and events[0].id == new_id
 
 
+@pytest.mark.parametrize("tagged", [True, False], ids=["tagged", "tagless"])
 @pytest.mark.parametrize("rebase", [True])  # as found: replaying one clone's commit over the other's
-def test_copies_two_clones_keep_of_one_note_in_the_same_second_both_arrive(two, rebase):
+def test_copies_two_clones_keep_of_one_note_in_the_same_second_both_arrive(two, rebase, tagged):
     a, b = two
     moment = dt.datetime(2026, 12, 3, 14, 55, 1, tzinfo=dt.UTC)
     kept = {}
     for each, words in ((a, "as laptop had it"), (b, "as the agent server had it")):
-        each.rule("--topic", f"shop-{each.root.name.lower()}", "--summary", f"The shop opens on {each.root.name}.")  # its tag
+        if tagged:  # its first id draws its tag
+            each.rule("--topic", f"shop-{each.root.name.lower()}", "--summary", f"The shop opens on {each.root.name}.")
         kept[each] = Workspace(Vault(each.root), now=lambda: moment).keep_copy("D-0002 before settling",
                                                                                f"The ruling {words}.\n".encode())
         each.commit("kept a copy")
-    assert kept[a] != kept[b]  # each clone's name ends with its own tag
+    assert kept[a] != kept[b]  # each clone's name ends with its own tag, or random digits where it has none
+    assert (device_tag(a.root, create=False) is None) is not tagged
     b.pull(a, rebase=rebase)
     folder = b.root / "vault-tools" / "kept"
     assert sorted(p.read_text(encoding="utf-8") for p in folder.iterdir()) == \
@@ -409,7 +412,7 @@ def test_copies_two_clones_keep_of_one_note_in_the_same_second_both_arrive(two, 
 def test_a_copy_kept_on_a_clone_without_a_tag_gives_it_none(two):
     a, _ = two  # a fresh clone that has recorded nothing: no tag yet, and keeping a copy makes none
     kept = Workspace(Vault(a.root)).keep_copy("Decisions log", b"Edited by hand.\n")
-    assert re.fullmatch(r"vault-tools/kept/Decisions log \d{4}-\d\d-\d\d \d{6}\.md", kept)
+    assert re.fullmatch(r"vault-tools/kept/Decisions log \d{4}-\d\d-\d\d \d{6} [0-9a-f]{4}\.md", kept)
     assert device_tag(a.root, create=False) is None
     tagged = a.new_id(a.vt("ask", "Which day does the shop open?", "--topic", "shop-day")[1])
     assert tagged.rsplit("-", 1)[1] == device_tag(a.root, create=False)  # the first id draws it, as before

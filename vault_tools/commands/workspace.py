@@ -384,11 +384,13 @@ class Workspace:
         """Keep text about to be replaced under `kept/` in the record's folder, never over an earlier copy.
         The name ends with this device's tag where it has one (the one its ids end with): two clones keeping a
         copy of the same note within the same second make two files, not one path git would stop a pull on.
-        A device without a tag yet is not given one here: a new tag must avoid those the vault's ids hold
-        (`next_id`)."""
+        A device without a tag yet is not given one here (a new tag must avoid those the vault's ids hold, see
+        `next_id`): its copies end with four random hex digits instead, for the same reason."""
+        import secrets
+
         stamp = self.now().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
-        tag = device_tag(self.vault.root, create=False)
-        base = f"{name} {stamp} {tag}" if tag else f"{name} {stamp}"
+        tag = device_tag(self.vault.root, create=False) or secrets.token_hex(2)
+        base = f"{name} {stamp} {tag}"
         kept = self.vault.record_dir / "kept" / f"{base}.md"
         counter = 1
         while kept.exists():
