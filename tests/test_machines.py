@@ -567,6 +567,42 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
     assert b.decision_texts() == c.decision_texts()
 
 
+def test_a_retraction_kept_over_an_answer_its_clone_superseded_is_the_records_closing(tmp_path, capsys):
+    """A answered, C (knowing only A's answer) retracted it; B answered too and superseded its own answer;
+    B settled for its answer, then, meeting C's retraction, kept the retraction. The record's closing is that
+    retraction, as the note says, not B's supersession sorting later (lint said the reason differed, VT022,
+    and the watcher called the note changed since sealed; found by an independent review). B's successor
+    then names a retracted ruling: lint says so (VT011), as docs/several-machines.md tells."""
+    origin = make_origin(tmp_path, capsys)
+    a, b, c = (clone(origin, name) for name in "ABC")
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    a.commit("answered on A")
+    c.pull(a)
+    c.vt("retract", question, "--reason", "Recorded in error on C: the owner never said no podcast.")
+    c.commit("retracted on C")
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    successor = b.rule("--topic", "podcast", "--summary", "A weekly podcast instead, from May.", "--supersedes",
+                       question, "--reason", "The owner wants it weekly after all, said on B.")
+    b.commit("answered and superseded on B")
+    b.pull(a)
+    b.vt("settle", question, "--keep", answer_choice(b, "monthly"), "--reason", "The owner keeps the monthly answer.")
+    b.commit("settled")
+    b.pull(c)
+    b.vt("settle", question, "--keep", "retracted", "--reason", "The owner keeps the retraction of the answer.")
+    b.commit("settled again")
+    shown = json.loads(b.vt("show", question, "--json")[1])
+    assert shown["status"] == "retracted"
+    assert notes.read_note(b.root / shown["path"]).data["reason"] == \
+        "Recorded in error on C: the owner never said no podcast."
+    _, out, _ = b.vt("lint", expect=1)
+    errors = [line for line in out.splitlines() if " error: " in line]
+    assert len(errors) == 1 and ": VT011 error: " in errors[0] and successor in errors[0], out
+    assert b.vt("watch", "--once", expect=0)
+
+
 @pytest.mark.parametrize("rebase", [False], ids=["merge"])  # the rebase of this history meets no clash
 def test_two_settlements_keeping_different_answers_merge_and_the_owner_is_asked_again(tmp_path, capsys, rebase):
     """Found by the randomized test (seed 50442): a question answered on three clones; two of them each settle

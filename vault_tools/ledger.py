@@ -940,6 +940,8 @@ class History:
         if settled is not None and settled.outcome == "superseded":
             return next((e for e in reversed(self.events) if e.event == "superseded"
                          and e.successor == settled.successor), None)
+        if settled is not None and settled.outcome == "retracted":  # the retraction `settle` wrote back
+            return next((e for e in reversed(self.events) if e.event == "retracted" and e.text), None)
         # A settlement that kept an answer retracted on its clone: that retraction, not a closing of an
         # answer it dropped that sorts later in the merged ledger
         return next((e for e in reversed(self.events) if e.event in CLOSING_EVENTS
