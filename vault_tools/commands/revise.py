@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,16 @@ from typing import Any
 from .. import notes
 from ..dates import utc_stamp
 from ..layout import git_dir
-from ..ledger import Event, History, event_key, latest_with_id, new_record, seal_hash, seal_text_without_bom
+from ..ledger import (
+    STATUS_AFTER,
+    Event,
+    History,
+    event_key,
+    latest_with_id,
+    new_record,
+    seal_hash,
+    seal_text_without_bom,
+)
 from ..model import Decision, Status, build_decision, is_ledger_property
 from ..vault import VaultState
 from .sealed import seal_holds
@@ -80,7 +90,7 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
                     event: Event, now: dt.datetime) -> str:
     """Record the edit and write its revision note; returns the revision's path."""
     known = ws.histories()
-    previous = latest_revision(history)
+    previous = latest_revision(history, lambda revision: _is_open(latest_with_id(known, revision)))
     revision = state.get(previous) if previous else None
     previous_history = latest_with_id(known, previous) if previous else None
     open_in_ledger = previous_history is None or previous_history.status in (None, Status.OPEN)
@@ -111,14 +121,20 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
     return rel
 
 
-def latest_revision(history: History) -> str | None:
+def latest_revision(history: History, is_open: Callable[[str], bool]) -> str | None:
     """The revision the latest edit of the sealed note went to (a later burst is added to it while it is
-    open): where two devices each made one of that edit, the one both keep (see `merge_twin_revisions`),
-    whichever of their lines the merged ledger holds last."""
+    open). Where that edit made more than one (two devices' twins, or the same text typed again after its
+    first revision was closed), the first still open in the order twins keep (see `merge_twin_revisions`),
+    whichever of their lines the merged ledger holds last; none open: the latest."""
     rejected = [e for e in history.events if e.event == "edit-rejected" and e.successor]
     if not rejected:
         return None
-    return min((e for e in rejected if e.hash == rejected[-1].hash), key=event_key).successor
+    latest = sorted((e for e in rejected if e.hash == rejected[-1].hash), key=event_key)
+    return next((e.successor for e in latest if e.successor and is_open(e.successor)), rejected[-1].successor)
+
+
+def _is_open(record: History | None) -> bool:
+    return record is None or record.status in (None, Status.OPEN)
 
 
 def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, str | None, str]]:
@@ -143,12 +159,32 @@ def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, st
         for twins in by_hash.values():
             successors = list(dict.fromkeys(e.successor for e in sorted(twins, key=event_key) if e.successor))
             for loser in successors[1:]:
+                if _closed_before_asked(known, successors[0], loser):
+                    continue  # the same text typed again after its revision was closed: a new proposal
                 note = state.get(loser)
                 in_place = git_dir(ws.vault.root) is not None if in_place is None else in_place
                 withdraw = _withdraw_twin_in_place if in_place else _remove_twin
                 if withdraw(ws, state, known, loser, successors[0], history.id):
                     done.append((loser, note.path if note else None, successors[0]))
     return done
+
+
+def _closed_before_asked(known: dict[str, History], kept: str, other: str) -> bool:
+    """Whether the revision `kept` was closed (answered, withdrawn) before `other` was asked: then `other`
+    is no twin made at the same time but the same edit proposed again."""
+    kept_record, other_record = latest_with_id(known, kept), latest_with_id(known, other)
+    asked = next((e for e in other_record.events if e.event == "asked"), None) if other_record else None
+    if kept_record is None or asked is None:
+        return False
+    return any(e.event in STATUS_AFTER and e.event != "asked" and _before(e, asked) for e in kept_record.events)
+
+
+def _before(first: Event, then: Event) -> bool:
+    """Whether `first` was recorded before `then`: by their places in one device's file, else by their times
+    (events of two devices in the same second count as at the same time)."""
+    if first.source is not None and first.source == then.source and first.line is not None and then.line is not None:
+        return first.line < then.line
+    return first.at < then.at
 
 
 def _twin_reason(sealed_id: str, kept: str) -> str:
