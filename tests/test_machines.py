@@ -567,6 +567,35 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
     assert b.decision_texts() == c.decision_texts()
 
 
+def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(two):
+    """After a settlement kept B's answer, the owner added a ruling to its `alongside` in Obsidian (a new seal
+    hash for the same answer), then retracted it. That retraction is of the kept answer, not of the one the
+    settlement dropped: no conflict to settle (there was one, and settling it again put the answer back as
+    it was before both steps; found by an independent review)."""
+    a, b = two
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    a.commit("answered on A")
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    b.pull(a)
+    b.vt("settle", question, "--keep", answer_choice(b, "monthly"), "--reason", "The owner keeps the monthly answer.")
+    b.commit("settled")
+    shown = {d["id"]: d for d in json.loads(b.vt("list", "--json")[1])}
+    other = next(d for d in shown.values() if d["summary"] == NEWSLETTER_DAY)
+    path = b.root / shown[question]["path"]
+    text = path.read_text(encoding="utf-8")
+    write(path, text.replace("\nsource:", f"\nalongside:\n  - \"[[{Path(other['path']).stem}]]\"\nsource:", 1))
+    b.vt("watch", "--once")
+    assert [e.event for e in Vault(b.root).ledger.read() if e.id == question][-1] == "amended"
+    b.vt("retract", question, "--reason", "Recorded in error: the owner has not decided yet.")
+    assert json.loads(b.vt("context", "--json")[1])["conflicts"] == []
+    assert json.loads(b.vt("show", question, "--json")[1])["status"] == "retracted"
+    assert b.vt("lint")[0] == 0
+
+
 def test_a_retraction_kept_over_an_answer_its_clone_superseded_is_the_records_closing(tmp_path, capsys):
     """A answered, C (knowing only A's answer) retracted it; B answered too and superseded its own answer;
     B settled for its answer, then, meeting C's retraction, kept the retraction. The record's closing is that

@@ -873,7 +873,8 @@ class History:
         # since, say), whatever became of the answers it dropped, in whatever order the clones' events merged.
         kept = settled.hash if settled is not None and settled.outcome == Status.RULED.value else None
         for event in reversed(self.events):
-            if kept and event.hash and event.hash != kept and event.event in ("ruled", "sealed", *CLOSING_EVENTS):
+            if kept and event.hash and event.hash != kept and event.event in ("ruled", "sealed", *CLOSING_EVENTS) \
+                    and not _same_answer(event, settled):
                 continue  # an answer the settlement dropped
             # Keeping a ruling over a withdrawal keeps what became of the ruling since (a retraction, say).
             if event.event in STATUS_AFTER and not (settled is not None and event.event == "withdrawn") \
@@ -885,7 +886,8 @@ class History:
     def closed_a_dropped_answer(event: Event, settled: Event | None) -> bool:
         """A supersession or retraction of an answer that the standing settlement did not keep."""
         return (settled is not None and settled.outcome == Status.RULED.value and event.event in CLOSING_EVENTS
-                and bool(event.hash) and bool(settled.hash) and event.hash != settled.hash)
+                and bool(event.hash) and bool(settled.hash) and event.hash != settled.hash
+                and not _same_answer(event, settled))
 
     @property
     def seal(self) -> Event | None:
@@ -1002,6 +1004,31 @@ class History:
             successors = tuple(successor for kind, successor in closings if kind == "superseded" and successor)
             return Conflict(self.record, self.id, "closed-twice", outcomes, successors)
         return None
+
+
+def _same_answer(event: Event, settled: Event | None) -> bool:
+    """Whether `event` is about the answer a settlement kept, though its seal hash differs: the ruling was
+    related to others (`alongside`), renumbered or relinked since, which gives it a new hash but keeps its
+    answer (summary, ruled_at, ruled_by). Two clones' answers differ in those."""
+    if settled is None:
+        return False
+    mine, kept = _answer_of(event.text), _answer_of(settled.text)
+    return mine is not None and mine == kept
+
+
+@functools.lru_cache(maxsize=256)
+def _answer_of(text: str | None) -> tuple[str, str, str] | None:
+    if not text:
+        return None
+    from .notes import parse_text  # only a settled conflict needs to read a sealed text
+
+    try:
+        data = parse_text(text.removeprefix("\ufeff"), Path("sealed.md")).data
+    except Exception:  # a text that cannot be read is no answer to compare
+        return None
+    if not hasattr(data, "get") or data.get("summary") is None:
+        return None
+    return str(data.get("summary")), str(data.get("ruled_at")), str(data.get("ruled_by"))
 
 
 def _summary_of(text: str | None) -> str | None:
