@@ -347,6 +347,22 @@ def test_a_twin_revision_answered_on_one_clone_and_withdrawn_on_another_merges_a
     assert json.loads(b.vt("show", kept, "--json")[1])["status"] == "open"
 
 
+def test_a_withdrawal_kept_over_a_ruling_is_no_ruling_in_force_as_of_any_date(two):
+    a, b = two
+    a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    question = json.loads(b.vt("list", "--status", "open", "--json")[1])[0]["id"]
+    a.rule(question, "--summary", "No podcast this year; revisit at ten thousand subscribers.")
+    a.commit("ruled")
+    b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
+    b.commit("withdrawn")
+    b.pull(a)
+    b.vt("settle", question, "--keep", "withdrawn", "--reason", "The owner never decided on a podcast after all.")
+    assert json.loads(b.vt("show", question, "--json")[1])["status"] == "withdrawn"
+    assert question not in {d["id"] for d in json.loads(b.vt("as-of", "2099-01-01", "--json")[1])}
+
+
 def test_case_only_twins_keep_their_own_text_until_one_is_renumbered(tmp_path, capsys):
     if sys.platform in ("darwin", "win32"):
         pytest.skip("two names differing only in case cannot exist on this file system")
@@ -553,6 +569,12 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
     b.commit("settled again")
     check_invariants(b, before)
     shown = {d["id"]: d for d in json.loads(b.vt("list", "--json")[1])}
+    # What is in force now is what `as-of` says is (it followed the first answer and closing it met)
+    in_force = {d["id"]: d for d in json.loads(b.vt("as-of", "2099-01-01", "--json")[1])}
+    if keep == "ruled":
+        assert "monthly podcast" in in_force[question]["summary"] and successor not in in_force
+    elif keep == "successor":
+        assert question not in in_force and successor in in_force
     if keep == "retracted":
         assert shown[question]["status"] == "retracted" and "monthly podcast" in shown[question]["summary"]
         assert notes.read_note(b.root / shown[question]["path"]).data["reason"] == \

@@ -871,11 +871,9 @@ class History:
                 return Status(settled.outcome)
         # A settlement that kept one answer stands at what became of that answer (retracted on its clone
         # since, say), whatever became of the answers it dropped, in whatever order the clones' events merged.
-        kept = settled.hash if settled is not None and settled.outcome == Status.RULED.value else None
         for event in reversed(self.events):
-            if kept and event.hash and event.hash != kept and event.event in ("ruled", "sealed", *CLOSING_EVENTS) \
-                    and not _same_answer(event, settled):
-                continue  # an answer the settlement dropped
+            if self.of_dropped_answer(event, settled):
+                continue
             # Keeping a ruling over a withdrawal keeps what became of the ruling since (a retraction, say).
             if event.event in STATUS_AFTER and not (settled is not None and event.event == "withdrawn") \
                     and not self.closed_a_dropped_answer(event, settled):
@@ -883,11 +881,18 @@ class History:
         return None
 
     @staticmethod
-    def closed_a_dropped_answer(event: Event, settled: Event | None) -> bool:
-        """A supersession or retraction of an answer that the standing settlement did not keep."""
-        return (settled is not None and settled.outcome == Status.RULED.value and event.event in CLOSING_EVENTS
+    def of_dropped_answer(event: Event, settled: Event | None) -> bool:
+        """Whether `event` (ruled, sealed, or a closing) is about an answer the standing settlement `settled`
+        did not keep."""
+        return (settled is not None and settled.outcome == Status.RULED.value
+                and event.event in ("ruled", "sealed", *CLOSING_EVENTS)
                 and bool(event.hash) and bool(settled.hash) and event.hash != settled.hash
                 and not _same_answer(event, settled))
+
+    @staticmethod
+    def closed_a_dropped_answer(event: Event, settled: Event | None) -> bool:
+        """A supersession or retraction of an answer that the standing settlement did not keep."""
+        return event.event in CLOSING_EVENTS and History.of_dropped_answer(event, settled)
 
     @property
     def seal(self) -> Event | None:

@@ -200,11 +200,19 @@ def _timelines(ws: Workspace, state_decisions: dict[str, Decision]) -> dict[str,
     for decision_id, known in ws.histories_by_id().items():
         record = record_history(ws, known, state_decisions.get(decision_id))
         line = _Timeline(decision_id)
-        line.asked = _of_text(record.versions, ("asked",))
-        line.ruling = _of_text([v for v in record.versions if v.decision and v.decision.status is Status.RULED],
+        # Where the owner settled a conflict, what the settlement kept is what stood: not an answer it dropped,
+        # nor a closing it did not keep
+        settled, closing = known.settled, known.closing
+        versions = [v for v in record.versions if not known.of_dropped_answer(v.event, settled)]
+        line.asked = _of_text(versions, ("asked",))
+        line.ruling = _of_text([v for v in versions if v.decision and v.decision.status is Status.RULED],
                                RULING_TEXT_EVENTS)
-        line.ruled_event = next((v.event for v in record.versions if v.event.event in ("ruled", "sealed")), None)
-        line.ended = next((v for v in record.versions if v.event.event in ("superseded", "retracted")), None)
+        line.ruled_event = next((v.event for v in versions if v.event.event in ("ruled", "sealed")), None)
+        line.ended = next((v for v in versions if v.event.event in ("superseded", "retracted")
+                           and (settled is None or settled.outcome == Status.RULED.value or v.event is closing)),
+                          None)
+        if settled is not None and settled.outcome == Status.WITHDRAWN.value:  # kept the withdrawal
+            line.ruling = line.ruled_event = None
         line.withdrawn = next((v for v in record.versions if v.event.event == "withdrawn"), None)
         timelines[decision_id] = line
     return timelines
