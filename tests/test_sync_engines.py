@@ -284,6 +284,30 @@ def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_is_a_new_pro
     assert "Thursdays at eight" in next((a.root / "Decisions").glob(f"{second[0]} *.md")).read_text()
 
 
+def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_and_kept_is_proposed_anew(tmp_path) -> None:
+    """Its first revision withdrawn (its note kept), the same edit typed into the sealed ruling again later is
+    a new proposal: an open revision, not only a restore naming the withdrawn one (found by an independent
+    review)."""
+    _, (a,) = devices(tmp_path, "syncthing", count=1)
+    code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
+                   "--source", "chat")
+    assert code == 0, out
+    ruling = new_id(out)
+    edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
+    watch(a)
+    first = next(i for i, status in ruling_ids(a).items() if status == "open")
+    code, out = vt(a, "withdraw", first, "--reason", "Not now: the owner will think about it again later.")
+    assert code == 0, out
+    time.sleep(1.05 - time.time() % 1)  # the ledger's times are whole seconds: the edit is saved after
+    edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")  # proposed again
+    assert vt(a, "watch", "--once")[0] == 0  # (its save time kept: `watch` here would move it back)
+    statuses = ruling_ids(a)
+    again = [i for i, status in statuses.items() if status == "open"]
+    assert len(again) == 1 and again[0] != first and statuses[first] == "withdrawn", statuses
+    assert "Wednesdays at ten" in next((a.root / "Decisions").glob(f"{again[0]} *.md")).read_text()
+    assert "Tuesdays at nine" in next((a.root / "Decisions").glob(f"{ruling} *.md")).read_text()  # restored
+
+
 def test_obsidian_sync_carries_no_hidden_folder_so_the_record_is_not_in_one(tmp_path) -> None:
     cloud, (a, b) = devices(tmp_path, "obsidian-sync")
     assert not (b.root / ".vault-tools" / "ledger.jsonl").exists()

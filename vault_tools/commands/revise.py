@@ -56,10 +56,14 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
                   hash=seal_hash(decision, state.resolver(), ws.tz), text=typed, record=history.record)
     as_revision = not (seal_holds(ws, state, decision, seal) and decision.id == sealed_id)
     # The same edit already made a revision (on this device, or on another one that a sync engine brought it
-    # from before this one's watcher saw it): it is only restored.
-    # (Of twins, the one every device keeps: see `merge_twin_revisions`.)
+    # from before this one's watcher saw it): it is only restored. (Of twins, the one every device keeps: see
+    # `merge_twin_revisions`.) Not a revision closed before this edit was saved: typing the same text again
+    # after it was withdrawn or answered proposes it anew.
+    known = ws.histories()
+    saved = _saved_at(note)
     already = min((e for e in history.events if e.event == "edit-rejected" and e.hash == event.hash and e.successor
-                   and (state.get(e.successor) is not None or _made_elsewhere(ws, e.successor))),
+                   and (state.get(e.successor) is not None or _made_elsewhere(ws, e.successor))
+                   and not _closed_before(latest_with_id(known, e.successor), saved)),
                   key=event_key, default=None)
     if as_revision and already is not None and already.successor:
         found = state.get(already.successor)
@@ -74,6 +78,21 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
         return RejectedEdit(kept_in, as_revision, restored=False)
     notes.write_atomic(path, _restored_text(history, note).encode("utf-8"))
     return RejectedEdit(kept_in, as_revision, restored=True)
+
+
+def _saved_at(note: notes.Note) -> str | None:
+    """When the note's file was last saved, as the ledger writes times; None when it cannot be told."""
+    try:
+        return utc_stamp(dt.datetime.fromtimestamp(note.path.stat().st_mtime, dt.UTC))
+    except OSError:
+        return None
+
+
+def _closed_before(record: History | None, moment: str | None) -> bool:
+    """Whether the revision `record` was closed (answered, withdrawn) before `moment` (a ledger time)."""
+    if record is None or moment is None or _is_open(record):
+        return False
+    return any(e.event in STATUS_AFTER and e.event != "asked" and e.at < moment for e in record.events)
 
 
 def _made_elsewhere(ws: Workspace, revision_id: str) -> bool:
