@@ -111,6 +111,18 @@ def _words(text: str) -> tuple[str, str]:
     return json.dumps(data, sort_keys=True, default=str), note.body
 
 
+def answered_on_a(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Clone, Clone, Clone, str]:
+    """Three clones; a question asked on A, pulled by B, then answered on A: (a, b, c, the question)."""
+    origin = make_origin(tmp_path, capsys)
+    a, b, c = (clone(origin, name) for name in "ABC")
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    a.commit("answered on A")
+    return a, b, c, question
+
+
 def answer_choice(clone: Clone, words: str) -> str:
     """The `--keep` choice of the clone's first conflict whose answer holds `words`."""
     conflict = json.loads(clone.vt("context", "--json")[1])["conflicts"][0]
@@ -280,7 +292,8 @@ def test_two_rulings_superseding_one_ruling_are_kept_as_a_conflict_then_settled(
     check_invariants(b, before)
 
 
-def test_ruled_here_withdrawn_there_is_a_conflict_shown_in_context_and_settled(two):
+@pytest.mark.parametrize("keep", ["ruled", "withdrawn"])
+def test_ruled_here_withdrawn_there_is_a_conflict_shown_in_context_and_settled(two, keep):
     a, b = two
     a.ask("Should we start a podcast alongside the newsletter?", "podcast")
     a.commit("asked")
@@ -296,11 +309,17 @@ def test_ruled_here_withdrawn_there_is_a_conflict_shown_in_context_and_settled(t
     context = b.vt("context")[1]
     assert "No podcast this year" in context and "withdrawn on another" in context
     assert b.vt("rule", question, "--summary", "Another ruling written over the conflict.", expect=3)
-    b.vt("settle", question, "--keep", "ruled", "--reason", "The owner did decide: no podcast this year.")
+    b.vt("settle", question, "--keep", keep, "--reason", "The owner did decide: what stands is what is kept.")
     b.commit("settled")
     check_invariants(b, before)
     ruling = json.loads(b.vt("lookup", "podcast", "--json")[1])
-    assert [r["summary"] for r in ruling] == ["No podcast this year; revisit at ten thousand subscribers."]
+    in_force = {d["id"] for d in json.loads(b.vt("as-of", "2099-01-01", "--json")[1])}
+    if keep == "ruled":
+        assert [r["summary"] for r in ruling] == ["No podcast this year; revisit at ten thousand subscribers."]
+        assert question in in_force
+    else:  # no ruling stands, now or as of any date
+        assert json.loads(b.vt("show", question, "--json")[1])["status"] == "withdrawn"
+        assert question not in in_force
     a.pull(b)
     check_invariants(a, before)
 
@@ -345,22 +364,6 @@ def test_a_twin_revision_answered_on_one_clone_and_withdrawn_on_another_merges_a
     check_invariants(b, before)
     assert json.loads(b.vt("show", twin, "--json")[1])["status"] == "ruled"
     assert json.loads(b.vt("show", kept, "--json")[1])["status"] == "open"
-
-
-def test_a_withdrawal_kept_over_a_ruling_is_no_ruling_in_force_as_of_any_date(two):
-    a, b = two
-    a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    question = json.loads(b.vt("list", "--status", "open", "--json")[1])[0]["id"]
-    a.rule(question, "--summary", "No podcast this year; revisit at ten thousand subscribers.")
-    a.commit("ruled")
-    b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
-    b.commit("withdrawn")
-    b.pull(a)
-    b.vt("settle", question, "--keep", "withdrawn", "--reason", "The owner never decided on a podcast after all.")
-    assert json.loads(b.vt("show", question, "--json")[1])["status"] == "withdrawn"
-    assert question not in {d["id"] for d in json.loads(b.vt("as-of", "2099-01-01", "--json")[1])}
 
 
 def test_case_only_twins_keep_their_own_text_until_one_is_renumbered(tmp_path, capsys):
@@ -539,13 +542,7 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
     (`retracted`: the answer kept had been retracted on its clone before the first settlement, and is kept
     again; the note and the ledger then agree on that retraction and its reason: found by the randomized
     test, seed 25390.)"""
-    origin = make_origin(tmp_path, capsys)
-    a, b, c = (clone(origin, name) for name in "ABC")
-    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
-    a.commit("answered on A")
+    a, b, c, question = answered_on_a(tmp_path, capsys)
     b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
     if keep == "retracted":
         b.vt("retract", question, "--reason", "Recorded in error: the owner has not decided yet.")
@@ -624,13 +621,7 @@ def test_a_retraction_kept_over_an_answer_its_clone_superseded_is_the_records_cl
     retraction, as the note says, not B's supersession sorting later (lint said the reason differed, VT022,
     and the watcher called the note changed since sealed; found by an independent review). B's successor
     then names a retracted ruling: lint says so (VT011), as docs/several-machines.md tells."""
-    origin = make_origin(tmp_path, capsys)
-    a, b, c = (clone(origin, name) for name in "ABC")
-    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
-    a.commit("answered on A")
+    a, b, c, question = answered_on_a(tmp_path, capsys)
     c.pull(a)
     c.vt("retract", question, "--reason", "Recorded in error on C: the owner never said no podcast.")
     c.commit("retracted on C")

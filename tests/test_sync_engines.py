@@ -161,16 +161,14 @@ def test_two_devices_record_at_the_same_time_and_agree_after_syncing(tmp_path, c
         assert not made, "no conflict copy is left"
 
 
-@pytest.mark.parametrize("carrier", CARRIERS)
-def test_a_twin_revision_answered_on_one_device_while_another_withdraws_it_makes_no_conflict_copy(
-        tmp_path, carrier) -> None:
-    """Both devices' watchers made a revision of one edit; once both revisions met, A's owner answered the one
-    every watcher withdraws (A's watcher had not run), while B's watcher withdrew it. A sync engine keeps a
-    note one device changed and another removed, so B removes the twin's note (in a git clone it is withdrawn
-    in place instead: see tests/test_machines.py): no conflict copy; the ledger asks the owner which stands."""
+def twin_revisions(tmp_path: Path, carrier: str) -> tuple[Cloud, Device, Device, str, str, str]:
+    """Two devices whose watchers each made a revision of one edit of a sealed ruling (the carrier brought the
+    edit to both first), synced since so that both revisions met, no watcher run after: (cloud, a, b, the
+    ruling, the revision every device keeps, its twin)."""
     cloud, (a, b) = devices(tmp_path, carrier)
     code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
                    "--source", "chat")
+    assert code == 0, out
     ruling = new_id(out)
     cloud.settle(a, b)
     edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
@@ -178,9 +176,21 @@ def test_a_twin_revision_answered_on_one_device_while_another_withdraws_it_makes
     cloud.sync(b)
     watch(a)
     watch(b)
-    cloud.settle(a, b)  # both revisions meet; no watcher has run since
+    cloud.settle(a, b)
     rejected = sorted((e for e in Vault(a.root).ledger.read() if e.event == "edit-rejected"), key=event_key)
     kept, twin = dict.fromkeys(e.successor for e in rejected)
+    assert kept is not None and twin is not None
+    return cloud, a, b, ruling, kept, twin
+
+
+@pytest.mark.parametrize("carrier", CARRIERS)
+def test_a_twin_revision_answered_on_one_device_while_another_withdraws_it_makes_no_conflict_copy(
+        tmp_path, carrier) -> None:
+    """Both devices' watchers made a revision of one edit; once both revisions met, A's owner answered the one
+    every watcher withdraws (A's watcher had not run), while B's watcher withdrew it. A sync engine keeps a
+    note one device changed and another removed, so B removes the twin's note (in a git clone it is withdrawn
+    in place instead: see tests/test_machines.py): no conflict copy; the ledger asks the owner which stands."""
+    cloud, a, b, ruling, kept, twin = twin_revisions(tmp_path, carrier)
     code, out = vt(a, "rule", twin, "--summary", "Articles go out on Wednesdays at ten from May.", "--source", "chat",
                    "--reason", "Readers open Wednesday mail more often than Tuesday mail.")
     assert code == 0, out
@@ -219,23 +229,12 @@ def test_a_later_edit_after_twin_revisions_goes_to_the_revision_kept(tmp_path) -
     the withdrawn twin's line last. Which line sorts last depends on the devices' random tags and record ids:
     the set-up is made again (at most 12 times, each a 1-in-2 chance) until it does."""
     for attempt in range(12):
-        cloud, (a, b) = devices(tmp_path / str(attempt), "syncthing")
-        code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
-                       "--source", "chat")
-        assert code == 0, out
-        ruling = new_id(out)
-        cloud.settle(a, b)
-        edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
-        cloud.sync(a)
-        cloud.sync(b)
-        watch(a)
-        watch(b)
+        cloud, a, b, ruling, kept, _ = twin_revisions(tmp_path / str(attempt), "syncthing")
         for _ in range(2):
-            cloud.settle(a, b)
             watch(a)
             watch(b)
+            cloud.settle(a, b)
         rejected = [e for e in Vault(a.root).ledger.read() if e.event == "edit-rejected"]
-        kept = min(rejected, key=event_key).successor
         if rejected[-1].successor != kept:
             break
     else:
@@ -249,22 +248,29 @@ def test_a_later_edit_after_twin_revisions_goes_to_the_revision_kept(tmp_path) -
     assert "Wednesdays at ten" in revision and "Thursdays at eight" in revision
 
 
+def withdrawn_revision(tmp_path: Path) -> tuple[Device, str, str]:
+    """One device: a sealed ruling, an edit of it turned into a revision, which the owner withdrew: (the device,
+    the ruling, the revision)."""
+    _, (a,) = devices(tmp_path, "syncthing", count=1)
+    code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
+                   "--source", "chat")
+    assert code == 0, out
+    ruling = new_id(out)
+    edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
+    watch(a)
+    revision = next(i for i, status in ruling_ids(a).items() if status == "open")
+    code, out = vt(a, "withdraw", revision, "--reason", "Not now: the owner will think about it again later.")
+    assert code == 0, out
+    return a, ruling, revision
+
+
 def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_is_a_new_proposal(tmp_path) -> None:
     """An edit of a sealed ruling made revision R1, which the owner withdrew and deleted; the owner types the
     same edit again: R2. R2 is no twin of R1 (R1 was closed before R2 was asked), so it stays open, and a
     later edit is added to it, whichever of R1 and R2 sorts first by checksum (twins keep the first: the
     set-up is made again until R1 does; found by an independent review)."""
     for attempt in range(12):
-        _, (a,) = devices(tmp_path / str(attempt), "syncthing", count=1)
-        code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
-                       "--source", "chat")
-        assert code == 0, out
-        ruling = new_id(out)
-        edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
-        watch(a)
-        first = next(i for i, status in ruling_ids(a).items() if status == "open")
-        code, out = vt(a, "withdraw", first, "--reason", "Not now: the owner will think about it again later.")
-        assert code == 0, out
+        a, ruling, first = withdrawn_revision(tmp_path / str(attempt))
         next((a.root / "Decisions").glob(f"{first} *.md")).unlink()
         edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")  # the same edit once more
         watch(a)
@@ -288,16 +294,7 @@ def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_and_kept_is_
     """Its first revision withdrawn (its note kept), the same edit typed into the sealed ruling again later is
     a new proposal: an open revision, not only a restore naming the withdrawn one (found by an independent
     review)."""
-    _, (a,) = devices(tmp_path, "syncthing", count=1)
-    code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
-                   "--source", "chat")
-    assert code == 0, out
-    ruling = new_id(out)
-    edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
-    watch(a)
-    first = next(i for i, status in ruling_ids(a).items() if status == "open")
-    code, out = vt(a, "withdraw", first, "--reason", "Not now: the owner will think about it again later.")
-    assert code == 0, out
+    a, ruling, first = withdrawn_revision(tmp_path)
     time.sleep(1.05 - time.time() % 1)  # the ledger's times are whole seconds: the edit is saved after
     edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")  # proposed again
     assert vt(a, "watch", "--once")[0] == 0  # (its save time kept: `watch` here would move it back)

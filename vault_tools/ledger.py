@@ -1021,32 +1021,31 @@ def _same_answer(event: Event, settled: Event | None) -> bool:
     return mine is not None and mine == kept
 
 
-@functools.lru_cache(maxsize=256)
 def _answer_of(text: str | None) -> tuple[str, str, str] | None:
-    if not text:
-        return None
-    from .notes import parse_text  # only a settled conflict needs to read a sealed text
-
-    try:
-        data = parse_text(text.removeprefix("\ufeff"), Path("sealed.md")).data
-    except Exception:  # a text that cannot be read is no answer to compare
-        return None
-    if not hasattr(data, "get") or data.get("summary") is None:
+    data = _properties_of(text)
+    if data is None or data.get("summary") is None:
         return None
     return str(data.get("summary")), str(data.get("ruled_at")), str(data.get("ruled_by"))
 
 
 def _summary_of(text: str | None) -> str | None:
+    data = _properties_of(text)
+    summary = data.get("summary") if data is not None else None
+    return str(summary) if summary is not None else None
+
+
+@functools.lru_cache(maxsize=256)
+def _properties_of(text: str | None) -> Mapping[str, Any] | None:
+    """The properties of a text an event holds; None when it has none that can be read."""
     if not text:
         return None
-    from .notes import parse_text  # only a conflict needs to read a sealed text
+    from .notes import parse_text  # only a conflict, or a settled one, needs to read a sealed text
 
     try:
         data = parse_text(text.removeprefix("\ufeff"), Path("sealed.md")).data
-    except Exception:  # a text that cannot be read has no summary to show
+    except Exception:  # a text that cannot be read has no properties to compare or show
         return None
-    summary = data.get("summary") if hasattr(data, "get") else None
-    return str(summary) if summary is not None else None
+    return data if hasattr(data, "get") else None
 
 
 def seal_text_without_bom(history: History) -> str:
