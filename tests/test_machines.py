@@ -366,6 +366,30 @@ def test_a_twin_revision_answered_on_one_clone_and_withdrawn_on_another_merges_a
     assert json.loads(b.vt("show", kept, "--json")[1])["status"] == "open"
 
 
+@pytest.mark.parametrize("order", ["a-b"])
+@pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
+def test_a_ruling_kept_by_a_settlement_and_retracted_where_it_was_made_ends_retracted(tmp_path, capsys, rebase,
+                                                                                       order):
+    """A answered a question, B withdrew it; C settled for A's ruling, while A, not knowing of the
+    settlement, retracted that same ruling. The ruling kept was retracted: note and ledger both say so once C
+    pulls A. (`make soak`, seed 23483, on a loaded machine, once ended with the note holding the settled
+    ruling while the ledger said retracted, after a longer history of merges than this one; not reproduced
+    here yet.)"""
+    a, b, c, question = answered_on_a(tmp_path, capsys)
+    b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
+    b.commit("withdrawn on B")
+    for other in ((a, b) if order == "a-b" else (b, a)):
+        c.pull(other)
+    c.vt("settle", question, "--keep", "ruled", "--reason", "The owner did decide: no podcast this year.")
+    c.commit("settled on C")
+    a.vt("retract", question, "--reason", "Recorded in error: the owner has not decided yet.")
+    a.commit("retracted on A")
+    before = [a.decision_texts(), c.decision_texts()]
+    c.pull(a, rebase=rebase)
+    check_invariants(c, before)
+    assert json.loads(c.vt("show", question, "--json")[1])["status"] == "retracted"
+
+
 def test_case_only_twins_keep_their_own_text_until_one_is_renumbered(tmp_path, capsys):
     if sys.platform in ("darwin", "win32"):
         pytest.skip("two names differing only in case cannot exist on this file system")
