@@ -856,6 +856,26 @@ def test_gits_merge_driver_answers_without_the_command_line_and_merges_as_it_doe
     assert "<<<<<<< ours" in merged["clash"] and "What belongs in the footer?" in merged["clash"]
 
 
+def test_a_ruling_and_its_own_retraction_merge_to_the_retraction_whichever_side_holds_it(tmp_path):
+    """A rebase copied the commit that ruled, so the merge's base is the open question and both sides look
+    moved on: this clone holds the ruling (a settlement kept it), the other retracted that same ruling. The
+    retraction came later, as the merged ledger says: the note is retracted on either side of the merge
+    (it kept this clone's ruling while the ledger said retracted; found by `make soak`, seed 23483)."""
+    from vault_tools.commands.gitmerge import merge_note
+
+    head = "---\ntype: decision\nid: D-0003\nstatus: {status}\ntopics: [podcast]\nsummary: {summary}\n"
+    question = head.format(status="open", summary="Should we start a podcast?") + "---\n## Question\n\nWhen?\n"
+    ruled = head.format(status="ruled", summary="No podcast this year.") + \
+        "ruled_at: 2026-12-03T10:00:00\nruled_by: owner\nsource: chat\n---\n## Question\n\nWhen?\n"
+    retracted = ruled.replace("status: ruled", "status: retracted").replace(
+        "source: chat\n", "source: chat\nreason: Recorded in error, the owner has not decided yet.\n")
+    for name, (mine, other) in {"ours-ruled": (ruled, retracted), "ours-retracted": (retracted, ruled)}.items():
+        paths = [write(tmp_path / name / f"{part}.md", text)
+                 for part, text in (("base", question), ("ours", mine), ("theirs", other))]
+        assert merge_note(*paths, "Decisions/D-0003 Podcast.md") == 0, name
+        assert paths[1].read_text(encoding="utf-8") == retracted, name
+
+
 def test_one_closing_with_two_reasons_merges_to_this_clones_reason_and_other_edits_still_clash(tmp_path):
     """Two clones retracted one ruling with different reasons, then a rebase replays one clone's later commit
     over the other's: the note is retracted on every side and only its `reason` differs. The note keeps this

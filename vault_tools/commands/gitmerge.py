@@ -7,7 +7,9 @@ this clone's lines are kept in the note, and the ledger, merged by line union, h
 the text each clone wrote, which `lint`, the pages and `context` show as
 a conflict for the owner to settle. The same holds where both closed it the same way with different reasons
 (two retractions; a rebase replaying one clone's commit over the other's meets it after the ledger's
-conflict was settled). The note always holds one outcome whole (`_one_outcome`). Where both hold another
+conflict was settled). Where one side holds a ruling and the other that very ruling retracted or superseded
+(a rebase copied the ruling's commit, so both look moved on from the open question), the closing is
+the later step and is kept. The note always holds one outcome whole (`_one_outcome`). Where both hold another
 ruling (two settlements, each keeping its own answer), the answer's own lines that both changed are this
 clone's; every other line merges as git merges it. Any other
 conflict is left to the owner, with git's markers.
@@ -72,7 +74,19 @@ def _one_outcome(merged: bytes, ours: notes.Note, theirs: notes.Note, base: note
         changed = {key for key in side.data if is_ledger_property(str(key))
                    and (base is None or side.data.get(key) != base.data.get(key))}
         return _aligned(merged, side, other, {*CLOSING_FIELDS, *changed})
-    return _aligned(merged, ours, theirs, {key for key in (*ours.data, *theirs.data) if is_ledger_property(str(key))})
+    ledger_keys = {key for key in (*ours.data, *theirs.data) if is_ledger_property(str(key))}
+    if _closes(theirs, ours):  # the other side closed the very ruling this side holds: that came later
+        return _aligned(merged, theirs, ours, ledger_keys)
+    return _aligned(merged, ours, theirs, ledger_keys)
+
+
+def _closes(closing: notes.Note, ruling: notes.Note) -> bool:
+    """Whether `closing` is `ruling` superseded or retracted: the same answer (summary, ruled_at, ruled_by),
+    one step on. Seen where a rebase copied the ruling's commit, so the merge's base is the open question
+    and both sides look moved on: a settlement kept the ruling on one clone, its own clone retracted it."""
+    return ruling.data.get("status") == "ruled" and closing.data.get("status") in ("superseded", "retracted") \
+        and all(closing.data.get(key) == ruling.data.get(key) and ruling.data.get(key) is not None
+                for key in ("summary", "ruled_at", "ruled_by"))
 
 
 # What an answer kept by `settle` holds in its properties besides what the question had
