@@ -70,7 +70,19 @@ class Clone:
         mode = "--rebase" if rebase else "--no-rebase"
         done = subprocess.run(["git", "pull", "-q", mode, "--no-edit", str(other.root), "main"], cwd=self.root,
                               capture_output=True, text=True, env=git_env(), timeout=120)
-        assert done.returncode == 0, f"git pull stopped: {done.stdout}{done.stderr}"
+        assert done.returncode == 0, f"git pull stopped: {done.stdout}{done.stderr}{self.unmerged()}"
+
+    def unmerged(self) -> str:
+        """The three sides (base, ours, theirs) of each file a stopped merge left unmerged, to say why."""
+        listed = subprocess.run(["git", "diff", "--name-only", "--diff-filter=U"], cwd=self.root,
+                                capture_output=True, text=True, env=git_env(), timeout=60).stdout.split("\n")
+        said = []
+        for path in filter(None, listed):
+            for stage, side in (("1", "base"), ("2", "ours"), ("3", "theirs")):
+                shown = subprocess.run(["git", "show", f":{stage}:{path}"], cwd=self.root, capture_output=True,
+                                       text=True, env=git_env(), timeout=60)
+                said.append(f"\n--- {side} of {path}:\n{shown.stdout if shown.returncode == 0 else '(none)'}")
+        return "".join(said)
         self.vt("watch", "--once")
         self.commit("after pull")
 
