@@ -71,6 +71,8 @@ class Clone:
         done = subprocess.run(["git", "pull", "-q", mode, "--no-edit", str(other.root), "main"], cwd=self.root,
                               capture_output=True, text=True, env=git_env(), timeout=120)
         assert done.returncode == 0, f"git pull stopped: {done.stdout}{done.stderr}{self.unmerged()}"
+        self.vt("watch", "--once")
+        self.commit("after pull")
 
     def unmerged(self) -> str:
         """The three sides (base, ours, theirs) of each file a stopped merge left unmerged, to say why."""
@@ -83,8 +85,6 @@ class Clone:
                                        text=True, env=git_env(), timeout=60)
                 said.append(f"\n--- {side} of {path}:\n{shown.stdout if shown.returncode == 0 else '(none)'}")
         return "".join(said)
-        self.vt("watch", "--once")
-        self.commit("after pull")
 
     def decision_texts(self) -> dict[str, str]:
         state = Vault(self.root).load()
