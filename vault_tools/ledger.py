@@ -25,7 +25,17 @@ from typing import Any, BinaryIO, NamedTuple, Protocol, TypeVar
 
 from .dates import instant
 from .errors import InconsistentVault
-from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Resolve, Status, leading_id, link_target, name_key
+from .model import (
+    SEALED_FIELDS,
+    SEALED_WHEN_SET,
+    Decision,
+    Resolve,
+    Status,
+    answer_of,
+    leading_id,
+    link_target,
+    name_key,
+)
 from .notes import StatKey, stat_key
 
 LEDGER_FILE = "ledger.jsonl"
@@ -1017,15 +1027,9 @@ def _same_answer(event: Event, settled: Event | None) -> bool:
     answer (summary, ruled_at, ruled_by). Two clones' answers differ in those."""
     if settled is None:
         return False
-    mine, kept = _answer_of(event.text), _answer_of(settled.text)
-    return mine is not None and mine == kept
-
-
-def _answer_of(text: str | None) -> tuple[str, str, str] | None:
-    data = _properties_of(text)
-    if data is None or data.get("summary") is None:
-        return None
-    return str(data.get("summary")), str(data.get("ruled_at")), str(data.get("ruled_by"))
+    mine, kept = (_properties_of(e.text) for e in (event, settled))
+    answer = answer_of(mine) if mine is not None else None
+    return answer is not None and kept is not None and answer == answer_of(kept)
 
 
 def _summary_of(text: str | None) -> str | None:

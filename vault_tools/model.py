@@ -79,6 +79,15 @@ SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "r
 SEALED_WHEN_SET = frozenset({"alongside", "terms", "scope"})
 
 
+def answer_of(data: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """What tells one answer to a question from another, whatever became of it since (sealed, related to
+    other rulings, renumbered, superseded, retracted): its summary, ruled_at and ruled_by. None without a
+    summary. Two clones answering one question never write all three alike."""
+    if data.get("summary") is None:
+        return None
+    return str(data.get("summary")), str(data.get("ruled_at")), str(data.get("ruled_by"))
+
+
 def is_ledger_property(name: str) -> bool:
     """A property the ledger gives a meaning to (a known field or a term), as opposed to the owner's own."""
     return name in KNOWN_FIELDS or name.startswith(TERM_PREFIX)

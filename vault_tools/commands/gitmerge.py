@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import notes
 from ..errors import NoteError
-from ..model import KNOWN_FIELDS, is_ledger_property
+from ..model import KNOWN_FIELDS, answer_of, is_ledger_property
 
 _PROPERTY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:")
 _LIST_ITEM = re.compile(r"^\s*- ")
@@ -84,9 +84,9 @@ def _closes(closing: notes.Note, ruling: notes.Note) -> bool:
     """Whether `closing` is `ruling` superseded or retracted: the same answer (summary, ruled_at, ruled_by),
     one step on. Seen where a rebase copied the ruling's commit, so the merge's base is the open question
     and both sides look moved on: a settlement kept the ruling on one clone, its own clone retracted it."""
+    answer = answer_of(ruling.data)
     return ruling.data.get("status") == "ruled" and closing.data.get("status") in ("superseded", "retracted") \
-        and all(closing.data.get(key) == ruling.data.get(key) and ruling.data.get(key) is not None
-                for key in ("summary", "ruled_at", "ruled_by"))
+        and answer is not None and answer_of(closing.data) == answer
 
 
 # What an answer kept by `settle` holds in its properties besides what the question had
@@ -99,9 +99,9 @@ def _two_rulings(ours: notes.Note | None, theirs: notes.Note | None, base: notes
     Only their answer's own lines, where both sides changed them, are taken from this clone."""
     if ours is None or theirs is None or base is None:
         return False
-    answers = [(note.data.get("summary"), note.data.get("ruled_at"), note.data.get("ruled_by")) for note in (ours, theirs, base)]
+    answers = [answer_of(note.data) for note in (ours, theirs, base)]
     return ours.data.get("status") == theirs.data.get("status") == base.data.get("status") == "ruled" and \
-        len(set(map(repr, answers))) == 3
+        len(set(answers)) == 3
 
 
 def _lifecycle_only(lines: list[bytes], fields: frozenset[str] = KNOWN_FIELDS, lists: bool = True) -> bool:
