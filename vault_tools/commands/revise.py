@@ -63,7 +63,7 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
     saved = _saved_at(note)
     already = min((e for e in history.events if e.event == "edit-rejected" and e.hash == event.hash and e.successor
                    and (state.get(e.successor) is not None or _made_elsewhere(ws, e.successor))
-                   and not _closed_before(latest_with_id(known, e.successor), saved)),
+                   and not (saved and _closed(latest_with_id(known, e.successor), lambda c: c.at < saved))),
                   key=event_key, default=None)
     if as_revision and already is not None and already.successor:
         found = state.get(already.successor)
@@ -88,11 +88,10 @@ def _saved_at(note: notes.Note) -> str | None:
         return None
 
 
-def _closed_before(record: History | None, moment: str | None) -> bool:
-    """Whether the revision `record` was closed (answered, withdrawn) before `moment` (a ledger time)."""
-    if record is None or moment is None or _is_open(record):
-        return False
-    return any(e.event in STATUS_AFTER and e.event != "asked" and e.at < moment for e in record.events)
+def _closed(record: History | None, before: Callable[[Event], bool]) -> bool:
+    """Whether the revision `record` was closed (answered, withdrawn) by an event for which `before` holds."""
+    return record is not None and not _is_open(record) and \
+        any(e.event in STATUS_AFTER and e.event != "asked" and before(e) for e in record.events)
 
 
 def _made_elsewhere(ws: Workspace, revision_id: str) -> bool:
@@ -191,11 +190,9 @@ def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, st
 def _closed_before_asked(known: dict[str, History], kept: str, other: str) -> bool:
     """Whether the revision `kept` was closed (answered, withdrawn) before `other` was asked: then `other`
     is no twin made at the same time but the same edit proposed again."""
-    kept_record, other_record = latest_with_id(known, kept), latest_with_id(known, other)
+    other_record = latest_with_id(known, other)
     asked = next((e for e in other_record.events if e.event == "asked"), None) if other_record else None
-    if kept_record is None or asked is None:
-        return False
-    return any(e.event in STATUS_AFTER and e.event != "asked" and _before(e, asked) for e in kept_record.events)
+    return asked is not None and _closed(latest_with_id(known, kept), lambda closing: _before(closing, asked))
 
 
 def _before(first: Event, then: Event) -> bool:
