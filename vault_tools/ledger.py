@@ -130,7 +130,10 @@ def _event_of(data: dict[str, Any], number: int, source: str | None) -> Event:
 
 
 def _canonical(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(data)
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # made once: one per line
 
 
 def _checksum(canonical: str) -> str:

@@ -94,12 +94,12 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
             f"{decision.id} was sealed on {lost.at[:10]}, but its `sealed` line is missing from the ledger; "
             "restore the ledger from git or a backup (it is not sealed again from its text as it is now)",
             path=ws.vault.ledger.display_path, line=lost.line)
-    path = ws.vault.path_of(decision)
     stamping: tuple[notes.Note, str] | None = None  # the note as read, and its text once stamped
     if unchanged is not None and decision.ruled_at is not None and decision.ruled_by is not None and \
             decision.path not in state.problems:
         text_on_disk = unchanged  # what `decision` was read from, and valid as it is
     else:
+        path = ws.vault.path_of(decision)
         note = ws.read(path)
         stamps: dict[str, Any] = {}
         if decision.ruled_at is None:

@@ -201,14 +201,15 @@ class Workspace:
             summary = self.summary_of(state, decision)
             return summary.status if summary is not None and summary.conflict is None else None
 
+        statuses = [recorded(decision) for decision in state.decisions]
         # A ruling that took effect, current or superseded since, keeps what it superseded superseded:
         # superseding a ruling before its own `supersedes` were applied never brings back what it replaced.
-        replaced = {target for ruling in state.decisions
-                    if status_in_effect(ruling.status, recorded(ruling), False) in TOOK_EFFECT
+        replaced = {target for ruling, status in zip(state.decisions, statuses, strict=True)
+                    if ruling.supersedes and status_in_effect(ruling.status, status, False) in TOOK_EFFECT
                     for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
         in_effect = []
-        for decision in state.decisions:
-            status = status_in_effect(decision.status, recorded(decision), decision.id in replaced)
+        for decision, recorded_status in zip(state.decisions, statuses, strict=True):
+            status = status_in_effect(decision.status, recorded_status, decision.id in replaced)
             in_effect.append(decision if status is decision.status else replace(decision, status=status))
         state.derived["in_effect"] = in_effect
         return in_effect
