@@ -2,6 +2,7 @@
 
     python benchmarks/run.py [--sizes 1000,10000,50000] [--repeat 3] [--saves 50]
                              [--context-sizes 10,100,1000,10000] [--only-context]
+                             [--reconcile 10000,50000] [--only-reconcile]
 
 First, start-up: a bare `python -c pass`, the same importing yaml, sqlite3 and json (a
 yardstick), `vault-tools version`, and `vault-tools context` on a vault with no notes (all a
@@ -249,7 +250,7 @@ def measure_hooks(vault: Path, repeat: int) -> dict[str, Measure]:
 def unsealed_vault(size: int, workdir: Path, shared: bool = False) -> tuple[Path, int]:
     """A vault of `size` notes whose rulings are all unsealed and whose ledger is empty, every note left alone
     for an hour (past the debounce and the settle window); and how many rulings it holds."""
-    vault = workdir / f"unsealed-{size}"
+    vault = workdir / f"unsealed-{size}{'-shared' if shared else ''}"
     subprocess.run([sys.executable, str(Path(__file__).with_name("make_vault.py")), str(vault), "--notes", str(size),
                     "--unsealed", *(["--shared"] if shared else [])], check=True, stdout=subprocess.DEVNULL)
     an_hour_ago = time.time() - 3600
@@ -262,20 +263,31 @@ def unsealed_vault(size: int, workdir: Path, shared: bool = False) -> tuple[Path
 
 
 class FreshCopy:
-    """Before each run: a new copy of the unsealed vault, its note cache filled by a `build` (as on a vault
-    in use), past the cache's racy window."""
+    """Before each run: a new copy of the unsealed vault in a folder of its own, written out to disk, its note
+    cache filled by a `build` (as on a vault in use), past the cache's racy window.
+
+    No copy is removed before the benchmark ends (they go with its work folder: about 2.5 GB by then). On
+    ext4 without a journal (this project's build machines), a new file skips every inode freed in the last
+    5 s, or 300 s while the inode's table block is not yet written back, looking at each on its way (the
+    kernel's `recently_deleted`): the previous copy of 50,000 notes removed just before made each note the
+    reconcile wrote cost 0.4 ms instead of 0.03 ms (0.36 s of a 2 s run), which a vault in use does not see.
+    The copy is synced before the runs: its pages still being written back slowed both unevenly."""
 
     def __init__(self, source: Path, target: Path) -> None:
         self.source = source
         self.target = target
+        self.copies = 0
 
-    def __call__(self) -> None:
-        shutil.rmtree(self.target, ignore_errors=True)
-        shutil.copytree(self.source, self.target, symlinks=True)
+    def __call__(self) -> Path:
+        self.copies += 1
+        copy = self.target.with_name(f"{self.target.name}-{self.copies}")
+        shutil.copytree(self.source, copy, symlinks=True)
+        os.sync()
         time.sleep(2.1)
         # exit 1 on the large vaults (their open-question backlog is over the pages' budget): the cache is filled
-        subprocess.run([*VAULT_TOOLS, "build", "--vault", str(self.target)], stdout=subprocess.DEVNULL,
+        subprocess.run([*VAULT_TOOLS, "build", "--vault", str(copy)], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
+        return copy
 
 
 def cpu_seconds(pid: int) -> float:
@@ -317,11 +329,10 @@ def measure_reconcile(size: int, repeat: int, idle_seconds: float, workdir: Path
     """`watch --once` on fresh copies of an unsealed vault of `size` notes, each run paired with a warm `build`
     of the same copy just before it (the ratio is taken pair by pair); then the watcher's CPU while idle."""
     source, rulings = unsealed_vault(size, workdir, shared)
-    copy = workdir / f"unsealed-{size}-run"
-    fresh = FreshCopy(source, copy)
+    fresh = FreshCopy(source, source.with_name(f"{source.name}-run"))
     build, once, cpu_ratios = Measure(), Measure(), []
     for _ in range(repeat):
-        fresh()
+        copy = fresh()
         for result, args, expect in ((build, [*VAULT_TOOLS, "build", "--vault", str(copy)], None),
                                      (once, [*VAULT_TOOLS, "watch", "--once", "--vault", str(copy)], 0)):
             seconds, peak, cpu = timed(args, expect=expect)
@@ -333,11 +344,8 @@ def measure_reconcile(size: int, repeat: int, idle_seconds: float, workdir: Path
     found: dict[str, object] = {"rulings": rulings, "build": build, "once": once,
                                 "cpu_ratio": statistics.median(cpu_ratios), "shared": shared}
     if idle_seconds:
-        fresh()
-        found["idle"] = idle_cpu(copy, idle_seconds)
-    shutil.rmtree(copy, ignore_errors=True)
-    shutil.rmtree(source, ignore_errors=True)
-    return found
+        found["idle"] = idle_cpu(fresh(), idle_seconds)
+    return found  # the copies go with the work folder, at the very end (see `FreshCopy`)
 
 
 def reconcile_table(size: int, found: dict[str, object]) -> str:
@@ -570,6 +578,16 @@ def context_table(sizes: list[int], workdir: Path) -> str:
     return "\n".join(lines)
 
 
+def reconcile_tables(size: int, args: argparse.Namespace, workdir: Path) -> None:
+    """The reconcile's tables at `size`: in the hidden layout, with the idle watcher, then in the shared one."""
+    found = measure_reconcile(size, args.repeat, args.idle_seconds, workdir)
+    found["idle_seconds"] = args.idle_seconds
+    print()
+    print(reconcile_table(size, found), flush=True)
+    print()
+    print(reconcile_table(size, measure_reconcile(size, args.repeat, 0, workdir, shared=True)), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
@@ -579,6 +597,8 @@ def main() -> None:
     parser.add_argument("--only-context", action="store_true", help="only the table of what the agent reads")
     parser.add_argument("--reconcile", default="10000,50000",
                         help="sizes (among --sizes) at which to time watch --once on an unsealed vault ('' for none)")
+    parser.add_argument("--only-reconcile", action="store_true",
+                        help="only the reconcile tables (at the --reconcile sizes)")
     parser.add_argument("--idle-seconds", type=float, default=30, help="how long to measure the idle watcher's CPU")
     args = parser.parse_args()
     sizes = [] if args.only_context else [int(size) for size in args.sizes.split(",")]
@@ -590,19 +610,17 @@ def main() -> None:
     compileall.compile_dir(Path(__file__).resolve().parents[1] / "vault_tools", quiet=1)
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:
-        reconcile_sizes = {int(size) for size in args.reconcile.split(",") if size}
+        reconcile_sizes = [int(size) for size in args.reconcile.split(",") if size]
+        if args.only_reconcile:
+            sizes, context_sizes = [], []
+            for size in reconcile_sizes:
+                reconcile_tables(size, args, Path(workdir))
         started = start_up(Path(workdir), max(args.repeat, 11)) if sizes else {}
         for size in sizes:
             all_results[size] = run_size(size, args.repeat, args.saves, Path(workdir))
             print(table(size, all_results[size]), flush=True)
             if size in reconcile_sizes:
-                found = measure_reconcile(size, args.repeat, args.idle_seconds, Path(workdir))
-                found["idle_seconds"] = args.idle_seconds
-                print()
-                print(reconcile_table(size, found), flush=True)
-                print()
-                print(reconcile_table(size, measure_reconcile(size, args.repeat, 0, Path(workdir), shared=True)),
-                      flush=True)
+                reconcile_tables(size, args, Path(workdir))
         if all_results:
             print()
             print(scaling(all_results))
