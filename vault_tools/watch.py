@@ -545,6 +545,7 @@ class Watcher:
         self.left: list[str] = []  # what the last pass left for later, and why (one line each)
         self.progress: Progress | None = None  # told how far a reconcile of the whole vault has gone
         self._own_writes: dict[str, str] = {}  # relative path -> digest of what we last wrote there
+        self._last_pass = False  # `watch --once`: nothing is watched after this pass
         self._condition = threading.Condition()
         self._stopping = False
         self._observer: Any = None  # a watchdog observer, once started
@@ -671,6 +672,7 @@ class Watcher:
         """Reconcile the whole vault once under the single-watcher lock (`watch --once`); raises what
         stopped it, after it was logged, or `Unfinished` naming what it left for later."""
         self.acquire()
+        self._last_pass = True
         try:
             self.process(everything=True)
         finally:
@@ -772,12 +774,13 @@ class Watcher:
             return actions
         self.last_error = None
         self.left = self._left(result, now)
-        digests = {relative: _digest(self.vault.root / relative) for relative in {*result.touched, *built.written}}
-        self._own_writes.update((relative, digest) for relative, digest in digests.items() if digest)
-        with self._condition:  # the observer reported these writes while they were made: they need no look
-            for relative in result.touched:
-                if digests.get(relative):
-                    self.schedule.debouncer.forget(relative)
+        if not self._last_pass:  # after `watch --once`'s only pass, no event of its own writes comes
+            digests = {rel: _digest(self.vault.root / rel) for rel in {*result.touched, *built.written}}
+            self._own_writes.update((relative, digest) for relative, digest in digests.items() if digest)
+            with self._condition:  # the observer reported these writes while they were made: they need no look
+                for relative in result.touched:
+                    if digests.get(relative):
+                        self.schedule.debouncer.forget(relative)
         if built.written:
             actions.append(Action("pages", None, None, "rebuilt " + ", ".join(built.written)))
         with self._condition:
