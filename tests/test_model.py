@@ -113,3 +113,39 @@ def test_the_ledger_stamp_of_each_moment_is_its_own_second_in_utc():
     ]
     for _ in range(2):
         assert [utc_stamp(moment) for moment, _ in moments] == [stamp for _, stamp in moments]
+
+
+def test_unresolved_overlaps_are_every_pair_of_current_rulings_on_matching_topics_neither_relates():
+    """Which pairs the pages and lint call unresolved, and in what order, against comparing every pair."""
+    import datetime as dt
+    import random
+
+    from vault_tools.model import LinkResolver, newest_first_key, unresolved_overlaps
+    rng = random.Random(11)
+    topics = ["article-footer", "article-footers", "footer-article", "artcle-footer", "pricing", "pricing-sales",
+              "reader-reply", "raeder-reply", "sale-draft", "sael-draft", "newsletter", "archive-policy"]
+    rulings = []
+    for number in range(1, 90):
+        earlier = [d.id for d in rulings]
+        data = {"type": "decision", "id": f"D-{number:04d}", "status": "ruled",
+                "topics": rng.sample(topics, rng.choice([1, 1, 2])), "summary": f"ruling number {number} on it",
+                "ruled_at": f"2026-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}", "ruled_by": "owner",
+                "alongside": rng.sample(earlier, min(len(earlier), rng.choice([0, 0, 1, 3])))}
+        decision, _ = build_decision(data, path=f"D-{number:04d} Ruling.md")
+        assert decision is not None
+        rulings.append(decision)
+    tz = dt.UTC
+    related = {frozenset((d.id, other)) for d in rulings for other in d.alongside}
+    by_age = sorted(rulings, key=lambda d: newest_first_key(d, tz))
+    expected = []
+    for position, newer in enumerate(by_age):
+        for older in by_age[:position]:
+            if frozenset((newer.id, older.id)) in related:
+                continue
+            shared = [topic for topic in sorted(newer.topics) if any(topics_match(topic, t) for t in older.topics)]
+            if shared:
+                expected.append((newer.id, older.id, shared[0]))
+    expected.sort(key=lambda pair: (newest_first_key(next(d for d in rulings if d.id == pair[0]), tz),
+                                    newest_first_key(next(d for d in rulings if d.id == pair[1]), tz)), reverse=True)
+    found = [(o.newer.id, o.older.id, o.topic) for o in unresolved_overlaps(rulings, LinkResolver(rulings), tz)]
+    assert len(found) > 50 and found == expected

@@ -603,6 +603,10 @@ class TopicIndex:
         for signature in self._signatures(topic):
             self._by_signature.setdefault(signature, []).append(topic)
 
+    def topics(self) -> list[str]:
+        """The topics added, in the order they were added."""
+        return list(self._order)
+
     def matches(self, topic: str) -> list[str]:
         """Known topics that match `topic`, in the order they were added."""
         candidates = {known for signature in self._signatures(topic) for known in self._by_signature.get(signature, ())}
@@ -705,21 +709,28 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
     settles = {d.id: settled_topics(d, by_id, resolve) for d in current}
     related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
                if (target := resolve(link) or leading_id(link))}
-    index = TopicIndex()
+    # Each topic's matches among all topics, found once: a ruling meets those of them already settled
+    every = TopicIndex()
+    for topics in settles.values():
+        for topic in topics:
+            every.add(topic)
+    matching = {topic: every.matches(topic) for topic in every.topics()}
     owners: dict[str, list[Decision]] = {}  # topic -> the current rulings settling it, oldest first
+    first_settled: dict[str, int] = {}  # topic -> when a ruling first settled it (the rulings' order)
     found: list[Overlap] = []
     paired: set[tuple[str, str]] = set()
     for newer in current:  # oldest first: each ruling meets those before it
         for topic in sorted(settles[newer.id]):
-            for known in index.matches(topic):
-                for older in owners[known]:
+            known = sorted((match for match in matching[topic] if match in owners), key=first_settled.__getitem__)
+            for match in known:
+                for older in owners[match]:
                     pair = (newer.id, older.id)
                     if older.id == newer.id or pair in paired or pair in related or pair[::-1] in related:
                         continue
                     paired.add(pair)
                     found.append(Overlap(newer, older, topic))
         for topic in settles[newer.id]:
-            index.add(topic)
+            first_settled.setdefault(topic, len(first_settled))
             owners.setdefault(topic, []).append(newer)
     # the newest ruling first, and under it the older rulings newest first
     return sorted(found, key=lambda o: (when[id(o.newer)], when[id(o.older)]), reverse=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import notes
 from ..errors import VaultToolsError
-from ..model import Decision, Status, duplicate_ids
+from ..model import Decision, Status
 from ..vault import VaultState
 from .close import finish_interrupted_close
 from .sealed import matches_ledger, seal_holds
@@ -17,7 +17,7 @@ def pending_chain(ws: Workspace, state: VaultState) -> list[tuple[Decision, Deci
     """(ruling, target) for each sealed ruling, current or superseded since, whose `supersedes`
     names a ruling not marked superseded yet."""
     known = ws.histories()
-    duplicated = duplicate_ids(state.decisions)
+    duplicated = ws.duplicated(state)
     found = []
     for ruling in sorted(state.decisions, key=lambda d: d.order):
         if ruling.status not in TOOK_EFFECT or not ruling.supersedes:
@@ -53,7 +53,7 @@ def finish_interrupted(ws: Workspace) -> tuple[list[str], list[str]]:
 def _one_step(ws: Workspace, done: list[str], failed: dict[str, str]) -> bool:
     state = ws.state()
     known = ws.histories()
-    duplicated = duplicate_ids(state.decisions)
+    duplicated = ws.duplicated(state)
     for decision in sorted(state.decisions, key=lambda d: d.order):
         history = ws.history_of(state, decision, known)
         if history is None or history.seal is None or decision.status not in (Status.SUPERSEDED, Status.RETRACTED):
