@@ -267,10 +267,10 @@ class FreshCopy:
     cache filled by a `build` (as on a vault in use), past the cache's racy window.
 
     No copy is removed before the benchmark ends (they go with its work folder: about 2.5 GB by then). On
-    ext4 without a journal (this project's build machines), a new file skips every inode freed in the last
-    5 s, or 300 s while the inode's table block is not yet written back, looking at each on its way (the
+    ext4 without a journal (this project's build machines), a new file passes over every inode freed in the
+    last minute, or six minutes while the inode's table block is not yet written back, looking each one up (the
     kernel's `recently_deleted`): the previous copy of 50,000 notes removed just before made each note the
-    reconcile wrote cost 0.4 ms instead of 0.03 ms (0.36 s of a 2 s run), which a vault in use does not see.
+    reconcile wrote cost 0.4 ms instead of 0.03 ms (0.4 s of a 2 s run), which a vault in use does not see.
     The copy is synced before the runs: its pages still being written back slowed both unevenly."""
 
     def __init__(self, source: Path, target: Path) -> None:
