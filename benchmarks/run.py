@@ -601,8 +601,8 @@ def main() -> None:
                         help="only the reconcile tables (at the --reconcile sizes)")
     parser.add_argument("--idle-seconds", type=float, default=30, help="how long to measure the idle watcher's CPU")
     args = parser.parse_args()
-    sizes = [] if args.only_context else [int(size) for size in args.sizes.split(",")]
-    context_sizes = [int(size) for size in args.context_sizes.split(",") if size]
+    sizes = [] if args.only_context or args.only_reconcile else [int(size) for size in args.sizes.split(",")]
+    context_sizes = [] if args.only_reconcile else [int(size) for size in args.context_sizes.split(",") if size]
     print(f"# vault-tools benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}{load_average()}")
     print()
@@ -611,10 +611,8 @@ def main() -> None:
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:
         reconcile_sizes = [int(size) for size in args.reconcile.split(",") if size]
-        if args.only_reconcile:
-            sizes, context_sizes = [], []
-            for size in reconcile_sizes:
-                reconcile_tables(size, args, Path(workdir))
+        for size in reconcile_sizes if args.only_reconcile else []:
+            reconcile_tables(size, args, Path(workdir))
         started = start_up(Path(workdir), max(args.repeat, 11)) if sizes else {}
         for size in sizes:
             all_results[size] = run_size(size, args.repeat, args.saves, Path(workdir))

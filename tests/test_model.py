@@ -145,7 +145,8 @@ def test_unresolved_overlaps_are_every_pair_of_current_rulings_on_matching_topic
             shared = [topic for topic in sorted(newer.topics) if any(topics_match(topic, t) for t in older.topics)]
             if shared:
                 expected.append((newer.id, older.id, shared[0]))
-    expected.sort(key=lambda pair: (newest_first_key(next(d for d in rulings if d.id == pair[0]), tz),
-                                    newest_first_key(next(d for d in rulings if d.id == pair[1]), tz)), reverse=True)
+    by_id = {d.id: d for d in rulings}
+    expected.sort(key=lambda pair: (newest_first_key(by_id[pair[0]], tz), newest_first_key(by_id[pair[1]], tz)),
+                  reverse=True)
     found = [(o.newer.id, o.older.id, o.topic) for o in unresolved_overlaps(rulings, LinkResolver(rulings), tz)]
     assert len(found) > 50 and found == expected
