@@ -159,7 +159,9 @@ def main() -> None:
 
     from .agents import hook_module
     agent, event, vault = found
-    text = hook_module(agent).run(event, sys.stdin.read(), Path(vault) if vault is not None else None)
+    given = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "replace")
+    # Bytes that are not UTF-8 become U+FFFD: such input is not JSON, or holds a string the hooks never match.
+    text = hook_module(agent).run(event, given.decode("utf-8", "replace"), Path(vault) if vault is not None else None)
     if text:
         sys.stdout.write(text + "\n")
     sys.exit(0)

@@ -22,13 +22,17 @@ from pathlib import Path
 
 from .errors import InconsistentVault
 from .model import CLONE_TAG_ALPHABET, CLONE_TAG_LENGTH
+from .record_files import (
+    CONFIG_FILE,
+    KEPT_FOLDER,
+    LEDGER_FOLDER,
+    LEDGER_SUFFIX,
+    LEGACY_LEDGER,
+    RECORD_DIR,
+    STATE_DIR,
+    holds_shared_record,
+)
 
-STATE_DIR = ".vault-tools"  # this device's own (hidden; never carried by Obsidian Sync)
-RECORD_DIR = "vault-tools"  # the shared layout's record (visible; carried with the notes)
-CONFIG_FILE = "config.yaml"
-LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
-LEDGER_FOLDER = "ledger"  # the shared layout's ledger: one `<device tag>.jsonl` per device
-LEDGER_SUFFIX = ".jsonl"
 CLONE_FILE = "vault-tools-clone"  # in a git directory: this clone's tag
 DEVICE_FOLDER = "devices"  # under `.vault-tools/` outside git: this device's tag, by where it runs
 
@@ -72,13 +76,10 @@ class Layout:
 
     @property
     def kept_dir(self) -> Path:
-        return self.record_dir / "kept"
+        return self.record_dir / KEPT_FOLDER
 
 
-def is_shared(root: Path) -> bool:
-    """Whether the vault's record is in `vault-tools/` (a folder of that name holding no record is the owner's)."""
-    folder = root / RECORD_DIR
-    return (folder / CONFIG_FILE).is_file() or (folder / LEDGER_FOLDER).is_dir()
+is_shared = holds_shared_record
 
 
 def layout_of(root: Path) -> Layout:

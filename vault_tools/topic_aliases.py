@@ -17,8 +17,8 @@ from typing import Any
 from . import notes
 from .errors import ConfigError
 from .model import TOPIC_PATTERN
+from .record_files import TOPICS_FILE
 
-TOPICS_FILE = "topics.yaml"
 SHOWN = f".vault-tools/{TOPICS_FILE}"
 HEADER = ("# Topics merged by the owner: each alias is read as its topic by ask, lookup, lint and context.\n"
           "# topic: [alias, ...]\n")

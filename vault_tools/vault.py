@@ -24,12 +24,13 @@ from .carriers import ConflictCopy, find_copies
 from .dates import zone
 from .errors import ConfigError, NoteError, VaultToolsError
 from .handover import Receiver, can_fork, free_processors, hand_over, record, widen
-from .layout import CONFIG_FILE as CONFIG_FILE  # re-exported: where the hidden layout keeps it
-from .layout import RECORD_DIR, device_tag, is_shared, layout_of
-from .layout import STATE_DIR as STATE_DIR
+from .layout import device_tag, is_shared, layout_of
 from .ledger import RACY_NANOSECONDS as RACY_NANOSECONDS  # re-exported: the rule every cache keeps
 from .ledger import Ledger
 from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, is_decision_mapping, use_topic_aliases
+from .record_files import CONFIG_FILE as CONFIG_FILE  # re-exported: where the hidden layout keeps it
+from .record_files import RECORD_DIR
+from .record_files import STATE_DIR as STATE_DIR
 from .topic_aliases import load_aliases
 
 CONFIG_CACHE = "cache/config.json"  # in this device's own folder

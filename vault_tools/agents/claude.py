@@ -1,14 +1,15 @@
 """Claude Code hooks: JSON in on stdin, JSON out on stdout, fast, and never in the agent's way by accident.
 
 - session-start: the context an agent loads, as `additionalContext`, within the hook's size bound.
-- pre-tool-use: denies writes to sealed notes, generated pages and the ledger (Write, Edit, MultiEdit,
-  NotebookEdit, and Bash commands that plainly write them), and questions (AskUserQuestion) that the
-  record already answers or already holds open. Everything else passes silently.
+- pre-tool-use: denies writes to the record (Write, Edit, MultiEdit, NotebookEdit, and Bash commands that
+  plainly write, move or remove it: see guard.py), and questions (AskUserQuestion) that the record already
+  answers or already holds open. Everything else passes silently.
 - user-prompt-submit: when the owner's message touches a current ruling, adds it, with the
   instruction to record a superseding ruling if the message changes it.
 
-A hook that cannot read the vault lets the call through with a one-line warning (an agent must not be
-stuck on a broken note), except that a write to a sealed note is always denied. Formats: Claude Code's
+A hook that cannot read the vault, or whose input is not a JSON object, lets the call through with a one-line
+warning (an agent must not be stuck on a broken note), except that a write to a sealed note is always denied;
+an internal error does the same, its traceback in the crash log. Formats: Claude Code's
 hooks reference (see docs/agents.md); output over 10,000 characters is cut by Claude Code, so nothing
 printed here exceeds `CLAUDE_BOUNDS`. Codex and Gemini CLI answer through this module too (codex.py,
 gemini.py), each with its own `Bounds`.
@@ -18,10 +19,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .guard import Guard, bash_write_targets
 
 if TYPE_CHECKING:
     from ..commands.workspace import Workspace
@@ -43,10 +45,6 @@ EVENTS = {"session-start": "SessionStart", "pre-tool-use": "PreToolUse", "user-p
 WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
 QUESTION_TOOL = "AskUserQuestion"
 SCOPE_CONTEXT_CHARS = 2000  # rulings that govern a file: one line each, at most this much context per call
-LEDGER_REL = ".vault-tools/ledger.jsonl"
-SEALABLE_STATUSES = ("ruled", "superseded", "retracted")
-_ID_LINE = re.compile(r"""^id:[ \t]*["']?(D-\d+(?:-[0-9a-z]{2,8})?)["']?[ \t]*$""", re.MULTILINE)
-_STATUS_LINE = re.compile(r"""^status:[ \t]*["']?([a-z]+)["']?[ \t]*$""", re.MULTILINE)
 
 
 class VaultUnreadable(Exception):
@@ -96,7 +94,7 @@ def answer(event: str, payload: dict[str, Any], vault: Path | None = None,
             return _user_prompt(root, str(payload.get("prompt") or ""), bounds)
         return _pre_tool_use(root, cwd, str(payload.get("tool_name") or ""), payload.get("tool_input") or {}, bounds)
     except Exception as trouble:  # fail open: a broken note must not stop the agent
-        return _warning(f"{type(trouble).__name__}: {trouble}")
+        return _warning(f"{type(trouble).__name__}: {trouble}; {_logged(trouble, root)}")
 
 
 def _find_root(vault: Path | None, cwd: Path) -> Path:
@@ -118,7 +116,8 @@ def _find_root(vault: Path | None, cwd: Path) -> Path:
 
 
 def _warning(why: str) -> dict[str, Any]:
-    line = f"vault-tools: the decision record could not be read ({why.splitlines()[0][:300]}); this hook let the call through"
+    first = (why.splitlines() or [""])[0][:300]
+    line = f"vault-tools: the decision record could not be read ({first}); this hook let the call through"
     return {"systemMessage": line}
 
 
@@ -172,17 +171,21 @@ def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any, bounds: Bou
         return None
     if tool in WRITE_TOOLS:
         target = tool_input.get(WRITE_TOOLS[tool])
-        reason = protected_reason(root, _absolute(cwd, str(target))) if target else None
+        if not isinstance(target, str) or not target:
+            return None
+        content = tool_input.get("content")
+        reason = Guard(root).reason(_absolute(cwd, target), content=content if isinstance(content, str) else None)
         if reason:
             return deny(reason)
-        return _governing(root, _absolute(cwd, str(target)), bounds, reading=False) if target else None
-    if tool == "Read" and tool_input.get("file_path"):
-        return _governing(root, _absolute(cwd, str(tool_input["file_path"])), bounds, reading=True)
-    if tool == "Bash":
-        for target in bash_write_targets(str(tool_input.get("command") or "")):
-            reason = protected_reason(root, _absolute(cwd, target))
+        return _governing(root, _absolute(cwd, target), bounds, reading=False)
+    if tool == "Read" and isinstance(tool_input.get("file_path"), str) and tool_input["file_path"]:
+        return _governing(root, _absolute(cwd, tool_input["file_path"]), bounds, reading=True)
+    if tool == "Bash" and isinstance(tool_input.get("command"), str):
+        guard = Guard(root)
+        for target in bash_write_targets(tool_input["command"], cwd):
+            reason = guard.reason(Path(target.path), whole=target.whole)
             if reason:
-                return deny(f"This command writes {target}. {reason}")
+                return deny(f"This command writes {target.shown}. {reason}")
         return None
     if tool == QUESTION_TOOL:
         return _question(root, tool_input, bounds)
@@ -221,166 +224,6 @@ def deny(reason: str) -> dict[str, Any]:
 
 def _absolute(cwd: Path, target: str) -> Path:
     return Path(os.path.normpath(cwd / Path(os.path.expanduser(target))))
-
-
-# -- writes ---------------------------------------------------------------------------------
-
-def protected_reason(root: Path, target: Path) -> str | None:
-    """Why a write to `target` is refused: a sealed note, a generated page or the ledger; None if it is not."""
-    try:
-        rel = target.relative_to(root).as_posix()
-    except ValueError:
-        try:  # the vault may be reached through a link
-            rel = target.resolve().relative_to(root.resolve()).as_posix()
-        except (ValueError, OSError):
-            return None
-    if rel == LEDGER_REL:
-        return ("The ledger (.vault-tools/ledger.jsonl) is append-only and written only by vault-tools. Record a change "
-                "with `vault-tools ask`, `rule`, `withdraw` or `retract` instead.")
-    if not rel.endswith(".md") or any(part.startswith(".") for part in rel.split("/")):
-        return None
-    sealed = _sealed_id(root, target, rel)
-    if sealed:
-        return (f"{rel} is {sealed}, a sealed ruling: the owner's rulings are never edited in place. To change it, "
-                f'record a new ruling that supersedes it: vault-tools rule --topic TOPIC --summary "<the new ruling>" '
-                f'--supersedes {sealed} --reason "<why, at least 20 characters>". `vault-tools show {sealed}` '
-                "prints it.")
-    from ..page_names import PAGE_NAMES
-    if rel.rsplit("/", 1)[-1].removesuffix(".md") in PAGE_NAMES and _is_page(root, rel):
-        return (f"{rel} is generated by vault-tools from the decision notes and rewritten on every build. Change "
-                "the decisions instead (to change a ruling: `vault-tools rule --supersedes ID --reason ...`), "
-                "then `vault-tools build`.")
-    return None
-
-
-def _is_page(root: Path, rel: str) -> bool:
-    """Whether `rel` is one of the generated pages (the config names their folder)."""
-    from ..vault import load_config
-    try:
-        pinned = load_config(root).pinned_folder.strip("/")
-    except Exception:
-        pinned = "Pinned"  # a broken config: the default folder is still generated
-    return rel.rsplit("/", 1)[0] == pinned if "/" in rel else pinned in ("", ".")
-
-
-def _sealed_id(root: Path, target: Path, rel: str) -> str | None:
-    """The id of the sealed ruling at `target`, if there is one there. With no readable ledger, a note
-    whose status says it was ruled is taken as sealed: a write to a sealed note is always refused."""
-    try:
-        with open(target, "rb") as handle:
-            start = handle.read(4096)
-    except OSError:
-        return None  # a new note, or not a file
-    # As notes.read_head judges a note, without importing what parsing one needs.
-    if not start.lstrip(b"\xef\xbb\xbf").startswith(b"---") or (
-            b"decision" not in start and (len(start) < 4096 or start.count(b"\n---", 3) > 0)):
-        return None
-    from ..notes import read_head
-    try:
-        head = read_head(target)
-    except OSError:
-        return None
-    if head is None:
-        return None
-    found = _ID_LINE.search(head)
-    note_id = found.group(1) if found else None
-    try:
-        ledger = (root / LEDGER_REL).read_bytes()
-        ledger.decode("utf-8")
-        sealed = _sealed_in_ledger(ledger, note_id, rel)
-    except (OSError, ValueError):
-        status = _STATUS_LINE.search(head)
-        return (note_id or rel) if status and status.group(1) in SEALABLE_STATUSES else None
-    return sealed
-
-
-def _sealed_in_ledger(ledger: bytes, note_id: str | None, rel: str) -> str | None:
-    """The id the ledger sealed for this note: by its id, or (when the note's id cannot be read) by the
-    path it was sealed at. Ledger lines are canonical JSON (compact, sorted keys), so only the lines
-    naming the id are parsed."""
-    if note_id is not None:
-        needle = json.dumps({"id": note_id}, separators=(",", ":"))[1:-1].encode()
-        at = ledger.find(needle)
-        while at != -1:
-            line_start = ledger.rfind(b"\n", 0, at) + 1
-            line_end = ledger.find(b"\n", at)
-            line = ledger[line_start:line_end if line_end != -1 else len(ledger)]
-            if b'"event":"sealed"' in line:
-                try:
-                    if json.loads(line).get("id") == note_id:
-                        return note_id
-                except ValueError:
-                    pass
-            at = ledger.find(needle, line_end if line_end != -1 else len(ledger))
-        return None
-    for line in ledger.splitlines():
-        if b'"event":"sealed"' in line:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict) and event.get("path") == rel and isinstance(event.get("id"), str):
-                return str(event["id"])
-    return None
-
-
-_SEPARATORS = {";", "&", "&&", "|", "||", "(", ")", "|&", ";;", "&;"}
-_FILE_COMMANDS = {"rm", "unlink", "truncate", "shred", "tee"}
-_PREFIXES = {"sudo", "command", "env", "nohup", "time", "exec"}
-
-
-def bash_write_targets(command: str) -> list[str]:
-    """The files a shell command plainly writes: redirections, tee, sed -i, rm, truncate, and the
-    destinations of mv and cp (and a moved-away source). Not a shell: what it cannot see, it misses."""
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-    except ValueError:
-        tokens = command.split()
-    targets: list[str] = []
-    words: list[str] = []
-    redirect = False
-    for token in [*tokens, ";"]:
-        if redirect:
-            targets.append(token)
-            redirect = False
-        elif token and set(token) <= set(";&|<>()") and ">" in token:
-            redirect = not token.endswith("&")  # `>&2` duplicates a descriptor
-            if token.endswith("&"):
-                continue
-        elif token in _SEPARATORS:
-            targets += _command_targets(words)
-            words = []
-        else:
-            words.append(token)
-    return targets
-
-
-def _command_targets(words: list[str]) -> list[str]:
-    while words and (("=" in words[0] and not words[0].startswith("-")) or words[0] in _PREFIXES):
-        words = words[1:]
-    if not words:
-        return []
-    name, args = os.path.basename(words[0]), words[1:]
-    plain = [arg for arg in args if not arg.startswith("-")]
-    if name in _FILE_COMMANDS:
-        return plain
-    if name == "sed" and any(arg == "--in-place" or arg.startswith("--in-place=")
-                             or (arg.startswith("-") and not arg.startswith("--") and "i" in arg) for arg in args):
-        return plain
-    if name == "dd":
-        return [arg[3:] for arg in args if arg.startswith("of=")]
-    if name in ("mv", "cp", "install", "ln", "rsync"):
-        directory = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-t", "--target-directory")), None)
-        sources = [arg for arg in plain if arg != directory]
-        if directory is None and len(sources) >= 2:
-            directory, sources = sources[-1], sources[:-1]
-        if directory is None:
-            return []
-        found = [directory] + [os.path.join(directory, os.path.basename(source.rstrip("/"))) for source in sources]
-        return found + (sources if name == "mv" else [])
-    return []
 
 
 # -- questions ------------------------------------------------------------------------------
@@ -423,15 +266,33 @@ def run(event: str, stdin_text: str, vault: Path | None = None) -> str:
 
 
 def respond(stdin_text: str, answering: Callable[[dict[str, Any]], dict[str, Any] | None]) -> str:
-    """What a hook prints: `answering`'s JSON for the event on stdin, a warning when that is not a JSON
-    object, or nothing to pass silently."""
+    """What a hook prints: `answering`'s JSON for the event on stdin, or nothing to pass silently. Any input
+    lets the call through: what is not a JSON object gets a warning, and so does an internal error, whose
+    traceback goes to the crash log."""
     try:
         payload = json.loads(stdin_text or "{}")
     except ValueError as error:
-        payload = None
-        why = f"the hook's input is not JSON: {error}"
-    if not isinstance(payload, dict):
-        output: dict[str, Any] | None = _warning(why if payload is None else "the hook's input is not a JSON object")
+        payload, why = None, f"the hook's input is not JSON: {error}"
+    except RecursionError:
+        payload, why = None, "the hook's input is JSON nested too deeply to read"
     else:
-        output = answering(payload)
+        why = "the hook's input is not a JSON object"
+    if not isinstance(payload, dict):
+        output: dict[str, Any] | None = _warning(why)
+    else:
+        try:
+            output = answering(payload)
+        except Exception as error:
+            output = _warning(f"{type(error).__name__}: {error}; {_logged(error, None)}")
     return json.dumps(output, ensure_ascii=False) if output is not None else ""
+
+
+def _logged(error: BaseException, root: Path | None) -> str:
+    """The error's traceback written to the vault's crash log (or the temp folder's), said as a clause."""
+    from .. import console
+    try:
+        if root is not None:
+            console.vault_root = root
+        return f"the traceback is in {console.crash_log(error)}"
+    except Exception as log_error:  # the disk may be the trouble: say so, still letting the call through
+        return f"the traceback could not be saved ({type(log_error).__name__})"

@@ -14,18 +14,9 @@ from pathlib import Path
 
 from .. import notes
 from ..errors import InconsistentVault, UsageError
-from ..layout import (
-    CONFIG_FILE,
-    LEDGER_FOLDER,
-    LEDGER_SUFFIX,
-    LEGACY_LEDGER,
-    RECORD_DIR,
-    STATE_DIR,
-    device_tag,
-    is_shared,
-)
+from ..layout import device_tag, is_shared
 from ..ledger import parse_ledger
-from ..topic_aliases import TOPICS_FILE
+from ..record_files import CONFIG_FILE, LEDGER_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER, RECORD_DIR, STATE_DIR, TOPICS_FILE
 from ..vault import Vault
 from .setup import init_vault
 

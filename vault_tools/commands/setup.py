@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from .. import notes
 from ..dates import machine_timezone, zone
 from ..errors import ConfigError, UsageError
-from ..layout import CONFIG_FILE, LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR, Layout, git_dir, is_shared
+from ..layout import Layout, git_dir, is_shared
+from ..record_files import CONFIG_FILE, LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR
 from ..vault import load_config
 
 if TYPE_CHECKING:

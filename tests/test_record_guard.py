@@ -1,0 +1,136 @@
+"""The hooks guard the whole record, in both layouts, for every agent: the ledger files, the config, the merged
+topics, the kept copies, the pages and every decision note refuse writes by file tools, shell commands and
+patches, and stay readable. Real vaults, the hooks' own front door; the payloads are each agent's (see
+test_agent_hooks.py for their sources)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import TZ, vt_here, write
+from vault_tools.commands.setup import init_vault
+
+ANALYTICS = "The site uses no analytics and no tracking of any kind."
+AGENTS = ("claude", "codex", "gemini")
+
+
+@pytest.fixture(params=["hidden", "shared"])
+def record(request, tmp_path) -> dict[str, str]:
+    """A vault in the layout `init` makes today (shared) or made before (hidden): a sealed ruling, an open
+    question, the pages, merged topics and a kept copy. Returns the vault and its record's paths."""
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    shared = request.param == "shared"
+    init_vault(root, TZ, shared=shared)
+    assert vt_here("rule", "--topic", "analytics", "--summary", ANALYTICS, "--source", "chat", cwd=root).code == 0
+    assert vt_here("ask", "Should the newsletter move to a paid platform?", "--topic", "newsletter-platform",
+                   cwd=root).code == 0
+    record_dir = "vault-tools" if shared else ".vault-tools"
+    write(root / record_dir / "topics.yaml", "analytics: [site-analytics]\n")
+    write(root / record_dir / "kept" / "Decisions log 2026-12-01.md", "an edited page\n")
+    ledger = (next((root / "vault-tools" / "ledger").glob("*.jsonl")).relative_to(root).as_posix() if shared
+              else ".vault-tools/ledger.jsonl")
+    sealed = next((root / "Decisions").glob("D-0001*.md")).relative_to(root).as_posix()
+    question = next((root / "Decisions").glob("D-0002*.md")).relative_to(root).as_posix()
+    return {"root": str(root), "record_dir": record_dir, "ledger": ledger, "config": f"{record_dir}/config.yaml",
+            "topics": f"{record_dir}/topics.yaml", "kept": f"{record_dir}/kept/Decisions log 2026-12-01.md",
+            "page": "Pinned/Decisions log.md", "sealed": sealed, "question": question}
+
+
+def _hook(agent: str, event: str, payload: dict, root: Path) -> dict | None:
+    done = vt_here("hook", agent, event, cwd=root, stdin=json.dumps({"cwd": str(root), **payload}))
+    assert done.code == 0, done.err
+    return json.loads(done.out) if done.out.strip() else None
+
+
+def _refusal(agent: str, answer: dict | None) -> str | None:
+    """The reason of a denial in the agent's own terms; None when the call goes through."""
+    if answer is None:
+        return None
+    if agent == "gemini":
+        return answer.get("reason") if answer.get("decision") == "deny" else None
+    output = answer.get("hookSpecificOutput") or {}
+    return output.get("permissionDecisionReason") if output.get("permissionDecision") == "deny" else None
+
+
+def file_write(agent: str, rel: str, root: Path, *, delete: bool = False, content: str = "x") -> str | None:
+    """The agent's own file tool writing (or, for Codex, a patch deleting) `rel`."""
+    if agent == "claude":
+        payload = {"hook_event_name": "PreToolUse", "tool_name": "Write",
+                   "tool_input": {"file_path": rel, "content": content}}
+        return _refusal(agent, _hook(agent, "pre-tool-use", payload, root))
+    if agent == "gemini":
+        payload = {"hook_event_name": "BeforeTool", "tool_name": "write_file",
+                   "tool_input": {"file_path": rel, "content": content}}
+        return _refusal(agent, _hook(agent, "before-tool", payload, root))
+    lines = [f"*** Delete File: {rel}"] if delete else [f"*** Update File: {rel}", "@@", "-a", "+b"]
+    patch = "\n".join(["*** Begin Patch", *lines, "*** End Patch", ""])
+    payload = {"hook_event_name": "PreToolUse", "tool_name": "apply_patch", "tool_input": {"command": patch}}
+    return _refusal(agent, _hook(agent, "pre-tool-use", payload, root))
+
+
+def shell(agent: str, command: str, root: Path) -> str | None:
+    if agent == "gemini":
+        payload = {"hook_event_name": "BeforeTool", "tool_name": "run_shell_command", "tool_input": {"command": command}}
+        return _refusal(agent, _hook(agent, "before-tool", payload, root))
+    payload = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command}}
+    return _refusal(agent, _hook(agent, "pre-tool-use", payload, root))
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_every_record_file_refuses_the_agents_file_tools(record, agent) -> None:
+    root = Path(record["root"])
+    for part in ("ledger", "config", "topics", "kept", "page", "sealed", "question"):
+        reason = file_write(agent, record[part], root)
+        assert reason and record[part] in reason and "vault-tools" in reason, (part, reason)
+        if agent == "codex":
+            assert file_write(agent, record[part], root, delete=True), part
+    assert "--supersedes D-0001" in file_write(agent, record["sealed"], root)
+    assert "vault-tools rule D-0002" in file_write(agent, record["question"], root)
+    for free in ("Drafts/new.md", f"{record['record_dir']}/notes.txt", "Pinned/My own page.md"):
+        assert file_write(agent, free, root) is None, free
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_shell_commands_that_write_remove_or_move_the_record_are_refused(record, agent) -> None:
+    root = Path(record["root"])
+    commands = [
+        f"echo '{{}}' >> {record['ledger']}", f"rm -rf {record['record_dir']}", "rm -rf Decisions", "rm Decisions/*",
+        "sed -i 's/analytics/tracking/' Decisions/*.md", "truncate -s0 Decisions/*.md", "git rm -r Decisions",
+        f"mv {record['config']} /tmp/elsewhere.yaml", "cd Decisions && rm -f *.md", "bash -c 'rm -rf Decisions'",
+        "find Decisions -name '*.md' -delete", f"shred -u '{record['sealed']}'", "rm -rf ../vault",
+        f"cat /dev/null > '{record['topics']}'", f"unlink '{record['kept']}'", "rm -rf Pinned",
+    ]
+    for command in commands:
+        reason = shell(agent, command, root)
+        assert reason and reason.startswith("This command writes") and "vault-tools" in reason, (command, reason)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_reading_the_record_and_writing_elsewhere_pass(record, agent) -> None:
+    root = Path(record["root"])
+    for command in (f"cat {record['ledger']}", "grep -r analytics Decisions", f"cp {record['config']} /tmp/copy.yaml",
+                    "git log -p -- Decisions", "rm -rf .vault-tools/cache", "ls Decisions/*.md | wc -l",
+                    "echo hi > Drafts.md", "rm -rf Drafts"):
+        assert shell(agent, command, root) is None, command
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini"])
+def test_a_new_decision_note_written_by_hand_is_refused(record, agent) -> None:
+    """A note an agent writes with `type: decision` would skip `ask`'s refusal on a settled topic."""
+    root = Path(record["root"])
+    note = ("---\ntype: decision\nstatus: open\ntopics: [analytics]\n"
+            "summary: Should the site add analytics after all?\n---\n")
+    reason = file_write(agent, "Decisions/Analytics again.md", root, content=note)
+    assert reason and "vault-tools ask" in reason
+    assert file_write(agent, "Drafts/plain.md", root, content="---\ntype: note\n---\ntext\n") is None
+
+
+def test_an_emptied_ledger_still_denies_the_sealed_ruling(record) -> None:
+    """With its ledger gone, a note that says it was ruled is taken as sealed: the agent cannot empty the
+    ledger and then edit the ruling as if it were new."""
+    root = Path(record["root"])
+    (root / record["ledger"]).unlink()
+    assert "D-0001" in file_write("claude", record["sealed"], root)

@@ -1,0 +1,403 @@
+"""What the agent hooks refuse to let an agent write: the record's files (`record_files`) and the decision notes.
+
+Reads are never refused. A write is: a file tool's write (Claude Code's Write, Edit, MultiEdit, NotebookEdit;
+Gemini CLI's write_file and replace; each file of a Codex patch), or a shell command that plainly writes,
+truncates, moves or removes a file, or removes or moves a folder that holds one (globs expanded as the shell
+would, `cd` followed, `sh -c` and `find -delete` looked into). Not a shell: what it cannot see (a variable, a
+script, `xargs` fed from a pipe) it misses, so the watcher and lint stay the record's last guard. Each refusal
+names the command that makes the change properly. Imported on every write a hook sees: nothing here reads a
+vault beyond the files it names.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shlex
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from ..page_names import PAGE_NAMES
+from ..record_files import (
+    CONFIG,
+    KEPT,
+    LEDGER,
+    LEDGER_FOLDER,
+    LEDGER_SUFFIX,
+    LEGACY_LEDGER,
+    PAGE,
+    RECORD_DIR,
+    STATE_DIR,
+    TOPICS,
+    holds_shared_record,
+    record_part,
+)
+
+SEALABLE_STATUSES = ("ruled", "superseded", "retracted")
+_ID_LINE = re.compile(r"""^id:[ \t]*["']?(D-\d+(?:-[0-9a-z]{2,8})?)["']?[ \t]*$""", re.MULTILINE)
+_STATUS_LINE = re.compile(r"""^status:[ \t]*["']?([a-z]+)["']?[ \t]*$""", re.MULTILINE)
+_TYPE_LINE = re.compile(r"""^type:[ \t]*["']?decision["']?[ \t]*(?:#.*)?$""", re.MULTILINE)
+_WALK_SKIPPED = {".git", ".obsidian", ".trash", "node_modules"}
+_GLOB_CHARS = set("*?[")
+
+
+class Target(NamedTuple):
+    """A path a command writes: as typed, as an absolute path, and whether the command removes or moves
+    everything under it when it is a folder."""
+
+    shown: str
+    path: str
+    whole: bool
+
+
+class Guard:
+    """The refusals for one vault, worked out once per hook call (the pinned folder, the ledger's bytes)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._pinned: str | None = None
+        self._ledger: bytes | None = None
+
+    # -- the record's files -----------------------------------------------------------------
+
+    def reason(self, target: Path, *, whole: bool = False, content: str | None = None) -> str | None:
+        """Why writing `target` is refused (a record file, a decision note, or, `whole`, a folder holding one);
+        None when it is not. `content` is what a file tool would write there."""
+        rel = self._relative(target)
+        if rel is None:
+            if whole and _contains(target, self.root):  # `rm -rf ..` from inside the vault
+                return self._folder_reason(self.root, ".")
+            return None
+        if whole and os.path.isdir(target) and not os.path.islink(target):
+            return self._folder_reason(target, rel)
+        return self.file_reason(target, rel, content)
+
+    def file_reason(self, target: Path, rel: str, content: str | None = None) -> str | None:
+        part = record_part(self.root, rel, self.pinned_folder) if _may_be_record(rel) else None
+        if part is not None:
+            return _PART_REASONS[part](rel, holds_shared_record(self.root))
+        if not rel.endswith(".md") or any(piece.startswith(".") for piece in rel.split("/")):
+            return None
+        found = self._decision_reason(target, rel)
+        if found is None and content is not None and _declares_decision(content):
+            return (f"{rel} would be a new decision note written by hand, past the checks that recording one makes. "
+                    'Register a question with `vault-tools ask "<question>" --topic TOPIC`, or record the owner\'s '
+                    'ruling with `vault-tools rule --topic TOPIC --summary "<the ruling>" --source chat`.')
+        return found
+
+    @property
+    def pinned_folder(self) -> str:
+        if self._pinned is None:
+            from ..vault import load_config
+            try:
+                self._pinned = load_config(self.root).pinned_folder.strip("/")
+            except Exception:
+                self._pinned = "Pinned"  # a broken config: the default folder is still generated
+        return self._pinned
+
+    def _relative(self, target: Path) -> str | None:
+        try:
+            rel = target.relative_to(self.root).as_posix()
+        except ValueError:
+            try:  # the vault may be reached through a link
+                rel = target.resolve().relative_to(self.root.resolve()).as_posix()
+            except (ValueError, OSError):
+                return None
+        return "." if rel in ("", ".") else rel
+
+    def _folder_reason(self, folder: Path, rel: str) -> str | None:
+        for path, file_rel in self._files_under(folder):
+            found = self.file_reason(path, file_rel)
+            if found:
+                shown = "the vault" if rel == "." else f"{rel}/"
+                return f"It removes or moves {shown}, which holds {file_rel}. {found}"
+        return None
+
+    def _files_under(self, folder: Path) -> Iterator[tuple[Path, str]]:
+        """Every file under `folder`, the record's folders first (where a refusal is most likely found)."""
+        tops = sorted(os.scandir(folder), key=lambda entry: entry.name not in (STATE_DIR, RECORD_DIR)) \
+            if os.path.isdir(folder) else []
+        for entry in tops:
+            if entry.name in _WALK_SKIPPED:
+                continue
+            path = Path(entry.path)
+            if entry.is_file(follow_symlinks=False):
+                rel = self._relative(path)
+                if rel is not None:
+                    yield path, rel
+            elif entry.is_dir(follow_symlinks=False):
+                for where, folders, files in os.walk(path):
+                    folders[:] = sorted(name for name in folders if name not in _WALK_SKIPPED)
+                    for name in sorted(files):
+                        file_path = Path(where) / name
+                        rel = self._relative(file_path)
+                        if rel is not None:
+                            yield file_path, rel
+
+    # -- decision notes -----------------------------------------------------------------------
+
+    def _decision_reason(self, target: Path, rel: str) -> str | None:
+        head = _decision_head(target)
+        if head is None:
+            return None
+        found = _ID_LINE.search(head)
+        note_id = found.group(1) if found else None
+        status_line = _STATUS_LINE.search(head)
+        status = status_line.group(1) if status_line else None
+        sealed = self._sealed_id(note_id, rel, status)
+        name = note_id or rel
+        if sealed:
+            return (f"{rel} is {sealed}, a sealed ruling: the owner's rulings are never edited in place. To change "
+                    f'it, record a new ruling that supersedes it: vault-tools rule --topic TOPIC --summary "<the new '
+                    f'ruling>" --supersedes {sealed} --reason "<why, at least 20 characters>". `vault-tools show '
+                    f'{sealed}` prints it.')
+        if status == "open":
+            return (f"{rel} is {name}, an open question of the decision record: its note is the owner's, and "
+                    f'vault-tools writes its steps. Record the owner\'s answer with `vault-tools rule {name} --summary '
+                    f'"<the answer>" --source chat`, or drop it with `vault-tools withdraw {name} --reason "<why>"`.')
+        if status == "ruled":
+            return (f"{rel} is {name}, a ruling of the owner's (sealed once left alone): the owner's to edit, never "
+                    f"an agent's. To change it, record a new ruling: vault-tools rule --topic TOPIC --summary "
+                    f'"<the new ruling>" --supersedes {name} --reason "<why, at least 20 characters>".')
+        return (f"{rel} is {name}, a decision note of the record ({status or 'no status'}): kept as written. Record "
+                "what changed as a new decision: `vault-tools ask` or `vault-tools rule`.")
+
+    def _sealed_id(self, note_id: str | None, rel: str, status: str | None) -> str | None:
+        """The id the ledger sealed for this note. With no readable ledger, a note whose status says it was
+        ruled is taken as sealed: a write to a sealed note is always refused."""
+        try:
+            ledger = self.ledger_bytes()
+        except (OSError, ValueError):
+            return (note_id or rel) if status in SEALABLE_STATUSES else None
+        return _sealed_in_ledger(ledger, note_id, rel)
+
+    def ledger_bytes(self) -> bytes:
+        """Every ledger file of either layout, joined; OSError when there is none, ValueError when one is not
+        UTF-8."""
+        if self._ledger is None:
+            paths = [self.root / STATE_DIR / LEGACY_LEDGER]
+            folder = self.root / RECORD_DIR / LEDGER_FOLDER
+            try:
+                paths += [folder / name for name in sorted(os.listdir(folder)) if name.endswith(LEDGER_SUFFIX)]
+            except OSError:
+                pass
+            found = []
+            for path in paths:
+                try:
+                    found.append(path.read_bytes())
+                except FileNotFoundError:
+                    continue
+            if not found:
+                raise FileNotFoundError("no ledger")
+            joined = b"\n".join(found)
+            joined.decode("utf-8")
+            self._ledger = joined
+        return self._ledger
+
+
+def _may_be_record(rel: str) -> bool:
+    top = rel.split("/", 1)[0]
+    return top in (STATE_DIR, RECORD_DIR) or rel.rsplit("/", 1)[-1].removesuffix(".md") in PAGE_NAMES
+
+
+def _contains(folder: Path, inner: Path) -> bool:
+    try:
+        inner.resolve().relative_to(folder.resolve())
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def _decision_head(target: Path) -> str | None:
+    """The frontmatter of the decision note at `target`; None when it is none (or not a file)."""
+    try:
+        with open(target, "rb") as handle:
+            start = handle.read(4096)
+    except OSError:
+        return None  # a new note, or not a file
+    # As notes.read_head judges a note, without importing what parsing one needs.
+    if not start.lstrip(b"\xef\xbb\xbf").startswith(b"---") or (
+            b"decision" not in start and (len(start) < 4096 or start.count(b"\n---", 3) > 0)):
+        return None
+    from ..notes import read_head
+    try:
+        head = read_head(target)
+    except (OSError, ValueError):
+        return None
+    return head if head is not None and _TYPE_LINE.search(head) else None
+
+
+def _declares_decision(content: str) -> bool:
+    text = content.lstrip("\ufeff")
+    if not text.startswith("---"):
+        return False
+    end = text.find("\n---", 3)
+    return bool(_TYPE_LINE.search(text[:end if end != -1 else len(text)].replace("\r\n", "\n")))
+
+
+def _sealed_in_ledger(ledger: bytes, note_id: str | None, rel: str) -> str | None:
+    """The id the ledger sealed for this note: by its id, or (when the note's id cannot be read) by the
+    path it was sealed at. Ledger lines are canonical JSON (compact, sorted keys), so only the lines
+    naming the id are parsed."""
+    if note_id is not None:
+        needle = json.dumps({"id": note_id}, separators=(",", ":"))[1:-1].encode()
+        at = ledger.find(needle)
+        while at != -1:
+            line_start = ledger.rfind(b"\n", 0, at) + 1
+            line_end = ledger.find(b"\n", at)
+            line = ledger[line_start:line_end if line_end != -1 else len(ledger)]
+            if b'"event":"sealed"' in line:
+                try:
+                    if json.loads(line).get("id") == note_id:
+                        return note_id
+                except ValueError:
+                    pass
+            at = ledger.find(needle, line_end if line_end != -1 else len(ledger))
+        return None
+    for line in ledger.splitlines():
+        if b'"event":"sealed"' in line:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get("path") == rel and isinstance(event.get("id"), str):
+                return str(event["id"])
+    return None
+
+
+def _ledger_reason(rel: str, shared: bool) -> str:
+    return (f"{rel} is the decision ledger: append-only, written only by vault-tools. Record a change with "
+            "`vault-tools ask`, `rule`, `withdraw` or `retract` instead.")
+
+
+def _config_reason(rel: str, shared: bool) -> str:
+    return (f"{rel} is the decision record's config: the owner's to change (it says where decisions are read from, "
+            "so a change can hide every ruling). Ask the owner; `vault-tools lint` checks it.")
+
+
+def _topics_reason(rel: str, shared: bool) -> str:
+    return (f"{rel} holds the topics the owner merged; it is written by `vault-tools review --apply` once the owner "
+            "ticks a merge in the waiting review. Propose one with `vault-tools review`.")
+
+
+def _kept_reason(rel: str, shared: bool) -> str:
+    return (f"{rel} is a copy vault-tools kept of text it replaced, for the owner to read; it is the owner's to "
+            "delete.")
+
+
+def _page_reason(rel: str, shared: bool) -> str:
+    return (f"{rel} is generated by vault-tools from the decision notes and rewritten on every build. Change "
+            "the decisions instead (to change a ruling: `vault-tools rule --supersedes ID --reason ...`), "
+            "then `vault-tools build`.")
+
+
+_PART_REASONS: dict[str, Callable[[str, bool], str]] = {
+    LEDGER: _ledger_reason, CONFIG: _config_reason, TOPICS: _topics_reason, KEPT: _kept_reason, PAGE: _page_reason}
+
+
+# -- shell commands -----------------------------------------------------------------------------
+
+_SEPARATORS = {";", "&", "&&", "|", "||", "(", ")", "|&", ";;", "&;", "\n"}
+_REMOVING = {"rm", "unlink", "shred", "truncate"}  # every plain argument is written or removed whole
+_PREFIXES = {"sudo", "command", "env", "nohup", "time", "exec", "xargs", "nice", "doas", "builtin"}
+_SHELLS = {"sh", "bash", "zsh", "dash", "ksh"}
+_MOVING = {"mv", "cp", "install", "ln", "rsync"}
+_FIND_WRITES = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
+
+
+def bash_write_targets(command: str, cwd: Path, depth: int = 0) -> list[Target]:
+    """The files and folders a shell command plainly writes, removes or moves."""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        tokens = list(lexer)
+    except ValueError:
+        tokens = command.split()
+    targets: list[Target] = []
+    words: list[str] = []
+    redirect = False
+    here = cwd
+    for token in [*tokens, ";"]:
+        if redirect:
+            targets += _expanded(token, here, whole=False)
+            redirect = False
+        elif token and set(token) <= set(";&|<>()") and ">" in token:
+            redirect = not token.endswith("&")  # `>&2` duplicates a descriptor
+        elif token in _SEPARATORS:
+            found, here = _command_targets(words, here, depth)
+            targets += found
+            words = []
+        else:
+            words.append(token)
+    return targets
+
+
+def _command_targets(words: list[str], cwd: Path, depth: int) -> tuple[list[Target], Path]:
+    """What one simple command writes, and the folder the next one runs in."""
+    while words and (("=" in words[0] and not words[0].startswith("-")) or words[0] in _PREFIXES):
+        prefix, words = words[0], words[1:]
+        if prefix in _PREFIXES:
+            while words and words[0].startswith("-"):
+                words = words[1:]
+    if not words:
+        return [], cwd
+    name, args = os.path.basename(words[0]), words[1:]
+    plain = [arg for arg in args if not arg.startswith("-")]
+
+    def each(items: list[str], whole: bool) -> list[Target]:
+        return [target for item in items for target in _expanded(item, cwd, whole=whole)]
+
+    if name == "cd":
+        return [], Path(os.path.normpath(cwd / os.path.expanduser(plain[0]))) if plain else Path.home()
+    if name in _SHELLS and "-c" in args and depth < 3:
+        script = args[args.index("-c") + 1] if args.index("-c") + 1 < len(args) else ""
+        return bash_write_targets(script, cwd, depth + 1), cwd
+    if name in _REMOVING:
+        return each(plain, True), cwd
+    if name == "tee":
+        return each(plain, False), cwd
+    if name in ("sed", "perl") and any(arg == "--in-place" or arg.startswith("--in-place=")
+                                       or (arg.startswith("-") and not arg.startswith("--") and "i" in arg)
+                                       for arg in args):
+        return each(plain[1:] if not any(arg in ("-e", "-f") for arg in args) else plain, False), cwd
+    if name == "dd":
+        return each([arg[3:] for arg in args if arg.startswith("of=")], False), cwd
+    if name == "git" and args:
+        sub = next((arg for arg in args if not arg.startswith("-")), "")
+        rest = [arg for arg in args[args.index(sub) + 1:] if not arg.startswith("-")] if sub else []
+        if sub == "rm":
+            return each(rest, True), cwd
+        if sub == "mv":
+            return each(rest, True), cwd
+        return [], cwd
+    if name == "find" and any(arg in _FIND_WRITES for arg in args):
+        roots = []
+        for arg in args:
+            if arg.startswith("-") or arg in ("(", "!"):
+                break
+            roots.append(arg)
+        return each(roots or ["."], True), cwd
+    if name in _MOVING:
+        directory = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-t", "--target-directory")), None)
+        sources = [arg for arg in plain if arg != directory]
+        if directory is None and len(sources) >= 2:
+            directory, sources = sources[-1], sources[:-1]
+        if directory is None:
+            return [], cwd
+        found = each([directory], False) + each(
+            [os.path.join(directory, os.path.basename(source.rstrip("/"))) for source in sources], False)
+        return found + (each(sources, True) if name == "mv" else []), cwd
+    return [], cwd
+
+
+def _expanded(word: str, cwd: Path, *, whole: bool) -> list[Target]:
+    """`word` as the shell would pass it: a glob made into the paths it matches (none: the word itself)."""
+    typed = os.path.expanduser(word)
+    if _GLOB_CHARS & set(typed):
+        matches = sorted(glob.glob(typed, root_dir=None if os.path.isabs(typed) else cwd, recursive=True))
+        if matches:
+            return [Target(match, os.path.normpath(os.path.join(cwd, match)), whole) for match in matches]
+    return [Target(word, os.path.normpath(os.path.join(cwd, typed)), whole)]

@@ -1,0 +1,61 @@
+"""The record's files, named in one place: what an agent may read but never write, and where lint says to look.
+
+A vault's record is its decision notes (wherever they are: a note with `type: decision`) and these files:
+the ledger (every device's file in `vault-tools/ledger/`, or the one `.vault-tools/ledger.jsonl` of vaults made
+before the shared layout), the config, the topics the owner merged, the copies vault-tools kept of text it
+replaced, and the generated pages. The agent hooks deny writes to every one of them; `layout` builds its paths
+from these names. A leaf: the hooks import it on every call, so it imports nothing that reading a vault needs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .page_names import PAGE_NAMES
+
+STATE_DIR = ".vault-tools"  # this device's own (hidden; never carried by Obsidian Sync); the whole record before
+RECORD_DIR = "vault-tools"  # the shared layout's record (visible; carried with the notes)
+CONFIG_FILE = "config.yaml"
+TOPICS_FILE = "topics.yaml"  # the topics the owner merged (`topic_aliases`)
+KEPT_FOLDER = "kept"  # copies of text vault-tools replaced (an edited page, a torn ledger line)
+LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
+LEDGER_FOLDER = "ledger"  # the shared layout's ledger: one `<device tag>.jsonl` per device
+LEDGER_SUFFIX = ".jsonl"
+DEFAULT_PINNED_FOLDER = "Pinned"
+
+LEDGER, CONFIG, TOPICS, KEPT, PAGE = "ledger", "config", "topics", "kept", "page"
+
+
+def ledger_files_shown(shared: bool) -> str:
+    """The ledger's files as a person types them, for a message."""
+    return f"{RECORD_DIR}/{LEDGER_FOLDER}/*{LEDGER_SUFFIX}" if shared else f"{STATE_DIR}/{LEGACY_LEDGER}"
+
+
+def holds_shared_record(root: Path) -> bool:
+    """Whether `vault-tools/` holds a record (a folder of that name holding none is the owner's)."""
+    folder = root / RECORD_DIR
+    return (folder / CONFIG_FILE).is_file() or (folder / LEDGER_FOLDER).is_dir()
+
+
+def record_part(root: Path, rel: str, pinned_folder: str = DEFAULT_PINNED_FOLDER) -> str | None:
+    """Which of the record's files `rel` (vault-relative, forward slashes) is: LEDGER, CONFIG, TOPICS, KEPT or
+    PAGE; None for any other path (a decision note is known by its text, not its path). Both layouts count:
+    a vault carried between machines on different versions may hold either."""
+    parts = rel.split("/")
+    top, rest = parts[0], parts[1:]
+    if top == STATE_DIR or (top == RECORD_DIR and holds_shared_record(root)):
+        if rest == [CONFIG_FILE]:
+            return CONFIG
+        if rest == [TOPICS_FILE]:
+            return TOPICS
+        if rest and rest[0] == KEPT_FOLDER:
+            return KEPT
+        if top == STATE_DIR and rest == [LEGACY_LEDGER]:
+            return LEDGER
+        if top == RECORD_DIR and len(rest) == 2 and rest[0] == LEDGER_FOLDER and rest[1].endswith(LEDGER_SUFFIX):
+            return LEDGER
+        return None
+    folder, _, name = rel.rpartition("/")
+    if name.endswith(".md") and name[:-3] in PAGE_NAMES and folder == pinned_folder.strip("/"):
+        return PAGE
+    return None
+
