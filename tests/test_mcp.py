@@ -37,6 +37,8 @@ def session_calls(vault: Path, steps: list[tuple[str, Any]]) -> list[Any]:
             for kind, argument in steps:
                 if kind == "tools":
                     results.append([tool.name for tool in (await session.list_tools()).tools])
+                elif kind == "schemas":
+                    results.append({tool.name: tool.input_schema for tool in (await session.list_tools()).tools})
                 elif kind == "resources":
                     results.append([str(r.uri) for r in (await session.list_resources()).resources])
                 elif kind == "read":
@@ -87,3 +89,84 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
     assert "Should the podcast get its own newsletter?" in context[1]
     assert resources == ["decision://D-0001", "decision://D-0002", "decision://D-0003"]
     assert "Article footers carry no promotion at all." in note and note.startswith("---\ntype: decision")
+
+
+def files_of(vault: Path) -> dict[str, bytes]:
+    """Every file of the vault but the caches, which any reader may write."""
+    return {str(path.relative_to(vault)): path.read_bytes() for path in sorted(vault.rglob("*"))
+            if path.is_file() and ".vault-tools/cache" not in path.relative_to(vault).as_posix()}
+
+
+def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vault, capsys) -> None:
+    assert run(["rule", "--topic", "article-footer", "--summary", FOOTER, "--vault", str(vault)]) == 0
+    before = files_of(vault)
+
+    schemas, misspelt, term, asked, gated, lookup, resources = session_calls(vault, [
+        ("schemas", None),
+        ("rule", {"summary": "Article footers carry no promotion at all.", "topics": ["article-footer"],
+                  "supersede": ["D-0001"], "reasons": "The owner said in chat that footers must not promote.",
+                  "ruled_at": "2026-07-17T08:30:00"}),
+        # a ruling that would be recorded, without the term a gate needs, if the SDK dropped `term`
+        ("rule", {"summary": "Articles run no paid promotion at all.", "topics": ["paid-promotion"],
+                  "source": "chat with owner", "term": ["budget=0"]}),
+        ("ask", {"question": "Should the podcast get its own newsletter?", "topic": ["podcast-newsletter"]}),
+        ("gate", {"id": "D-0001", "requires": ["budget=0"]}),
+        ("lookup", {"topics": ["article-footer"]}),
+        ("resources", None),
+    ])
+    assert all(schema["additionalProperties"] is False for schema in schemas.values())
+    assert misspelt[0] is True
+    assert "takes no argument supersede, reasons, ruled_at" in misspelt[1]
+    assert "supersede: did you mean supersedes?" in misspelt[1] and "reasons: did you mean reason?" in misspelt[1]
+    assert ("rule takes: summary, question_id, topics, source, supersedes, alongside, reason, body, terms"
+            in misspelt[1])
+    assert term[0] is True and "term: did you mean terms?" in term[1]
+    assert asked[0] is True and "topic: did you mean topics?" in asked[1]
+    assert gated[0] is True and "requires: did you mean require?" in gated[1] and "gate takes: id, require" in gated[1]
+    # D-0001 is still the current ruling, and nothing was recorded: no note, no ledger line, no page changed
+    assert lookup[0] is False and json.loads(lookup[1])["id"] == "D-0001"
+    assert resources == ["decision://D-0001"]
+    assert files_of(vault) == before
+
+
+def test_writes_through_the_server_leave_the_pinned_pages_current(vault, capsys) -> None:
+    asked, answered, ruled = session_calls(vault, [
+        ("ask", {"question": "Should the podcast get its own newsletter?", "topics": ["podcast-newsletter"]}),
+        ("ask", {"question": "What should article footers contain?", "topics": ["article-footer"]}),
+        ("rule", {"question_id": "D-0002", "summary": FOOTER, "source": "chat with owner"}),
+    ])
+    assert [asked[0], answered[0], ruled[0]] == [False, False, False]
+    open_questions = (vault / "Pinned" / "Open questions.md").read_text(encoding="utf-8")
+    assert "Should the podcast get its own newsletter?" in open_questions
+    assert "What should article footers contain?" not in open_questions  # answered
+    assert FOOTER in (vault / "Pinned" / "Decisions log.md").read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert run(["lint", "--vault", str(vault)]) == 0  # what pre-commit runs next
+    assert "VT030" not in capsys.readouterr().out
+    assert run(["build", "--check", "--vault", str(vault)]) == 0
+
+
+def test_context_takes_the_budgets_of_the_command_line(vault, capsys) -> None:
+    for topic in ["article-footer", "newsletter-day", "podcast-length", "social-crossposting"]:
+        assert run(["rule", "--topic", topic, "--summary", f"A ruling on {topic} that is long enough to count.",
+                    "--source", "chat", "--vault", str(vault)]) == 0
+    assert run(["ask", "Should the podcast get its own newsletter?", "--topic", "podcast-newsletter",
+                "--vault", str(vault)]) == 0
+    capsys.readouterr()
+    texts = {}
+    for budget in ["config", "900"]:
+        assert run(["context", "--budget", budget, "--vault", str(vault)]) == 0
+        texts[budget] = capsys.readouterr().out
+    assert run(["context", "--budget", "huge", "--vault", str(vault)]) == 2
+    bad_budget = capsys.readouterr().err.strip()
+
+    default, small, as_number, refused = session_calls(vault, [
+        ("context", {}),
+        ("context", {"budget": "900"}),
+        ("context", {"budget": 900}),
+        ("context", {"budget": "huge"}),
+    ])
+    assert "2 of 4 listed" in texts["900"] and "4 of 4 listed" in texts["config"]  # the small budget cuts
+    assert default == (False, texts["config"])
+    assert small == (False, texts["900"]) and as_number == small
+    assert refused[0] is True and bad_budget.startswith("error: unknown budget 'huge'") and bad_budget in refused[1]

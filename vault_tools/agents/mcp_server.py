@@ -2,17 +2,24 @@
 
 Tools: context, lookup, search, show, ask, rule, gate; each decision note is a resource (`decision://D-0007`).
 The JSON a tool returns is what the command line's `--json` prints for the same command, so an agent
-gets the same answer whichever way it asks. A refusal (a settled topic, an unknown id) is a tool
-error whose text is the command line's message.
+gets the same answer whichever way it asks. A refusal (a settled topic, an unknown id, a bad budget) is a tool
+error whose text is the command line's message. An argument a tool does not take is refused before the tool
+runs, as the command line refuses an unknown option (the SDK alone would drop it and record the rest), and each
+tool's input schema says so (`additionalProperties: false`). `ask` and `rule` rebuild the pinned pages after
+writing, as the commands do.
 """
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, InputRequiredResult
 from mcp_types import Resource as MCPResource
+from mcp_types import Tool as MCPTool
 
 from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
@@ -28,8 +35,18 @@ def _refusal(error: VaultToolsError) -> ToolError:
     return ToolError("\n".join([f"error: {error}", *(f"  {line}" for line in error.details)]))
 
 
+def _unknown_arguments(tool: str, unknown: list[str], allowed: list[str]) -> ToolError:
+    lines = [f"error: {tool} takes no argument {', '.join(unknown)}; nothing was done"]
+    for name in unknown:
+        if near := difflib.get_close_matches(name, allowed, n=1):
+            lines.append(f"  {name}: did you mean {near[0]}?")
+    lines.append(f"  {tool} takes: {', '.join(allowed) if allowed else 'no arguments'}")
+    return ToolError("\n".join(lines))
+
+
 class DecisionServer(MCPServer):
-    """An MCP server whose resource list is the vault's decision notes as they are now."""
+    """An MCP server whose resource list is the vault's decision notes as they are now, and whose tools refuse
+    arguments they do not take."""
 
     def __init__(self, root: Path) -> None:
         super().__init__(name="vault-tools", instructions=INSTRUCTIONS)
@@ -45,6 +62,22 @@ class DecisionServer(MCPServer):
                                      description=f"{d.status.value} · {', '.join(d.topics)}", mime_type="text/markdown")
                          for d in sorted(state.decisions, key=lambda d: d.number)]
 
+    async def list_tools(self) -> list[MCPTool]:
+        return [tool.model_copy(update={"input_schema": {**tool.input_schema, "additionalProperties": False}})
+                for tool in await super().list_tools()]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
+        """Every tool call comes through here: one with an argument its tool does not take is refused whole
+        (the SDK's argument model would ignore it). An unknown tool is left to the SDK's own error."""
+        for tool in await super().list_tools():
+            if tool.name == name:
+                allowed = list(tool.input_schema.get("properties", {}))
+                if unknown := [key for key in arguments if key not in allowed]:
+                    raise _unknown_arguments(name, unknown, allowed)
+                break
+        return await super().call_tool(name, arguments, context)
+
 
 def build_server(root: Path) -> DecisionServer:
     from .. import cli
@@ -56,11 +89,22 @@ def build_server(root: Path) -> DecisionServer:
         except VaultToolsError as error:
             raise _refusal(error) from None
 
+    def write(action: Any) -> Any:
+        """A change to the record, then the pinned pages rebuilt as the command line does after it."""
+        def change(ws: Workspace) -> Any:
+            done = action(ws)
+            cli._refresh_pages(ws)
+            return done
+        return call(change)
+
     @server.tool()
-    def context() -> str:
-        """The open questions and the decisions log, as an agent reads them at the start of a session."""
+    def context(budget: str | int = "config") -> str:
+        """The open questions, settled topics and rulings, as an agent reads them at the start of a session.
+        budget: what the reader loads without cutting, as `context --budget` takes it: claude-hook (9,500
+        characters), codex-hook (2,400 tokens), memory-file (200 lines, 25,000 bytes), config (the vault's own;
+        the default) or a number of characters."""
         from ..commands.build import context as agent_context
-        return str(call(lambda ws: agent_context(ws).text))
+        return str(call(lambda ws: agent_context(ws, str(budget)).text))
 
     @server.tool()
     def lookup(topics: list[str], full: bool = False) -> list[dict[str, Any]]:
@@ -95,7 +139,7 @@ def build_server(root: Path) -> DecisionServer:
         """Register a question for the owner. Refused when a current ruling settles its topic (the refusal names
         it) unless reask_reason says what changed, and when a question on the topic is already open."""
         from ..commands.ask import ask as ask_question
-        decision = call(lambda ws: ask_question(ws, question, topics, body=body, due=due, reask_reason=reask_reason))
+        decision = write(lambda ws: ask_question(ws, question, topics, body=body, due=due, reask_reason=reask_reason))
         return dict(cli.decision_json(decision))
 
     @server.tool()
@@ -106,9 +150,9 @@ def build_server(root: Path) -> DecisionServer:
         On a topic with a current ruling say which way it goes: supersedes (with a reason) or alongside.
         terms: KEY=VALUE pairs the ruling grants, for gate."""
         from ..commands.rule import rule as record_ruling
-        decision = call(lambda ws: record_ruling(ws, question_id, summary, topics=topics or [], source=source,
-                                                 supersedes=supersedes or [], alongside=alongside or [],
-                                                 reason=reason, body=body, terms=terms or []))
+        decision = write(lambda ws: record_ruling(ws, question_id, summary, topics=topics or [], source=source,
+                                                  supersedes=supersedes or [], alongside=alongside or [],
+                                                  reason=reason, body=body, terms=terms or []))
         return dict(cli.decision_json(decision))
 
     @server.tool()
