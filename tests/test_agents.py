@@ -339,6 +339,188 @@ def test_init_agent_refuses_a_settings_file_it_cannot_read_and_writes_nothing(va
     assert snapshot(vault) == before
 
 
+def folders(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_dir()}
+
+
+def section_of(data: bytes) -> bytes:
+    start = data.index(b"<!-- vault-tools:start")
+    end = data.index(b"<!-- vault-tools:end -->") + len(b"<!-- vault-tools:end -->")
+    return data[start:end]
+
+
+BOM = b"\xef\xbb\xbf"
+# The owner's instructions file as it was (None: there was none), and the line ending our section must use.
+OWN_INSTRUCTIONS = {
+    "crlf": (b"# My project\r\n\r\nUse tabs.\r\n", b"\r\n"),
+    "bom": (BOM + b"# My project\n\nUse tabs.\n", b"\n"),
+    "bom-crlf": (BOM + b"# My project\r\n\r\nUse tabs.\r\n", b"\r\n"),
+    "no-final-newline": (b"# My project\n\nUse tabs.", b"\n"),
+    "crlf-no-final-newline": (b"# My project\r\n\r\nUse tabs.", b"\r\n"),
+    "mixed": (b"# My project\r\nUse tabs.\nRun the tests.\r\n", b"\r\n"),
+    "blank-lines-at-the-end": (b"# My project\n\n\n", b"\n"),
+    "empty": (b"", b"\n"),
+    "bom-only": (BOM, b"\n"),
+    "missing": (None, b"\n"),
+}
+
+
+@pytest.mark.parametrize("agent, name", [("claude", "CLAUDE.md"), ("codex", "AGENTS.md"), ("gemini", "GEMINI.md")])
+@pytest.mark.parametrize("case", list(OWN_INSTRUCTIONS))
+def test_init_agent_keeps_the_owners_instructions_file_byte_for_byte(vault, agent, name, case) -> None:
+    """The section is added in the file's own line endings, every other byte stays, and `--remove` gives the
+    file back exactly as it was (a file that was not there is deleted again)."""
+    original, eol = OWN_INSTRUCTIONS[case]
+    if original is not None:
+        (vault / name).write_bytes(original)
+    before, before_folders = snapshot(vault), folders(vault)
+    assert vt_here("init", "--agent", agent, cwd=vault).code == 0
+    written = (vault / name).read_bytes()
+    assert written.startswith(original or b""), "the owner's bytes were changed"
+    section = section_of(written)
+    assert section.count(b"\n") > 5 and section.count(b"\n") == section.count(eol)
+    assert written.endswith(section if original is not None and not original.endswith(b"\n") else section + eol)
+    assert vt_here("init", "--agent", agent, cwd=vault).code == 0
+    assert (vault / name).read_bytes() == written, "a second run changed the file"
+    assert vt_here("init", "--agent", agent, "--remove", cwd=vault).code == 0
+    assert snapshot(vault) == before
+    assert folders(vault) == before_folders
+    if original is None:
+        assert not (vault / name).exists()
+
+
+def test_init_agent_removes_a_section_it_wrote_before_files_kept_their_line_endings(vault) -> None:
+    """A file whose section was written by an earlier version (LF, after the text with its trailing newlines
+    stripped) still comes back as that version gave it back, and one whose every line git turned to CRLF
+    loses the section and the blank line before it in CRLF."""
+    old = b"# My project\n\nUse tabs.\n\n<!-- vault-tools:start -->\nold\n<!-- vault-tools:end -->\n"
+    (vault / "CLAUDE.md").write_bytes(old)
+    (vault / "AGENTS.md").write_bytes(old.replace(b"\n", b"\r\n"))
+    assert vt_here("init", "--agent", "claude", "--remove", cwd=vault).code == 0
+    assert vt_here("init", "--agent", "codex", "--remove", cwd=vault).code == 0
+    assert (vault / "CLAUDE.md").read_bytes() == b"# My project\n\nUse tabs.\n"
+    assert (vault / "AGENTS.md").read_bytes() == b"# My project\r\n\r\nUse tabs.\r\n"
+
+
+def test_init_agent_over_the_real_process_keeps_a_crlf_file_and_its_settings(vault) -> None:
+    (vault / "CLAUDE.md").write_bytes(b"# My project\r\n\r\nUse tabs.\r\n")
+    settings = json.dumps(USER_SETTINGS, indent=2).replace("\n", "\r\n").encode() + b"\r\n"
+    write(vault / ".claude" / "settings.json", "")
+    (vault / ".claude" / "settings.json").write_bytes(settings)
+    before = snapshot(vault)
+    assert vt("init", "--agent", "claude", cwd=vault).code == 0
+    hooks = (vault / ".claude" / "settings.json").read_bytes()
+    assert b"vault-tools hook claude session-start" in hooks and b"\n" not in hooks.replace(b"\r\n", b"")
+    assert vt("init", "--agent", "claude", "--remove", cwd=vault).code == 0
+    assert snapshot(vault) == before
+
+
+# The owner's settings as they may be laid out; `--remove` gives each back byte for byte.
+SETTINGS_LAYOUTS = {
+    "two-spaces": lambda data: json.dumps(data, indent=2) + "\n",
+    "four-spaces-crlf": lambda data: json.dumps(data, indent=4).replace("\n", "\r\n") + "\r\n",
+    "tabs-no-final-newline": lambda data: json.dumps(data, indent="\t"),
+    "one-line": lambda data: json.dumps(data, separators=(",", ":")),
+    "bom": lambda data: "\ufeff" + json.dumps(data, indent=2, ensure_ascii=False) + "\n",
+    "by-hand": lambda data: "{ " + ",\n  ".join(f'{json.dumps(key)} : {json.dumps(value)}'
+                                                  for key, value in data.items()) + " }\n\n",
+}
+OWN_SETTINGS = [
+    ("claude", ".claude/settings.json", {**USER_SETTINGS, "env": {"LANG": "fr_FR.UTF-8", "NOTE": "déjà vu"}}),
+    ("claude", ".mcp.json", {"mcpServers": {"github": {"command": "gh-mcp", "args": []}}}),
+    ("codex", ".codex/hooks.json", CODEX_HOOKS),
+    ("gemini", ".gemini/settings.json", GEMINI_SETTINGS),
+    ("gemini", ".gemini/settings.json", {"theme": "Dracula", "mcpServers": {"docs": {"command": "docs-mcp"}}}),
+    ("cursor", ".cursor/mcp.json", {"mcpServers": {"docs": {"url": "http://localhost:3000/mcp"}}}),
+]
+
+
+@pytest.mark.parametrize("layout", list(SETTINGS_LAYOUTS))
+@pytest.mark.parametrize("agent, rel, data", OWN_SETTINGS)
+def test_init_agent_edits_the_owners_json_settings_in_place_and_remove_gives_them_back(
+        vault, agent, rel, data, layout) -> None:
+    (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+    original = SETTINGS_LAYOUTS[layout](data).encode("utf-8")
+    (vault / rel).write_bytes(original)
+    before = snapshot(vault)
+    assert vt_here("init", "--agent", agent, cwd=vault).code == 0
+    written = (vault / rel).read_bytes()
+    assert written.startswith(BOM) == original.startswith(BOM)
+    now = json.loads(written.decode("utf-8-sig"))
+    assert all(now[key] == value for key, value in data.items() if key not in ("hooks", "mcpServers"))
+    for key in ("hooks", "mcpServers"):
+        for name, value in data.get(key, {}).items():
+            assert now[key][name][:len(value)] == value if isinstance(value, list) else now[key][name] == value
+    assert "vault-tools" in now.get("mcpServers", {}) or any(
+        "vault-tools hook" in json.dumps(groups) for groups in now["hooks"].values())
+    if b"\r\n" in original:
+        assert b"\n" not in written.replace(b"\r\n", b"")
+    assert vt_here("init", "--agent", agent, cwd=vault).code == 0
+    assert (vault / rel).read_bytes() == written, "a second run changed the file"
+    assert vt_here("init", "--agent", agent, "--remove", cwd=vault).code == 0
+    assert snapshot(vault) == before
+
+
+@pytest.mark.parametrize("text", ["{}", "{ }\r\n", "\n"])
+def test_init_agent_writes_a_settings_file_that_holds_nothing_anew_and_remove_deletes_it(vault, text) -> None:
+    """Nothing of the owner's to keep: the file is written as a new one is, and deleted as one is."""
+    write(vault / ".mcp.json", text)
+    assert vt_here("init", "--agent", "claude", cwd=vault).code == 0
+    assert (vault / ".mcp.json").read_text() == json.dumps({"mcpServers": {"vault-tools": {
+        "type": "stdio", "command": "vault-tools", "args": ["mcp"], "env": {}}}}, indent=2) + "\n"
+    assert vt_here("init", "--agent", "claude", "--remove", cwd=vault).code == 0
+    assert not (vault / ".mcp.json").exists()
+
+
+def test_init_agent_keeps_the_keys_of_a_settings_file_with_a_repeated_key(vault) -> None:
+    """Which of two members with one key to edit is not clear: the file is written anew, JSON's way (the
+    last one counts), and the owner's keys and values come back after --remove."""
+    write(vault / ".mcp.json", '{"theme": "a", "theme": "b", "mcpServers": {"docs": {"command": "docs-mcp"}}}')
+    assert vt_here("init", "--agent", "claude", cwd=vault).code == 0
+    assert json.loads((vault / ".mcp.json").read_text())["mcpServers"]["docs"] == {"command": "docs-mcp"}
+    assert vt_here("init", "--agent", "claude", "--remove", cwd=vault).code == 0
+    assert json.loads((vault / ".mcp.json").read_text()) == {"theme": "b", "mcpServers": {"docs": {"command": "docs-mcp"}}}
+
+
+def test_init_agent_codex_keeps_a_crlf_config_toml_without_a_final_newline(vault) -> None:
+    original = b'model = "o4"\r\n\r\n[mcp_servers.docs]\r\ncommand = "docs-mcp"'
+    (vault / ".codex").mkdir()
+    (vault / ".codex" / "config.toml").write_bytes(original)
+    before = snapshot(vault)
+    assert vt_here("init", "--agent", "codex", cwd=vault).code == 0
+    written = (vault / ".codex" / "config.toml").read_bytes()
+    assert written.startswith(original + b"\r\n\r\n# vault-tools:start") and b"\n" not in written.replace(b"\r\n", b"")
+    assert tomllib.loads(written.decode())["mcp_servers"]["vault-tools"] == {"command": "vault-tools", "args": ["mcp"]}
+    assert vt_here("init", "--agent", "codex", "--remove", cwd=vault).code == 0
+    assert snapshot(vault) == before
+
+
+@pytest.mark.parametrize("agent, made", [("claude", {".claude"}), ("codex", {".codex"}), ("gemini", {".gemini"}),
+                                         ("cursor", {".cursor", ".cursor/rules"})])
+def test_init_agent_remove_takes_out_the_folders_it_made_and_only_when_empty(vault, agent, made) -> None:
+    before = snapshot(vault)
+    assert vt_here("init", "--agent", agent, cwd=vault).code == 0
+    assert made <= folders(vault)
+    done = vt_here("init", "--agent", agent, "--remove", cwd=vault)
+    assert done.code == 0 and all(f"removed {folder}/" in done.err for folder in made)
+    assert not made & folders(vault) and snapshot(vault) == before
+    # A folder that holds anything of the owner's stays, with it.
+    assert vt_here("init", "--agent", agent, cwd=vault).code == 0
+    deepest = max(made, key=len)
+    write(vault / deepest / "mine.md", "the owner's own\n")
+    assert vt_here("init", "--agent", agent, "--remove", cwd=vault).code == 0
+    assert made <= folders(vault)
+    assert snapshot(vault) == {**before, f"{deepest}/mine.md": b"the owner's own\n"}
+
+
+def test_init_agent_cursor_remove_keeps_the_owners_other_rules(vault) -> None:
+    write(vault / ".cursor" / "rules" / "style.mdc", "---\nalwaysApply: true\n---\nUse tabs.\n")
+    before = snapshot(vault)
+    assert vt_here("init", "--agent", "cursor", cwd=vault).code == 0
+    assert vt_here("init", "--agent", "cursor", "--remove", cwd=vault).code == 0
+    assert snapshot(vault) == before and {".cursor", ".cursor/rules"} <= folders(vault)
+
+
 # -- the README's transcripts -----------------------------------------------------------------
 
 def test_the_readme_hook_transcripts_are_what_the_hooks_answer(tmp_path) -> None:

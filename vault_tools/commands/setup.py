@@ -249,9 +249,17 @@ The record travels with the notes in {RECORD_DIR}/ (config; the ledger, one file
 
 def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = False) -> list[str]:
     """Wire an agent into a project (or take it out): its instructions section, hooks and MCP entry.
-    Returns the project-relative files written or removed; nothing is written when one of them cannot be read."""
+    Returns the project-relative files written or removed, and the folders removed (ending in `/`);
+    nothing is written when one of them cannot be read.
+
+    The files are the owner's: they are read and written as bytes, keeping their BOM, line endings and
+    final newline or its absence, and what is added is laid out so that `--remove` gives each file back
+    byte for byte as it was, without keeping any state (a file that did not exist is deleted again; see
+    `agents.instructions` for the JSON settings). `--remove` also removes the folders it emptied."""
+    import codecs
     import shlex
     import tomllib
+    from pathlib import PurePosixPath
 
     from ..agents import instructions as parts
 
@@ -266,17 +274,26 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
     vault_option = f"--vault {shlex.quote(vault_arg)}" if vault_arg else ""
     mcp_args = ["mcp", "--vault", vault_arg] if vault_arg else ["mcp"]
 
-    def read(rel: str) -> str:
+    def read(rel: str) -> tuple[bytes, str] | None:
+        """A file's BOM and its text as written (no newline translation); None when there is no such file."""
         path = project / rel
         try:
-            return path.read_text(encoding="utf-8-sig") if path.exists() else ""
-        except (OSError, UnicodeDecodeError) as error:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise UsageError(f"cannot read: {error}", path=rel) from None
+        bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
+        try:
+            return bom, data[len(bom):].decode("utf-8")
+        except UnicodeDecodeError as error:
             raise UsageError(f"cannot read: {error}", path=rel) from None
 
-    def read_json(rel: str) -> dict[str, Any]:
-        text = read(rel)
+    def read_json(rel: str) -> tuple[tuple[bytes, str] | None, dict[str, Any]]:
+        found = read(rel)
+        text = found[1] if found else ""
         if not text.strip():
-            return {}
+            return found, {}
         try:
             data = json.loads(text)
         except ValueError as error:
@@ -287,34 +304,43 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
             raise UsageError(f"is not valid JSON ({error}); fix it first, nothing was written", path=rel) from None
         if not isinstance(data, dict):
             raise UsageError("is not a JSON object; nothing was written", path=rel)
-        return data
+        return found, data
 
-    planned: dict[str, str | None] = {}  # rel -> new text, None to delete
+    planned: dict[str, bytes | None] = {}  # rel -> new bytes, None to delete
 
-    def plan_json(rel: str, before: dict[str, Any], after: dict[str, Any]) -> None:
-        if after == before:
-            return
-        planned[rel] = parts.json_text(after) if after else None
+    def plan(rel: str, found: tuple[bytes, str] | None, new: str | None) -> None:
+        """Write `new` (None: delete the file) with the file's BOM, if it changes anything."""
+        if found is None:
+            if new is not None:
+                planned[rel] = new.encode("utf-8")
+        elif new is None:
+            planned[rel] = None
+        elif new != found[1]:
+            planned[rel] = found[0] + new.encode("utf-8")
 
-    def plan_text(rel: str, before: str, after: str, empty: str = "") -> None:
-        if after != before:
-            planned[rel] = after if after.strip() and after != empty else None
-
-    text = read(files.instructions)
-    if agent == "cursor":
+    found = read(files.instructions)
+    text = found[1] if found else None
+    section = parts.section(agent, vault_option)
+    if agent == "cursor":  # the rules file is ours alone: the frontmatter, then the section
         body = text or parts.CURSOR_FRONTMATTER
-        new = parts.without_section(body) if remove else parts.with_section(body, parts.section(agent, vault_option))
-        plan_text(files.instructions, text, new, empty=parts.CURSOR_FRONTMATTER)
+        if remove:
+            left = parts.without_section(body)
+            plan(files.instructions, found,
+                 None if left in (None, parts.CURSOR_FRONTMATTER.replace("\n", parts.eol_of(body))) else left)
+        else:
+            plan(files.instructions, found, parts.with_section(body, section))
+    elif remove:
+        plan(files.instructions, found, parts.without_section(text) if text is not None else None)
     else:
-        new = parts.without_section(text) if remove else parts.with_section(text, parts.section(agent, vault_option))
-        plan_text(files.instructions, text, new)
-    json_files: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # rel -> (as read, as it will be)
+        plan(files.instructions, found, parts.with_section(text, section))
+    json_files: dict[str, tuple[tuple[bytes, str] | None, dict[str, Any], dict[str, Any]]] = {}  # as read, as it will be
 
     def change_json(rel: str, change: Any) -> None:
         """Apply `change` to a JSON file's data (two changes to one file, as Gemini CLI's, add up)."""
-        before, current = json_files[rel] if rel in json_files else (read_json(rel),) * 2
+        found, before, current = json_files[rel] if rel in json_files else (*read_json(rel), None)
+        current = before if current is None else current
         try:
-            json_files[rel] = (before, change(current))
+            json_files[rel] = (found, before, change(current))
         except ValueError as error:
             raise UsageError(f"{error}; nothing was written", path=rel) from None
 
@@ -322,28 +348,46 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
         change_json(files.settings, lambda data: parts.without_hooks(data, agent) if remove
                     else parts.with_hooks(data, agent, vault_option))
     if files.mcp.endswith(".toml"):
-        text = read(files.mcp)
+        found = read(files.mcp)
+        text = found[1] if found else None
         try:
-            tomllib.loads(parts.without_toml_block(text))
-            found = tomllib.loads(parts.without_toml_block(text)).get("mcp_servers", {})
+            servers = tomllib.loads(parts.without_toml_block(text or "") or "").get("mcp_servers", {})
         except tomllib.TOMLDecodeError as error:
             raise UsageError(f"is not valid TOML ({error}); fix it first, nothing was written",
                              path=files.mcp) from None
-        if not remove and parts.SERVER_NAME in found:
+        if not remove and parts.SERVER_NAME in servers:
             raise UsageError(f"already has [mcp_servers.{parts.SERVER_NAME}] of its own; nothing was written",
                              path=files.mcp)
-        new = parts.without_toml_block(text) if remove else parts.with_toml_block(text, parts.toml_block(mcp_args))
-        tomllib.loads(new)  # what is written must stay valid
-        plan_text(files.mcp, text, new)
+        if remove:
+            new = parts.without_toml_block(text) if text is not None else None
+        else:
+            new = parts.with_toml_block(text, parts.toml_block(mcp_args))
+        tomllib.loads(new or "")  # what is written must stay valid
+        plan(files.mcp, found, new)
     else:
         change_json(files.mcp, lambda data: parts.without_mcp(data) if remove else parts.with_mcp(data, agent, mcp_args))
-    for rel, (before, after) in json_files.items():
-        plan_json(rel, before, after)
+    for rel, (found, before, after) in json_files.items():
+        if after == before:
+            continue
+        if not after:  # nothing left but `{}`: as when the file did not exist before
+            plan(rel, found, None)
+        elif found is None or not found[1].strip():
+            plan(rel, found, parts.json_text(after))
+        else:
+            plan(rel, found, parts.edited_json(found[1], after))
     for rel, content in planned.items():
         path = project / rel
         if content is None:
             path.unlink(missing_ok=True)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            notes.write_atomic(path, content.encode("utf-8"))
-    return list(planned)
+            notes.write_atomic(path, content)
+    emptied = []
+    deleted = {parent for rel, content in planned.items() if content is None
+               for parent in PurePosixPath(rel).parents if parent.parts}
+    for folder in sorted(deleted, key=lambda folder: len(folder.parts), reverse=True):  # .cursor/rules, then .cursor
+        try:
+            (project / folder).rmdir()  # only when empty: never a folder that still holds anything
+        except OSError:
+            continue
+        emptied.append(f"{folder.as_posix()}/")
+    return [*planned, *emptied]
