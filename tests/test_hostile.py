@@ -564,7 +564,7 @@ def test_a_decision_note_whose_file_name_is_not_utf8_is_reported_not_a_crash(cli
     assert linted.returncode == 1 and "internal error" not in linted.stderr
     assert r"Decisions/Coffee caf\udce9 hours.md:1: VT001 error: its name is not valid UTF-8" in linted.stdout
     context = _run(vault, "context")
-    assert context.returncode == 0 and "Unreadable decision notes (1)" in context.stdout
+    assert context.returncode == 0 and "Decision notes unreadable or missing (1)" in context.stdout
     assert "Tea is served at nine" in context.stdout  # the rest of the record is as before
     assert _run(vault, "build").returncode == 0
 

@@ -434,6 +434,8 @@ def lookup_json(found: list[Any], full: bool) -> list[dict[str, Any]]:
     for item in found:
         data = _lookup_json(item)
         data["ruling_preview"] = ruling_preview(item.ruling)
+        if item.ruling.note_missing:  # read from the ledger's sealed text until the note is written back
+            data["note_missing"] = True
         if full:
             data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
         items.append(data)

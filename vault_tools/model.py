@@ -138,6 +138,9 @@ class Decision:
     terms: Mapping[str, str] = field(default_factory=dict)  # term key (without `term_`) -> value as text
     pinned: bool = False  # the owner's `pinned: true`: always listed in full in the agent's view
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # A sealed ruling whose note is gone (deleted, moved out of what is read, no longer a decision note), read
+    # from the ledger's sealed text: it still stands until the ledger records its end (see `missing_rulings`).
+    note_missing: bool = field(default=False, compare=False)
 
     @property
     def number(self) -> int:

@@ -85,6 +85,10 @@ MAX_SHOWN_CHARS = 300
 MAX_SHOWN_TOPICS = 10
 
 
+# What every reader says of a sealed ruling whose note is gone (`Workspace.missing_rulings`).
+NOTE_MISSING = "its note is missing; it stands as sealed in the ledger (`vault-tools lint --fix` writes it back)"
+
+
 def escape(text: str) -> str:
     """Owner's text as literal Markdown on one line: no links, tags, HTML, comments, math or new
     lines can come of it. Over MAX_SHOWN_CHARS it is cut, and says so."""
@@ -263,6 +267,8 @@ def _ruling_line(ruling: Decision, tz: dt.tzinfo, taken_over: TakenOver, unsaid:
         line += f" · **{note}**"
     if ruling.revisit_by:
         line += f" · revisit by {ruling.revisit_by.isoformat()}"
+    if ruling.note_missing:
+        line += f" · **{NOTE_MISSING}**"
     return line
 
 
@@ -637,6 +643,8 @@ def _agent_ruling_line(ruling: Decision, replaced: Sequence[str], why: Sequence[
                      + (f" and {len(replaced) - TOPICS_PER_LINE:,} more" if len(replaced) > TOPICS_PER_LINE else ""))
     if ruling.revisit_by:
         parts.append(f"revisit by {ruling.revisit_by.isoformat()}{' (due)' if 'revisit due' in why else ''}")
+    if ruling.note_missing:
+        parts.append(NOTE_MISSING)
     return " · ".join(parts)
 
 
@@ -737,7 +745,7 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
         if problem_lines and (questions or overlap_lines_):
             out.append("")
         if problem_lines:
-            out += [f"## Unreadable decision notes ({len(problem_lines)}): a ruling may be hiding in them", ""]
+            out += [f"## Decision notes unreadable or missing ({len(problem_lines)}): a ruling may be hiding in them", ""]
             out += problem_lines[:n_problems]
             if n_problems < len(problem_lines):
                 out.append(f"- {len(problem_lines) - n_problems:,} more: `vault-tools lint`")
@@ -764,7 +772,7 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
         if n_questions < len(questions):
             left.append(f"{len(questions) - n_questions:,} open questions")
         if n_problems < len(problem_lines):
-            left.append(f"{len(problem_lines) - n_problems:,} unreadable notes")
+            left.append(f"{len(problem_lines) - n_problems:,} unreadable or missing notes")
         if n_overlaps < len(overlap_lines_):
             left.append(f"{len(overlap_lines_) - n_overlaps:,} pairs of rulings not saying whether one replaces the other")
         summary = "Left out: " + ", ".join(left) + "." if left else "Left out: nothing."

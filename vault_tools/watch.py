@@ -34,6 +34,7 @@ from .commands.close import finish_interrupted_close, hand_made_events
 from .commands.ids import awaiting_ids, give_ids
 from .commands.live import LiveState
 from .commands.repair import pending_chain
+from .commands.restore import describe, restore_missing
 from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
@@ -151,6 +152,7 @@ class _Reconcile:
             self.looking_at = "rounds"
             self.invalid(None, None, f"still changing notes after {MAX_RECONCILE_ROUNDS} rounds through the vault; "
                                      "the last changes are in the log above", left=True)
+        self.restore_missing()
         self.result.settle_deadlines = {rel: when for rel, when in self.deadlines.items()
                                         if rel in self.seen and self.live.decision_at(rel) is not None}
         for rel in awaiting_ids(self.state):  # finished but for its id: wake up when it may be given one
@@ -211,6 +213,18 @@ class _Reconcile:
             self.act("withdrawn", loser, path, f"the same revision as {kept}, made on another device")
         if twins:
             self.changed(removed=[path for _, path, _ in twins if path and not (self.state.root / path).exists()])
+
+    def restore_missing(self) -> None:
+        """Sealed rulings in force whose note is gone, written back from the ledger (see `commands.restore`)."""
+        self.looking_at = "missing notes"
+        self.found.pop(self.looking_at, None)
+        restored, failed = restore_missing(self.ws, self.state)
+        for item in restored:
+            self.act("restored", item.id, item.path, describe(item))
+        for why in failed:
+            self.invalid(None, None, why, left=True)
+        if restored:
+            self.changed()
 
     def mtime_of(self, rel: str) -> float | None:
         try:

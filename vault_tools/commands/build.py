@@ -7,16 +7,17 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import notes
 from ..errors import UsageError, VaultToolsError
-from ..model import Status, being_written, lacks_id, topic_aliases_in_use, unanswered
+from ..model import Decision, Status, being_written, lacks_id, topic_aliases_in_use, unanswered
 from ..page_names import PAGE_NAMES
 from ..pages import (
+    NOTE_MISSING,
     NOTICE,
     Budget,
     Context,
@@ -44,9 +45,11 @@ def page_path(ws: Workspace, name: str) -> Path:
     return ws.vault.root / ws.config.pinned_folder / f"{name}.md"
 
 
-def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = None) -> list[PageProblem]:
+def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = None,
+                  missing: Sequence[Decision] = ()) -> list[PageProblem]:
     """The decision notes that cannot be read or used, as the pages and the agent's view list them; with
-    the ledger's statuses (`recorded`), also the rulings not sealed yet that do not hold an answer."""
+    the ledger's statuses (`recorded`), also the rulings not sealed yet that do not hold an answer; and the
+    sealed rulings whose note is `missing`."""
     writing = {path for path, data in state.properties.items() if lacks_id(data)}
     found = [PageProblem(e.path or "?", e.line, e.message[:MAX_PROBLEM_CHARS]) for e in state.broken
              if e.path not in writing]
@@ -64,6 +67,7 @@ def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = Non
             why = unanswered(decision) if recorded.get(decision.id) is None or recorded[decision.id] is Status.OPEN else None
             if why:
                 found.append(PageProblem(decision.path, decision.line_of("summary"), why[:MAX_PROBLEM_CHARS]))
+    found += [PageProblem(ruling.path, None, f"{ruling.id} (sealed ruling): {NOTE_MISSING}") for ruling in missing]
     return found
 
 
@@ -109,7 +113,7 @@ def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
     state = state or ws.state()
     from .review import waiting_line
     return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws),
-                       page_problems(state, _recorded(ws)), conflicts=page_conflicts(ws, state),
+                       page_problems(state, _recorded(ws), ws.missing_rulings(state)), conflicts=page_conflicts(ws, state),
                        review_waiting=waiting_line(ws))
 
 
@@ -253,7 +257,7 @@ def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
         raise UsageError(str(error)) from None
     state = state or ws.state()
     return agent_context(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings(ws),
-                         chosen, page_problems(state, _recorded(ws)), page_conflicts(ws, state))
+                         chosen, page_problems(state, _recorded(ws), ws.missing_rulings(state)), page_conflicts(ws, state))
 
 
 def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None,

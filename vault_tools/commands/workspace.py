@@ -126,6 +126,11 @@ class Workspace:
         exact = [d for d in state.decisions if d.id == decision_id]
         found = exact or [d for d in state.decisions if id_matches(decision_id, d.id)]
         if not found:
+            gone = [d for d in self.missing_rulings(state) if id_matches(decision_id, d.id)]
+            if gone:
+                raise NotFound(f"{gone[0].id} is a sealed ruling whose note is missing (last seen at {gone[0].path})",
+                               details=["It still stands. `vault-tools lint --fix` (or the watcher) writes its note "
+                                        "back from the ledger; then run this again."])
             raise NotFound(f"no decision note has id {decision_id}")
         if len(found) > 1:
             paths = ", ".join(d.path for d in sorted(found, key=lambda d: d.order))
@@ -211,8 +216,53 @@ class Workspace:
         for decision, recorded_status in zip(state.decisions, statuses, strict=True):
             status = status_in_effect(decision.status, recorded_status, decision.id in replaced)
             in_effect.append(decision if status is decision.status else replace(decision, status=status))
+        in_effect += self.missing_rulings(state)
         state.derived["in_effect"] = in_effect
         return in_effect
+
+    def missing_rulings(self, state: VaultState) -> list[Decision]:
+        """The sealed rulings in force whose note is gone: deleted, moved where notes are not read (the
+        templates folder, a dot-folder), or no longer a decision note. Each is read from the ledger's sealed
+        text, at the path it was last seen at, marked `note_missing`: a ruling ends only by a retraction or a
+        supersession the ledger records, never by losing its file. Not one whose note is there but cannot
+        be read (it is reported as such), one in conflict, or one whose id another note now holds (lint's
+        VT023 names both)."""
+        if "missing_rulings" in state.derived:
+            memo: list[Decision] = state.derived["missing_rulings"]
+            return memo
+        try:
+            summaries = self.record_summaries()
+        except InconsistentVault:
+            summaries = []
+        candidates = [s for s in summaries if s.status is Status.RULED and s.seal_hash and s.conflict is None]
+        found: list[Decision] = []
+        if candidates:
+            if state.decisions:
+                self.summary_of(state, state.decisions[0])  # ties every note to its record
+            tied = {summary.record for summary in state.derived.get("summary_ties", {}).values()}
+            held = {d.id for d in state.decisions}
+            unreadable = {e.path for e in state.broken if e.path}
+            try:
+                known = self.histories()
+            except InconsistentVault:
+                known = {}
+            for summary in candidates:
+                if summary.record in tied or summary.id in held or unreadable & set(summary.paths):
+                    continue
+                history = known.get(summary.record)
+                seal = history.seal if history is not None else None
+                if history is None or seal is None or not seal.text:
+                    continue
+                path = history.path or seal.path
+                try:
+                    note = notes.parse_text(seal.text.removeprefix("\ufeff"), self.vault.root / path)
+                except NoteError:
+                    continue
+                decision, _ = build_decision(note.data, path=path, body=note.body, key_lines=note.key_lines)
+                if decision is not None and decision.status is Status.RULED:
+                    found.append(replace(decision, note_missing=True))
+        state.derived["missing_rulings"] = found
+        return found
 
     def seal_hash_of(self, state: VaultState, decision: Decision) -> str:
         """The seal hash of a note as it is now, computed once per read of the vault."""

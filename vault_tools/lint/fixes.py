@@ -8,6 +8,7 @@ from ..commands.amend import apply_owner_steps
 from ..commands.build import build
 from ..commands.ids import give_ids
 from ..commands.repair import finish_interrupted
+from ..commands.restore import describe, restore_missing
 from ..commands.seal import seal
 from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
@@ -19,8 +20,8 @@ from .facts import damaged_ledger
 
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
     """Record retractions and relations the owner typed into sealed rulings, finish operations a kill or a
-    full disk interrupted, seal rulings past their settle window, then rebuild stale pages. Returns (done,
-    not done)."""
+    full disk interrupted, seal rulings past their settle window, write back sealed rulings whose note is
+    gone, then rebuild stale pages. Returns (done, not done)."""
     ws = Workspace(vault)
     moment = time.time() if now is None else now
     try:
@@ -75,6 +76,12 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
                     done += [f"sealed {d.id}" for d in seal(ws, [decision_id])]
                 except VaultToolsError as error:
                     not_done.append(f"could not seal {decision_id}: {error}")
+    try:
+        restored, unrestored = restore_missing(ws, ws.state())
+        done += [describe(item) for item in restored]
+        not_done += unrestored
+    except VaultToolsError as error:
+        not_done.append(f"could not write back sealed rulings whose note is gone: {error}")
     built = build(ws)
     done += [f"rebuilt {path}" for path in built.written]
     return done, not_done

@@ -177,11 +177,14 @@ def sealed_note_missing(facts: Facts) -> Iterator[Finding]:
     skipped folder, or its `type: decision` removed).
 
     ## Why
-    A deleted ruling is a reversal with no trace: the question it settled can be asked again.
+    A deleted ruling would be a reversal with no trace. Until its note is back, every reader (`context`,
+    `lookup`, the hooks) still treats the ruling as in force, read from the ledger's sealed text and
+    marked as missing its note.
 
     ## How to fix
-    Restore the note (`git checkout`, or Obsidian's `.trash`). To drop a ruling, keep the note and run
-    `vault-tools retract ID --reason ...`.
+    `vault-tools lint --fix` (and the watcher, on its own) writes the note back from the ledger's sealed
+    text where it was last seen, keeping whatever stands at that path under `kept/`. To drop a ruling,
+    keep the note and run `vault-tools retract ID --reason ...`.
     """
     tied = {history.record for history in facts.ties.values()}
     unreadable = [error.path or "" for error in facts.state.broken]
@@ -217,8 +220,9 @@ def damaged_ledger_line(facts: Facts) -> Iterator[Finding]:
     ## How to fix
     A torn last line in this device's own file is an append a kill cut short (its events were never
     acknowledged): the next write on this device cuts it off and keeps its bytes under `kept/`;
-    `vault-tools lint --fix` does it now. For any other damage, restore the file from git
-    (`git checkout -- .vault-tools/ledger.jsonl`). Never edit a ledger line.
+    `vault-tools lint --fix` does it now. For any other damage, restore the file the finding names from
+    git (`git checkout -- FILE`: `vault-tools/ledger/TAG.jsonl`, or `.vault-tools/ledger.jsonl` in a vault
+    set up before the shared layout). Never edit a ledger line.
     """
     for shown, line, message in facts.ledger_damage:
         yield Finding(shown, line, message)
@@ -228,17 +232,18 @@ def damaged_ledger_line(facts: Facts) -> Iterator[Finding]:
 def ledger_history_rewritten(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
-    When the vault is in a git repository, compares the ledger with the last commit
-    (`git show HEAD:.vault-tools/ledger.jsonl`) and reports every committed line that was changed or
-    removed. Lines added after the committed ones are how the ledger grows.
+    When the vault is in a git repository, compares each ledger file with the last commit
+    (`git show HEAD:vault-tools/ledger/TAG.jsonl`, or `HEAD:.vault-tools/ledger.jsonl` in a vault set up
+    before the shared layout) and reports every committed line that was changed or removed. Lines added
+    after the committed ones are how the ledger grows.
 
     ## Why
     The ledger is append-only. A rewritten line can carry a valid checksum, so only the committed copy
     shows that history was changed.
 
     ## How to fix
-    Restore the committed lines (`git checkout -- .vault-tools/ledger.jsonl`); new events are appended
-    again by the commands that make them.
+    Restore the committed lines of the file the finding names (`git checkout -- FILE`); new events are
+    appended again by the commands that make them.
     """
     for file in facts.ledger_files:
         yield from _rewritten(file)
@@ -340,8 +345,9 @@ def seal_line_missing(facts: Facts) -> Iterator[Finding]:
     sealed as if new. `seal`, `lint --fix` and the watcher refuse to seal it again.
 
     ## How to fix
-    Restore `.vault-tools/ledger.jsonl` from git (`git checkout -- .vault-tools/ledger.jsonl`) or a
-    backup. Then `vault-tools lint` shows whether the note was edited since it was sealed.
+    Restore the ledger file the finding names from git (`git checkout -- FILE`: `vault-tools/ledger/TAG.jsonl`,
+    or `.vault-tools/ledger.jsonl` in a vault set up before the shared layout) or a backup. Then
+    `vault-tools lint` shows whether the note was edited since it was sealed.
     """
     for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.record)):
         lost = history.seal_lost

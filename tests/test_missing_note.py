@@ -1,0 +1,96 @@
+"""A sealed ruling whose note goes (deleted, moved where notes are not read, no longer a decision note) stays in
+force in everything the agent reads, marked as missing its note, and the watcher and `lint --fix` write the note
+back from the ledger's sealed text; a ruling the ledger closed is not brought back."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import vt, vt_here
+
+ANALYTICS = "The site uses no analytics and no tracking of any kind."
+
+
+@pytest.fixture
+def sealed(vault) -> Path:
+    assert vt_here("rule", "--topic", "analytics", "--summary", ANALYTICS, "--source", "chat", cwd=vault).code == 0
+    return next((vault / "Decisions").glob("D-0001 *.md"))
+
+
+def lose(way: str, note: Path, vault: Path) -> None:
+    if way == "deleted":
+        note.unlink()
+    elif way == "moved into the templates folder":
+        (vault / "Templates").mkdir()
+        shutil.move(note, vault / "Templates" / note.name)
+    elif way == "moved into Obsidian's trash":
+        (vault / ".trash").mkdir()
+        shutil.move(note, vault / ".trash" / note.name)
+    else:  # no longer a decision note
+        note.write_bytes(note.read_bytes().replace(b"type: decision", b"type: note"))
+
+
+WAYS = ["deleted", "moved into the templates folder", "moved into Obsidian's trash", "no longer a decision note"]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_the_ruling_stays_in_force_for_the_agent_marked_as_missing_its_note(vault, sealed, way) -> None:
+    lose(way, sealed, vault)
+    looked = vt_here("lookup", "analytics", "--json", cwd=vault)
+    assert looked.code == 0
+    [found] = json.loads(looked.out)
+    assert found["id"] == "D-0001" and found["note_missing"] is True
+    context = vt_here("context", cwd=vault).out
+    assert ANALYTICS in context and "D-0001 (sealed ruling): its note is missing" in context
+    question = {"cwd": str(vault), "tool_name": "AskUserQuestion",
+                "tool_input": {"questions": [{"question": "Should the site add analytics?", "header": "Analytics"}]}}
+    denial = json.loads(vt_here("hook", "claude", "pre-tool-use", cwd=vault, stdin=json.dumps(question)).out)
+    assert "D-0001" in denial["hookSpecificOutput"]["permissionDecisionReason"]
+    refused = vt_here("ask", "Should the site add analytics after all?", "--topic", "analytics", cwd=vault)
+    assert refused.code == 1 and "D-0001" in refused.err
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_the_watcher_writes_the_note_back_and_keeps_what_stood_there(vault, sealed, way) -> None:
+    original = sealed.read_bytes()
+    changed = original.replace(b"type: decision", b"type: note")
+    lose(way, sealed, vault)
+    done = vt("watch", "--once", cwd=vault)  # a real process, as the owner or a pull's hook runs it
+    assert done.code == 0, done.out + done.err
+    assert "restored D-0001" in done.out + done.err
+    assert sealed.read_bytes() == original
+    kept = list((vault / ".vault-tools" / "kept").glob("*.md")) if way == "no longer a decision note" else []
+    assert [path.read_bytes() for path in kept] == ([changed] if kept else [])
+    if way == "no longer a decision note":
+        assert kept, "the changed note must be kept before it is replaced"
+    lint = vt_here("lint", cwd=vault)
+    assert lint.code == 0, lint.out
+    assert "its note is missing" not in vt_here("context", cwd=vault).out
+
+
+def test_lint_fix_writes_the_note_back_too(vault, sealed) -> None:
+    original = sealed.read_bytes()
+    sealed.unlink()
+    assert "VT023" in vt_here("lint", cwd=vault).out
+    fixed = vt_here("lint", "--fix", cwd=vault)
+    assert "wrote back D-0001" in fixed.out + fixed.err
+    assert sealed.read_bytes() == original and vt_here("lint", cwd=vault).code == 0
+
+
+@pytest.mark.parametrize("closing", ["retract", "supersede"])
+def test_a_ruling_the_ledger_closed_is_not_brought_back(vault, sealed, closing) -> None:
+    if closing == "retract":
+        assert vt_here("retract", "D-0001", "--reason", "Recorded in error, the owner never said this.",
+                       cwd=vault).code == 0
+    else:
+        assert vt_here("rule", "--topic", "analytics", "--summary", "The site counts visits with a private counter.",
+                       "--supersedes", "D-0001", "--reason", "The owner wants to know which articles are read.",
+                       cwd=vault).code == 0
+    sealed_now = next((vault / "Decisions").glob("D-0001 *.md"))
+    sealed_now.unlink()
+    assert vt("watch", "--once", cwd=vault).code in (0, 1)
+    assert not sealed_now.exists()
+    assert ANALYTICS not in vt_here("context", cwd=vault).out
