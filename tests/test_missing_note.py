@@ -4,12 +4,14 @@ back from the ledger's sealed text; a ruling the ledger closed is not brought ba
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import vt, vt_here
+from tests.test_watch import Scripted, configure
 
 ANALYTICS = "The site uses no analytics and no tracking of any kind."
 
@@ -94,3 +96,34 @@ def test_a_ruling_the_ledger_closed_is_not_brought_back(vault, sealed, closing) 
     assert vt("watch", "--once", cwd=vault).code in (0, 1)
     assert not sealed_now.exists()
     assert ANALYTICS not in vt_here("context", cwd=vault).out
+
+
+def test_a_running_watcher_waits_the_settle_window_before_writing_a_note_back(vault, sealed) -> None:
+    """The owner halfway through retyping `type`, or a sync engine between the two halves of a rename, is
+    not answered at once: the note goes back once its absence has lasted the settle window."""
+    configure(vault, debounce_ms=300, settle=30)
+    original = sealed.read_bytes()
+    with Scripted(vault) as scripted:
+        sealed.unlink()
+        os.utime(sealed.parent, (scripted.now, scripted.now))
+        scripted.deleted(sealed)
+        scripted.advance(10)
+        assert not sealed.exists() and "restored" not in scripted.kinds()
+        scripted.advance(25)
+        assert sealed.read_bytes() == original and "restored" in scripted.kinds()
+
+
+def test_a_rename_carried_as_a_delete_then_a_create_leaves_one_note(vault, sealed) -> None:
+    configure(vault, debounce_ms=300, settle=30)
+    text = sealed.read_text(encoding="utf-8")
+    with Scripted(vault) as scripted:
+        sealed.unlink()
+        os.utime(sealed.parent, (scripted.now, scripted.now))
+        scripted.deleted(sealed)
+        scripted.advance(5)  # the engine brings the other half of the rename
+        moved = vault / "Archive" / "Analytics.md"
+        moved.parent.mkdir()
+        scripted.save(moved, text)
+        scripted.advance(60)
+        assert "restored" not in scripted.kinds() and not sealed.exists() and moved.read_text(encoding="utf-8") == text
+    assert vt_here("lint", cwd=vault).code == 0

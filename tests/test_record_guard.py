@@ -5,6 +5,7 @@ test_agent_hooks.py for their sources)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,18 @@ def test_shell_commands_that_write_remove_or_move_the_record_are_refused(record,
         f"mv {record['config']} /tmp/elsewhere.yaml", "cd Decisions && rm -f *.md", "bash -c 'rm -rf Decisions'",
         "find Decisions -name '*.md' -delete", f"shred -u '{record['sealed']}'", "rm -rf ../vault",
         f"cat /dev/null > '{record['topics']}'", f"unlink '{record['kept']}'", "rm -rf Pinned",
+        # as agents write them: several lines, shell keywords, runners with options, `-lc`
+        f"echo start\nrm {record['ledger']}", f"if true; then rm {record['ledger']}; fi",
+        f"for f in x; do rm {record['ledger']}; done", f"{{ rm {record['ledger']}; }}", f"! rm {record['ledger']}",
+        f"bash -lc 'rm {record['ledger']}'", f"timeout 5 rm {record['ledger']}", f"nice -n 5 rm {record['ledger']}",
+        f"sudo -u owner rm {record['ledger']}", f"env A=1 B=2 rm {record['ledger']}",
+        f"sort -o {record['ledger']} {record['ledger']}", f"rsync -a --delete /tmp/ {record['record_dir']}/",
+        f"pushd {record['record_dir']} && rm config.yaml",
+        # git putting back or throwing away what the record holds since the last commit
+        f"git checkout -- {record['ledger']}", "git checkout -- .", f"git restore {record['ledger']}",
+        "git stash -u", "git reset --hard", "git clean -fdx", f"git -C {record['record_dir']} rm config.yaml",
+        # names as a case-insensitive file system (macOS, Windows) finds them
+        f"rm {record['config'].upper()}", "rm 'pinned/decisions log.md'",
     ]
     for command in commands:
         reason = shell(agent, command, root)
@@ -113,7 +126,11 @@ def test_reading_the_record_and_writing_elsewhere_pass(record, agent) -> None:
     root = Path(record["root"])
     for command in (f"cat {record['ledger']}", "grep -r analytics Decisions", f"cp {record['config']} /tmp/copy.yaml",
                     "git log -p -- Decisions", "rm -rf .vault-tools/cache", "ls Decisions/*.md | wc -l",
-                    "echo hi > Drafts.md", "rm -rf Drafts"):
+                    "echo hi > Drafts.md", "rm -rf Drafts", "find . -name '*.md' -exec grep -l analytics {} +",
+                    "find Decisions -type f -exec wc -l {} \\;", "find . -name '*.tmp' -delete",
+                    f"perl -Mstrict -ne 'print' {record['ledger']}", "git rm --cached -r .", "git stash list",
+                    "git checkout -b drafts", "git restore --staged .", "cp Drafts.md Decisions/",
+                    "mv Drafts.md Notes.md"):
         assert shell(agent, command, root) is None, command
 
 
@@ -134,3 +151,53 @@ def test_an_emptied_ledger_still_denies_the_sealed_ruling(record) -> None:
     root = Path(record["root"])
     (root / record["ledger"]).unlink()
     assert "D-0001" in file_write("claude", record["sealed"], root)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_plain_note_made_a_decision_note_by_any_route_is_refused(record, agent) -> None:
+    """Forging a ruling: a note that says `type: decision`, written past `ask` and `rule`, would be sealed as
+    the owner's by the watcher."""
+    root = Path(record["root"])
+    write(root / "Notes" / "plain.md", "---\ntype: note\n---\nSome text.\n")
+    forged = "---\ntype: decision\nstatus: ruled\ntopics: [analytics]\nsummary: Analytics are fine after all.\n---\n"
+    write(root / "Drafts" / "forged.md", forged)
+    for command in (f"cat > Decisions/Tracking.md <<'EOF'\n{forged}EOF", "sed -i 's/type: note/type: decision/' Notes/plain.md",
+                    "cp Drafts/forged.md Decisions/", "mv Drafts/forged.md Decisions/Tracking.md"):
+        reason = shell(agent, command, root)
+        assert reason and "vault-tools ask" in reason, command
+    if agent == "codex":
+        added = "\n".join(["*** Begin Patch", "*** Add File: Decisions/new.md", *("+" + line for line in
+                                                                             forged.splitlines()), "*** End Patch"])
+        payload = {"hook_event_name": "PreToolUse", "tool_name": "apply_patch", "tool_input": {"command": added}}
+        assert "vault-tools ask" in _refusal(agent, _hook(agent, "pre-tool-use", payload, root))
+    else:
+        tool, event = ("Edit", "pre-tool-use") if agent == "claude" else ("replace", "before-tool")
+        payload = {"tool_name": tool, "tool_input": {"file_path": "Notes/plain.md", "old_string": "type: note",
+                                                     "new_string": "type: decision"}}
+        assert "vault-tools ask" in _refusal(agent, _hook(agent, event, payload, root))
+
+
+def test_a_decision_note_with_crlf_or_quoted_keys_is_still_guarded(record) -> None:
+    root = Path(record["root"])
+    sealed = root / record["sealed"]
+    sealed.write_bytes(sealed.read_bytes().replace(b"\n", b"\r\n"))
+    quoted = write(root / "Decisions" / "Quoted.md", '---\n"type": decision\n"id": D-0099\n"status": open\n---\n')
+    for rel in (record["sealed"], quoted.relative_to(root).as_posix()):
+        assert file_write("claude", rel, root), rel
+        assert shell("claude", f"rm '{rel}'", root), rel
+
+
+def test_links_into_the_record_do_not_open_a_way_around_it(record) -> None:
+    root = Path(record["root"])
+    (root / "LL").symlink_to(root / record["record_dir"])
+    (root / "alias.jsonl").symlink_to(root / record["ledger"])
+    for command in ("echo x > alias.jsonl", "rm -rf LL/", "echo x > LL/config.yaml", "echo x > LL/../Pinned/../" +
+                    record["config"], f"ln {record['ledger']} hard.jsonl"):
+        assert shell("claude", command, root), command
+    assert file_write("claude", "alias.jsonl", root)
+
+
+def test_a_fifo_named_like_a_note_does_not_hang_the_hook(record) -> None:
+    root = Path(record["root"])
+    os.mkfifo(root / "Notes.md")
+    assert shell("claude", f"rm Notes.md {record['ledger']}", root)

@@ -8,6 +8,7 @@ from these names. A leaf: the hooks import it on every call, so it imports nothi
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from .page_names import PAGE_NAMES
@@ -23,6 +24,7 @@ LEDGER_SUFFIX = ".jsonl"
 DEFAULT_PINNED_FOLDER = "Pinned"
 
 LEDGER, CONFIG, TOPICS, KEPT, PAGE = "ledger", "config", "topics", "kept", "page"
+_PAGE_KEYS = {name.casefold() for name in PAGE_NAMES}
 
 
 def ledger_files_shown(shared: bool) -> str:
@@ -36,11 +38,12 @@ def holds_shared_record(root: Path) -> bool:
     return (folder / CONFIG_FILE).is_file() or (folder / LEDGER_FOLDER).is_dir()
 
 
-def record_part(root: Path, rel: str, pinned_folder: str = DEFAULT_PINNED_FOLDER) -> str | None:
+def record_part(root: Path, rel: str, pinned_folder: Callable[[], str] = lambda: DEFAULT_PINNED_FOLDER) -> str | None:
     """Which of the record's files `rel` (vault-relative, forward slashes) is: LEDGER, CONFIG, TOPICS, KEPT or
     PAGE; None for any other path (a decision note is known by its text, not its path). Both layouts count:
-    a vault carried between machines on different versions may hold either."""
-    parts = rel.split("/")
+    a vault carried between machines on different versions may hold either. `pinned_folder` is asked only
+    for a path named as a page (reading the config costs more than the rest)."""
+    parts = rel.casefold().split("/")  # as a case-insensitive file system (macOS, Windows) finds them
     top, rest = parts[0], parts[1:]
     if top == STATE_DIR or (top == RECORD_DIR and holds_shared_record(root)):
         if rest == [CONFIG_FILE]:
@@ -54,8 +57,8 @@ def record_part(root: Path, rel: str, pinned_folder: str = DEFAULT_PINNED_FOLDER
         if top == RECORD_DIR and len(rest) == 2 and rest[0] == LEDGER_FOLDER and rest[1].endswith(LEDGER_SUFFIX):
             return LEDGER
         return None
-    folder, _, name = rel.rpartition("/")
-    if name.endswith(".md") and name[:-3] in PAGE_NAMES and folder == pinned_folder.strip("/"):
+    folder, _, name = "/".join(parts).rpartition("/")
+    if name.endswith(".md") and name[:-3] in _PAGE_KEYS and folder == pinned_folder().strip("/").casefold():
         return PAGE
     return None
 

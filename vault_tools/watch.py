@@ -82,11 +82,14 @@ class Reconciled:
     # What could not be done just now (a note that could not be read, rounds that ran out): with `busy` and
     # `settle_deadlines`, what was left for a later reconcile. What the owner has to fix or decide is not in it.
     unresolved: list[Action] = field(default_factory=list)
+    # path -> when the note of a sealed ruling went from there, too recently to write it back (epoch s)
+    missing_since: dict[str, float] = field(default_factory=dict)
 
 
 def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None,
               progress: Progress | None = None,
-              before_fork: Callable[[Mapping[str, StatKey], list[str]], None] | None = None) -> Reconciled:
+              before_fork: Callable[[Mapping[str, StatKey], list[str]], None] | None = None,
+              missing_before: float | None = None) -> Reconciled:
     """Bring notes and ledger into agreement, as if every change had been seen live.
 
     Notes modified after `quiet_before` (epoch seconds) are still being typed and
@@ -97,14 +100,15 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     through the notes in order (after the first, those that changed since they were
     looked at) until one changes nothing. `progress(done, total)` is told how far a
     round has gone. `before_fork` stops the caller's other threads before a child is forked to work ahead
-    (see `LiveState.before_fork`).
+    (see `LiveState.before_fork`). Sealed rulings whose note is gone are written back; with `missing_before`,
+    only those gone since before then (epoch seconds).
     """
     result = Reconciled()
     with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live, \
             notes.sync_threads_kept():
         live.before_fork = before_fork
         ws.remove_stale_temps(live.state)
-        _Reconcile(ws, live, result, quiet_before, settle_before, progress).run()
+        _Reconcile(ws, live, result, quiet_before, settle_before, progress, missing_before).run()
         result.state = live.state
     return result
 
@@ -117,8 +121,10 @@ class _Reconcile:
     notes). A round that changes nothing ends the reconcile."""
 
     def __init__(self, ws: Workspace, live: LiveState, result: Reconciled, quiet_before: float,
-                 settle_before: float | None, progress: Progress | None = None) -> None:
+                 settle_before: float | None, progress: Progress | None = None,
+                 missing_before: float | None = None) -> None:
         self.ws = ws
+        self.missing_before = missing_before
         self.live = live
         self.result = result
         self.progress = progress
@@ -218,12 +224,13 @@ class _Reconcile:
         """Sealed rulings in force whose note is gone, written back from the ledger (see `commands.restore`)."""
         self.looking_at = "missing notes"
         self.found.pop(self.looking_at, None)
-        restored, failed = restore_missing(self.ws, self.state)
-        for item in restored:
+        restoring = restore_missing(self.ws, self.state, self.missing_before)
+        for item in restoring.done:
             self.act("restored", item.id, item.path, describe(item))
-        for why in failed:
+        for why in restoring.failed:
             self.invalid(None, None, why, left=True)
-        if restored:
+        self.result.missing_since = restoring.waiting
+        if restoring.done:
             self.changed()
 
     def mtime_of(self, rel: str) -> float | None:
@@ -765,9 +772,12 @@ class Watcher:
                 from .commands.import_ import harvest_changed
                 actions += [Action("harvested", d.id, d.path, "a decision written in passing, proposed as a question")
                             for d in harvest_changed(self.ws, paths)]
+            # `watch --once` writes back every ruling whose note is gone; a running watcher waits the settle
+            # window first (see `commands.restore`)
             result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle,
                                progress=self.progress if everything else None,
-                               before_fork=self._stop_observing if self._observer is not None else None)
+                               before_fork=self._stop_observing if self._observer is not None else None,
+                               missing_before=None if self._last_pass else now - self.settle)
             self._pass_touched = result.touched
             actions += result.actions
             actions += self._scheduled_review()
@@ -798,7 +808,8 @@ class Watcher:
         if built.written:
             actions.append(Action("pages", None, None, "rebuilt " + ", ".join(built.written)))
         with self._condition:
-            self.schedule.settle = dict(result.settle_deadlines)
+            self.schedule.settle = {**{rel: gone + self.settle for rel, gone in result.missing_since.items()},
+                                    **result.settle_deadlines}
             for relative, mtime in result.busy.items():
                 self.schedule.debouncer.touch(relative, at=mtime)
         self._report(actions)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .guard import Guard, bash_write_targets
+from .guard import Guard, shell_reason
 
 if TYPE_CHECKING:
     from ..commands.workspace import Workspace
@@ -173,23 +173,29 @@ def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any, bounds: Bou
         target = tool_input.get(WRITE_TOOLS[tool])
         if not isinstance(target, str) or not target:
             return None
-        content = tool_input.get("content")
-        reason = Guard(root).reason(_absolute(cwd, target), content=content if isinstance(content, str) else None)
+        reason = Guard(root).reason(_absolute(cwd, target), content=_written_text(tool_input))
         if reason:
             return deny(reason)
         return _governing(root, _absolute(cwd, target), bounds, reading=False)
     if tool == "Read" and isinstance(tool_input.get("file_path"), str) and tool_input["file_path"]:
         return _governing(root, _absolute(cwd, tool_input["file_path"]), bounds, reading=True)
     if tool == "Bash" and isinstance(tool_input.get("command"), str):
-        guard = Guard(root)
-        for target in bash_write_targets(tool_input["command"], cwd):
-            reason = guard.reason(Path(target.path), whole=target.whole)
-            if reason:
-                return deny(f"This command writes {target.shown}. {reason}")
-        return None
+        reason = shell_reason(Guard(root), tool_input["command"], cwd)
+        return deny(reason) if reason else None
     if tool == QUESTION_TOOL:
         return _question(root, tool_input, bounds)
     return None
+
+
+def _written_text(tool_input: dict[str, Any]) -> str | None:
+    """The text a file tool puts into a file: Write's content, or the new text of an edit (Edit, MultiEdit,
+    Gemini's replace), so that an edit making a plain note a decision note is seen."""
+    parts = [tool_input.get("content"), tool_input.get("new_string"), tool_input.get("new_source")]
+    edits = tool_input.get("edits")
+    if isinstance(edits, list):
+        parts += [edit.get("new_string") for edit in edits if isinstance(edit, dict)]
+    found = [part for part in parts if isinstance(part, str)]
+    return "\n".join(found) if found else None
 
 
 def _governing(root: Path, target: Path, bounds: Bounds, *, reading: bool) -> dict[str, Any] | None:

@@ -26,15 +26,18 @@ MAX_CONTEXT_BYTES = 9600  # 2,400 tokens as Codex counts them (bytes / 4); it mo
 BOUNDS = claude.Bounds("codex-hook", None, MAX_CONTEXT_BYTES)
 
 
-def patch_targets(patch: str) -> list[str]:
-    """The files a patch in Codex's format adds, updates, deletes or moves to, in order."""
-    found = []
-    for line in patch.splitlines():
-        line = line.strip()  # Codex accepts the markers padded with spaces
-        for marker in PATCH_FILE_LINES:
-            if line.startswith(marker) and line[len(marker):].strip():
-                found.append(line[len(marker):].strip())
-    return found
+def patch_targets(patch: str) -> list[tuple[str, str]]:
+    """The files a patch in Codex's format adds, updates, deletes or moves to, in order, each with the lines
+    the patch adds to it (`+` lines, without the `+`)."""
+    found: list[tuple[str, list[str]]] = []
+    for raw in patch.splitlines():
+        line = raw.strip()  # Codex accepts the markers padded with spaces
+        marker = next((m for m in PATCH_FILE_LINES if line.startswith(m) and line[len(m):].strip()), None)
+        if marker is not None:
+            found.append((line[len(marker):].strip(), []))
+        elif found and raw.startswith("+"):
+            found[-1][1].append(raw[1:])
+    return [(path, "\n".join(added)) for path, added in found]
 
 
 def answer(event: str, payload: dict[str, Any], vault: Path | None = None) -> dict[str, Any] | None:
@@ -50,7 +53,8 @@ def answer(event: str, payload: dict[str, Any], vault: Path | None = None) -> di
 def _patch(payload: dict[str, Any], patch: str, vault: Path | None) -> dict[str, Any] | None:
     """A patch (or a shell command carrying one) judged as a write of each file it names: the first
     refusal wins; otherwise the rulings that govern the files, together."""
-    calls = [{**payload, "tool_name": "Write", "tool_input": {"file_path": target}} for target in patch_targets(patch)]
+    calls = [{**payload, "tool_name": "Write", "tool_input": {"file_path": target, "content": added}}
+             for target, added in patch_targets(patch)]
     if payload.get("tool_name") != PATCH_TOOL:
         calls.append(payload)  # the shell command may write other files besides
     contexts: list[str] = []

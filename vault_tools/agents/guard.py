@@ -2,19 +2,23 @@
 
 Reads are never refused. A write is: a file tool's write (Claude Code's Write, Edit, MultiEdit, NotebookEdit;
 Gemini CLI's write_file and replace; each file of a Codex patch), or a shell command that plainly writes,
-truncates, moves or removes a file, or removes or moves a folder that holds one (globs expanded as the shell
-would, `cd` followed, `sh -c` and `find -delete` looked into). Not a shell: what it cannot see (a variable, a
-script, `xargs` fed from a pipe) it misses, so the watcher and lint stay the record's last guard. Each refusal
-names the command that makes the change properly. Imported on every write a hook sees: nothing here reads a
-vault beyond the files it names.
+truncates, moves or removes a file, or removes, moves or resets a folder that holds one (docs/agents.md lists
+the forms: globs expanded as the shell would, several lines and shell keywords, runners, `cd`, `sh -c`, git's
+commands that put back or throw away, `find -delete`). A path is judged as typed and as the links it goes
+through resolve; text written into a plain note that would make it a decision note is refused too. Not a
+shell: what it cannot see (a variable, a script, `xargs` fed from a pipe) it misses, so the watcher and lint
+stay the record's last guard. Each refusal names the command that makes the change properly. Imported on
+every write a hook sees: nothing here reads a vault beyond the files it names.
 """
 from __future__ import annotations
 
+import fnmatch
 import glob
 import json
 import os
 import re
 import shlex
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -36,11 +40,13 @@ from ..record_files import (
 )
 
 SEALABLE_STATUSES = ("ruled", "superseded", "retracted")
-_ID_LINE = re.compile(r"""^id:[ \t]*["']?(D-\d+(?:-[0-9a-z]{2,8})?)["']?[ \t]*$""", re.MULTILINE)
-_STATUS_LINE = re.compile(r"""^status:[ \t]*["']?([a-z]+)["']?[ \t]*$""", re.MULTILINE)
-_TYPE_LINE = re.compile(r"""^type:[ \t]*["']?decision["']?[ \t]*(?:#.*)?$""", re.MULTILINE)
+_ID_LINE = re.compile(r"""^["']?id["']?:[ \t]*["']?(D-\d+(?:-[0-9a-z]{2,8})?)["']?[ \t]*$""", re.MULTILINE)
+_STATUS_LINE = re.compile(r"""^["']?status["']?:[ \t]*["']?([a-z]+)["']?[ \t]*$""", re.MULTILINE)
 _WALK_SKIPPED = {".git", ".obsidian", ".trash", "node_modules"}
 _GLOB_CHARS = set("*?[")
+_PAGE_KEYS = {name.casefold() for name in PAGE_NAMES}
+# Text that makes a note a decision note, typed into a command or an edit (`notes.claims_decision` judges files).
+_TYPES_DECISION = re.compile(r"""["']?type["']?[ \t]*:[ \t]*["']?decision\b""")
 
 
 class Target(NamedTuple):
@@ -50,6 +56,9 @@ class Target(NamedTuple):
     shown: str
     path: str
     whole: bool
+    source: str | None = None  # the file a copy or move brings to `path`, whose text is judged too
+    text: bool = False  # the command writes text of its own there (a redirection, tee, sed -i)
+    names: tuple[str, ...] = ()  # `find -name` patterns: only files so named count under a folder
 
 
 class Guard:
@@ -62,29 +71,36 @@ class Guard:
 
     # -- the record's files -----------------------------------------------------------------
 
-    def reason(self, target: Path, *, whole: bool = False, content: str | None = None) -> str | None:
-        """Why writing `target` is refused (a record file, a decision note, or, `whole`, a folder holding one);
-        None when it is not. `content` is what a file tool would write there."""
+    def reason(self, target: Path, *, whole: bool = False, content: str | None = None,
+               names: tuple[str, ...] = ()) -> str | None:
+        """Why writing `target` is refused (a record file, a decision note, or, `whole`, a folder holding one
+        of them, among the files `names` match when given); None when it is not. `content` is what will
+        stand there (a file tool's text, the file a copy brings)."""
+        found = self._reason_at(target, whole, content, names)
+        real = Path(os.path.realpath(target))
+        if found is None and real != target:  # a link into the record, or `..` after one
+            found = self._reason_at(real, whole, content, names)
+        return found
+
+    def _reason_at(self, target: Path, whole: bool, content: str | None, names: tuple[str, ...]) -> str | None:
         rel = self._relative(target)
         if rel is None:
             if whole and _contains(target, self.root):  # `rm -rf ..` from inside the vault
-                return self._folder_reason(self.root, ".")
+                return self._folder_reason(self.root, ".", names)
             return None
-        if whole and os.path.isdir(target) and not os.path.islink(target):
-            return self._folder_reason(target, rel)
+        if whole and os.path.isdir(target):
+            return self._folder_reason(target, rel, names)
         return self.file_reason(target, rel, content)
 
     def file_reason(self, target: Path, rel: str, content: str | None = None) -> str | None:
-        part = record_part(self.root, rel, self.pinned_folder) if _may_be_record(rel) else None
+        part = record_part(self.root, rel, lambda: self.pinned_folder) if _may_be_record(rel) else None
         if part is not None:
             return _PART_REASONS[part](rel, holds_shared_record(self.root))
         if not rel.endswith(".md") or any(piece.startswith(".") for piece in rel.split("/")):
             return None
         found = self._decision_reason(target, rel)
-        if found is None and content is not None and _declares_decision(content):
-            return (f"{rel} would be a new decision note written by hand, past the checks that recording one makes. "
-                    'Register a question with `vault-tools ask "<question>" --topic TOPIC`, or record the owner\'s '
-                    'ruling with `vault-tools rule --topic TOPIC --summary "<the ruling>" --source chat`.')
+        if found is None and content is not None and types_decision(content):
+            return made_by_hand(rel)
         return found
 
     @property
@@ -107,8 +123,10 @@ class Guard:
                 return None
         return "." if rel in ("", ".") else rel
 
-    def _folder_reason(self, folder: Path, rel: str) -> str | None:
+    def _folder_reason(self, folder: Path, rel: str, names: tuple[str, ...] = ()) -> str | None:
         for path, file_rel in self._files_under(folder):
+            if names and not any(fnmatch.fnmatch(path.name.casefold(), name.casefold()) for name in names):
+                continue
             found = self.file_reason(path, file_rel)
             if found:
                 shown = "the vault" if rel == "." else f"{rel}/"
@@ -198,8 +216,8 @@ class Guard:
 
 
 def _may_be_record(rel: str) -> bool:
-    top = rel.split("/", 1)[0]
-    return top in (STATE_DIR, RECORD_DIR) or rel.rsplit("/", 1)[-1].removesuffix(".md") in PAGE_NAMES
+    top = rel.split("/", 1)[0].casefold()
+    return top in (STATE_DIR, RECORD_DIR) or rel.rsplit("/", 1)[-1].casefold().removesuffix(".md") in _PAGE_KEYS
 
 
 def _contains(folder: Path, inner: Path) -> bool:
@@ -211,30 +229,39 @@ def _contains(folder: Path, inner: Path) -> bool:
 
 
 def _decision_head(target: Path) -> str | None:
-    """The frontmatter of the decision note at `target`; None when it is none (or not a file)."""
+    """The frontmatter of the decision note at `target` (line endings as LF); None when it is none, or not a
+    regular file (opening a FIFO would wait for a writer)."""
     try:
+        if not stat.S_ISREG(os.stat(target).st_mode):
+            return None
         with open(target, "rb") as handle:
             start = handle.read(4096)
-    except OSError:
-        return None  # a new note, or not a file
+    except (OSError, ValueError):
+        return None  # a new note, a folder, a name the system refuses
     # As notes.read_head judges a note, without importing what parsing one needs.
     if not start.lstrip(b"\xef\xbb\xbf").startswith(b"---") or (
             b"decision" not in start and (len(start) < 4096 or start.count(b"\n---", 3) > 0)):
         return None
-    from ..notes import read_head
+    from ..notes import claims_decision, read_head
     try:
         head = read_head(target)
     except (OSError, ValueError):
         return None
-    return head if head is not None and _TYPE_LINE.search(head) else None
+    if head is None:
+        return None
+    head = head.replace("\r\n", "\n")
+    return head if claims_decision(head) else None
 
 
-def _declares_decision(content: str) -> bool:
-    text = content.lstrip("\ufeff")
-    if not text.startswith("---"):
-        return False
-    end = text.find("\n---", 3)
-    return bool(_TYPE_LINE.search(text[:end if end != -1 else len(text)].replace("\r\n", "\n")))
+def types_decision(text: str) -> bool:
+    """Whether text about to be written (a note, an edit's new text, a command) says `type: decision`."""
+    return bool(_TYPES_DECISION.search(text))
+
+
+def made_by_hand(rel: str) -> str:
+    return (f"{rel} would become a decision note written by hand, past the checks that recording one makes. "
+            'Register a question with `vault-tools ask "<question>" --topic TOPIC`, or record the owner\'s '
+            'ruling with `vault-tools rule --topic TOPIC --summary "<the ruling>" --source chat`.')
 
 
 def _sealed_in_ledger(ledger: bytes, note_id: str | None, rel: str) -> str | None:
@@ -299,105 +326,248 @@ _PART_REASONS: dict[str, Callable[[str, bool], str]] = {
 
 # -- shell commands -----------------------------------------------------------------------------
 
-_SEPARATORS = {";", "&", "&&", "|", "||", "(", ")", "|&", ";;", "&;", "\n"}
+_PUNCTUATION = ";&|<>()\n"
 _REMOVING = {"rm", "unlink", "shred", "truncate"}  # every plain argument is written or removed whole
-_PREFIXES = {"sudo", "command", "env", "nohup", "time", "exec", "xargs", "nice", "doas", "builtin"}
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh"}
+_KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "{", "!", "fi", "done", "}", "esac"}
+_PREFIXES = {"sudo", "doas", "command", "builtin", "env", "nohup", "time", "exec", "xargs", "nice", "ionice",
+             "timeout", "eval", "stdbuf", "chronic", "caffeinate"}
+_PREFIX_VALUES = {"-u", "-g", "-n", "-c", "-C", "-s", "-k", "-i", "-o", "-e", "--signal", "--kill-after", "--user"}
+_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish"}
 _MOVING = {"mv", "cp", "install", "ln", "rsync"}
-_FIND_WRITES = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
+_FIND_EXEC = {"-exec", "-execdir", "-ok", "-okdir"}
+_DURATION = re.compile(r"^\d+(\.\d+)?[smhd]?$")
+_MAX_SOURCE_BYTES = 1 << 20  # a file a copy brings is judged by its text up to this size
+
+
+def shell_reason(guard: Guard, command: str, cwd: Path) -> str | None:
+    """Why a shell command is refused: the first thing of the record it plainly writes; None when none."""
+    typed_decision = types_decision(command)
+    for target in bash_write_targets(command, cwd):
+        content = command if target.text and typed_decision else _source_text(target.source)
+        found = guard.reason(Path(target.path), whole=target.whole, content=content, names=target.names)
+        if found:
+            return f"This command writes {target.shown}. {found}"
+    return None
+
+
+def _source_text(source: str | None) -> str | None:
+    if source is None:
+        return None
+    try:
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            return None
+        with open(source, "rb") as handle:
+            return handle.read(_MAX_SOURCE_BYTES).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return None
 
 
 def bash_write_targets(command: str, cwd: Path, depth: int = 0) -> list[Target]:
     """The files and folders a shell command plainly writes, removes or moves."""
     try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()")
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
+        lexer.whitespace = " \t\r"
         lexer.whitespace_split = True
         lexer.commenters = ""
         tokens = list(lexer)
     except ValueError:
-        tokens = command.split()
+        tokens = command.replace("\n", " ; ").split()
     targets: list[Target] = []
     words: list[str] = []
     redirect = False
     here = cwd
     for token in [*tokens, ";"]:
         if redirect:
-            targets += _expanded(token, here, whole=False)
+            targets += _expanded(token, here, whole=False, text=True)
             redirect = False
-        elif token and set(token) <= set(";&|<>()") and ">" in token:
-            redirect = not token.endswith("&")  # `>&2` duplicates a descriptor
-        elif token in _SEPARATORS:
-            found, here = _command_targets(words, here, depth)
-            targets += found
-            words = []
+        elif token and set(token) <= set(_PUNCTUATION):
+            if ">" in token:
+                redirect = not token.endswith("&")  # `>&2` duplicates a descriptor
+            elif set(token) <= {"<"}:
+                words.append(token)  # what a command reads: not a command of its own
+            else:
+                found, here = _command_targets(words, here, depth)
+                targets += found
+                words = []
         else:
             words.append(token)
     return targets
 
 
+def _strip_prefixes(words: list[str]) -> list[str]:
+    """The command a line runs, past assignments, keywords (`then`, `do`, `!`) and runners (`sudo -u me`,
+    `timeout 5`, `nice -n 5`, `env A=1`, `xargs -0`)."""
+    while words:
+        first = words[0].lstrip("`")
+        if first in _KEYWORDS or ("=" in first and not first.startswith("-") and first.split("=")[0].isidentifier()):
+            words = words[1:]
+        elif first in _PREFIXES:
+            words = words[1:]
+            while words and words[0].startswith("-"):
+                words = words[2:] if words[0] in _PREFIX_VALUES and len(words) > 1 else words[1:]
+            if first == "timeout" and words and _DURATION.match(words[0]):
+                words = words[1:]
+        else:
+            break
+    return words
+
+
 def _command_targets(words: list[str], cwd: Path, depth: int) -> tuple[list[Target], Path]:
     """What one simple command writes, and the folder the next one runs in."""
-    while words and (("=" in words[0] and not words[0].startswith("-")) or words[0] in _PREFIXES):
-        prefix, words = words[0], words[1:]
-        if prefix in _PREFIXES:
-            while words and words[0].startswith("-"):
-                words = words[1:]
+    words = _strip_prefixes(words)
     if not words:
         return [], cwd
-    name, args = os.path.basename(words[0]), words[1:]
+    name, args = os.path.basename(words[0].lstrip("`$(")), words[1:]
     plain = [arg for arg in args if not arg.startswith("-")]
 
-    def each(items: list[str], whole: bool) -> list[Target]:
-        return [target for item in items for target in _expanded(item, cwd, whole=whole)]
+    def each(items: list[str], whole: bool, *, text: bool = False) -> list[Target]:
+        return [target for item in items for target in _expanded(item, cwd, whole=whole, text=text)]
 
-    if name == "cd":
-        return [], Path(os.path.normpath(cwd / os.path.expanduser(plain[0]))) if plain else Path.home()
-    if name in _SHELLS and "-c" in args and depth < 3:
-        script = args[args.index("-c") + 1] if args.index("-c") + 1 < len(args) else ""
-        return bash_write_targets(script, cwd, depth + 1), cwd
+    if name in ("cd", "pushd"):
+        if not plain:
+            return [], Path.home() if name == "cd" else cwd
+        if plain[0] == "-":
+            return [], cwd  # the folder before: not known here; judged where it is
+        return [], Path(os.path.normpath(cwd / os.path.expanduser(plain[0])))
+    if name in _SHELLS and depth < 3:
+        flag = next((i for i, arg in enumerate(args) if arg.startswith("-") and not arg.startswith("--")
+                     and "c" in arg), None)
+        if flag is not None and flag + 1 < len(args):
+            return bash_write_targets(args[flag + 1], cwd, depth + 1), cwd
+        return [], cwd
     if name in _REMOVING:
         return each(plain, True), cwd
     if name == "tee":
-        return each(plain, False), cwd
-    if name in ("sed", "perl") and any(arg == "--in-place" or arg.startswith("--in-place=")
-                                       or (arg.startswith("-") and not arg.startswith("--") and "i" in arg)
-                                       for arg in args):
-        return each(plain[1:] if not any(arg in ("-e", "-f") for arg in args) else plain, False), cwd
+        return each(plain, False, text=True), cwd
+    if name in ("sed", "perl") and any(_in_place(arg, name) for arg in args):
+        scripted = any(arg in ("-e", "-f", "--expression", "--file") or (arg.startswith("-") and arg.endswith("e")
+                                                                         and name == "perl") for arg in args)
+        return each(plain if scripted else plain[1:], False, text=True), cwd
+    if name in ("awk", "gawk") and "inplace" in args:
+        return each([arg for arg in plain[1:] if arg != "inplace"], False, text=True), cwd
+    if name == "sort":
+        output = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "-o"]
+        output += [arg.split("=", 1)[1] for arg in args if arg.startswith("--output=")]
+        return each(output, False), cwd
     if name == "dd":
         return each([arg[3:] for arg in args if arg.startswith("of=")], False), cwd
-    if name == "git" and args:
-        sub = next((arg for arg in args if not arg.startswith("-")), "")
-        rest = [arg for arg in args[args.index(sub) + 1:] if not arg.startswith("-")] if sub else []
-        if sub == "rm":
-            return each(rest, True), cwd
-        if sub == "mv":
-            return each(rest, True), cwd
-        return [], cwd
-    if name == "find" and any(arg in _FIND_WRITES for arg in args):
-        roots = []
-        for arg in args:
-            if arg.startswith("-") or arg in ("(", "!"):
-                break
-            roots.append(arg)
-        return each(roots or ["."], True), cwd
+    if name == "git":
+        return _git_targets(args, cwd), cwd
+    if name == "find":
+        return _find_targets(args, cwd), cwd
     if name in _MOVING:
-        directory = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-t", "--target-directory")), None)
-        sources = [arg for arg in plain if arg != directory]
-        if directory is None and len(sources) >= 2:
-            directory, sources = sources[-1], sources[:-1]
-        if directory is None:
-            return [], cwd
-        found = each([directory], False) + each(
-            [os.path.join(directory, os.path.basename(source.rstrip("/"))) for source in sources], False)
-        return found + (each(sources, True) if name == "mv" else []), cwd
+        return _moving_targets(name, args, plain, cwd), cwd
     return [], cwd
 
 
-def _expanded(word: str, cwd: Path, *, whole: bool) -> list[Target]:
+def _in_place(arg: str, name: str) -> bool:
+    if arg == "--in-place" or arg.startswith("--in-place="):
+        return True
+    if not arg.startswith("-") or arg.startswith("--"):
+        return False
+    if name == "perl" and arg[1:2] in ("M", "m", "I"):
+        return False  # -Mstrict, -Ilib: a module or a folder, not flags
+    return "i" in arg[1:]
+
+
+def _git_targets(args: list[str], cwd: Path) -> list[Target]:
+    """What a git command writes in the work tree: `rm`, `mv`, and what `checkout`, `restore`, `stash`,
+    `reset --hard` and `clean -f` put back or throw away."""
+    where = cwd
+    rest = list(args)
+    while rest and rest[0].startswith("-"):
+        option = rest.pop(0)
+        if option in ("-C", "-c", "--git-dir", "--work-tree") and rest:
+            value = rest.pop(0)
+            if option == "-C":
+                where = Path(os.path.normpath(where / os.path.expanduser(value)))
+    if not rest:
+        return []
+    sub, options = rest[0], rest[1:]
+    paths = [arg for arg in options if not arg.startswith("-")]
+    after_dashes = options[options.index("--") + 1:] if "--" in options else None
+
+    def each(items: list[str]) -> list[Target]:
+        return [target for item in items for target in _expanded(item, where, whole=True)]
+
+    everything = each(["."])
+    if sub == "rm":
+        return [] if "--cached" in options else each(paths)
+    if sub == "mv":
+        return each(paths)
+    if sub == "checkout":
+        if after_dashes is not None:
+            return each(after_dashes)
+        return each([arg for arg in paths if os.path.exists(os.path.join(where, arg))])
+    if sub == "restore":
+        if "--staged" in options and not any(arg in ("--worktree", "-W") for arg in options):
+            return []
+        return each(after_dashes if after_dashes is not None else paths)
+    if sub == "stash":
+        action = paths[0] if paths else "push"
+        if action in ("list", "show", "branch", "create", "store"):
+            return []
+        return everything
+    if sub == "reset":
+        return everything if any(arg in ("--hard", "--merge", "--keep") for arg in options) else []
+    if sub == "clean":
+        if not any(arg.startswith("-") and not arg.startswith("--") and "f" in arg for arg in options) and \
+                "--force" not in options:
+            return []
+        return each(paths) if paths else everything
+    return []
+
+
+def _find_targets(args: list[str], cwd: Path) -> list[Target]:
+    """The folders `find` searches, when it deletes what it finds or runs a writing command on it; only the
+    files its `-name`/`-iname` patterns match count."""
+    roots = []
+    for arg in args:
+        if arg.startswith("-") or arg in ("(", "!"):
+            break
+        roots.append(arg)
+    names = tuple(args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-name", "-iname"))
+    writes = "-delete" in args
+    for i, arg in enumerate(args):
+        if arg in _FIND_EXEC and i + 1 < len(args):
+            end = next((j for j in range(i + 1, len(args)) if args[j] in (";", "+", "\\;")), len(args))
+            run = [word if word != "{}" else "found.md" for word in args[i + 1:end]]
+            writes |= bool(_command_targets(run, cwd, 3)[0])
+    if not writes:
+        return []
+    return [Target(t.shown, t.path, True, names=names) for root in (roots or ["."])
+            for t in _expanded(root, cwd, whole=True)]
+
+
+def _moving_targets(name: str, args: list[str], plain: list[str], cwd: Path) -> list[Target]:
+    directory = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-t", "--target-directory")), None)
+    sources = [arg for arg in plain if arg != directory]
+    if directory is None and len(sources) >= 2:
+        directory, sources = sources[-1], sources[:-1]
+    if directory is None:
+        return []
+    destination = _expanded(directory, cwd, whole=name == "rsync" and "--delete" in args)
+    found = list(destination)
+    for source in sources:
+        for brought in _expanded(source, cwd, whole=False):
+            into = os.path.join(destination[0].path, os.path.basename(brought.path.rstrip("/")))
+            found.append(Target(os.path.join(directory, os.path.basename(brought.shown.rstrip("/"))), into, False,
+                                source=brought.path))
+            if destination[0].path and not os.path.isdir(destination[0].path):
+                found.append(destination[0]._replace(source=brought.path))
+    if name == "mv":
+        found += [target for source in sources for target in _expanded(source, cwd, whole=True)]
+    if name == "ln" and not any(arg.startswith("-") and "s" in arg.lstrip("-")[:4] for arg in args
+                                if not arg.startswith("--")) and "--symbolic" not in args:
+        found += [target for source in sources for target in _expanded(source, cwd, whole=False)]  # a hard link
+    return found
+
+
+def _expanded(word: str, cwd: Path, *, whole: bool, text: bool = False) -> list[Target]:
     """`word` as the shell would pass it: a glob made into the paths it matches (none: the word itself)."""
     typed = os.path.expanduser(word)
     if _GLOB_CHARS & set(typed):
         matches = sorted(glob.glob(typed, root_dir=None if os.path.isabs(typed) else cwd, recursive=True))
         if matches:
-            return [Target(match, os.path.normpath(os.path.join(cwd, match)), whole) for match in matches]
-    return [Target(word, os.path.normpath(os.path.join(cwd, typed)), whole)]
+            return [Target(match, os.path.normpath(os.path.join(cwd, match)), whole, text=text) for match in matches]
+    return [Target(word, os.path.normpath(os.path.join(cwd, typed)), whole, text=text)]

@@ -2,11 +2,12 @@
 
 A ruling ends only by a retraction or a supersession the ledger records. Its note deleted (by an agent's `rm`,
 a sync engine, the owner), moved where notes are not read, or turned into something other than a decision note
-ends nothing: the watcher and `lint --fix` write the sealed text back where the note was last seen. What is at
-that path now (the note with its `type` changed, another file) is kept under `kept/` first: no text is lost.
+ends nothing: the watcher and `lint --fix` write the sealed text back at the path the ledger last recorded for
+it (where it was sealed, or renumbered). What is at that path now (the note with its `type` changed, another file) is kept under `kept/` first: no text is lost.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NamedTuple
 
 from .. import notes
@@ -22,31 +23,54 @@ class Restored(NamedTuple):
     kept: str | None  # where what stood at `path` was kept, if anything did
 
 
-def restore_missing(ws: Workspace, state: VaultState) -> tuple[list[Restored], list[str]]:
-    """Write back every sealed ruling in force whose note is gone (`Workspace.missing_rulings`). Returns what
-    was written back, and why any could not be."""
-    done: list[Restored] = []
-    failed: list[str] = []
+class Restoring(NamedTuple):
+    done: list[Restored]
+    failed: list[str]  # why a ruling could not be written back
+    waiting: dict[str, float]  # path -> when its note went (epoch s), for a ruling gone too recently
+
+
+def restore_missing(ws: Workspace, state: VaultState, gone_before: float | None = None) -> Restoring:
+    """Write back every sealed ruling in force whose note is gone (`Workspace.missing_rulings`); with
+    `gone_before` (epoch s), only those gone since before then. A running watcher waits the settle window: a
+    sync engine that carries a rename as a delete and, seconds later, a create, or an owner halfway through
+    typing `type`, is not answered with a second copy of the ruling."""
+    result = Restoring([], [], {})
     missing = ws.missing_rulings(state)
     if not missing:
-        return done, failed
+        return result
     known = ws.histories()
     for ruling in missing:
+        target = ws.vault.root / ruling.path
+        gone_at = _changed_at(target)
+        if gone_before is not None and gone_at is not None and gone_at > gone_before:
+            result.waiting[ruling.path] = gone_at
+            continue
         history = latest_with_id(known, ruling.id)
         seal = history.seal if history is not None else None
         if seal is None or not seal.text:
             continue
-        target = ws.vault.root / ruling.path
         try:
             kept = None
             if target.exists():
                 kept = ws.keep_copy(f"{target.stem} (in place of sealed {ruling.id})", target.read_bytes())
             notes.write_atomic(target, seal.text.encode("utf-8"))
         except (OSError, VaultToolsError) as error:
-            failed.append(f"could not write back {ruling.id} at {ruling.path}: {getattr(error, 'strerror', None) or error}")
+            result.failed.append(f"could not write back {ruling.id} at {ruling.path}: "
+                                 f"{getattr(error, 'strerror', None) or error}")
             continue
-        done.append(Restored(ruling.id, ruling.path, kept))
-    return done, failed
+        result.done.append(Restored(ruling.id, ruling.path, kept))
+    return result
+
+
+def _changed_at(path: Path) -> float | None:
+    """When what stands at `path` last changed: the file there, or the nearest folder above that is left (a
+    file removed or moved away changes its folder's time)."""
+    for candidate in (path, *path.parents):
+        try:
+            return candidate.stat().st_mtime
+        except OSError:
+            continue
+    return None
 
 
 def describe(item: Restored) -> str:

@@ -77,9 +77,9 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
                 except VaultToolsError as error:
                     not_done.append(f"could not seal {decision_id}: {error}")
     try:
-        restored, unrestored = restore_missing(ws, ws.state())
-        done += [describe(item) for item in restored]
-        not_done += unrestored
+        restoring = restore_missing(ws, ws.state())
+        done += [describe(item) for item in restoring.done]
+        not_done += restoring.failed
     except VaultToolsError as error:
         not_done.append(f"could not write back sealed rulings whose note is gone: {error}")
     built = build(ws)
