@@ -25,10 +25,12 @@ TEST_TMP := TMPDIR=$(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm |
 test: $(STAMP)
 	$(TEST_TMP) $(NO_RECOMPILE) $(PY) -m pytest
 
-# The code's own checks: ruff (style and bugs) and mypy (strict on the core). CI runs them.
+# The code's own checks: ruff (style and bugs), mypy (strict on the core) and the layers contract (each module
+# imports only its layer and those below; no import cycle; see docs/architecture.md). CI runs them.
 check: $(STAMP)
 	$(VENV)/bin/ruff check vault_tools tests scripts benchmarks templates
 	$(VENV)/bin/mypy vault_tools
+	$(PY) scripts/check_layers.py
 
 # Soak tests: randomized fault injection, repeated. `make soak` is a long local run;
 # `make soak-ci` a bounded one that CI runs after `make test`. VAULT_TOOLS_SOAK_RUNS sets the count of kill -9

@@ -21,6 +21,7 @@ import typer
 from . import __version__, console
 from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
 from .errors import UsageError, VaultToolsError
+from .shapes import decision_json, gate_json, lookup_json, show_json, when
 
 if TYPE_CHECKING:
     from .commands.workspace import Workspace
@@ -36,7 +37,6 @@ APP_SETTINGS: dict[str, Any] = {
     "rich_markup_mode": None,
 }
 app = typer.Typer(**APP_SETTINGS)
-
 
 
 stderr = console.stderr
@@ -58,8 +58,7 @@ def _read_body(body: str | None) -> str | None:
     return body
 
 
-_when = console.when
-decision_json = console.decision_json
+
 
 
 def _line(decision: Decision, ws: Workspace) -> str:
@@ -223,16 +222,11 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
 
 
 def _refresh_pages(ws: Workspace) -> None:
-    """After a command changed a decision: the pinned pages as the vault now stands, so nobody opening
-    `Pinned/` sees the state before it. The change itself is done; a page that cannot be written is a warning."""
-    from .commands.build import build as build_pages
-    try:
-        result = build_pages(ws)
-    except (VaultToolsError, OSError) as error:
-        stderr.print(f"warning: the pinned pages were not rebuilt ({error}); run `vault-tools build`", markup=False)
-        return
-    for kept in result.kept:
-        stderr.print(f"a pinned page was edited by hand; the edited copy is kept in {kept}", markup=False)
+    """After a command changed a decision: the pinned pages rebuilt (`commands.build.refresh_pages`), what
+    could not be done said as a warning."""
+    from .commands.build import refresh_pages  # the build loads the pages' modules
+    for line in refresh_pages(ws):
+        stderr.print(line, markup=False)
 
 
 ReasonOption = Annotated[str, typer.Option(help="Why (at least 20 characters).")]
@@ -320,20 +314,6 @@ def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decisi
         for problem in problems:
             stderr.print(f"{decision.path}:{problem.line or 1}: {problem}", markup=False)
         raise typer.Exit(3)
-
-
-def show_json(decision: Decision, history: History, problems: list[Any], body: Any) -> dict[str, Any]:
-    """What `show --json` prints (the MCP server's `show` gives the same)."""
-    data = decision_json(decision)
-    data.update(_body_json(body))
-    data["history"] = [{"event": e.event, "at": e.at, "actor": e.actor} for e in history.events]
-    data["sealed"] = history.sealed
-    data["problems"] = [{"field": p.field, "line": p.line, "message": p.message} for p in problems]
-    return data
-
-
-def _body_json(body: Any) -> dict[str, Any]:
-    return {"body": body.text, "sections": body.sections, "body_left_out": body.left_out}
 
 
 def _show(ws: Workspace, decision: Decision, history: History, body: str) -> None:
@@ -427,21 +407,6 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
     _unreadable(problems)  # a ruling on these topics may be hiding in a note that cannot be read
 
 
-def lookup_json(found: list[Any], full: bool) -> list[dict[str, Any]]:
-    """What `lookup --json` prints (the MCP server's `lookup` gives the same)."""
-    from .commands.read import body_view, ruling_preview
-    items = []
-    for item in found:
-        data = _lookup_json(item)
-        data["ruling_preview"] = ruling_preview(item.ruling)
-        if item.ruling.note_missing:  # read from the ledger's sealed text until the note is written back
-            data["note_missing"] = True
-        if full:
-            data.update(_body_json(body_view(item.ruling, LOOKUP_FULL_LIMIT)))
-        items.append(data)
-    return items
-
-
 def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
     """`lookup` with no topic matching: the decisions whose words match, best first."""
     from .commands.read import search as search_decisions
@@ -485,16 +450,6 @@ def search(query: Annotated[list[str], typer.Argument(metavar="QUERY...", help="
     if not result.hits:
         stderr.print("no decision matches", markup=False)
     _print_hits(result.hits)
-
-
-def _lookup_json(item: Any) -> dict[str, Any]:
-    data = decision_json(item.ruling)
-    data["matched_topics"] = item.matched
-    data["alongside"] = [other.id for other in item.alongside]
-    data["not_said_whether_replaces"] = [other.id for other in item.not_said]
-    data["settled_through"] = {topic: {"topic": key, "chain": chain} for topic, (key, chain) in item.via.items() if chain}
-    data["chain"] = [decision_json(old) for old in item.chain]
-    return data
 
 
 TodayOption = Annotated[str | None, typer.Option(
@@ -545,12 +500,6 @@ def gate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruli
         stderr.print(f"refused: {failure}", markup=False)
     if not result.passed:
         raise typer.Exit(1)
-
-
-def gate_json(result: Any) -> dict[str, Any]:
-    return {"id": result.ruling.id, "passed": result.passed, "status": result.ruling.status.value,
-            "summary": result.ruling.summary, "terms": dict(result.ruling.terms), "required": result.required,
-            "failures": result.failures, "current_ruling": result.successor}
 
 
 @app.command()
@@ -952,11 +901,11 @@ def changed(since: Annotated[str, typer.Option("--since", metavar="DATE", help="
     if json_:
         _json([{"event": c.event.event, "id": c.event.id, "at": c.event.at, "actor": c.event.actor,
                 "summary": c.summary, "reason": c.event.reason, "successor": c.event.successor,
-                "ruled_at": _when(c.ruled_at), "path": c.event.path} for c in found])
+                "ruled_at": when(c.ruled_at), "path": c.event.path} for c in found])
         return
     for change in found:
         event = change.event
-        decided = f" (decided {_when(change.ruled_at)})" if change.ruled_at is not None else ""
+        decided = f" (decided {when(change.ruled_at)})" if change.ruled_at is not None else ""
         _out(f"{event.at}  {event.event:<10} {event.id}{decided}  {change.summary or ''}".rstrip())
         if event.reason:
             _out(f"  because: {event.reason}")

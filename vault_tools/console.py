@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import PIPE_CLOSED, InconsistentVault, VaultToolsError
+from .shapes import decision_json
 
 if TYPE_CHECKING:
     from .commands.workspace import Workspace
-    from .model import Decision
 
 
 class _Stderr:
@@ -78,25 +78,6 @@ def print_json(data: Any) -> None:
 def today_option(value: str | None) -> dt.date | None:
     from .dates import parse_day_option
     return parse_day_option("--today", value)
-
-
-def when(value: dt.date | None) -> str | None:
-    if value is None:
-        return None
-    return value.isoformat() if not isinstance(value, dt.datetime) else value.isoformat(timespec="seconds")
-
-
-def decision_json(decision: Decision) -> dict[str, Any]:
-    return {
-        "id": decision.id, "status": decision.status.value, "topics": list(decision.topics),
-        "summary": decision.summary, "path": decision.path,
-        "asked_at": when(decision.asked_at), "asked_by": decision.asked_by,
-        "ruled_at": when(decision.ruled_at), "ruled_by": decision.ruled_by,
-        "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
-        "superseded_by": decision.superseded_by, "reason": decision.reason,
-        "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
-        "revisit_by": when(decision.revisit_by), "due": when(decision.due), "terms": dict(decision.terms),
-    }
 
 
 # -- the commands answered without the parser ---------------------------------------------------------------

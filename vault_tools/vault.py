@@ -31,6 +31,7 @@ from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, i
 from .record_files import CONFIG_FILE as CONFIG_FILE  # re-exported: where the hidden layout keeps it
 from .record_files import RECORD_DIR
 from .record_files import STATE_DIR as STATE_DIR
+from .rule_codes import RULE_CODES
 from .topic_aliases import load_aliases
 
 CONFIG_CACHE = "cache/config.json"  # in this device's own folder
@@ -235,13 +236,11 @@ def _read_config(raw: bytes, shown: str) -> Config:
             if not hasattr(value, "items") or not all(v in ("error", "warning", "off") for v in value.values()):
                 raise ConfigError("lint must map rule codes to error, warning or off", path=shown, line=line)
             values[key] = {str(k): str(v) for k, v in value.items()}
-            if values[key]:  # every command refuses a code that names no rule, not only `lint`
-                from .lint import RULES
-
-                unknown = sorted(code for code in values[key] if code not in RULES)
-                if unknown:
-                    raise ConfigError(f"lint: {unknown[0]!r} names no rule (known: {', '.join(RULES)})",
-                                      path=shown, line=line)
+            # every command refuses a code that names no rule, not only `lint`
+            unknown = sorted(code for code in values[key] if code not in RULE_CODES)
+            if unknown:
+                raise ConfigError(f"lint: {unknown[0]!r} names no rule (known: {', '.join(RULE_CODES)})",
+                                  path=shown, line=line)
         else:
             values[key] = _typed(key, value, type(default), shown, line)
     for key in FOLDER_KEYS:

@@ -649,7 +649,7 @@ class Watcher:
         if every <= 0:
             return False
         if self._next_review is None:
-            from .commands.review import last_review_day, waiting_reviews
+            from .commands.review_notes import last_review_day, waiting_reviews
             last = last_review_day(self.ws)
             waiting = bool(waiting_reviews(self.ws))
             self._next_review = dt.date.max if waiting else (last + dt.timedelta(days=every) if last else dt.date.min)

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .guard import Guard, shell_reason
 
 if TYPE_CHECKING:
-    from ..commands.workspace import Workspace
-    from ..vault import VaultState
+    pass
 
 MAX_OUTPUT = 9500  # characters of JSON on stdout; Claude Code cuts hook output past 10,000
 
@@ -69,12 +68,6 @@ def cut_text(text: str, max_chars: int) -> str:
         kept.append(line)
         used += len(line)
     return "".join(kept)
-
-
-def session_context(ws: Workspace, budget: str, state: VaultState | None = None) -> str:
-    """What an agent loads at session start, within `budget` (a `context --budget` value)."""
-    from ..commands.build import context
-    return context(ws, budget, ws.today(), state).text
 
 
 # -- the hook -------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ writing, as the commands do.
 from __future__ import annotations
 
 import difflib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,10 @@ from mcp_types import CallToolResult, InputRequiredResult
 from mcp_types import Resource as MCPResource
 from mcp_types import Tool as MCPTool
 
+from ..commands.build import refresh_pages
 from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
+from ..shapes import decision_json, gate_json, lookup_json, show_json
 from ..vault import Vault
 
 INSTRUCTIONS = """The owner's decisions, kept in an Obsidian vault. Read `context` at the start of a session.
@@ -79,8 +82,13 @@ class DecisionServer(MCPServer):
         return await super().call_tool(name, arguments, context)
 
 
+def _say(lines: list[str]) -> None:
+    """A warning of the server's own (a page not rebuilt): on stderr, where an MCP client logs what a server says."""
+    for line in lines:
+        sys.stderr.write(line + "\n")
+
+
 def build_server(root: Path) -> DecisionServer:
-    from .. import cli
     server = DecisionServer(root)
 
     def call(action: Any) -> Any:
@@ -93,7 +101,7 @@ def build_server(root: Path) -> DecisionServer:
         """A change to the record, then the pinned pages rebuilt as the command line does after it."""
         def change(ws: Workspace) -> Any:
             done = action(ws)
-            cli._refresh_pages(ws)
+            _say(refresh_pages(ws))
             return done
         return call(change)
 
@@ -112,7 +120,7 @@ def build_server(root: Path) -> DecisionServer:
         ruling text (the whole text with full=true) and the rulings it superseded."""
         from ..commands.read import lookup as lookup_topics
         found, _problems = call(lambda ws: lookup_topics(ws, topics))
-        return list(cli.lookup_json(found, full))
+        return list(lookup_json(found, full))
 
     @server.tool()
     def search(query: str, history: bool = False, limit: int = 20) -> list[dict[str, Any]]:
@@ -131,7 +139,7 @@ def build_server(root: Path) -> DecisionServer:
         from ..commands.read import body_view
         from ..commands.read import show as show_decision
         decision, history, problems = call(lambda ws: show_decision(ws, id))
-        return dict(cli.show_json(decision, history, problems, body_view(decision, None if all else SHOW_LIMIT)))
+        return dict(show_json(decision, history, problems, body_view(decision, None if all else SHOW_LIMIT)))
 
     @server.tool()
     def ask(question: str, topics: list[str], body: str | None = None, due: str | None = None,
@@ -140,7 +148,7 @@ def build_server(root: Path) -> DecisionServer:
         it) unless reask_reason says what changed, and when a question on the topic is already open."""
         from ..commands.ask import ask as ask_question
         decision = write(lambda ws: ask_question(ws, question, topics, body=body, due=due, reask_reason=reask_reason))
-        return dict(cli.decision_json(decision))
+        return dict(decision_json(decision))
 
     @server.tool()
     def rule(summary: str, question_id: str | None = None, topics: list[str] | None = None,
@@ -153,14 +161,14 @@ def build_server(root: Path) -> DecisionServer:
         decision = write(lambda ws: record_ruling(ws, question_id, summary, topics=topics or [], source=source,
                                                   supersedes=supersedes or [], alongside=alongside or [],
                                                   reason=reason, body=body, terms=terms or []))
-        return dict(cli.decision_json(decision))
+        return dict(decision_json(decision))
 
     @server.tool()
     def gate(id: str, require: list[str] | None = None) -> dict[str, Any]:
         """Whether a ruling is current, sealed and grants every required KEY=VALUE term exactly; passed is false
         with the reasons in failures otherwise. Check before acting on a ruling."""
         from ..commands.gate import gate as check_gate
-        return dict(cli.gate_json(call(lambda ws: check_gate(ws, id, require or []))))
+        return dict(gate_json(call(lambda ws: check_gate(ws, id, require or []))))
 
     @server.resource("decision://{id}", name="decision", mime_type="text/markdown",
                      description="A decision note as it is on disk: properties and text.")

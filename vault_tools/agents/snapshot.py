@@ -139,11 +139,11 @@ def _from_json(data: dict[str, Any]) -> Snapshot:
 
 
 def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
+    from ..commands.build import context
     from ..commands.workspace import Workspace
     from ..dates import local_date
     from ..model import Status, newest_first_key, settled_topics
     from ..vault import Vault
-    from .claude import session_context
 
     ws = Workspace(Vault(root))
     started_ns = time.time_ns()
@@ -160,7 +160,7 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path)
                  for d in sorted(in_effect, key=lambda d: d.number) if d.status is Status.OPEN]
     from ..commands.govern import scope_root
-    snapshot = Snapshot(rulings, questions, session_context(ws, session_budget, state=state),
+    snapshot = Snapshot(rulings, questions, context(ws, session_budget, ws.today(), state).text,
                         str(scope_root(ws)), ws.config.scope_on_read)
     skipped = {ws.config.templates_folder.strip("/"), ws.config.pinned_folder.strip("/")}
     notes = sorted({*state.properties, *(e.path for e in state.broken if e.path)})

@@ -30,6 +30,8 @@ from ..pages import (
     parse_budget,
 )
 from ..vault import RACY_NANOSECONDS, VaultState
+from .conflicts import copy_settle_hint, describe_conflict, settle_hint
+from .review_notes import waiting_line
 from .workspace import Workspace, blocking_problems
 
 
@@ -94,7 +96,6 @@ def page_conflicts(ws: Workspace, state: VaultState) -> list[PageConflict]:
     conflicts = ws.conflicts(state)
     if not conflicts and not state.conflict_copies:
         return []  # nearly always: the code that describes them is not even loaded
-    from .settle import copy_settle_hint, describe_conflict, settle_hint
 
     found = [PageConflict(conflict.id, note, describe_conflict(conflict), settle_hint(conflict))
              for conflict, note in conflicts]
@@ -111,7 +112,6 @@ def config_budget(ws: Workspace) -> Budget:
 
 def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
     state = state or ws.state()
-    from .review import waiting_line
     return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws),
                        page_problems(state, _recorded(ws), ws.missing_rulings(state)), conflicts=page_conflicts(ws, state),
                        review_waiting=waiting_line(ws))
@@ -186,7 +186,6 @@ def remembered_pages(ws: Workspace, state: VaultState) -> Pages:
 def inputs_key(ws: Workspace, state: VaultState, extra: object = None) -> tuple[str | None, bool]:
     """A digest of what the pages and the agent's view are made from (and `extra`), and whether none of it
     was written within the racy window (else it is not kept). None when the state is not as read from disk."""
-    from .review import waiting_line
 
     if state.stat_keys is None:
         return None, False
@@ -258,6 +257,17 @@ def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
     state = state or ws.state()
     return agent_context(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings(ws),
                          chosen, page_problems(state, _recorded(ws), ws.missing_rulings(state)), page_conflicts(ws, state))
+
+
+def refresh_pages(ws: Workspace) -> list[str]:
+    """After a command changed a decision: the pinned pages as the vault now stands, so nobody opening
+    `Pinned/` sees the state before it. The change itself is done; a page that cannot be written is a warning,
+    returned as a line to show, with a line for each page edited by hand whose copy was kept."""
+    try:
+        result = build(ws)
+    except (VaultToolsError, OSError) as error:
+        return [f"warning: the pinned pages were not rebuilt ({error}); run `vault-tools build`"]
+    return [f"a pinned page was edited by hand; the edited copy is kept in {kept}" for kept in result.kept]
 
 
 def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None,

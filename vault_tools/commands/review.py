@@ -31,15 +31,12 @@ from ..pages import escape, link
 from ..topic_aliases import SHOWN as TOPICS_SHOWN
 from ..topic_aliases import add_alias
 from ..vault import VaultState
+from .review_notes import ITEM_LINE, PROPOSAL_MARKER, REVIEW_PREFIX, WAITING, review_folder, waiting_reviews
 from .workspace import Workspace
 
 AskFunction = Callable[..., Decision]
-REVIEW_PREFIX = "Review "
-WAITING = "waiting"
 NOTICE = ("> Proposals from `vault-tools review`. Nothing here has changed a decision. Tick what you accept, "
           "then run `vault-tools review --apply`; what is not ticked is left as it is.")
-_MARKER = re.compile(r"%%vt (?P<action>[a-z-]+)(?P<args>(?: [A-Za-z0-9-]+)+)%%")
-_ITEM = re.compile(r"^- \[(?P<mark>.)\] (?P<text>.*)$")
 _REASON = re.compile(r"^\s+- reason:(?P<reason>.*)$")
 # Words that say a ruling replaces an earlier one, followed closely by that ruling's id or link.
 _REPLACES = re.compile(r"\b(?:replac\w*|supersed\w*|overrid\w*|revers\w*|instead of)\b[^.\n]{0,60}?"
@@ -162,50 +159,6 @@ def _named_replacements(decisions: list[Decision], resolve: Resolve, tz: dt.tzin
 
 # -- the review note ---------------------------------------------------------------
 
-def review_folder(ws: Workspace) -> Path:
-    return ws.vault.root / ws.config.pinned_folder
-
-
-def waiting_reviews(ws: Workspace) -> list[Path]:
-    """Review notes written and not applied yet, oldest first."""
-    folder = review_folder(ws)
-    if not folder.is_dir():
-        return []
-    found = []
-    for path in sorted(folder.glob(f"{REVIEW_PREFIX}*.md")):
-        try:
-            note = notes.read_note(path)
-        except (VaultToolsError, OSError):
-            continue
-        if hasattr(note.data, "get") and note.data.get("vault-tools") == "review" and \
-                note.data.get("review_status") == WAITING:
-            found.append(path)
-    return found
-
-
-def last_review_day(ws: Workspace) -> dt.date | None:
-    """The day of the newest review note, by its name (`Review 2026-07-17.md`)."""
-    days = []
-    folder = review_folder(ws)
-    for path in folder.glob(f"{REVIEW_PREFIX}*.md") if folder.is_dir() else ():
-        try:
-            days.append(dt.date.fromisoformat(path.stem.removeprefix(REVIEW_PREFIX)))
-        except ValueError:
-            continue
-    return max(days, default=None)
-
-
-def waiting_line(ws: Workspace) -> str | None:
-    """What the open-questions page says while a review waits for the owner."""
-    waiting = waiting_reviews(ws)
-    if not waiting:
-        return None
-    path = waiting[-1]
-    text = path.read_text(encoding="utf-8-sig")
-    count = sum(1 for line in text.splitlines() if _ITEM.match(line) and _MARKER.search(line))
-    return (f"A review is waiting: [[{path.stem}]] proposes {count} change{'' if count == 1 else 's'}. "
-            "Tick what you accept there, then run `vault-tools review --apply`.")
-
 
 def render(proposals_: list[Proposal], today: dt.date, ticked: dict[str, tuple[bool, str]]) -> str:
     fields = [("vault-tools", "review"), ("review_of", today), ("review_status", WAITING)]
@@ -233,8 +186,8 @@ def _ticks(text: str) -> tuple[list[tuple[bool, str, tuple[str, ...], str, int]]
             ticked, action, args, _, at = items[-1]
             items[-1] = (ticked, action, args, reason.group("reason"), at)
             continue
-        item = _ITEM.match(line)
-        marker = _MARKER.search(line) if item else None
+        item = ITEM_LINE.match(line)
+        marker = PROPOSAL_MARKER.search(line) if item else None
         if item and marker:
             items.append((item.group("mark").lower() == "x", marker.group("action"),
                           tuple(marker.group("args").split()), "", number))

@@ -14,8 +14,8 @@ from ..scope import problem as scope_problem
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
-from .seal import seal_events
-from .supersede import apply_superseded, plan_superseded, seal_targets_first, supersede_targets
+from .seal import seal_events, seal_targets_first
+from .supersede import apply_superseded, plan_superseded, supersede_targets
 from .workspace import Workspace, sections
 
 

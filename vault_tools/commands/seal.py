@@ -16,7 +16,6 @@ from .supersede import (
     PendingWrites,
     apply_superseded,
     plan_superseded,
-    seal_targets_first,
     supersede_now,
     supersede_targets,
 )
@@ -156,3 +155,12 @@ def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str,
                                alongside=alongside))
     events.append(ws.event("sealed", decision, actor, record=record, hash=digest, text=text))
     return events
+
+
+def seal_targets_first(ws: Workspace, state: VaultState, targets: Iterable[Decision]) -> None:
+    """A ruling about to be superseded that is not sealed yet is sealed first, its own `supersedes`
+    applied: the chain is recorded in order, and what it replaced never becomes current again."""
+    for target in targets:
+        history = ws.history_of(state, target)
+        if history is None or not history.sealed:
+            seal_one(ws, state, target, history)

@@ -8,47 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import notes
-from ..carriers import ConflictCopy
 from ..errors import NoteError, Refused, UsageError
-from ..ledger import CLOSING_EVENTS, Conflict, Event, History, event_key, seal_hash
+from ..ledger import CLOSING_EVENTS, Event, History, event_key, seal_hash
 from ..model import Decision, Status
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text
+from .conflicts import keep_choices
 from .workspace import Workspace
-
-
-def describe_conflict(conflict: Conflict) -> str:
-    """What the clones did, in one line."""
-    if conflict.kind == "ruled-and-withdrawn":
-        ruling = f" (ruling: {conflict.ruling})" if conflict.ruling else ""
-        reason = f" (because: {conflict.reason})" if conflict.reason else ""
-        return f"ruled on one clone{ruling} and withdrawn on another{reason}"
-    if conflict.kind == "ruled-twice":
-        return "answered differently on two clones: " + "; ".join(
-            f"{name}: {summary}" for name, summary in zip(conflict.outcomes, conflict.rulings, strict=False))
-    if conflict.kind == "kept-and-superseded":
-        ruling = f" (ruling: {conflict.ruling})" if conflict.ruling else ""
-        return (f"one answer kept on one clone{ruling}, while another clone, not knowing it, "
-                f"{conflict.outcomes[1]} the answer that was dropped")
-    return " and ".join(conflict.outcomes) + ", on different clones"
-
-
-def keep_choices(conflict: Conflict) -> tuple[str, ...]:
-    if conflict.kind == "ruled-and-withdrawn":
-        return ("ruled", "withdrawn")
-    if conflict.kind == "kept-and-superseded":
-        return ("ruled", *(conflict.successors or ("retracted",)))
-    if conflict.kind == "ruled-twice":
-        return conflict.outcomes
-    return conflict.successors
-
-
-def settle_hint(conflict: Conflict) -> str:
-    return f"vault-tools settle {conflict.id} --keep {'|'.join(keep_choices(conflict))} --reason \"...\""
-
-
-def copy_settle_hint(copy: ConflictCopy) -> str:
-    return f"vault-tools settle {copy.id} --copy \"{copy.path}\" --keep original|copy"
 
 
 @dataclass

@@ -273,17 +273,6 @@ def pending_supersessions(state: VaultState, ruling: Decision) -> list[Decision]
     return [t for t in found if t is not None and t.id != ruling.id and t.status is Status.RULED]
 
 
-def seal_targets_first(ws: Workspace, state: VaultState, targets: Iterable[Decision]) -> None:
-    """A ruling about to be superseded that is not sealed yet is sealed first, its own `supersedes`
-    applied: the chain is recorded in order, and what it replaced never becomes current again."""
-    from .seal import seal_one  # seal builds on this module
-
-    for target in targets:
-        history = ws.history_of(state, target)
-        if history is None or not history.sealed:
-            seal_one(ws, state, target, history)
-
-
 def _holds(path: Path, data: bytes) -> bool:
     try:
         return path.read_bytes() == data

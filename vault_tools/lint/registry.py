@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import ConfigError
 from ..ledger import LEDGER_FILE
+from ..rule_codes import RULE_CODES
 from ..vault import CONFIG_FILE, STATE_DIR, Config
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ def rule(code: str, name: str, severity: str, severity_shown: str | None = None,
     compares the clock with a note's time says when its findings would change (`Facts.changes_at`)."""
     if not CODE_PATTERN.match(code):
         raise ValueError(f"rule code {code!r} is not like VT001")
+    if code not in RULE_CODES:
+        raise ValueError(f"rule code {code} is not listed in rule_codes.RULE_CODES")
     if severity not in SEVERITIES:
         raise ValueError(f"{code}: severity {severity!r} is not one of {', '.join(SEVERITIES)}")
 

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import notes
+from ..commands.conflicts import describe_conflict, settle_hint
 from ..commands.sealed import retargeted
-from ..commands.settle import describe_conflict, settle_hint
 from ..errors import NoteError
 from ..ledger import Event, normalise_body, seal_hash, seal_payload
 from ..model import Decision, Status, build_decision, unanswered

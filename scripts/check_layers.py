@@ -1,0 +1,164 @@
+"""The layers contract: each module of `vault_tools` imports only modules of its own layer or below, and no
+import cycle ties modules together. `make check` runs it; it prints each breach and exits 1.
+
+Layers, lowest first (docs/architecture.md says what each is for): leaves, domain, storage, operations,
+engines, faces. Imports under `if TYPE_CHECKING:` are not imports at run time and are not counted.
+Function-level imports count like any other (they only defer the cost); their number, and the number of
+those without a reason on their line or the one above (a comment: start-up time is the only reason to
+have one), may not grow past the ceilings below.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "vault_tools"
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("leaves", ("errors", "record_files", "page_names", "rule_codes", "scope", "bodies", "carriers", "handover",
+                "__init__", "agents.__init__")),
+    ("domain", ("model", "dates", "notes", "pages", "topic_aliases")),
+    ("storage", ("layout", "ledger", "vault", "index")),
+    ("operations", ("commands", "importers", "starter", "figures", "shapes", "agents.instructions")),
+    ("engines", ("watch", "lint")),
+    ("faces", ("cli", "console", "launch", "docs", "agents", "__main__")),
+]
+# Imports inside functions, and those of them with no reason written beside them: neither count may grow.
+# The aim is at most 90, each with a reason; the ceilings come down as modules are reworked.
+MAX_FUNCTION_IMPORTS = 176
+MAX_WITHOUT_REASON = 159
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts)
+
+
+def layer_of(name: str) -> int:
+    best: tuple[int, int] | None = None  # (length of the matching prefix, layer)
+    for number, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            matches = name == prefix or name.startswith(prefix + ".")
+            if matches and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), number)
+    if best is None:
+        raise SystemExit(f"check_layers: vault_tools/{name.replace('.', '/')}.py is in no layer: add it to LAYERS")
+    return best[1]
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for inner in node.body:
+                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
+    return lines
+
+
+def imports(path: Path, modules: set[str]) -> tuple[list[tuple[int, str]], list[int]]:
+    """(line, module) for each import of a vault_tools module at run time; the lines of function-level ones."""
+    name = module_name(path)
+    package = ".".join(name.split(".")[:-1])  # a package's own __init__ counts as in that package
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _type_checking_lines(tree)
+    nested = {node.lineno for function in ast.walk(tree) if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+              for node in ast.walk(function) if isinstance(node, (ast.Import, ast.ImportFrom))}
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skipped:
+            continue
+        targets: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                stem = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module and node.module.startswith("vault_tools"):
+                stem = node.module.removeprefix("vault_tools").lstrip(".")
+            else:
+                continue
+            for alias in node.names:
+                full = f"{stem}.{alias.name}" if stem else alias.name
+                targets.append(full if full in modules else stem)
+        elif isinstance(node, ast.Import):
+            targets = [a.name.removeprefix("vault_tools.") for a in node.names if a.name.startswith("vault_tools.")]
+        found += [(node.lineno, target if target in modules else f"{target}.__init__") for target in targets
+                  if target and (target in modules or f"{target}.__init__" in modules)]
+    return found, sorted(nested - skipped)
+
+
+def main() -> int:
+    paths = sorted(PACKAGE.rglob("*.py"))
+    modules = {module_name(path) for path in paths}
+    breaches: list[str] = []
+    graph: dict[str, set[str]] = {}
+    function_level = 0
+    unexplained: list[str] = []
+    for path in paths:
+        name = module_name(path)
+        found, nested = imports(path, modules)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        function_level += len(nested)
+        for line in nested:
+            said = lines[line - 1] + (lines[line - 2] if line > 1 else "")
+            if "#" not in said:
+                unexplained.append(f"vault_tools/{path.relative_to(PACKAGE)}:{line}")
+        for line, target in found:
+            if target == name:
+                continue
+            graph.setdefault(name, set()).add(target)
+            if layer_of(target) > layer_of(name):
+                breaches.append(f"vault_tools/{path.relative_to(PACKAGE)}:{line}: {LAYERS[layer_of(name)][0]} module "
+                                f"{name} imports {target}, of the {LAYERS[layer_of(target)][0]} layer above it")
+    breaches += [f"import cycle: {' -> '.join(cycle)}" for cycle in _cycles(graph)]
+    if function_level > MAX_FUNCTION_IMPORTS:
+        breaches.append(f"{function_level} imports inside functions; at most {MAX_FUNCTION_IMPORTS} (start-up time "
+                        "is the only reason for one)")
+    if len(unexplained) > MAX_WITHOUT_REASON:
+        breaches += [f"{where}: an import inside a function with no reason given (a comment on its line or the "
+                     "one above)" for where in unexplained]
+    for breach in breaches:
+        print(breach)
+    print(f"check_layers: {len(modules)} modules, {sum(map(len, graph.values()))} imports, {function_level} inside "
+          f"functions ({len(unexplained)} without a reason): {len(breaches)} breach(es)")
+    return 1 if breaches else 0
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One loop through each group of modules that import one another (Tarjan's strongly connected parts)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    sys.setrecursionlimit(10_000)
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+if __name__ == "__main__":
+    sys.exit(main())
