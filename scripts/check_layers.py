@@ -25,8 +25,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 # Imports inside functions, and those of them with no reason written beside them: neither count may grow.
 # The aim is at most 90, each with a reason; the ceilings come down as modules are reworked.
-MAX_FUNCTION_IMPORTS = 176
-MAX_WITHOUT_REASON = 159
+MAX_FUNCTION_IMPORTS = 167
+MAX_WITHOUT_REASON = 150
 
 
 def module_name(path: Path) -> str:

@@ -58,12 +58,12 @@ def test_binary_input_in_a_real_process_passes_with_a_warning(vault) -> None:
 
 def test_an_internal_error_is_logged_in_the_crash_log_and_the_call_goes_through(vault, monkeypatch) -> None:
     """A fault injected into the session-start step stands in for any bug in the hooks' own code."""
-    import vault_tools.agents.claude as claude
+    import vault_tools.agents.hooks as hooks
 
     def broken(*args: object) -> None:
         raise KeyError("a bug")
 
-    monkeypatch.setattr(claude, "_session_start", broken)
+    monkeypatch.setattr(hooks, "_session_start", broken)
     message = answered("claude", "session-start", "{}", vault)
     assert "KeyError" in message and "crash.log" in message
     assert "KeyError: 'a bug'" in (vault / ".vault-tools" / "crash.log").read_text(encoding="utf-8")

@@ -1,8 +1,8 @@
-"""Codex hooks: the Claude Code hooks (claude.py), answered as Codex reads them.
+"""Codex hooks: the hook engine (hooks.py), answered as Codex reads them.
 
 Codex takes Claude Code's hook JSON in and out for SessionStart, UserPromptSubmit and PreToolUse
 (`hookSpecificOutput` with `additionalContext`, or `permissionDecision: deny` and its reason), so the
-answers are those of claude.py, with three differences (sources in docs/agents.md):
+answers are those of hooks.py, with three differences (sources in docs/agents.md):
 
 - each `additionalContext` past 2,500 tokens, counted as UTF-8 bytes / 4, is moved to a file and the
   model sees a preview: the session-start context is made for `--budget codex-hook`, and every text is
@@ -16,14 +16,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import claude
+from . import hooks
 
 EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit", "pre-tool-use": "PreToolUse"}
 PATCH_TOOL = "apply_patch"
 PATCH_START = "*** Begin Patch"
 PATCH_FILE_LINES = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
 MAX_CONTEXT_BYTES = 9600  # 2,400 tokens as Codex counts them (bytes / 4); it moves a text past 2,500 to a file
-BOUNDS = claude.Bounds("codex-hook", None, MAX_CONTEXT_BYTES)
+BOUNDS = hooks.Bounds("codex-hook", None, MAX_CONTEXT_BYTES)
 
 
 def patch_targets(patch: str) -> list[tuple[str, str]]:
@@ -47,7 +47,7 @@ def answer(event: str, payload: dict[str, Any], vault: Path | None = None) -> di
     if event == "pre-tool-use" and isinstance(command, str) and (
             payload.get("tool_name") == PATCH_TOOL or PATCH_START in command):
         return _patch(payload, command, vault)
-    return claude.answer(event, payload, vault, BOUNDS)
+    return hooks.answer(event, payload, vault, BOUNDS)
 
 
 def _patch(payload: dict[str, Any], patch: str, vault: Path | None) -> dict[str, Any] | None:
@@ -60,7 +60,7 @@ def _patch(payload: dict[str, Any], patch: str, vault: Path | None) -> dict[str,
     contexts: list[str] = []
     warnings: list[str] = []
     for call in calls:
-        found = claude.answer("pre-tool-use", call, vault, BOUNDS) or {}
+        found = hooks.answer("pre-tool-use", call, vault, BOUNDS) or {}
         specific = found.get("hookSpecificOutput") or {}
         if specific.get("permissionDecision") == "deny":
             return found
@@ -68,7 +68,7 @@ def _patch(payload: dict[str, Any], patch: str, vault: Path | None) -> dict[str,
             contexts.append(specific["additionalContext"])
         if found.get("systemMessage"):
             warnings.append(found["systemMessage"])
-    output = claude.fitted("PreToolUse", "\n".join(contexts), BOUNDS) if contexts else {}
+    output = hooks.fitted("PreToolUse", "\n".join(contexts), BOUNDS) if contexts else {}
     if warnings:
         output["systemMessage"] = warnings[0]
     return output or None
@@ -76,4 +76,4 @@ def _patch(payload: dict[str, Any], patch: str, vault: Path | None) -> dict[str,
 
 def run(event: str, stdin_text: str, vault: Path | None = None) -> str:
     """The text a Codex hook prints for one call: a JSON document, or nothing to pass silently."""
-    return claude.respond(stdin_text, lambda payload: answer(event, payload, vault))
+    return hooks.respond(stdin_text, lambda payload: answer(event, payload, vault))

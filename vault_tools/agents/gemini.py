@@ -1,4 +1,4 @@
-"""Gemini CLI hooks: the Claude Code hooks (claude.py), asked and answered in Gemini CLI's terms.
+"""Gemini CLI hooks: the hook engine (hooks.py), asked and answered in Gemini CLI's terms.
 
 Gemini CLI's events are SessionStart, BeforeAgent (the owner's message, `prompt`) and BeforeTool
 (`tool_name`, `tool_input`); its tools are `write_file` and `replace` (`file_path`),
@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import claude
+from . import hooks
 
 EVENTS = {"session-start": "SessionStart", "before-agent": "BeforeAgent", "before-tool": "BeforeTool"}
 CLAUDE_EVENTS = {"session-start": "session-start", "before-agent": "user-prompt-submit", "before-tool": "pre-tool-use"}
 CLAUDE_TOOLS = {"write_file": "Write", "replace": "Edit", "run_shell_command": "Bash", "ask_user": "AskUserQuestion"}
-BOUNDS = claude.CLAUDE_BOUNDS  # Gemini CLI sets no bound of its own; the same as Claude Code's keeps one context
+BOUNDS = hooks.CLAUDE_BOUNDS  # Gemini CLI sets no bound of its own; the same as Claude Code's keeps one context
 
 
 def answer(event: str, payload: dict[str, Any], vault: Path | None = None) -> dict[str, Any] | None:
@@ -28,7 +28,7 @@ def answer(event: str, payload: dict[str, Any], vault: Path | None = None) -> di
         if tool is None:
             return None
         payload = {**payload, "tool_name": tool}
-    return _translated(event, claude.answer(CLAUDE_EVENTS[event], payload, vault, BOUNDS))
+    return _translated(event, hooks.answer(CLAUDE_EVENTS[event], payload, vault, BOUNDS))
 
 
 def _translated(event: str, found: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -45,4 +45,4 @@ def _translated(event: str, found: dict[str, Any] | None) -> dict[str, Any] | No
 
 def run(event: str, stdin_text: str, vault: Path | None = None) -> str:
     """The text a Gemini CLI hook prints for one call: a JSON document, or nothing to pass silently."""
-    return claude.respond(stdin_text, lambda payload: answer(event, payload, vault))
+    return hooks.respond(stdin_text, lambda payload: answer(event, payload, vault))

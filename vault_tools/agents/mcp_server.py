@@ -22,7 +22,16 @@ from mcp_types import CallToolResult, InputRequiredResult
 from mcp_types import Resource as MCPResource
 from mcp_types import Tool as MCPTool
 
+from ..bodies import SHOW_LIMIT
+from ..commands.ask import ask as ask_question
+from ..commands.build import context as agent_context
 from ..commands.build import refresh_pages
+from ..commands.gate import gate as check_gate
+from ..commands.read import body_view
+from ..commands.read import lookup as lookup_topics
+from ..commands.read import search as search_decisions
+from ..commands.read import show as show_decision
+from ..commands.rule import rule as record_ruling
 from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
 from ..shapes import decision_json, gate_json, lookup_json, show_json
@@ -111,14 +120,12 @@ def build_server(root: Path) -> DecisionServer:
         budget: what the reader loads without cutting, as `context --budget` takes it: claude-hook (9,500
         characters), codex-hook (2,400 tokens), memory-file (200 lines, 25,000 bytes), config (the vault's own;
         the default) or a number of characters."""
-        from ..commands.build import context as agent_context
         return str(call(lambda ws: agent_context(ws, str(budget)).text))
 
     @server.tool()
     def lookup(topics: list[str], full: bool = False) -> list[dict[str, Any]]:
         """The current rulings on these topics (near spellings count), newest first, each with the start of its
         ruling text (the whole text with full=true) and the rulings it superseded."""
-        from ..commands.read import lookup as lookup_topics
         found, _problems = call(lambda ws: lookup_topics(ws, topics))
         return list(lookup_json(found, full))
 
@@ -128,16 +135,12 @@ def build_server(root: Path) -> DecisionServer:
         best first: current rulings and open questions, and with history=true superseded, withdrawn and
         retracted ones too (marked historical). Each with the passage that matched. For text that is not a
         topic key; for a topic, lookup is exact."""
-        from ..commands.read import search as search_decisions
         result = call(lambda ws: search_decisions(ws, query, history=history, limit=limit))
         return [hit.as_json() for hit in result.hits]
 
     @server.tool()
     def show(id: str, all: bool = False) -> dict[str, Any]:
         """One decision note: its properties, its body and sections, its ledger history."""
-        from ..bodies import SHOW_LIMIT
-        from ..commands.read import body_view
-        from ..commands.read import show as show_decision
         decision, history, problems = call(lambda ws: show_decision(ws, id))
         return dict(show_json(decision, history, problems, body_view(decision, None if all else SHOW_LIMIT)))
 
@@ -146,7 +149,6 @@ def build_server(root: Path) -> DecisionServer:
             reask_reason: str | None = None) -> dict[str, Any]:
         """Register a question for the owner. Refused when a current ruling settles its topic (the refusal names
         it) unless reask_reason says what changed, and when a question on the topic is already open."""
-        from ..commands.ask import ask as ask_question
         decision = write(lambda ws: ask_question(ws, question, topics, body=body, due=due, reask_reason=reask_reason))
         return dict(decision_json(decision))
 
@@ -157,7 +159,6 @@ def build_server(root: Path) -> DecisionServer:
         """Record the owner's ruling: the answer to an open question (question_id) or one given directly (topics).
         On a topic with a current ruling say which way it goes: supersedes (with a reason) or alongside.
         terms: KEY=VALUE pairs the ruling grants, for gate."""
-        from ..commands.rule import rule as record_ruling
         decision = write(lambda ws: record_ruling(ws, question_id, summary, topics=topics or [], source=source,
                                                   supersedes=supersedes or [], alongside=alongside or [],
                                                   reason=reason, body=body, terms=terms or []))
@@ -167,7 +168,6 @@ def build_server(root: Path) -> DecisionServer:
     def gate(id: str, require: list[str] | None = None) -> dict[str, Any]:
         """Whether a ruling is current, sealed and grants every required KEY=VALUE term exactly; passed is false
         with the reasons in failures otherwise. Check before acting on a ruling."""
-        from ..commands.gate import gate as check_gate
         return dict(gate_json(call(lambda ws: check_gate(ws, id, require or []))))
 
     @server.resource("decision://{id}", name="decision", mime_type="text/markdown",

@@ -1,0 +1,293 @@
+"""The agent hooks' engine: JSON in on stdin, JSON out on stdout, fast, and never in the agent's way by accident.
+
+It answers in Claude Code's hook format, which Codex shares; claude.py, codex.py and gemini.py are the
+fronts, each with its events and bounds (gemini.py translates Gemini CLI's names and answers).
+
+- session-start: the context an agent loads, as `additionalContext`, within the hook's size bound.
+- pre-tool-use: denies writes to the record (Write, Edit, MultiEdit, NotebookEdit, and Bash commands that
+  plainly write, move or remove it: see guard.py), and questions (AskUserQuestion) that the record already
+  answers or already holds open. Everything else passes silently.
+- user-prompt-submit: when the owner's message touches a current ruling, adds it, with the
+  instruction to record a superseding ruling if the message changes it.
+
+A hook that cannot read the vault, or whose input is not a JSON object, lets the call through with a one-line
+warning (an agent must not be stuck on a broken note), except that a write to a sealed note is always denied;
+an internal error does the same, its traceback in the crash log. Formats: each agent's hooks reference (see
+docs/agents.md); output over 10,000 characters is cut by Claude Code, so nothing printed here exceeds
+`CLAUDE_BOUNDS` unless a front's own `Bounds` says otherwise.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .guard import Guard, shell_reason
+
+if TYPE_CHECKING:
+    pass
+
+MAX_OUTPUT = 9500  # characters of JSON on stdout; Claude Code cuts hook output past 10,000
+
+
+class Bounds(NamedTuple):  # not a dataclass: importing dataclasses costs a hook more than its own work
+    """How much of a hook's answer an agent keeps whole."""
+
+    session_budget: str  # the `context --budget` the session-start context is made within
+    max_json_chars: int | None  # the whole JSON printed
+    max_context_bytes: int | None = None  # each additionalContext, in UTF-8 bytes
+
+
+CLAUDE_BOUNDS = Bounds("claude-hook", MAX_OUTPUT)
+WRITE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+QUESTION_TOOL = "AskUserQuestion"
+SCOPE_CONTEXT_CHARS = 2000  # rulings that govern a file: one line each, at most this much context per call
+
+
+class VaultUnreadable(Exception):
+    """The vault could not be read; the hook lets the call through and says so."""
+
+
+# -- session start --------------------------------------------------------------------------
+
+def cut_text(text: str, max_chars: int) -> str:
+    """`text` within `max_chars`, cut at a line, with a last line counting what was left out."""
+    if len(text) <= max_chars:
+        return text
+    lines = text.splitlines(keepends=True)
+    kept: list[str] = []
+    used = 0
+    for index, line in enumerate(lines):
+        left = len(lines) - index
+        last = (f"[{left} more line(s) left out to fit this hook; run `vault-tools context` for all of it, "
+                "or `vault-tools lookup TOPIC` for one topic]\n")
+        if used + len(line) + len(last) > max_chars:
+            return "".join(kept) + last[:max(0, max_chars - used)]
+        kept.append(line)
+        used += len(line)
+    return "".join(kept)
+
+
+# -- the hook -------------------------------------------------------------------------------
+
+def answer(event: str, payload: dict[str, Any], vault: Path | None = None,
+           bounds: Bounds = CLAUDE_BOUNDS) -> dict[str, Any] | None:
+    """The JSON to print for one hook call, or None to pass silently."""
+    cwd = Path(str(payload.get("cwd") or os.getcwd()))
+    try:
+        root = _find_root(vault, cwd)
+    except VaultUnreadable as trouble:
+        return _warning(str(trouble)) if event != "pre-tool-use" else None
+    try:
+        if event == "session-start":
+            return _session_start(root, bounds)
+        if event == "user-prompt-submit":
+            return _user_prompt(root, str(payload.get("prompt") or ""), bounds)
+        return _pre_tool_use(root, cwd, str(payload.get("tool_name") or ""), payload.get("tool_input") or {}, bounds)
+    except Exception as trouble:  # fail open: a broken note must not stop the agent
+        return _warning(f"{type(trouble).__name__}: {trouble}; {_logged(trouble, root)}")
+
+
+def _find_root(vault: Path | None, cwd: Path) -> Path:
+    """The vault, found as `vault.find_vault` finds it, without importing what reading a vault needs
+    (most hook calls never read it)."""
+    if vault is not None:
+        root = vault if vault.is_absolute() else cwd / vault
+        if not root.is_dir():
+            raise VaultUnreadable(f"{vault} is not a folder")
+        return Path(os.path.abspath(root))
+    ceiling = os.environ.get("VAULT_TOOLS_CEILING")
+    here = Path(os.path.abspath(cwd))
+    for folder in (here, *here.parents):
+        if (folder / ".vault-tools").is_dir() or (folder / ".obsidian").is_dir():
+            return folder
+        if ceiling and folder == Path(os.path.abspath(ceiling)):
+            break
+    raise VaultUnreadable(f"no vault found at {here} or above (no .vault-tools/ or .obsidian/ folder)")
+
+
+def _warning(why: str) -> dict[str, Any]:
+    first = (why.splitlines() or [""])[0][:300]
+    line = f"vault-tools: the decision record could not be read ({first}); this hook let the call through"
+    return {"systemMessage": line}
+
+
+def _context(hook_event: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}}
+
+
+def fitted(hook_event: str, text: str, bounds: Bounds = CLAUDE_BOUNDS) -> dict[str, Any]:
+    """`text` as additionalContext, cut at a line so the answer stays within `bounds`."""
+    limit = len(text)
+    while True:
+        kept = cut_text(text, limit)
+        output = _context(hook_event, kept)
+        over = 0
+        if bounds.max_json_chars is not None:
+            over = len(json.dumps(output, ensure_ascii=False)) - bounds.max_json_chars
+        if bounds.max_context_bytes is not None:  # a character is at least one byte: cutting `over` is enough
+            over = max(over, len(kept.encode("utf-8")) - bounds.max_context_bytes)
+        if over <= 0:
+            return output
+        limit -= over
+
+
+def _session_start(root: Path, bounds: Bounds) -> dict[str, Any]:
+    from .snapshot import load
+    return fitted("SessionStart", load(root, bounds.session_budget).session_text, bounds)
+
+
+def _user_prompt(root: Path, prompt: str, bounds: Bounds) -> dict[str, Any] | None:
+    from .recall import touching
+    from .snapshot import RulingView, load
+    found = [touch for touch in touching(prompt, load(root, bounds.session_budget).rulings, strict=False)
+             if isinstance(touch.item, RulingView)]
+    if not found:
+        return None
+    lines = ["The owner's message touches current rulings in the decision record (vault-tools):"]
+    for touch in found:
+        ruling = touch.item
+        lines.append(f"- {ruling.id} (ruled {ruling.day}; topics {', '.join(ruling.topics)}): {ruling.summary}")
+    first = found[0]
+    lines += ["If the message changes or reverses one of them, record the owner's new ruling now, before acting on it:",
+              f'  vault-tools rule --topic {first.topic} --summary "<the new ruling, one line>" '
+              f'--supersedes {first.item.id} --reason "<what the owner said, and why>" --source chat',
+              "Until it is recorded, do not cite the old ruling as current. If the message only asks about a ruling, "
+              "answer from it (`vault-tools show ID` prints its text)."]
+    return fitted("UserPromptSubmit", "\n".join(lines), bounds)
+
+
+def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any, bounds: Bounds) -> dict[str, Any] | None:
+    if not isinstance(tool_input, dict):
+        return None
+    if tool in WRITE_TOOLS:
+        target = tool_input.get(WRITE_TOOLS[tool])
+        if not isinstance(target, str) or not target:
+            return None
+        reason = Guard(root).reason(_absolute(cwd, target), content=_written_text(tool_input))
+        if reason:
+            return deny(reason)
+        return _governing(root, _absolute(cwd, target), bounds, reading=False)
+    if tool == "Read" and isinstance(tool_input.get("file_path"), str) and tool_input["file_path"]:
+        return _governing(root, _absolute(cwd, tool_input["file_path"]), bounds, reading=True)
+    if tool == "Bash" and isinstance(tool_input.get("command"), str):
+        reason = shell_reason(Guard(root), tool_input["command"], cwd)
+        return deny(reason) if reason else None
+    if tool == QUESTION_TOOL:
+        return _question(root, tool_input, bounds)
+    return None
+
+
+def _written_text(tool_input: dict[str, Any]) -> str | None:
+    """The text a file tool puts into a file: Write's content, or the new text of an edit (Edit, MultiEdit,
+    Gemini's replace), so that an edit making a plain note a decision note is seen."""
+    parts = [tool_input.get("content"), tool_input.get("new_string"), tool_input.get("new_source")]
+    edits = tool_input.get("edits")
+    if isinstance(edits, list):
+        parts += [edit.get("new_string") for edit in edits if isinstance(edit, dict)]
+    found = [part for part in parts if isinstance(part, str)]
+    return "\n".join(found) if found else None
+
+
+def _governing(root: Path, target: Path, bounds: Bounds, *, reading: bool) -> dict[str, Any] | None:
+    """The current rulings whose `scope` matches the file about to be edited (or read, when the config says so),
+    as context for the agent: most specific glob first, within SCOPE_CONTEXT_CHARS. The call goes through."""
+    from .snapshot import load
+    snapshot = load(root, bounds.session_budget)
+    scoped = [(ruling.id, ruling.scope) for ruling in snapshot.rulings if ruling.scope]
+    if not scoped or (reading and not snapshot.scope_on_read):
+        return None
+    from ..scope import governing, scope_path
+    rel = scope_path(Path(snapshot.scope_root), target, target.parent)
+    found = governing(scoped, rel) if rel is not None else []
+    if not found:
+        return None
+    by_id = {ruling.id: ruling for ruling in snapshot.rulings}
+    lines = [f"Current rulings that govern {rel} (follow them; `vault-tools for {rel}` lists them):"]
+    for item in found:
+        ruling = by_id[item.ruling_id]
+        line = f"- {ruling.id} {ruling.day}: {ruling.summary} (scope {item.glob})"
+        if sum(len(kept) + 1 for kept in lines) + len(line) > SCOPE_CONTEXT_CHARS:
+            lines.append(f"- and {len(found) - len(lines) + 1} more: `vault-tools for {rel}`")
+            break
+        lines.append(line)
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "\n".join(lines)}}
+
+
+def deny(reason: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": reason[:MAX_OUTPUT - 200]}}
+
+
+def _absolute(cwd: Path, target: str) -> Path:
+    return Path(os.path.normpath(cwd / Path(os.path.expanduser(target))))
+
+
+# -- questions ------------------------------------------------------------------------------
+
+def _questions(tool_input: dict[str, Any]) -> Iterator[str]:
+    for item in tool_input.get("questions") or []:
+        if isinstance(item, dict) and isinstance(item.get("question"), str):
+            yield item["question"]
+
+
+def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds) -> dict[str, Any] | None:
+    from .recall import touching
+    from .snapshot import RulingView, load
+    snapshot = load(root, bounds.session_budget)
+    for question in _questions(tool_input):
+        named = set(re.findall(r"\bD-\d+\b", question))  # naming the record's entry is asking knowingly
+        found = touching(question, [*snapshot.rulings, *snapshot.questions], strict=True)
+        if not found or named & {touch.item.id for touch in found}:
+            continue
+        touch = found[0]
+        item = touch.item
+        topic = touch.topic
+        if isinstance(item, RulingView):
+            return deny(
+                f'The decision record already answers this ({touch.why}): {item.id}, ruled {item.day}: "{item.summary}" '
+                f"Do not ask the owner again; follow it (`vault-tools show {item.id}` prints its text). If something "
+                f"changed since, say so: ask again naming {item.id} and what changed in the question, or register "
+                f'it: vault-tools ask "<question>" --topic {topic} --reask-reason "<what changed, at least 20 characters>".')
+        return deny(
+            f'This question is already open in the decision record ({touch.why}): {item.id}, asked {item.day}: '
+            f'"{item.summary}" ({item.path}). Add to it rather than asking anew; to put it to the owner now, name '
+            f"{item.id} in the question, and record the answer with "
+            f'`vault-tools rule {item.id} --summary "<the answer>" --source chat`.')
+    return None
+
+
+def respond(stdin_text: str, answering: Callable[[dict[str, Any]], dict[str, Any] | None]) -> str:
+    """What a hook prints: `answering`'s JSON for the event on stdin, or nothing to pass silently. Any input
+    lets the call through: what is not a JSON object gets a warning, and so does an internal error, whose
+    traceback goes to the crash log."""
+    try:
+        payload = json.loads(stdin_text or "{}")
+    except ValueError as error:
+        payload, why = None, f"the hook's input is not JSON: {error}"
+    except RecursionError:
+        payload, why = None, "the hook's input is JSON nested too deeply to read"
+    else:
+        why = "the hook's input is not a JSON object"
+    if not isinstance(payload, dict):
+        output: dict[str, Any] | None = _warning(why)
+    else:
+        try:
+            output = answering(payload)
+        except Exception as error:
+            output = _warning(f"{type(error).__name__}: {error}; {_logged(error, None)}")
+    return json.dumps(output, ensure_ascii=False) if output is not None else ""
+
+
+def _logged(error: BaseException, root: Path | None) -> str:
+    """The error's traceback written to the vault's crash log (or the temp folder's), said as a clause."""
+    from .. import console
+    try:
+        if root is not None:
+            console.vault_root = root
+        return f"the traceback is in {console.crash_log(error)}"
+    except Exception as log_error:  # the disk may be the trouble: say so, still letting the call through
+        return f"the traceback could not be saved ({type(log_error).__name__})"
