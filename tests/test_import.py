@@ -5,10 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
+from vault_tools.history import histories_by_id
 
 from vault_tools.commands.workspace import Workspace
 from vault_tools.importers import adr
-from vault_tools.ledger import histories_by_id
 from vault_tools.vault import Vault
 
 from .conftest import CORPORA, snapshot, write

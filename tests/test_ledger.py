@@ -6,10 +6,12 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from vault_tools.ledger_lines import Event, parse_ledger
+from vault_tools.sealing import seal_hash
 
 from vault_tools import notes
 from vault_tools.errors import InconsistentVault
-from vault_tools.ledger import Event, Ledger, parse_ledger, seal_hash
+from vault_tools.ledger import Ledger
 from vault_tools.model import LinkResolver, Status, build_decision
 
 from .conftest import write
@@ -43,7 +45,7 @@ def test_a_text_encoded_ahead_makes_the_line_encoding_it_here_makes(event, topic
     whichever fields come after `text`."""
     from dataclasses import replace
 
-    from vault_tools.ledger import encode_text, encoded_ahead, event_line, forget_encoded_ahead
+    from vault_tools.ledger_lines import encode_text, encoded_ahead, event_line, forget_encoded_ahead
 
     event = replace(event, topics=topics, was=was)
     expected = event_line(event)
@@ -93,7 +95,7 @@ def test_a_whole_last_event_without_its_newline_is_kept_and_given_one(tmp_path):
 
 def test_a_changed_line_fails_its_checksum():
     good = Event("asked", "D-0001", "2026-11-29T12:00:00Z", "agent", "p.md")
-    from vault_tools.ledger import event_line
+    from vault_tools.ledger_lines import event_line
     line = event_line(good).replace("agent", "owner")
     with pytest.raises(InconsistentVault, match="checksum") as caught:
         parse_ledger(event_line(good) + line, "ledger.jsonl")
@@ -230,7 +232,7 @@ def test_a_long_lived_reader_sees_exactly_what_is_on_disk_after_appends(tmp_path
 def test_appended_events_extend_the_records_as_reading_them_all_again_does(tmp_path):
     """A long-running process that appends (the watcher's reconcile) extends the records it has instead of
     reading every event again: the same records, with the same events, ids and order."""
-    from vault_tools.ledger import histories
+    from vault_tools.history import histories
 
     ledger = Ledger(tmp_path)
     first = [Event("asked", "D-0001", "2026-01-01T00:00:00Z", "agent", "Decisions/D-0001 A.md", record="r1"),
@@ -296,7 +298,7 @@ def test_appends_of_one_synced_block_follow_a_ledger_replaced_between_them(tmp_p
 def test_what_each_record_stands_at_reads_back_from_its_memo_as_worked_out(tmp_path):
     """`summaries` are remembered under `.vault-tools/cache/`: a fresh process reads them from there, and gets
     what working them out from the events gives, a conflict included."""
-    from vault_tools.ledger import RecordSummary
+    from vault_tools.history import RecordSummary
 
     ledger = Ledger(tmp_path)
     ledger.append([
@@ -322,7 +324,7 @@ def test_an_event_read_from_a_line_is_the_event_its_constructor_makes():
     import dataclasses
     import json
 
-    from vault_tools.ledger import _SUM_MARK, Event, _canonical, _checksum, event_line, parse_ledger, parse_line
+    from vault_tools.ledger_lines import SUM_MARK, Event, canonical_json, checksum, event_line, parse_ledger, parse_line
 
     example = Path(__file__).resolve().parents[1] / "example-vault"
     ledgers = [*example.glob("vault-tools/ledger/*.jsonl"), *example.glob(".vault-tools/ledger.jsonl")]
@@ -333,10 +335,10 @@ def test_an_event_read_from_a_line_is_the_event_its_constructor_makes():
         assert (event, hash(event), dataclasses.asdict(event)) == (made, hash(made), dataclasses.asdict(made))
     for fields_ in ({"event": "asked", "id": "D-0001", "at": "2026-07-17T00:00:00Z", "actor": "a", "path": "p.md",
                      "colour": "red"}, {"event": "asked", "id": "D-0001", "at": "2026-07-17T00:00:00Z", "actor": "a"}):
-        body = _canonical(fields_)
+        body = canonical_json(fields_)
         with pytest.raises(InconsistentVault, match="unknown fields"):
-            parse_line(f'{body[:-1]}{_SUM_MARK}{_checksum(body)}"}}', 1, "ledger")
-    assert json.loads(_canonical(events[0].to_json()))  # still written as before
+            parse_line(f'{body[:-1]}{SUM_MARK}{checksum(body)}"}}', 1, "ledger")
+    assert json.loads(canonical_json(events[0].to_json()))  # still written as before
     for ledger in ledgers:  # and each event makes the very line it was read from
         lines = ledger.read_text(encoding="utf-8").splitlines(keepends=True)
         assert [event_line(parse_line(line.rstrip("\n"), number, "ledger")) for number, line in

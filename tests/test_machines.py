@@ -19,13 +19,15 @@ import time
 from pathlib import Path
 
 import pytest
+from vault_tools.history import histories
+from vault_tools.ledger_lines import event_key
+from vault_tools.sealing import tie_notes
 
 from vault_tools import notes
 from vault_tools.cli import run
 from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import NoteError
 from vault_tools.layout import device_tag
-from vault_tools.ledger import event_key, histories, tie_notes
 from vault_tools.vault import Vault
 
 from .conftest import TZ, write

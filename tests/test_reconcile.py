@@ -12,10 +12,11 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from vault_tools.history import histories_by_id
 
 from vault_tools import lint, notes
 from vault_tools.commands.workspace import Workspace
-from vault_tools.ledger import Ledger, histories_by_id
+from vault_tools.ledger import Ledger
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
@@ -721,12 +722,13 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
     since (the view read it again): none of them is taken, each is worked out from the note as it is now."""
     import os
 
+    from vault_tools.ledger_lines import encode_text
+
     from vault_tools.commands.ahead import edit_key
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import superseded_changes
     from vault_tools.commands.workspace import KnownSeal
     from vault_tools.handover import record
-    from vault_tools.ledger import encode_text
 
     _, path, successor, ws, rel = _ruling_and_its_successor(tmp_path)
     with LiveState(ws) as live:
@@ -759,12 +761,13 @@ def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as
     `superseded` event's hash is worked out again. So do the ids the successor's links resolve to."""
     import os
 
+    from vault_tools.ledger_lines import encode_text
+
     from vault_tools.commands.ahead import edit_key
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import plan_superseded, superseded_changes, superseded_event
     from vault_tools.commands.workspace import KnownSeal
     from vault_tools.handover import record
-    from vault_tools.ledger import encode_text
 
     vault, path, successor, ws, rel = _ruling_and_its_successor(tmp_path)
     for came in (False, True):

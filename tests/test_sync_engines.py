@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from vault_tools.ledger_lines import Event, event_key
 
 from vault_tools.cli import run
 from vault_tools.commands.migrate import migrate
 from vault_tools.commands.setup import init_vault
-from vault_tools.ledger import Event, Ledger, event_key
+from vault_tools.ledger import Ledger
 from vault_tools.vault import Vault
 
 from .conftest import TZ, decision
@@ -385,7 +386,7 @@ def test_migrate_refuses_a_damaged_ledger_and_writes_nothing(tmp_path) -> None:
 
 
 def test_the_union_reads_what_a_device_saw_before_what_it_wrote_whatever_the_clocks_say(tmp_path) -> None:
-    from vault_tools.ledger import event_line
+    from vault_tools.ledger_lines import event_line
 
     folder = tmp_path / "vault-tools" / "ledger"
     folder.mkdir(parents=True)
@@ -421,8 +422,9 @@ def test_what_a_device_appends_comes_after_every_file_it_has_read_even_one_arriv
     """One process appending event after event (a first reconcile) while another device's file arrives, and
     its folder's listing is trusted at once: each event it appends has a higher clock than any it has read,
     the late file's included, so the union puts what it saw before what it wrote."""
+    from vault_tools.ledger_lines import event_line
+
     from vault_tools import ledger as ledger_module
-    from vault_tools.ledger import event_line
 
     monkeypatch.setattr(ledger_module, "RACY_NANOSECONDS", 0)  # the listing trusted as soon as it is made
     folder, ledger = device_ledger(tmp_path)
@@ -449,8 +451,9 @@ def test_a_devices_own_file_is_in_the_ledger_as_soon_as_an_append_makes_it(tmp_p
     clock, its times then unchanged): the file that append makes is one of the ledger's files at once, so
     what is kept against the ledger's key sees the append. And a read of the ledger in a folder this
     device never wrote in leaves nothing there."""
+    from vault_tools.ledger_lines import event_line
+
     from vault_tools import ledger as ledger_module
-    from vault_tools.ledger import event_line
 
     monkeypatch.setattr(ledger_module, "RACY_NANOSECONDS", 0)  # the listing trusted as soon as it is made
     folder = tmp_path / "vault-tools" / "ledger"
@@ -473,7 +476,7 @@ def test_one_look_at_the_ledger_reads_it_as_then_and_its_own_appends_at_once(tmp
     """A step that reads the ledger several ways (a live view brought up to date) looks at its files once:
     another device's file arriving meanwhile is read at the next look, never half-way through the step; what
     the process itself appends is read at once."""
-    from vault_tools.ledger import event_line
+    from vault_tools.ledger_lines import event_line
 
     folder, ledger = device_ledger(tmp_path)
 

@@ -25,7 +25,7 @@ from .shapes import decision_json, gate_json, lookup_json, show_json, when
 
 if TYPE_CHECKING:
     from .commands.workspace import Workspace
-    from .ledger import History
+    from .history import History
     from .model import Decision
 
 APP_SETTINGS: dict[str, Any] = {

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .dates import instant, local_date
-from .ledger import Event
+from .ledger_lines import Event
 from .model import Decision, Resolve, Status, TopicIndex, canonical_topic
 from .pages import escape, link
 

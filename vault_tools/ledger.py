@@ -1,240 +1,40 @@
-"""The append-only ledger (`.vault-tools/ledger.jsonl`) and seal hashes.
+"""The ledger's files: appending events under a cross-platform lock, flushed to disk, and reading them back.
 
-Every line is one JSON event carrying its own checksum (`sum`), so a changed
-line is found on its own, and a merge of two machines' ledgers (git's
-`merge=union`) stays valid line by line. Appends happen under a cross-platform
-lock and are flushed to disk. A torn last line (a kill mid-write) is reported; the next
-writer on the device that wrote it, holding the lock, cuts it off (its events were never
-acknowledged) and keeps the cut bytes. No complete line is ever dropped or rewritten.
+In the shared layout each device appends to a file of its own in `vault-tools/ledger/` and all are read as
+one; in the hidden layout there is one `.vault-tools/ledger.jsonl`. A torn last line (a kill mid-write) is
+reported; the next writer on the device that wrote it, holding the lock, cuts it off (its events were never
+acknowledged) and keeps the cut bytes. No complete line is ever dropped or rewritten. The line format is
+`ledger_lines`; what the events say of each record, `history`.
 """
 from __future__ import annotations
 
 import datetime as dt
 import errno
-import functools
-import hashlib
 import json
 import os
-import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple, Protocol, TypeVar
+from typing import Any, BinaryIO, NamedTuple
 
-from .dates import instant
 from .errors import InconsistentVault
+from .history import History, RecordSummary, extend_histories, histories, placed
+from .ledger_lines import Event, event_line, parse_ledger, parse_line
 from .model import (
-    SEALED_FIELDS,
-    SEALED_WHEN_SET,
-    Decision,
-    Resolve,
     Status,
-    answer_of,
-    leading_id,
-    link_target,
-    name_key,
 )
 from .notes import StatKey, stat_key
+from .record_files import LEDGER_SUFFIX, LEGACY_LEDGER
 
-LEDGER_FILE = "ledger.jsonl"
-LEDGER_SUFFIX = ".jsonl"
 LOCK_FILE = "ledger.lock"
 LOCK_TIMEOUT_SECONDS = 30
-
-
-# What each event says about a note's status.
-STATUS_AFTER = {
-    "asked": Status.OPEN,
-    "ruled": Status.RULED,
-    "superseded": Status.SUPERSEDED,
-    "withdrawn": Status.WITHDRAWN,
-    "retracted": Status.RETRACTED,
-}
 
 
 # A file or folder looked at within this long of its last change may change again within the same tick of the
 # file system's clock (two seconds on FAT) without its times showing it: what was read of it is not trusted
 # later on its times alone (git treats its index the same way).
 RACY_NANOSECONDS = 2_000_000_000
-
-
-@dataclass(frozen=True)
-class Event:
-    event: str
-    id: str
-    at: str  # UTC, ISO 8601 with Z
-    actor: str
-    path: str
-    hash: str | None = None
-    text: str | None = None  # the note's full text, for events that fix its content
-    reason: str | None = None
-    successor: str | None = None
-    supersedes: tuple[str, ...] = ()
-    alongside: tuple[str, ...] = ()  # ids of the current rulings a ruling stands beside
-    origin: str | None = None  # on `imported`: the foreign record it came from ("adr:...", "owner-ask:R-003")
-    # On `asked`: the question's summary and topics (its full text is in `text`), so its history
-    # outlives the note. Left out when empty, so lines written before they existed keep their checksums.
-    summary: str | None = None
-    topics: tuple[str, ...] = ()
-    # On `asked`: ids the asker checked and said are a different matter (`ask --not-the-same ID`); left out when empty.
-    not_the_same: tuple[str, ...] = ()
-    record: str | None = None  # the record's identity, fixed at its first event (older lines: derived)
-    was: str | None = None  # `renumbered`: the id the record had before
-    outcome: str | None = None  # `settled`: the status the owner kept
-    # `settled`: the checksums of every event of the record the settling clone knew, so what it decided does
-    # not depend on the order lines end up in after a merge; left out when empty (older `settled` lines know
-    # every line before them).
-    settles: tuple[str, ...] = ()
-    # In the shared layout: one more than the highest clock the writing device had read (see `Ledger`).
-    clock: int | None = None
-    line: int | None = field(default=None, compare=False)  # in its file
-    source: str | None = field(default=None, compare=False)  # the file, as shown
-    position: int | None = field(default=None, compare=False)  # in the ledger as read (all files)
-
-    def to_json(self) -> dict[str, Any]:
-        """The fields a line holds: those set, the lists as lists (every field is flat: no deep copy needed)."""
-        values, data = self.__dict__, {}  # read directly: each appended event is made into a line
-        for name in _EVENT_FIELDS:
-            value = values[name]
-            if value is None:
-                continue
-            if name in _LIST_FIELDS:
-                if not value:
-                    continue
-                value = list(value)
-            data[name] = value
-        return data
-
-
-_EVENT_FIELDS = tuple(f.name for f in fields(Event) if f.name not in ("line", "source", "position"))
-_LIST_FIELDS = frozenset(f.name for f in fields(Event) if f.default == ())  # tuples, lists in a line
-_LINE_FIELDS = frozenset(_EVENT_FIELDS)  # what a ledger line may hold
-_REQUIRED_FIELDS = frozenset(f.name for f in fields(Event) if f.default is MISSING and f.default_factory is MISSING)
-_DEFAULTS = {f.name: f.default for f in fields(Event) if f.default is not MISSING}
-
-
-def _event_of(data: dict[str, Any], number: int, source: str | None) -> Event:
-    """`Event(**data, line=number, ...)` for a line's fields, without the generated `__init__`: a frozen
-    dataclass sets each of its 23 fields through `object.__setattr__`, a third of reading a ledger line."""
-    if not data.keys() <= _LINE_FIELDS or not data.keys() >= _REQUIRED_FIELDS:
-        raise TypeError("unknown or missing fields")
-    event = object.__new__(Event)
-    values = event.__dict__
-    values.update(_DEFAULTS)
-    values.update(data)
-    values["line"] = values["position"] = number
-    values["source"] = source
-    return event
-
-
-def _canonical(data: Any) -> str:
-    return _CANONICAL.encode(data)
-
-
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)  # made once: one per line
-
-
-def _checksum(canonical: str) -> str:
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-
-_SUM_MARK = ',"sum":"'
-
-
-def event_line(event: Event) -> str:
-    data = event.to_json()
-    encoded = _encoded_ahead.pop(event.text, None) if _encoded_ahead and event.text is not None else None
-    if encoded is not None and all(key <= "text" for key in data):  # `text` is the last key: spliced in
-        del data["text"]
-        body = f'{_canonical(data)[:-1]},"text":{encoded}}}'
-    else:
-        body = _canonical(data)
-    return f'{body[:-1]}{_SUM_MARK}{_checksum(body)}"}}\n'
-
-
-# Texts of events about to be appended, as JSON, worked out ahead (by a child: see `commands.ahead`) so that
-# their lines need not encode them again: at 50,000 notes, encoding texts was a tenth of a first reconcile.
-# Keyed by the text itself (the same object, so its hash is worked out once); each is used once.
-_encoded_ahead: dict[str, str] = {}
-
-
-def encode_text(text: str) -> str:
-    """`text` as an event's line holds it (see `encoded_ahead`)."""
-    return _canonical(text)
-
-
-def encoded_ahead(text: str, encoded: str) -> None:
-    """Remember `encode_text(text)`, worked out elsewhere, for the line of the event that will hold `text`."""
-    _encoded_ahead[text] = encoded
-
-
-def forget_encoded_ahead() -> None:
-    _encoded_ahead.clear()
-
-
-def event_key(event: Event) -> str:
-    """The checksum of an event's line: what a `settled` event names the events it knew by."""
-    return _checksum(_canonical(event.to_json()))
-
-
-def parse_line(text: str, number: int, where: str, source: str | None = None) -> Event:
-    """One ledger line as an Event; `source` (the file's name as shown) is kept on it."""
-    try:
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            raise ValueError
-        stored = data.pop("sum")
-    except (ValueError, KeyError):
-        raise InconsistentVault("ledger line is not a checksummed JSON event", path=where, line=number) from None
-    head, mark, _ = text.rpartition(_SUM_MARK)
-    written_as_is = mark and _checksum(head + "}") == stored  # as `event_line` wrote it: no need to re-encode
-    if not written_as_is and _checksum(_canonical(data)) != stored:
-        raise InconsistentVault("ledger line was changed after it was written (checksum mismatch)",
-                                path=where, line=number)
-    try:
-        data["supersedes"] = tuple(data.get("supersedes", ()))
-        data["alongside"] = tuple(data.get("alongside", ()))
-        data["topics"] = tuple(data.get("topics", ()))
-        data["not_the_same"] = tuple(data.get("not_the_same", ()))
-        data["settles"] = tuple(data.get("settles", ()))
-        return _event_of(data, number, source)  # a merge of files renumbers `position`
-    except TypeError:
-        raise InconsistentVault("ledger line has unknown fields", path=where, line=number) from None
-
-
-TORN = "torn last line (a write was interrupted)"
-
-
-def scan_ledger(text: str, where: str, source: str | None = None) -> tuple[list[Event], list[tuple[int, str]]]:
-    """Every event that can be read, and every damaged line as (line number, what is wrong)."""
-    events: list[Event] = []
-    damage: list[tuple[int, str]] = []
-    lines = text.split("\n")
-    for number, line in enumerate(lines, 1):
-        if number == len(lines):
-            if line:
-                damage.append((number, TORN))
-            break
-        if not line.strip():
-            continue
-        try:  # a checkout that turned line endings into CRLF leaves each event as it was
-            events.append(parse_line(line.rstrip("\r"), number, where, source))
-        except InconsistentVault as error:
-            damage.append((number, error.message))
-    return events, damage
-
-
-def parse_ledger(text: str, where: str, source: str | None = None) -> list[Event]:
-    """All events in `text`; raises on a torn last line or a damaged one."""
-    events, damage = scan_ledger(text, where, source)
-    if damage:
-        number, message = damage[0]
-        if message == TORN:
-            message += "; the next write on this device cuts it off (`vault-tools lint --fix` does now)"
-        raise InconsistentVault(message, path=where, line=number)
-    return events
 
 
 def _whole_json(data: bytes) -> bool:
@@ -330,7 +130,7 @@ class LedgerFile:
         # What was read before plus what was just written is the file now: no need to read it all again.
         if ours and self._read_cache is not None and before is not None and size == before[0]:
             first_line = (self._read_cache[1][-1].line or 0) + 1 if self._read_cache[1] else 1
-            numbered = [_placed(event, line=first_line + index, source=self.display_path,
+            numbered = [placed(event, line=first_line + index, source=self.display_path,
                                 position=first_line + index) for index, event in enumerate(events)]
             after = self.stat_key()
             if after is not None and after[0] == size + len(payload):
@@ -402,7 +202,7 @@ class Ledger:
         self._lock_path = state_dir / LOCK_FILE
         self._lock: Any = None  # made on first use: only writers lock, and filelock is slow to import
         self._files: dict[Path, LedgerFile] = {}
-        self._legacy = LedgerFile(state_dir / LEDGER_FILE, display_path)
+        self._legacy = LedgerFile(state_dir / LEGACY_LEDGER, display_path)
         self._own: LedgerFile | None = None if shared_dir is not None else self._legacy
         self._merged: tuple[Any, list[Event]] | None = None  # (the files' stat keys, the events as read)
         # (the files' stat keys, event count, histories, last event): appends extend the histories
@@ -662,7 +462,7 @@ class Ledger:
             if event in seen:  # the same line in two files (a vault moved on two clones) is one event
                 continue
             seen.add(event)
-            merged.append(_placed(event, position=len(merged) + 1))
+            merged.append(placed(event, position=len(merged) + 1))
         self._merged = (key, merged)
         return merged
 
@@ -680,7 +480,7 @@ class Ledger:
         before = self._merged
         if self.shared_dir is not None:
             clock = self._top_clock(current)
-            events = [_placed(event, clock=clock + index) for index, event in enumerate(events, 1)]
+            events = [placed(event, clock=clock + index) for index, event in enumerate(events, 1)]
         own = self.own
         numbered = own.append(events, durable=not self._sync_later)
         if self._sync_later:
@@ -691,7 +491,7 @@ class Ledger:
                 before[1].extend(numbered)
                 self._merged = (((str(own.path), own.known_key()),), before[1])
             else:
-                before[1].extend(_placed(event, position=len(before[1]) + index)
+                before[1].extend(placed(event, position=len(before[1]) + index)
                                  for index, event in enumerate(numbered, 1))
                 self._merged = (self._key_after_append(before[0], own), before[1])
         else:
@@ -785,580 +585,7 @@ class Ledger:
 
 # -- what the events say ------------------------------------------------------------
 
-# Events that fix a note's whole content: its seal is the latest of them that carries text.
-SEALING_EVENTS = ("sealed", "amended", "superseded", "retracted", "imported", "renumbered", "relinked", "settled")
-# The ways a record can end, and so conflict when two clones each took one.
-CLOSING_EVENTS = ("superseded", "retracted")
-_MAY_CONFLICT = frozenset(("withdrawn", "settled", *CLOSING_EVENTS))  # see `History.conflict`
-
-
-def _placed(event: Event, **where: Any) -> Event:
-    """`event` with `where` changed (its place: line, source, position; or its clock), as `dataclasses.replace`
-    makes it but without running `__init__` again: ten times faster, and reads and appends do it for every event."""
-    placed = object.__new__(Event)
-    placed.__dict__.update(event.__dict__, **where)
-    return placed
-
-
-def new_record() -> str:
-    """A record's identity: random, so clones that record at the same time never share one."""
-    import uuid
-
-    return uuid.uuid4().hex
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """Outcomes two clones recorded for one record that cannot both stand; the owner decides."""
-
-    record: str
-    id: str
-    kind: str  # ruled-and-withdrawn, ruled-twice (two answers), closed-twice (superseded by two rulings, or
-    # superseded and retracted), or kept-and-superseded (one clone settled on an answer while another
-    # superseded the answer that settlement dropped)
-    outcomes: tuple[str, ...]  # what each clone did: "ruled", "withdrawn", "retracted", "superseded by D-0007"
-    successors: tuple[str, ...] = ()  # closed-twice: the rulings that each superseded it
-    ruling: str | None = None  # ruled-and-withdrawn: the ruling's summary, as sealed
-    reason: str | None = None  # ruled-and-withdrawn: why it was withdrawn
-    rulings: tuple[str, ...] = ()  # ruled-twice: each answer's summary, in ledger order (kept as ruling-1, ...)
-
-
-@dataclass
-class History:
-    """What the ledger knows of one record (one note's whole life, whatever its id or path became)."""
-
-    id: str  # the id its latest event names (renumbering changes it)
-    events: list[Event] = field(default_factory=list)
-    record: str = ""
-
-    def _settlements(self) -> tuple[list[Event], list[Event]]:
-        """The settlements no other settlement knew of (in ledger order), and the events none of them knew of.
-
-        A settlement knows the events it names in `settles` (an older one: every line before it), and what
-        the settlements among them knew. Line order alone does not say what a clone knew: a rebase replays
-        this clone's lines after the other's, whatever each had seen."""
-        settlements = [e for e in self.events if e.event == "settled"]
-        if not settlements:
-            return [], list(self.events)
-        keys = [event_key(e) for e in self.events]
-        direct: dict[str, set[str]] = {}
-        for index, event in enumerate(self.events):
-            if event.event == "settled":
-                direct[keys[index]] = set(event.settles) if event.settles else set(keys[:index])
-        knows: dict[str, set[str]] = {}
-
-        def known_by(key: str, seen: frozenset[str] = frozenset()) -> set[str]:
-            if key not in knows:
-                found = set(direct[key])
-                for other in direct[key] & direct.keys():
-                    if other not in seen:
-                        found |= known_by(other, seen | {key})
-                knows[key] = found
-            return knows[key]
-
-        known_by_any = set().union(*(known_by(key) for key in direct))
-        frontier_keys = [key for key in direct if key not in known_by_any]
-        frontier = [e for e, key in zip(self.events, keys, strict=True) if key in frontier_keys]
-        known = set().union(*(known_by(key) for key in frontier_keys)) | set(frontier_keys)
-        return frontier, [e for e, key in zip(self.events, keys, strict=True) if key not in known]
-
-    @property
-    def settled(self) -> Event | None:
-        """The settlement that stands (where two clones settled differently, they are in conflict)."""
-        frontier, _ = self._settlements()
-        return frontier[-1] if frontier else None
-
-    @property
-    def since_settled(self) -> list[Event]:
-        """What no standing settlement knew of: all events, if none was settled."""
-        return self._settlements()[1]
-
-    @property
-    def status(self) -> Status | None:
-        settled = self.settled
-        if settled is not None:
-            for event in reversed(self.since_settled):  # what happened since
-                if event.event in STATUS_AFTER:
-                    return STATUS_AFTER[event.event]
-            if settled.outcome and settled.outcome != Status.RULED.value:
-                return Status(settled.outcome)
-        # A settlement that kept one answer stands at what became of that answer (retracted on its clone
-        # since, say), whatever became of the answers it dropped, in whatever order the clones' events merged.
-        for event in reversed(self.events):
-            if self.of_dropped_answer(event, settled):
-                continue
-            # Keeping a ruling over a withdrawal keeps what became of the ruling since (a retraction, say).
-            if event.event in STATUS_AFTER and not (settled is not None and event.event == "withdrawn") \
-                    and not self.closed_a_dropped_answer(event, settled):
-                return STATUS_AFTER[event.event]
-        return None
-
-    @staticmethod
-    def of_dropped_answer(event: Event, settled: Event | None) -> bool:
-        """Whether `event` (ruled, sealed, or a closing) is about an answer the standing settlement `settled`
-        did not keep."""
-        return (settled is not None and settled.outcome == Status.RULED.value
-                and event.event in ("ruled", "sealed", *CLOSING_EVENTS)
-                and bool(event.hash) and bool(settled.hash) and event.hash != settled.hash
-                and not _same_answer(event, settled))
-
-    @staticmethod
-    def closed_a_dropped_answer(event: Event, settled: Event | None) -> bool:
-        """A supersession or retraction of an answer that the standing settlement did not keep."""
-        return event.event in CLOSING_EVENTS and History.of_dropped_answer(event, settled)
-
-    @property
-    def seal(self) -> Event | None:
-        """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit)."""
-        for event in reversed(self.events):
-            if event.event in SEALING_EVENTS and event.text is not None:
-                return event
-        return None
-
-    @property
-    def sealed(self) -> bool:
-        return any(event.event == "sealed" for event in self.events)
-
-    @property
-    def seal_lost(self) -> Event | None:
-        """The `ruled` event, when the ledger has no `sealed` line to go with it. The two are always
-        written together, so the `sealed` line was removed: the ruling must not be sealed again
-        from whatever its note says now."""
-        if self.sealed:
-            return None
-        return next((event for event in self.events if event.event == "ruled" and event.hash), None)
-
-    @property
-    def path(self) -> str | None:
-        return self.events[-1].path if self.events else None
-
-    @property
-    def paths(self) -> list[str]:
-        """Every path its events named, latest first."""
-        return list(dict.fromkeys(event.path for event in reversed(self.events)))
-
-    @property
-    def seal_hash(self) -> str | None:
-        seal = self.seal
-        return seal.hash if seal else None
-
-    @functools.cached_property
-    def summary(self) -> RecordSummary:
-        """What the record stands at, worked out once: a History is not changed once built (events appended
-        later make a new one, see `extend_histories`), and both the ledger's summaries and a live view's ask."""
-        return RecordSummary(self.record, self.id, self.status, self.paths, self.seal_hash, self.conflict)
-
-    @property
-    def closing(self) -> Event | None:
-        """The event that ended the ruling as it stands (a settlement's choice wins over the events it settled)."""
-        if self.status not in (Status.SUPERSEDED, Status.RETRACTED):
-            return None
-        settled = self.settled
-        since = self.since_settled if settled is not None else []
-        if any(e.event in CLOSING_EVENTS for e in since):
-            return next(e for e in reversed(since) if e.event in CLOSING_EVENTS)
-        if settled is not None and settled.outcome == "superseded":
-            return next((e for e in reversed(self.events) if e.event == "superseded"
-                         and e.successor == settled.successor), None)
-        if settled is not None and settled.outcome == "retracted":  # the retraction `settle` wrote back
-            return next((e for e in reversed(self.events) if e.event == "retracted" and e.text), None)
-        # A settlement that kept an answer retracted on its clone: that retraction, not a closing of an
-        # answer it dropped that sorts later in the merged ledger
-        return next((e for e in reversed(self.events) if e.event in CLOSING_EVENTS
-                     and not self.closed_a_dropped_answer(e, settled)), None)
-
-    def _chosen(self, settlement: Event) -> Event | None:
-        """The outcome a settlement kept, as the event that recorded it."""
-        if settlement.outcome == "superseded":
-            return next((e for e in self.events if e.event == "superseded" and e.successor == settlement.successor),
-                        None)
-        if settlement.outcome == Status.RULED.value:
-            sealed = [e for e in self.events if e.event == "sealed"]
-            return next((e for e in sealed if e.hash == settlement.hash), sealed[-1] if sealed else None)
-        return next((e for e in self.events if e.event == settlement.outcome), None)
-
-    @property
-    def conflict_events(self) -> list[Event]:
-        """The outcomes that may conflict: what no standing settlement knew of, and what each kept."""
-        frontier, since = self._settlements()
-        chosen = [event for event in (self._chosen(s) for s in frontier) if event is not None]
-        if len(frontier) == 1 and not any(e.event in ("withdrawn", "sealed", *CLOSING_EVENTS) for e in since):
-            return since  # settled, and nothing it did not know of has ended or answered it since
-        return sorted({id(e): e for e in chosen + since}.values(), key=self.events.index) if chosen else since
-
-    @property
-    def conflict(self) -> Conflict | None:
-        """Two outcomes recorded on two clones that cannot both stand, until the owner settles them."""
-        # A settlement decides what it knew of; what clones record without knowing of it may conflict anew.
-        if not any(e.event in _MAY_CONFLICT for e in self.events) and \
-                sum(e.event == "sealed" for e in self.events) <= 1:
-            return None  # never withdrawn, closed or settled, one answer at most: the kinds below need one of those
-        events = self.conflict_events
-        kinds = {e.event for e in events}
-        if "withdrawn" in kinds and kinds & {"ruled", "sealed"}:
-            withdrawn = next(e for e in events if e.event == "withdrawn")
-            return Conflict(self.record, self.id, "ruled-and-withdrawn", ("ruled", "withdrawn"),
-                            ruling=_summary_of(self.seal.text if self.seal else None), reason=withdrawn.reason)
-        answers = list({e.hash: e for e in events if e.event == "sealed" and e.hash}.values())
-        if len(answers) > 1:
-            return Conflict(self.record, self.id, "ruled-twice", tuple(f"ruling-{n}" for n in range(1, len(answers) + 1)),
-                            rulings=tuple(_summary_of(e.text) or "?" for e in answers))
-        settled = self.settled
-        dropped = [e for e in self.since_settled if self.closed_a_dropped_answer(e, settled)]
-        if settled is not None and dropped:
-            outcome = dropped[-1]
-            successor = outcome.successor if outcome.event == "superseded" else None
-            return Conflict(self.record, self.id, "kept-and-superseded",
-                            ("ruled", f"superseded by {successor}" if successor else outcome.event),
-                            (successor,) if successor else (), ruling=_summary_of(settled.text),
-                            reason=outcome.reason)
-        closings: dict[tuple[str, str | None], None] = {}
-        for event in events:
-            if event.event in CLOSING_EVENTS:
-                closings.setdefault((event.event, event.successor if event.event == "superseded" else None), None)
-        if len(closings) > 1:
-            outcomes = tuple(f"superseded by {successor}" if kind == "superseded" else kind
-                             for kind, successor in closings)
-            successors = tuple(successor for kind, successor in closings if kind == "superseded" and successor)
-            return Conflict(self.record, self.id, "closed-twice", outcomes, successors)
-        return None
-
-
-def _same_answer(event: Event, settled: Event | None) -> bool:
-    """Whether `event` is about the answer a settlement kept, though its seal hash differs: the ruling was
-    related to others (`alongside`), renumbered or relinked since, which gives it a new hash but keeps its
-    answer (summary, ruled_at, ruled_by). Two clones' answers differ in those."""
-    if settled is None:
-        return False
-    mine, kept = (_properties_of(e.text) for e in (event, settled))
-    answer = answer_of(mine) if mine is not None else None
-    return answer is not None and kept is not None and answer == answer_of(kept)
-
-
-def _summary_of(text: str | None) -> str | None:
-    data = _properties_of(text)
-    summary = data.get("summary") if data is not None else None
-    return str(summary) if summary is not None else None
-
-
-@functools.lru_cache(maxsize=256)
-def _properties_of(text: str | None) -> Mapping[str, Any] | None:
-    """The properties of a text an event holds; None when it has none that can be read."""
-    if not text:
-        return None
-    from .notes import parse_text  # only a conflict, or a settled one, needs to read a sealed text
-
-    try:
-        data = parse_text(text.removeprefix("\ufeff"), Path("sealed.md")).data
-    except Exception:  # a text that cannot be read has no properties to compare or show
-        return None
-    return data if hasattr(data, "get") else None
-
-
-def seal_text_without_bom(history: History) -> str:
-    seal = history.seal
-    return (seal.text or "").removeprefix("\ufeff") if seal else ""
-
-
-def _derived_record(event: Event) -> str:
-    """The identity of a record begun before records were written down: its first event line's checksum."""
-    return "L" + _checksum(_canonical(event.to_json()))
-
-
-def _legacy_record(event: Event, found: Mapping[str, History], by_id: Mapping[str, list[str]]) -> str:
-    """The record an event without one belongs to. Ledgers of two clones that both handed out an id
-    (before ids carried a clone tag) hold two records under it: an `asked` for an id already asked, or
-    a `ruled` with no open question under that id, starts another; other events go to the record of
-    that id whose notes lived at the event's path, else the latest."""
-    candidates = [found[key] for key in by_id.get(event.id, [])]
-    if not candidates:
-        return _derived_record(event)
-    if event.event in ("asked", "imported"):
-        return _derived_record(event)
-    if event.event == "ruled":
-        open_ones = [h for h in candidates if h.status in (None, Status.OPEN)]
-        if not open_ones:
-            return _derived_record(event)
-        candidates = open_ones
-    for history in reversed(candidates):
-        if event.path in history.paths:
-            return history.record
-    return candidates[-1].record
-
-
-def histories(events: Iterable[Event]) -> dict[str, History]:
-    """Every record the ledger holds, by its identity."""
-    found: dict[str, History] = {}
-    by_id: dict[str, list[str]] = {}  # current id -> records, oldest first
-    for event in events:
-        key = event.record or _legacy_record(event, found, by_id)
-        history = found.get(key)
-        if history is None:
-            history = found[key] = History(event.id, record=key)
-            by_id.setdefault(event.id, []).append(key)
-        elif event.id != history.id:  # renumbered
-            by_id[history.id].remove(key)
-            history.id = event.id
-            by_id.setdefault(event.id, []).append(key)
-        if event not in history.events:  # a line a union merge kept twice is one event
-            history.events.append(event)
-    return found
-
-
-def extend_histories(found: Mapping[str, History], appended: Iterable[Event]) -> dict[str, History] | None:
-    """`histories` of the events behind `found` and then `appended`, without reading them all again: a new
-    dict, with a new History for each record the new events belong to (the others are shared). None when an
-    appended event has no record of its own (an older line: which record it belongs to needs them all)."""
-    extended = dict(found)
-    for event in appended:
-        if event.record is None:
-            return None
-        history = extended.get(event.record)
-        if history is None:
-            extended[event.record] = History(event.id, [event], record=event.record)
-        elif event.id != history.id or event not in history.events:  # as `histories` takes them, one by one
-            events = history.events if event in history.events else [*history.events, event]
-            extended[event.record] = History(event.id, events, record=event.record)
-    return extended
-
-
-@dataclass(frozen=True)
-class RecordSummary:
-    """A record as far as reading the vault needs it, without its events."""
-
-    record: str
-    id: str
-    status: Status | None
-    paths: list[str]
-    seal_hash: str | None
-    conflict: Conflict | None = None
-
-    @classmethod
-    def of(cls, history: History) -> RecordSummary:
-        return history.summary
-
-    def to_json(self) -> dict[str, Any]:
-        """As `from_json` reads it (`asdict` deep-copies every field: slow for a thousand records)."""
-        return {"record": self.record, "id": self.id, "status": self.status, "paths": list(self.paths),
-                "seal_hash": self.seal_hash, "conflict": asdict(self.conflict) if self.conflict else None}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RecordSummary:
-        conflict = data.get("conflict")
-        return cls(data["record"], data["id"], Status(data["status"]) if data.get("status") else None,
-                   list(data["paths"]), data.get("seal_hash"),
-                   Conflict(**{**conflict, "outcomes": tuple(conflict["outcomes"]),
-                               "successors": tuple(conflict["successors"]),
-                               "rulings": tuple(conflict.get("rulings", ()))}) if conflict else None)
-
-
-def histories_by_id(events: Iterable[Event]) -> dict[str, History]:
-    """Every record by its current id; where two records share an id, the one begun last."""
-    found: dict[str, History] = {}
-    for history in histories(events).values():
-        found[history.id] = history
-    return found
-
-
-def latest_with_id(known: Mapping[str, History], decision_id: str) -> History | None:
-    """The newest record that has this id now (an id named inside an event, like a successor)."""
-    found = [history for history in known.values() if history.id == decision_id]
-    return max(found, key=lambda h: (h.events[0].position or h.events[0].line or 0, h.events[0].at)) if found else None
-
-
-class RecordLike(Protocol):
-    """What tying a note to its record needs of a record (a History or its remembered summary)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def record(self) -> str: ...
-    @property
-    def paths(self) -> list[str]: ...
-    @property
-    def seal_hash(self) -> str | None: ...
-
-
-R = TypeVar("R", bound=RecordLike)
-
-
-def tie_notes(decisions: Sequence[Decision], records: Iterable[R],
-              content_hash: Callable[[Decision], str]) -> dict[str, R]:
-    """Each note's record, by the note's path; a note with none is not in the ledger yet.
-
-    A note is tied by its id and what the ledger says of its paths and content, never by its id
-    alone when two notes or two records share the id: the exact path it was last written at, then
-    any path it had, then the same name as Obsidian compares names, then the sealed content. A note
-    that matches no record of its id gets none, so no seal is ever compared with or restored onto it.
-    """
-    records_by_id: dict[str, list[R]] = {}
-    for record in records:
-        records_by_id.setdefault(record.id, []).append(record)
-    notes_by_id: dict[str, list[Decision]] = {}
-    for decision in decisions:
-        notes_by_id.setdefault(decision.id, []).append(decision)
-    tied: dict[str, R] = {}
-    for decision_id, notes in notes_by_id.items():
-        candidates = records_by_id.get(decision_id, [])
-        if not candidates:
-            continue
-        if len(notes) == 1 and len(candidates) == 1:
-            tied[notes[0].path] = candidates[0]
-            continue
-        scored = []
-        for note in notes:
-            for index, record in enumerate(candidates):
-                score = _tie_score(note, record, content_hash)
-                if score:
-                    scored.append((-score, note.path, index, note, record))
-        used: set[str] = set()
-        for _, _, _, note, record in sorted(scored, key=lambda item: item[:3]):
-            if note.path not in tied and record.record not in used:
-                tied[note.path] = record
-                used.add(record.record)
-    return tied
-
-
-def _tie_score(note: Decision, record: RecordLike, content_hash: Callable[[Decision], str]) -> int:
-    paths = record.paths
-    if paths and note.path == paths[0]:
-        return 5
-    if note.path in paths:
-        return 4
-    key = name_key(note.path)
-    if any(name_key(path) == key for path in paths):
-        return 3
-    if record.seal_hash and content_hash(note) == record.seal_hash:
-        return 2
-    return 0
-
 
 # -- seal hash ----------------------------------------------------------------------
 
-def normalise_body(body: str) -> str:
-    return body.replace("\r\n", "\n").replace("\r", "\n").strip("\n") + "\n"
 
-
-_WIKILINK = re.compile(r"\[\[([^\[\]|]*?)(\|[^\[\]]*)?\]\]")
-# Where Obsidian shows `[[...]]` as typed, not as a link.
-_VERBATIM_TOKENS = frozenset({"fence", "code_block", "code_inline", "html_block", "html_inline"})
-
-
-def _wikilink_rule(state: Any, silent: bool) -> bool:
-    match = _WIKILINK.match(state.src, state.pos)
-    if not match:
-        return False
-    if not silent:
-        state.push("wikilink", "", 0).content = match.group(0)
-    state.pos = match.end()
-    return True
-
-
-@functools.cache
-def _markdown() -> Any:
-    from markdown_it import MarkdownIt  # only notes with links need it
-
-    parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
-    parser.inline.ruler.before("link", "wikilink", _wikilink_rule)
-    return parser
-
-
-def wikilinks(text: str) -> list[re.Match[str]]:
-    """The wikilinks of a Markdown text that Obsidian shows as links, in order: not those inside
-    code spans, fenced or indented code, or HTML. Read with markdown-it-py's tokens; when the
-    tokens cannot be matched up with the text (a link inside a link's title, say), every `[[...]]`
-    counts as typed text, so that changing any of them shows."""
-    found = list(_WIKILINK.finditer(text)) if "[[" in text else []
-    if not found:
-        return []
-    seen: list[tuple[str, bool]] = []  # every `[[...]]` the tokens hold, in reading order: (text, is a link)
-    for block in _markdown().parse(text):
-        for token in (block.children or []) if block.type == "inline" else [block]:
-            if token.type == "wikilink":
-                seen.append((token.content, True))
-            elif token.type in _VERBATIM_TOKENS:
-                seen += [(match.group(0), False) for match in _WIKILINK.finditer(token.content)]
-    if [raw for raw, _ in seen] != [match.group(0) for match in found]:
-        return []
-    return [match for match, (_, is_link) in zip(found, seen, strict=True) if is_link]
-
-
-def _links_as_meaning(text: str, resolve: Resolve) -> str:
-    """Wikilinks as what they mean, not how they are spelt: Obsidian rewrites them when a note or a
-    heading is renamed or moved, and that is not an edit. A link to a decision becomes its id; a
-    link to any other note becomes just "a link" here, and which note it names is checked against
-    the sealed text (`retargeted_links`). Text in code is kept as typed."""
-    parts: list[str] = []
-    last = 0
-    for match in wikilinks(text):
-        decision_id = resolve(match.group(0)) or leading_id(match.group(0))
-        parts += [text[last:match.start()], f"[[{decision_id}]]" if decision_id else "[[]]"]
-        last = match.end()
-    return "".join(parts) + text[last:] if parts else text
-
-
-def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[str, Any]:
-    """The meaning of a note: what the seal covers, with links resolved to ids."""
-    payload: dict[str, Any] = {}
-    for name in SEALED_FIELDS:
-        value = getattr(decision, name)
-        if name == "status":
-            # Moving to superseded/retracted is the tool's own edit, checked against the ledger.
-            value = Status.RULED.value if value in (Status.SUPERSEDED, Status.RETRACTED) else value.value
-        elif name in ("supersedes", "alongside"):
-            # A deleted note's link still names its id: deleting it does not change this note.
-            value = sorted(resolve(link) or leading_id(link) or link for link in value)
-            if not value and name in SEALED_WHEN_SET:
-                continue
-        elif name == "source" and value:
-            value = _links_as_meaning(value, resolve)
-        elif name == "topics":
-            value = list(value)
-        elif name == "scope":
-            if not value:
-                continue
-            value = list(value)
-        elif name == "terms":
-            if not value and name in SEALED_WHEN_SET:
-                continue
-            value = dict(sorted(value.items()))
-        elif isinstance(value, dt.datetime):
-            value = instant(value, tz).isoformat()
-        elif isinstance(value, dt.date):
-            value = value.isoformat()
-        payload[name] = value
-    payload["body"] = _links_as_meaning(normalise_body(decision.body), resolve)
-    return payload
-
-
-def seal_hash(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> str:
-    return "sha256:" + hashlib.sha256(_canonical(seal_payload(decision, resolve, tz)).encode("utf-8")).hexdigest()
-
-
-def retargeted_links(decision: Decision, sealed: Decision, resolve: Resolve, identity: Resolve) -> list[str]:
-    """The fields ("source", "body") where a link to a note that is not a decision now names another
-    note than the sealed text's link did. A link may change only to follow its note: the note the
-    sealed link named is gone (renamed, moved or deleted) and the new link names a note that exists.
-    Pointing a ruling at a different existing note, or rewording a link that names no note, is an edit.
-    Call it only when the seal hashes agree (so the links line up one for one)."""
-    changed = []
-    for name, now_text, then_text in (("source", decision.source or "", sealed.source or ""),
-                                      ("body", decision.body, sealed.body)):
-        now_links, then_links = wikilinks(now_text), wikilinks(then_text)
-        if len(now_links) != len(then_links):
-            changed.append(name)
-            continue
-        for now, then in zip(now_links, then_links, strict=True):
-            if resolve(then.group(0)) or leading_id(then.group(0)):
-                continue  # a link to a decision: the hash compares its id
-            before, after = identity(then.group(0)), identity(now.group(0))
-            if before is not None:
-                moved = after != before
-            elif after is None:  # named no note then or now: the words are what it says
-                moved = name_key(link_target(now.group(0))) != name_key(link_target(then.group(0)))
-            else:
-                moved = False  # followed its note to a new name or folder
-            if moved:
-                changed.append(name)
-                break
-    return changed

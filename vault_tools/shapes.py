@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .bodies import LOOKUP_FULL_LIMIT
 
 if TYPE_CHECKING:
-    from .ledger import History
+    from .history import History
     from .model import Decision
 
 

@@ -41,7 +41,8 @@ from .commands.sealed import matches_ledger
 from .commands.supersede import EditedSinceSealed, PendingWrites, supersede_now
 from .commands.workspace import Workspace
 from .errors import ConfigError, NoteError, Unfinished, VaultToolsError
-from .ledger import STATUS_AFTER, History
+from .history import History
+from .ledger_lines import STATUS_AFTER
 from .model import FINAL_STATUSES, Decision, Status, being_written, lacks_id
 from .notes import stat_key
 from .vault import STATE_DIR, StatKey, VaultState, notes_changed_since

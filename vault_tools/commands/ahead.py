@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Any
 from .. import notes
 from ..errors import VaultToolsError
 from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
-from ..ledger import encode_text, encoded_ahead, forget_encoded_ahead, new_record, seal_hash
+from ..history import new_record
+from ..ledger_lines import encode_text, encoded_ahead, forget_encoded_ahead
 from ..model import Decision, LinkResolver, Status, linked_ids, unanswered
+from ..sealing import seal_hash
 from .supersede import superseded_changes
 from .workspace import KnownSeal
 

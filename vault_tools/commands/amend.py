@@ -15,8 +15,9 @@ from typing import Any
 
 from .. import notes
 from ..errors import Refused, UsageError
-from ..ledger import History, seal_hash, seal_payload, seal_text_without_bom
+from ..history import History, seal_text_without_bom
 from ..model import MIN_TEXT, Decision, Status, build_decision, duplicate_ids
+from ..sealing import seal_hash, seal_payload
 from ..vault import VaultState
 from .checks import check_id, check_text
 from .sealed import matches_ledger, unreviewed_edit

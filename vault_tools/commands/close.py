@@ -5,8 +5,10 @@ from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, NoteError, Refused
-from ..ledger import Event, History, new_record, seal_hash, seal_text_without_bom
+from ..history import History, new_record, seal_text_without_bom
+from ..ledger_lines import Event
 from ..model import MIN_TEXT, Decision, Status, transition_problem
+from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_name, check_text
 from .sealed import unreviewed_edit

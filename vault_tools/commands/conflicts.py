@@ -5,7 +5,7 @@ Every reader that shows a conflict (the pages, `context`, lint) says it in these
 from __future__ import annotations
 
 from ..carriers import ConflictCopy
-from ..ledger import Conflict
+from ..history import Conflict
 
 
 def describe_conflict(conflict: Conflict) -> str:

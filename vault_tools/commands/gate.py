@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..ledger import History
+from ..history import History
 from ..model import TERM_PREFIX, Decision, Status
 from ..vault import VaultState
 from .rule import parse_terms

@@ -24,7 +24,8 @@ from typing import Any
 from .. import notes
 from ..dates import instant, parse_option
 from ..errors import NoteError, NotFound, UsageError
-from ..ledger import Event, History
+from ..history import History
+from ..ledger_lines import Event
 from ..model import Decision, Status, build_decision, leading_id, topics_match
 from .checks import check_id, check_topics
 from .workspace import Workspace

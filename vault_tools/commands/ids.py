@@ -15,8 +15,8 @@ from pathlib import Path
 
 from .. import notes
 from ..errors import NoteError
-from ..ledger import wikilinks
 from ..model import format_id, id_number, lacks_id, link_target, note_title, still_missing
+from ..sealing import wikilinks
 from ..vault import VaultState, iter_markdown
 from .workspace import Workspace
 

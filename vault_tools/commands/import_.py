@@ -16,9 +16,9 @@ from typing import Any
 from .. import notes
 from ..dates import to_vault_time
 from ..errors import NoteError, Refused, UsageError, VaultToolsError
+from ..history import new_record
 from ..importers import OPEN, RETRACTED, RULED, SUPERSEDED, WITHDRAWN, Parsed, Record, Review, Skipped, first_sentence
 from ..importers import harvest as harvesting
-from ..ledger import new_record
 from ..model import MIN_TEXT, Decision, Status
 from ..vault import VaultState, iter_markdown
 from .build import build

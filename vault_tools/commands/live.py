@@ -23,9 +23,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import notes
-from ..ledger import History, RecordSummary, tie_notes
+from ..history import History, RecordSummary
 from ..model import Decision
 from ..notes import StatKey, stat_key
+from ..sealing import tie_notes
 from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState, relative
 from .workspace import KnownSeal, Workspace
 

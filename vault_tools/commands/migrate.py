@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import notes
 from ..errors import InconsistentVault, UsageError
 from ..layout import device_tag, is_shared
-from ..ledger import parse_ledger
+from ..ledger_lines import parse_ledger
 from ..record_files import CONFIG_FILE, LEDGER_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER, RECORD_DIR, STATE_DIR, TOPICS_FILE
 from ..vault import Vault
 from .setup import init_vault

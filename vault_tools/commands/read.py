@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from ..bodies import BodyView, preview, sections, view, without_comments
 from ..dates import local_date
 from ..errors import UsageError
+from ..history import History
 from ..index import SearchIndex, SearchResult, fts5_available, notice_once, scan
-from ..ledger import History
 from ..model import (
     TOPIC_PATTERN,
     Decision,

@@ -8,8 +8,9 @@ from typing import Any
 
 from .. import notes
 from ..errors import NoteError, Refused, UsageError
-from ..ledger import History, new_record, seal_hash
+from ..history import History, new_record
 from ..model import Decision, LinkResolver, name_key
+from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_id, check_name
 from .workspace import Workspace

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from .. import notes
 from ..errors import VaultToolsError
-from ..ledger import latest_with_id
+from ..history import latest_with_id
 from ..vault import VaultState
 from .workspace import Workspace
 

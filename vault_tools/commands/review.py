@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import notes
 from ..dates import local_date, utc_stamp
 from ..errors import Refused, UsageError, VaultToolsError
-from ..ledger import Event
+from ..ledger_lines import Event
 from ..model import (
     Decision,
     Resolve,

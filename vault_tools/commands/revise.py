@@ -9,18 +9,11 @@ from typing import Any
 
 from .. import notes
 from ..dates import utc_stamp
+from ..history import History, latest_with_id, new_record, seal_text_without_bom
 from ..layout import git_dir
-from ..ledger import (
-    STATUS_AFTER,
-    Event,
-    History,
-    event_key,
-    latest_with_id,
-    new_record,
-    seal_hash,
-    seal_text_without_bom,
-)
+from ..ledger_lines import STATUS_AFTER, Event, event_key
 from ..model import Decision, Status, build_decision, is_ledger_property
+from ..sealing import seal_hash
 from ..vault import VaultState
 from .sealed import seal_holds
 from .workspace import Workspace

@@ -6,8 +6,10 @@ from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, NoteError, Refused
-from ..ledger import Event, History, new_record, seal_hash
+from ..history import History, new_record
+from ..ledger_lines import Event
 from ..model import FINAL_STATUSES, Decision, Status, linked_ids, unanswered
+from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_id
 from .ids import give_ids

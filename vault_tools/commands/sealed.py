@@ -5,8 +5,10 @@ from pathlib import Path
 
 from .. import notes
 from ..errors import NoteError
-from ..ledger import Event, History, retargeted_links
+from ..history import History
+from ..ledger_lines import Event
 from ..model import Decision, Status, build_decision
+from ..sealing import retargeted_links
 from ..vault import VaultState
 from .workspace import Workspace
 

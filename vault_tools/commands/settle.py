@@ -9,8 +9,10 @@ from typing import Any
 
 from .. import notes
 from ..errors import NoteError, Refused, UsageError
-from ..ledger import CLOSING_EVENTS, Event, History, event_key, seal_hash
+from ..history import CLOSING_EVENTS, History
+from ..ledger_lines import Event, event_key
 from ..model import Decision, Status
+from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text
 from .conflicts import keep_choices

@@ -8,8 +8,10 @@ from typing import Any
 
 from .. import notes
 from ..errors import InconsistentVault, Refused, VaultToolsError
-from ..ledger import Event, History, seal_hash
+from ..history import History
+from ..ledger_lines import Event
 from ..model import Decision, Status, unresolved_link
+from ..sealing import seal_hash
 from ..vault import VaultState
 from .sealed import matches_ledger, unreviewed_edit
 from .workspace import Workspace

@@ -12,8 +12,9 @@ from typing import Any, NamedTuple
 from .. import notes
 from ..dates import Now, local_now, utc_now, utc_stamp
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
+from ..history import Conflict, History, RecordSummary, latest_with_id, new_record
 from ..layout import device_tag, ledger_tags
-from ..ledger import Conflict, Event, History, RecordSummary, latest_with_id, new_record, seal_hash, tie_notes
+from ..ledger_lines import Event
 from ..model import (
     ID_PATTERN,
     Decision,
@@ -31,6 +32,7 @@ from ..model import (
     supersedes_cycle,
     topics_match,
 )
+from ..sealing import seal_hash, tie_notes
 from ..vault import UnreadableNote, Vault, VaultState
 from .checks import check_id
 

@@ -12,8 +12,9 @@ from ..commands.restore import describe, restore_missing
 from ..commands.seal import seal
 from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
-from ..ledger import histories, tie_notes
+from ..history import histories
 from ..model import Status
+from ..sealing import tie_notes
 from ..vault import Vault
 from .facts import damaged_ledger
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import ConfigError
-from ..ledger import LEDGER_FILE
+from ..record_files import LEGACY_LEDGER
 from ..rule_codes import RULE_CODES
 from ..vault import CONFIG_FILE, STATE_DIR, Config
 
@@ -27,7 +27,7 @@ SEVERITIES = (ERROR, WARNING)
 CODE_PATTERN = re.compile(r"^VT\d{3}$")
 DOC_HEADINGS = ("What it does", "Why", "How to fix")
 IGNORE_PROPERTY = "vault-tools-ignore"
-LEDGER_PATH = f"{STATE_DIR}/{LEDGER_FILE}"
+LEDGER_PATH = f"{STATE_DIR}/{LEGACY_LEDGER}"
 CONFIG_PATH = f"{STATE_DIR}/{CONFIG_FILE}"
 
 

@@ -10,8 +10,9 @@ from .. import notes
 from ..commands.conflicts import describe_conflict, settle_hint
 from ..commands.sealed import retargeted
 from ..errors import NoteError
-from ..ledger import Event, normalise_body, seal_hash, seal_payload
+from ..ledger_lines import Event
 from ..model import Decision, Status, build_decision, unanswered
+from ..sealing import normalise_body, seal_hash, seal_payload
 from .facts import Facts, LedgerFacts, first_line
 from .registry import ERROR, LEDGER_PATH, WARNING, Finding, rule
 
