@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("domain", ("model", "dates", "notes", "pages", "topic_aliases", "ledger_lines", "history", "sealing")),
     ("storage", ("layout", "ledger", "vault", "index")),
     ("operations", ("commands", "importers", "starter", "figures", "shapes", "agents.instructions")),
-    ("engines", ("watch", "lint")),
+    ("engines", ("watch", "reconcile", "lint")),
     ("faces", ("cli", "console", "launch", "docs", "agents", "__main__")),
 ]
 # Imports inside functions, and those of them with no reason written beside them: neither count may grow.

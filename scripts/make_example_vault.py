@@ -38,7 +38,7 @@ from vault_tools.commands.workspace import Workspace
 from vault_tools.model import Decision
 from vault_tools.starter import install_templates
 from vault_tools.vault import STATE_DIR, Vault
-from vault_tools.watch import reconcile
+from vault_tools.reconcile import reconcile
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPOSITORY / "example-vault"
