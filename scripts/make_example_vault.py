@@ -36,9 +36,10 @@ from vault_tools.commands.rule import rule
 from vault_tools.commands.setup import init_vault
 from vault_tools.commands.workspace import Workspace
 from vault_tools.model import Decision
-from vault_tools.starter import install_templates
-from vault_tools.vault import STATE_DIR, Vault
 from vault_tools.reconcile import reconcile
+from vault_tools.record_files import STATE_DIR
+from vault_tools.starter import install_templates
+from vault_tools.vault import Vault
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPOSITORY / "example-vault"

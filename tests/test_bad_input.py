@@ -196,7 +196,7 @@ def test_init_with_an_unknown_timezone_writes_nothing(tmp_path):
 
 
 def test_settle_seconds_may_be_a_fraction(vault):
-    from vault_tools.vault import load_config
+    from vault_tools.config import load_config
 
     (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nsettle_seconds: 0.5\n")
     assert load_config(vault).settle_seconds == 0.5

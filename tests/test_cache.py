@@ -9,11 +9,14 @@ import sys
 import time
 
 import pytest
+from vault_tools.config import load_config
+from vault_tools.reading import CACHE_FILE
 
+from vault_tools import reading as reading_module
 from vault_tools import vault as vault_module
 from vault_tools.errors import ConfigError, VaultToolsError
 from vault_tools.lint.facts import LINT_MEMO_FILE
-from vault_tools.vault import CACHE_FILE, Vault, load_config
+from vault_tools.vault import Vault
 
 from .conftest import CORPORA, decision, vt, write
 
@@ -24,12 +27,12 @@ def summaries(vault):
 
 def trust_the_cache_at_once(monkeypatch):
     """What the cache does for notes older than its racy window (2 s), without waiting for it."""
-    monkeypatch.setattr(vault_module, "RACY_NANOSECONDS", 0)
+    monkeypatch.setattr(reading_module, "RACY_NANOSECONDS", 0)
 
 
 def forget_note_cache(vault):
     """Delete the note cache, once what a reader of the last first read is still writing there is written."""
-    vault_module.finish_stores()
+    reading_module.finish_stores()
     (vault / ".vault-tools" / CACHE_FILE).unlink()
 
 
@@ -126,11 +129,11 @@ def test_a_first_read_in_several_processes_gives_what_one_process_gives(vault, m
     write(vault / "Daily" / "Plain.md", "No frontmatter here.\n")
     (vault / "Daily" / "Gone.md").symlink_to(vault / "nowhere.md")  # cannot be opened
     (vault / "Decisions" / "D-0005 Lost.md").symlink_to(vault / "nowhere-either.md")
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 10**9)
     one = everything_read(vault)
     forget_note_cache(vault)
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "free_processors", lambda: 2)  # however busy the machine running the test
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(reading_module, "free_processors", lambda: 2)  # however busy the machine running the test
     several = everything_read(vault)
     assert several == one
     assert [d.id for d in one[0]] == ["D-0001", "D-0002"] and len(one[1]) == 4
@@ -143,19 +146,19 @@ def test_a_reader_process_that_fails_has_its_share_read_by_the_command(vault, mo
     for number in range(1, 7):
         decision(vault, number, status="open" if number % 2 else "ruled")
     write(vault / "Daily" / "2026-07-17.md", "We talked about a decision.\n")
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 10**9)
     one = everything_read(vault)
     forget_note_cache(vault)
-    command, read_share = os.getpid(), vault_module._read_share
+    command, read_share = os.getpid(), reading_module._read_share
 
     def dies_in_a_child(root, paths):
         if os.getpid() != command:
             os.kill(os.getpid(), 9)
         return read_share(root, paths)
 
-    monkeypatch.setattr(vault_module, "_read_share", dies_in_a_child)
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "free_processors", lambda: 3)
+    monkeypatch.setattr(reading_module, "_read_share", dies_in_a_child)
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(reading_module, "free_processors", lambda: 3)
     assert everything_read(vault) == one
 
 
@@ -173,27 +176,27 @@ def test_the_note_cache_a_reader_writes_is_whole_once_the_command_is_done(vault,
     for number in range(1, 41):
         decision(vault, number, status="open" if number % 3 else "ruled", topics=(f"topic-{number}",))
         write(vault / "Daily" / f"2026-07-{number:03d}.md", f"Day {number}.\n")
-    command, save = os.getpid(), vault_module.NoteCache.save
+    command, save = os.getpid(), reading_module.NoteCache.save
 
     def save_or_die(self, fresh, cached_at, gone):
         if writer_dies and os.getpid() != command:
             os.kill(os.getpid(), 9)
         save(self, fresh, cached_at, gone)
 
-    monkeypatch.setattr(vault_module.NoteCache, "save", save_or_die)
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "free_processors", lambda: 2)
-    monkeypatch.setattr(vault_module, "READ_CHUNK", 8)
+    monkeypatch.setattr(reading_module.NoteCache, "save", save_or_die)
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(reading_module, "free_processors", lambda: 2)
+    monkeypatch.setattr(reading_module, "READ_CHUNK", 8)
     state = Vault(vault).load()
-    assert len(vault_module._stores_running) == 1  # a reader writes it meanwhile
-    vault_module.finish_stores()
+    assert len(reading_module.stores_running) == 1  # a reader writes it meanwhile
+    reading_module.finish_stores()
     stored = (vault / ".vault-tools" / CACHE_FILE).exists()
     assert cached_paths(vault) == sorted(state.files) and len(state.files) == 80 if not writer_dies else not stored
     trust_the_cache_at_once(monkeypatch)
-    monkeypatch.setattr(vault_module.NoteCache, "save", save)
+    monkeypatch.setattr(reading_module.NoteCache, "save", save)
     again = Vault(vault)
     assert again.load().decisions == state.decisions
-    vault_module.finish_stores()
+    reading_module.finish_stores()
     assert cached_paths(vault) == sorted(state.files)
 
 
@@ -203,9 +206,9 @@ def test_the_reader_writing_the_note_cache_is_waited_for_when_the_command_stops_
     for number in range(1, 21):
         decision(vault, number, status="open", topics=(f"topic-{number}",))
         write(vault / "Daily" / f"2026-07-{number:03d}.md", f"Day {number}.\n")
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "free_processors", lambda: 2)
-    monkeypatch.setattr(vault_module, "READ_CHUNK", 8)
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(reading_module, "free_processors", lambda: 2)
+    monkeypatch.setattr(reading_module, "READ_CHUNK", 8)
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -213,8 +216,8 @@ def test_the_reader_writing_the_note_cache_is_waited_for_when_the_command_stops_
     monkeypatch.setattr(vault_module.Vault, "_add", interrupted)
     with pytest.raises(KeyboardInterrupt):
         Vault(vault).load()
-    assert len(vault_module._stores_running) == 1
-    vault_module.finish_stores()
+    assert len(reading_module.stores_running) == 1
+    reading_module.finish_stores()
     assert len(cached_paths(vault)) == 40
 
 
@@ -229,12 +232,12 @@ def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_
         decision(vault, number, status="open" if number % 3 else "ruled", topics=(f"topic-{number}",))
         write(vault / "Daily" / f"2026-07-{number:03d}.md", f"---\ntags: [daily]\n---\nDay {number}.\n")
     seal(Workspace(Vault(vault)))
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 10**9)
     one = everything_read(vault)
     records = Vault(vault).ledger.summaries()
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "free_processors", lambda: 2)
-    monkeypatch.setattr(vault_module, "READ_CHUNK", 16)
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(reading_module, "free_processors", lambda: 2)
+    monkeypatch.setattr(reading_module, "READ_CHUNK", 16)
     for cached in (vault / ".vault-tools" / "cache").iterdir():
         cached.unlink()
     assert everything_read(vault) == one and len(one[0]) == 120
@@ -264,7 +267,7 @@ def test_a_first_read_never_waits_on_a_pipe_too_small_for_its_chunks(vault, monk
         decision(vault, number, status="open" if number % 3 else "ruled", topics=(f"topic-{number}",))
     for number in range(1500):
         write(vault / "Daily" / f"Day {number}.md", f"Day {number}.\n")
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 10**9)
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 10**9)
     one = everything_read(vault)
     forget_note_cache(vault)
     real_pipe = os.pipe
@@ -286,9 +289,9 @@ def test_a_first_read_never_waits_on_a_pipe_too_small_for_its_chunks(vault, monk
 
     monkeypatch.setattr(os, "pipe", one_page_pipe)
     monkeypatch.setattr(os, "write", write_then_let_the_readers_drain)
-    monkeypatch.setattr(vault_module, "PARALLEL_READ_MIN", 1)
-    monkeypatch.setattr(vault_module, "free_processors", lambda: 3)
-    monkeypatch.setattr(vault_module, "READ_CHUNK", 1)  # 1,530 chunks: 6,120 bytes of numbers
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(reading_module, "free_processors", lambda: 3)
+    monkeypatch.setattr(reading_module, "READ_CHUNK", 1)  # 1,530 chunks: 6,120 bytes of numbers
     previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the first read waited on its own pipe"))
     signal.alarm(30)
     try:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from vault_tools.config import _parse_config, _parse_config_fully, _quick_config, load_config
 
 from tests.test_notes import SCALARS, typed
 from vault_tools.errors import ConfigError
-from vault_tools.vault import _parse_config, _parse_config_fully, _quick_config, load_config
 
 CONFIG_KEYS = ["timezone", "settle_seconds", "decisions_folder", "harvest_on_change", "budget", "lint", "1", "true",
                "<<", '"quoted key"', "x y", "? [a]"]
@@ -106,7 +106,7 @@ def test_a_plain_config_is_read_without_importing_ruamel_yaml(tmp_path):
     config in its cache (a fresh clone, CI)."""
     (tmp_path / ".vault-tools").mkdir()
     (tmp_path / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nsettle_seconds: 30\n")
-    code = ("import sys; from pathlib import Path; from vault_tools.vault import load_config; "
+    code = ("import sys; from pathlib import Path; from vault_tools.config import load_config; "
             f"c = load_config(Path({str(tmp_path)!r})); print(c.timezone, c.settle_seconds, 'ruamel' in sys.modules)")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            cwd=Path(__file__).resolve().parent.parent).stdout

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
-from vault_tools.ledger_lines import event_line, parse_line
 
 from vault_tools import lint
 from vault_tools.cli import run
 from vault_tools.errors import UsageError
+from vault_tools.ledger_lines import event_line, parse_line
 from vault_tools.model import TOPIC_PATTERN
 from vault_tools.vault import Vault
 

@@ -19,15 +19,15 @@ import time
 from pathlib import Path
 
 import pytest
-from vault_tools.history import histories
-from vault_tools.ledger_lines import event_key
-from vault_tools.sealing import tie_notes
 
 from vault_tools import notes
 from vault_tools.cli import run
 from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import NoteError
+from vault_tools.history import histories
 from vault_tools.layout import device_tag
+from vault_tools.ledger_lines import event_key
+from vault_tools.sealing import tie_notes
 from vault_tools.vault import Vault
 
 from .conftest import TZ, write
@@ -987,10 +987,10 @@ def test_what_a_clone_remembered_is_not_answered_once_a_pull_changed_the_vault(t
     """Pages, the agent's view and lint's findings are kept from run to run (`.vault-tools/cache/`, never
     committed): after a `git pull` brought the other clone's ruling and its ledger lines, every answer is the
     one a clone with nothing kept gives."""
-    from vault_tools import vault as vault_module
+    from vault_tools import reading as reading_module
     from vault_tools.commands import build as build_module
     monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)  # kept at once, not after two seconds
-    monkeypatch.setattr(vault_module, "RACY_NANOSECONDS", 0)
+    monkeypatch.setattr(reading_module, "RACY_NANOSECONDS", 0)
     a, b = two
     question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
     a.commit("asked")

@@ -12,10 +12,10 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from vault_tools.history import histories_by_id
 
 from vault_tools import lint, notes
 from vault_tools.commands.workspace import Workspace
+from vault_tools.history import histories_by_id
 from vault_tools.ledger import Ledger
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
@@ -275,9 +275,10 @@ def test_a_ruling_sealed_from_the_note_cache_is_sealed_as_read_afresh(cli, vault
     """A large reconcile seals a note it read from the cache without parsing it again, when the file is
     certainly unchanged; what it records must be what parsing the file gives: the file's bytes and the same
     seal hash, for a BOM, CRLF, a date with an offset, quoted and plain values alike."""
+    import vault_tools.reading as reading_module
+
     import vault_tools.commands.live as live_module
-    import vault_tools.vault as vault_module
-    monkeypatch.setattr(vault_module, "RACY_NANOSECONDS", 0)  # trust the cache and the file times at once
+    monkeypatch.setattr(reading_module, "RACY_NANOSECONDS", 0)  # trust the cache and the file times at once
     monkeypatch.setattr(live_module, "RACY_NANOSECONDS", 0)
     text = ("\ufeff---\r\ntype: decision\r\nid: D-0001\r\nstatus: ruled\r\ntopics: [article-footer, \"promotion\"]\r\n"
             f"summary: '{FOOTER}'\r\nruled_at: 2026-07-17T08:30:00+02:00\r\nruled_by: owner\r\n"
@@ -487,7 +488,7 @@ def test_a_ruling_with_keys_json_writes_otherwise_is_marked_superseded_from_the_
     from .conftest import make_vault
 
     monkeypatch.setattr(live_module, "RACY_NANOSECONDS", 0)
-    monkeypatch.setattr("vault_tools.vault.RACY_NANOSECONDS", 0)
+    monkeypatch.setattr("vault_tools.reading.RACY_NANOSECONDS", 0)
     vault = make_vault(tmp_path / "vault")
     first = decision(vault, 1, "ruled", ("newsletter-footer",), meta="{true: kept, ~: also}")
     past = time.time() - 600
@@ -722,13 +723,12 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
     since (the view read it again): none of them is taken, each is worked out from the note as it is now."""
     import os
 
-    from vault_tools.ledger_lines import encode_text
-
     from vault_tools.commands.ahead import edit_key
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import superseded_changes
     from vault_tools.commands.workspace import KnownSeal
     from vault_tools.handover import record
+    from vault_tools.ledger_lines import encode_text
 
     _, path, successor, ws, rel = _ruling_and_its_successor(tmp_path)
     with LiveState(ws) as live:
@@ -761,13 +761,12 @@ def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as
     `superseded` event's hash is worked out again. So do the ids the successor's links resolve to."""
     import os
 
-    from vault_tools.ledger_lines import encode_text
-
     from vault_tools.commands.ahead import edit_key
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import plan_superseded, superseded_changes, superseded_event
     from vault_tools.commands.workspace import KnownSeal
     from vault_tools.handover import record
+    from vault_tools.ledger_lines import encode_text
 
     vault, path, successor, ws, rel = _ruling_and_its_successor(tmp_path)
     for came in (False, True):

@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import pytest
-from vault_tools.ledger_lines import parse_ledger
 
 from benchmarks.same_question import (
     TARGET_FALSE_REFUSALS,
@@ -15,6 +14,7 @@ from benchmarks.same_question import (
     load_pairs,
 )
 from vault_tools.commands.same import SAME_MATTER_THRESHOLD
+from vault_tools.ledger_lines import parse_ledger
 
 LEDGER = ".vault-tools/ledger.jsonl"
 FOOTER = "Every article footer carries the author bio."

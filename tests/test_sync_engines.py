@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from vault_tools.ledger_lines import Event, event_key
 
 from vault_tools.cli import run
 from vault_tools.commands.migrate import migrate
 from vault_tools.commands.setup import init_vault
 from vault_tools.ledger import Ledger
+from vault_tools.ledger_lines import Event, event_key
 from vault_tools.vault import Vault
 
 from .conftest import TZ, decision
@@ -422,9 +422,8 @@ def test_what_a_device_appends_comes_after_every_file_it_has_read_even_one_arriv
     """One process appending event after event (a first reconcile) while another device's file arrives, and
     its folder's listing is trusted at once: each event it appends has a higher clock than any it has read,
     the late file's included, so the union puts what it saw before what it wrote."""
-    from vault_tools.ledger_lines import event_line
-
     from vault_tools import ledger as ledger_module
+    from vault_tools.ledger_lines import event_line
 
     monkeypatch.setattr(ledger_module, "RACY_NANOSECONDS", 0)  # the listing trusted as soon as it is made
     folder, ledger = device_ledger(tmp_path)
@@ -451,9 +450,8 @@ def test_a_devices_own_file_is_in_the_ledger_as_soon_as_an_append_makes_it(tmp_p
     clock, its times then unchanged): the file that append makes is one of the ledger's files at once, so
     what is kept against the ledger's key sees the append. And a read of the ledger in a folder this
     device never wrote in leaves nothing there."""
-    from vault_tools.ledger_lines import event_line
-
     from vault_tools import ledger as ledger_module
+    from vault_tools.ledger_lines import event_line
 
     monkeypatch.setattr(ledger_module, "RACY_NANOSECONDS", 0)  # the listing trusted as soon as it is made
     folder = tmp_path / "vault-tools" / "ledger"

@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 
 import pytest
-from vault_tools.history import histories_by_id
-from vault_tools.ledger_lines import scan_ledger
-from vault_tools.sealing import seal_hash
 
 from vault_tools import lint, notes
 from vault_tools.commands.workspace import Workspace
+from vault_tools.history import histories_by_id
 from vault_tools.ledger import Ledger
+from vault_tools.ledger_lines import scan_ledger
+from vault_tools.sealing import seal_hash
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Debouncer, Watcher, is_ignored
 

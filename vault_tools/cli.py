@@ -84,7 +84,8 @@ def init(vault: VaultOption = None,
              "--project", metavar="DIR", help="With --agent: the project the agent works in (default: this folder).")] = None,
          ) -> None:
     """Set up .vault-tools/ in a vault (safe to run again; --vault: made if missing); --agent wires an agent in."""
-    from .vault import find_vault, load_config
+    from .config import load_config
+    from .vault import find_vault
 
     if vault is not None:  # exactly the folder named: made when missing, never another one
         from .commands.setup import make_vault_folder

@@ -375,7 +375,7 @@ def crash_log(error: BaseException) -> Path:
     import tempfile
     import traceback
 
-    from .vault import STATE_DIR
+    from .record_files import STATE_DIR
 
     folder = (vault_root / STATE_DIR) if vault_root and (vault_root / STATE_DIR).is_dir() \
         else Path(tempfile.gettempdir())

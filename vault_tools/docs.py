@@ -24,7 +24,7 @@ import typer
 
 from . import lint
 from .cli import app
-from .vault import CONFIG_DOC, Config
+from .config import CONFIG_DOC, Config
 
 PROGRAM = "vault-tools"
 # Options taken, with the same help, by at least this share of the commands are

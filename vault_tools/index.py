@@ -31,6 +31,7 @@ from typing import Any
 
 from .bodies import without_comments
 from .errors import InconsistentVault
+from .ledger import RACY_NANOSECONDS
 from .model import (
     FINAL_STATUSES,
     Decision,
@@ -42,7 +43,7 @@ from .model import (
     status_in_effect,
 )
 from .notes import StatKey, stat_key
-from .vault import RACY_NANOSECONDS, Vault, VaultState, iter_markdown
+from .vault import Vault, VaultState, iter_markdown
 
 INDEX_FILE = "cache/search-v1.sqlite"  # a new name whenever what is indexed changes
 NOTICE_FILE = "cache/search-without-fts5.notice"

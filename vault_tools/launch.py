@@ -123,9 +123,9 @@ def script() -> None:
         raise SystemExit(code)  # a profiler or coverage writes its report on the ordinary way out
     import os
 
-    vault = sys.modules.get("vault_tools.vault")
-    if vault is not None:
-        vault.finish_stores()  # the note cache a reader is still writing (exit handlers do not run here)
+    reading = sys.modules.get("vault_tools.reading")
+    if reading is not None:
+        reading.finish_stores()  # the note cache a reader is still writing (exit handlers do not run here)
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -1,4 +1,4 @@
-"""Where a vault keeps its record, and this device's name for itself.
+"""Where a vault keeps its record, this device's name for itself, and paths spelt relative to the vault.
 
 Two layouts read; `init` makes the first, `migrate` moves a vault from the second to it:
 
@@ -162,3 +162,12 @@ def ledger_tags(root: Path) -> set[str]:
         return set()
     tags = (name.removesuffix(LEDGER_SUFFIX) for name in names if name.endswith(LEDGER_SUFFIX))
     return {tag for tag in tags if len(tag) == CLONE_TAG_LENGTH and all(c in CLONE_TAG_ALPHABET for c in tag)}
+
+
+def relative(root: Path, path: Path) -> str:
+    """A vault-relative path, spelt as on disk (names are compared NFC and case-folded elsewhere)."""
+    if os.sep == "/":  # the common case without pathlib's parsing (a reconcile asks thousands of times)
+        text, base = str(path), str(root)
+        if text.startswith(base) and text[len(base):len(base) + 1] == "/" and base != "/":
+            return text[len(base) + 1:]
+    return path.relative_to(root).as_posix()

@@ -19,8 +19,11 @@ from importlib import resources
 from pathlib import Path
 
 from . import notes
+from .config import load_config
 from .errors import ConfigError
-from .vault import CONFIG_FILE, STATE_DIR, iter_markdown, load_config, relative
+from .layout import relative
+from .record_files import CONFIG_FILE, STATE_DIR
+from .vault import iter_markdown
 
 TEMPLATE_NAMES = ("Decision.md", "Question.md")
 OBSIDIAN_TEMPLATES_SETTINGS = ".obsidian/templates.json"

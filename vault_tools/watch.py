@@ -27,7 +27,8 @@ from .commands.workspace import Workspace
 from .errors import ConfigError, Unfinished, VaultToolsError
 from .notes import stat_key
 from .reconcile import Action, Progress, Reconciled, reconcile
-from .vault import STATE_DIR, StatKey, notes_changed_since
+from .record_files import STATE_DIR
+from .vault import StatKey, notes_changed_since
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
 # Longest the loop sleeps with nothing due: it wakes to see whether the day changed (a scheduled review),

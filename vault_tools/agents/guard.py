@@ -88,7 +88,7 @@ class Guard:
     @property
     def pinned_folder(self) -> str:
         if self._pinned is None:
-            from ..vault import load_config
+            from ..config import load_config
             try:
                 self._pinned = load_config(self.root).pinned_folder.strip("/")
             except Exception:

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import notes
 from ..errors import UsageError, VaultToolsError
+from ..ledger import RACY_NANOSECONDS
 from ..model import Decision, Status, being_written, lacks_id, topic_aliases_in_use, unanswered
 from ..page_names import PAGE_NAMES
 from ..pages import (
@@ -29,7 +30,7 @@ from ..pages import (
     build_pages,
     parse_budget,
 )
-from ..vault import RACY_NANOSECONDS, VaultState
+from ..vault import VaultState
 from .conflicts import copy_settle_hint, describe_conflict, settle_hint
 from .review_notes import waiting_line
 from .workspace import Workspace, blocking_problems

@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import notes
 from ..history import History, RecordSummary
+from ..layout import relative
+from ..ledger import RACY_NANOSECONDS
 from ..model import Decision
 from ..notes import StatKey, stat_key
 from ..sealing import tie_notes
-from ..vault import RACY_NANOSECONDS, SKIPPED_FOLDERS, VaultState, relative
+from ..vault import SKIPPED_FOLDERS, VaultState
 from .workspace import KnownSeal, Workspace
 
 if TYPE_CHECKING:

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import notes
+from ..config import load_config
 from ..dates import machine_timezone, zone
 from ..errors import ConfigError, UsageError
 from ..layout import Layout, git_dir, is_shared
 from ..record_files import CONFIG_FILE, LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR
-from ..vault import load_config
 
 if TYPE_CHECKING:
     import subprocess

@@ -18,13 +18,14 @@ from typing import Any
 from ..commands.build import build, context, page_path, remembered
 from ..commands.setup import merge_drivers_missing
 from ..commands.workspace import Workspace
+from ..config import Config
 from ..errors import InconsistentVault
 from ..history import History, histories
 from ..ledger_lines import TORN, Event, scan_ledger
 from ..model import Decision, LinkResolver, Problem, Status, lacks_id
 from ..page_names import OPEN_QUESTIONS, PAGE_NAMES
 from ..sealing import seal_hash, tie_notes
-from ..vault import Config, Vault, VaultState
+from ..vault import Vault, VaultState
 from .registry import LEDGER_PATH
 
 GIT_TIMEOUT_SECONDS = 10

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..config import Config
 from ..errors import ConfigError
-from ..record_files import LEGACY_LEDGER
+from ..record_files import CONFIG_FILE, LEGACY_LEDGER, STATE_DIR
 from ..rule_codes import RULE_CODES
-from ..vault import CONFIG_FILE, STATE_DIR, Config
 
 if TYPE_CHECKING:
     from .facts import Facts
