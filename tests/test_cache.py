@@ -9,13 +9,13 @@ import sys
 import time
 
 import pytest
-from vault_tools.config import load_config
-from vault_tools.reading import CACHE_FILE
 
 from vault_tools import reading as reading_module
 from vault_tools import vault as vault_module
+from vault_tools.config import load_config
 from vault_tools.errors import ConfigError, VaultToolsError
 from vault_tools.lint.facts import LINT_MEMO_FILE
+from vault_tools.reading import CACHE_FILE
 from vault_tools.vault import Vault
 
 from .conftest import CORPORA, decision, vt, write

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from vault_tools.config import _parse_config, _parse_config_fully, _quick_config, load_config
 
 from tests.test_notes import SCALARS, typed
+from vault_tools.config import _parse_config, _parse_config_fully, _quick_config, load_config
 from vault_tools.errors import ConfigError
 
 CONFIG_KEYS = ["timezone", "settle_seconds", "decisions_folder", "harvest_on_change", "budget", "lint", "1", "true",

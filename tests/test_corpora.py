@@ -5,9 +5,9 @@ from pathlib import Path
 
 import frontmatter
 import pytest
-from vault_tools.config import Config
 
 from vault_tools import notes
+from vault_tools.config import Config
 from vault_tools.vault import Vault
 
 from .conftest import CORPORA

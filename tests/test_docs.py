@@ -17,9 +17,9 @@ import pytest
 import typer
 import yaml
 from markdown_it import MarkdownIt
-from vault_tools.config import CONFIG_DOC, Config, load_config
 
 from vault_tools import cli, docs
+from vault_tools.config import CONFIG_DOC, Config, load_config
 
 from .conftest import load_script
 

@@ -275,9 +275,8 @@ def test_a_ruling_sealed_from_the_note_cache_is_sealed_as_read_afresh(cli, vault
     """A large reconcile seals a note it read from the cache without parsing it again, when the file is
     certainly unchanged; what it records must be what parsing the file gives: the file's bytes and the same
     seal hash, for a BOM, CRLF, a date with an offset, quoted and plain values alike."""
-    import vault_tools.reading as reading_module
-
     import vault_tools.commands.live as live_module
+    import vault_tools.reading as reading_module
     monkeypatch.setattr(reading_module, "RACY_NANOSECONDS", 0)  # trust the cache and the file times at once
     monkeypatch.setattr(live_module, "RACY_NANOSECONDS", 0)
     text = ("\ufeff---\r\ntype: decision\r\nid: D-0001\r\nstatus: ruled\r\ntopics: [article-footer, \"promotion\"]\r\n"

@@ -2,8 +2,8 @@
 
 The same decisions give the same bytes on any day: everything is sorted, no page
 carries a build time, an age or a mark computed from today's date. The agent's
-view (`agent_context`) is not a file, so it may count days: it is computed
-where it is read.
+view (`agent_view`) is not a file, so it may count days: it is computed where it
+is read.
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from .dates import local_date
-from .errors import UsageError
 from .model import Decision, Overlap, Resolve, Status, newest_first_key, settled_topics, unresolved_overlaps
 from .page_names import ARCHIVE, DECISIONS_LOG, OPEN_QUESTIONS
 
@@ -117,7 +116,7 @@ def size(text: str) -> tuple[int, int]:
 
 # -- open questions ---------------------------------------------------------------------
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
@@ -134,7 +133,7 @@ def _question_line(question: Decision, tz: dt.tzinfo) -> list[str]:
     return lines
 
 
-def _asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int, str]:
+def asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int, str]:
     return newest_first_key(question, tz)
 
 
@@ -145,19 +144,19 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
 
     Dates only, no ages or overdue marks: the page changes when a note does, never because a day
     passed (`vault-tools context` and `lint` compute ages where they are read)."""
-    dated = sorted((q for q in questions if q.due), key=lambda q: (q.due, _asked_key(q, tz)))
-    undated = sorted((q for q in questions if not q.due), key=lambda q: _asked_key(q, tz))
+    dated = sorted((q for q in questions if q.due), key=lambda q: (q.due, asked_key(q, tz)))
+    undated = sorted((q for q in questions if not q.due), key=lambda q: asked_key(q, tz))
     out = [NOTICE, "", f"# {OPEN_QUESTIONS}", ""]
-    counts = [_plural(len(questions), "open question")]
+    counts = [plural(len(questions), "open question")]
     if dated:
         counts.append(f"{len(dated)} with a due date")
     if revisions:
-        counts.append(_plural(len(revisions), "proposed revision"))
+        counts.append(plural(len(revisions), "proposed revision"))
     if overlaps:
-        counts.append(_plural(len(overlaps), "ruling") + " not saying whether "
+        counts.append(plural(len(overlaps), "ruling") + " not saying whether "
                       + ("it replaces" if len(overlaps) == 1 else "they replace") + " another")
     if conflicts:
-        counts.append(_plural(len(conflicts), "conflict"))
+        counts.append(plural(len(conflicts), "conflict"))
     out += [", ".join(counts) + ".", ""]
     if conflicts:
         out += ["## Conflicts", "", "Two clones of the vault recorded outcomes that cannot both stand; both are kept "
@@ -176,7 +175,7 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
             out.append("")
     if revisions:
         out += ["## Proposed revisions", ""]
-        for revision, replaces in sorted(revisions, key=lambda item: _asked_key(item[0], tz)):
+        for revision, replaces in sorted(revisions, key=lambda item: asked_key(item[0], tz)):
             targets = ", ".join(f"{link(old)} ({escape(old.summary)})" for old in replaces) or "a ruling not found"
             out += _question_line(revision, tz)
             out.append(f"  - would replace {targets}")
@@ -210,8 +209,8 @@ def overlap_lines(overlap: Overlap, tz: dt.tzinfo) -> list[str]:
     """The newer ruling and the older one side by side, for the owner to say which stands."""
     newer, older = overlap.newer, overlap.older
     return [f"- {link(newer)} has not said whether it replaces {link(older)} on `{overlap.topic}`",
-            f"  - newer, {_ruled_day(newer, tz)}: {escape(newer.summary)}",
-            f"  - older, {_ruled_day(older, tz)}: {escape(older.summary)}"]
+            f"  - newer, {ruled_day(newer, tz)}: {escape(newer.summary)}",
+            f"  - older, {ruled_day(older, tz)}: {escape(older.summary)}"]
 
 
 def unsaid_notes(overlaps: Iterable[Overlap]) -> dict[str, list[str]]:
@@ -236,7 +235,7 @@ def unsaid_notes(overlaps: Iterable[Overlap]) -> dict[str, list[str]]:
 
 # -- decisions log and archive ----------------------------------------------------------
 
-def _ruled_day(decision: Decision, tz: dt.tzinfo) -> str:
+def ruled_day(decision: Decision, tz: dt.tzinfo) -> str:
     return local_date(decision.ruled_at, tz).isoformat() if decision.ruled_at else "undated"
 
 
@@ -257,7 +256,7 @@ def taken_over_topics(rulings: Iterable[Decision], by_id: Mapping[str, Decision]
 
 
 def _ruling_line(ruling: Decision, tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
-    line = f"- {link(ruling)} {_ruled_day(ruling, tz)} {escape(ruling.summary)}"
+    line = f"- {link(ruling)} {ruled_day(ruling, tz)} {escape(ruling.summary)}"
     if len(ruling.topics) > 1:
         line += " (also: " + shown_list([f"`{escape(t)}`" for t in ruling.topics[1:]]) + ")"
     if ruling.id in taken_over:
@@ -287,10 +286,10 @@ def _by_topic(rulings: Iterable[Decision], tz: dt.tzinfo, taken_over: TakenOver,
 
 def _superseded_line(old: Decision, successor: Decision | None, tz: dt.tzinfo) -> str:
     if successor is None:
-        return f"- {link(old)} ({_ruled_day(old, tz)}) {escape(old.summary)}: superseded; its successor is missing"
+        return f"- {link(old)} ({ruled_day(old, tz)}) {escape(old.summary)}: superseded; its successor is missing"
     reason = old.reason or successor.reason  # the successor says why, before sealing copies it across
     because = f" because: {escape(reason)}" if reason else ""
-    return (f"- {link(old)} superseded by {link(successor)} on {_ruled_day(successor, tz)}{because}"
+    return (f"- {link(old)} superseded by {link(successor)} on {ruled_day(successor, tz)}{because}"
             f" (was: {escape(old.summary)})")
 
 
@@ -299,24 +298,24 @@ def decisions_log_page(shown: Sequence[Decision], left_out: int, recent: Sequenc
     total = len(shown) + left_out
     topics = len({d.topics[0] for d in shown if d.topics})
     out = [NOTICE, "", f"# {DECISIONS_LOG}", "",
-           f"{_plural(total, 'current ruling')}; newest first within each topic. "
+           f"{plural(total, 'current ruling')}; newest first within each topic. "
            "Do not re-ask these; `vault-tools ask` refuses settled topics.", ""]
     out += _by_topic(shown, tz, taken_over, unsaid)
     if recent or recent_left_out:
         out += ["## Recently superseded", ""]
         out += [_superseded_line(old, new, tz) for old, new in recent]
         if recent_left_out:
-            out.append(f"- {_plural(recent_left_out, 'more superseded ruling')} (load budget): see [[{ARCHIVE}]].")
+            out.append(f"- {plural(recent_left_out, 'more superseded ruling')} (load budget): see [[{ARCHIVE}]].")
         out.append("")
     if left_out:
-        out += [f"{_plural(left_out, 'older ruling')} not listed here (load budget): see [[{ARCHIVE}]].", ""]
+        out += [f"{plural(left_out, 'older ruling')} not listed here (load budget): see [[{ARCHIVE}]].", ""]
     elif topics == 0 and not recent and not recent_left_out:
         out += ["No rulings yet.", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 def _mermaid_label(decision: Decision, tz: dt.tzinfo) -> str:
-    return f'{decision.id.replace("-", "")}["{decision.id} · {_ruled_day(decision, tz)}"]'
+    return f'{decision.id.replace("-", "")}["{decision.id} · {ruled_day(decision, tz)}"]'
 
 
 def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], successor_of: dict[str, Decision],
@@ -358,7 +357,7 @@ def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], succ
 AGENT_SEPARATOR = "\n"  # between the two pages in what an agent loads
 
 
-def _largest_fitting(most: int, fits: Callable[[int], bool]) -> int:
+def largest_fitting(most: int, fits: Callable[[int], bool]) -> int:
     """The largest count from 0 to `most` that fits (a page only grows with the count): doubling from 1,
     then bisecting, so a budget that holds 60 of 6,000 rulings never renders thousands of them."""
     low, probe = 0, 1
@@ -385,7 +384,7 @@ def _largest_fitting(most: int, fits: Callable[[int], bool]) -> int:
 T = TypeVar("T")
 
 
-class _Lines(Generic[T]):
+class Lines(Generic[T]):
     """A page's lines for `items`, each made the first time a render takes it: a budget shows few of many."""
 
     def __init__(self, items: Sequence[T], make: Callable[[T], str]) -> None:
@@ -443,8 +442,8 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
         return open_lines + lines <= settings.budget_lines and open_bytes + size_bytes <= settings.budget_bytes
 
     # Current rulings first, newest first, as many as fit; then as much recent history as still fits.
-    low = _largest_fitting(len(current), lambda count: fits(log_with(count)))
-    recent_shown = _largest_fitting(len(recent), lambda count: fits(log_with(low, count)))
+    low = largest_fitting(len(current), lambda count: fits(log_with(count)))
+    recent_shown = largest_fitting(len(recent), lambda count: fits(log_with(low, count)))
     log_page = log_with(low, recent_shown)
     archive = archive_page(current[low:], history, successor_of, tz, taken_over, unsaid)
     log_lines, log_bytes = size(log_page)
@@ -482,328 +481,4 @@ def recent_supersessions(history: Iterable[Decision], successor_of: Mapping[str,
 
 # -- what the agent reads ---------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Usage:
-    chars: int  # Python `len` of the text, the final newline included
-    lines: int
-    bytes: int  # UTF-8
-    tokens: int  # estimated, see `estimate_tokens`
 
-
-def estimate_tokens(text: str) -> int:
-    """A conservative token count: one token per 3 ASCII characters (English runs nearer 4) and one per
-    character beyond ASCII (Japanese, Chinese, emoji and accented letters often cost one or more)."""
-    ascii_chars = len(text.encode("ascii", "ignore"))
-    return -(-ascii_chars // 3) + (len(text) - ascii_chars)
-
-
-def measure(text: str) -> Usage:
-    return Usage(len(text), text.count("\n"), len(text.encode("utf-8")), estimate_tokens(text))
-
-
-@dataclass(frozen=True)
-class Budget:
-    """The most one consumer loads without cutting; None where it sets no limit."""
-
-    name: str
-    chars: int | None = None
-    lines: int | None = None
-    bytes: int | None = None
-    tokens: int | None = None
-
-    def fits(self, usage: Usage) -> bool:
-        return all(limit is None or used <= limit for used, limit in (
-            (usage.chars, self.chars), (usage.lines, self.lines), (usage.bytes, self.bytes), (usage.tokens, self.tokens)))
-
-    def describe(self) -> str:
-        parts = [f"{value:,} {unit}" for value, unit in ((self.chars, "characters"), (self.lines, "lines"),
-                                                        (self.bytes, "bytes"), (self.tokens, "tokens"))
-                 if value is not None]
-        return " and ".join(parts) or "no limit"
-
-
-# Each agent's real limit, with a margin where the limit is only known from reports (see docs/agents.md).
-BUDGETS = {
-    "claude-hook": Budget("claude-hook", chars=9500),  # Claude Code keeps 10,000 characters of hook output
-    "codex-hook": Budget("codex-hook", tokens=2400),  # Codex moves hook output past ~2,500 tokens to a file
-    "memory-file": Budget("memory-file", lines=200, bytes=25000),  # Claude Code loads MEMORY.md up to this
-}
-
-
-def parse_budget(value: str, default: Budget) -> Budget:
-    """`claude-hook`, `codex-hook`, `memory-file`, `config` (the vault's own) or a number of characters."""
-    if value == "config":
-        return default
-    if value in BUDGETS:
-        return BUDGETS[value]
-    digits = value.replace(",", "").replace("_", "")
-    if digits.isdigit() and int(digits) > 0:
-        return Budget(str(int(digits)), chars=int(digits))
-    raise ValueError(f"unknown budget {value!r} (expected {', '.join(BUDGETS)}, config or a number of characters)")
-
-
-@dataclass
-class Context:
-    """What an agent reads at the start of a session: `text`, and what it holds."""
-
-    text: str
-    budget: Budget
-    usage: Usage
-    open_questions: list[Decision]  # shown, most urgent first
-    questions_left_out: int  # > 0 only when the open questions alone overflow the budget
-    problems: list[PageProblem]
-    problems_left_out: int
-    topics: list[str]  # named in the index
-    topics_left_out: int
-    rulings: list[tuple[Decision, list[str]]]  # listed in full, each with why it was chosen
-    rulings_left_out: int
-    overlaps: list[Overlap] = field(default_factory=list)  # newer rulings not saying whether they replace older
-    conflicts: list[PageConflict] = field(default_factory=list)  # always shown in full, like open questions
-
-    @property
-    def questions_overflow(self) -> str | None:
-        if not self.questions_left_out:
-            return None
-        total = len(self.open_questions) + self.questions_left_out
-        return (f"the {total} open questions alone do not fit the budget {self.budget.name} "
-                f"({self.budget.describe()}); answer or withdraw questions, or use a larger budget")
-
-
-FIELD_LIMIT = 300  # characters of one field (summary, reason) in the agent's view
-TOPIC_LIMIT = 60  # characters of one topic name
-TOPICS_PER_LINE = 5  # topics named on one question or ruling line; the index names them all
-TOPICS_INDEXED_PER_NOTE = 20  # past this, a note's topic list is over-long: the index names 20 and says so
-PROBLEMS_LISTED = 10
-INDEX_WIDTH = 160
-_WIKILINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
-
-
-def plain(text: str, limit: int = FIELD_LIMIT, note_id: str | None = None) -> str:
-    """Owner's text on one line, without wikilink syntax (a link shows its alias or its target), cut past
-    `limit` characters with a marker saying where the rest is."""
-    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), " ".join(text.split()))
-    for pair, single in (("[[", "["), ("]]", "]")):
-        while pair in text:
-            text = text.replace(pair, single)
-    if len(text) <= limit:
-        return text
-    where = f": vault-tools show {note_id}" if note_id else ""
-    return f"{text[:limit].rstrip()} [… {len(text) - limit:,} more characters{where}]"
-
-
-def _topic_list(topics: Sequence[str]) -> str:
-    shown = [plain(t, TOPIC_LIMIT) for t in topics[:TOPICS_PER_LINE]]
-    more = f", +{len(topics) - TOPICS_PER_LINE:,} more" if len(topics) > TOPICS_PER_LINE else ""
-    return "[" + ", ".join(shown) + more + "]"
-
-
-def _days(count: int) -> str:
-    return _plural(count, "day")
-
-
-def _agent_question_line(question: Decision, replaces: Sequence[Decision], today: dt.date, tz: dt.tzinfo,
-                         settings: Settings) -> str:
-    parts = [f"- {question.id} {_topic_list(question.topics)} {plain(question.summary, note_id=question.id)}"]
-    if replaces:
-        parts.append("proposed revision of " + ", ".join(old.id for old in replaces))
-    if question.asked_at:
-        asked = local_date(question.asked_at, tz)
-        age = (today - asked).days
-        by = f" by {plain(question.asked_by, TOPIC_LIMIT)}" if question.asked_by else ""
-        when = "" if age < 0 else " (today)" if age == 0 else f" ({_days(age)} ago{', stale' if age > settings.stale_after_days else ''})"
-        parts.append(f"asked {asked.isoformat()}{by}{when}")
-    if question.due:
-        left = (question.due - today).days
-        when = "today" if left == 0 else f"{_days(-left)} overdue" if left < 0 else f"in {_days(left)}"
-        parts.append(f"due {question.due.isoformat()} ({when})")
-    if question.reask_reason:
-        parts.append("asked again because: " + plain(question.reask_reason, note_id=question.id))
-    return " · ".join(parts)
-
-
-def _why_listed(ruling: Decision, today: dt.date, tz: dt.tzinfo, settings: Settings) -> list[str]:
-    why = []
-    if ruling.pinned:
-        why.append("pinned")
-    if ruling.revisit_by and ruling.revisit_by <= today:
-        why.append("revisit due")
-    if ruling.ruled_at and (today - local_date(ruling.ruled_at, tz)).days <= settings.recent_days:
-        why.append("recent")
-    return why
-
-
-def _agent_ruling_line(ruling: Decision, replaced: Sequence[str], why: Sequence[str], tz: dt.tzinfo,
-                       unsaid: Sequence[str] = ()) -> str:
-    parts = [f"- {ruling.id} {_ruled_day(ruling, tz)} {_topic_list(ruling.topics)} {plain(ruling.summary, note_id=ruling.id)}"]
-    parts += [f"UNSETTLED: {note}" for note in unsaid]
-    if "pinned" in why:
-        parts.append("pinned by the owner")
-    if replaced:
-        parts.append("replaces " + ", ".join(replaced[:TOPICS_PER_LINE])
-                     + (f" and {len(replaced) - TOPICS_PER_LINE:,} more" if len(replaced) > TOPICS_PER_LINE else ""))
-    if ruling.revisit_by:
-        parts.append(f"revisit by {ruling.revisit_by.isoformat()}{' (due)' if 'revisit due' in why else ''}")
-    if ruling.note_missing:
-        parts.append(NOTE_MISSING)
-    return " · ".join(parts)
-
-
-def _index_lines(topics: Sequence[str], left_out: int) -> list[str]:
-    lines: list[str] = []
-    current = ""
-    for topic in topics:
-        item = plain(topic, TOPIC_LIMIT)
-        if current and len(current) + 2 + len(item) > INDEX_WIDTH:
-            lines.append(current + ",")
-            current = item
-        else:
-            current = f"{current}, {item}" if current else item
-    if left_out:
-        current += f"{'; ' if current else ''}{left_out:,} more topics not named here (budget)"
-    if current:
-        lines.append(current)
-    return lines
-
-
-def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo,
-                  settings: Settings, budget: Budget, problems: Sequence[PageProblem] = (),
-                  conflicts: Sequence[PageConflict] = ()) -> Context:
-    """The agent's view of the decisions in effect, never longer than `budget`.
-
-    In order, each part only where the parts before it leave room: every open question (if they alone do
-    not fit, the most urgent that do, and `questions_left_out` says how many did not), up to
-    PROBLEMS_LISTED unreadable notes, the index of every settled topic, then one line each for the rulings
-    most likely to matter: pinned by the owner, revisit due, ruled in the last `recent_days`, then newest.
-    The last line counts what was left out. Ages are computed against `today`: this is not a file.
-    """
-    by_id = {d.id: d for d in decisions}
-
-    def targets(decision: Decision) -> list[Decision]:
-        return [by_id[t] for t in (resolve(link_text) for link_text in decision.supersedes) if t in by_id]
-
-    open_notes = [d for d in decisions if d.status is Status.OPEN]
-    dated = sorted((q for q in open_notes if q.due and not q.supersedes), key=lambda q: (q.due, _asked_key(q, tz)))
-    undated = sorted((q for q in open_notes if not q.due and not q.supersedes), key=lambda q: _asked_key(q, tz))
-    revisions = sorted((q for q in open_notes if q.supersedes), key=lambda q: _asked_key(q, tz))
-    questions = [*dated, *undated, *revisions]
-    question_lines = [_agent_question_line(q, targets(q) if q.supersedes else [], today, tz, settings) for q in questions]
-
-    current = [d for d in decisions if d.status is Status.RULED]
-    named: set[str] = set()
-    over_long: list[tuple[str, int]] = []  # rulings whose topic list is cut: (id, topics not named)
-    for ruling in current:
-        settles = list(settled_topics(ruling, by_id, resolve))  # its own topics first
-        named.update(settles[:TOPICS_INDEXED_PER_NOTE])
-        if len(settles) > TOPICS_INDEXED_PER_NOTE:
-            over_long.append((ruling.id, len(settles) - TOPICS_INDEXED_PER_NOTE))
-    topics = sorted(named)
-    cut_lines = [f"{ruling_id} settles {count:,} more topics than named here (an over-long list): "
-                 f"`vault-tools show {ruling_id}`" for ruling_id, count in sorted(over_long)]
-    chosen = {ruling.id: _why_listed(ruling, today, tz, settings) for ruling in current}
-
-    def priority(ruling: Decision) -> tuple[int, dt.datetime, int, str]:
-        why = chosen[ruling.id]
-        rank = 0 if "pinned" in why else 1 if "revisit due" in why else 2 if "recent" in why else 3
-        moment, number, decision_id = newest_first_key(ruling, tz)
-        return -rank, moment, number, decision_id
-
-    ordered = sorted(current, key=priority, reverse=True)
-    overlaps = unresolved_overlaps(decisions, resolve, tz)
-    unsaid = unsaid_notes(overlaps)
-    ruling_lines = _Lines(ordered, lambda r: _agent_ruling_line(r, [t.id for t in targets(r)], chosen[r.id], tz,
-                                                                 unsaid.get(r.id, ())))
-    overlap_lines_ = _Lines(overlaps, lambda o: (
-        f"- {o.newer.id} ({_ruled_day(o.newer, tz)}: {plain(o.newer.summary, note_id=o.newer.id)}) has not "
-        f"said whether it replaces {o.older.id} ({_ruled_day(o.older, tz)}: "
-        f"{plain(o.older.summary, note_id=o.older.id)}) on {plain(o.topic, TOPIC_LIMIT)}"))
-    problem_list = sorted(problems, key=lambda p: (p.path, p.line or 0))
-    problem_lines = [f"- {plain(p.path, FIELD_LIMIT)}{f':{p.line}' if p.line else ''} {plain(p.message)}"
-                     for p in problem_list]
-
-    def render(n_questions: int, n_problems: int, n_topics: int, n_rulings: int, n_overlaps: int = 0) -> str:
-        out = [f"# Decisions in effect (vault-tools, {today.isoformat()})", "",
-               "Follow the current rulings. Never ask the owner about a settled topic: `vault-tools lookup TOPIC` "
-               "prints its rulings. Ask new questions with `vault-tools ask`.", ""]
-        if questions:
-            out += [f"## Open questions ({len(questions)}): the owner has not ruled; do not decide them yourself", ""]
-            out += question_lines[:n_questions]
-            if n_questions < len(questions):
-                out.append(f"- {len(questions) - n_questions:,} more open questions not shown (budget): "
-                           "`vault-tools list --status open`")
-        else:
-            out += ["## Open questions: none", ""]
-        if conflicts:
-            out += ["", f"## Conflicts ({len(conflicts)}): two clones recorded outcomes that cannot both stand; "
-                    "the owner decides", ""]
-            out += [f"- {c.id} {plain(c.what, note_id=c.id)} · settle: {c.settle}" for c in conflicts]
-        if overlap_lines_:
-            out += ["", f"## Not said whether it replaces ({len(overlap_lines_)}): neither ruling is the plain answer "
-                    "until the owner says which stands", ""]
-            out += overlap_lines_.first(n_overlaps)
-            if n_overlaps < len(overlap_lines_):
-                out.append(f"- {len(overlap_lines_) - n_overlaps:,} more pairs: `vault-tools lint`")
-        if problem_lines and (questions or overlap_lines_):
-            out.append("")
-        if problem_lines:
-            out += [f"## Decision notes unreadable or missing ({len(problem_lines)}): a ruling may be hiding in them", ""]
-            out += problem_lines[:n_problems]
-            if n_problems < len(problem_lines):
-                out.append(f"- {len(problem_lines) - n_problems:,} more: `vault-tools lint`")
-        if out[-1]:
-            out.append("")
-        if topics:
-            out += [f"## Settled topics ({len(topics):,}): each has a current ruling", ""]
-            out += _index_lines(topics[:n_topics], len(topics) - n_topics)
-            out += cut_lines[:PROBLEMS_LISTED]
-            if len(cut_lines) > PROBLEMS_LISTED:
-                out.append(f"{len(cut_lines) - PROBLEMS_LISTED:,} more rulings with over-long topic lists: "
-                           "`vault-tools lint`")
-            out += ["", f"## Rulings ({n_rulings:,} of {len(current):,} listed; most likely to matter first)", ""]
-            out += ruling_lines.first(n_rulings)
-            if out[-1]:
-                out.append("")
-        else:
-            out += ["## Settled topics: none yet", ""]
-        left = []
-        if len(current) - n_rulings:
-            left.append(f"{len(current) - n_rulings:,} of {len(current):,} current rulings")
-        if len(topics) - n_topics:
-            left.append(f"{len(topics) - n_topics:,} of {len(topics):,} topic names")
-        if n_questions < len(questions):
-            left.append(f"{len(questions) - n_questions:,} open questions")
-        if n_problems < len(problem_lines):
-            left.append(f"{len(problem_lines) - n_problems:,} unreadable or missing notes")
-        if n_overlaps < len(overlap_lines_):
-            left.append(f"{len(overlap_lines_) - n_overlaps:,} pairs of rulings not saying whether one replaces the other")
-        summary = "Left out: " + ", ".join(left) + "." if left else "Left out: nothing."
-        out.append(f"{summary} `vault-tools lookup TOPIC` shows the rulings on a topic and what they replaced.")
-        return "\n".join(out) + "\n"
-
-    def fits(text: str) -> bool:
-        return budget.fits(measure(text))
-
-    if not fits(render(0, 0, 0, 0)):
-        frame = measure(render(0, 0, 0, 0))
-        raise UsageError(f"the budget {budget.name} ({budget.describe()}) is too small for even an empty context "
-                         f"({frame.chars:,} characters, {frame.lines} lines, {frame.tokens:,} tokens)")
-    n_questions = _largest_fitting(len(questions), lambda n: fits(render(n, 0, 0, 0)))
-    n_problems = 0
-    n_topics = 0
-    n_rulings = 0
-    n_overlaps = 0
-    if n_questions == len(questions):
-        n_overlaps = _largest_fitting(min(MAX_OVERLAPS_LISTED, len(overlap_lines_)),
-                                      lambda n: fits(render(n_questions, 0, 0, 0, n)))
-        n_problems = _largest_fitting(min(PROBLEMS_LISTED, len(problem_lines)),
-                                      lambda n: fits(render(n_questions, n, 0, 0, n_overlaps)))
-        n_topics = _largest_fitting(len(topics), lambda n: fits(render(n_questions, n_problems, n, 0, n_overlaps)))
-        if n_topics == len(topics):
-            n_rulings = _largest_fitting(len(ordered), lambda n: fits(render(n_questions, n_problems, n_topics, n,
-                                                                              n_overlaps)))
-    text = render(n_questions, n_problems, n_topics, n_rulings, n_overlaps)
-    return Context(text=text, budget=budget, usage=measure(text), open_questions=questions[:n_questions],
-                   questions_left_out=len(questions) - n_questions, problems=problem_list[:n_problems],
-                   problems_left_out=len(problem_lines) - n_problems, topics=topics[:n_topics],
-                   topics_left_out=len(topics) - n_topics,
-                   rulings=[(r, chosen[r.id]) for r in ordered[:n_rulings]], rulings_left_out=len(current) - n_rulings,
-                   overlaps=overlaps, conflicts=list(conflicts))

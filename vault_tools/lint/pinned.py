@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..agent_view import FIELD_LIMIT, TOPICS_INDEXED_PER_NOTE
 from ..model import Status
-from ..pages import FIELD_LIMIT, TOPICS_INDEXED_PER_NOTE
 from .facts import Facts, first_line
 from .registry import ERROR, WARNING, Finding, rule
 

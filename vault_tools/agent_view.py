@@ -1,0 +1,367 @@
+"""What an agent reads at session start (`context`): every open question, every settled topic by name, the rulings
+most likely to matter, within a budget it never passes, and a last line counting what was left out.
+
+Pure: decisions in, text out. The owner's pages are `pages`; this view is made from the same state.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .dates import local_date
+from .errors import UsageError
+from .model import Decision, Overlap, Resolve, Status, newest_first_key, settled_topics, unresolved_overlaps
+from .pages import (
+    MAX_OVERLAPS_LISTED,
+    NOTE_MISSING,
+    Lines,
+    PageConflict,
+    PageProblem,
+    Settings,
+    asked_key,
+    largest_fitting,
+    plural,
+    ruled_day,
+    unsaid_notes,
+)
+
+
+@dataclass(frozen=True)
+class Usage:
+    chars: int  # Python `len` of the text, the final newline included
+    lines: int
+    bytes: int  # UTF-8
+    tokens: int  # estimated, see `estimate_tokens`
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative token count: one token per 3 ASCII characters (English runs nearer 4) and one per
+    character beyond ASCII (Japanese, Chinese, emoji and accented letters often cost one or more)."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return -(-ascii_chars // 3) + (len(text) - ascii_chars)
+
+
+def measure(text: str) -> Usage:
+    return Usage(len(text), text.count("\n"), len(text.encode("utf-8")), estimate_tokens(text))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The most one consumer loads without cutting; None where it sets no limit."""
+
+    name: str
+    chars: int | None = None
+    lines: int | None = None
+    bytes: int | None = None
+    tokens: int | None = None
+
+    def fits(self, usage: Usage) -> bool:
+        return all(limit is None or used <= limit for used, limit in (
+            (usage.chars, self.chars), (usage.lines, self.lines), (usage.bytes, self.bytes), (usage.tokens, self.tokens)))
+
+    def describe(self) -> str:
+        parts = [f"{value:,} {unit}" for value, unit in ((self.chars, "characters"), (self.lines, "lines"),
+                                                        (self.bytes, "bytes"), (self.tokens, "tokens"))
+                 if value is not None]
+        return " and ".join(parts) or "no limit"
+
+
+# Each agent's real limit, with a margin where the limit is only known from reports (see docs/agents.md).
+BUDGETS = {
+    "claude-hook": Budget("claude-hook", chars=9500),  # Claude Code keeps 10,000 characters of hook output
+    "codex-hook": Budget("codex-hook", tokens=2400),  # Codex moves hook output past ~2,500 tokens to a file
+    "memory-file": Budget("memory-file", lines=200, bytes=25000),  # Claude Code loads MEMORY.md up to this
+}
+
+
+def parse_budget(value: str, default: Budget) -> Budget:
+    """`claude-hook`, `codex-hook`, `memory-file`, `config` (the vault's own) or a number of characters."""
+    if value == "config":
+        return default
+    if value in BUDGETS:
+        return BUDGETS[value]
+    digits = value.replace(",", "").replace("_", "")
+    if digits.isdigit() and int(digits) > 0:
+        return Budget(str(int(digits)), chars=int(digits))
+    raise ValueError(f"unknown budget {value!r} (expected {', '.join(BUDGETS)}, config or a number of characters)")
+
+
+@dataclass
+class Context:
+    """What an agent reads at the start of a session: `text`, and what it holds."""
+
+    text: str
+    budget: Budget
+    usage: Usage
+    open_questions: list[Decision]  # shown, most urgent first
+    questions_left_out: int  # > 0 only when the open questions alone overflow the budget
+    problems: list[PageProblem]
+    problems_left_out: int
+    topics: list[str]  # named in the index
+    topics_left_out: int
+    rulings: list[tuple[Decision, list[str]]]  # listed in full, each with why it was chosen
+    rulings_left_out: int
+    overlaps: list[Overlap] = field(default_factory=list)  # newer rulings not saying whether they replace older
+    conflicts: list[PageConflict] = field(default_factory=list)  # always shown in full, like open questions
+
+    @property
+    def questions_overflow(self) -> str | None:
+        if not self.questions_left_out:
+            return None
+        total = len(self.open_questions) + self.questions_left_out
+        return (f"the {total} open questions alone do not fit the budget {self.budget.name} "
+                f"({self.budget.describe()}); answer or withdraw questions, or use a larger budget")
+
+
+FIELD_LIMIT = 300  # characters of one field (summary, reason) in the agent's view
+
+
+TOPIC_LIMIT = 60  # characters of one topic name
+
+
+TOPICS_PER_LINE = 5  # topics named on one question or ruling line; the index names them all
+
+
+TOPICS_INDEXED_PER_NOTE = 20  # past this, a note's topic list is over-long: the index names 20 and says so
+
+
+PROBLEMS_LISTED = 10
+
+
+INDEX_WIDTH = 160
+
+
+_WIKILINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+
+
+def plain(text: str, limit: int = FIELD_LIMIT, note_id: str | None = None) -> str:
+    """Owner's text on one line, without wikilink syntax (a link shows its alias or its target), cut past
+    `limit` characters with a marker saying where the rest is."""
+    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), " ".join(text.split()))
+    for pair, single in (("[[", "["), ("]]", "]")):
+        while pair in text:
+            text = text.replace(pair, single)
+    if len(text) <= limit:
+        return text
+    where = f": vault-tools show {note_id}" if note_id else ""
+    return f"{text[:limit].rstrip()} [… {len(text) - limit:,} more characters{where}]"
+
+
+def _topic_list(topics: Sequence[str]) -> str:
+    shown = [plain(t, TOPIC_LIMIT) for t in topics[:TOPICS_PER_LINE]]
+    more = f", +{len(topics) - TOPICS_PER_LINE:,} more" if len(topics) > TOPICS_PER_LINE else ""
+    return "[" + ", ".join(shown) + more + "]"
+
+
+def _days(count: int) -> str:
+    return plural(count, "day")
+
+
+def _agent_question_line(question: Decision, replaces: Sequence[Decision], today: dt.date, tz: dt.tzinfo,
+                         settings: Settings) -> str:
+    parts = [f"- {question.id} {_topic_list(question.topics)} {plain(question.summary, note_id=question.id)}"]
+    if replaces:
+        parts.append("proposed revision of " + ", ".join(old.id for old in replaces))
+    if question.asked_at:
+        asked = local_date(question.asked_at, tz)
+        age = (today - asked).days
+        by = f" by {plain(question.asked_by, TOPIC_LIMIT)}" if question.asked_by else ""
+        when = "" if age < 0 else " (today)" if age == 0 else f" ({_days(age)} ago{', stale' if age > settings.stale_after_days else ''})"
+        parts.append(f"asked {asked.isoformat()}{by}{when}")
+    if question.due:
+        left = (question.due - today).days
+        when = "today" if left == 0 else f"{_days(-left)} overdue" if left < 0 else f"in {_days(left)}"
+        parts.append(f"due {question.due.isoformat()} ({when})")
+    if question.reask_reason:
+        parts.append("asked again because: " + plain(question.reask_reason, note_id=question.id))
+    return " · ".join(parts)
+
+
+def _why_listed(ruling: Decision, today: dt.date, tz: dt.tzinfo, settings: Settings) -> list[str]:
+    why = []
+    if ruling.pinned:
+        why.append("pinned")
+    if ruling.revisit_by and ruling.revisit_by <= today:
+        why.append("revisit due")
+    if ruling.ruled_at and (today - local_date(ruling.ruled_at, tz)).days <= settings.recent_days:
+        why.append("recent")
+    return why
+
+
+def _agent_ruling_line(ruling: Decision, replaced: Sequence[str], why: Sequence[str], tz: dt.tzinfo,
+                       unsaid: Sequence[str] = ()) -> str:
+    parts = [f"- {ruling.id} {ruled_day(ruling, tz)} {_topic_list(ruling.topics)} {plain(ruling.summary, note_id=ruling.id)}"]
+    parts += [f"UNSETTLED: {note}" for note in unsaid]
+    if "pinned" in why:
+        parts.append("pinned by the owner")
+    if replaced:
+        parts.append("replaces " + ", ".join(replaced[:TOPICS_PER_LINE])
+                     + (f" and {len(replaced) - TOPICS_PER_LINE:,} more" if len(replaced) > TOPICS_PER_LINE else ""))
+    if ruling.revisit_by:
+        parts.append(f"revisit by {ruling.revisit_by.isoformat()}{' (due)' if 'revisit due' in why else ''}")
+    if ruling.note_missing:
+        parts.append(NOTE_MISSING)
+    return " · ".join(parts)
+
+
+def _index_lines(topics: Sequence[str], left_out: int) -> list[str]:
+    lines: list[str] = []
+    current = ""
+    for topic in topics:
+        item = plain(topic, TOPIC_LIMIT)
+        if current and len(current) + 2 + len(item) > INDEX_WIDTH:
+            lines.append(current + ",")
+            current = item
+        else:
+            current = f"{current}, {item}" if current else item
+    if left_out:
+        current += f"{'; ' if current else ''}{left_out:,} more topics not named here (budget)"
+    if current:
+        lines.append(current)
+    return lines
+
+
+def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo,
+                  settings: Settings, budget: Budget, problems: Sequence[PageProblem] = (),
+                  conflicts: Sequence[PageConflict] = ()) -> Context:
+    """The agent's view of the decisions in effect, never longer than `budget`.
+
+    In order, each part only where the parts before it leave room: every open question (if they alone do
+    not fit, the most urgent that do, and `questions_left_out` says how many did not), up to
+    PROBLEMS_LISTED unreadable notes, the index of every settled topic, then one line each for the rulings
+    most likely to matter: pinned by the owner, revisit due, ruled in the last `recent_days`, then newest.
+    The last line counts what was left out. Ages are computed against `today`: this is not a file.
+    """
+    by_id = {d.id: d for d in decisions}
+
+    def targets(decision: Decision) -> list[Decision]:
+        return [by_id[t] for t in (resolve(link_text) for link_text in decision.supersedes) if t in by_id]
+
+    open_notes = [d for d in decisions if d.status is Status.OPEN]
+    dated = sorted((q for q in open_notes if q.due and not q.supersedes), key=lambda q: (q.due, asked_key(q, tz)))
+    undated = sorted((q for q in open_notes if not q.due and not q.supersedes), key=lambda q: asked_key(q, tz))
+    revisions = sorted((q for q in open_notes if q.supersedes), key=lambda q: asked_key(q, tz))
+    questions = [*dated, *undated, *revisions]
+    question_lines = [_agent_question_line(q, targets(q) if q.supersedes else [], today, tz, settings) for q in questions]
+
+    current = [d for d in decisions if d.status is Status.RULED]
+    named: set[str] = set()
+    over_long: list[tuple[str, int]] = []  # rulings whose topic list is cut: (id, topics not named)
+    for ruling in current:
+        settles = list(settled_topics(ruling, by_id, resolve))  # its own topics first
+        named.update(settles[:TOPICS_INDEXED_PER_NOTE])
+        if len(settles) > TOPICS_INDEXED_PER_NOTE:
+            over_long.append((ruling.id, len(settles) - TOPICS_INDEXED_PER_NOTE))
+    topics = sorted(named)
+    cut_lines = [f"{ruling_id} settles {count:,} more topics than named here (an over-long list): "
+                 f"`vault-tools show {ruling_id}`" for ruling_id, count in sorted(over_long)]
+    chosen = {ruling.id: _why_listed(ruling, today, tz, settings) for ruling in current}
+
+    def priority(ruling: Decision) -> tuple[int, dt.datetime, int, str]:
+        why = chosen[ruling.id]
+        rank = 0 if "pinned" in why else 1 if "revisit due" in why else 2 if "recent" in why else 3
+        moment, number, decision_id = newest_first_key(ruling, tz)
+        return -rank, moment, number, decision_id
+
+    ordered = sorted(current, key=priority, reverse=True)
+    overlaps = unresolved_overlaps(decisions, resolve, tz)
+    unsaid = unsaid_notes(overlaps)
+    ruling_lines = Lines(ordered, lambda r: _agent_ruling_line(r, [t.id for t in targets(r)], chosen[r.id], tz,
+                                                                 unsaid.get(r.id, ())))
+    overlap_lines_ = Lines(overlaps, lambda o: (
+        f"- {o.newer.id} ({ruled_day(o.newer, tz)}: {plain(o.newer.summary, note_id=o.newer.id)}) has not "
+        f"said whether it replaces {o.older.id} ({ruled_day(o.older, tz)}: "
+        f"{plain(o.older.summary, note_id=o.older.id)}) on {plain(o.topic, TOPIC_LIMIT)}"))
+    problem_list = sorted(problems, key=lambda p: (p.path, p.line or 0))
+    problem_lines = [f"- {plain(p.path, FIELD_LIMIT)}{f':{p.line}' if p.line else ''} {plain(p.message)}"
+                     for p in problem_list]
+
+    def render(n_questions: int, n_problems: int, n_topics: int, n_rulings: int, n_overlaps: int = 0) -> str:
+        out = [f"# Decisions in effect (vault-tools, {today.isoformat()})", "",
+               "Follow the current rulings. Never ask the owner about a settled topic: `vault-tools lookup TOPIC` "
+               "prints its rulings. Ask new questions with `vault-tools ask`.", ""]
+        if questions:
+            out += [f"## Open questions ({len(questions)}): the owner has not ruled; do not decide them yourself", ""]
+            out += question_lines[:n_questions]
+            if n_questions < len(questions):
+                out.append(f"- {len(questions) - n_questions:,} more open questions not shown (budget): "
+                           "`vault-tools list --status open`")
+        else:
+            out += ["## Open questions: none", ""]
+        if conflicts:
+            out += ["", f"## Conflicts ({len(conflicts)}): two clones recorded outcomes that cannot both stand; "
+                    "the owner decides", ""]
+            out += [f"- {c.id} {plain(c.what, note_id=c.id)} · settle: {c.settle}" for c in conflicts]
+        if overlap_lines_:
+            out += ["", f"## Not said whether it replaces ({len(overlap_lines_)}): neither ruling is the plain answer "
+                    "until the owner says which stands", ""]
+            out += overlap_lines_.first(n_overlaps)
+            if n_overlaps < len(overlap_lines_):
+                out.append(f"- {len(overlap_lines_) - n_overlaps:,} more pairs: `vault-tools lint`")
+        if problem_lines and (questions or overlap_lines_):
+            out.append("")
+        if problem_lines:
+            out += [f"## Decision notes unreadable or missing ({len(problem_lines)}): a ruling may be hiding in them", ""]
+            out += problem_lines[:n_problems]
+            if n_problems < len(problem_lines):
+                out.append(f"- {len(problem_lines) - n_problems:,} more: `vault-tools lint`")
+        if out[-1]:
+            out.append("")
+        if topics:
+            out += [f"## Settled topics ({len(topics):,}): each has a current ruling", ""]
+            out += _index_lines(topics[:n_topics], len(topics) - n_topics)
+            out += cut_lines[:PROBLEMS_LISTED]
+            if len(cut_lines) > PROBLEMS_LISTED:
+                out.append(f"{len(cut_lines) - PROBLEMS_LISTED:,} more rulings with over-long topic lists: "
+                           "`vault-tools lint`")
+            out += ["", f"## Rulings ({n_rulings:,} of {len(current):,} listed; most likely to matter first)", ""]
+            out += ruling_lines.first(n_rulings)
+            if out[-1]:
+                out.append("")
+        else:
+            out += ["## Settled topics: none yet", ""]
+        left = []
+        if len(current) - n_rulings:
+            left.append(f"{len(current) - n_rulings:,} of {len(current):,} current rulings")
+        if len(topics) - n_topics:
+            left.append(f"{len(topics) - n_topics:,} of {len(topics):,} topic names")
+        if n_questions < len(questions):
+            left.append(f"{len(questions) - n_questions:,} open questions")
+        if n_problems < len(problem_lines):
+            left.append(f"{len(problem_lines) - n_problems:,} unreadable or missing notes")
+        if n_overlaps < len(overlap_lines_):
+            left.append(f"{len(overlap_lines_) - n_overlaps:,} pairs of rulings not saying whether one replaces the other")
+        summary = "Left out: " + ", ".join(left) + "." if left else "Left out: nothing."
+        out.append(f"{summary} `vault-tools lookup TOPIC` shows the rulings on a topic and what they replaced.")
+        return "\n".join(out) + "\n"
+
+    def fits(text: str) -> bool:
+        return budget.fits(measure(text))
+
+    if not fits(render(0, 0, 0, 0)):
+        frame = measure(render(0, 0, 0, 0))
+        raise UsageError(f"the budget {budget.name} ({budget.describe()}) is too small for even an empty context "
+                         f"({frame.chars:,} characters, {frame.lines} lines, {frame.tokens:,} tokens)")
+    n_questions = largest_fitting(len(questions), lambda n: fits(render(n, 0, 0, 0)))
+    n_problems = 0
+    n_topics = 0
+    n_rulings = 0
+    n_overlaps = 0
+    if n_questions == len(questions):
+        n_overlaps = largest_fitting(min(MAX_OVERLAPS_LISTED, len(overlap_lines_)),
+                                      lambda n: fits(render(n_questions, 0, 0, 0, n)))
+        n_problems = largest_fitting(min(PROBLEMS_LISTED, len(problem_lines)),
+                                      lambda n: fits(render(n_questions, n, 0, 0, n_overlaps)))
+        n_topics = largest_fitting(len(topics), lambda n: fits(render(n_questions, n_problems, n, 0, n_overlaps)))
+        if n_topics == len(topics):
+            n_rulings = largest_fitting(len(ordered), lambda n: fits(render(n_questions, n_problems, n_topics, n,
+                                                                              n_overlaps)))
+    text = render(n_questions, n_problems, n_topics, n_rulings, n_overlaps)
+    return Context(text=text, budget=budget, usage=measure(text), open_questions=questions[:n_questions],
+                   questions_left_out=len(questions) - n_questions, problems=problem_list[:n_problems],
+                   problems_left_out=len(problem_lines) - n_problems, topics=topics[:n_topics],
+                   topics_left_out=len(topics) - n_topics,
+                   rulings=[(r, chosen[r.id]) for r in ordered[:n_rulings]], rulings_left_out=len(current) - n_rulings,
+                   overlaps=overlaps, conflicts=list(conflicts))
