@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vault_tools"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("errors", "record_files", "page_names", "rule_codes", "scope", "bodies", "carriers", "handover",
                 "__init__", "agents.__init__")),
-    ("domain", ("model", "dates", "notes", "pages", "agent_view", "topic_aliases", "ledger_lines", "history", "sealing")),
+    ("domain", ("model", "dates", "notes", "durable", "note_edits", "pages", "agent_view", "topic_aliases", "ledger_lines", "history", "sealing")),
     ("storage", ("layout", "config", "ledger", "reading", "vault", "index")),
     ("operations", ("commands", "importers", "starter", "figures", "shapes", "agents.instructions")),
     ("engines", ("watch", "reconcile", "lint")),
@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 # Imports inside functions, and those of them with no reason written beside them: neither count may grow.
 # The aim is at most 90, each with a reason; the ceilings come down as modules are reworked.
-MAX_FUNCTION_IMPORTS = 168
+MAX_FUNCTION_IMPORTS = 167
 MAX_WITHOUT_REASON = 151
 
 
@@ -115,8 +115,11 @@ def main() -> int:
         breaches.append(f"{function_level} imports inside functions; at most {MAX_FUNCTION_IMPORTS} (start-up time "
                         "is the only reason for one)")
     if len(unexplained) > MAX_WITHOUT_REASON:
-        breaches += [f"{where}: an import inside a function with no reason given (a comment on its line or the "
-                     "one above)" for where in unexplained]
+        breaches.append(f"{len(unexplained)} imports inside functions have no reason given (a comment on their line "
+                        f"or the one above); at most {MAX_WITHOUT_REASON}: give the new ones theirs "
+                        "(`--list` names them all)")
+    if "--list" in sys.argv:
+        breaches += [f"{where}: an import inside a function with no reason given" for where in unexplained]
     for breach in breaches:
         print(breach)
     print(f"check_layers: {len(modules)} modules, {sum(map(len, graph.values()))} imports, {function_level} inside "

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from vault_tools import notes
+from vault_tools import durable, note_edits, notes
 from vault_tools.commands.ask import ask
 from vault_tools.commands.build import build
 from vault_tools.commands.close import retract, withdraw
@@ -98,23 +98,23 @@ def owner_rules_in_obsidian(ws: Workspace, decision_id: str, summary: str, rulin
     """The owner opens a question in Obsidian, sets it to ruled and writes the answer (the watcher seals it)."""
     decision = ws.find(ws.state(), decision_id)
     note = notes.read_note(ws.vault.path_of(decision))
-    text = notes.with_fields(note, {"status": "ruled", "summary": summary, "source": source})
-    notes.write_note(note, text.rstrip("\n") + f"\n\n## Ruling\n\n{ruling}\n")
+    text = note_edits.with_fields(note, {"status": "ruled", "summary": summary, "source": source})
+    durable.write_note(note, text.rstrip("\n") + f"\n\n## Ruling\n\n{ruling}\n")
 
 
 def owner_edits_sealed_note(ws: Workspace, decision_id: str, summary: str, addition: str) -> None:
     """The owner types into a sealed ruling in place, as if it were an ordinary note."""
     decision = ws.find(ws.state(), decision_id)
     note = notes.read_note(ws.vault.path_of(decision))
-    text = notes.with_fields(note, {"summary": summary})
-    notes.write_note(note, text.rstrip("\n") + f"\n\n{addition}\n")
+    text = note_edits.with_fields(note, {"summary": summary})
+    durable.write_note(note, text.rstrip("\n") + f"\n\n{addition}\n")
 
 
 def owner_adds_properties(ws: Workspace, decision_id: str, properties: dict[str, object]) -> None:
     """The owner adds their own properties (tags, aliases, pinned) in Obsidian: not an edit of the sealed meaning."""
     decision = ws.find(ws.state(), decision_id)
     note = notes.read_note(ws.vault.path_of(decision))
-    notes.write_note(note, notes.with_fields(note, properties))
+    durable.write_note(note, note_edits.with_fields(note, properties))
 
 
 def watcher_pass(ws: Workspace) -> None:

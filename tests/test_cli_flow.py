@@ -6,7 +6,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from vault_tools import notes
+from vault_tools import durable, note_edits, notes
 
 from .conftest import snapshot, vt
 
@@ -110,7 +110,7 @@ def test_seal_command_stamps_and_seals_a_hand_ruled_note(cli, vault):
     cli("ask", "What should article footers contain?", "--topic", "article-footer")
     path = next((vault / "Decisions").iterdir())
     note = notes.read_note(path)
-    notes.write_note(note, notes.with_fields(note, {"status": "ruled", "summary": "Footers carry the bio only."}))
+    durable.write_note(note, note_edits.with_fields(note, {"status": "ruled", "summary": "Footers carry the bio only."}))
     result = cli("seal")
     assert result.code == 0 and "D-0001 sealed" in result.out
     after = notes.read_note(path)

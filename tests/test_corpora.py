@@ -6,7 +6,7 @@ from pathlib import Path
 import frontmatter
 import pytest
 
-from vault_tools import notes
+from vault_tools import durable, note_edits, notes
 from vault_tools.config import Config
 from vault_tools.vault import Vault
 
@@ -69,13 +69,13 @@ def test_round_trip_of_every_parseable_corpus_note_is_byte_identical(tmp_path):
         if not hasattr(note.data, "items"):
             continue
         original = path.read_bytes()
-        text = notes.with_fields(note, {})
-        assert notes.encode(text, bom=note.bom) == original, path
+        text = note_edits.with_fields(note, {})
+        assert durable.encode(text, bom=note.bom) == original, path
         if count % 50 == 0:
             copy = tmp_path / "copy.md"
             copy.write_bytes(original)
             note.path = copy
-            notes.write_note(note, text)
+            durable.write_note(note, text)
             assert copy.read_bytes() == original, path
         count += 1
     assert count > 3000

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools import notes
+from vault_tools import note_edits, notes
 from vault_tools.dates import local_date
 from vault_tools.history import History, histories_by_id
 from vault_tools.model import Decision, Status
@@ -144,7 +144,7 @@ def test_ledger_agrees_with_every_note(example, state, ledger):
         assert recorded.body == current.body, decision.id
         assert without_owner_properties(recorded.data) == without_owner_properties(current.data), decision.id
         if recorded.data == current.data:
-            assert latest.text == notes.file_text(current, current.text), decision.id
+            assert latest.text == note_edits.file_text(current, current.text), decision.id
     for decision in state.decisions:
         closing = {e.event: e for e in ledger[decision.id].events}
         if decision.status is Status.SUPERSEDED:

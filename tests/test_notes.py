@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it.utils import read_fixture_file
 
-from vault_tools import notes
+from vault_tools import durable, note_edits, notes
 from vault_tools.errors import NoteError
 
 from .conftest import write
@@ -23,7 +23,7 @@ CASES = read_fixture_file(Path(__file__).parent / "data" / "supersede_edits.md")
 def test_marking_superseded_changes_only_those_fields(tmp_path, line, title, before, after):
     path = write(tmp_path / "note.md", before)
     note = notes.read_note(path)
-    assert notes.with_fields(note, SUPERSEDE) == after
+    assert note_edits.with_fields(note, SUPERSEDE) == after
 
 
 def test_crlf_and_bom_are_kept_and_new_lines_use_crlf(tmp_path):
@@ -32,7 +32,7 @@ def test_crlf_and_bom_are_kept_and_new_lines_use_crlf(tmp_path):
     path.write_bytes(notes.BOM.encode() + text.encode())
     note = notes.read_note(path)
     assert note.bom and note.newline == "\r\n"
-    notes.write_note(note, notes.with_fields(note, {"status": "superseded", "reason": "x" * 25}))
+    durable.write_note(note, note_edits.with_fields(note, {"status": "superseded", "reason": "x" * 25}))
     assert path.read_bytes() == (notes.BOM + "---\r\ntype: decision\r\nid: D-0001\r\nstatus: superseded\r\n"
                                  "reason: " + "x" * 25 + "\r\n---\r\nBody\r\n").encode()
 
@@ -41,20 +41,20 @@ def test_unchanged_note_writes_back_identical_bytes(tmp_path):
     text = "---\ntype: decision\nid: D-0001  # x\ntopics: [a]\n---\nBody\n"
     path = write(tmp_path / "n.md", text)
     note = notes.read_note(path)
-    assert notes.with_fields(note, {}) == text
+    assert note_edits.with_fields(note, {}) == text
 
 
 def test_atomic_write_leaves_no_temp_file(tmp_path):
     path = write(tmp_path / "n.md", "---\nid: D-0001\n---\n")
     note = notes.read_note(path)
-    notes.write_note(note, notes.with_fields(note, {"status": "open"}))
+    durable.write_note(note, note_edits.with_fields(note, {"status": "open"}))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.md"]
 
 
 def test_create_never_overwrites(tmp_path):
     path = write(tmp_path / "n.md", "owner's text")
     with pytest.raises(NoteError, match="already exists"):
-        notes.create_note(path, "new")
+        durable.create_note(path, "new")
     assert path.read_text() == "owner's text"
 
 
@@ -103,14 +103,14 @@ def test_round_trip_of_an_unchanged_note_is_byte_identical(tmp_path, pairs, body
     if comment:
         lines.insert(1, "# the owner's comment")
     text = "---" + newline + newline.join(lines) + newline + "---" + newline + body
-    raw = notes.encode(text, bom=bom)
+    raw = durable.encode(text, bom=bom)
     path = tmp_path / "n.md"
     path.write_bytes(raw)
     note = notes.read_note(path)
-    notes.write_note(note, notes.with_fields(note, {}))
+    durable.write_note(note, note_edits.with_fields(note, {}))
     assert path.read_bytes() == raw
     # And changing one field changes only that field's line.
-    notes.write_note(note, notes.with_fields(note, {"status": "superseded"}))
+    durable.write_note(note, note_edits.with_fields(note, {"status": "superseded"}))
     after = notes.read_note(path)
     assert after.body == note.body
     assert {k: v for k, v in after.data.items() if k != "status"} == {k: v for k, v in note.data.items() if k != "status"}
@@ -120,10 +120,10 @@ def test_writes_keep_the_notes_permissions(tmp_path):
     path = write(tmp_path / "n.md", "---\nid: D-0001\n---\n")
     os.chmod(path, 0o644)
     note = notes.read_note(path)
-    notes.write_note(note, notes.with_fields(note, {"status": "open"}))
+    durable.write_note(note, note_edits.with_fields(note, {"status": "open"}))
     assert path.stat().st_mode & 0o777 == 0o644
     created = tmp_path / "new.md"
-    notes.create_note(created, "text")
+    durable.create_note(created, "text")
     assert created.stat().st_mode & 0o044 == 0o044  # readable by others, as with any new file here
 
 
@@ -132,7 +132,7 @@ def test_numbers_with_a_leading_zero_read_as_yaml_1_2_does(tmp_path):
     path = write(tmp_path / "n.md", "---\nepisode: 08\nparts: [08, 010, 0o17, 0x1f]\n---\nbody\n")
     note = notes.read_note(path)
     assert note.data == {"episode": 8, "parts": [8, 10, 15, 31]}
-    notes.write_note(note, notes.with_fields(note, {}))
+    durable.write_note(note, note_edits.with_fields(note, {}))
     assert path.read_text() == "---\nepisode: 08\nparts: [08, 010, 0o17, 0x1f]\n---\nbody\n"
 
 
@@ -146,9 +146,9 @@ def test_a_value_written_without_ruamel_is_written_as_ruamel_writes_it(value):
     import io
 
     stream = io.StringIO()
-    notes._dumper().dump({"reason": notes._yaml_value(value)}, stream)
-    assert notes.render_field("reason", value) == stream.getvalue()
-    assert notes.render_field("reason", value, "\r\n") == stream.getvalue().replace("\n", "\r\n")
+    note_edits._dumper().dump({"reason": note_edits._yaml_value(value)}, stream)
+    assert note_edits.render_field("reason", value) == stream.getvalue()
+    assert note_edits.render_field("reason", value, "\r\n") == stream.getvalue().replace("\n", "\r\n")
 
 
 SCALARS = ["x", "two words", "08", "0x1f", "0o17", "1_000", "-3", "+4", "1.5", ".5", "1e3", "-.Inf", ".nan", "true",
@@ -214,8 +214,8 @@ def test_several_notes_written_together_each_in_place_or_left_as_it_was(tmp_path
     (tmp_path / "b" / "Gone.md").unlink()
     (tmp_path / "b").rmdir()  # its folder is gone: this one cannot be written
     writes = [(note, note.text.replace("ruled", "superseded"), None) for note in read]
-    with notes.recording_writes() as recorded:
-        found = notes.write_notes(writes)
+    with durable.recording_writes() as recorded:
+        found = durable.write_notes(writes)
     assert found[0] is None and found[1] is None and isinstance(found[2], OSError)
     assert first.read_text() == "---\nstatus: superseded\n---\nBody one.\n"
     assert second.read_bytes() == notes.BOM.encode("utf-8") + b"---\nstatus: superseded\n---\nBody two.\n"
@@ -255,12 +255,12 @@ def test_several_files_are_synced_before_any_is_replaced_and_the_ledger_before_e
         with open(ledger, "ab") as handle:
             os.fsync(handle.fileno())
 
-    kept = notes.sync_threads_kept() if threads == "kept for every batch" else contextlib.nullcontext()
-    with kept, notes.before_writes(sync_ledger):
-        found = notes.write_files([(path, f"new text {index}\n".encode(), None) for index, path in enumerate(paths)])
+    kept = durable.sync_threads_kept() if threads == "kept for every batch" else contextlib.nullcontext()
+    with kept, durable.before_writes(sync_ledger):
+        found = durable.write_files([(path, f"new text {index}\n".encode(), None) for index, path in enumerate(paths)])
     assert found == [None] * 20
     assert [path.read_text() for path in paths] == [f"new text {index}\n" for index in range(20)]
-    assert not [name for name in os.listdir(tmp_path) if name.startswith(notes.TEMP_PREFIX)]
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(durable.TEMP_PREFIX)]
 
 
 def test_a_file_whose_sync_fails_is_left_as_it_was_and_the_others_are_written(tmp_path, monkeypatch):
@@ -273,11 +273,11 @@ def test_a_file_whose_sync_fails_is_left_as_it_was_and_the_others_are_written(tm
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    found = notes.write_files([(path, f"new text {index}\n".encode(), None) for index, path in enumerate(paths)])
+    found = durable.write_files([(path, f"new text {index}\n".encode(), None) for index, path in enumerate(paths)])
     assert [error is None for error in found] == [True, True, True, False, True]
     assert [path.read_text() for path in paths] == ["new text 0\n", "new text 1\n", "new text 2\n", "old text 3\n",
                                                     "new text 4\n"]
-    assert not [name for name in os.listdir(tmp_path) if name.startswith(notes.TEMP_PREFIX)]
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(durable.TEMP_PREFIX)]
 
 
 def test_when_the_ledger_cannot_be_synced_no_file_is_replaced(tmp_path):
@@ -286,10 +286,10 @@ def test_when_the_ledger_cannot_be_synced_no_file_is_replaced(tmp_path):
     def failing_sync():
         raise OSError(28, "No space left on device")
 
-    with notes.before_writes(failing_sync), pytest.raises(OSError):
-        notes.write_files([(path, b"new text\n", None) for path in paths])
+    with durable.before_writes(failing_sync), pytest.raises(OSError):
+        durable.write_files([(path, b"new text\n", None) for path in paths])
     assert [path.read_text() for path in paths] == [f"old text {index}\n" for index in range(3)]
-    assert not [name for name in os.listdir(tmp_path) if name.startswith(notes.TEMP_PREFIX)]
+    assert not [name for name in os.listdir(tmp_path) if name.startswith(durable.TEMP_PREFIX)]
 
 
 DECISION = "---\ntype: decision\nid: D-0001\nstatus: open\n---\nBody\n"

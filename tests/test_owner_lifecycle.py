@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from vault_tools import notes
+from vault_tools import note_edits, notes
 
 from .conftest import write
 from .test_watch import Running, configure, obsidian_save
@@ -34,7 +34,7 @@ def test_ask_answer_decide_supersede_withdraw_and_retract_in_obsidian(vault):
         watcher.until(lambda: _status(vault, "D-0001") == "asked")
 
         # answer it: status ruled, the answer in summary and under Ruling
-        answered = notes.with_fields(notes.read_note(question), {
+        answered = note_edits.with_fields(notes.read_note(question), {
             "status": "ruled", "summary": "No podcast this year; revisit when subscribers pass ten thousand."})
         obsidian_save(question, answered + "\n## Ruling\n\nNot this year.\n")
         watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0001" for e in _ledger(vault)))
@@ -55,12 +55,12 @@ def test_ask_answer_decide_supersede_withdraw_and_retract_in_obsidian(vault):
         dropped = write(folder / "D-0004 Mastodon.md", _note(
             "id: D-0004\nstatus: open\ntopics: [social-crossposting]\nsummary: Should the agent cross-post to Mastodon?"))
         watcher.until(lambda: _status(vault, "D-0004") == "asked")
-        obsidian_save(dropped, notes.with_fields(notes.read_note(dropped), {
+        obsidian_save(dropped, note_edits.with_fields(notes.read_note(dropped), {
             "status": "withdrawn", "reason": "The owner left Mastodon, so there is nothing to cross-post to."}))
         watcher.until(lambda: _status(vault, "D-0004") == "withdrawn")
 
         # retract a sealed ruling recorded in error
-        retracted = notes.with_fields(notes.read_note(question), {
+        retracted = note_edits.with_fields(notes.read_note(question), {
             "status": "retracted", "reason": "Recorded in error: the owner was talking about another show."})
         obsidian_save(question, retracted)
         watcher.until(lambda: _status(vault, "D-0001") == "retracted")
@@ -82,14 +82,14 @@ def test_a_ruling_whose_summary_still_asks_is_not_sealed_until_it_answers(vault)
     with Running(vault) as watcher:
         watcher.until(lambda: _status(vault, "D-0001") == "asked")
         # The owner answers in place but forgets to rewrite the summary.
-        forgot = notes.with_fields(notes.read_note(question), {"status": "ruled"})
+        forgot = note_edits.with_fields(notes.read_note(question), {"status": "ruled"})
         obsidian_save(question, forgot + "\n## Ruling\n\nNo podcast this year.\n")
         watcher.until(lambda: any(a.kind == "invalid" and "still asks the question" in a.why for a in watcher.actions))
         page = (vault / "Pinned" / "Open questions.md")
         watcher.until(lambda: page.exists() and "still asks the question" in page.read_text())
         assert not any(e["event"] == "sealed" for e in _ledger(vault))
         # Now the answer goes where the agent reads it.
-        obsidian_save(question, notes.with_fields(notes.read_note(question), {
+        obsidian_save(question, note_edits.with_fields(notes.read_note(question), {
             "summary": "No podcast this year; revisit when subscribers pass ten thousand."}))
         watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0001" for e in _ledger(vault)))
         watcher.until(lambda: "still asks" not in page.read_text())

@@ -10,7 +10,7 @@ import json
 import re
 from pathlib import Path
 
-from vault_tools import notes
+from vault_tools import note_edits, notes
 from vault_tools.starter import packaged_templates
 
 from .conftest import write
@@ -33,7 +33,7 @@ class Owner:
     def types(self, path: Path, fields: dict[str, object], *, under_ruling: str = "") -> None:
         """The owner fills in properties in the Properties panel and, optionally, writes under `## Ruling`."""
         self.typed += list(fields.items())
-        text = notes.with_fields(notes.read_note(path), fields)
+        text = note_edits.with_fields(notes.read_note(path), fields)
         if under_ruling:
             text = text.replace("## Ruling\n", f"## Ruling\n\n{under_ruling}\n", 1)
         obsidian_save(path, text)

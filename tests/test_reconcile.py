@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools import lint, notes
+from vault_tools import durable, lint, note_edits, notes
 from vault_tools.commands.workspace import Workspace
 from vault_tools.history import histories_by_id
 from vault_tools.ledger import Ledger
@@ -95,7 +95,7 @@ def test_a_later_burst_is_added_to_the_revision_with_its_properties(cli, vault):
     assert "restored" in one_pass(vault)
     revision = next((vault / "Decisions").glob("D-0002 *.md"))
     note = notes.read_note(revision)
-    revision.write_text(notes.with_fields(note, {"due": "2026-12-31"}) + "\nThe owner's own line.\n")
+    revision.write_text(note_edits.with_fields(note, {"due": "2026-12-31"}) + "\nThe owner's own line.\n")
     path.write_text(sealed_text.replace(FOOTER, "Footers carry the bio and a link to the archive page.")
                     + "\nSecond sitting.\n")
     assert "restored" in one_pass(vault)
@@ -121,11 +121,11 @@ def test_a_withdrawn_question_stays_withdrawn(cli, vault):
     assert cli("withdraw", "D-0001", "--reason", "The owner stopped the newsletter entirely.").code == 0
     path = next((vault / "Decisions").glob("D-0001 *.md"))
     note = notes.read_note(path)
-    path.write_text(notes.with_fields(note, {"status": "ruled", "summary": FOOTER}))
+    path.write_text(note_edits.with_fields(note, {"status": "ruled", "summary": FOOTER}))
     assert "sealed" not in one_pass(vault)
     assert cli("seal").err.strip() == "nothing to seal"
     note = notes.read_note(path)
-    path.write_text(notes.with_fields(note, {"status": "open"}))
+    path.write_text(note_edits.with_fields(note, {"status": "open"}))
     refused = cli("rule", "D-0001", "--summary", FOOTER)
     assert refused.code == 1 and "withdrawn, which is final" in refused.err
     assert events(vault) == ["asked", "withdrawn"]
@@ -188,7 +188,7 @@ def test_one_run_seals_any_number_of_rulings_and_applies_every_chain(cli, vault)
     assert all(d.status.value == ("superseded" if d.number % 2 else "ruled") for d in state.decisions)
     assert events(vault).count("sealed") == 220 and events(vault).count("superseded") == 110
     assert lint.lint(lint.gather(Vault(vault))).errors == 0
-    assert not [p for p in vault.rglob(f"{notes.TEMP_PREFIX}*")]  # no temp file is left
+    assert not [p for p in vault.rglob(f"{durable.TEMP_PREFIX}*")]  # no temp file is left
     assert cli("watch", "--once").code == 0 and events(vault).count("sealed") == 220  # nothing left to do
 
 
@@ -736,9 +736,9 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
         ahead._seen[rel] = before
         note = ws.read(path)
         new = live.decision_at("Decisions/" + successor.name)
-        notes.write_note(note, note.text.replace("## Body of D-0001", "## Body of D-0001, written again"))
+        durable.write_note(note, note.text.replace("## Body of D-0001", "## Body of D-0001, written again"))
         assert live.refresh() and live.decision_at(rel) is not before
-        stale = notes.edited(note, superseded_changes(new, REASON))  # the edit made ahead, of the text as it was
+        stale = note_edits.edited(note, superseded_changes(new, REASON))  # the edit made ahead, of the text as it was
         os.write(write_end, record([("hash", rel, "sha256:stale"), ("text", rel, note.text, encode_text(note.text)),
                                     ("edit", edit_key(rel, note.text, superseded_changes(new, REASON)), stale,
                                      stale.text, encode_text(stale.text), ws.parse_new(path, stale.text, stale),
@@ -773,7 +773,7 @@ def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as
             ahead, write_end = _fed_by_hand(live, rel)
             new = live.decision_at("Decisions/" + successor.name)
             note, changes = ws.read(path), superseded_changes(new, REASON)
-            marked = notes.edited(note, changes)
+            marked = note_edits.edited(note, changes)
             ahead._seen[new.path] = new
             os.write(write_end, record([("edit", edit_key(rel, note.text, changes), marked, marked.text,
                                          encode_text(marked.text), ws.parse_new(path, marked.text, marked),
@@ -821,7 +821,7 @@ def test_a_note_read_back_as_written_is_what_its_writer_said_and_one_saved_since
                 came = path.parent / "D-0005 Came meanwhile.md"
                 came.write_text(path.read_text(encoding="utf-8").replace("D-0003", "D-0005"), encoding="utf-8")
                 assert live.refresh([f"Decisions/{came.name}"]) and live.decision_at(f"Decisions/{came.name}")
-            notes.write_note(ws.read(path), marked.text, marked)
+            durable.write_note(ws.read(path), marked.text, marked)
             if between == "saved":  # the owner's save, after the write and before the view reads it back
                 path.write_text(marked.text + "\nA line saved since.\n", encoding="utf-8")
             assert live.refresh()

@@ -9,7 +9,7 @@ import os
 import re
 import time
 
-from vault_tools import notes
+from vault_tools import note_edits, notes
 
 from .conftest import snapshot, vt_here, write
 from .test_watch import Running, configure, obsidian_save
@@ -130,7 +130,7 @@ def test_a_ruling_made_in_obsidian_is_sealed_but_flagged_until_the_owner_says(va
     assert linted.code == 1 and "VT016" in linted.out and "D-0002 has not said whether it replaces D-0001" in linted.out
 
     # The owner says both stand, in Obsidian: a lifecycle step, recorded; the note keeps what they typed.
-    said = notes.with_fields(notes.read_note(path), {"alongside": ["[[D-0001 Every article footer carries the newsletter signup link.]]"]})
+    said = note_edits.with_fields(notes.read_note(path), {"alongside": ["[[D-0001 Every article footer carries the newsletter signup link.]]"]})
     _saved_a_while_ago(path, said)
     done = _ok(vt_here("watch", "--once", cwd=vault))
     assert "related" in done.err and "stands alongside D-0001" in done.err
@@ -144,7 +144,7 @@ def test_a_ruling_made_in_obsidian_is_sealed_but_flagged_until_the_owner_says(va
 
 def test_the_owner_says_it_replaces_the_older_one_in_obsidian(vault):
     path = _owner_rules_in_obsidian(vault)
-    said = notes.with_fields(notes.read_note(path), {
+    said = note_edits.with_fields(notes.read_note(path), {
         "supersedes": ["[[D-0001 Every article footer carries the newsletter signup link.]]"], "reason": WHY})
     _saved_a_while_ago(path, said)
     done = _ok(vt_here("lint", "--fix", cwd=vault))
@@ -180,7 +180,7 @@ def test_retracting_in_obsidian_is_recorded_with_the_watcher_running(vault):
     configure(vault)
     path = _retractable(vault)
     with Running(vault) as watcher:
-        retracted = notes.with_fields(notes.read_note(path), {
+        retracted = note_edits.with_fields(notes.read_note(path), {
             "status": "retracted", "reason": "Recorded in error: the owner quoted last year's price list."})
         obsidian_save(path, retracted)
         watcher.until(lambda: "retracted" in watcher.kinds())
@@ -197,7 +197,7 @@ def test_retracting_in_obsidian_is_recorded_with_the_watcher_running(vault):
 
 def test_a_retraction_without_a_good_reason_is_shown_not_reverted(vault):
     path = _retractable(vault)
-    retracted = notes.with_fields(notes.read_note(path), {"status": "retracted", "reason": "wrong"})
+    retracted = note_edits.with_fields(notes.read_note(path), {"status": "retracted", "reason": "wrong"})
     _saved_a_while_ago(path, retracted)
     done = vt_here("watch", "--once", cwd=vault)
     assert "retraction is not applied until `reason` says why" in done.err
@@ -210,7 +210,7 @@ def test_a_retraction_without_a_good_reason_is_shown_not_reverted(vault):
 def test_a_retraction_typed_with_other_changes_becomes_a_revision_and_says_why(vault):
     path = _retractable(vault)
     sealed = path.read_text()
-    typed = notes.with_fields(notes.read_note(path), {
+    typed = note_edits.with_fields(notes.read_note(path), {
         "status": "retracted", "reason": "Recorded in error: the owner quoted last year's price list.",
         "summary": "The starter plan costs 12 EUR a month from January."})
     _saved_a_while_ago(path, typed)

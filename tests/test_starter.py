@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools import notes
+from vault_tools import note_edits, notes
 from vault_tools.errors import ConfigError
 from vault_tools.model import Status, build_decision
 from vault_tools.starter import TEMPLATE_NAMES, install_templates, packaged_templates
@@ -49,7 +49,7 @@ def test_a_filled_template_is_a_valid_decision_once_id_and_topics_are_set(name, 
     now = dt.datetime(2026, 11, 29, 9, 41, 7)
     filled = fill_like_obsidian(packaged_templates()[name], "Should footers carry a sponsor line", now)
     note = notes.parse_text(filled, tmp_path / name)
-    completed = notes.parse_text(notes.with_fields(note, {"id": "D-0042", "topics": ["article-footer"]}), note.path)
+    completed = notes.parse_text(note_edits.with_fields(note, {"id": "D-0042", "topics": ["article-footer"]}), note.path)
     decision, problems = build_decision(completed.data, path=f"Decisions/{name}", body=completed.body)
     assert problems == []
     assert decision is not None and decision.status is status

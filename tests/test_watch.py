@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools import lint, notes
+from vault_tools import lint, note_edits, notes
 from vault_tools.commands.workspace import Workspace
 from vault_tools.history import histories_by_id
 from vault_tools.ledger import Ledger
@@ -294,7 +294,7 @@ def test_typing_at_obsidian_speed_with_default_scale_timings_is_not_sealed_mid_r
     path = next((vault / "Decisions").iterdir())
     with Scripted(vault) as scripted:
         note = notes.read_note(path)
-        text = notes.with_fields(note, {"status": "ruled", "summary": FOOTER})
+        text = note_edits.with_fields(note, {"status": "ruled", "summary": FOOTER})
         for n in range(4):  # an autosave every 1.5 s while the owner is still writing the ruling
             text += f"\nMore of the ruling, part {n}."
             scripted.save(path, text)
@@ -374,7 +374,7 @@ def test_a_question_ruled_in_obsidian_is_sealed_after_settling(cli, vault):
     path = next((vault / "Decisions").iterdir())
     with Running(vault) as running:
         note = notes.read_note(path)
-        obsidian_save(path, notes.with_fields(note, {"status": "ruled", "summary": FOOTER}))
+        obsidian_save(path, note_edits.with_fields(note, {"status": "ruled", "summary": FOOTER}))
         running.until(lambda: "sealed" in running.kinds())
         log = running.until(lambda: "D-0001" in (vault / "Pinned/Decisions log.md").read_text()
                             and (vault / "Pinned/Decisions log.md").read_text())
@@ -508,7 +508,7 @@ def _scenario(vault: Path, cli) -> dict[str, bytes]:
              reason="Stock is higher than planned this spring.")
     question = next((vault / "Decisions").glob("D-0002 *.md"))
     note = notes.read_note(question)
-    obsidian_save(question, notes.with_fields(note, {"status": "ruled", "summary": "We move the newsletter to Buttondown."}))
+    obsidian_save(question, note_edits.with_fields(note, {"status": "ruled", "summary": "We move the newsletter to Buttondown."}))
     past = time.time() - 60
     for p in (vault / "Decisions").iterdir():
         os.utime(p, (past, past))

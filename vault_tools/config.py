@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import __version__, notes
+from . import __version__, durable, notes
 from .dates import zone
 from .errors import ConfigError
 from .layout import layout_of, relative
@@ -111,7 +111,7 @@ def load_config(root: Path) -> Config:
     config = _read_config(raw, shown)
     _configs[(key[0], key[1])] = config
     try:
-        notes.write_atomic(cache, json.dumps({"key": key, "version": __version__,
+        durable.write_atomic(cache, json.dumps({"key": key, "version": __version__,
                                               "values": asdict(config)}).encode("utf-8"))
     except OSError:
         pass  # derived data: a read-only vault reads its config every time

@@ -2,7 +2,7 @@
 
 Notes hold dates in Obsidian's Property formats (`2026-07-17`, `2026-07-17T08:30:00`)
 in the vault's time zone; a value with an explicit offset is accepted on read.
-The ledger stores UTC. Rendering values back into a note is `notes.render_field`'s job.
+The ledger stores UTC. Rendering values back into a note is `note_edits.render_field`'s job.
 """
 from __future__ import annotations
 

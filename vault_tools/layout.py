@@ -144,7 +144,7 @@ def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = N
     tag = ""
     while not tag or tag in avoid:
         tag = "".join(secrets.choice(CLONE_TAG_ALPHABET) for _ in range(CLONE_TAG_LENGTH))
-    from .notes import write_atomic  # notes imports this module's neighbours; only a new tag needs it
+    from .durable import write_atomic  # only a new tag is written: most commands never need it
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

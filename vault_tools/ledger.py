@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
+from . import durable
 from .errors import InconsistentVault
 from .history import History, RecordSummary, extend_histories, histories, placed
 from .ledger_lines import Event, event_line, parse_ledger, parse_line
@@ -404,11 +405,9 @@ class Ledger:
         them) but are made durable together: before the next note is written and when the block ends. After a
         power cut the disk then never holds a note written after an event it lacks, as with one fsync per
         append, for one fsync per burst of appends."""
-        from . import notes  # notes know nothing of the ledger
-
         self._sync_later += 1
         try:
-            with notes.before_writes(self.sync):
+            with durable.before_writes(self.sync):
                 yield
         finally:
             self._sync_later -= 1

@@ -12,7 +12,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from . import notes
+from . import durable, note_edits, notes
 from .errors import NoteError
 from .handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from .layout import relative
@@ -308,13 +308,13 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                 os.waitpid(pid, 0)
 
 
-def read_payload(root: Path, path: str | Path, written: notes.Written | None = None) -> tuple[str, dict[str, Any] | None]:
+def read_payload(root: Path, path: str | Path, written: durable.Written | None = None) -> tuple[str, dict[str, Any] | None]:
     """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
     kind, payload, _ = _read_keyed(root, path, written)
     return kind, payload
 
 
-def _read_keyed(root: Path, path: str | Path, written: notes.Written | None = None,
+def _read_keyed(root: Path, path: str | Path, written: durable.Written | None = None,
                 ) -> tuple[str, dict[str, Any] | None, StatKey | None]:
     key = None
     try:
@@ -329,12 +329,12 @@ def _read_keyed(root: Path, path: str | Path, written: notes.Written | None = No
     if note is None:
         return "other", None, key
     body_line = note.text[:len(note.text) - len(note.body)].count("\n") + 1
-    data = note.data if all(isinstance(name, str) for name in note.data) else notes.plain(note.data)
+    data = note.data if all(isinstance(name, str) for name in note.data) else note_edits.plain(note.data)
     return "decision", {"data": data, "body": note.body, "lines": note.key_lines, "body_line": body_line}, key
 
 
 def read_decision_note(root: Path, path: Path, data: bytes | None = None,
-                       written: notes.Written | None = None) -> notes.Note | None:
+                       written: durable.Written | None = None) -> notes.Note | None:
     """The note if its frontmatter says `type: decision` (parsed from `data` when its bytes were read
     already, see `notes.read_note` for `written`); raises NoteError if it cannot be read."""
     rel = relative(root, path)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from . import notes
+from . import durable, note_edits, notes
 from .commands.amend import apply_owner_step, owner_step
 from .commands.close import finish_interrupted_close, hand_made_events
 from .commands.ids import awaiting_ids, give_ids
@@ -85,7 +85,7 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     """
     result = Reconciled()
     with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live, \
-            notes.sync_threads_kept():
+            durable.sync_threads_kept():
         live.before_fork = before_fork
         ws.remove_stale_temps(live.state)
         _Reconcile(ws, live, result, quiet_before, settle_before, progress, missing_before).run()
@@ -379,10 +379,10 @@ class _Reconcile:
         if latest is None or latest.text is None or STATUS_AFTER.get(latest.event) is not history.status:
             return False
         note = self.ws.read(self.ws.vault.path_of(decision))
-        typed = notes.file_text(note, note.text)
+        typed = note_edits.file_text(note, note.text)
         if typed == latest.text or not any(e.text == typed for e in history.events if e is not latest):
             return False
-        notes.write_atomic(self.ws.vault.path_of(decision), latest.text.encode("utf-8"))
+        durable.write_atomic(self.ws.vault.path_of(decision), latest.text.encode("utf-8"))
         self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
                                                          "the current one put back")
         return True
@@ -394,15 +394,15 @@ class _Reconcile:
         if matches_ledger(ws, state, decision, history):
             return
         note = ws.read(ws.vault.path_of(decision))
-        if notes.file_text(note, note.text) == seal.text:
+        if note_edits.file_text(note, note.text) == seal.text:
             # The text is exactly what was sealed: what changed is around it. Restoring would change nothing.
             raise NoteError("reads differently from when it was sealed because a note it links to was renamed "
                             "or removed; restore that note or its name", path=decision.path)
-        typed = notes.file_text(note, note.text)
+        typed = note_edits.file_text(note, note.text)
         if history.settled is not None and any(event.text == typed for event in history.events if event is not seal):
             # A conflict was settled, and a merge or a rebase brought back a version the ledger already holds
             # from before: nothing typed is lost by putting the settled text back.
-            notes.write_atomic(ws.vault.path_of(decision), seal.text.encode("utf-8"))
+            durable.write_atomic(ws.vault.path_of(decision), seal.text.encode("utf-8"))
             self.act("restored", history.id, decision.path, "an earlier recorded version came back with a merge; "
                                                              "the current one put back")
             return

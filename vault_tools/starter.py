@@ -18,7 +18,7 @@ import unicodedata
 from importlib import resources
 from pathlib import Path
 
-from . import notes
+from . import durable
 from .config import load_config
 from .errors import ConfigError
 from .layout import relative
@@ -84,7 +84,7 @@ def install_templates(root: Path) -> list[str]:
         target = folder / name
         if target.exists():
             continue
-        notes.create_note(target, text)
+        durable.create_note(target, text)
         created.append(target)
     scanned = {root / rel for rel, _ in iter_markdown(root, config)} if created else set()
     read_as_notes = set(created) & scanned

@@ -14,7 +14,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from . import notes
+from . import durable
 from .errors import ConfigError
 from .model import TOPIC_PATTERN
 from .record_files import TOPICS_FILE
@@ -106,5 +106,5 @@ def add_alias(state_dir: Path, topic: str, alias: str) -> bool:
     text = out.getvalue()
     if not path.exists():
         text = HEADER + text
-    notes.write_atomic(path, text.encode("utf-8"))
+    durable.write_atomic(path, text.encode("utf-8"))
     return True

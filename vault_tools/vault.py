@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import notes
+from . import durable, notes
 from .carriers import ConflictCopy, find_copies
 from .config import Config, check_folders_on_disk, load_config
 from .errors import ConfigError, NoteError, VaultToolsError
@@ -89,7 +89,7 @@ def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
                     misnamed.append(entry.path)
                 continue
             if name.startswith(".") or name in SKIPPED_FOLDERS:
-                if temps is not None and name.startswith(notes.TEMP_PREFIX) and name.endswith(notes.TEMP_SUFFIX):
+                if temps is not None and name.startswith(durable.TEMP_PREFIX) and name.endswith(durable.TEMP_SUFFIX):
                     temps.append(f"{prefix}/{name}" if prefix else name)
                 continue
             relative_name = f"{prefix}/{name}" if prefix else name
@@ -313,7 +313,7 @@ class Vault:
         except (VaultToolsError, OSError):
             pass  # said when asked again
 
-    def read_one(self, rel: str, written: notes.Written | None = None, decided: Decision | None = None) -> VaultState:
+    def read_one(self, rel: str, written: durable.Written | None = None, decided: Decision | None = None) -> VaultState:
         """One note read as `load` reads it, in a state of its own: how a process that wrote it (`written`, its
         last write there) reads it again. `decided` is the decision `written.parsed` is, where the writer built it:
         taken when the file still holds what was written (not built again)."""

@@ -172,7 +172,7 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
                 "scope_root": snapshot.scope_root, "scope_on_read": snapshot.scope_on_read,
                 "rulings": [r._asdict() for r in rulings], "questions": [q._asdict() for q in questions]}
         try:
-            from ..notes import write_atomic
+            from ..durable import write_atomic
             write_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
         except OSError:
             pass  # derived data: a read-only vault just answers from full reads

@@ -28,7 +28,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import notes
+from .. import note_edits, notes
 from ..errors import VaultToolsError
 from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from ..history import new_record
@@ -241,9 +241,9 @@ def _ruling_ahead(live: LiveState, rel: str, resolve: LinkResolver,
         if target is None or note is None:
             continue
         changes = superseded_changes(decision, decision.reason or "")
-        text = notes.file_text(note, note.text)
-        marked = notes.edited(note, changes)
-        marked_text = notes.file_text(note, marked.text)  # what the `superseded` event holds
+        text = note_edits.file_text(note, note.text)
+        marked = note_edits.edited(note, changes)
+        marked_text = note_edits.file_text(note, marked.text)  # what the `superseded` event holds
         try:  # the decision the marked note is, and its seal hash (what the `superseded` event holds)
             updated: Decision | None = ws.parse_new(ws.vault.path_of(target), marked.text, marked)
             digest = seal_hash(updated, resolve, ws.tz) if updated is not None else None

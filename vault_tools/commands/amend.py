@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..errors import Refused, UsageError
 from ..history import History, seal_text_without_bom
 from ..model import MIN_TEXT, Decision, Status, build_decision, duplicate_ids
@@ -95,7 +95,7 @@ def _relation_problem(ws: Workspace, state: VaultState, decision: Decision, adde
 def apply_owner_step(ws: Workspace, state: VaultState, decision: Decision, history: History, note: notes.Note,
                      step: OwnerStep) -> None:
     """Record a retraction or a relation the owner made on a sealed ruling (the note is already as they left it)."""
-    text = notes.file_text(note, note.text)
+    text = note_edits.file_text(note, note.text)
     digest = seal_hash(decision, state.resolver(), ws.tz)
     actor = ws.config.default_ruler
     if step.kind == "retracted":
@@ -174,12 +174,12 @@ def relate(ws: Workspace, decision_id: str, *, alongside: Iterable[str] = (), su
         if superseded_ids:
             changes["supersedes"] = [*decision.supersedes, *(ws.link_to(state, i) for i in superseded_ids)]
             changes["reason"] = reason
-        text = notes.with_fields(note, changes)
+        text = note_edits.with_fields(note, changes)
         updated = ws.parse_new(path, text)
         step = owner_step(ws, state, updated, history)
         if step is None or step.kind != "related":
             raise Refused(step.why if step else f"{decision.id} cannot take these links", path=decision.path)
-        notes.write_note(note, text)
+        durable.write_note(note, text)
         written = ws.read(path)
         apply_owner_step(ws, state, updated, history, written, step)
         return updated

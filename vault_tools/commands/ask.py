@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits
 from ..dates import parse_day_option
 from ..errors import Refused
 from ..model import MIN_TEXT, Decision, Status, topics_match
@@ -53,9 +53,9 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
             fields.append(("due", due_day))
         if reask_reason:
             fields.append(("reask_reason", reask_reason))
-        text = notes.render_note(fields, sections(("Question", summary), ("Context", body)))
+        text = note_edits.render_note(fields, sections(("Question", summary), ("Context", body)))
         decision = ws.parse_new(path, text)
-        notes.create_note(path, text)
+        durable.create_note(path, text)
         ws.vault.ledger.append([ws.asked_event(decision, actor, text, checked)])
         return decision
 

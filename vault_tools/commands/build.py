@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import notes
+from .. import durable
 from ..agent_view import Budget, Context, agent_context, parse_budget
 from ..errors import UsageError, VaultToolsError
 from ..ledger import RACY_NANOSECONDS
@@ -224,7 +224,7 @@ def _write_memo(path: Path, key: str, made: dict[str, object]) -> None:
 
     try:
         path.parent.mkdir(exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=notes.TEMP_PREFIX, suffix=notes.TEMP_SUFFIX, dir=path.parent)
+        fd, temp = tempfile.mkstemp(prefix=durable.TEMP_PREFIX, suffix=durable.TEMP_SUFFIX, dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(key + "\n")
@@ -291,7 +291,7 @@ def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None
             continue
         if current is not None and _edited_by_hand(current, generated.get(rel)) and not _from_git(ws, path, current):
             result.kept.append(ws.keep_copy(name, current))
-        notes.write_atomic(path, data)
+        durable.write_atomic(path, data)
         result.written.append(rel)
     for copy in _page_copies(ws):
         # A sync engine's conflict copy of a page: the page is regenerated, the copy is clutter. One that
@@ -378,9 +378,9 @@ def _generated_digests(ws: Workspace) -> dict[str, set[str]]:
 
 def _remember_pages(ws: Workspace, texts: dict[str, str]) -> None:
     digests = json.dumps({rel: _digest(text.encode("utf-8")) for rel, text in texts.items()}, sort_keys=True).encode()
-    notes.write_atomic(_page_cache(ws), digests)
+    durable.write_atomic(_page_cache(ws), digests)
     if ws.vault.layout.shared:
-        notes.write_atomic(_published(ws) / f"{ws.vault.ledger.own.path.stem}.json", digests)
+        durable.write_atomic(_published(ws) / f"{ws.vault.ledger.own.path.stem}.json", digests)
 
 
 def _digest(data: bytes) -> str:

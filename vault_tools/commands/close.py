@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..errors import InconsistentVault, NoteError, Refused
 from ..history import History, new_record, seal_text_without_bom
 from ..ledger_lines import Event
@@ -39,11 +39,11 @@ def _close(ws: Workspace, decision_id: str, new_status: Status, reason: str | No
             raise InconsistentVault(edited, path=decision.path)
         path = ws.vault.path_of(decision)
         note = ws.read(path)
-        text = notes.with_fields(note, {"status": new_status.value, "reason": reason})
+        text = note_edits.with_fields(note, {"status": new_status.value, "reason": reason})
         updated = ws.parse_new(path, text)
-        notes.write_note(note, text)
+        durable.write_note(note, text)
         kind = "withdrawn" if new_status is Status.WITHDRAWN else "retracted"
-        extra: dict[str, Any] = {"reason": reason, "text": notes.file_text(note, text)}  # as the other clones will see
+        extra: dict[str, Any] = {"reason": reason, "text": note_edits.file_text(note, text)}  # as the other clones will see
         if new_status is Status.RETRACTED:
             extra.update(hash=seal_hash(updated, state.resolver(), ws.tz))
         record = history.record if history is not None else new_record()
@@ -61,7 +61,7 @@ def hand_made_events(ws: Workspace, decision: Decision, kind: str, history: Hist
     record = history.record if history is not None else new_record()
     if unchanged is None:
         note = ws.read(ws.vault.path_of(decision))
-        unchanged = notes.file_text(note, note.text)
+        unchanged = note_edits.file_text(note, note.text)
     if kind == "asked":
         return [ws.asked_event(decision, actor, unchanged, record=record)]
     return [ws.event(kind, decision, actor, record=record, reason=decision.reason, text=unchanged)]
@@ -85,13 +85,13 @@ def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decisio
         changes = {"status": decision.status.value, "superseded_by": f"[[{successor.title}]]",
                    "reason": decision.reason}
     try:
-        expected = notes.with_fields(sealed, changes)
+        expected = note_edits.with_fields(sealed, changes)
     except NoteError:
         return False
     if expected != note.text:
         return False
     ws.vault.ledger.append([ws.event(decision.status.value, decision, ws.config.default_ruler,
                                      record=history.record, reason=decision.reason, hash=history.seal.hash if history.seal else None,
-                                     text=notes.file_text(note, note.text),
+                                     text=note_edits.file_text(note, note.text),
                                      successor=successor.id if successor else None)])
     return True

@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..errors import NoteError
 from ..model import KNOWN_FIELDS, answer_of, is_ledger_property
 
@@ -53,9 +53,9 @@ def _aligned(merged: bytes, side: notes.Note, other: notes.Note, keys: Iterable[
     note = _read(merged)
     if note is None:
         return merged
-    changes = {key: side.data.get(key, notes.REMOVE) for key in keys
+    changes = {key: side.data.get(key, note_edits.REMOVE) for key in keys
                if side.data.get(key) != other.data.get(key) and note.data.get(key) != side.data.get(key)}
-    return notes.encode(notes.with_fields(note, changes), bom=note.bom) if changes else merged
+    return durable.encode(note_edits.with_fields(note, changes), bom=note.bom) if changes else merged
 
 
 def _one_outcome(merged: bytes, ours: notes.Note, theirs: notes.Note, base: notes.Note | None) -> bytes:

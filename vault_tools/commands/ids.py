@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..errors import NoteError
 from ..model import format_id, id_number, lacks_id, link_target, note_title, still_missing
 from ..sealing import wikilinks
@@ -52,12 +52,12 @@ def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultSt
         except (OSError, NoteError):
             continue
         new_id = _after(given[-1].id) if given else ws.next_id(state)  # the next id counts those given here
-        text = notes.with_fields(note, {"id": new_id})
+        text = note_edits.with_fields(note, {"id": new_id})
         target = _renamed(ws, path, new_id, note)
         if target == path:
-            notes.write_note(note, text)
+            durable.write_note(note, text)
         else:
-            notes.create_note(target, notes.file_text(note, text))
+            durable.create_note(target, note_edits.file_text(note, text))
             path.unlink()
         given.append(Given(new_id, ws.vault.relative(target), rel, saved_at))
     return given

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..dates import to_vault_time
 from ..errors import NoteError, Refused, UsageError, VaultToolsError
 from ..history import new_record
@@ -209,13 +209,13 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
                     ("Ruling" if ruling else "Context", record.summary if ruling else None))
     if record.body and not record.whole_body:
         body = body.rstrip("\n") + "\n\n" + record.body.strip("\n") + "\n" if body.strip() else record.body
-    text = notes.render_note(fields, body)
+    text = note_edits.render_note(fields, body)
     if ruling:
         decision = write_ruling(ws, state, path, None, text, ruler, reason)
         made = ws.record_of_new(decision)
     else:
         decision = ws.parse_new(path, text)
-        notes.create_note(path, text)
+        durable.create_note(path, text)
         made = new_record()
         ws.vault.ledger.append([ws.asked_event(decision, record.asked_by or ws.config.default_asker, text, record=made)])
     ws.vault.ledger.append([ws.event("imported", decision, IMPORT_ACTOR, origin=record.key, record=made)])
@@ -250,9 +250,9 @@ def _review_question(ws: Workspace, state: VaultState, review: Review, record: R
         ("type", "decision"), ("id", new_id), ("status", Status.OPEN.value), ("topics", topics),
         ("summary", summary), ("asked_at", ws.now_local()), ("asked_by", IMPORT_ACTOR), ("source", record.source),
         ("reask_reason", f"An imported record leaves this open: {record.label} as imported from {record.source}")]
-    text = notes.render_note(fields, sections(("Question", summary), ("Context", " ".join(how))))
+    text = note_edits.render_note(fields, sections(("Question", summary), ("Context", " ".join(how))))
     decision = ws.parse_new(path, text)
-    notes.create_note(path, text)
+    durable.create_note(path, text)
     made = new_record()
     ws.vault.ledger.append([ws.asked_event(decision, IMPORT_ACTOR, text, record=made),
                             ws.event("imported", decision, IMPORT_ACTOR, origin=review.key, record=made)])
@@ -377,18 +377,18 @@ def _harvested_note(ws: Workspace, state: VaultState, candidate: harvesting.Cand
     fields: list[tuple[str, Any]] = [
         ("type", "decision"), ("id", new_id), ("status", Status.OPEN.value), ("topics", list(candidate.topics)),
         ("summary", summary), ("asked_at", ws.now_local()), ("asked_by", ws.config.default_ruler), ("source", link)]
-    note_text = notes.render_note(fields, sections(("Question", summary), ("Context", context)))
+    note_text = note_edits.render_note(fields, sections(("Question", summary), ("Context", context)))
     note_path = ws.new_note_path(new_id, summary)
     decision = ws.parse_new(note_path, note_text)
     linked = None
     if link_back and candidate.block_id is None:
         linked = harvesting.with_block_id(text, candidate, block_id or new_id.lower())
-    notes.create_note(note_path, note_text)
+    durable.create_note(note_path, note_text)
     made = new_record()
     ws.vault.ledger.append([ws.asked_event(decision, ws.config.default_ruler, note_text, record=made),
                             ws.event("imported", decision, "vault-tools harvest", origin=candidate.key, record=made)])
     if linked is not None:
-        notes.write_atomic(path, notes.encode(linked, bom=bom))
+        durable.write_atomic(path, durable.encode(linked, bom=bom))
     return decision, linked
 
 

@@ -4,7 +4,7 @@
 ledger's records, seal hashes) is computed once per state. A process that changes many notes in turn (the
 watcher's reconcile, `seal`) must take each decision on the vault as it is after the previous change. Reading
 the vault again after each change costs a whole read per change; `LiveState` reads it once, and after each
-step reads again only the notes that step wrote (`notes.recording_writes` names them) and the events it
+step reads again only the notes that step wrote (`durable.recording_writes` names them) and the events it
 appended to the ledger, and brings what derives from them up to date.
 
 The state it keeps is the one `Vault.load` would give now, in the same order; a step that adds, removes or
@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .. import notes
+from .. import durable, notes
 from ..history import History, RecordSummary
 from ..layout import relative
 from ..ledger import RACY_NANOSECONDS
@@ -67,7 +67,7 @@ class LiveState:
         self.version = 0
         self.touched_at: dict[str, int] = {}
         self.reshaped_at = 0
-        self._recorded: list[notes.Written] = []
+        self._recorded: list[durable.Written] = []
         self._exit = contextlib.ExitStack()
         self._ledger_key = self.state.ledger_seen = self._ledger_stat()
         events = ws.vault.ledger.read()
@@ -97,7 +97,7 @@ class LiveState:
         self._writing: dict[int, tuple[notes.Note, Decision, str | None, int]] = {}
 
     def __enter__(self) -> LiveState:
-        self._recorded = self._exit.enter_context(notes.recording_writes())
+        self._recorded = self._exit.enter_context(durable.recording_writes())
         # What the workspace asks this view while it is in use; it gets back what it had once the view is done
         hooks = {"read_as_known": self.note_as_read, "edit_as_known": self.edited_as_known,
                  "writing_as_known": self.writing, "decided_as_known": self.decided_as_known,
@@ -251,7 +251,7 @@ class LiveState:
         """Whether the note at `rel`, its record or the set of notes changed after `version`."""
         return self.reshaped_at > version or self.touched_at.get(rel, 0) > version
 
-    def _reread(self, rels: list[str], last_writes: dict[str, notes.Written]) -> set[str]:
+    def _reread(self, rels: list[str], last_writes: dict[str, durable.Written]) -> set[str]:
         """Read the notes at `rels` again (what this process last wrote at each is `last_writes`); returns the
         ids whose ties must be worked out again."""
         state = self.state

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import notes
+from .. import durable
 from ..errors import InconsistentVault, UsageError
 from ..layout import device_tag, is_shared
 from ..ledger_lines import parse_ledger
@@ -84,7 +84,7 @@ def _move(source: Path, target: Path, root: Path, done: Migrated) -> None:
         target = candidate
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-        notes.write_atomic(target, data)
+        durable.write_atomic(target, data)
     source.unlink()
     done.moved.append(f"{source.relative_to(root).as_posix()} -> {target.relative_to(root).as_posix()}")
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..errors import NoteError, Refused, UsageError
 from ..history import History, new_record
 from ..model import Decision, LinkResolver, name_key
@@ -51,7 +51,7 @@ def renumber(ws: Workspace, decision_id: str, path: str | None = None, actor: st
             if new_file.exists():
                 raise Refused(f"cannot rename to {ws.vault.relative(new_file)}: a file of that name exists",
                               path=target.path)
-        text = notes.with_fields(note, {"id": new_id})
+        text = note_edits.with_fields(note, {"id": new_id})
         renamed = ws.parse_new(new_file, text)
         # The links to it, in every other decision note: by its file name as written, exactly, or as
         # Obsidian compares names when no other note has that exact name.
@@ -90,18 +90,18 @@ def renumber(ws: Workspace, decision_id: str, path: str | None = None, actor: st
             if not changes and new_body == other_note.body:
                 continue
             try:
-                other_text = notes.with_fields(other_note, changes) if changes else other_note.text
+                other_text = note_edits.with_fields(other_note, changes) if changes else other_note.text
             except NoteError as error:
                 raise Refused(f"cannot rewrite its links to {decision_id}: {error.message}", path=other.path) from None
             other_text = other_text[:len(other_text) - len(other_note.body)] + new_body
             plans.append((other, other_note, other_text, ws.parse_new(ws.vault.path_of(other), other_text)))
         # Write: the renamed note first (a new file, then the old one goes), then the links, then the ledger.
         if new_file != old_file:
-            notes.create_note(new_file, notes.file_text(note, text))
+            durable.create_note(new_file, note_edits.file_text(note, text))
             old_file.unlink()
         else:
-            notes.write_note(note, text)
-        written_text = notes.file_text(note, text)
+            durable.write_note(note, text)
+        written_text = note_edits.file_text(note, text)
         record = history.record if history is not None else new_record()
         extra: dict[str, Any] = {}
         if history is not None and history.seal is not None:  # it stays sealed, as renumbered
@@ -109,12 +109,12 @@ def renumber(ws: Workspace, decision_id: str, path: str | None = None, actor: st
         events = [ws.event("renumbered", renamed, who, record=record, was=decision_id, **extra)]
         done = Renumbered(decision_id, new_id, renamed.path, target.path)
         for other, other_note, other_text, updated in plans:
-            notes.write_note(other_note, other_text)
+            durable.write_note(other_note, other_text)
             done.relinked.append(other.path)
             other_history = ws.history_of(state, other, known)
             if other_history is not None and other_history.seal is not None:
                 events.append(ws.event("relinked", updated, who, record=other_history.record, was=decision_id,
-                                       text=notes.file_text(other_note, other_text),
+                                       text=note_edits.file_text(other_note, other_text),
                                        hash=seal_hash(updated, resolver, ws.tz), successor=new_id))
         ws.vault.ledger.append(events)
         return done

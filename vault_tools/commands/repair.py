@@ -1,7 +1,7 @@
 """Finishing what an interrupted command left half done (a kill, a full disk): the tool's own writes only."""
 from __future__ import annotations
 
-from .. import notes
+from .. import note_edits
 from ..errors import VaultToolsError
 from ..model import Decision, Status
 from ..vault import VaultState
@@ -64,7 +64,7 @@ def _one_step(ws: Workspace, done: list[str], failed: dict[str, str]) -> bool:
             continue
         note = ws.read(ws.vault.path_of(decision))
         if ws.seal_hash_of(state, decision) == history.seal.hash and \
-                notes.file_text(note, note.text) != history.seal.text and \
+                note_edits.file_text(note, note.text) != history.seal.text and \
                 finish_interrupted_close(ws, state, decision, history, note):
             done.append(f"recorded {decision.id} {decision.status.value} (interrupted)")
             return True

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from .. import notes
+from .. import durable
 from ..errors import VaultToolsError
 from ..history import latest_with_id
 from ..vault import VaultState
@@ -53,7 +53,7 @@ def restore_missing(ws: Workspace, state: VaultState, gone_before: float | None 
             kept = None
             if target.exists():
                 kept = ws.keep_copy(f"{target.stem} (in place of sealed {ruling.id})", target.read_bytes())
-            notes.write_atomic(target, seal.text.encode("utf-8"))
+            durable.write_atomic(target, seal.text.encode("utf-8"))
         except (OSError, VaultToolsError) as error:
             result.failed.append(f"could not write back {ruling.id} at {ruling.path}: "
                                  f"{getattr(error, 'strerror', None) or error}")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import notes
+from .. import durable, note_edits
 from ..dates import local_date, utc_stamp
 from ..errors import Refused, UsageError, VaultToolsError
 from ..ledger_lines import Event
@@ -174,7 +174,7 @@ def render(proposals_: list[Proposal], today: dt.date, ticked: dict[str, tuple[b
             if item.reason is not None:
                 lines.append(f"  - reason:{reason}")
         lines.append("")
-    return notes.render_note(fields, "\n".join(lines).rstrip("\n") + "\n")
+    return note_edits.render_note(fields, "\n".join(lines).rstrip("\n") + "\n")
 
 
 def _ticks(text: str) -> tuple[list[tuple[bool, str, tuple[str, ...], str, int]], dict[str, tuple[bool, str]]]:
@@ -215,7 +215,7 @@ def write_review(ws: Workspace, today: dt.date | None = None) -> Review:
         current = None
     if current == text:
         return Review(rel, found, False)
-    notes.write_atomic(path, text.encode("utf-8"))
+    durable.write_atomic(path, text.encode("utf-8"))
     return Review(rel, found, True)
 
 
@@ -274,9 +274,9 @@ def apply_review(ws: Workspace, note_path: Path | None = None) -> Applied:
         [f"- not applied: {escape(line)}" for line in result.not_done]
     if not result.done and not result.not_done:
         lines.append("- nothing was ticked")
-    text = notes.with_fields(note, {"review_status": f"applied {ws.today().isoformat()}"})
+    text = note_edits.with_fields(note, {"review_status": f"applied {ws.today().isoformat()}"})
     text = text.rstrip("\r\n") + "\n" + "\n".join(lines) + "\n"
-    notes.write_atomic(note_path, text.encode("utf-8"))
+    durable.write_atomic(note_path, text.encode("utf-8"))
     return result
 
 

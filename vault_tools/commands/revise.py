@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..dates import utc_stamp
 from ..history import History, latest_with_id, new_record, seal_text_without_bom
 from ..layout import git_dir
@@ -41,8 +41,8 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
     seal = history.seal
     assert seal is not None and seal.text is not None
     sealed_id = history.id  # the note's own id, even if the typing changed it
-    typed = notes.file_text(note, note.text)
-    typed_bytes = notes.encode(note.text, bom=note.bom)
+    typed = note_edits.file_text(note, note.text)
+    typed_bytes = durable.encode(note.text, bom=note.bom)
     now = ws.now_local()
     event = Event(event="edit-rejected", id=sealed_id, at=utc_stamp(ws.now()),
                   actor=ws.config.default_ruler, path=decision.path,
@@ -69,7 +69,7 @@ def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: H
     path = ws.vault.path_of(decision)
     if path.read_bytes() != typed_bytes:
         return RejectedEdit(kept_in, as_revision, restored=False)
-    notes.write_atomic(path, _restored_text(history, note).encode("utf-8"))
+    durable.write_atomic(path, _restored_text(history, note).encode("utf-8"))
     return RejectedEdit(kept_in, as_revision, restored=True)
 
 
@@ -128,7 +128,7 @@ def _write_revision(ws: Workspace, state: VaultState, decision: Decision, histor
     if revision_text is None:
         _add_to_revision(ws, revision_path, note, sealed_decision, now)
     else:  # never over an existing file: that refusal leaves the edit in place, to be tried again
-        notes.create_note(revision_path, revision_text)
+        durable.create_note(revision_path, revision_text)
     return rel
 
 
@@ -207,7 +207,7 @@ def _untouched_twin(ws: Workspace, state: VaultState, record: History, loser: st
     if asked is None or decision is None:
         return None
     typed = ws.read(ws.vault.path_of(decision))
-    return typed if notes.file_text(typed, typed.text) == asked.text else None
+    return typed if note_edits.file_text(typed, typed.text) == asked.text else None
 
 
 def _withdraw_twin_in_place(ws: Workspace, state: VaultState, known: dict[str, History], loser: str, kept: str,
@@ -222,12 +222,12 @@ def _withdraw_twin_in_place(ws: Workspace, state: VaultState, known: dict[str, H
     if typed is None:
         return False  # changed since it was made, or not here: left to the owner
     reason = _twin_reason(sealed_id, kept)
-    text = notes.with_fields(typed, {"status": Status.WITHDRAWN.value, "reason": reason})
+    text = note_edits.with_fields(typed, {"status": Status.WITHDRAWN.value, "reason": reason})
     ws.vault.ledger.append([Event(event="withdrawn", id=loser, at=utc_stamp(ws.now()),
                                   actor=ws.config.default_ruler, path=ws.vault.relative(typed.path),
-                                  reason=reason, text=notes.file_text(typed, text),
+                                  reason=reason, text=note_edits.file_text(typed, text),
                                   record=record.record)])
-    notes.write_note(typed, text)
+    durable.write_note(typed, text)
     return True
 
 
@@ -256,14 +256,14 @@ def _add_to_revision(ws: Workspace, path: Path, typed: notes.Note, sealed: Decis
     body = typed.body.replace("\r\n", "\n").strip("\n")
     changed = [f"- {key}: {value}" for key, value in (typed.data or {}).items()
                if key in ("summary", "topics", "source", "revisit_if", "revisit_by")
-               and notes.plain(value) != notes.plain(getattr(sealed, key, None))
+               and note_edits.plain(value) != note_edits.plain(getattr(sealed, key, None))
                and not (key == "topics" and list(value or []) == list(sealed.topics))]
     content = (["Properties as typed:", "", *changed, ""] if changed else []) + [body]
     if newline.join(content).replace("\n", newline) in revision.text:
         return  # already there (a restart after a crash repeats the step)
     section = [f"## Typed into {sealed.id} on {now:%Y-%m-%d %H:%M}", "", *content]
     text = revision.text.rstrip("\r\n") + newline * 2 + newline.join(section).replace("\n", newline) + newline
-    notes.write_note(revision, text)
+    durable.write_note(revision, text)
 
 
 def _current_successor(ws: Workspace, state: VaultState, old: Decision, known: dict[str, History]) -> Decision | None:
@@ -299,8 +299,8 @@ def _restored_text(history: History, typed: notes.Note) -> str:
     if differ == ledger_keys:
         return seal.text
     # Start from what was typed, so the owner's lines stay as written; put back the rest.
-    put_back = {key: sealed.data.get(key, notes.REMOVE) for key in sorted(ledger_keys)}
-    text = notes.with_fields(typed, put_back) if put_back else typed.text
+    put_back = {key: sealed.data.get(key, note_edits.REMOVE) for key in sorted(ledger_keys)}
+    text = note_edits.with_fields(typed, put_back) if put_back else typed.text
     bom = seal.text[:len(seal.text) - len(sealed.text)]
     body = sealed.body.replace("\r\n", "\n").replace("\n", typed.newline)
     return bom + text[:len(text) - len(typed.body)] + body
@@ -321,14 +321,14 @@ def _revision_text(ws: Workspace, typed: notes.Note, old: Decision, target: Deci
                    now: dt.datetime) -> str:
     changes: dict[str, Any] = {
         "id": revision_id, "status": Status.OPEN.value,
-        "supersedes": [f"[[{target.title}]]"] if target else notes.REMOVE,
+        "supersedes": [f"[[{target.title}]]"] if target else note_edits.REMOVE,
         "reason": f"In-place edit of sealed {old.id} on {now:%Y-%m-%d %H:%M}, proposed as a revision of it."
                   + (" The retraction typed with it is not applied: to retract, change only `status` and `reason`."
                      if str((typed.data or {}).get("status", "")).strip() == Status.RETRACTED.value else ""),
         "asked_at": now, "asked_by": ws.config.default_ruler,
-        "ruled_at": notes.REMOVE, "ruled_by": notes.REMOVE, "superseded_by": notes.REMOVE}
+        "ruled_at": note_edits.REMOVE, "ruled_by": note_edits.REMOVE, "superseded_by": note_edits.REMOVE}
     typed_summary = (typed.data or {}).get("summary")
     if typed_summary is None or str(typed_summary).strip() == old.summary:
         # The summary was not what was edited: say what the note is, so lists do not show the line twice.
         changes["summary"] = f"Revision of {old.id}: {old.summary}"
-    return notes.with_fields(typed, changes)
+    return note_edits.with_fields(typed, changes)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..dates import parse_day_option, parse_option, to_vault_time
 from ..errors import Refused, UsageError
 from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem, unanswered
@@ -67,7 +67,7 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             path = ws.new_note_path(new_id, summary)
             fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
                       ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
-            text = notes.render_note(fields, sections(("Ruling", body or summary)))
+            text = note_edits.render_note(fields, sections(("Ruling", body or summary)))
             return write_ruling(ws, state, path, None, text, actor, reason)
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
@@ -78,7 +78,7 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             raise Refused(f"{question.id} {problem}", path=question.path)
         path = ws.vault.path_of(question)
         note = ws.read(path)
-        text = notes.with_fields(note, changes)
+        text = note_edits.with_fields(note, changes)
         if body:
             text = text.rstrip("\r\n") + note.newline * 2 + sections(("Ruling", body)).replace("\n", note.newline)
         return write_ruling(ws, state, path, note, text, actor, reason, question)
@@ -111,10 +111,10 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
     seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, state, target, decision, reason or "") for target in targets]
     if note is None:
-        notes.create_note(path, text)
+        durable.create_note(path, text)
     else:
-        notes.write_note(note, text)
-        text = notes.file_text(note, text)
+        durable.write_note(note, text)
+        text = note_edits.file_text(note, text)
     history = ws.history_of(state, question) if question is not None else None
     ws.vault.ledger.append(seal_events(ws, state, decision, text, history, actor))
     for plan in plans:

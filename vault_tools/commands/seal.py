@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..errors import InconsistentVault, NoteError, Refused
 from ..history import History, new_record
 from ..ledger_lines import Event
@@ -107,9 +107,9 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
             stamps["ruled_at"] = ws.now_local()
         if decision.ruled_by is None:
             stamps["ruled_by"] = ws.config.default_ruler
-        stamped = notes.edited(note, stamps) if stamps else note
+        stamped = note_edits.edited(note, stamps) if stamps else note
         decision = ws.parse_new(path, stamped.text, stamped)
-        text_on_disk = notes.file_text(note, stamped.text)
+        text_on_disk = note_edits.file_text(note, stamped.text)
         stamping = (note, stamped.text) if stamps else None
     known = ws.known_seal(decision)
     why = known.unanswered if known is not None else unanswered(decision)
@@ -122,7 +122,7 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
     seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, state, target, decision, decision.reason or "") for target in targets]
     if stamping is not None:
-        notes.write_note(*stamping)
+        durable.write_note(*stamping)
     actor = decision.ruled_by or ws.config.default_ruler
     events = seal_events(ws, state, decision, text_on_disk, history, actor, known)
     if pending is not None:

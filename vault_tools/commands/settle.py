@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..errors import NoteError, Refused, UsageError
 from ..history import CLOSING_EVENTS, History
 from ..ledger_lines import Event, event_key
@@ -50,7 +50,7 @@ def settle_copy(ws: Workspace, decision_id: str, copy_path: str, keep: str) -> C
             kept_copy = ws.keep_copy(copy_file.stem, copied)
         else:
             kept_copy = ws.keep_copy(original_path.stem, original_path.read_bytes())
-            notes.write_atomic(original_path, copied)
+            durable.write_atomic(original_path, copied)
         copy_file.unlink()
         from .build import build  # the copy left the open-questions page
 
@@ -99,14 +99,14 @@ def _write(ws: Workspace, state: VaultState, decision: Decision, text: str) -> t
     it replaced was kept (when it differed)."""
     path = ws.vault.path_of(decision)
     note = ws.read(path)
-    current = notes.file_text(note, note.text)
+    current = note_edits.file_text(note, note.text)
     kept = None
     if current != text:
         kept = ws.keep_copy(f"{decision.id} before settling", current.encode("utf-8"))
-        notes.write_atomic(path, text.encode("utf-8"))
+        durable.write_atomic(path, text.encode("utf-8"))
     written = ws.read(path)
     updated = ws.parse_new(path, written.text)
-    return updated, notes.file_text(written, written.text), kept
+    return updated, note_edits.file_text(written, written.text), kept
 
 
 def _settled_event(ws: Workspace, state: VaultState, updated: Decision, history: History, who: str, outcome: str,
@@ -132,9 +132,9 @@ def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, histor
         changes: dict[str, Any] = {"status": Status.WITHDRAWN.value, "reason": withdrawn.reason or reason}
         for name in ("ruled_at", "ruled_by", "source", "superseded_by"):
             if name in (base.data or {}):
-                changes[name] = notes.REMOVE
+                changes[name] = note_edits.REMOVE
         try:
-            text = notes.with_fields(base, changes)
+            text = note_edits.with_fields(base, changes)
         except NoteError as error:
             raise Refused(f"{decision.id}: cannot write the withdrawn question back: {error.message}",
                           path=decision.path) from None
@@ -178,7 +178,7 @@ def _settle_kept(ws: Workspace, state: VaultState, decision: Decision, history: 
         ws.check_writable(state, other)
         note = ws.read(ws.vault.path_of(other))
         because = f"Settled a conflict: {decision.id} keeps the answer this ruling did not know of. {reason}"
-        plans.append((other, note, notes.with_fields(note, {"status": Status.RETRACTED.value, "reason": because}),
+        plans.append((other, note, note_edits.with_fields(note, {"status": Status.RETRACTED.value, "reason": because}),
                       because))
     updated, written, kept = _write(ws, state, decision, chosen.text)
     outcome = Status.RULED.value if keep == "ruled" else Status.RETRACTED.value
@@ -194,9 +194,9 @@ def _retract_all(ws: Workspace, state: VaultState, plans: list[tuple[Decision, n
     events = []
     for other, note, text, because in plans:
         retracted = ws.parse_new(ws.vault.path_of(other), text)
-        notes.write_note(note, text)
+        durable.write_note(note, text)
         events.append(ws.event("retracted", retracted, who, record=ws.record_for(state, other), reason=because,
-                               text=notes.file_text(note, text), hash=seal_hash(retracted, state.resolver(), ws.tz)))
+                               text=note_edits.file_text(note, text), hash=seal_hash(retracted, state.resolver(), ws.tz)))
     return events
 
 
@@ -217,7 +217,7 @@ def _settle_successor(ws: Workspace, state: VaultState, decision: Decision, hist
         ws.check_writable(state, other)
         note = ws.read(ws.vault.path_of(other))
         because = f"Settled a conflict: {decision.id} stays superseded by {keep}, not by this ruling. {reason}"
-        text = notes.with_fields(note, {"status": Status.RETRACTED.value, "reason": because})
+        text = note_edits.with_fields(note, {"status": Status.RETRACTED.value, "reason": because})
         plans.append((other, note, text, because))
     updated, written, kept = _write(ws, state, decision, chosen.text)
     events = [_settled_event(ws, state, updated, history, who, Status.SUPERSEDED.value, written, reason, keep)]

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import notes
+from .. import durable
 from ..config import load_config
 from ..dates import machine_timezone, zone
 from ..errors import ConfigError, UsageError
@@ -48,9 +48,9 @@ SHARED_GITATTRIBUTES_LINE = f"{RECORD_DIR}/{LEDGER_FOLDER}/*.jsonl merge=union" 
 # Everything derived: the cache, locks, the watcher's pid and logs, a crash log, and the temp files of
 # writes in progress. Kept copies (`.vault-tools/kept/`) are the owner's text and stay tracked.
 GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/watch.pid", f"{STATE_DIR}/crash.log",
-                   f"{STATE_DIR}/watch.log*", f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}", "vault-tools-crash.log")
+                   f"{STATE_DIR}/watch.log*", f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}", "vault-tools-crash.log")
 # The shared layout: `.vault-tools/` is this device's alone, all of it.
-SHARED_GITIGNORE_LINES = (f"{STATE_DIR}/", f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}", "vault-tools-crash.log")
+SHARED_GITIGNORE_LINES = (f"{STATE_DIR}/", f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}", "vault-tools-crash.log")
 SYNCTHING_MARKER = ".stfolder"  # Syncthing's folder marker (its docs: users/config.rst, markerName)
 PAGES_DRIVER = "vault-tools-pages"
 NOTES_DRIVER = "vault-tools-notes"
@@ -167,7 +167,7 @@ def _ensure_lines(path: Path, lines: Iterable[str]) -> bool:
     if not missing:
         return False
     prefix = "" if not existing or existing.endswith("\n") else "\n"
-    notes.write_atomic(path, (existing + prefix + "\n".join(missing) + "\n").encode("utf-8"))
+    durable.write_atomic(path, (existing + prefix + "\n".join(missing) + "\n").encode("utf-8"))
     return True
 
 
@@ -210,7 +210,7 @@ def init_vault(root: Path, timezone: str | None = None, *, shared: bool | None =
         templates = obsidian_templates_folder(root)
         if templates and templates != "Templates":  # Obsidian's own setting decides what is skipped
             text = text.replace("# templates_folder: Templates ", f"templates_folder: {json.dumps(templates)}")
-        notes.write_atomic(config, text.encode())
+        durable.write_atomic(config, text.encode())
         changed.append(layout.config_shown)
     if shared:
         if not layout.ledger_dir.is_dir():
@@ -380,7 +380,7 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
         if content is None:
             path.unlink(missing_ok=True)
         else:
-            notes.write_atomic(path, content)
+            durable.write_atomic(path, content)
     emptied = []
     deleted = {parent for rel, content in planned.items() if content is None
                for parent in PurePosixPath(rel).parents if parent.parts}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from .. import notes
+from .. import durable
 from ..figures import STATS_PAGE, Figures, compute, stats_page
 from .workspace import Workspace
 
@@ -30,5 +30,5 @@ def write_stats_page(ws: Workspace, figures: Figures) -> tuple[str, str | None]:
     if current is not None and current != data and not current.startswith(STATS_NOTICE.encode("utf-8")):
         kept = ws.keep_copy(STATS_PAGE, current)  # not what this command writes: edited by hand
     if current != data:
-        notes.write_atomic(path, data)
+        durable.write_atomic(path, data)
     return ws.vault.relative(path), kept

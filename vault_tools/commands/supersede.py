@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..errors import InconsistentVault, Refused, VaultToolsError
 from ..history import History
 from ..ledger_lines import Event
@@ -78,7 +78,7 @@ def plan_superseded(ws: Workspace, state: VaultState, old: Decision, new: Decisi
 
 
 def apply_superseded(ws: Workspace, state: VaultState, plan: SupersedePlan, actor: str) -> None:
-    notes.write_note(plan.note, plan.text, plan.parsed)
+    durable.write_note(plan.note, plan.text, plan.parsed)
     ws.vault.ledger.append([superseded_event(ws, state, plan, actor)])
 
 
@@ -90,7 +90,7 @@ def superseded_event(ws: Workspace, state: VaultState, plan: SupersedePlan, acto
     else:
         digest = seal_hash(plan.updated, resolve, ws.tz)
     return ws.event("superseded", plan.updated, actor, record=plan.record, hash=digest,
-                    text=notes.file_text(plan.note, plan.text), reason=plan.reason, successor=plan.successor.id)
+                    text=note_edits.file_text(plan.note, plan.text), reason=plan.reason, successor=plan.successor.id)
 
 
 class PendingWrites:
@@ -206,7 +206,7 @@ class PendingWrites:
         left: list[tuple[SupersedePlan, str]] = []
         for plan, event in waiting:
             try:
-                unchanged = plan.note.path.read_bytes() == notes.encode(plan.note.text, bom=plan.note.bom)
+                unchanged = plan.note.path.read_bytes() == durable.encode(plan.note.text, bom=plan.note.bom)
             except OSError as error:
                 left.append((plan, f"could not be read just now ({error.strerror}); will retry"))
                 continue
@@ -216,7 +216,7 @@ class PendingWrites:
                 left.append((plan, "saved since its supersession was planned; marked once left alone"))
         applied: list[tuple[SupersedePlan, Event]] = []
         try:
-            errors = notes.write_notes([(plan.note, plan.text, plan.parsed) for plan, _ in ready])
+            errors = durable.write_notes([(plan.note, plan.text, plan.parsed) for plan, _ in ready])
             for (plan, event), problem in zip(ready, errors, strict=True):
                 if problem is None:
                     applied.append((plan, event))
@@ -225,7 +225,7 @@ class PendingWrites:
         finally:  # what was written is recorded, even when something not foreseen stops the rest
             if not applied and ready:  # stopped before knowing: what is on disk says which were written
                 applied = [(plan, event) for plan, event in ready
-                           if _holds(plan.note.path, notes.encode(plan.text, bom=plan.note.bom))]
+                           if _holds(plan.note.path, durable.encode(plan.text, bom=plan.note.bom))]
             self.ws.vault.ledger.append([event for _, event in applied])
         return [plan for plan, _ in applied], left
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import notes
+from .. import durable, note_edits, notes
 from ..dates import Now, local_now, utc_now, utc_stamp
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
 from ..history import Conflict, History, RecordSummary, latest_with_id, new_record
@@ -80,9 +80,9 @@ class Workspace:
         return self.vault.load()
 
     def edited(self, note: notes.Note, changes: Mapping[str, Any]) -> notes.Note:
-        """`notes.edited`: the note with `changes` made, parsed to check them."""
+        """`note_edits.edited`: the note with `changes` made, parsed to check them."""
         known = self.edit_as_known(note, changes) if self.edit_as_known is not None else None
-        return known if known is not None else notes.edited(note, changes)
+        return known if known is not None else note_edits.edited(note, changes)
 
     def known_decision(self, note: notes.Note) -> tuple[Decision, str | None] | None:
         """The decision an edit worked out already is, and its seal hash where known (None: work them out)."""
@@ -329,8 +329,8 @@ class Workspace:
         for folder in (vault.root / self.config.pinned_folder, vault.state_dir, vault.record_dir,
                        vault.record_dir / "kept", vault.state_dir / "cache"):
             if folder.is_dir():
-                found += folder.glob(f"{notes.TEMP_PREFIX}*{notes.TEMP_SUFFIX}")
-        return notes.remove_stale_temps(found, time.time())
+                found += folder.glob(f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}")
+        return durable.remove_stale_temps(found, time.time())
 
     def _could_hide_a_ruling(self, state: VaultState, error: NoteError, topics: tuple[str, ...] | None) -> bool:
         path = error.path or ""
@@ -449,7 +449,7 @@ class Workspace:
         while kept.exists():
             counter += 1
             kept = kept.with_name(f"{base} {counter}.md")
-        notes.write_atomic(kept, data)
+        durable.write_atomic(kept, data)
         return self.vault.relative(kept)
 
 
