@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import pytest
+from vault_tools.links import link_target
+from vault_tools.topics import topics_match
 
-from vault_tools.model import Status, build_decision, link_target, near_field_name, note_title, topics_match
+from vault_tools.model import Status, build_decision, near_field_name, note_title
 
 
 @pytest.mark.parametrize("a,b", [
@@ -58,7 +60,7 @@ def test_topic_index_finds_what_pairwise_matching_finds():
     """The index is an optimisation: on a realistic set of topics it must agree with comparing every pair."""
     import random
 
-    from vault_tools.model import TopicIndex
+    from vault_tools.topics import TopicIndex
     rng = random.Random(7)
     words = ["article", "footer", "newsletter", "author", "promotion", "reader", "reply", "pricing", "sale", "draft", "archive"]
     topics = {f"{rng.choice(words)}-{rng.choice(words)}" for _ in range(300)}
@@ -120,7 +122,9 @@ def test_unresolved_overlaps_are_every_pair_of_current_rulings_on_matching_topic
     import datetime as dt
     import random
 
-    from vault_tools.model import LinkResolver, newest_first_key, unresolved_overlaps
+    from vault_tools.links import LinkResolver
+
+    from vault_tools.model import newest_first_key, unresolved_overlaps
     rng = random.Random(11)
     topics = ["article-footer", "article-footers", "footer-article", "artcle-footer", "pricing", "pricing-sales",
               "reader-reply", "raeder-reply", "sale-draft", "sael-draft", "newsletter", "archive-policy"]

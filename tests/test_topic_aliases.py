@@ -74,5 +74,5 @@ def test_a_bad_topics_file_is_one_line_naming_it(vault, cli, text, line, message
 def forget_aliases():
     """Aliases are read with each vault; a test run in-process leaves none behind for the next."""
     yield
-    from vault_tools.model import use_topic_aliases
+    from vault_tools.topics import use_topic_aliases
     use_topic_aliases({})

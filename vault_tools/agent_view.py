@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from .dates import local_date
 from .errors import UsageError
-from .model import Decision, Overlap, Resolve, Status, newest_first_key, settled_topics, unresolved_overlaps
+from .links import Resolve
+from .model import Decision, Overlap, Status, newest_first_key, settled_topics, unresolved_overlaps
 from .pages import (
     MAX_OVERLAPS_LISTED,
     NOTE_MISSING,

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 
 from .dates import instant, local_date
 from .ledger_lines import Event
-from .model import Decision, Resolve, Status, TopicIndex, canonical_topic
+from .links import Resolve
+from .model import Decision, Status
 from .pages import escape, link
+from .topics import TopicIndex, canonical_topic
 
 WEEKLY_DAYS = (6, 8)  # a re-ask repeats weekly when the previous question on its topic is this many days older
 RECORDED_EVENTS = ("asked", "ruled", "withdrawn", "retracted", "superseded", "amended", "imported")

@@ -32,16 +32,8 @@ from typing import Any
 from .bodies import without_comments
 from .errors import InconsistentVault
 from .ledger import RACY_NANOSECONDS
-from .model import (
-    FINAL_STATUSES,
-    Decision,
-    Status,
-    build_decision,
-    leading_id,
-    link_target,
-    name_key,
-    status_in_effect,
-)
+from .links import leading_id, link_target, name_key
+from .model import FINAL_STATUSES, Decision, Status, build_decision, status_in_effect
 from .notes import StatKey, stat_key
 from .vault import Vault, VaultState, iter_markdown
 

@@ -11,11 +11,13 @@ import enum
 import functools
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .dates import instant, parse_date, parse_datetime
+from .links import Resolve, leading_id
+from .topics import TopicIndex, edit_distance
 
 # `D-0007` (sequential, one writer) or `D-0007-k7q2` (a counter and the tag of the clone that made it:
 # unique without coordination across clones; see docs/several-machines.md).
@@ -376,264 +378,8 @@ def transition_problem(current: Status, new: Status) -> str | None:
 
 # -- links --------------------------------------------------------------------------
 
-_LINK = re.compile(r"^\s*\[\[(?P<target>[^\]|#^]*)(?:[#^][^\]|]*)?(?:\|[^\]]*)?\]\]\s*$")
-
-
-def link_target(link: str) -> str:
-    """`[[Folder/D-0003 Title#Ruling|alias]]` -> `D-0003 Title`; a bare id stays as is."""
-    match = _LINK.match(link)
-    target = match.group("target") if match else link.strip()
-    target = target.strip().rsplit("/", 1)[-1]
-    return target.removesuffix(".md")
-
-
-def leading_id(link: str) -> str | None:
-    """The decision id a link's target starts with (`[[D-0003 Old rule]]` -> D-0003), existing or not."""
-    match = re.match(r"^(D-\d+(?:-[0-9a-z]{2,8})?)(?![\w-])", link_target(link))
-    return match.group(1) if match else None
-
-
-def name_key(name: str) -> str:
-    """How Obsidian compares note names: Unicode NFC, case-insensitive."""
-    return unicodedata.normalize("NFC", name).casefold()
-
-
-class LinkResolver:
-    """Resolves links to decision ids: by file name as Obsidian would, else by a leading id.
-
-    Names compare as Obsidian compares them (NFC, any case), but a name spelt exactly as the
-    link spells it wins over one that differs only in case. Two names that differ only in case,
-    neither spelt as the link is, are ambiguous: such a link resolves to nothing, and
-    `ambiguous` names the files."""
-
-    def __init__(self, decisions: Iterable[Decision]) -> None:
-        self._by_name: dict[str, list[Decision]] = {}
-        self._ids: set[str] = set()
-        for decision in decisions:
-            self._by_name.setdefault(name_key(decision.title), []).append(decision)
-            self._ids.add(decision.id)
-        self._resolved: dict[str, str | None] = {}  # link -> id: the names above never change
-
-    def _candidates(self, link: str) -> tuple[list[Decision], str]:
-        target = link_target(link)
-        return self._by_name.get(name_key(target), []), unicodedata.normalize("NFC", target)
-
-    def ambiguous(self, link: str) -> list[str] | None:
-        """The paths of the notes a link could name when only their case tells them apart."""
-        found, target = self._candidates(link)
-        titles = {unicodedata.normalize("NFC", d.title) for d in found}
-        if len(titles) > 1 and target not in titles:
-            return sorted(d.path for d in found)
-        return None
-
-    def __call__(self, link: str) -> str | None:
-        if link not in self._resolved:
-            self._resolved[link] = self._resolve(link)
-        return self._resolved[link]
-
-    def _resolve(self, link: str) -> str | None:
-        found, target = self._candidates(link)
-        if found:
-            exact = [d for d in found if unicodedata.normalize("NFC", d.title) == target]
-            if exact:
-                return exact[0].id
-            if len({unicodedata.normalize("NFC", d.title) for d in found}) == 1:
-                return found[0].id
-            return None  # only the case tells them apart: refused where it matters (`ambiguous`)
-        by_id = leading_id(link)
-        return by_id if by_id in self._ids else None
-
-
-class NoteIndex:
-    """Which file of the vault a link names, as Obsidian resolves it: a path when the link gives
-    one, else the name (NFC, any case; a name spelt exactly as the link wins), the shortest path
-    first when several notes share it. Gives the file's vault-relative path, or None."""
-
-    def __init__(self, paths: Iterable[str]) -> None:
-        self._by_name: dict[str, list[str]] = {}
-        for path in paths:
-            name = path.rsplit("/", 1)[-1]
-            self._by_name.setdefault(name_key(name.removesuffix(".md") if name.endswith(".md") else name),
-                                     []).append(path)
-
-    def __call__(self, link: str) -> str | None:
-        match = _LINK.match(link)
-        target = (match.group("target") if match else link).strip().removesuffix(".md")
-        if not target:
-            return None
-        folder, _, name = target.rpartition("/")
-        found = self._by_name.get(name_key(name), [])
-        if folder:
-            wanted = name_key(target)
-            found = [p for p in found if name_key(p.removesuffix(".md")).endswith(wanted)
-                     and (len(p.removesuffix(".md")) == len(target) or p.removesuffix(".md")[-len(target) - 1] == "/")]
-        if not found:
-            return None
-        spelt = unicodedata.normalize("NFC", name)
-        return min(found, key=lambda p: (unicodedata.normalize("NFC", p.rsplit("/", 1)[-1].removesuffix(".md")) != spelt,
-                                         p.count("/"), len(p), p))
-
-
-Resolve = Callable[[str], str | None]
-
-
-def linked_ids(decision: Decision, resolve: Resolve) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The ids a ruling names in `supersedes` and in `alongside`, each sorted (what its `ruled` event records)."""
-    return (tuple(sorted(filter(None, map(resolve, decision.supersedes)))),
-            tuple(sorted(filter(None, map(resolve, decision.alongside)))))
-
-
-def unresolved_link(resolve: Resolve, link: str) -> str:
-    """Why a `supersedes` link names no decision: no note is called that, or only case tells two apart."""
-    paths = resolve.ambiguous(link) if isinstance(resolve, LinkResolver) else None
-    if paths:
-        return (f"supersedes {link!r}, which could name {' or '.join(paths)}: their names differ only in case; "
-                "spell the link exactly as the file is named")
-    return f"supersedes {link!r}, but no decision note is called that"
-
 
 # -- topics -------------------------------------------------------------------------
-
-def _singular(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-# The owner's merged topics (`.vault-tools/topics.yaml`): each alias -> the topic it is read as. Set once per
-# vault read (`use_topic_aliases`); every comparison of topics goes through `topic_key`, so they all honour it.
-_ALIASES: dict[str, str] = {}
-
-
-def use_topic_aliases(aliases: Mapping[str, str]) -> None:
-    """Read each alias as its topic from now on, in every comparison of topics."""
-    if dict(aliases) != _ALIASES:
-        _ALIASES.clear()
-        _ALIASES.update(aliases)
-        topic_key.cache_clear()
-        TopicIndex._signatures.cache_clear()
-
-
-def topic_aliases_in_use() -> dict[str, str]:
-    """The merged topics every comparison reads now (see `use_topic_aliases`)."""
-    return dict(_ALIASES)
-
-
-def canonical_topic(topic: str) -> str:
-    """The topic an alias was merged into (the topic itself when it is no alias)."""
-    return _ALIASES.get(topic, topic)
-
-
-@functools.lru_cache(maxsize=65536)
-def topic_key(topic: str) -> str:
-    """Plural/singular and word order do not matter: `footers-article` ~ `article-footer`; an alias
-    the owner merged is its topic."""
-    return "-".join(sorted(_singular(word) for word in canonical_topic(topic).split("-")))
-
-
-def edit_distance(a: str, b: str, limit: int) -> int:
-    """Damerau-Levenshtein (adjacent swaps) distance, cut off at `limit + 1`."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cost = 0 if ca == cb else 1
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        if min(current) > limit:
-            return limit + 1
-        previous2, previous = previous, current
-    return previous[-1]
-
-
-def topics_match(a: str, b: str) -> bool:
-    """The same topic, or one that is nearly the same (plural, word order, one typo)."""
-    if a == b:
-        return True
-    key_a, key_b = topic_key(a), topic_key(b)
-    a, b = canonical_topic(a), canonical_topic(b)
-    if key_a == key_b or a.replace("-", "") == b.replace("-", ""):
-        return True
-    words_a, words_b = key_a.split("-"), key_b.split("-")
-    if len(words_a) != len(words_b):
-        return False
-    only_a, only_b = list(words_a), list(words_b)
-    for word in words_a:  # the words both share, in any order
-        if word in only_b:
-            only_a.remove(word)
-            only_b.remove(word)
-    # One typo in one word, and only in words long enough for a typo to be plain.
-    return (len(only_a) == 1 and min(len(only_a[0]), len(only_b[0])) >= 5
-            and edit_distance(only_a[0], only_b[0], limit=1) <= 1)
-
-
-class TopicIndex:
-    """The known topics a topic nearly matches (as `topics_match` says), without comparing it
-    against every known topic: candidates share a signature (the same key, the same letters
-    without hyphens, or the same words once one letter is deleted from one word of five
-    letters or more: two such words one typo apart share one), and only candidates are compared."""
-
-    def __init__(self) -> None:
-        self._order: dict[str, int] = {}
-        self._by_signature: dict[tuple[object, ...], list[str]] = {}
-
-    @staticmethod
-    @functools.lru_cache(maxsize=8192)  # each topic is looked up, then added: its signatures are made once
-    def _signatures(topic: str) -> frozenset[tuple[object, ...]]:
-        words = topic_key(topic).split("-")
-        flat = canonical_topic(topic).replace("-", "")
-        found: set[tuple[object, ...]] = {("key", topic_key(topic)), ("flat", flat)}
-        for index, word in enumerate(words):
-            if len(word) < 5:  # `topics_match` allows a typo only between words of five letters or more
-                continue
-            others = tuple(sorted(words[:index] + words[index + 1:]))
-            for variant in {word, *(word[:j] + word[j + 1:] for j in range(len(word)))}:
-                found.add(("typo", others, variant))
-        return frozenset(found)
-
-    def add(self, topic: str) -> None:
-        if topic in self._order:
-            return
-        self._order[topic] = len(self._order)
-        for signature in self._signatures(topic):
-            self._by_signature.setdefault(signature, []).append(topic)
-
-    def topics(self) -> list[str]:
-        """The topics added, in the order they were added."""
-        return list(self._order)
-
-    def matches(self, topic: str) -> list[str]:
-        """Known topics that match `topic`, in the order they were added."""
-        candidates = {known for signature in self._signatures(topic) for known in self._by_signature.get(signature, ())}
-        if topic in self._order:
-            candidates.add(topic)
-        return sorted((known for known in candidates if topics_match(topic, known)), key=self._order.__getitem__)
-
-
-def topic_signatures(topic: str) -> frozenset[tuple[object, ...]]:
-    """What `TopicIndex` files a topic under (kept for each topic seen): two topics that share none do not
-    match (`topics_match`), so what checks many pairs of topics compares these first."""
-    return TopicIndex._signatures(topic)
-
-
-def near_field_name(name: str) -> str | None:
-    """A known field this unknown property is probably a typo of (`supercedes`, `ruledAt`)."""
-    if is_ledger_property(name):
-        return None
-    squashed = re.sub(r"[^a-z0-9]", "", name.lower())
-    for known in sorted(KNOWN_FIELDS):
-        known_squashed = known.replace("_", "")
-        if squashed == known_squashed or (len(squashed) > 4 and edit_distance(squashed, known_squashed, 2) <= 2):
-            return known
-    return None
 
 
 # -- file names ---------------------------------------------------------------------
@@ -834,3 +580,15 @@ def supersedes_cycle(start: Decision, by_id: Mapping[str, Decision], resolve: Re
         return None
 
     return walk(start)
+
+
+def near_field_name(name: str) -> str | None:
+    """A known field this unknown property is probably a typo of (`supercedes`, `ruledAt`)."""
+    if is_ledger_property(name):
+        return None
+    squashed = re.sub(r"[^a-z0-9]", "", name.lower())
+    for known in sorted(KNOWN_FIELDS):
+        known_squashed = known.replace("_", "")
+        if squashed == known_squashed or (len(squashed) > 4 and edit_distance(squashed, known_squashed, 2) <= 2):
+            return known
+    return None

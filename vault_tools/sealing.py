@@ -12,7 +12,8 @@ from typing import Any, Protocol, TypeVar
 
 from .dates import instant
 from .ledger_lines import canonical_json
-from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Resolve, Status, leading_id, link_target, name_key
+from .links import Resolve, leading_id, link_target, name_key
+from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Status
 
 
 class RecordLike(Protocol):

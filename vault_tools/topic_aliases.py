@@ -5,7 +5,7 @@ article-footer: [footer-contents, post-footer]
 ```
 
 Notes keep the spelling they were written with (a sealed note never changes); every comparison of
-topics (`ask`, `lookup`, `lint`, `context`) reads an alias as its topic, through `model.topic_key`.
+topics (`ask`, `lookup`, `lint`, `context`) reads an alias as its topic, through `topics.topic_key`.
 Only `review --apply` writes the file, keeping the owner's comments and order.
 """
 from __future__ import annotations

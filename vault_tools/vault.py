@@ -19,7 +19,8 @@ from .config import Config, check_folders_on_disk, load_config
 from .errors import ConfigError, NoteError, VaultToolsError
 from .layout import device_tag, is_shared, layout_of, relative
 from .ledger import Ledger
-from .model import Decision, LinkResolver, NoteIndex, Problem, build_decision, use_topic_aliases
+from .links import LinkResolver, NoteIndex
+from .model import Decision, Problem, build_decision
 from .reading import (
     CACHE_FILE,
     CachedNote,
@@ -33,6 +34,7 @@ from .reading import (
 )
 from .record_files import RECORD_DIR, STATE_DIR
 from .topic_aliases import load_aliases
+from .topics import use_topic_aliases
 
 # Set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault.
 CEILING_ENV = "VAULT_TOOLS_CEILING"

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..model import topic_key, topics_match
+from ..topics import topic_key, topics_match
 from .snapshot import QuestionView, RulingView
 
 _WORD = re.compile(r"[^\W_]+")

@@ -33,7 +33,8 @@ from ..errors import VaultToolsError
 from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from ..history import new_record
 from ..ledger_lines import encode_text, encoded_ahead, forget_encoded_ahead
-from ..model import Decision, LinkResolver, Status, linked_ids, unanswered
+from ..links import LinkResolver, linked_ids
+from ..model import Decision, Status, unanswered
 from ..sealing import seal_hash
 from .supersede import superseded_changes
 from .workspace import KnownSeal

@@ -7,7 +7,8 @@ from typing import Any
 from .. import durable, note_edits
 from ..dates import parse_day_option
 from ..errors import Refused
-from ..model import MIN_TEXT, Decision, Status, topics_match
+from ..model import MIN_TEXT, Decision, Status
+from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line

@@ -16,9 +16,10 @@ from .. import durable
 from ..agent_view import Budget, Context, agent_context, parse_budget
 from ..errors import UsageError, VaultToolsError
 from ..ledger import RACY_NANOSECONDS
-from ..model import Decision, Status, being_written, lacks_id, topic_aliases_in_use, unanswered
+from ..model import Decision, Status, being_written, lacks_id, unanswered
 from ..page_names import PAGE_NAMES
 from ..pages import NOTE_MISSING, NOTICE, PageConflict, PageProblem, Pages, Settings, build_pages
+from ..topics import topic_aliases_in_use
 from ..vault import VaultState
 from .conflicts import copy_settle_hint, describe_conflict, settle_hint
 from .review_notes import waiting_line

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from .. import durable, note_edits, notes
 from ..errors import NoteError
-from ..model import format_id, id_number, lacks_id, link_target, note_title, still_missing
+from ..links import link_target
+from ..model import format_id, id_number, lacks_id, note_title, still_missing
 from ..sealing import wikilinks
 from ..vault import VaultState, iter_markdown
 from .workspace import Workspace

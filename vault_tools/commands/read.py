@@ -17,10 +17,10 @@ from ..model import (
     describe_chain,
     newest_first_key,
     settled_topics,
-    topics_match,
     unresolved_overlaps,
 )
 from ..pages import PageProblem
+from ..topics import topics_match
 from ..vault import VaultState
 from .build import page_problems
 from .checks import check_topics

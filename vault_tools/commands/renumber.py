@@ -9,7 +9,8 @@ from typing import Any
 from .. import durable, note_edits, notes
 from ..errors import NoteError, Refused, UsageError
 from ..history import History, new_record
-from ..model import Decision, LinkResolver, name_key
+from ..links import LinkResolver, name_key
+from ..model import Decision
 from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_id, check_name

@@ -17,19 +17,12 @@ from .. import durable, note_edits
 from ..dates import local_date, utc_stamp
 from ..errors import Refused, UsageError, VaultToolsError
 from ..ledger_lines import Event
-from ..model import (
-    Decision,
-    Resolve,
-    Status,
-    TopicIndex,
-    canonical_topic,
-    leading_id,
-    newest_first_key,
-    unresolved_overlaps,
-)
+from ..links import Resolve, leading_id
+from ..model import Decision, Status, newest_first_key, unresolved_overlaps
 from ..pages import escape, link
 from ..topic_aliases import SHOWN as TOPICS_SHOWN
 from ..topic_aliases import add_alias
+from ..topics import TopicIndex, canonical_topic
 from ..vault import VaultState
 from .review_notes import ITEM_LINE, PROPOSAL_MARKER, REVIEW_PREFIX, WAITING, review_folder, waiting_reviews
 from .workspace import Workspace

@@ -8,7 +8,8 @@ from .. import durable, note_edits, notes
 from ..errors import InconsistentVault, NoteError, Refused
 from ..history import History, new_record
 from ..ledger_lines import Event
-from ..model import FINAL_STATUSES, Decision, Status, linked_ids, unanswered
+from ..links import linked_ids
+from ..model import FINAL_STATUSES, Decision, Status, unanswered
 from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_id

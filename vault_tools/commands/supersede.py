@@ -10,7 +10,8 @@ from .. import durable, note_edits, notes
 from ..errors import InconsistentVault, Refused, VaultToolsError
 from ..history import History
 from ..ledger_lines import Event
-from ..model import Decision, Status, unresolved_link
+from ..links import unresolved_link
+from ..model import Decision, Status
 from ..sealing import seal_hash
 from ..vault import VaultState
 from .sealed import matches_ledger, unreviewed_edit

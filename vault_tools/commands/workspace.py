@@ -15,10 +15,10 @@ from ..errors import InconsistentVault, NoteError, NotFound, UsageError
 from ..history import Conflict, History, RecordSummary, latest_with_id, new_record
 from ..layout import device_tag, ledger_tags
 from ..ledger_lines import Event
+from ..links import LinkResolver
 from ..model import (
     ID_PATTERN,
     Decision,
-    LinkResolver,
     Problem,
     Status,
     build_decision,
@@ -30,9 +30,9 @@ from ..model import (
     note_title,
     status_in_effect,
     supersedes_cycle,
-    topics_match,
 )
 from ..sealing import seal_hash, tie_notes
+from ..topics import topics_match
 from ..vault import UnreadableNote, Vault, VaultState
 from .checks import check_id
 

@@ -22,7 +22,8 @@ from ..config import Config
 from ..errors import InconsistentVault
 from ..history import History, histories
 from ..ledger_lines import TORN, Event, scan_ledger
-from ..model import Decision, LinkResolver, Problem, Status, lacks_id
+from ..links import LinkResolver
+from ..model import Decision, Problem, Status, lacks_id
 from ..page_names import OPEN_QUESTIONS, PAGE_NAMES
 from ..sealing import seal_hash, tie_notes
 from ..vault import Vault, VaultState
