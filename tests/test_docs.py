@@ -19,6 +19,7 @@ import yaml
 from markdown_it import MarkdownIt
 
 from vault_tools import cli, docs
+from vault_tools.cli import record as cli_record
 from vault_tools.config import CONFIG_DOC, Config, load_config
 
 from .conftest import load_script
@@ -261,7 +262,7 @@ def test_each_config_key_is_spelt_as_config_yaml_reads_it(tmp_path: Path, name: 
 
 def _init_snippet(heading: str) -> list[str]:
     """The indented lines under one heading of what `vault-tools init` prints."""
-    lines = cli.INIT_SNIPPETS.splitlines()
+    lines = cli_record.INIT_SNIPPETS.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(heading))
     block = []
     for line in lines[start + 1:]:
@@ -277,7 +278,7 @@ def test_the_readme_shows_the_one_command_per_agent() -> None:
     commands = [content for info, content, _ in fences(readme()) if info == "sh"]
     for agent in AGENTS:
         assert any(f"vault-tools init --agent {agent}" in block for block in commands), agent
-    assert "vault-tools init --agent" in cli.INIT_SNIPPETS
+    assert "vault-tools init --agent" in cli_record.INIT_SNIPPETS
 
 
 def _precommit_configs() -> list[dict[str, Any]]:

@@ -1,0 +1,92 @@
+"""The command line's shared parts: the typer app every command registers on, the options many take, and how
+commands print and refresh the pages.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .. import console
+from ..errors import UsageError, VaultToolsError
+
+if TYPE_CHECKING:
+    from ..commands.workspace import Workspace
+    from ..model import Decision
+
+APP_SETTINGS: dict[str, Any] = {
+    "name": "vault-tools",
+    "help": "Keep an owner's decisions in an Obsidian vault, so agents stop re-asking settled questions.",
+    "no_args_is_help": True,
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+}
+app = typer.Typer(**APP_SETTINGS)
+
+
+stderr = console.stderr
+
+VaultOption = Annotated[Path | None, typer.Option("--vault", metavar="PATH", help="The vault (default: the nearest folder up "
+                                                     "from here with .vault-tools/ or .obsidian/).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+ByOption = Annotated[str | None, typer.Option("--by", metavar="NAME", help="Who is recording this (default from config).")]
+
+
+workspace = console.workspace
+out = console.out
+print_json = console.print_json
+
+
+def read_body(body: str | None) -> str | None:
+    if body == "-":
+        return sys.stdin.read()
+    return body
+
+
+
+
+
+def decision_line(decision: Decision, ws: Workspace) -> str:
+    from ..dates import local_date
+
+    when = decision.ruled_at or decision.asked_at
+    day = local_date(when, ws.tz).isoformat() if when else "undated"
+    return f"{decision.id}  {decision.status.value:<10} {day}  [{', '.join(decision.topics)}]  {decision.summary}"
+
+
+# -- commands -----------------------------------------------------------------------
+
+
+TodayOption = Annotated[str | None, typer.Option(
+    "--today", metavar="DATE", help="Compute ages and due dates against this date (default: today in the vault's time zone).")]
+
+
+today_from = console.today_option
+
+
+def refresh_pages(ws: Workspace) -> None:
+    """After a command changed a decision: the pinned pages rebuilt (`commands.build.refresh_pages`), what
+    could not be done said as a warning."""
+    from ..commands.build import refresh_pages  # the build loads the pages' modules
+    for line in refresh_pages(ws):
+        stderr.print(line, markup=False)
+
+
+ReasonOption = Annotated[str, typer.Option(help="Why (at least 20 characters).")]
+
+
+def usage_error(message: str) -> VaultToolsError:
+    return UsageError(message)
+
+
+def day_option(name: str, value: str | None) -> dt.date | None:
+    from ..dates import parse_day_option
+    return parse_day_option(name, value)
+
+
+RecordedOption = Annotated[bool, typer.Option("--recorded", help="Go by when the vault recorded each step (the "
+                                                                  "ledger's time) instead of when it was decided.")]

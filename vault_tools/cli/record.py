@@ -1,0 +1,245 @@
+"""Commands that record: set up a vault, ask, rule, withdraw, retract, relate, seal."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .. import console
+from ..errors import VaultToolsError
+from ..shapes import decision_json
+
+if TYPE_CHECKING:
+    pass
+
+from .common import (
+    ByOption,
+    JsonOption,
+    ReasonOption,
+    VaultOption,
+    app,
+    out,
+    print_json,
+    read_body,
+    refresh_pages,
+    stderr,
+    workspace,
+)
+
+
+@app.command()
+def init(vault: VaultOption = None,
+         timezone: Annotated[str | None, typer.Option(metavar="ZONE", help="IANA time zone, like Europe/Paris (default: this machine's).")] = None,
+         templates: Annotated[bool, typer.Option(
+             "--templates", help="Also copy the Decision and Question templates into Obsidian's templates folder.")] = False,
+         agent: Annotated[str | None, typer.Option(
+             "--agent", metavar="AGENT", help="Wire an agent into the project: claude, codex, gemini or cursor (its "
+                                              "instructions section, hooks and MCP entry).")] = None,
+         remove: Annotated[bool, typer.Option("--remove", help="With --agent: take out exactly what --agent added.")] = False,
+         project: Annotated[Path | None, typer.Option(
+             "--project", metavar="DIR", help="With --agent: the project the agent works in (default: this folder).")] = None,
+         ) -> None:
+    """Set up .vault-tools/ in a vault (safe to run again; --vault: made if missing); --agent wires an agent in."""
+    from ..config import load_config
+    from ..vault import find_vault
+
+    if vault is not None:  # exactly the folder named: made when missing, never another one
+        from ..commands.setup import make_vault_folder
+        root = make_vault_folder(vault)
+    else:
+        try:
+            root = find_vault(None)
+        except VaultToolsError:
+            root = Path.cwd().resolve()
+    console.at_vault(root)
+    from ..commands.setup import init_agent, init_vault
+    if remove and agent is None:
+        raise typer.BadParameter("--remove goes with --agent", param_hint="--remove")
+    changed = [] if remove else init_vault(root, timezone)
+    load_config(root)  # reads the config back: a bad one fails here, not later
+    if templates:
+        from ..starter import install_templates
+        changed += install_templates(root)
+    for name in changed:
+        stderr.print(f"created or updated {name}", markup=False)
+    if agent is not None:
+        where = (project or Path.cwd()).resolve()
+        touched = init_agent(where, root, agent, remove=remove)
+        for name in touched:
+            verb = "updated" if (where / name).exists() else "removed"
+            stderr.print(f"{verb} {name}" if remove else f"created or updated {name}", markup=False)
+        if not touched:
+            stderr.print(f"{agent} is {'not wired in' if remove else 'already wired in'}: nothing changed", markup=False)
+        return
+    if not changed:
+        stderr.print(f"{root} is already set up", markup=False)
+    from ..commands.setup import carriers_note
+    out(carriers_note(root) + INIT_SNIPPETS)
+
+
+@app.command()
+def migrate(vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Move the record from .vault-tools/ to vault-tools/, where every sync engine carries it (byte for byte; safe to run again)."""
+    from ..commands.migrate import migrate as move
+    from ..commands.setup import carriers_note
+    from ..vault import find_vault
+    root = find_vault(vault)
+    done = move(root)
+    if json_:
+        print_json({"already": done.already, "moved": done.moved, "ledger_lines": done.lines, "ledger": done.ledger,
+               "changed": done.changed})
+        return
+    if done.already:
+        out(f"{root} already keeps its record in vault-tools/: nothing to move")
+        return
+    for line in done.moved:
+        out(f"moved {line}")
+    for name in done.changed:
+        stderr.print(f"created or updated {name}", markup=False)
+    out(carriers_note(root))
+
+
+INIT_SNIPPETS = """\
+Add to .pre-commit-config.yaml:
+  - repo: local
+    hooks:
+      - id: vault-tools-build
+        name: vault-tools build
+        entry: vault-tools build
+        language: system
+        pass_filenames: false
+        always_run: true
+      - id: vault-tools-lint
+        name: vault-tools lint
+        entry: vault-tools lint
+        language: system
+        pass_filenames: false
+        always_run: true
+
+Wire your agent in (its instructions, hooks and MCP server), from the project it works in:
+  vault-tools init --agent claude      # or codex, gemini, cursor; --remove takes it out again"""
+
+
+@app.command()
+def ask(summary: Annotated[str, typer.Argument(help="The question, one line of at least 20 characters.")],
+        topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC", help="Topic key (kebab-case); repeatable.")],
+        body: Annotated[str | None, typer.Option(help="Context for the owner; - reads stdin.")] = None,
+        due: Annotated[str | None, typer.Option(metavar="DATE", help="Date an answer is needed by (2026-07-17).")] = None,
+        reask_reason: Annotated[str | None, typer.Option(
+            help="What changed since the ruling on this topic (at least 20 characters).")] = None,
+        not_the_same: Annotated[list[str], typer.Option(
+            "--not-the-same", metavar="ID", help="A decision the refusal named that you read and found to be a "
+            "different matter; recorded in the ledger. Repeatable.")] = [],  # noqa: B006
+        by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Register a question for the owner; refused when its topic is already settled or open, or when its words
+    say the same matter as a current ruling or open question under other topics."""
+    from ..commands.ask import ask as ask_question
+    ws = workspace(vault)
+    decision = ask_question(ws, summary, topic, body=read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
+                            not_the_same=not_the_same)
+    refresh_pages(ws)
+    if json_:
+        print_json(decision_json(decision))
+    else:
+        out(f"{decision.id} asked: {decision.path}")
+
+
+@app.command()
+def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
+                                                                help="The question being answered.")] = None,
+         summary: Annotated[str, typer.Option(help="The ruling, one line of at least 20 characters.")] = ...,  # type: ignore[assignment]
+         topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC", help="Topic of a ruling given directly; repeatable.")] = [],  # noqa: B006
+         source: Annotated[str | None, typer.Option(help="Where the ruling came from.")] = None,
+         ruled_at: Annotated[str | None, typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now).")] = None,
+         supersedes: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
+         alongside: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling on the topic that still stands beside this one; repeatable.")] = [],  # noqa: B006
+         reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
+         body: Annotated[str | None, typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
+         revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
+         revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
+         term: Annotated[list[str], typer.Option("--term", metavar="KEY=VALUE", help="A term the ruling grants, for `gate` (written as the property term_KEY); repeatable.")] = [],  # noqa: B006
+         scope: Annotated[list[str], typer.Option("--scope", metavar="GLOB", help="Files the ruling governs, relative to the vault or project_root (Articles/**); repeatable.")] = [],  # noqa: B006
+         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Record the owner's ruling: on a question (ID) or given directly (--topic).
+
+    On a topic that already has a current ruling, say whether this one replaces it (--supersedes ID
+    --reason ...) or stands beside it (--alongside ID); otherwise it is refused."""
+    from ..commands.rule import rule as record_ruling
+    ws = workspace(vault)
+    decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
+                            supersedes=supersedes, alongside=alongside, reason=reason, body=read_body(body),
+                            revisit_if=revisit_if, revisit_by=revisit_by, terms=term, scope=scope)
+    refresh_pages(ws)
+    if json_:
+        print_json(decision_json(decision))
+    else:
+        out(f"{decision.id} ruled and sealed: {decision.path}")
+        for link in decision.supersedes:
+            out(f"  supersedes {link}")
+
+
+
+
+
+
+@app.command()
+def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The open question to drop.")],
+             reason: ReasonOption,
+             by: ByOption = None, vault: VaultOption = None) -> None:
+    """Drop an open question that will not be answered."""
+    from ..commands.close import withdraw as withdraw_question
+    ws = workspace(vault)
+    decision = withdraw_question(ws, decision_id, reason, by)
+    refresh_pages(ws)
+    out(f"{decision.id} withdrawn")
+
+
+@app.command()
+def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruling recorded in error.")],
+            reason: ReasonOption,
+            by: ByOption = None, vault: VaultOption = None) -> None:
+    """Declare a ruling wrong (recorded in error), with no replacement."""
+    from ..commands.close import retract as retract_ruling
+    ws = workspace(vault)
+    decision = retract_ruling(ws, decision_id, reason, by)
+    refresh_pages(ws)
+    out(f"{decision.id} retracted")
+
+
+@app.command()
+def relate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A current, sealed ruling.")],
+           alongside: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling that stands beside it; repeatable.")] = [],  # noqa: B006
+           supersedes: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling it replaces; repeatable.")] = [],  # noqa: B006
+           reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
+           vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Say how a ruling stands to other current rulings on its topic: it replaces them, or they stand beside it."""
+    from ..commands.amend import relate as relate_rulings
+    ws = workspace(vault)
+    decision = relate_rulings(ws, decision_id, alongside=alongside, supersedes=supersedes, reason=reason)
+    refresh_pages(ws)
+    if json_:
+        print_json(decision_json(decision))
+        return
+    for link in supersedes:
+        out(f"{decision.id} supersedes {link}")
+    for link in alongside:
+        out(f"{decision.id} stands alongside {link}")
+
+
+@app.command()
+def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
+        metavar="[ID]...", help="Only these rulings (default: every ruled note not sealed yet).")] = None,
+         vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Seal ruled notes now instead of waiting for the settle window."""
+    from ..commands.seal import seal as seal_rulings
+    ws = workspace(vault)
+    sealed = seal_rulings(ws, decision_ids or [])
+    refresh_pages(ws)
+    if json_:
+        print_json([decision_json(d) for d in sealed])
+        return
+    for decision in sealed:
+        out(f"{decision.id} sealed")
+    if not sealed:
+        stderr.print("nothing to seal", markup=False)

@@ -1,0 +1,134 @@
+"""Commands that run beside the owner's work: the agent hooks, the MCP server, the watcher, the checks."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .. import console
+from ..shapes import decision_json
+
+if TYPE_CHECKING:
+    pass
+
+from .common import (
+    JsonOption,
+    TodayOption,
+    VaultOption,
+    app,
+    decision_line,
+    out,
+    print_json,
+    stderr,
+    today_from,
+    usage_error,
+    workspace,
+)
+
+
+@app.command()
+def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: claude, codex or gemini.")],
+         event: Annotated[str, typer.Argument(metavar="EVENT", help="claude and codex: session-start, pre-tool-use or "
+                                              "user-prompt-submit; gemini: session-start, before-agent or before-tool.")],
+         vault: VaultOption = None) -> None:
+    """An agent hook: the event's JSON on stdin, the answer's JSON on stdout (nothing when the call may pass)."""
+    from ..agents import HOOK_AGENTS, hook_module
+    if agent not in HOOK_AGENTS:
+        raise usage_error(f"unknown agent {agent!r}: hooks exist for {', '.join(HOOK_AGENTS)} (cursor is set up by "
+                     "`init --agent` through its rules file and MCP)")
+    module = hook_module(agent)
+    if event not in module.EVENTS:
+        raise usage_error(f"unknown event {event!r} for {agent} (expected one of: {', '.join(module.EVENTS)})")
+    text = module.run(event, sys.stdin.read(), vault)
+    if text:
+        out(text)
+
+
+
+
+@app.command()
+def mcp(vault: VaultOption = None) -> None:
+    """An MCP server on stdio (needs the mcp extra: pip install 'vault-tools[mcp]')."""
+    try:
+        from ..agents.mcp_server import serve
+    except ImportError as error:
+        raise usage_error(f"the MCP server needs the official SDK: pip install 'vault-tools[mcp]' ({error})") from None
+    serve(workspace(vault).vault.root)
+
+
+@app.command()
+def watch(once: Annotated[bool, typer.Option("--once", help="Reconcile the vault once and exit (1, naming them, when "
+                                                         "notes were left for later).")] = False,
+          vault: VaultOption = None, json_: Annotated[bool, typer.Option("--json", help="Log JSON lines.")] = False) -> None:
+    """Watch the vault while the owner works: seal rulings, restore edited sealed notes, rebuild pages."""
+    console.watch(once, vault, json_)
+
+
+@app.command("for")
+def for_paths(paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="Files: absolute, relative to here, or "
+                                                                                  "(from outside it) to the scope root.")],
+              vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """The current rulings that govern these files through their `scope`, most specific glob first."""
+    from ..commands.govern import governed
+    ws = workspace(vault)
+    found = governed(ws, ws.state(), paths, Path.cwd())
+    if json_:
+        print_json([{"path": item.path, "scoped_path": item.scoped,
+                "rulings": [{**decision_json(ruling), "glob": glob} for ruling, glob in item.rulings]}
+               for item in found])
+        return
+    for item in found:
+        if item.scoped is None:
+            stderr.print(f"{item.path}: outside the folder scopes are relative to", markup=False)
+            continue
+        out(f"{item.path}: {len(item.rulings)} ruling(s)")
+        for ruling, glob in item.rulings:
+            out(f"  {decision_line(ruling, ws)}  (scope {glob})")
+
+
+@app.command("check")
+def check_command(changed: Annotated[str, typer.Option("--changed", metavar="REV", help="A git revision: check "
+                                                                                      "the files changed since it.")],
+                  strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a changed file is governed by a "
+                                                                        "ruling past its revisit_by date, or by two "
+                                                                        "rulings that have not said which stands.")] = False,
+                  today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """For CI: the current rulings that govern the files changed since REV."""
+    from ..commands.govern import check_changed
+    ws = workspace(vault)
+    result = check_changed(ws, changed, today_from(today))
+    if json_:
+        print_json({"files": [{"path": item.path, "rulings": [{**decision_json(ruling), "glob": glob}
+                                                         for ruling, glob in item.rulings]}
+                         for item in result.governed],
+               "problems": result.problems})
+    else:
+        for item in result.governed:
+            out(f"{item.path}")
+            for ruling, glob in item.rulings:
+                out(f"  {decision_line(ruling, ws)}  (scope {glob})")
+        if not result.governed:
+            stderr.print(f"no file changed since {changed} is governed by a ruling", markup=False)
+    for problem in result.problems:
+        stderr.print(f"{'error' if strict else 'warning'}: {problem}", markup=False)
+    if strict and result.problems:
+        raise typer.Exit(1)
+
+
+@app.command("lint")
+def lint_command(
+        paths: Annotated[list[Path] | None, typer.Argument(
+            metavar="PATH", help="Report only findings in these files or folders (the whole vault is "
+                                 "still checked for consistency).")] = None,
+        fix: Annotated[bool, typer.Option("--fix", help="Seal rulings past their settle window, cut off a torn "
+                                                         "last ledger line and rebuild stale pages first; never "
+                                                         "edits what the owner wrote.")] = False,
+        strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
+        format_: Annotated[str, typer.Option("--format", help="text, json or github (Actions annotations).")] = "text",
+        explain: Annotated[str | None, typer.Option("--explain", metavar="CODE",
+                                                       help="Print what a rule checks and how to fix it.")] = None,
+        today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """Check the vault against every rule (VT001...); exit 1 on errors. For pre-commit and CI."""
+    console.lint(paths, fix, strict, format_, explain, today, vault, json_)
