@@ -8,9 +8,9 @@ import zoneinfo
 from pathlib import Path
 
 import pytest
-from vault_tools.links import LinkResolver
 
 from vault_tools.agent_view import BUDGETS, Budget, agent_context, estimate_tokens, measure
+from vault_tools.links import LinkResolver
 from vault_tools.model import Decision, Status
 from vault_tools.pages import Settings
 

@@ -6,12 +6,12 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from vault_tools.links import LinkResolver
 
 from vault_tools import notes
 from vault_tools.errors import InconsistentVault
 from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import Event, parse_ledger
+from vault_tools.links import LinkResolver
 from vault_tools.model import Status, build_decision
 from vault_tools.sealing import seal_hash
 

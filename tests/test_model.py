@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from vault_tools.links import link_target
-from vault_tools.topics import topics_match
 
+from vault_tools.links import link_target
 from vault_tools.model import Status, build_decision, near_field_name, note_title
+from vault_tools.topics import topics_match
 
 
 @pytest.mark.parametrize("a,b", [
@@ -122,9 +122,10 @@ def test_unresolved_overlaps_are_every_pair_of_current_rulings_on_matching_topic
     import datetime as dt
     import random
 
-    from vault_tools.links import LinkResolver
+    from vault_tools.settling import unresolved_overlaps
 
-    from vault_tools.model import newest_first_key, unresolved_overlaps
+    from vault_tools.links import LinkResolver
+    from vault_tools.model import newest_first_key
     rng = random.Random(11)
     topics = ["article-footer", "article-footers", "footer-article", "artcle-footer", "pricing", "pricing-sales",
               "reader-reply", "raeder-reply", "sale-draft", "sael-draft", "newsletter", "archive-policy"]

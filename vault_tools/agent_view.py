@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from .dates import local_date
 from .errors import UsageError
 from .links import Resolve
-from .model import Decision, Overlap, Status, newest_first_key, settled_topics, unresolved_overlaps
+from .model import Decision, Status, newest_first_key
 from .pages import (
     MAX_OVERLAPS_LISTED,
     NOTE_MISSING,
@@ -27,6 +27,7 @@ from .pages import (
     ruled_day,
     unsaid_notes,
 )
+from .settling import Overlap, settled_topics, unresolved_overlaps
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,11 @@ from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
 from .commands.supersede import EditedSinceSealed, PendingWrites, supersede_now
 from .commands.workspace import Workspace
+from .drafts import being_written, lacks_id
 from .errors import NoteError, VaultToolsError
 from .history import History
 from .ledger_lines import STATUS_AFTER
-from .model import FINAL_STATUSES, Decision, Status, being_written, lacks_id
+from .model import FINAL_STATUSES, Decision, Status
 from .vault import StatKey, VaultState
 
 Progress = Callable[[int, int], None]  # (done, total), for a progress bar

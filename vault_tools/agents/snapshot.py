@@ -142,7 +142,8 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     from ..commands.build import context
     from ..commands.workspace import Workspace
     from ..dates import local_date
-    from ..model import Status, newest_first_key, settled_topics
+    from ..model import Status, newest_first_key
+    from ..settling import settled_topics  # a full read, only when the snapshot is stale
     from ..vault import Vault
 
     ws = Workspace(Vault(root))

@@ -29,12 +29,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import note_edits, notes
+from ..drafts import unanswered
 from ..errors import VaultToolsError
 from ..handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from ..history import new_record
 from ..ledger_lines import encode_text, encoded_ahead, forget_encoded_ahead
 from ..links import LinkResolver, linked_ids
-from ..model import Decision, Status, unanswered
+from ..model import Decision, Status
 from ..sealing import seal_hash
 from .supersede import superseded_changes
 from .workspace import KnownSeal

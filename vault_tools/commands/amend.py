@@ -16,8 +16,9 @@ from typing import Any
 from .. import durable, note_edits, notes
 from ..errors import Refused, UsageError
 from ..history import History, seal_text_without_bom
-from ..model import MIN_TEXT, Decision, Status, build_decision, duplicate_ids
+from ..model import MIN_TEXT, Decision, Status, build_decision
 from ..sealing import seal_hash, seal_payload
+from ..settling import duplicate_ids
 from ..vault import VaultState
 from .checks import check_id, check_text
 from .sealed import matches_ledger, unreviewed_edit

@@ -14,9 +14,10 @@ from typing import Any
 
 from .. import durable
 from ..agent_view import Budget, Context, agent_context, parse_budget
+from ..drafts import being_written, lacks_id, unanswered
 from ..errors import UsageError, VaultToolsError
 from ..ledger import RACY_NANOSECONDS
-from ..model import Decision, Status, being_written, lacks_id, unanswered
+from ..model import Decision, Status
 from ..page_names import PAGE_NAMES
 from ..pages import NOTE_MISSING, NOTICE, PageConflict, PageProblem, Pages, Settings, build_pages
 from ..topics import topic_aliases_in_use

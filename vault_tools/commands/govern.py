@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
-from ..model import Decision, newest_first_key, unresolved_overlaps
+from ..model import Decision, newest_first_key
 from ..scope import governing, root_of, scope_path
+from ..settling import unresolved_overlaps
 from ..vault import VaultState
 from .workspace import Workspace
 

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import durable, note_edits, notes
+from ..drafts import lacks_id, still_missing
 from ..errors import NoteError
 from ..links import link_target
-from ..model import format_id, id_number, lacks_id, note_title, still_missing
+from ..model import format_id, id_number, note_title
 from ..sealing import wikilinks
 from ..vault import VaultState, iter_markdown
 from .workspace import Workspace

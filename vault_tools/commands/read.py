@@ -9,17 +9,9 @@ from ..dates import local_date
 from ..errors import UsageError
 from ..history import History
 from ..index import SearchIndex, SearchResult, fts5_available, notice_once, scan
-from ..model import (
-    TOPIC_PATTERN,
-    Decision,
-    Problem,
-    Status,
-    describe_chain,
-    newest_first_key,
-    settled_topics,
-    unresolved_overlaps,
-)
+from ..model import TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
 from ..pages import PageProblem
+from ..settling import describe_chain, settled_topics, unresolved_overlaps
 from ..topics import topics_match
 from ..vault import VaultState
 from .build import page_problems

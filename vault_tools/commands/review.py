@@ -18,8 +18,9 @@ from ..dates import local_date, utc_stamp
 from ..errors import Refused, UsageError, VaultToolsError
 from ..ledger_lines import Event
 from ..links import Resolve, leading_id
-from ..model import Decision, Status, newest_first_key, unresolved_overlaps
+from ..model import Decision, Status, newest_first_key
 from ..pages import escape, link
+from ..settling import unresolved_overlaps
 from ..topic_aliases import SHOWN as TOPICS_SHOWN
 from ..topic_aliases import add_alias
 from ..topics import TopicIndex, canonical_topic

@@ -8,8 +8,9 @@ from typing import Any
 
 from .. import durable, note_edits, notes
 from ..dates import parse_day_option, parse_option, to_vault_time
+from ..drafts import unanswered
 from ..errors import Refused, UsageError
-from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem, unanswered
+from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem
 from ..scope import problem as scope_problem
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics

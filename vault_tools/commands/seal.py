@@ -5,11 +5,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from .. import durable, note_edits, notes
+from ..drafts import unanswered
 from ..errors import InconsistentVault, NoteError, Refused
 from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import linked_ids
-from ..model import FINAL_STATUSES, Decision, Status, unanswered
+from ..model import FINAL_STATUSES, Decision, Status
 from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_id

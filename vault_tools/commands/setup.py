@@ -262,6 +262,7 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
     from pathlib import PurePosixPath
 
     from ..agents import instructions as parts
+    from ..agents import json_edit  # only `init --agent` edits an agent's settings
 
     if agent not in parts.AGENTS:
         raise UsageError(f"unknown agent {agent!r} (expected one of: {', '.join(parts.AGENTS)})")
@@ -326,7 +327,7 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
         if remove:
             left = parts.without_section(body)
             plan(files.instructions, found,
-                 None if left in (None, parts.CURSOR_FRONTMATTER.replace("\n", parts.eol_of(body))) else left)
+                 None if left in (None, parts.CURSOR_FRONTMATTER.replace("\n", json_edit.eol_of(body))) else left)
         else:
             plan(files.instructions, found, parts.with_section(body, section))
     elif remove:
@@ -372,9 +373,9 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
         if not after:  # nothing left but `{}`: as when the file did not exist before
             plan(rel, found, None)
         elif found is None or not found[1].strip():
-            plan(rel, found, parts.json_text(after))
+            plan(rel, found, json_edit.json_text(after))
         else:
-            plan(rel, found, parts.edited_json(found[1], after))
+            plan(rel, found, json_edit.edited_json(found[1], after))
     for rel, content in planned.items():
         path = project / rel
         if content is None:

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from .. import durable, note_edits, notes
 from ..dates import Now, local_now, utc_now, utc_stamp
+from ..drafts import lacks_id
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
 from ..history import Conflict, History, RecordSummary, latest_with_id, new_record
 from ..layout import device_tag, ledger_tags
@@ -22,19 +23,18 @@ from ..model import (
     Problem,
     Status,
     build_decision,
-    duplicate_ids,
     format_id,
     id_matches,
     id_number,
-    lacks_id,
     note_title,
     status_in_effect,
-    supersedes_cycle,
 )
 from ..sealing import seal_hash, tie_notes
+from ..settling import duplicate_ids, supersedes_cycle
 from ..topics import topics_match
 from ..vault import UnreadableNote, Vault, VaultState
 from .checks import check_id
+from .missing import missing_rulings
 
 # The statuses of a ruling that took effect: current, or superseded since.
 TOOK_EFFECT = frozenset({Status.RULED, Status.SUPERSEDED})
@@ -51,7 +51,7 @@ def blocking_problems(problems: Iterable[Problem]) -> list[Problem]:
 class KnownSeal(NamedTuple):
     """What sealing a ruling needs that was worked out already for that very note (see `commands.ahead`)."""
 
-    unanswered: str | None  # why it does not hold an answer yet (`model.unanswered`); None: it does
+    unanswered: str | None  # why it does not hold an answer yet (`drafts.unanswered`); None: it does
     record: str  # the identity its record is given if the ledger has none yet (random, as `new_record`'s)
     links: tuple[tuple[str, ...], tuple[str, ...]] | None  # its supersedes and alongside as ids (None: resolve)
 
@@ -223,48 +223,9 @@ class Workspace:
         return in_effect
 
     def missing_rulings(self, state: VaultState) -> list[Decision]:
-        """The sealed rulings in force whose note is gone: deleted, moved where notes are not read (the
-        templates folder, a dot-folder), or no longer a decision note. Each is read from the ledger's sealed
-        text, at the path it was last seen at, marked `note_missing`: a ruling ends only by a retraction or a
-        supersession the ledger records, never by losing its file. Not one whose note is there but cannot
-        be read (it is reported as such), one in conflict, or one whose id another note now holds (lint's
-        VT023 names both)."""
-        if "missing_rulings" in state.derived:
-            memo: list[Decision] = state.derived["missing_rulings"]
-            return memo
-        try:
-            summaries = self.record_summaries()
-        except InconsistentVault:
-            summaries = []
-        candidates = [s for s in summaries if s.status is Status.RULED and s.seal_hash and s.conflict is None]
-        found: list[Decision] = []
-        if candidates:
-            if state.decisions:
-                self.summary_of(state, state.decisions[0])  # ties every note to its record
-            tied = {summary.record for summary in state.derived.get("summary_ties", {}).values()}
-            held = {d.id for d in state.decisions}
-            unreadable = {e.path for e in state.broken if e.path}
-            try:
-                known = self.histories()
-            except InconsistentVault:
-                known = {}
-            for summary in candidates:
-                if summary.record in tied or summary.id in held or unreadable & set(summary.paths):
-                    continue
-                history = known.get(summary.record)
-                seal = history.seal if history is not None else None
-                if history is None or seal is None or not seal.text:
-                    continue
-                path = history.path or seal.path
-                try:
-                    note = notes.parse_text(seal.text.removeprefix("\ufeff"), self.vault.root / path)
-                except NoteError:
-                    continue
-                decision, _ = build_decision(note.data, path=path, body=note.body, key_lines=note.key_lines)
-                if decision is not None and decision.status is Status.RULED:
-                    found.append(replace(decision, note_missing=True))
-        state.derived["missing_rulings"] = found
-        return found
+        """The sealed rulings in force whose note is gone, each read from the ledger's sealed text and marked
+        `note_missing` (see `commands.missing`); worked out once per read of the vault."""
+        return missing_rulings(self, state)
 
     def seal_hash_of(self, state: VaultState, decision: Decision) -> str:
         """The seal hash of a note as it is now, computed once per read of the vault."""

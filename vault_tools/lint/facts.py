@@ -19,11 +19,12 @@ from ..commands.build import build, context, page_path, remembered
 from ..commands.setup import merge_drivers_missing
 from ..commands.workspace import Workspace
 from ..config import Config
+from ..drafts import lacks_id
 from ..errors import InconsistentVault
 from ..history import History, histories
 from ..ledger_lines import TORN, Event, scan_ledger
 from ..links import LinkResolver
-from ..model import Decision, Problem, Status, lacks_id
+from ..model import Decision, Problem, Status
 from ..page_names import OPEN_QUESTIONS, PAGE_NAMES
 from ..sealing import seal_hash, tie_notes
 from ..vault import Vault, VaultState

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..dates import local_date
-from ..model import Decision, Status, being_written, lacks_id
+from ..drafts import being_written, lacks_id
+from ..model import Decision, Status
 from ..topics import TopicIndex, canonical_topic, topic_signatures, topics_match
 from .facts import Facts, first_line
 from .registry import WARNING, Finding, rule

@@ -10,7 +10,8 @@ import re
 from collections.abc import Iterator
 
 from ..commands.workspace import STAMPED_FIELDS
-from ..model import DATE_FIELDS, DATETIME_FIELDS, Problem, Status, duplicate_ids, near_field_name
+from ..model import DATE_FIELDS, DATETIME_FIELDS, Problem, Status, near_field_name
+from ..settling import duplicate_ids
 from .facts import Facts, first_line
 from .registry import ERROR, IGNORE_PROPERTY, Finding, ignore_problems, rule
 

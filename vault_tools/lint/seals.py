@@ -9,9 +9,10 @@ from pathlib import Path
 from .. import notes
 from ..commands.conflicts import describe_conflict, settle_hint
 from ..commands.sealed import retargeted
+from ..drafts import unanswered
 from ..errors import NoteError
 from ..ledger_lines import Event
-from ..model import Decision, Status, build_decision, unanswered
+from ..model import Decision, Status, build_decision
 from ..sealing import normalise_body, seal_hash, seal_payload
 from .facts import Facts, LedgerFacts, first_line
 from .registry import ERROR, LEDGER_PATH, WARNING, Finding, rule

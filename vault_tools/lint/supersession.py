@@ -4,7 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..links import unresolved_link
-from ..model import FINAL_STATUSES, Decision, Status, supersedes_cycle, unresolved_overlaps
+from ..model import FINAL_STATUSES, Decision, Status
+from ..settling import supersedes_cycle, unresolved_overlaps
 from .facts import TOOK_EFFECT, Facts, first_line
 from .registry import ERROR, Finding, rule
 

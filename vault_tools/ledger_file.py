@@ -1,0 +1,154 @@
+"""One ledger file: reading its whole lines, appending events as whole lines (never a torn one left unsaid), and
+knowing when it changed. `ledger` reads every device's file as one ledger and appends under a lock.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import InconsistentVault
+from .history import placed
+from .ledger_lines import Event, event_line, parse_ledger
+from .notes import StatKey, stat_key
+
+
+def whole_json(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+def start_of_last_line(handle: BinaryIO, size: int, chunk: int = 65536) -> int:
+    """Where the last line of an open file starts (just after its last newline; 0 when it has none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        handle.seek(start)
+        found = handle.read(end - start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
+
+
+class LedgerFile:
+    """One ledger file: read verified (again only when it changed), appended to under the caller's lock."""
+
+    def __init__(self, path: Path, display_path: str, *, in_transit_ok: bool = False) -> None:
+        self.path = path
+        self.fspath = str(path)  # as a str: pathlib costs more, and it is looked at on every append
+        self.display_path = display_path
+        # Another device's file, as a carrier brings it: a torn last line is the part still on its way.
+        self.in_transit_ok = in_transit_ok
+        self._read_cache: tuple[StatKey, list[Event]] | None = None
+        # Kept open between appends that are made durable later (`Ledger.synced_together`), with its inode
+        self._handle: tuple[BinaryIO, int] | None = None
+
+    def read(self) -> list[Event]:
+        key = self.stat_key()
+        if key is None:
+            return []
+        if self._read_cache is not None and self._read_cache[0] == key:
+            return list(self._read_cache[1])
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InconsistentVault("ledger is not UTF-8", path=self.display_path) from None
+        if self.in_transit_ok and not text.endswith("\n") and "\n" in text:
+            text = text[:text.rindex("\n") + 1]
+        elif self.in_transit_ok and "\n" not in text:
+            text = ""
+        events = parse_ledger(text, self.display_path, source=self.display_path)
+        if len(raw) == key[0]:  # not appended to while being read
+            self._read_cache = (key, events)
+        return list(events)
+
+    def append(self, events: list[Event], *, durable: bool = True) -> list[Event] | None:
+        """Append `events`; fsynced unless `durable` is False (the caller syncs later, see
+        `Ledger.synced_together`, and closes the file it keeps open for the next append). Returns them as a
+        read would now give them (numbered), when what was read before plus them is the file now; None when
+        the file must be read again."""
+        payload = "".join(event_line(event) for event in events).encode("utf-8")
+        if not payload:
+            return []
+        before = self.stat_key()
+        handle = self._open(before)
+        size = handle.seek(0, os.SEEK_END)
+        ours = self._read_cache is not None and self._read_cache[0] == before  # ends with a line read or written
+        if size > 0 and not ours:
+            handle.seek(-1, os.SEEK_END)
+            if handle.read(1) != b"\n":
+                self.read()  # raises, naming the torn line
+            handle.seek(0, os.SEEK_END)
+        try:
+            written = 0
+            while written < len(payload):  # a full disk may take part of a write before it refuses
+                step = handle.write(payload[written:])
+                if not step:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+                written += step
+            if durable:
+                os.fsync(handle.fileno())
+        except OSError:  # a full disk: take back a partial line rather than leave it torn
+            handle.truncate(size)
+            self.close()
+            raise
+        finally:
+            if durable:
+                self.close()
+        # What was read before plus what was just written is the file now: no need to read it all again.
+        if ours and self._read_cache is not None and before is not None and size == before[0]:
+            first_line = (self._read_cache[1][-1].line or 0) + 1 if self._read_cache[1] else 1
+            numbered = [placed(event, line=first_line + index, source=self.display_path,
+                                position=first_line + index) for index, event in enumerate(events)]
+            after = self.stat_key()
+            if after is not None and after[0] == size + len(payload):
+                self._read_cache[1].extend(numbered)  # never handed out: `read` gives copies
+                self._read_cache = (after, self._read_cache[1])
+                return numbered
+        self._read_cache = None
+        return None
+
+    def known_key(self) -> StatKey | None:
+        """The stat key of the file as this process last read or wrote it."""
+        return self._read_cache[0] if self._read_cache is not None else None
+
+    def _open(self, key: StatKey | None) -> BinaryIO:
+        """The file to append to: the one kept open, while it is still the file at this path."""
+        if self._handle is not None:
+            if key is not None and key[3] == self._handle[1]:
+                return self._handle[0]
+            self.close()  # replaced meanwhile (a checkout, a sync engine): append to the file there now
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+b", buffering=0)  # noqa: SIM115 (kept open across appends, see `close`)
+        self._handle = (handle, os.fstat(handle.fileno()).st_ino)
+        return handle
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle[0].close()
+            self._handle = None
+
+    def sync(self) -> None:
+        """Make what was appended durable."""
+        if self._handle is not None:
+            os.fsync(self._handle[0].fileno())
+            return
+        with open(self.path, "ab", buffering=0) as handle:
+            os.fsync(handle.fileno())
+
+    def stat_key(self) -> StatKey | None:
+        try:
+            stat = os.stat(self.fspath)
+        except FileNotFoundError:
+            return None
+        return stat_key(stat)
