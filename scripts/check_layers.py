@@ -1,5 +1,6 @@
-"""The layers contract: each module of `vault_tools` imports only modules of its own layer or below, and no
-import cycle ties modules together. `make check` runs it; it prints each breach and exits 1.
+"""The layers contract: each module of `vault_tools` imports only modules of its own layer or below, no import
+cycle ties modules together, and each module is of one concern (a docstring that says it; no module over 600
+lines, at most three over 450). `make check` runs it; it prints each breach and exits 1.
 
 Layers, lowest first (docs/architecture.md says what each is for): leaves, domain, storage, operations,
 engines, faces. Imports under `if TYPE_CHECKING:` are not imports at run time and are not counted.
@@ -25,6 +26,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 # Imports inside functions, and those of them with no reason written beside them: neither count may grow.
 # The aim is at most 90, each with a reason; the ceilings come down as modules are reworked.
+MAX_LINES = 600  # no module longer
+LONG_LINES, MAX_LONG = 450, 3  # at most this many modules longer than LONG_LINES
 MAX_FUNCTION_IMPORTS = 168
 MAX_WITHOUT_REASON = 149
 
@@ -111,6 +114,7 @@ def main() -> int:
                 breaches.append(f"vault_tools/{path.relative_to(PACKAGE)}:{line}: {LAYERS[layer_of(name)][0]} module "
                                 f"{name} imports {target}, of the {LAYERS[layer_of(target)][0]} layer above it")
     breaches += [f"import cycle: {' -> '.join(cycle)}" for cycle in _cycles(graph)]
+    breaches += _shape(paths)
     if function_level > MAX_FUNCTION_IMPORTS:
         breaches.append(f"{function_level} imports inside functions; at most {MAX_FUNCTION_IMPORTS} (start-up time "
                         "is the only reason for one)")
@@ -125,6 +129,25 @@ def main() -> int:
     print(f"check_layers: {len(modules)} modules, {sum(map(len, graph.values()))} imports, {function_level} inside "
           f"functions ({len(unexplained)} without a reason): {len(breaches)} breach(es)")
     return 1 if breaches else 0
+
+
+def _shape(paths: list[Path]) -> list[str]:
+    """Each module opens with a docstring saying its one concern; none is over MAX_LINES lines, and at most
+    MAX_LONG are over LONG_LINES."""
+    found = []
+    lengths = {}
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        shown = f"vault_tools/{path.relative_to(PACKAGE)}"
+        if not text.startswith('"""'):
+            found.append(f"{shown}:1: no docstring saying the module's one concern")
+        lengths[shown] = text.count("\n")
+        if lengths[shown] > MAX_LINES:
+            found.append(f"{shown}: {lengths[shown]} lines; at most {MAX_LINES}: split it by concern")
+    long = sorted((name for name, count in lengths.items() if count > LONG_LINES), key=lengths.get, reverse=True)
+    if len(long) > MAX_LONG:
+        found.append(f"{len(long)} modules over {LONG_LINES} lines ({', '.join(long)}); at most {MAX_LONG}")
+    return found
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
