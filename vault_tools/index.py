@@ -33,7 +33,7 @@ from .bodies import without_comments
 from .errors import InconsistentVault
 from .ledger import RACY_NANOSECONDS
 from .links import leading_id, link_target, name_key
-from .model import FINAL_STATUSES, Decision, Status, build_decision, status_in_effect
+from .model import FINAL_STATUSES, Decision, Status, build_decision, statuses_in_effect
 from .notes import StatKey, stat_key
 from .vault import Vault, VaultState, iter_markdown
 
@@ -271,15 +271,15 @@ class SearchIndex:
             recorded = {}
         by_name = {name_key(doc.title): doc.id for doc in docs.values()}
         ids = {doc.id for doc in docs.values()}
-        replaced: set[str] = set()
-        for doc in docs.values():
-            if doc.status is Status.RULED and doc.supersedes:
-                for link in doc.supersedes:
-                    target = by_name.get(name_key(link_target(link))) or leading_id(link)
-                    if target in ids and target != doc.id:
-                        replaced.add(target)
-        return {rowid: status_in_effect(doc.status, recorded.get(doc.id), doc.id in replaced)
-                for rowid, doc in docs.items()}
+
+        def named(link: str) -> str:
+            target = by_name.get(name_key(link_target(link))) or leading_id(link)
+            return target if target in ids else ""
+
+        rowids = list(docs)
+        found = statuses_in_effect([(doc.id, doc.status, recorded.get(doc.id), [named(link) for link in doc.supersedes])
+                                    for doc in docs.values()])
+        return dict(zip(rowids, found, strict=True))
 
     def search(self, text: str, *, history: bool = False, limit: int = 20,
                statuses: Iterable[Status] | None = None) -> list[Hit]:

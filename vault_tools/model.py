@@ -11,7 +11,7 @@ import enum
 import functools
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -361,6 +361,21 @@ def status_in_effect(status: Status, recorded: Status | None, replaced: bool) ->
     if status is Status.RULED and replaced:
         return Status.SUPERSEDED
     return status
+
+
+# The statuses of a ruling that took effect: current, or superseded since.
+TOOK_EFFECT = frozenset({Status.RULED, Status.SUPERSEDED})
+
+
+def statuses_in_effect(notes: Sequence[tuple[str, Status, Status | None, Iterable[str]]]) -> list[Status]:
+    """Where each decision stands, the one place that decides it for every reader: from each note's (id, status
+    as written, status the ledger recorded or None, ids its `supersedes` names). A ruling that took effect,
+    current or superseded since, keeps what it superseded superseded: superseding a ruling before its own
+    `supersedes` were applied never brings back what it replaced (see `status_in_effect`)."""
+    replaced = {target for note_id, status, recorded, targets in notes
+                if status_in_effect(status, recorded, False) in TOOK_EFFECT
+                for target in targets if target and target != note_id}
+    return [status_in_effect(status, recorded, note_id in replaced) for note_id, status, recorded, _ in notes]
 
 
 def can_move(current: Status, new: Status) -> bool:

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from .. import note_edits
 from ..errors import VaultToolsError
-from ..model import Decision, Status
+from ..model import TOOK_EFFECT, Decision, Status
 from ..vault import VaultState
 from .close import finish_interrupted_close
 from .sealed import matches_ledger, seal_holds
 from .supersede import pending_supersessions, supersede_now
-from .workspace import TOOK_EFFECT, Workspace
+from .workspace import Workspace
 
 MAX_STEPS = 200
 

@@ -27,7 +27,7 @@ from ..model import (
     id_matches,
     id_number,
     note_title,
-    status_in_effect,
+    statuses_in_effect,
 )
 from ..sealing import seal_hash, tie_notes
 from ..settling import duplicate_ids, supersedes_cycle
@@ -36,8 +36,6 @@ from ..vault import UnreadableNote, Vault, VaultState
 from .checks import check_id
 from .missing import missing_rulings
 
-# The statuses of a ruling that took effect: current, or superseded since.
-TOOK_EFFECT = frozenset({Status.RULED, Status.SUPERSEDED})
 # Missing on a hand-ruled note until sealing stamps them: not a reason to block other writes.
 STAMPED_FIELDS = ("ruled_at", "ruled_by")
 
@@ -208,16 +206,11 @@ class Workspace:
             summary = self.summary_of(state, decision)
             return summary.status if summary is not None and summary.conflict is None else None
 
-        statuses = [recorded(decision) for decision in state.decisions]
-        # A ruling that took effect, current or superseded since, keeps what it superseded superseded:
-        # superseding a ruling before its own `supersedes` were applied never brings back what it replaced.
-        replaced = {target for ruling, status in zip(state.decisions, statuses, strict=True)
-                    if ruling.supersedes and status_in_effect(ruling.status, status, False) in TOOK_EFFECT
-                    for target in (resolve(link) for link in ruling.supersedes) if target and target != ruling.id}
-        in_effect = []
-        for decision, recorded_status in zip(state.decisions, statuses, strict=True):
-            status = status_in_effect(decision.status, recorded_status, decision.id in replaced)
-            in_effect.append(decision if status is decision.status else replace(decision, status=status))
+        statuses = statuses_in_effect([(decision.id, decision.status, recorded(decision),
+                                        [resolve(link) or "" for link in decision.supersedes])
+                                       for decision in state.decisions])
+        in_effect = [decision if status is decision.status else replace(decision, status=status)
+                     for decision, status in zip(state.decisions, statuses, strict=True)]
         in_effect += self.missing_rulings(state)
         state.derived["in_effect"] = in_effect
         return in_effect
