@@ -138,6 +138,7 @@ INDEX_WIDTH = 160
 _WIKILINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
 
 
+# docs/design/0015-one-note-cannot-starve-the-rest.md
 def plain(text: str, limit: int = FIELD_LIMIT, note_id: str | None = None) -> str:
     """Owner's text on one line, without wikilink syntax (a link shows its alias or its target), cut past
     `limit` characters with a marker saying where the rest is."""
@@ -225,6 +226,7 @@ def _index_lines(topics: Sequence[str], left_out: int) -> list[str]:
     return lines
 
 
+# docs/design/0014-the-agents-view-is-cut-out-loud.md
 def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo,
                   settings: Settings, budget: Budget, problems: Sequence[PageProblem] = (),
                   conflicts: Sequence[PageConflict] = ()) -> Context:

@@ -38,6 +38,7 @@ class ConflictCopy:
         return f"{self.path} is a conflict copy {self.carrier} made of {self.original}"
 
 
+# docs/design/0028-conflict-copies-and-twin-revisions.md
 def original_name(path: str) -> tuple[str, str] | None:
     """(the original's path, the engine) when `path` is named as a conflict copy; numbered twins aside."""
     folder, _, name = path.rpartition("/")

@@ -310,6 +310,7 @@ class Progress:
 EXPECTED_OS_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG})
 
 
+# docs/design/0016-faults-are-the-machines-state.md
 def exit_code_of(command: Callable[[], object]) -> int:
     """Run `command` and return its exit code; never exits the process: what went wrong is said in one line
     (a bug also gets its traceback saved), and each kind of trouble has its code (see the README)."""

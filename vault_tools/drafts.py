@@ -12,6 +12,7 @@ from .model import ID_PATTERN, Decision, Problem, Status
 PLACEHOLDER_IDS = ("", "D-", "D-XXXX", "D-NNNN")  # what templates and hand-made notes leave in `id`
 
 
+# docs/design/0008-ids-the-owner-never-types.md
 def lacks_id(properties: Any) -> bool:
     """A decision note's properties with no id of its own yet (missing, empty or a template's placeholder):
     the owner made it in Obsidian and has not finished it, or it waits for its id to be given."""

@@ -132,6 +132,7 @@ def write_files(writes: list[tuple[Path, bytes, Note | None]]) -> list[OSError |
 WRITES_AT_ONCE = 64
 
 
+# docs/design/0016-faults-are-the-machines-state.md
 def _write_files(writes: list[tuple[Path, bytes, Note | None]],
                  before: tuple[Callable[[], None], ...] = ()) -> list[OSError | None]:
     import tempfile

@@ -217,6 +217,7 @@ class History:
             return since  # settled, and nothing it did not know of has ended or answered it since
         return sorted({id(e): e for e in chosen + since}.values(), key=self.events.index) if chosen else since
 
+    # docs/design/0027-conflicts-are-kept-not-resolved.md
     @property
     def conflict(self) -> Conflict | None:
         """Two outcomes recorded on two clones that cannot both stand, until the owner settles them."""

@@ -136,6 +136,7 @@ def script() -> None:
     os._exit(code)
 
 
+# docs/design/0024-start-up-time.md
 def main() -> None:
     _print_whatever_the_encoding()
     args = sys.argv[1:]

@@ -82,6 +82,7 @@ class Layout:
 is_shared = holds_shared_record
 
 
+# docs/design/0025-the-shared-layout.md
 def layout_of(root: Path) -> Layout:
     return Layout(root, is_shared(root))
 
@@ -120,6 +121,7 @@ def _stored_tag(path: Path, where: str) -> str | None:
     return None
 
 
+# docs/design/0026-ids-and-record-identity.md
 def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = None, create: bool = True) -> str | None:
     """This device's tag: what its new ids end with (`D-0012-k7q2`) and, in the shared layout, the name of
     the ledger file only it writes. In a git repository it is the clone's, kept in the git directory (never

@@ -45,6 +45,7 @@ class Look(NamedTuple):
     stat_key: Any  # as `Ledger.stat_key` gives it
 
 
+# docs/design/0025-the-shared-layout.md
 class Ledger:
     """The vault's ledger: one file (the hidden layout), or one file per device read as a union (the shared
     layout: each device appends to its own file only, so no carrier ever has two versions of one to pick
@@ -223,6 +224,7 @@ class Ledger:
                 f"another vault-tools process has held the ledger lock for {LOCK_TIMEOUT_SECONDS} s",
                 path=self.display_path if not self.shared else str(LOCK_FILE)) from None
 
+    # docs/design/0017-torn-and-removed-ledger-lines.md
     def _cut_torn_tail(self) -> None:
         """With the lock held: a last line without its newline in this device's own file is an append that a
         kill cut short (no other process writes that file, and this one writes only under the lock). Its
@@ -259,6 +261,7 @@ class Ledger:
                 self.torn_lines_kept.append(kept)
             os.fsync(handle.fileno())
 
+    # docs/design/0019-writes-made-durable-together.md
     @contextmanager
     def synced_together(self) -> Iterator[None]:
         """Appends inside the block reach the file at once (any reader, and this process after a kill -9, sees

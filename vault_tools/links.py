@@ -34,6 +34,7 @@ def name_key(name: str) -> str:
     return unicodedata.normalize("NFC", name).casefold()
 
 
+# docs/design/0001-a-seal-covers-meaning-not-bytes.md
 class LinkResolver:
     """Resolves links to decision ids: by file name as Obsidian would, else by a leading id.
 

@@ -367,6 +367,7 @@ def status_in_effect(status: Status, recorded: Status | None, replaced: bool) ->
 TOOK_EFFECT = frozenset({Status.RULED, Status.SUPERSEDED})
 
 
+# docs/design/0004-statuses-in-effect.md
 def statuses_in_effect(notes: Sequence[tuple[str, Status, Status | None, Iterable[str]]]) -> list[Status]:
     """Where each decision stands, the one place that decides it for every reader: from each note's (id, status
     as written, status the ledger recorded or None, ids its `supersedes` names). A ruling that took effect,

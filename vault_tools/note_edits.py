@@ -116,6 +116,7 @@ def with_fields(note: Note, changes: Mapping[str, Any]) -> str:
     return edited(note, changes).text
 
 
+# docs/design/0010-frontmatter-read-and-written-by-vault-tools.md
 def edited(note: Note, changes: Mapping[str, Any]) -> Note:
     """`with_fields`, as the note it makes (parsed already, to check it)."""
     if note.frontmatter is None or not hasattr(note.data, "items"):

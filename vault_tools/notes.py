@@ -95,6 +95,7 @@ def newline_of(text: str) -> str:
     return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
 
 
+# docs/design/0010-frontmatter-read-and-written-by-vault-tools.md
 def split(text: str) -> tuple[str | None, str, int]:
     """(frontmatter, body, offset of body) as Obsidian reads a note: `---` on line 1."""
     opening = _OPEN_FENCE.match(text)

@@ -409,6 +409,7 @@ def latest_ruling_day(decisions: Iterable[Decision], tz: dt.tzinfo) -> dt.date |
     return max(days, default=None)
 
 
+# docs/design/0013-pages-depend-on-the-notes-alone.md
 def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
                 settings: Settings, problems: Sequence[PageProblem] = (),
                 conflicts: Sequence[PageConflict] = (), review_waiting: str | None = None) -> Pages:

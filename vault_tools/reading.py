@@ -23,6 +23,7 @@ from .notes import StatKey
 CACHE_FILE = "cache/notes-v5.sqlite"  # a new name whenever what is cached changes (v5: keys as JSON writes them)
 
 
+# docs/design/0022-caches-are-derived-data.md
 class NoteCache:
     """What reading each note gave, in SQLite under `.vault-tools/cache/`. Derived data:
     any trouble with it (locked, corrupt, read-only) means reading the notes instead.
@@ -132,6 +133,7 @@ def finish_stores() -> None:
             pass
 
 
+# docs/design/0021-reading-a-large-vault-in-parallel.md
 def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | None = None,
                   store: Callable[[list[Stored]], None] | None = None) -> tuple[list[Read], int | None]:
     """What each note is, and its key as it was opened (None: it could not be), in order: in several processes

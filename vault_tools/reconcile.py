@@ -67,6 +67,7 @@ class Reconciled:
     missing_since: dict[str, float] = field(default_factory=dict)
 
 
+# docs/design/0018-the-reconcile-reads-the-vault-once.md
 def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None,
               progress: Progress | None = None,
               before_fork: Callable[[Mapping[str, StatKey], list[str]], None] | None = None,

@@ -46,6 +46,7 @@ class Governing:
     glob: str
 
 
+# docs/design/0037-scope-globs.md
 def governing(scopes: Iterable[tuple[str, Sequence[str]]], path: str) -> list[Governing]:
     """The rulings (id, globs), in the order given, whose scope matches `path`, each with its best glob;
     sorted most specific glob first (a stable sort keeps the given order, e.g. newest first, on ties)."""

@@ -147,6 +147,8 @@ def _links_as_meaning(text: str, resolve: Resolve) -> str:
     return "".join(parts) + text[last:] if parts else text
 
 
+# docs/design/0001-a-seal-covers-meaning-not-bytes.md
+# docs/design/0002-fields-added-later-join-only-when-set.md
 def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[str, Any]:
     """The meaning of a note: what the seal covers, with links resolved to ids."""
     payload: dict[str, Any] = {}

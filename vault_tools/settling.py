@@ -49,6 +49,7 @@ class Overlap:
     topic: str
 
 
+# docs/design/0007-relations-said-later-are-amendments.md
 def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo) -> list[Overlap]:
     """Pairs of current rulings on one topic (near spellings and topics taken over by supersession count)
     where neither names the other in `supersedes` or `alongside`: the record does not say which stands."""

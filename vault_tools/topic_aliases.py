@@ -43,6 +43,7 @@ def _load_yaml(path: Path) -> Any:
         raise ConfigError(f"cannot read: {exc}", path=SHOWN) from None
 
 
+# docs/design/0012-topic-matching.md
 def load_aliases(state_dir: Path) -> dict[str, str]:
     """Every alias -> its topic; a missing file is no aliases. A bad file is a one-line error naming its line."""
     data = _load_yaml(state_dir / TOPICS_FILE)

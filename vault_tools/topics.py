@@ -71,6 +71,7 @@ def edit_distance(a: str, b: str, limit: int) -> int:
     return previous[-1]
 
 
+# docs/design/0012-topic-matching.md
 def topics_match(a: str, b: str) -> bool:
     """The same topic, or one that is nearly the same (plural, word order, one typo)."""
     if a == b:

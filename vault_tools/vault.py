@@ -133,6 +133,7 @@ def _utf8(name: str) -> bool:
     return True
 
 
+# docs/design/0011-names-and-output-that-are-not-utf-8.md
 def _misnamed_problem(root: Path, path: str) -> NoteError | None:
     """What to say of a file or folder the walk passed over for its name (see `iter_markdown`): a decision
     note, or a folder holding Markdown files, cannot be read until renamed. Anything else is no concern."""

@@ -12,6 +12,7 @@ from .hooks import CLAUDE_BOUNDS, answer, respond
 EVENTS = {"session-start": "SessionStart", "pre-tool-use": "PreToolUse", "user-prompt-submit": "UserPromptSubmit"}
 
 
+# docs/design/0035-one-hook-engine-a-front-per-agent.md
 def run(event: str, stdin_text: str, vault: Path | None = None) -> str:
     """The text a Claude Code hook prints for one call: a JSON document, or nothing to pass silently."""
     return respond(stdin_text, lambda payload: answer(event, payload, vault, CLAUDE_BOUNDS))

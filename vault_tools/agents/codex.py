@@ -40,6 +40,7 @@ def patch_targets(patch: str) -> list[tuple[str, str]]:
     return [(path, "\n".join(added)) for path, added in found]
 
 
+# docs/design/0035-one-hook-engine-a-front-per-agent.md
 def answer(event: str, payload: dict[str, Any], vault: Path | None = None) -> dict[str, Any] | None:
     """The JSON to print for one Codex hook call, or None to pass silently."""
     tool_input = payload.get("tool_input")

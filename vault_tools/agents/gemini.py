@@ -21,6 +21,7 @@ CLAUDE_TOOLS = {"write_file": "Write", "replace": "Edit", "run_shell_command": "
 BOUNDS = hooks.CLAUDE_BOUNDS  # Gemini CLI sets no bound of its own; the same as Claude Code's keeps one context
 
 
+# docs/design/0035-one-hook-engine-a-front-per-agent.md
 def answer(event: str, payload: dict[str, Any], vault: Path | None = None) -> dict[str, Any] | None:
     """The JSON to print for one Gemini CLI hook call, or None to pass silently."""
     if event == "before-tool":

@@ -73,6 +73,7 @@ def cut_text(text: str, max_chars: int) -> str:
 
 # -- the hook -------------------------------------------------------------------------------
 
+# docs/design/0034-hooks-fail-open-never-on-a-sealed-note.md
 def answer(event: str, payload: dict[str, Any], vault: Path | None = None,
            bounds: Bounds = CLAUDE_BOUNDS) -> dict[str, Any] | None:
     """The JSON to print for one hook call, or None to pass silently."""

@@ -114,6 +114,7 @@ def _day_ends_at(now_local: dt.datetime) -> float:
     return dt.datetime.combine(tomorrow, dt.time(), tzinfo=now_local.tzinfo).timestamp()
 
 
+# docs/design/0033-hooks-answer-from-a-snapshot.md
 def load(root: Path, session_budget: str) -> Snapshot:
     """The snapshot, from the cache when nothing it depends on changed, else from a full read. Its
     session-start text is made within `session_budget` (a `context --budget` value)."""

@@ -41,6 +41,7 @@ def _parser(argv: list[str]) -> Any:
     return _group(argv[0] if argv else None)
 
 
+# docs/design/0024-start-up-time.md
 @functools.cache
 def _group(first: str | None) -> Any:
     """Built once per process and name: click parses each call into a context of its own."""

@@ -53,6 +53,7 @@ def edit_key(rel: str, text: str, changes: Mapping[str, Any]) -> EditKey:
     return rel, text, tuple(sorted((name, str(value)) for name, value in changes.items()))
 
 
+# docs/design/0020-work-ahead-in-a-forked-child.md
 class WorkAhead:
     """A child working out, for the quiet rulings `rels` (in the order they are met), what sealing each needs
     (see the module's docstring), and what it handed back so far."""

@@ -43,6 +43,7 @@ def sealed_version(ws: Workspace, current: Decision, history: History) -> Decisi
     return found or current
 
 
+# docs/design/0007-relations-said-later-are-amendments.md
 def owner_step(ws: Workspace, state: VaultState, decision: Decision, history: History) -> OwnerStep | None:
     """A sealed current ruling changed only as a retraction or a statement of how it relates to other
     rulings. None when the change is anything else (an edit, to become a revision)."""

@@ -175,6 +175,7 @@ def remembered_pages(ws: Workspace, state: VaultState) -> Pages:
         return pages(ws, state)
 
 
+# docs/design/0023-remembered-pages-and-findings.md
 def inputs_key(ws: Workspace, state: VaultState, extra: object = None) -> tuple[str | None, bool]:
     """A digest of what the pages and the agent's view are made from (and `extra`), and whether none of it
     was written within the racy window (else it is not kept). None when the state is not as read from disk."""
@@ -262,6 +263,7 @@ def refresh_pages(ws: Workspace) -> list[str]:
     return [f"a pinned page was edited by hand; the edited copy is kept in {kept}" for kept in result.kept]
 
 
+# docs/design/0013-pages-depend-on-the-notes-alone.md
 def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None,
           remembered: bool = False) -> BuildResult:
     """Write the pages whose bytes changed (or, with `check`, only say which are stale).

@@ -24,6 +24,7 @@ class GateResult:
         return not self.failures
 
 
+# docs/design/0036-terms-are-flat-properties.md
 def gate(ws: Workspace, decision_id: str, requirements: Iterable[str] = ()) -> GateResult:
     """Check one ruling for a script: every reason it does not grant what is asked, in order."""
     required = parse_terms("--require", requirements)

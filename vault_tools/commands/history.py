@@ -263,6 +263,7 @@ def _ended_at(line: _Timeline, timelines: dict[str, _Timeline], recorded: bool, 
     return _at(line.ended.event)
 
 
+# docs/design/0030-history-has-two-clocks.md
 def rulings_as_of(ws: Workspace, when: str, topics: Iterable[str] = (), *, recorded: bool = False) -> list[Standing]:
     """The rulings in force at `when`, on any of `topics` (all when none)."""
     asked = check_topics(topics) if list(topics) else ()

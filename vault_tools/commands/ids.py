@@ -39,6 +39,7 @@ def awaiting_ids(state: VaultState) -> list[str]:
             if lacks_id(state.properties[rel]) and not still_missing(state.problems.get(rel, []))]
 
 
+# docs/design/0008-ids-the-owner-never-types.md
 def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultState | None = None) -> list[Given]:
     """Give every decision note that lacks only its id one (those saved after `quiet_before`, epoch seconds,
     are still being typed and wait). Runs under the caller's ledger lock; writes notes only."""

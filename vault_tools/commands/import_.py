@@ -93,6 +93,7 @@ def parse_source(kind: str, folder: Path) -> Parsed:
     raise UsageError(f"unknown record kind {kind!r} (known: owner-ask, adr, export)")
 
 
+# docs/design/0029-imports-keep-a-foreign-identity.md
 def import_records(ws: Workspace, parsed: Parsed, *, dry_run: bool = False,
                    progress: Callable[[int, int], None] | None = None) -> ImportResult:
     """Create a decision note for every record not imported before; then the review items; then the pages."""

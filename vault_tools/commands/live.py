@@ -50,6 +50,7 @@ def walk_key(rel: str) -> tuple[tuple[int, str], ...]:
     return (*((1, part) for part in parts[:-1]), (0, parts[-1]))
 
 
+# docs/design/0018-the-reconcile-reads-the-vault-once.md
 class LiveState:
     """The vault as it is now, for a process that writes to it: use it as a context manager (it then sees
     every note written in this thread) and call `refresh()` after each step."""

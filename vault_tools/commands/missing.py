@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .workspace import Workspace
 
 
+# docs/design/0005-a-ruling-ends-only-in-the-ledger.md
 def missing_rulings(ws: Workspace, state: VaultState) -> list[Decision]:
     """The sealed rulings in force whose note is gone: deleted, moved where notes are not read (the
     templates folder, a dot-folder), or no longer a decision note. Each is read from the ledger's sealed

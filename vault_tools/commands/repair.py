@@ -38,6 +38,7 @@ def pending_chain(ws: Workspace, state: VaultState) -> list[tuple[Decision, Deci
     return found
 
 
+# docs/design/0016-faults-are-the-machines-state.md
 def finish_interrupted(ws: Workspace) -> tuple[list[str], list[str]]:
     """Record a supersession or retraction whose note was written but whose event was not, and apply
     the `supersedes` of sealed rulings that were not all applied. Returns (done, not done)."""

@@ -29,6 +29,7 @@ class Restoring(NamedTuple):
     waiting: dict[str, float]  # path -> when its note went (epoch s), for a ruling gone too recently
 
 
+# docs/design/0005-a-ruling-ends-only-in-the-ledger.md
 def restore_missing(ws: Workspace, state: VaultState, gone_before: float | None = None) -> Restoring:
     """Write back every sealed ruling in force whose note is gone (`Workspace.missing_rulings`); with
     `gone_before` (epoch s), only those gone since before then. A running watcher waits the settle window: a

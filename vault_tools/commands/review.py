@@ -189,6 +189,7 @@ def _ticks(text: str) -> tuple[list[tuple[bool, str, tuple[str, ...], str, int]]
     return items, by_marker
 
 
+# docs/design/0032-stats-and-review.md
 def write_review(ws: Workspace, today: dt.date | None = None) -> Review:
     """Write the proposals note (into the review still waiting, keeping what the owner ticked and typed)."""
     today = today or ws.today()

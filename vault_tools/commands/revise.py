@@ -28,6 +28,7 @@ class RejectedEdit:
     restored: bool  # False: saved again meanwhile, so the restore waits for the next quiet period
 
 
+# docs/design/0006-an-edit-of-a-sealed-ruling-becomes-a-revision.md
 def reject_edit(ws: Workspace, state: VaultState, decision: Decision, history: History,
                 note: notes.Note) -> RejectedEdit:
     """Keep what was typed into a sealed note, then put the sealed text back.
@@ -148,6 +149,7 @@ def _is_open(record: History | None) -> bool:
     return record is None or record.status in (None, Status.OPEN)
 
 
+# docs/design/0028-conflict-copies-and-twin-revisions.md
 def merge_twin_revisions(ws: Workspace, state: VaultState) -> list[tuple[str, str | None, str]]:
     """One edit of a sealed note that two devices' watchers each made a revision of (a sync engine or a pull
     brought the edit to both before either's revision reached the other) becomes one revision again: every

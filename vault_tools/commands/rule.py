@@ -99,6 +99,7 @@ def parse_terms(option: str, given: Iterable[str]) -> dict[str, str]:
     return terms
 
 
+# docs/design/0003-rule-seals-at-once.md
 def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
                  reason: str | None, question: Decision | None = None) -> Decision:
     decision = ws.parse_new(path, text)

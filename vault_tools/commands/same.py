@@ -28,7 +28,7 @@ from ..model import Decision, Status
 from ..vault import VaultState
 from .workspace import Workspace
 
-SAME_MATTER_THRESHOLD = 0.61  # chosen from data: see docs/choices.md
+SAME_MATTER_THRESHOLD = 0.61  # chosen from data: see docs/design/0031-the-same-matter-check.md
 SHORTLIST = 25  # candidates the index hands over for scoring
 SECTION_CHARS = 400  # of each of `## Question` and `## Ruling`, compared (the start says what it is about)
 CURRENT = (Status.RULED, Status.OPEN)
@@ -235,6 +235,7 @@ def rank(asked: frozenset[str], candidates: Iterable[Decision]) -> list[Match]:
     return sorted((score(asked, d) for d in candidates), key=lambda m: (-m.score, m.decision.number))
 
 
+# docs/design/0031-the-same-matter-check.md
 def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[str] = (), *,
                 threshold: float = SAME_MATTER_THRESHOLD, statuses: Iterable[Status] = CURRENT,
                 ignore: Iterable[str] = ()) -> list[Match]:

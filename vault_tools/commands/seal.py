@@ -161,6 +161,7 @@ def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str,
     return events
 
 
+# docs/design/0003-rule-seals-at-once.md
 def seal_targets_first(ws: Workspace, state: VaultState, targets: Iterable[Decision]) -> None:
     """A ruling about to be superseded that is not sealed yet is sealed first, its own `supersedes`
     applied: the chain is recorded in order, and what it replaced never becomes current again."""

@@ -66,6 +66,7 @@ class Settled:
     kept_copy: str | None = None  # where the text replaced in the note was kept
 
 
+# docs/design/0027-conflicts-are-kept-not-resolved.md
 def settle(ws: Workspace, decision_id: str, keep: str, reason: str | None, actor: str | None = None) -> Settled:
     reason = check_text("--reason", reason, required=True) or ""
     who = check_name(actor) or ws.config.default_ruler

@@ -94,6 +94,7 @@ def superseded_event(ws: Workspace, state: VaultState, plan: SupersedePlan, acto
                     text=note_edits.file_text(plan.note, plan.text), reason=plan.reason, successor=plan.successor.id)
 
 
+# docs/design/0019-writes-made-durable-together.md
 class PendingWrites:
     """What a reconcile (or `seal`) holds back to write together: the ledger events of steps nothing else
     waits on yet (seals, questions recorded), and the supersessions planned (their successor sealed) whose

@@ -55,6 +55,7 @@ class KnownSeal(NamedTuple):
 
 
 class Workspace:
+    # docs/design/0038-the-clock-is-injected.md
     def __init__(self, vault: Vault, now: Now = utc_now) -> None:
         self.vault = vault
         self.config = vault.config
@@ -192,6 +193,7 @@ class Workspace:
         found = [(s.conflict, notes_of.get(s.record)) for s in self.record_summaries() if s.conflict is not None]
         return sorted(found, key=lambda item: (item[1].order if item[1] else (0, ""), item[0].record))
 
+    # docs/design/0004-statuses-in-effect.md
     def decisions_in_effect(self, state: VaultState) -> list[Decision]:
         """The decisions with the status in effect, for everything that reads them: the ledger's
         final statuses win over what a note says (a retracted ruling set back to `ruled` by hand
@@ -245,6 +247,7 @@ class Workspace:
 
     # shared steps of every write
 
+    # docs/design/0009-a-broken-note-blocks-what-it-could-make-wrong.md
     def state_for_write(self, topics: tuple[str, ...] | None = None) -> VaultState:
         """The vault as read now, refused when writing to it could make things worse.
 
@@ -323,6 +326,7 @@ class Workspace:
         found: dict[str, list[Decision]] = state.derived["duplicate_ids"]
         return found
 
+    # docs/design/0026-ids-and-record-identity.md
     def next_id(self, state: VaultState) -> str:
         """A new id: the next counter after every id this clone has seen, and in a git repository the
         clone's own tag (`D-0012-k7q2`), so clones recording at the same time never hand out the same id."""

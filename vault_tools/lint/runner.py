@@ -47,6 +47,7 @@ def lint(facts: Facts, paths: Sequence[str] | None = None) -> Report:
     return Report(diagnostics, ignored)
 
 
+# docs/design/0023-remembered-pages-and-findings.md
 def remembered_findings(facts: Facts, off: set[str]) -> dict[str, list[list[Any]]]:
     """What the `remembered` rules find, as [path, line, message, severity] lists, taken from an earlier run
     when all they look at is as it was then (`Facts.remember`) and the clock has not passed a moment their
