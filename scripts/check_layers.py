@@ -26,6 +26,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 # Imports inside functions, and those of them with no reason written beside them: neither count may grow.
 # The aim is at most 90, each with a reason; the ceilings come down as modules are reworked.
+# A module whose every import inside a function has the same reason says it once, in a line starting so.
+MODULE_REASON = "# Imports inside functions:"
 MAX_LINES = 600  # no module longer
 LONG_LINES, MAX_LONG = 450, 3  # at most this many modules longer than LONG_LINES
 MAX_FUNCTION_IMPORTS = 168
@@ -102,9 +104,9 @@ def main() -> int:
         found, nested = imports(path, modules)
         lines = path.read_text(encoding="utf-8").splitlines()
         function_level += len(nested)
+        module_reason = any(text.startswith(MODULE_REASON) for text in lines)
         for line in nested:
-            said = lines[line - 1] + (lines[line - 2] if line > 1 else "")
-            if "#" not in said:
+            if not module_reason and not _explained(lines, line):
                 unexplained.append(f"vault_tools/{path.relative_to(PACKAGE)}:{line}")
         for line, target in found:
             if target == name:
@@ -129,6 +131,20 @@ def main() -> int:
     print(f"check_layers: {len(modules)} modules, {sum(map(len, graph.values()))} imports, {function_level} inside "
           f"functions ({len(unexplained)} without a reason): {len(breaches)} breach(es)")
     return 1 if breaches else 0
+
+
+def _explained(lines: list[str], line: int) -> bool:
+    """Whether an import inside a function says why: a comment on its line, or on a line of the block of imports
+    it closes, or on the line above that block."""
+    at = line - 1
+    while at >= 0:
+        text = lines[at].strip()
+        if "#" in text:
+            return True
+        if not text.startswith(("import ", "from ", ")")) and not (text.endswith(",") or text.endswith("(")):
+            return False
+        at -= 1
+    return False
 
 
 def _shape(paths: list[Path]) -> list[str]:

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import durable
 from .errors import InconsistentVault
 from .history import History, RecordSummary, extend_histories, histories, placed
-from .ledger_file import LedgerFile, start_of_last_line, whole_json
+from .ledger_file import LedgerFile, Look, start_of_last_line, whole_json
 from .ledger_lines import Event, parse_line
 from .model import (
     Status,
@@ -35,14 +35,6 @@ LOCK_TIMEOUT_SECONDS = 30
 # file system's clock (two seconds on FAT) without its times showing it: what was read of it is not trusted
 # later on its times alone (git treats its index the same way).
 RACY_NANOSECONDS = 2_000_000_000
-
-
-class Look(NamedTuple):
-    """The ledger's files as one look found them (see `Ledger.looked_at_once`)."""
-
-    files: list[LedgerFile]
-    key: tuple[tuple[str, Any], ...]  # each file's path and stat key, as `Ledger._events` keeps its events by
-    stat_key: Any  # as `Ledger.stat_key` gives it
 
 
 # docs/design/0025-the-shared-layout.md

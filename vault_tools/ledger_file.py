@@ -7,7 +7,7 @@ import errno
 import json
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 from .errors import InconsistentVault
 from .history import placed
@@ -152,3 +152,11 @@ class LedgerFile:
         except FileNotFoundError:
             return None
         return stat_key(stat)
+
+
+class Look(NamedTuple):
+    """The ledger's files as one look found them (see `Ledger.looked_at_once`)."""
+
+    files: list[LedgerFile]
+    key: tuple[tuple[str, Any], ...]  # each file's path and stat key, as `Ledger._events` keeps its events by
+    stat_key: Any  # as `Ledger.stat_key` gives it
