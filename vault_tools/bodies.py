@@ -20,7 +20,7 @@ _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
 
 @functools.cache
 def _markdown() -> object:
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # markdown-it only when a body is shown
 
     return MarkdownIt("commonmark")
 

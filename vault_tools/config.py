@@ -175,7 +175,7 @@ def _quick_config(text: str) -> tuple[Any, dict[str, int]] | None:
 
 
 def _parse_config_fully(text: str, shown: str) -> tuple[Any, Callable[[str], int]]:
-    from ruamel.yaml import YAML
+    from ruamel.yaml import YAML  # ruamel.yaml only for a config the quick reader cannot read
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     try:

@@ -26,6 +26,8 @@ from .shapes import decision_json
 if TYPE_CHECKING:
     from .commands.workspace import Workspace
 
+# Imports inside functions: `build`, `context`, `lint` and `watch` run on every commit, session and pull without the parser; each loads only what it uses (and rich only on a terminal).
+
 
 class _Stderr:
     """Messages on stderr: through rich's console (made on first use) on a terminal, where it adds colour; as

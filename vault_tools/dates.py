@@ -125,7 +125,7 @@ def zone(name: str) -> ZoneInfo:
 def machine_timezone() -> str:
     """This machine's IANA time zone name (macOS, Windows and Linux alike), or UTC when it cannot be told."""
     try:
-        from tzlocal import get_localzone_name
+        from tzlocal import get_localzone_name  # only `init` asks the machine's zone
 
         name = get_localzone_name()
     except Exception:  # tzlocal raises its own errors for unreadable or contradictory settings

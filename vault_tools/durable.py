@@ -20,7 +20,7 @@ from .notes import BOM
 TEMP_PREFIX, TEMP_SUFFIX = ".vault-tools-", ".tmp"  # the names write_atomic gives its temp files
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor  # threads only for batches of writes
 
     from .notes import Note
 
@@ -74,7 +74,7 @@ def sync_threads_kept() -> Iterator[None]:
     """While the block runs (in this thread), the threads that sync each batch of writes (see `_sync_all`) are
     started once and kept for every batch: a reconcile writes batch after batch, and starting eight threads
     for each was a fortieth of its time."""
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor  # threads only for batches of writes
 
     threads = ThreadPoolExecutor(max_workers=SYNC_THREADS, thread_name_prefix="vault-tools-syncs")
     token = _kept_sync_threads.set(threads)
@@ -135,7 +135,7 @@ WRITES_AT_ONCE = 64
 # docs/design/0016-faults-are-the-machines-state.md
 def _write_files(writes: list[tuple[Path, bytes, Note | None]],
                  before: tuple[Callable[[], None], ...] = ()) -> list[OSError | None]:
-    import tempfile
+    import tempfile  # tempfile only when something is written
 
     found: list[OSError | None] = [None] * len(writes)
     made: list[tuple[int, int, str, Path, bytes, Note | None]] = []  # index, fd, temp, path, data, parsed

@@ -11,6 +11,8 @@ import sys
 import threading
 from typing import Any
 
+# Imports inside functions: only a large first read forks workers; pickle and fcntl are loaded then.
+
 _LENGTH_BYTES = 8  # bytes of a record's length, before it (see `record`)
 
 

@@ -33,7 +33,7 @@ def placed(event: Event, **where: Any) -> Event:
 
 def new_record() -> str:
     """A record's identity: random, so clones that record at the same time never share one."""
-    import uuid
+    import uuid  # only a new record needs an identity
 
     return uuid.uuid4().hex
 

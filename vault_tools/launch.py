@@ -16,6 +16,8 @@ import sys
 
 from .errors import PIPE_CLOSED
 
+# Imports inside functions: the front door answers hooks, `version` and the quick commands before anything else is loaded: start-up.
+
 # The cyclic garbage collector's first threshold: a young collection once this many more objects were made
 # than freed (Python's default is 700). Reading a vault makes objects that live until the command ends (a
 # state of 10,000 notes is about a million), and with the default each is looked at again and again by

@@ -140,7 +140,7 @@ def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = N
     found = _stored_tag(path, where)
     if found or not create:
         return found
-    import secrets
+    import secrets  # only a new tag is drawn
 
     avoid = set(taken) | ledger_tags(root)
     tag = ""

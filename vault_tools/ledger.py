@@ -202,7 +202,7 @@ class Ledger:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the ledger lock: id allocation, note writes and appends happen inside it."""
-        from filelock import FileLock, Timeout
+        from filelock import FileLock, Timeout  # only writers take the lock
 
         if self._lock is None:
             self._lock = FileLock(str(self._lock_path), timeout=LOCK_TIMEOUT_SECONDS)

@@ -72,7 +72,7 @@ _QUOTED_LINK = re.compile(r"\[\[[A-Za-z0-9 .,;()'/_#|^-]*\]\]")
 
 
 def _yaml_value(value: Any) -> Any:
-    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString  # ruamel.yaml only when a value is written
 
     if isinstance(value, str) and value.startswith("[["):
         return DoubleQuotedScalarString(value)

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
     from .durable import Written
 
+# Imports inside functions: PyYAML is loaded only when a note's frontmatter is not plain enough to read without it.
+
 BOM = "\ufeff"
 MAX_NOTE_BYTES = 5 * 1024 * 1024
 HEAD_BYTES = 16 * 1024

@@ -20,6 +20,8 @@ from .ledger import RACY_NANOSECONDS
 from .model import is_decision_mapping
 from .notes import StatKey
 
+# Imports inside functions: only a large first read forks workers; what they need is loaded then.
+
 CACHE_FILE = "cache/notes-v5.sqlite"  # a new name whenever what is cached changes (v5: keys as JSON writes them)
 
 

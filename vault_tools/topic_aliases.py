@@ -19,6 +19,8 @@ from .errors import ConfigError
 from .model import TOPIC_PATTERN
 from .record_files import TOPICS_FILE
 
+# Imports inside functions: ruamel.yaml is loaded only when the owner has merged topics (most vaults have none).
+
 SHOWN = f".vault-tools/{TOPICS_FILE}"
 HEADER = ("# Topics merged by the owner: each alias is read as its topic by ask, lookup, lint and context.\n"
           "# topic: [alias, ...]\n")

@@ -8,5 +8,5 @@ HOOK_AGENTS = ("claude", "codex", "gemini")  # each has a module here with EVENT
 
 def hook_module(agent: str) -> ModuleType:
     """The module that answers `vault-tools hook AGENT EVENT`."""
-    import importlib
+    import importlib  # only the named agent's module is loaded
     return importlib.import_module(f"{__name__}.{agent}")

@@ -88,7 +88,7 @@ class Guard:
     @property
     def pinned_folder(self) -> str:
         if self._pinned is None:
-            from ..config import load_config
+            from ..config import load_config  # the config only for a path named as a page
             try:
                 self._pinned = load_config(self.root).pinned_folder.strip("/")
             except Exception:
@@ -224,7 +224,7 @@ def _decision_head(target: Path) -> str | None:
     if not start.lstrip(b"\xef\xbb\xbf").startswith(b"---") or (
             b"decision" not in start and (len(start) < 4096 or start.count(b"\n---", 3) > 0)):
         return None
-    from ..notes import claims_decision, read_head
+    from ..notes import claims_decision, read_head  # parsing only a file that may be a decision note
     try:
         head = read_head(target)
     except (OSError, ValueError):

@@ -30,6 +30,8 @@ from .guard import Guard, shell_reason
 if TYPE_CHECKING:
     pass
 
+# Imports inside functions: an agent waits on every hook call; each event loads only what it answers with (the snapshot, the recall, the glob matcher).
+
 MAX_OUTPUT = 9500  # characters of JSON on stdout; Claude Code cuts hook output past 10,000
 
 

@@ -13,6 +13,7 @@ written anew (two-space indentation), since which of the two to edit is not clea
 """
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable
@@ -178,7 +179,6 @@ def _rewrite(text: str, node: _Value, new: Any, layout: _Layout) -> str:
             if key not in keys:
                 _insert(rows, len(rows), layout.maker(value, json.dumps(key, ensure_ascii=False) + ": "), outer, layout)
     else:
-        import difflib
         old = [_canonical(json.loads(text[item.value.start:item.value.end])) for item in node.items]
         matcher = difflib.SequenceMatcher(None, old, [_canonical(value) for value in new], autojunk=False)
         for tag, i1, i2, j1, j2 in reversed(matcher.get_opcodes()):

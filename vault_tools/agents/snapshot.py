@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+# Imports inside functions: a full read of the vault happens only when the snapshot is stale.
+
 SNAPSHOT_FILE = "agent-snapshot.json"
 FORMAT = 4
 MAX_AGE_SECONDS = 300

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from ..commands.workspace import Workspace
     from ..model import Decision
 
+# Imports inside functions: what one command needs is loaded when it runs: start-up (see `cli`).
+
 APP_SETTINGS: dict[str, Any] = {
     "name": "vault-tools",
     "help": "Keep an owner's decisions in an Obsidian vault, so agents stop re-asking settled questions.",

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 from .common import JsonOption, TodayOption, VaultOption, app, decision_line, out, print_json, stderr, workspace
 
+# Imports inside functions: each command loads its operation only when it runs: start-up (see `cli`).
+
 
 @app.command()
 def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],

@@ -27,6 +27,8 @@ from .common import (
     workspace,
 )
 
+# Imports inside functions: each command loads its operation only when it runs: start-up (see `cli`).
+
 
 @app.command()
 def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: claude, codex or gemini.")],

@@ -25,6 +25,7 @@ reconcile does it all itself.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +84,6 @@ class WorkAhead:
             decision = live.decision_at(rel)
             assert decision is not None
             self._seen[rel] = decision
-        import signal
 
         try:
             reading, writing = os.pipe()
@@ -176,7 +176,6 @@ class WorkAhead:
 
     def close(self) -> None:
         """Stop the child (done or not) and forget what it handed over."""
-        import signal
 
         if self._pid is not None:
             try:

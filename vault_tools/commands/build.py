@@ -5,6 +5,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -12,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import durable
+from .. import __version__, durable
 from ..agent_view import Budget, Context, agent_context, parse_budget
+from ..carriers import numbered_original, original_name
 from ..drafts import being_written, lacks_id, unanswered
 from ..errors import UsageError, VaultToolsError
 from ..ledger import RACY_NANOSECONDS
@@ -139,8 +141,6 @@ def _read_memo(path: Path, key: str) -> dict[str, Any]:
     """What the memo at `path` keeps, when it was made from the inputs `key` names; else nothing. Only a regular
     file is read (a FIFO put there would wait forever), and whatever it holds that is not a JSON object, or
     nests too deep for the parser, counts as nothing."""
-    import os
-    import stat
 
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -203,7 +203,6 @@ def _code_fingerprint() -> str:
     """The package's version, Python's, where it is installed and its source files by name, size and mtime: pages
     made by other code (another install, an edit, another Python) are made anew."""
     if not _CODE:
-        from .. import __version__
 
         package = Path(__file__).resolve().parents[1]
         found = []
@@ -222,8 +221,7 @@ def _code_fingerprint() -> str:
 def _write_memo(path: Path, key: str, made: dict[str, object]) -> None:
     """Derived data: written whole through a temp file, never synced (lost or torn, it is made again). Only
     where `.vault-tools/` is: a folder that was never set up (a lint of someone's notes) is left as it was."""
-    import os
-    import tempfile
+    import tempfile  # tempfile only when a page is written
 
     try:
         path.parent.mkdir(exist_ok=True)
@@ -316,7 +314,6 @@ def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None
 
 def _page_copies(ws: Workspace) -> list[Path]:
     """Conflict copies sync engines made of the pinned pages (see `carriers`)."""
-    from ..carriers import numbered_original, original_name
 
     pages = {page_path(ws, name).name for name in PAGE_NAMES}
     folder = page_path(ws, PAGE_NAMES[0]).parent
@@ -342,7 +339,7 @@ def _edited_by_hand(current: bytes, last_generated: set[str] | None) -> bool:
 def _from_git(ws: Workspace, path: Path, current: bytes) -> bool:
     """The page is exactly what git holds for it (another clone generated it, and a pull brought it):
     not an edit to keep a copy of."""
-    from ..layout import git_dir
+    from ..layout import git_dir  # git only for a page that looks edited by hand
     from .setup import run_git
 
     if git_dir(ws.vault.root) is None:

@@ -26,7 +26,7 @@ from ..dates import instant, parse_option
 from ..errors import NoteError, NotFound, UsageError
 from ..history import History
 from ..ledger_lines import Event
-from ..links import leading_id
+from ..links import LinkResolver, leading_id
 from ..model import Decision, Status, build_decision
 from ..topics import topics_match
 from .checks import check_id, check_topics
@@ -331,7 +331,6 @@ def export_records(ws: Workspace, as_of: str | None = None, *, recorded: bool = 
         return [_row(decision, resolve) for decision in sorted(decisions, key=lambda d: d.number)]
     moment = parse_moment("--as-of", as_of, ws.tz)
     standing = records_as_of(ws, moment, recorded=recorded)
-    from ..links import LinkResolver
     resolve = LinkResolver([s.decision for s in standing])
     return [_row(s.decision, resolve) for s in standing]
 

@@ -17,8 +17,19 @@ from .. import durable, note_edits, notes
 from ..dates import to_vault_time
 from ..errors import NoteError, Refused, UsageError, VaultToolsError
 from ..history import new_record
-from ..importers import OPEN, RETRACTED, RULED, SUPERSEDED, WITHDRAWN, Parsed, Record, Review, Skipped, first_sentence
-from ..importers import harvest as harvesting
+from ..importers import (  # one foreign format's reader, loaded for its import only
+    OPEN,
+    RETRACTED,
+    RULED,
+    SUPERSEDED,
+    WITHDRAWN,
+    Parsed,
+    Record,
+    Review,
+    Skipped,
+    first_sentence,
+)
+from ..importers import harvest as harvesting  # one foreign format's reader, loaded for its import only
 from ..model import MIN_TEXT, Decision, Status
 from ..vault import VaultState, iter_markdown
 from .build import build
@@ -74,7 +85,7 @@ def imported_ids(ws: Workspace) -> dict[str, str]:
 
 
 def parse_source(kind: str, folder: Path) -> Parsed:
-    from ..importers import adr, export, owner_ask
+    from ..importers import adr, export, owner_ask  # one foreign format's reader, loaded for its import only
 
     if kind == "export":
         if not folder.is_file():

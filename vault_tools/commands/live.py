@@ -33,7 +33,7 @@ from ..vault import SKIPPED_FOLDERS, VaultState
 from .workspace import KnownSeal, Workspace
 
 if TYPE_CHECKING:
-    from .ahead import WorkAhead
+    from .ahead import WorkAhead  # a child works ahead only in a large reconcile
 
 T = TypeVar("T")
 # How long a look at the ledger's files stands for a live view while this process appends nothing: events
@@ -112,7 +112,7 @@ class LiveState:
         """Have a child work out what sealing the quiet rulings among `rels` needs, in that order, while this
         process goes through them (see `commands.ahead`); stopped when the view is done with."""
         if self.ahead is None:
-            from .ahead import WorkAhead
+            from .ahead import WorkAhead  # a child works ahead only in a large reconcile
 
             self.ahead = WorkAhead(self, list(rels))
             self._exit.callback(self.ahead.close)
@@ -162,7 +162,7 @@ class LiveState:
         """`note` with `changes` made, as a child made it ahead for that very text (see `commands.ahead`)."""
         if self.ahead is None:
             return None
-        from .ahead import edit_key
+        from .ahead import edit_key  # a child works ahead only in a large reconcile
 
         rel = self._relative(note.path)
         return self.ahead.edit_of(edit_key(rel, note.text, changes)) if rel is not None else None

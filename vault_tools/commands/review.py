@@ -218,7 +218,7 @@ def write_review(ws: Workspace, today: dt.date | None = None) -> Review:
 
 def apply_review(ws: Workspace, note_path: Path | None = None) -> Applied:
     """Do each ticked item of the waiting review through its command; then mark the review applied."""
-    from .amend import relate
+    from .amend import relate  # applying a review runs the commands the owner ticked: loaded then
     from .ask import ask
     from .close import withdraw
 

@@ -204,7 +204,7 @@ def init_vault(root: Path, timezone: str | None = None, *, shared: bool | None =
     layout.record_dir.mkdir(exist_ok=True)
     config = layout.config_path
     if not config.exists() and not (shared and hidden_before and (root / STATE_DIR / CONFIG_FILE).exists()):
-        from ..starter import obsidian_templates_folder
+        from ..starter import obsidian_templates_folder  # only a new vault gets the templates
 
         text = CONFIG_TEMPLATE.format(timezone=timezone or machine_timezone())
         templates = obsidian_templates_folder(root)
@@ -256,12 +256,12 @@ def init_agent(project: Path, vault_root: Path, agent: str, *, remove: bool = Fa
     final newline or its absence, and what is added is laid out so that `--remove` gives each file back
     byte for byte as it was, without keeping any state (a file that did not exist is deleted again; see
     `agents.instructions` for the JSON settings). `--remove` also removes the folders it emptied."""
-    import codecs
+    import codecs  # only `init --agent` edits an agent's files
     import shlex
     import tomllib
     from pathlib import PurePosixPath
 
-    from ..agents import instructions as parts
+    from ..agents import instructions as parts  # only `init --agent` writes an agent's files
     from ..agents import json_edit  # only `init --agent` edits an agent's settings
 
     if agent not in parts.AGENTS:

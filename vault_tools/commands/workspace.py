@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -397,7 +398,6 @@ class Workspace:
         copy of the same note within the same second make two files, not one path git would stop a pull on.
         A device without a tag yet is not given one here (a new tag must avoid those the vault's ids hold, see
         `next_id`): its copies end with four random hex digits instead, for the same reason."""
-        import secrets
 
         stamp = self.now().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
         tag = device_tag(self.vault.root, create=False) or secrets.token_hex(2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..commands.same import same_matter_pairs
 from ..dates import local_date
 from ..drafts import being_written, lacks_id
 from ..model import Decision, Status
@@ -130,7 +131,6 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
     one matter that both still rule on, give them one topic key while they are not sealed. If they are
     different matters, add `vault-tools-ignore: [VT044]` to the newer note.
     """
-    from ..commands.same import same_matter_pairs
 
     current = [d for d in facts.state.decisions if d.status is Status.RULED]
     # a newer ruling's path -> it, and (score, older ruling) for each older one on the same matter
