@@ -21,3 +21,15 @@ def test_the_layers_contract_holds() -> None:
 
 def test_every_listed_rule_code_has_a_rule_and_every_rule_is_listed() -> None:
     assert tuple(RULES) == RULE_CODES
+
+
+def test_each_command_is_listed_under_the_family_that_registers_it() -> None:
+    """Running a command loads its family alone (`cli.COMMANDS`); a command missing there would run after
+    loading every family, one listed under the wrong family would not be found."""
+    import typer
+
+    from vault_tools import cli
+
+    registered = {str(info.name or typer.main.get_command_name(info.callback.__name__)):
+                  info.callback.__module__.rsplit(".", 1)[-1] for info in cli.all_commands().registered_commands}
+    assert registered == cli.COMMANDS

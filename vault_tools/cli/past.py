@@ -12,17 +12,16 @@ from ..shapes import decision_json, when
 if TYPE_CHECKING:
     pass
 
+from ..commands.history import changed as changes_between
+from ..commands.history import export_jsonl, export_markdown, export_records, rulings_as_of, text_diff
+from ..commands.history import history as record_history
 from .common import JsonOption, RecordedOption, VaultOption, app, decision_line, out, print_json, stderr, workspace
-
-# Imports inside functions: each command loads its operation only when it runs: start-up (see `cli`).
 
 
 @app.command()
 def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
             vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Every version and lifecycle event of a decision, oldest first, with what each changed in its text."""
-    from ..commands.history import history as record_history
-    from ..commands.history import text_diff
     found = record_history(workspace(vault), decision_id)
     if json_:
         items, before = [], None
@@ -67,7 +66,6 @@ def as_of(date: Annotated[str, typer.Argument(metavar="DATE", help="A date (its 
                                                                                          "(near spellings count).")] = None,
           recorded: RecordedOption = False, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """The rulings in force on DATE: by when they were decided (ruled_at), or what the vault knew then (--recorded)."""
-    from ..commands.history import rulings_as_of
     ws = workspace(vault)
     found = rulings_as_of(ws, date, topics or [], recorded=recorded)
     if json_:
@@ -87,7 +85,6 @@ def changed(since: Annotated[str, typer.Option("--since", metavar="DATE", help="
                                                                                       "or date and time (default: now).")] = None,
             vault: VaultOption = None, json_: JsonOption = False) -> None:
     """What was asked, ruled, superseded, withdrawn or retracted in a period, by when the vault recorded it."""
-    from ..commands.history import changed as changes_between
     ws = workspace(vault)
     found = changes_between(ws, since, until)
     if json_:
@@ -114,7 +111,6 @@ def export(format_: Annotated[str, typer.Option("--format", help="jsonl (one rec
                                                                                       "this date (default: now).")] = None,
            recorded: RecordedOption = False, vault: VaultOption = None) -> None:
     """A snapshot of every decision, now or as of a date, as JSON lines or Markdown, on stdout."""
-    from ..commands.history import export_jsonl, export_markdown, export_records
     if format_ not in ("jsonl", "md"):
         raise UsageError(f"unknown --format {format_!r} (expected jsonl or md)")
     ws = workspace(vault)

@@ -14,9 +14,13 @@ if TYPE_CHECKING:
     from ..history import History
     from ..model import Decision
 
+from ..commands.gate import gate as check_gate
+from ..commands.read import body_view, is_topic_key, list_decisions, ruling_preview
+from ..commands.read import lookup as lookup_topics
+from ..commands.read import search as search_decisions
+from ..commands.read import show as show_decision
+from ..commands.same import rank_hits
 from .common import JsonOption, TodayOption, VaultOption, app, decision_line, out, print_json, stderr, workspace
-
-# Imports inside functions: each command loads its operation only when it runs: start-up (see `cli`).
 
 
 @app.command()
@@ -26,8 +30,6 @@ def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decisi
          vault: VaultOption = None,
          json_: JsonOption = False) -> None:
     """One decision note: its properties, its body (Obsidian comments left out) and its ledger history."""
-    from ..commands.read import body_view
-    from ..commands.read import show as show_decision
     ws = workspace(vault)
     decision, history, problems = show_decision(ws, decision_id)
     body = body_view(decision, None if all_ else SHOW_LIMIT)
@@ -65,7 +67,6 @@ def list_(status: Annotated[str | None, typer.Option(metavar="STATUS", help="ope
           topic: Annotated[str | None, typer.Option(metavar="TOPIC", help="Only this topic (near matches count).")] = None,
           vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Decision notes, filtered by status and topic."""
-    from ..commands.read import list_decisions
     ws = workspace(vault)
     found, problems = list_decisions(ws, status, topic)
     if json_:
@@ -96,8 +97,6 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
            vault: VaultOption = None,
            json_: JsonOption = False) -> None:
     """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded."""
-    from ..commands.read import body_view, is_topic_key, ruling_preview
-    from ..commands.read import lookup as lookup_topics
     ws = workspace(vault)
     found, problems = lookup_topics(ws, topics) if all(map(is_topic_key, topics)) else ([], [])
     if not found and not problems:
@@ -134,8 +133,6 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
 
 def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
     """`lookup` with no topic matching: the decisions whose words match, best first."""
-    from ..commands.read import search as search_decisions
-    from ..commands.same import rank_hits
     result = search_decisions(ws, text.replace("-", " "), limit=20)
     result.hits = rank_hits(ws, text, result.hits)[:5]
     for notice in result.notices:
@@ -165,7 +162,6 @@ def search(query: Annotated[list[str], typer.Argument(metavar="QUERY...", help="
            limit: Annotated[int, typer.Option("--limit", metavar="N", help="At most this many results.")] = 20,
            vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Find decisions by their words: current rulings and open questions, best match first, with the matching passage."""
-    from ..commands.read import search as search_decisions
     result = search_decisions(workspace(vault), " ".join(query), history=history, limit=limit)
     for notice in result.notices:
         stderr.print(f"note: {notice}", markup=False)
@@ -212,7 +208,6 @@ def gate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruli
                                                     "exactly (its property term_KEY); repeatable.")] = [],  # noqa: B006
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """For scripts: exit 0 only if ID is a current, sealed ruling granting every --require exactly; else exit 1 saying why."""
-    from ..commands.gate import gate as check_gate
     result = check_gate(workspace(vault), decision_id, require)
     if json_:
         print_json(gate_json(result))

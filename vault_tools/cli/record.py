@@ -13,6 +13,17 @@ from ..shapes import decision_json
 if TYPE_CHECKING:
     pass
 
+from ..commands.amend import relate as relate_rulings
+from ..commands.ask import ask as ask_question
+from ..commands.close import retract as retract_ruling
+from ..commands.close import withdraw as withdraw_question
+from ..commands.migrate import migrate as move
+from ..commands.rule import rule as record_ruling
+from ..commands.seal import seal as seal_rulings
+from ..commands.setup import carriers_note, init_agent, init_vault, make_vault_folder
+from ..config import load_config
+from ..starter import install_templates
+from ..vault import find_vault
 from .common import (
     ByOption,
     JsonOption,
@@ -26,8 +37,6 @@ from .common import (
     stderr,
     workspace,
 )
-
-# Imports inside functions: each command loads its operation only when it runs: start-up (see `cli`).
 
 
 @app.command()
@@ -43,11 +52,8 @@ def init(vault: VaultOption = None,
              "--project", metavar="DIR", help="With --agent: the project the agent works in (default: this folder).")] = None,
          ) -> None:
     """Set up .vault-tools/ in a vault (safe to run again; --vault: made if missing); --agent wires an agent in."""
-    from ..config import load_config
-    from ..vault import find_vault
 
     if vault is not None:  # exactly the folder named: made when missing, never another one
-        from ..commands.setup import make_vault_folder
         root = make_vault_folder(vault)
     else:
         try:
@@ -55,13 +61,11 @@ def init(vault: VaultOption = None,
         except VaultToolsError:
             root = Path.cwd().resolve()
     console.at_vault(root)
-    from ..commands.setup import init_agent, init_vault
     if remove and agent is None:
         raise typer.BadParameter("--remove goes with --agent", param_hint="--remove")
     changed = [] if remove else init_vault(root, timezone)
     load_config(root)  # reads the config back: a bad one fails here, not later
     if templates:
-        from ..starter import install_templates
         changed += install_templates(root)
     for name in changed:
         stderr.print(f"created or updated {name}", markup=False)
@@ -76,16 +80,12 @@ def init(vault: VaultOption = None,
         return
     if not changed:
         stderr.print(f"{root} is already set up", markup=False)
-    from ..commands.setup import carriers_note
     out(carriers_note(root) + INIT_SNIPPETS)
 
 
 @app.command()
 def migrate(vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Move the record from .vault-tools/ to vault-tools/, where every sync engine carries it (byte for byte; safe to run again)."""
-    from ..commands.migrate import migrate as move
-    from ..commands.setup import carriers_note
-    from ..vault import find_vault
     root = find_vault(vault)
     done = move(root)
     if json_:
@@ -136,7 +136,6 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Register a question for the owner; refused when its topic is already settled or open, or when its words
     say the same matter as a current ruling or open question under other topics."""
-    from ..commands.ask import ask as ask_question
     ws = workspace(vault)
     decision = ask_question(ws, summary, topic, body=read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
                             not_the_same=not_the_same)
@@ -167,7 +166,6 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
 
     On a topic that already has a current ruling, say whether this one replaces it (--supersedes ID
     --reason ...) or stands beside it (--alongside ID); otherwise it is refused."""
-    from ..commands.rule import rule as record_ruling
     ws = workspace(vault)
     decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
                             supersedes=supersedes, alongside=alongside, reason=reason, body=read_body(body),
@@ -190,7 +188,6 @@ def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The 
              reason: ReasonOption,
              by: ByOption = None, vault: VaultOption = None) -> None:
     """Drop an open question that will not be answered."""
-    from ..commands.close import withdraw as withdraw_question
     ws = workspace(vault)
     decision = withdraw_question(ws, decision_id, reason, by)
     refresh_pages(ws)
@@ -202,7 +199,6 @@ def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The r
             reason: ReasonOption,
             by: ByOption = None, vault: VaultOption = None) -> None:
     """Declare a ruling wrong (recorded in error), with no replacement."""
-    from ..commands.close import retract as retract_ruling
     ws = workspace(vault)
     decision = retract_ruling(ws, decision_id, reason, by)
     refresh_pages(ws)
@@ -216,7 +212,6 @@ def relate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A curr
            reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
            vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Say how a ruling stands to other current rulings on its topic: it replaces them, or they stand beside it."""
-    from ..commands.amend import relate as relate_rulings
     ws = workspace(vault)
     decision = relate_rulings(ws, decision_id, alongside=alongside, supersedes=supersedes, reason=reason)
     refresh_pages(ws)
@@ -234,7 +229,6 @@ def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
         metavar="[ID]...", help="Only these rulings (default: every ruled note not sealed yet).")] = None,
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Seal ruled notes now instead of waiting for the settle window."""
-    from ..commands.seal import seal as seal_rulings
     ws = workspace(vault)
     sealed = seal_rulings(ws, decision_ids or [])
     refresh_pages(ws)

@@ -13,6 +13,8 @@ from ..shapes import decision_json
 if TYPE_CHECKING:
     pass
 
+from ..agents import HOOK_AGENTS, hook_module
+from ..commands.govern import check_changed, governed
 from .common import (
     JsonOption,
     TodayOption,
@@ -27,8 +29,6 @@ from .common import (
     workspace,
 )
 
-# Imports inside functions: each command loads its operation only when it runs: start-up (see `cli`).
-
 
 @app.command()
 def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: claude, codex or gemini.")],
@@ -36,7 +36,6 @@ def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: 
                                               "user-prompt-submit; gemini: session-start, before-agent or before-tool.")],
          vault: VaultOption = None) -> None:
     """An agent hook: the event's JSON on stdin, the answer's JSON on stdout (nothing when the call may pass)."""
-    from ..agents import HOOK_AGENTS, hook_module
     if agent not in HOOK_AGENTS:
         raise usage_error(f"unknown agent {agent!r}: hooks exist for {', '.join(HOOK_AGENTS)} (cursor is set up by "
                      "`init --agent` through its rules file and MCP)")
@@ -54,7 +53,7 @@ def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: 
 def mcp(vault: VaultOption = None) -> None:
     """An MCP server on stdio (needs the mcp extra: pip install 'vault-tools[mcp]')."""
     try:
-        from ..agents.mcp_server import serve
+        from ..agents.mcp_server import serve  # the MCP SDK takes a second to load: only for `mcp`
     except ImportError as error:
         raise usage_error(f"the MCP server needs the official SDK: pip install 'vault-tools[mcp]' ({error})") from None
     serve(workspace(vault).vault.root)
@@ -73,7 +72,6 @@ def for_paths(paths: Annotated[list[str], typer.Argument(metavar="PATH...", help
                                                                                   "(from outside it) to the scope root.")],
               vault: VaultOption = None, json_: JsonOption = False) -> None:
     """The current rulings that govern these files through their `scope`, most specific glob first."""
-    from ..commands.govern import governed
     ws = workspace(vault)
     found = governed(ws, ws.state(), paths, Path.cwd())
     if json_:
@@ -98,7 +96,6 @@ def check_command(changed: Annotated[str, typer.Option("--changed", metavar="REV
                                                                         "rulings that have not said which stands.")] = False,
                   today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """For CI: the current rulings that govern the files changed since REV."""
-    from ..commands.govern import check_changed
     ws = workspace(vault)
     result = check_changed(ws, changed, today_from(today))
     if json_:

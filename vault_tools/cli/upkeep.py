@@ -12,6 +12,16 @@ from .. import console
 if TYPE_CHECKING:
     pass
 
+from ..commands import review as reviews
+from ..commands.gitmerge import merge_note as merge
+from ..commands.import_ import harvest as harvest_notes
+from ..commands.import_ import import_records, parse_source
+from ..commands.renumber import renumber as renumber_note
+from ..commands.settle import settle as settle_conflict
+from ..commands.settle import settle_copy
+from ..commands.stats import stats as compute_stats
+from ..commands.stats import write_stats_page
+from ..figures import summary_lines
 from .common import (
     ByOption,
     JsonOption,
@@ -27,8 +37,6 @@ from .common import (
     workspace,
 )
 
-# Imports inside functions: each command loads its operation only when it runs: start-up (see `cli`).
-
 
 @app.command("import")
 def import_command(
@@ -39,7 +47,6 @@ def import_command(
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be imported; write nothing.")] = False,
         vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Bring decisions in from another record; run again, it imports nothing twice."""
-    from ..commands.import_ import import_records, parse_source
     ws = workspace(vault)
     parsed = parse_source(kind, folder)
     with console.Progress(f"importing {kind}", not json_) as progress:
@@ -73,7 +80,6 @@ def harvest(
                                                                                     "ruled, in its own words; repeatable.")] = [],  # noqa: B006
         vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Propose a decision note for each decision written in passing (#decision, > [!decision], decision::)."""
-    from ..commands.import_ import harvest as harvest_notes
     ws = workspace(vault)
     interactive = not json_ and not dry_run and sys.stdin.isatty() and stderr.console.is_terminal
 
@@ -112,9 +118,6 @@ def stats(since: Annotated[str | None, typer.Option(metavar="DATE", help="Count 
           write: Annotated[bool, typer.Option("--write", help="Also write the Pinned/Stats.md page, with charts.")] = False,
           today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """The record's own figures: rulings, questions, time to answer, re-asks, supersessions, topics, who recorded what."""
-    from ..commands.stats import stats as compute_stats
-    from ..commands.stats import write_stats_page
-    from ..figures import summary_lines
     ws = workspace(vault)
     figures = compute_stats(ws, day_option("--since", since), today_from(today))
     if write:
@@ -144,7 +147,6 @@ def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owne
                                                                 "each through its command, and mark it applied.")] = False,
            today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Write proposals for the owner to tick (topics to merge, rulings to relate, stale questions); never changes a decision."""
-    from ..commands import review as reviews
     ws = workspace(vault)
     if apply:
         applied = reviews.apply_review(ws)
@@ -189,7 +191,6 @@ def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The de
     """Decide a conflict two clones recorded (lint VT026): keep one outcome; the other stays in the ledger. With
     --copy, settle a conflict copy a sync engine made (VT052): the text not kept goes under kept/."""
     if copy is not None:
-        from ..commands.settle import settle_copy
         settled = settle_copy(workspace(vault), decision_id, copy, keep.strip())
         if json_:
             print_json({"original": settled.original, "removed": settled.removed, "kept": settled.kept,
@@ -198,7 +199,6 @@ def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The de
         out(f"{settled.original}: kept the {settled.kept}; removed {settled.removed}")
         stderr.print(f"the text not kept is in {settled.kept_copy}", markup=False)
         return
-    from ..commands.settle import settle as settle_conflict
     done = settle_conflict(workspace(vault), decision_id, keep, reason, by)
     if json_:
         print_json({"id": done.decision.id, "kept": done.kept, "retracted": done.retracted, "kept_copy": done.kept_copy})
@@ -216,7 +216,6 @@ def renumber(decision_id: Annotated[str, typer.Argument(metavar="ID", help="An i
                                                       "(default: the one the ledger has no record of).")] = None,
              by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Give one of two notes that share an id a new id: its file name and the links to it follow."""
-    from ..commands.renumber import renumber as renumber_note
     done = renumber_note(workspace(vault), decision_id, path, by)
     if json_:
         print_json({"old_id": done.old_id, "new_id": done.new_id, "path": done.path, "old_path": done.old_path,
@@ -233,7 +232,6 @@ def merge_note(base: Annotated[Path, typer.Argument(help="The common ancestor (g
                theirs: Annotated[Path, typer.Argument(help="The other clone's version (%B).")],
                shown: Annotated[str, typer.Argument(help="The note's path in the repository (%P).")]) -> None:
     """git's merge driver for decision notes (set up by init); not for use by hand."""
-    from ..commands.gitmerge import merge_note as merge
     code = merge(base, ours, theirs, shown)
     if code:
         raise typer.Exit(code)
