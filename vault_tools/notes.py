@@ -58,6 +58,13 @@ def _core_schema_int(loader: Any, node: Any) -> int:
 _LOADER: Any = None
 
 
+def _yaml() -> Any:
+    """PyYAML, loaded on first use: a command that finds every note in the note cache never imports it."""
+    import yaml
+
+    return yaml
+
+
 def _loader() -> Any:
     """PyYAML's loader, libyaml's when present, resolving plain scalars as YAML 1.2's core schema does (as
     Obsidian does): `yes`/`on` stay text, and timestamps stay the text the owner typed, for the model to parse.
@@ -66,7 +73,7 @@ def _loader() -> Any:
     """
     global _LOADER
     if _LOADER is None:
-        import yaml
+        yaml = _yaml()
 
         class FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
             yaml_implicit_resolvers: ClassVar[dict[str, list[Any]]] = {}
@@ -212,7 +219,7 @@ def _check_events(frontmatter: str, path: Path) -> None:
 
     Refusing them up front also disarms alias bombs and `!!python/object` tags.
     """
-    import yaml
+    yaml = _yaml()
 
     for event in yaml.parse(frontmatter, Loader=_loader()):
         mark = getattr(event, "start_mark", None)
@@ -231,7 +238,7 @@ def _check_events(frontmatter: str, path: Path) -> None:
 
 def _yaml_error(exc: yaml.YAMLError, frontmatter: str, path: Path) -> NoteError:
     """What is wrong with the frontmatter and on which line of the file, as PyYAML found it."""
-    import yaml
+    yaml = _yaml()
 
     if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses (a control character): where it is
         # found again by the character: libyaml counts its position in bytes, PyYAML's own reader in characters
@@ -253,7 +260,7 @@ def _yaml_error(exc: yaml.YAMLError, frontmatter: str, path: Path) -> NoteError:
 
 def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]]:
     """The parsed properties and the file line of each top-level key."""
-    import yaml
+    yaml = _yaml()
 
     if "&" in frontmatter or "*" in frontmatter or "!" in frontmatter:  # else no anchor, alias or tag can be there
         try:
@@ -266,7 +273,7 @@ def parse_frontmatter(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]
 
 def _full_values(frontmatter: str, path: Path) -> tuple[Any, dict[str, int]]:
     """The properties and their lines through PyYAML's composer and constructor, which name what is wrong."""
-    import yaml
+    yaml = _yaml()
 
     loader = _loader()(frontmatter)
     try:
@@ -314,7 +321,7 @@ def _plain_values(frontmatter: str, first_line: int = 2,
     scalars, each key once at the top, with no tag, anchor or alias. Anything else, an error included,
     gives None: `parse_frontmatter` then reads it the full way, which says what is wrong and where.
     """
-    import yaml
+    yaml = _yaml()
 
     loader = _loader()(frontmatter)
     try:
@@ -348,7 +355,7 @@ def _untagged(event: Any) -> bool:
 
 
 def _value(loader: Any, event: Any, accept: ScalarCheck | None = None) -> Any:
-    import yaml
+    yaml = _yaml()
 
     kind = type(event)
     if kind is yaml.ScalarEvent:
@@ -373,7 +380,7 @@ def _value(loader: Any, event: Any, accept: ScalarCheck | None = None) -> Any:
 
 def _scalar(loader: Any, event: Any, accept: ScalarCheck | None = None) -> Any:
     """A scalar as the constructor makes it: its tag resolved (YAML 1.2's core schema), then built."""
-    import yaml
+    yaml = _yaml()
 
     if not _untagged(event):
         raise _NotPlain
