@@ -13,6 +13,7 @@ from ..shapes import decision_json
 if TYPE_CHECKING:
     pass
 
+from ..commands.agent_setup import init_agent
 from ..commands.amend import relate as relate_rulings
 from ..commands.ask import ask as ask_question
 from ..commands.close import retract as retract_ruling
@@ -20,7 +21,7 @@ from ..commands.close import withdraw as withdraw_question
 from ..commands.migrate import migrate as move
 from ..commands.rule import rule as record_ruling
 from ..commands.seal import seal as seal_rulings
-from ..commands.setup import carriers_note, init_agent, init_vault, make_vault_folder
+from ..commands.setup import carriers_note, init_vault, make_vault_folder
 from ..config import load_config
 from ..starter import install_templates
 from ..vault import find_vault
