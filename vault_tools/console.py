@@ -13,20 +13,24 @@ import errno
 import functools
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import __version__
+from .commands.workspace import Workspace
+from .dates import parse_day_option
 from .errors import PIPE_CLOSED, InconsistentVault, VaultToolsError
+from .layout import git_dir
+from .record_files import STATE_DIR
 from .shapes import decision_json
+from .vault import Vault
 
-if TYPE_CHECKING:
-    from .commands.workspace import Workspace
-
-# Imports inside functions: `build`, `context`, `lint` and `watch` run on every commit, session and pull without the parser; each loads only what it uses (and rich only on a terminal).
+# Imports inside functions: `build`, `context`, `lint` and `watch` run on every commit, session and pull without
+# the parser; each loads only what it uses (and rich only on a terminal, the crash log's modules only on a crash).
 
 
 class _Stderr:
@@ -57,8 +61,6 @@ def at_vault(root: Path) -> None:
 
 
 def workspace(vault: Path | str | None) -> Workspace:
-    from .commands.workspace import Workspace
-    from .vault import Vault
 
     found = Vault.find(Path(vault) if vault is not None else None)
     at_vault(found.root)
@@ -78,7 +80,6 @@ def print_json(data: Any) -> None:
 
 
 def today_option(value: str | None) -> dt.date | None:
-    from .dates import parse_day_option
     return parse_day_option("--today", value)
 
 
@@ -110,7 +111,6 @@ def build(check: bool = False, today: str | None = None, vault: Path | str | Non
 
 
 def warn_merge_drivers(root: Path) -> None:
-    from .layout import git_dir
 
     if git_dir(root) is None:
         return  # outside git nothing is merged (and the set-up code need not be loaded)
@@ -203,7 +203,6 @@ def lint(paths: list[Path] | list[str] | None = None, fix: bool = False, strict:
 
 
 def watch(once: bool = False, vault: Path | str | None = None, json_: bool = False) -> None:
-    import signal
 
     from .watch import Watcher
     ws = workspace(vault)
@@ -233,7 +232,6 @@ def watch(once: bool = False, vault: Path | str | None = None, json_: bool = Fal
 def watch_log(state_dir: Path, as_json: bool) -> Any:
     """One line per action, to stderr and to the rotated `.vault-tools/watch.log`: a pass's lines written
     together (a first reconcile of a large vault logs thousands)."""
-    import datetime as dt
 
     from .watch import format_action, open_log
 
@@ -378,7 +376,6 @@ def crash_log(error: BaseException) -> Path:
     import tempfile
     import traceback
 
-    from .record_files import STATE_DIR
 
     folder = (vault_root / STATE_DIR) if vault_root and (vault_root / STATE_DIR).is_dir() \
         else Path(tempfile.gettempdir())
