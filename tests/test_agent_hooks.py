@@ -11,11 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import test_agents
-from tests.conftest import vt, vt_here, write
-from tests.test_agents import FOOTER, sealed_path
-
-footer_vault = test_agents.footer_vault  # the same vault: a footer ruling, an images ruling, an open question
+from tests.helpers import FOOTER, sealed_path, vt, vt_here, write
 
 
 def codex(event: str, payload: dict, cwd: Path, process: bool = False) -> dict | None:
@@ -68,7 +64,7 @@ def test_codex_gets_the_context_and_the_owners_message_its_ruling(footer_vault) 
 
 def test_codex_context_stays_under_its_limit_and_says_what_it_left_out(vault) -> None:
     """Codex moves a hook's text past 2,500 tokens (UTF-8 bytes / 4) to a file: the context never gets there."""
-    from tests.conftest import decision
+    from tests.helpers import decision
     for number in range(1, 300):
         decision(vault, number, topics=(f"topic-number-{number}",),
                  summary=f"規則 {number}: 記事のフッターには著者の紹介だけを載せ、宣伝は一切入れないこと。" * 2)

@@ -7,19 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import decision, snapshot, vt, vt_here, write
-
-FOOTER = "Every article footer carries the newsletter signup link."
-
-
-def hook(event: str, payload: dict, cwd: Path, *extra: str, process: bool = False) -> dict | None:
-    """Run `vault-tools hook claude EVENT` as Claude Code does: JSON on stdin, the answer's JSON on stdout;
-    through the console script's front door in this process, or in a real process with `process`."""
-    run = vt if process else vt_here
-    done = run("hook", "claude", event, *extra, cwd=cwd, stdin=json.dumps({"cwd": str(cwd), **payload}))
-    assert done.code == 0, done.err
-    assert len(done.out) <= 9500
-    return json.loads(done.out) if done.out.strip() else None
+from tests.helpers import FOOTER, decision, hook, sealed_path, snapshot, vt, vt_here, write
 
 
 def denied(answer: dict | None) -> str:
@@ -27,20 +15,6 @@ def denied(answer: dict | None) -> str:
     output = answer["hookSpecificOutput"]
     assert output["hookEventName"] == "PreToolUse" and output["permissionDecision"] == "deny"
     return output["permissionDecisionReason"]
-
-
-@pytest.fixture
-def footer_vault(vault, cli) -> Path:
-    """A vault whose footer ruling still requires promotion, a ruling on images, and an open question."""
-    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0  # D-0001
-    assert cli("rule", "--topic", "article-images", "--summary", "Articles use only images we took ourselves.",
-               "--term", "budget=0").code == 0  # D-0002
-    assert cli("ask", "Should the agent cross-post new articles to Mastodon?", "--topic", "social-crossposting").code == 0
-    return vault
-
-
-def sealed_path(vault: Path, decision_id: str) -> Path:
-    return next((vault / "Decisions").glob(f"{decision_id} *.md"))
 
 
 # -- session start ----------------------------------------------------------------------------

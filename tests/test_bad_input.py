@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from .conftest import snapshot, write
+from .helpers import snapshot, write
 
 RULING = "Every article footer carries the newsletter link and the author bio."
 FM = "---\ntype: decision\nid: D-0002\nstatus: ruled\ntopics: [x-y]\nsummary: A summary that is long enough.\n" \
@@ -160,7 +160,7 @@ def test_bad_config_is_exit_2(cli, vault):
 
 
 def test_no_vault_found(tmp_path):
-    from .conftest import vt
+    from .helpers import vt
     result = vt("list", cwd=tmp_path)
     assert result.code == 2 and "no vault found" in result.err
 
@@ -188,7 +188,7 @@ def test_a_torn_ledger_is_exit_3_for_readers_and_the_next_write_cuts_the_partial
 
 
 def test_init_with_an_unknown_timezone_writes_nothing(tmp_path):
-    from .conftest import vt
+    from .helpers import vt
     (tmp_path / "v" / ".obsidian").mkdir(parents=True)
     result = vt("init", "--timezone", "Mars/Base", cwd=tmp_path / "v")
     assert result.code == 2 and "unknown timezone 'Mars/Base'" in result.err

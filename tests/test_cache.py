@@ -18,7 +18,7 @@ from vault_tools.lint.facts import LINT_MEMO_FILE
 from vault_tools.reading import CACHE_FILE
 from vault_tools.vault import Vault
 
-from .conftest import CORPORA, decision, vt, write
+from .helpers import CORPORA, clock_ahead_source, decision, vt, write
 
 
 def summaries(vault):
@@ -320,8 +320,12 @@ def test_a_warm_read_imports_no_yaml_library_and_no_lock(vault):
     """Reading commands start fast: once the notes and the config are cached, no YAML library, no file
     lock and no terminal library is imported (each costs more than reading a small vault)."""
     decision(vault, 1)
-    time.sleep(2.1)  # the note, older than the racy window, is cached as trusted (in another process: no shortcut)
-    vt("context", cwd=vault)
+    # The note, older than the racy window, is cached as trusted (in another process: no shortcut): the first
+    # read comes as if that long after it was written, its clock ahead (no file's ctime can be set back)
+    first = clock_ahead_source("vault_tools.vault") + ("import sys; sys.argv = ['vault-tools', 'context']\n"
+                                                      "from vault_tools.launch import main\nmain()\n")
+    done = subprocess.run([sys.executable, "-c", first], cwd=vault, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "D-0001" in done.stdout, done.stderr
     probe = ("import sys; sys.argv = ['vault-tools', 'context']\nfrom vault_tools.launch import main\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
              "print(sorted(m for m in ('yaml', 'ruamel', 'filelock', 'rich') if m in sys.modules), file=sys.stderr)")

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from vault_tools import durable, note_edits, notes
 
-from .conftest import snapshot, vt
+from .helpers import snapshot, vt
 
 FOOTER_Q = "What should article footers contain?"
 FOOTER_R = "Every article footer carries the newsletter link and the author bio."

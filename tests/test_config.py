@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_notes import SCALARS, typed
+from tests.helpers import SCALARS, typed
 from vault_tools.config import _parse_config, _parse_config_fully, _quick_config, load_config
 from vault_tools.errors import ConfigError
 

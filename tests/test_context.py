@@ -14,7 +14,7 @@ from vault_tools.links import LinkResolver
 from vault_tools.model import Decision, Status
 from vault_tools.pages import Settings
 
-from .conftest import decision
+from .helpers import decision
 
 TODAY = "2026-11-29"
 TZ = zoneinfo.ZoneInfo("Asia/Tokyo")

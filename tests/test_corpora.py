@@ -10,7 +10,7 @@ from vault_tools import durable, note_edits, notes
 from vault_tools.config import Config
 from vault_tools.vault import Vault
 
-from .conftest import CORPORA
+from .helpers import CORPORA
 
 needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"corpora not found at {CORPORA}")
 CORPUS_NAMES = sorted(p.name for p in CORPORA.iterdir() if p.is_dir()) if CORPORA.is_dir() else []
@@ -87,7 +87,7 @@ def test_working_in_a_real_vault_never_touches_its_notes(tmp_path, name):
     """init, ask, rule, build and a watcher pass on a copy of a real vault: its own notes stay as they were."""
     import shutil
 
-    from .conftest import vt_here
+    from .helpers import vt_here
     root = tmp_path / name
     shutil.copytree(CORPORA / name, root)
     (root / ".obsidian").mkdir(exist_ok=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from .conftest import snapshot, vt_here
+from .helpers import snapshot, vt_here
 
 THURSDAY = "The newsletter goes out every Thursday morning."
 CALENDAR = "All publishing follows the shared calendar; newsletter on Tuesdays."

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from .conftest import load_script, snapshot
+from .helpers import load_script, snapshot
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEMO = REPOSITORY / "scripts" / "demo.py"

@@ -22,7 +22,7 @@ from vault_tools import cli, docs
 from vault_tools.cli import record as cli_record
 from vault_tools.config import CONFIG_DOC, Config, load_config
 
-from .conftest import load_script
+from .helpers import load_script
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 README = REPOSITORY / "README.md"

@@ -17,7 +17,7 @@ from vault_tools.sealing import seal_hash
 from vault_tools.starter import packaged_templates
 from vault_tools.vault import Vault, VaultState
 
-from .conftest import snapshot, vt
+from .helpers import snapshot, vt
 
 EXAMPLE_VAULT = Path(__file__).resolve().parents[1] / "example-vault"
 TODAY = dt.date(2026, 11, 29)

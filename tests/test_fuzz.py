@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from vault_tools.cli import run
 
-from .conftest import decision, make_vault
+from .helpers import decision, make_vault
 
 EXAMPLES = int(os.environ.get("VAULT_TOOLS_FUZZ_EXAMPLES", 10))  # per kind of input; raise it for a longer pass
 COMMANDS = (["lint"], ["list"], ["lookup", "article-footer"], ["context"], ["show", "D-0002"],

@@ -13,7 +13,7 @@ from vault_tools.importers.harvest import find
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
-from .conftest import CORPORA, make_vault, snapshot, write
+from .helpers import CORPORA, make_vault, snapshot, write
 
 needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"the Obsidian corpora are not at {CORPORA}")
 

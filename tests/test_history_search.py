@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_vault, vt_here
 from tests.git_repo import commit_all
+from tests.helpers import make_vault, vt_here
 from vault_tools.index import INDEX_FILE, NO_FTS5_ENV
 from vault_tools.ledger_lines import event_line, parse_ledger
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import vt_here
+from tests.helpers import vt_here
 from vault_tools.agents import HOOK_AGENTS, hook_module
 
 CALLS = [(agent, event) for agent in HOOK_AGENTS for event in hook_module(agent).EVENTS]

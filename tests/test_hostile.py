@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import decision, snapshot, write
+from .helpers import decision, snapshot, write
 
 RULING = "Every article footer carries the newsletter link and the author bio."
 REASON = "The owner changed their mind after the reader survey."
@@ -432,7 +432,7 @@ def assert_failed_cleanly(result, root: Path) -> None:
 
 @pytest.mark.parametrize("leave_pages", range(6))
 def test_a_full_disk_fails_in_one_line_leaves_no_temp_files_and_lint_fix_finishes(cli, small_disk, leave_pages):
-    from .conftest import make_vault
+    from .helpers import make_vault
 
     root = make_vault(small_disk / "vault")
     assert cli("rule", "--topic", "article-footer", "--summary", RULING, root=root).code == 0
@@ -453,7 +453,7 @@ def test_a_full_disk_fails_in_one_line_leaves_no_temp_files_and_lint_fix_finishe
 def test_a_read_only_file_system_fails_in_one_line(cli, small_disk):
     import subprocess
 
-    from .conftest import make_vault
+    from .helpers import make_vault
 
     root = make_vault(small_disk / "vault")
     assert cli("rule", "--topic", "article-footer", "--summary", RULING, root=root).code == 0

@@ -7,7 +7,7 @@ import time
 
 from vault_tools.starter import packaged_templates
 
-from .conftest import vt_here, write
+from .helpers import vt_here, write
 
 
 def _from_template(vault, name: str, template: str, **fill: str) -> None:

@@ -11,7 +11,7 @@ from vault_tools.history import histories_by_id
 from vault_tools.importers import adr
 from vault_tools.vault import Vault
 
-from .conftest import CORPORA, snapshot, write
+from .helpers import CORPORA, snapshot, write
 
 OWNER_ASK = Path(__file__).resolve().parents[2] / "shared" / "formats" / "owner-ask"
 needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"the ADR corpora are not at {CORPORA}")
@@ -311,7 +311,7 @@ def test_an_adr_chain_written_by_adr_tools_is_kept_in_the_vault(cli, vault, tmp_
 
 
 def test_import_progress_is_not_shown_when_piped(vault, tmp_path):
-    from .conftest import vt
+    from .helpers import vt
     repo = adr_folder(tmp_path)
     done = vt("import", "adr", str(repo), "--vault", str(vault), cwd=tmp_path)
     assert done.code == 0 and "\x1b[" not in done.err and "━" not in done.err
@@ -320,7 +320,7 @@ def test_import_progress_is_not_shown_when_piped(vault, tmp_path):
 
 
 def test_import_progress_is_shown_on_a_terminal(vault, tmp_path):
-    from .conftest import vt_on_terminal
+    from .helpers import vt_on_terminal
     repo = adr_folder(tmp_path)
     done = vt_on_terminal("import", "adr", str(repo), "--vault", str(vault), cwd=tmp_path)
     assert done.code == 0 and "importing adr" in done.err and "\x1b[" in done.err

@@ -11,7 +11,7 @@ import typer
 from vault_tools import cli
 from vault_tools.launch import QUICK, quick_arguments
 
-from .conftest import decision, vt, write
+from .helpers import decision, vt, write
 
 FOOTER_R = "Every article footer carries the newsletter link and the author bio."
 

@@ -15,7 +15,7 @@ from vault_tools.links import LinkResolver
 from vault_tools.model import Status, build_decision
 from vault_tools.sealing import seal_hash
 
-from .conftest import write
+from .helpers import write
 
 TZ = ZoneInfo("Asia/Tokyo")
 

@@ -31,8 +31,8 @@ from vault_tools.ledger_lines import event_line, parse_line
 from vault_tools.model import TOPIC_PATTERN
 from vault_tools.vault import Vault
 
-from .conftest import CORPORA, decision, make_vault, snapshot, write
 from .git_repo import commit_all
+from .helpers import CORPORA, decision, make_vault, snapshot, write
 
 FIXTURES = Path(__file__).parent / "lint"
 RULES_PAGE = Path(__file__).resolve().parents[1] / "docs" / "lint-rules.md"

@@ -15,7 +15,7 @@ from vault_tools.commands.workspace import blocking_problems
 from vault_tools.lint import registry
 from vault_tools.vault import Vault
 
-from .conftest import make_vault, write
+from .helpers import make_vault, write
 
 PACKAGE = Path(vault_tools.__file__).parent
 LINT_PACKAGE = PACKAGE / "lint"

@@ -30,8 +30,8 @@ from vault_tools.ledger_lines import event_key
 from vault_tools.sealing import tie_notes
 from vault_tools.vault import Vault
 
-from .conftest import TZ, write
 from .git_repo import git, git_env
+from .helpers import TZ, write
 
 NEWSLETTER_DAY = "The newsletter goes out every Thursday morning."
 BLOG_COMMENTS = "Blog comments stay closed; readers reply by email."
@@ -956,8 +956,8 @@ def test_gits_merge_driver_says_which_note_it_could_not_merge_and_leaves_ours_al
 
 
 def test_a_clone_lacking_the_merge_drivers_is_told_and_one_holding_them_starts_no_git_to_ask(tmp_path):
-    from .conftest import make_vault
     from .git_repo import commit_all
+    from .helpers import make_vault
 
     vault = make_vault(tmp_path / "vault")
     commit_all(vault, "init")

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import vt, vt_here
-from tests.test_watch import Scripted, configure
+from tests.helpers import Scripted, configure, vt, vt_here
 
 ANALYTICS = "The site uses no analytics and no tracking of any kind."
 

@@ -12,7 +12,7 @@ from markdown_it.utils import read_fixture_file
 from vault_tools import durable, note_edits, notes
 from vault_tools.errors import NoteError
 
-from .conftest import write
+from .helpers import SCALARS, typed, write
 
 SUPERSEDE = {"status": "superseded", "superseded_by": "[[D-0009 New footer rule]]",
              "reason": "Promotion ban decided for all articles"}
@@ -151,11 +151,6 @@ def test_a_value_written_without_ruamel_is_written_as_ruamel_writes_it(value):
     assert note_edits.render_field("reason", value, "\r\n") == stream.getvalue().replace("\n", "\r\n")
 
 
-SCALARS = ["x", "two words", "08", "0x1f", "0o17", "1_000", "-3", "+4", "1.5", ".5", "1e3", "-.Inf", ".nan", "true",
-           "True", "yes", "on", "FALSE", "", "~", "null", "Null", "2026-07-17", "2026-07-17T08:30:00", "12:30",
-           '"[[D-0001 A note]]"', "'it''s'", '"a\\tb"', "[a, b, \"c\"]", "[]", "{a: 1, b: [x]}", "{}", "[[nested]]",
-           "|\n  kept\n  lines", ">\n  folded\n  text", "x # a comment", "&a x", "*a", "!!str 5", "! 5", "!!int x",
-           "[unclosed", "a: b: c", "'unclosed", "\t tab"]
 KEYS = ["type", "id", "summary", "topics", "tags", "1", "true", "null", '"quoted key"', "'single'", "x y", "? [a]"]
 
 
@@ -175,15 +170,6 @@ def frontmatters(draw: st.DrawFn) -> str:
         else:
             lines.append("# only a comment" if shape == "comment" else "...")
     return "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
-
-
-def typed(value):
-    """A value with the type of every part spelt out: 1, 1.0 and True are equal in Python, not in a note."""
-    if isinstance(value, dict):
-        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
-    if isinstance(value, list):
-        return ("list", [typed(v) for v in value])
-    return (type(value).__name__, repr(value))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -5,8 +5,7 @@ import json
 
 from vault_tools import note_edits, notes
 
-from .conftest import write
-from .test_watch import Running, configure, obsidian_save
+from .helpers import Running, configure, obsidian_save, write
 
 
 def _note(fields: str, body: str = "") -> str:
@@ -97,7 +96,7 @@ def test_a_ruling_whose_summary_still_asks_is_not_sealed_until_it_answers(vault)
 
 
 def test_the_agent_is_told_which_ruling_has_no_answer_yet(vault):
-    from .conftest import vt_here
+    from .helpers import vt_here
 
     write(vault / "Decisions" / "D-0001 Podcast.md", _note(
         "id: D-0001\nstatus: ruled\ntopics: [podcast]\nsummary: Should we start a podcast alongside the newsletter?"))

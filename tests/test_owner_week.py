@@ -13,8 +13,7 @@ from pathlib import Path
 from vault_tools import note_edits, notes
 from vault_tools.starter import packaged_templates
 
-from .conftest import write
-from .test_watch import Running, configure, obsidian_save
+from .helpers import Running, configure, obsidian_save, write
 
 WORDS = {"topics", "summary", "reason", "supersedes", "status"}
 

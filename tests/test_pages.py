@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from .conftest import decision, snapshot
+from .helpers import decision, snapshot
 
 TODAY = "2026-11-29"
 

@@ -10,8 +10,8 @@ from ruamel.yaml import YAML
 
 from vault_tools.cli import run
 
-from .conftest import make_vault
 from .git_repo import git, git_env
+from .helpers import make_vault
 
 PROJECT = Path(__file__).resolve().parents[1]
 MANIFEST = PROJECT / ".pre-commit-hooks.yaml"

@@ -20,7 +20,7 @@ from vault_tools.ledger import Ledger
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
-from .conftest import decision, snapshot, write
+from .helpers import clock_ahead_source, decision, past_the_racy_window, snapshot, write
 
 FOOTER = "Every article footer carries the newsletter link and the author bio."
 REASON = "The owner banned promotion inside articles."
@@ -484,7 +484,7 @@ def test_a_ruling_with_keys_json_writes_otherwise_is_marked_superseded_from_the_
     it is still marked superseded, its edit checked against a fresh parse."""
     from vault_tools.commands import live as live_module
 
-    from .conftest import make_vault
+    from .helpers import make_vault
 
     monkeypatch.setattr(live_module, "RACY_NANOSECONDS", 0)
     monkeypatch.setattr("vault_tools.reading.RACY_NANOSECONDS", 0)
@@ -518,7 +518,7 @@ def test_a_live_view_takes_no_look_at_the_ledger_from_before_it(tmp_path, monkey
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.setup import init_vault
 
-    from .conftest import TZ, vt
+    from .helpers import TZ, vt
 
     monkeypatch.setattr(live_module, "LOOK_KEPT_SECONDS", 60.0)  # as if the next pass came within the window
     vault = tmp_path / "vault"
@@ -536,8 +536,10 @@ def test_a_live_view_takes_no_look_at_the_ledger_from_before_it(tmp_path, monkey
 
 
 # A first reconcile run as `watch --once` runs it, in a process of its own (where a child can be forked), with
-# the work the child hands over counted: what the reconcile took from it, and what it worked out itself.
-_AHEAD_RUN = """
+# the work the child hands over counted: what the reconcile took from it, and what it worked out itself. It
+# starts past the racy window, as on a real first start: its view reads the wall clock that much ahead (as
+# `past_the_racy_window` has it in this process), so it knows each note unchanged since it read the vault.
+_AHEAD_RUN = clock_ahead_source("vault_tools.commands.live") + """
 import collections, json, sys
 import vault_tools.commands.ahead as ahead
 import vault_tools.commands.live as live
@@ -635,12 +637,12 @@ def _notes(vault: Path) -> dict[str, bytes]:
 
 
 def _unsealed_copies(tmp_path: Path, names: list[str]) -> list[Path]:
-    """Copies of one vault of 220 unsealed rulings (110 superseding the others), left alone past the racy
-    window, so the reconcile knows each note unchanged since before it read the vault (as on a real first
-    start), which is when a child is forked to work ahead."""
+    """Copies of one vault of 220 unsealed rulings (110 superseding the others), for a first reconcile that
+    starts past the racy window (`_AHEAD_RUN`'s clock runs ahead), so it knows each note unchanged since before
+    it read the vault (as on a real first start), which is when a child is forked to work ahead."""
     import shutil
 
-    from .conftest import make_vault
+    from .helpers import make_vault
 
     source = make_vault(tmp_path / "source")
     chains(source, 110)
@@ -650,7 +652,6 @@ def _unsealed_copies(tmp_path: Path, names: list[str]) -> list[Path]:
         shutil.copytree(source, copy)
         quiet(copy)
         copies.append(copy)
-    time.sleep(2.1)  # past the racy window (`RACY_NANOSECONDS`): a file's time is not trusted within it
     return copies
 
 
@@ -689,16 +690,17 @@ def test_a_ruling_saved_while_the_child_works_is_sealed_as_saved_not_as_the_chil
     assert Vault(vault).load().get("D-0001").status.value == "superseded"
 
 
-def _ruling_and_its_successor(tmp_path: Path) -> tuple[Path, Path, Path, Workspace, str]:
+def _ruling_and_its_successor(tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path, Workspace, str]:
     """A vault where D-0002 supersedes D-0001, both unsealed and past the racy window (the view knows both
     notes unchanged since it read them): (vault, D-0001's path, D-0002's path, workspace, D-0001's rel)."""
-    from .conftest import make_vault
+    from .helpers import make_vault
 
     vault = make_vault(tmp_path / "vault")
     path = decision(vault, 1, "ruled", ("article-footer",))
     successor = decision(vault, 2, "ruled", ("article-footer",), supersedes=f'["[[{path.stem}]]"]', reason=REASON)
     quiet(vault)
-    time.sleep(2.1)
+    past_the_racy_window(monkeypatch)
     return vault, path, successor, Workspace(Vault(vault)), "Decisions/" + path.name
 
 
@@ -717,7 +719,7 @@ def _fed_by_hand(live, rel: str):
     return ahead, write_end
 
 
-def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(tmp_path):
+def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(tmp_path, monkeypatch):
     """A seal hash, a text, an edit and what sealing needs handed over for a note the reconcile has written
     since (the view read it again): none of them is taken, each is worked out from the note as it is now."""
     import os
@@ -729,8 +731,9 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
     from vault_tools.handover import record
     from vault_tools.ledger_lines import encode_text
 
-    _, path, successor, ws, rel = _ruling_and_its_successor(tmp_path)
+    _, path, successor, ws, rel = _ruling_and_its_successor(tmp_path, monkeypatch)
     with LiveState(ws) as live:
+        assert live.is_unchanged(rel)  # until written again, what the child hands over for it would be taken
         ahead, write_end = _fed_by_hand(live, rel)
         before = live.decision_at(rel)
         ahead._seen[rel] = before
@@ -754,7 +757,7 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
         ahead.close()
 
 
-def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as_they_did(tmp_path):
+def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as_they_did(tmp_path, monkeypatch):
     """A child hands over the decision a ruling marked superseded will be, and its seal hash: the hash holds
     while no note came, went or changed its id; once one did (a link may name another note now) the
     `superseded` event's hash is worked out again. So do the ids the successor's links resolve to."""
@@ -767,9 +770,10 @@ def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as
     from vault_tools.handover import record
     from vault_tools.ledger_lines import encode_text
 
-    vault, path, successor, ws, rel = _ruling_and_its_successor(tmp_path)
+    vault, path, successor, ws, rel = _ruling_and_its_successor(tmp_path, monkeypatch)
     for came in (False, True):
         with LiveState(ws) as live:
+            assert live.is_unchanged(rel) and live.is_unchanged("Decisions/" + successor.name)
             ahead, write_end = _fed_by_hand(live, rel)
             new = live.decision_at("Decisions/" + successor.name)
             note, changes = ws.read(path), superseded_changes(new, REASON)
@@ -804,7 +808,7 @@ def test_a_note_read_back_as_written_is_what_its_writer_said_and_one_saved_since
     from vault_tools.commands.live import LiveState
     from vault_tools.commands.supersede import superseded_changes
 
-    from .conftest import make_vault
+    from .helpers import make_vault
 
     vault = make_vault(tmp_path / "vault")
     paths = [decision(vault, number, "ruled", ("article-footer",)) for number in (1, 2, 3, 4)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TZ, vt_here, write
+from tests.helpers import TZ, vt_here, write
 from vault_tools.commands.setup import init_vault
 
 ANALYTICS = "The site uses no analytics and no tracking of any kind."

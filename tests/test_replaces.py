@@ -11,8 +11,7 @@ import time
 
 from vault_tools import note_edits, notes
 
-from .conftest import snapshot, vt_here, write
-from .test_watch import Running, configure, obsidian_save
+from .helpers import Running, configure, obsidian_save, snapshot, vt_here, write
 
 SIGNUP = "Every article footer carries the newsletter signup link."
 BIO_ONLY = "No promotion in article footers: only the author bio."

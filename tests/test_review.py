@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import snapshot, write
-from tests.test_stats import ask_at
+from tests.helpers import ask_at, snapshot, write
 from vault_tools.ledger import Ledger
 
 TODAY = "2026-08-01"
@@ -169,7 +168,7 @@ def test_nothing_to_review_writes_nothing(vault, cli):
 
 
 def test_the_watcher_writes_the_review_on_its_schedule(messy):
-    from tests.test_watch import Scripted
+    from tests.helpers import Scripted
     write(messy / ".vault-tools" / "config.yaml",
           (messy / ".vault-tools" / "config.yaml").read_text(encoding="utf-8") + "review_every_days: 7\n")
     with Scripted(messy) as scripted:
@@ -186,7 +185,7 @@ def test_the_watcher_writes_the_review_on_its_schedule(messy):
 
 
 def test_the_watcher_writes_no_review_by_default(messy):
-    from tests.test_watch import Scripted
+    from tests.helpers import Scripted
     with Scripted(messy) as scripted:
         scripted.now += 30 * 86400
         scripted.watcher.step()

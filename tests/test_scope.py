@@ -4,8 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from .conftest import vt_here, write
-from .test_agents import hook
+from .helpers import hook, vt_here, write
 
 NO_PROMOTION = "No promotion in article footers: only the author bio."
 BIO_AND_LINK = "Article footers carry the author bio and one link to the archive."
@@ -84,7 +83,7 @@ def test_a_project_outside_the_vault_and_check_changed_for_ci(tmp_path, vault):
 
 
 def test_a_bad_glob_is_refused_and_nothing_is_written(vault):
-    from .conftest import snapshot
+    from .helpers import snapshot
     before = snapshot(vault)
     refused = vt_here("rule", "--topic", "pricing", "--summary", "Prices change only at the start of a quarter.",
                  "--scope", "../elsewhere/**", cwd=vault)

@@ -5,7 +5,7 @@ import json
 
 from vault_tools.bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT, sections, view, without_comments
 
-from .conftest import vt_here, write
+from .helpers import vt_here, write
 
 CONDITION = "Not this year: we wait until online sales pass 10,000 EUR a month."
 NOTE = f"""---

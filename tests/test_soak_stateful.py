@@ -41,7 +41,7 @@ from hypothesis.stateful import (
 from vault_tools.cli import run
 from vault_tools.ledger import Ledger
 
-from .conftest import make_vault, write
+from .helpers import make_vault, write
 
 TOPICS = ("article-footer", "author-bio", "image-policy", "reader-replies")
 REASON = "The owner changed their mind after the reader survey."

@@ -14,7 +14,7 @@ from vault_tools.model import Status, build_decision
 from vault_tools.starter import TEMPLATE_NAMES, install_templates, packaged_templates
 from vault_tools.vault import Vault
 
-from .conftest import snapshot, vt, write
+from .helpers import snapshot, vt, write
 
 MOMENT_TO_STRFTIME = {"YYYY": "%Y", "MM": "%m", "DD": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
 

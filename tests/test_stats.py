@@ -1,26 +1,13 @@
 """`vault-tools stats`: every figure of a vault whose history is known, and the Stats page."""
 from __future__ import annotations
 
-import datetime as dt
 import json
-from pathlib import Path
-from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.conftest import TZ, snapshot
-from vault_tools.commands.ask import ask
-from vault_tools.commands.workspace import Workspace
-from vault_tools.vault import Vault
+from tests.helpers import ask_at, snapshot
 
 TODAY = "2026-08-01"
-
-
-def ask_at(vault: Path, when: str, summary: str, topic: str, *, by: str = "agent", reask: str | None = None) -> str:
-    """Ask through the command with the clock fixed at `when` (vault time), as if the agent asked then."""
-    moment = dt.datetime.fromisoformat(when).replace(tzinfo=ZoneInfo(TZ))
-    ws = Workspace(Vault(vault), now=lambda: moment.astimezone(dt.UTC))
-    return ask(ws, summary, [topic], asked_by=by, reask_reason=reask).id
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import Event, event_key
 from vault_tools.vault import Vault
 
-from .conftest import TZ, decision
+from .helpers import TZ, decision
 from .sync_sim import CARRIERS, Cloud, Device
 
 QUICK = "settle_seconds: 0\ndebounce_ms: 0\n"
@@ -291,13 +291,34 @@ def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_is_a_new_pro
     assert "Thursdays at eight" in next((a.root / "Decisions").glob(f"{second[0]} *.md")).read_text()
 
 
-def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_and_kept_is_proposed_anew(tmp_path) -> None:
+def watching_later(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """`watch` from now on runs as if `seconds` later: the watcher's clock and its workspace's (the times of the
+    events it records) that far ahead."""
+    import datetime as dt
+
+    from vault_tools import watch as watch_module
+
+    class Later(watch_module.Watcher):
+        def __init__(self, ws, **kwargs) -> None:
+            ws.now = lambda: dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
+            super().__init__(ws, clock=lambda: time.time() + seconds, **kwargs)
+
+    monkeypatch.setattr(watch_module, "Watcher", Later)
+
+
+def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_and_kept_is_proposed_anew(tmp_path,
+                                                                                               monkeypatch) -> None:
     """Its first revision withdrawn (its note kept), the same edit typed into the sealed ruling again later is
     a new proposal: an open revision, not only a restore naming the withdrawn one (found by an independent
     review)."""
     a, ruling, first = withdrawn_revision(tmp_path)
-    time.sleep(1.05 - time.time() % 1)  # the ledger's times are whole seconds: the edit is saved after
+    # The ledger's times are whole seconds: the edit is saved in the second after the withdrawal, and watched
+    # then (its mtime, and the watcher's clocks, put that far ahead: no waiting for the second to pass)
+    ahead = 1.05 - time.time() % 1
     edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")  # proposed again
+    saved = time.time() + ahead
+    os.utime(next((a.root / "Decisions").glob(f"{ruling} *.md")), (saved, saved))
+    watching_later(monkeypatch, ahead)
     assert vt(a, "watch", "--once")[0] == 0  # (its save time kept: `watch` here would move it back)
     statuses = ruling_ids(a)
     again = [i for i, status in statuses.items() if status == "open"]
@@ -431,10 +452,13 @@ def test_what_a_device_appends_comes_after_every_file_it_has_read_even_one_arriv
     with ledger.locked():
         for number in range(1, 4):
             ledger.append([asked(number)])
+        # The folder last changed long before this listing (its times set back): with the racy window at 0 a
+        # listing is trusted at once, which a real run does only once the folder is two seconds old. The file
+        # that arrives next changes the folder's times from those listed, whatever the file system's clock
+        # tick it comes in.
+        past = time.time() - 10
+        os.utime(folder, (past, past))
         assert [e.clock for e in ledger.read()] == [1, 2, 3]
-        # past the tick of the file system's clock in which the folder last changed: with the racy window at 0 a
-        # listing is trusted at once, which a real run does only once the folder is two seconds old
-        time.sleep(0.1)
         (folder / "bbbb.jsonl").write_text("".join(event_line(asked(number, 40 + number)) for number in (10, 11)))
         ledger.append([asked(4)])
         ledger.append([asked(5)])

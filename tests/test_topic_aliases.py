@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.conftest import snapshot, write
+from tests.helpers import snapshot, write
 
 
 @pytest.fixture

@@ -6,10 +6,8 @@ observer (`Running`) and wait on the queue its actions are reported to, with gen
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
-import queue
 import random
 import shutil
 import signal
@@ -28,181 +26,11 @@ from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import scan_ledger
 from vault_tools.sealing import seal_hash
 from vault_tools.vault import Vault
-from vault_tools.watch import Action, Debouncer, Watcher, is_ignored
+from vault_tools.watch import Debouncer, Watcher, is_ignored
 
-from .conftest import decision, snapshot
+from .helpers import Running, Scripted, configure, decision, obsidian_save, past_the_racy_window, snapshot
 
 FOOTER = "Every article footer carries the newsletter link and the author bio."
-REAL_TIMEOUT = 30  # seconds a real-observer test waits for the watcher before it fails
-
-
-def configure(vault: Path, debounce_ms: int = 300, settle: float = 1) -> None:
-    (vault / ".vault-tools" / "config.yaml").write_text(
-        f"timezone: Asia/Tokyo\ndebounce_ms: {debounce_ms}\nsettle_seconds: {settle}\n")
-
-
-def obsidian_save(path: Path, text: str) -> None:
-    """Obsidian saves in place: the same file, truncated and rewritten."""
-    with open(path, "w", encoding="utf-8", newline="") as handle:
-        handle.write(text)
-
-
-class Scripted:
-    """A watcher on a real vault whose clock and file events are the test's: no observer, no sleep.
-
-    Scripted time starts at the real time and only moves when the test says. Every file the
-    test saves gets the scripted time as its mtime and is reported to `notice()`, as an observer
-    would report it. After each `step()` of the watcher, whatever it wrote (a changed mtime, inode
-    or content) is reported the same way and stamped with the scripted time, so the watcher sees
-    its own writes as it would live. (Within one step its writes still carry the real time, usually
-    behind the scripted time, so a later pass of the same reconcile may see them as already quiet.)
-    """
-
-    def __init__(self, vault: Path) -> None:
-        self.root = vault
-        self.now = time.time()
-        self.actions: list[Action] = []
-        self.timeline: list[tuple[float, Action]] = []  # each action with the scripted time it was reported at
-        self.writes: list[tuple[float, str]] = []  # (scripted time, vault-relative path) of each watcher write
-        ws = Workspace(Vault(vault), now=lambda: dt.datetime.fromtimestamp(self.now, dt.UTC))
-        self.watcher = Watcher(ws, on_actions=self._report, clock=lambda: self.now)
-        self._seen = self._files()
-
-    def _report(self, actions: list[Action]) -> None:
-        self.actions += actions
-        self.timeline += [(self.now, action) for action in actions]
-
-    def __enter__(self) -> Scripted:
-        self.watcher.start(observe=False)
-        self._observe()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.watcher.release()
-
-    def _files(self) -> dict[str, tuple[int, int, bytes]]:
-        files = {}
-        for p in self.root.rglob("*"):
-            if p.is_file() and not p.name.endswith(".lock") and ".vault-tools/cache" not in p.as_posix():
-                stat = p.stat()
-                files[p.relative_to(self.root).as_posix()] = (stat.st_mtime_ns, stat.st_ino, p.read_bytes())
-        return files
-
-    def _stamp(self, relative: str) -> None:
-        path = self.root / relative
-        os.utime(path, (self.now, self.now))
-        stat = path.stat()
-        self._seen[relative] = (stat.st_mtime_ns, stat.st_ino, path.read_bytes())
-
-    def _observe(self) -> None:
-        """Report what the watcher wrote since last time, as the observer would, stamped with the scripted time."""
-        files = self._files()
-        for relative in sorted(files.keys() | self._seen.keys()):
-            if files.get(relative) == self._seen.get(relative):
-                continue
-            self.writes.append((self.now, relative))
-            if relative in files:
-                self._stamp(relative)
-            else:
-                del self._seen[relative]
-            self.watcher.notice(str(self.root / relative))
-
-    def save(self, path: Path, text: str) -> None:
-        """The owner saves `path` now (scripted time)."""
-        obsidian_save(path, text)
-        self._stamp(path.relative_to(self.root).as_posix())
-        self.watcher.notice(str(path))
-        self.advance(0)
-
-    def moved(self, source: Path, destination: Path) -> None:
-        """The owner (or a sync tool) renamed `source` to `destination`: one moved event naming both."""
-        del self._seen[source.relative_to(self.root).as_posix()]
-        stat = destination.stat()
-        self._seen[destination.relative_to(self.root).as_posix()] = (stat.st_mtime_ns, stat.st_ino,
-                                                                     destination.read_bytes())
-        self.watcher.notice(str(source))
-        self.watcher.notice(str(destination))
-        self.advance(0)
-
-    def deleted(self, path: Path) -> None:
-        """The owner (or a sync tool) deleted `path`."""
-        del self._seen[path.relative_to(self.root).as_posix()]
-        self.watcher.notice(str(path))
-        self.advance(0)
-
-    def advance(self, seconds: float) -> None:
-        """Let `seconds` of scripted time pass, waking the watcher as its loop would:
-        at each deadline it has, at least every second, and once at the end."""
-        end = self.now + seconds
-        while True:
-            self.watcher.step()
-            self._observe()
-            if self.now >= end:
-                return
-            deadline = self.watcher.schedule.next_deadline()
-            wake = self.now + 1.0 if deadline is None else min(self.now + 1.0, max(deadline, self.now + 0.01))
-            self.now = min(end, wake)
-
-    def advance_until(self, predicate, limit: float) -> float:
-        """Advance in small steps until `predicate()` holds; fail after `limit` scripted seconds. Returns the time."""
-        end = self.now + limit
-        while not predicate():
-            if self.now >= end:
-                raise AssertionError(f"{predicate.__name__} did not hold within {limit} scripted seconds; "
-                                     f"actions: {self.actions}")
-            self.advance(min(0.1, end - self.now))
-        return self.now
-
-    def kinds(self) -> list[str]:
-        return [a.kind for a in self.actions]
-
-    def when(self, kind: str) -> float:
-        """The scripted time the first action of `kind` was reported at."""
-        return next(at for at, action in self.timeline if action.kind == kind)
-
-
-class Running:
-    """A watcher with a real observer in a thread; its actions arrive on a queue."""
-
-    def __init__(self, vault: Path) -> None:
-        self.actions: list[Action] = []
-        self.queue: queue.Queue[Action] = queue.Queue()
-        self.ws = Workspace(Vault(vault))
-        self.watcher = Watcher(self.ws, on_actions=self._report)
-        self.thread = threading.Thread(target=self.watcher.run, daemon=True)
-
-    def _report(self, actions: list[Action]) -> None:
-        self.actions += actions
-        for action in actions:
-            self.queue.put(action)
-
-    def __enter__(self) -> Running:
-        self.watcher.start()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.watcher.stop()
-        self.thread.join(timeout=10)
-        self.watcher.release()
-        assert not self.thread.is_alive()
-
-    def until(self, predicate, timeout: float = REAL_TIMEOUT):
-        """Wait for the watcher to report actions until `predicate()` holds (checked at each report); return its value."""
-        deadline = time.monotonic() + timeout
-        while not (value := predicate()):
-            remaining = deadline - time.monotonic()
-            try:
-                self.queue.get(timeout=max(remaining, 0))
-            except queue.Empty:
-                raise AssertionError(f"timed out after {timeout} s waiting for {predicate.__name__}; "
-                                     f"actions: {self.actions}") from None
-        return value
-
-    def kinds(self) -> list[str]:
-        return [a.kind for a in self.actions]
-
-
 def sealed_vault(cli, vault: Path) -> Path:
     """A vault with one sealed ruling (D-0001); returns its path."""
     assert cli("rule", "--topic", "article-footer", "--summary", FOOTER).code == 0
@@ -542,7 +370,7 @@ def _check_invariants(vault: Path, typed: bytes) -> None:
 def _kill_9_at_random_moments(cli, tmp_path: Path, runs: int) -> int:
     """Kill a watcher reconciling the scenario at a random moment, `runs` times, restart it and check that
     nothing was lost; returns how many kills landed while the watcher was still at work."""
-    from .conftest import make_vault
+    from .helpers import make_vault
     rng = random.Random(20261129)
     # How long an uninterrupted reconcile of the scenario takes here: kills land within it. Measured on a
     # second vault, as the forked children run it: with this process's imports and caches already warm.
@@ -639,7 +467,8 @@ def _check_all_sealed_once(vault: Path, rulings: int, restart: str = "") -> None
     assert report.errors == 0, [str(d) for d in report.diagnostics]
 
 
-def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int, aim: bool = False) -> int:
+def _kill_9_in_a_large_first_reconcile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: int, topics: int,
+                                       aim: bool = False) -> int:
     """Kill a watcher at a random moment of its first reconcile of `topics` unsealed chains, `runs` times,
     restart it and check that every ruling ends sealed once with its chain applied; returns how many kills
     landed in the middle (some rulings sealed, not all). A kill that came before anything was sealed moves
@@ -647,7 +476,7 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int, a
     tests makes a child's reconcile take longer or shorter than the calibration said (and on one free
     processor the reconcile forks no child). With `aim`, each kill comes halfway between those bounds;
     without, at a random moment between them."""
-    from .conftest import make_vault
+    from .helpers import make_vault
     rng = random.Random(20261201)
     calibration = make_vault(tmp_path / "calibration")
     _large_first_reconcile(calibration, topics)
@@ -656,7 +485,7 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int, a
         _large_first_reconcile(vault, topics)
     # Past the racy window, as on a real first start: the reconcile then knows each note unchanged since
     # it read the vault, and (from 100 rulings) forks a child that works ahead of it, which the kill hits too
-    time.sleep(2.1)
+    past_the_racy_window(monkeypatch)
     started = time.perf_counter()
     Watcher(Workspace(Vault(calibration)), on_actions=lambda actions: None).process(everything=True)
     duration = time.perf_counter() - started
@@ -700,17 +529,17 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, runs: int, topics: int, a
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fault injection forks a child to kill -9")
-def test_kill_9_in_the_middle_of_a_large_first_reconcile_loses_nothing(tmp_path):
-    assert _kill_9_in_a_large_first_reconcile(tmp_path, runs=3, topics=60, aim=True) >= 1
+def test_kill_9_in_the_middle_of_a_large_first_reconcile_loses_nothing(tmp_path, monkeypatch):
+    assert _kill_9_in_a_large_first_reconcile(tmp_path, monkeypatch, runs=3, topics=60, aim=True) >= 1
 
 
 @pytest.mark.soak
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fault injection forks a child to kill -9")
-def test_kill_9_at_random_moments_of_a_large_first_reconcile_loses_nothing(tmp_path):
+def test_kill_9_at_random_moments_of_a_large_first_reconcile_loses_nothing(tmp_path, monkeypatch):
     # A run makes and reconciles a vault of 150 topics (seconds): one for every 15 soak runs, so that
     # `make soak-ci` (300) takes 20 and `make soak` (1000) 66.
     runs = max(20, int(os.environ.get("VAULT_TOOLS_SOAK_RUNS", "300")) // 15)
-    in_the_middle = _kill_9_in_a_large_first_reconcile(tmp_path, runs, topics=150)
+    in_the_middle = _kill_9_in_a_large_first_reconcile(tmp_path, monkeypatch, runs, topics=150)
     # Many kills land mid-work, not before or after it (9-20 of 20 seen on a busy 2-core machine).
     assert in_the_middle >= runs // 3, in_the_middle
 
@@ -721,11 +550,11 @@ def test_an_observing_watcher_forks_for_a_large_reconcile_and_notices_what_was_s
     once the pass is done. What the owner saved while it did not observe is noticed all the same."""
     from vault_tools.commands import ahead
 
-    from .conftest import make_vault, write
+    from .helpers import make_vault, write
     vault = make_vault(tmp_path / "vault")
     _large_first_reconcile(vault, topics=60)
     write(vault / "Daily" / "2026-12-02.md", "A note of the day before.\n")
-    time.sleep(2.1)  # past the racy window: the reconcile knows each ruling unchanged since it read the vault
+    past_the_racy_window(monkeypatch)  # the reconcile knows each ruling unchanged since it read the vault
     monkeypatch.setattr(ahead, "free_processors", lambda: 2)  # whatever else this machine runs now
     threads_at_fork: list[int] = []
 
@@ -762,7 +591,7 @@ def test_an_observing_watcher_forks_for_a_large_reconcile_and_notices_what_was_s
 def test_a_progress_bar_on_a_terminal_runs_no_thread_of_its_own(tmp_path):
     """A large reconcile forks a child only while no other thread runs: the bar a terminal shows is drawn as
     the work says how far it has gone, not from a thread of its own."""
-    from .conftest import python_on_terminal
+    from .helpers import python_on_terminal
     script = ("import threading\nfrom vault_tools.console import Progress\n"
               "with Progress('reconciling', True) as progress:\n"
               "    for done in range(0, 101, 50):\n        progress(done, 100)\n"
