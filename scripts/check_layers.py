@@ -24,13 +24,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engines", ("watch", "reconcile", "lint")),
     ("faces", ("cli", "console", "launch", "docs", "agents", "__main__")),
 ]
-# Imports inside functions, and those of them with no reason written beside them: neither count may grow.
-# The aim is at most 90, each with a reason; the ceilings come down as modules are reworked.
+# Imports inside functions: at most 90 in all, each with its reason written beside it (start-up time is the only
+# good one: what a hook or a quick command does not need waits until it is needed).
 # A module whose every import inside a function has the same reason says it once, in a line starting so.
 MODULE_REASON = "# Imports inside functions:"
 MAX_LINES = 600  # no module longer
 LONG_LINES, MAX_LONG = 450, 3  # at most this many modules longer than LONG_LINES
-MAX_FUNCTION_IMPORTS = 95
+MAX_FUNCTION_IMPORTS = 90
 MAX_WITHOUT_REASON = 0
 
 

@@ -51,9 +51,7 @@ def load_aliases(state_dir: Path) -> dict[str, str]:
     data = _load_yaml(state_dir / TOPICS_FILE)
     if data is None:
         return {}
-    from ruamel.yaml.comments import CommentedMap
-
-    if not isinstance(data, CommentedMap):
+    if not isinstance(data, dict) or not hasattr(data, "lc"):  # ruamel's CommentedMap: a mapping with its lines
         raise ConfigError("must map each topic to a list of its aliases", path=SHOWN)
     found: dict[str, str] = {}
     for topic, aliases in data.items():

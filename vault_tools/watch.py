@@ -23,6 +23,10 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from .commands.build import build
+from .commands.import_ import harvest_changed
+from .commands.review import write_review
+from .commands.review_notes import last_review_day, waiting_reviews
+from .commands.stats import stats, write_stats_page
 from .commands.workspace import Workspace
 from .errors import ConfigError, Unfinished, VaultToolsError
 from .notes import stat_key
@@ -200,10 +204,6 @@ class Watcher:
         if every <= 0:
             return False
         if self._next_review is None:
-            from .commands.review_notes import (  # the scheduled review is optional (review_every_days)
-                last_review_day,
-                waiting_reviews,
-            )
             last = last_review_day(self.ws)
             waiting = bool(waiting_reviews(self.ws))
             self._next_review = dt.date.max if waiting else (last + dt.timedelta(days=every) if last else dt.date.min)
@@ -213,8 +213,6 @@ class Watcher:
         """The review and the Stats page, written on the schedule; a review waiting for the owner is left alone."""
         if not self.review_due():
             return []
-        from .commands.review import write_review  # the scheduled review is optional (review_every_days)
-        from .commands.stats import stats, write_stats_page
         self._next_review = None
         written = write_review(self.ws)
         page, _ = write_stats_page(self.ws, stats(self.ws))
@@ -323,7 +321,6 @@ class Watcher:
             self._next_review = None  # a review may have been applied or removed: look again
         try:
             if paths and self.ws.config.harvest_on_change:
-                from .commands.import_ import harvest_changed  # harvesting on change is optional (harvest_on_change)
                 actions += [Action("harvested", d.id, d.path, "a decision written in passing, proposed as a question")
                             for d in harvest_changed(self.ws, paths)]
             # `watch --once` writes back every ruling whose note is gone; a running watcher waits the settle
