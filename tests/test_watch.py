@@ -26,7 +26,7 @@ from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import scan_ledger
 from vault_tools.sealing import seal_hash
 from vault_tools.vault import Vault
-from vault_tools.watch import Debouncer, Watcher, is_ignored
+from vault_tools.watch import IDLE_WAKE_SECONDS, Debouncer, Watcher, is_ignored
 
 from .helpers import Running, Scripted, configure, decision, obsidian_save, past_the_racy_window, snapshot
 
@@ -603,16 +603,25 @@ def test_a_progress_bar_on_a_terminal_runs_no_thread_of_its_own(tmp_path):
 
 
 def test_a_reconciled_watcher_sleeps_until_something_is_due(cli, vault):
-    """Idle means idle: with nothing to debounce, settle or review, the loop does not wake to look (it used to
-    every second, which showed as CPU on a laptop doing nothing)."""
+    """Idle means idle: with nothing to debounce, settle or review, the loop waits its longest (it used to wake
+    every second, which showed as CPU on a laptop doing nothing). Its one wait is recorded, not slept."""
     sealed_vault(cli, vault)
     past = time.time() - 600
     for path in vault.rglob("*.md"):
         os.utime(path, (past, past))
-    with Running(vault) as running:
-        time.sleep(0.2)  # the first reconcile's writes, if any, are past
-        woke: list[float] = []
-        real_step = running.watcher.step
-        running.watcher.step = lambda: woke.append(time.monotonic()) or real_step()  # type: ignore[method-assign]
-        time.sleep(1.2)  # a loop waking every second would have woken here
-    assert woke == [] and running.actions == []
+    with Scripted(vault) as scripted:
+        scripted.advance(5)  # past the debounce of anything the first reconcile wrote
+        watcher = scripted.watcher
+        waits: list[float | None] = []
+        woke: list[bool] = []
+
+        class Recorded(threading.Condition):
+            def wait(self, timeout: float | None = None) -> bool:
+                waits.append(timeout)
+                watcher._stopping = True  # one wait is enough to tell how long the loop sleeps
+                return False
+
+        watcher._condition = Recorded()
+        watcher.step = lambda: woke.append(True) or []  # type: ignore[method-assign]
+        watcher.run()
+    assert waits == [IDLE_WAKE_SECONDS] and woke == [] and scripted.kinds().count("pages") <= 1
