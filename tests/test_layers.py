@@ -2,21 +2,21 @@
 layer above its own, no import cycle), and the rule codes the config reader knows are the rules lint has."""
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import load_script
 from vault_tools.lint import RULES
 from vault_tools.rule_codes import RULE_CODES
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_layers_contract_holds() -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_layers.py")], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "0 breach(es)" in done.stdout
+def test_the_layers_contract_holds(monkeypatch, capsys) -> None:
+    check = load_script(ROOT / "scripts" / "check_layers.py", "check_layers", monkeypatch)
+    monkeypatch.setattr(sys, "argv", ["check_layers.py"])
+    assert check.main() == 0, capsys.readouterr().out
+    assert "0 breach(es)" in capsys.readouterr().out
 
 
 def test_every_listed_rule_code_has_a_rule_and_every_rule_is_listed() -> None:

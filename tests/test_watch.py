@@ -606,11 +606,12 @@ def test_a_reconciled_watcher_sleeps_until_something_is_due(cli, vault):
     """Idle means idle: with nothing to debounce, settle or review, the loop waits its longest (it used to wake
     every second, which showed as CPU on a laptop doing nothing). Its one wait is recorded, not slept."""
     sealed_vault(cli, vault)
+    configure(vault, debounce_ms=300)
     past = time.time() - 600
     for path in vault.rglob("*.md"):
         os.utime(path, (past, past))
     with Scripted(vault) as scripted:
-        scripted.advance(5)  # past the debounce of anything the first reconcile wrote
+        scripted.advance(1)  # past the debounce of anything the first reconcile wrote
         watcher = scripted.watcher
         waits: list[float | None] = []
         woke: list[bool] = []
