@@ -98,10 +98,25 @@ def files_of(vault: Path) -> dict[str, bytes]:
 
 
 def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vault, capsys) -> None:
+    """Also, in the same session (a server takes a second to start): `context` takes the budgets of
+    `context --budget` and gives what the command line gives for each."""
     assert run(["rule", "--topic", "article-footer", "--summary", FOOTER, "--vault", str(vault)]) == 0
+    for topic in ["newsletter-day", "podcast-length", "social-crossposting"]:
+        assert run(["rule", "--topic", topic, "--summary", f"A ruling on {topic} that is long enough to count.",
+                    "--source", "chat", "--vault", str(vault)]) == 0
+    assert run(["ask", "Should the podcast get its own newsletter?", "--topic", "podcast-newsletter",
+                "--vault", str(vault)]) == 0
+    capsys.readouterr()
+    texts = {}
+    for budget in ["config", "900"]:
+        assert run(["context", "--budget", budget, "--vault", str(vault)]) == 0
+        texts[budget] = capsys.readouterr().out
+    assert run(["context", "--budget", "huge", "--vault", str(vault)]) == 2
+    bad_budget = capsys.readouterr().err.strip()
     before = files_of(vault)
 
-    schemas, misspelt, term, asked, gated, lookup, resources = session_calls(vault, [
+    (schemas, misspelt, term, asked, gated, lookup, resources, default, small, as_number,
+     refused) = session_calls(vault, [
         ("schemas", None),
         ("rule", {"summary": "Article footers carry no promotion at all.", "topics": ["article-footer"],
                   "supersede": ["D-0001"], "reasons": "The owner said in chat that footers must not promote.",
@@ -109,10 +124,14 @@ def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vaul
         # a ruling that would be recorded, without the term a gate needs, if the SDK dropped `term`
         ("rule", {"summary": "Articles run no paid promotion at all.", "topics": ["paid-promotion"],
                   "source": "chat with owner", "term": ["budget=0"]}),
-        ("ask", {"question": "Should the podcast get its own newsletter?", "topic": ["podcast-newsletter"]}),
+        ("ask", {"question": "Should the podcast get a website of its own?", "topic": ["podcast-website"]}),
         ("gate", {"id": "D-0001", "requires": ["budget=0"]}),
         ("lookup", {"topics": ["article-footer"]}),
         ("resources", None),
+        ("context", {}),
+        ("context", {"budget": "900"}),
+        ("context", {"budget": 900}),
+        ("context", {"budget": "huge"}),
     ])
     assert all(schema["additionalProperties"] is False for schema in schemas.values())
     assert misspelt[0] is True
@@ -125,8 +144,12 @@ def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vaul
     assert gated[0] is True and "requires: did you mean require?" in gated[1] and "gate takes: id, require" in gated[1]
     # D-0001 is still the current ruling, and nothing was recorded: no note, no ledger line, no page changed
     assert lookup[0] is False and json.loads(lookup[1])["id"] == "D-0001"
-    assert resources == ["decision://D-0001"]
+    assert resources == [f"decision://D-000{number}" for number in range(1, 6)]
     assert files_of(vault) == before
+    assert "2 of 4 listed" in texts["900"] and "4 of 4 listed" in texts["config"]  # the small budget cuts
+    assert default == (False, texts["config"])
+    assert small == (False, texts["900"]) and as_number == small
+    assert refused[0] is True and bad_budget.startswith("error: unknown budget 'huge'") and bad_budget in refused[1]
 
 
 def test_writes_through_the_server_leave_the_pinned_pages_current(vault, capsys) -> None:
@@ -144,29 +167,3 @@ def test_writes_through_the_server_leave_the_pinned_pages_current(vault, capsys)
     assert run(["lint", "--vault", str(vault)]) == 0  # what pre-commit runs next
     assert "VT030" not in capsys.readouterr().out
     assert run(["build", "--check", "--vault", str(vault)]) == 0
-
-
-def test_context_takes_the_budgets_of_the_command_line(vault, capsys) -> None:
-    for topic in ["article-footer", "newsletter-day", "podcast-length", "social-crossposting"]:
-        assert run(["rule", "--topic", topic, "--summary", f"A ruling on {topic} that is long enough to count.",
-                    "--source", "chat", "--vault", str(vault)]) == 0
-    assert run(["ask", "Should the podcast get its own newsletter?", "--topic", "podcast-newsletter",
-                "--vault", str(vault)]) == 0
-    capsys.readouterr()
-    texts = {}
-    for budget in ["config", "900"]:
-        assert run(["context", "--budget", budget, "--vault", str(vault)]) == 0
-        texts[budget] = capsys.readouterr().out
-    assert run(["context", "--budget", "huge", "--vault", str(vault)]) == 2
-    bad_budget = capsys.readouterr().err.strip()
-
-    default, small, as_number, refused = session_calls(vault, [
-        ("context", {}),
-        ("context", {"budget": "900"}),
-        ("context", {"budget": 900}),
-        ("context", {"budget": "huge"}),
-    ])
-    assert "2 of 4 listed" in texts["900"] and "4 of 4 listed" in texts["config"]  # the small budget cuts
-    assert default == (False, texts["config"])
-    assert small == (False, texts["900"]) and as_number == small
-    assert refused[0] is True and bad_budget.startswith("error: unknown budget 'huge'") and bad_budget in refused[1]
