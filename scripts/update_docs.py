@@ -5,7 +5,7 @@ README.md or a page under docs/; `vault_tools/docs.py` says which exist and what
 generates each one:
 
 - `commands`: the command reference, from the typer app;
-- `config`: the keys of `.vault-tools/config.yaml`, from `vault.Config` and `vault.CONFIG_DOC`;
+- `config`: the keys of `.vault-tools/config.yaml`, from `config.Config` and `config.CONFIG_DOC`;
 - `lint-rules`: the lint rule table, from the rules' docs.
 
 Each section lives in exactly one file; which one is wherever its markers are.

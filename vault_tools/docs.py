@@ -8,7 +8,7 @@ and `tests/test_docs.py` fails when a page differs from what they return.
   arguments and options, read from the command objects (not from `--help`
   output, whose layout depends on the terminal and the typer version).
 - `config_reference()`: every key of `.vault-tools/config.yaml`, spelt as the
-  file spells it (`budget.lines`), with its default from `vault.Config` and its
+  file spells it (`budget.lines`), with its default from `config.Config` and its
   meaning from `vault.CONFIG_DOC`.
 - `lint.rules_table()`: the lint rules, rendered from the rules' own docs.
 """
@@ -30,7 +30,7 @@ PROGRAM = "vault-tools"
 # Options taken, with the same help, by at least this share of the commands are
 # described once at the top of the reference instead of under every command.
 SHARED_OPTION_SHARE = 0.5
-# Config fields that config.yaml nests under a parent key (see vault.load_config).
+# Config fields that config.yaml nests under a parent key (see config.load_config).
 NESTED_CONFIG_PREFIXES = ("budget",)
 
 

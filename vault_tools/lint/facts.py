@@ -113,7 +113,7 @@ class Facts:
 
     @cached_property
     def ties(self) -> dict[str, History]:
-        """Each note's record, by the note's path (see `ledger.tie_notes`)."""
+        """Each note's record, by the note's path (see `sealing.tie_notes`)."""
         return tie_notes(self.state.decisions, self.histories.values(),
                          lambda d: seal_hash(d, self.resolve, self.config.tz))
 
