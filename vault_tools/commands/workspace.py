@@ -237,7 +237,9 @@ class Workspace:
         state.derived.setdefault("seal_hashes", {}).setdefault((decision.id, decision.path), digest)
 
     def status_of(self, state: VaultState, decision: Decision) -> Status:
-        """Where a note stands: the ledger's word where it has one (final statuses stay final)."""
+        """The status a lifecycle step starts from: what the ledger recorded for the note where it has a word,
+        else what the note says. Where a decision stands for every reader is `decisions_in_effect`
+        (`model.statuses_in_effect`), which also counts a supersession not marked yet."""
         summary = self.summary_of(state, decision)
         return (summary.status if summary is not None else None) or decision.status
 
