@@ -201,3 +201,12 @@ def test_a_fifo_named_like_a_note_does_not_hang_the_hook(record) -> None:
     root = Path(record["root"])
     os.mkfifo(root / "Notes.md")
     assert shell("claude", f"rm Notes.md {record['ledger']}", root)
+
+
+def test_the_owners_templates_are_not_guarded_as_decisions(record) -> None:
+    """A template carries `type: decision` for the notes made from it; it is no decision note itself."""
+    root = Path(record["root"])
+    write(root / "Templates" / "Question.md", "---\ntype: decision\nstatus: open\ntopics: []\nsummary: \n---\n")
+    assert file_write("claude", "Templates/Question.md", root) is None
+    assert file_write("claude", "Templates/Ruling.md", root, content="---\ntype: decision\nstatus: ruled\n---\n") is None
+    assert shell("claude", "sed -i 's/open/ruled/' Templates/Question.md", root) is None

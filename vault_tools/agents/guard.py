@@ -49,6 +49,7 @@ class Guard:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._pinned: str | None = None
+        self._templates = "Templates"
         self._ledger: bytes | None = None
 
     # -- the record's files -----------------------------------------------------------------
@@ -81,19 +82,32 @@ class Guard:
         if not rel.endswith(".md") or any(piece.startswith(".") for piece in rel.split("/")):
             return None
         found = self._decision_reason(target, rel)
-        if found is None and content is not None and types_decision(content):
+        if found is None and content is not None and types_decision(content) and not self._in_templates(rel):
             return made_by_hand(rel)
         return found
 
+    def _in_templates(self, rel: str) -> bool:
+        """A template is the owner's to edit: it carries `type: decision` for the notes made from it."""
+        return bool(self.templates_folder) and rel.startswith(self.templates_folder + "/")
+
     @property
     def pinned_folder(self) -> str:
+        return self._folders()[0]
+
+    @property
+    def templates_folder(self) -> str:
+        return self._folders()[1]
+
+    def _folders(self) -> tuple[str, str]:
+        """The pinned and templates folders the config names (read only for a page's name or a decision note)."""
         if self._pinned is None:
-            from ..config import load_config  # the config only for a path named as a page
+            from ..config import load_config  # the config only for a path named as a page, or a decision note
             try:
-                self._pinned = load_config(self.root).pinned_folder.strip("/")
-            except Exception:
-                self._pinned = "Pinned"  # a broken config: the default folder is still generated
-        return self._pinned
+                config = load_config(self.root)
+                self._pinned, self._templates = config.pinned_folder.strip("/"), config.templates_folder.strip("/")
+            except Exception:  # a broken config: the default folders still count
+                self._pinned, self._templates = "Pinned", "Templates"
+        return self._pinned, self._templates
 
     def _relative(self, target: Path) -> str | None:
         try:
@@ -140,7 +154,7 @@ class Guard:
 
     def _decision_reason(self, target: Path, rel: str) -> str | None:
         head = _decision_head(target)
-        if head is None:
+        if head is None or self._in_templates(rel):
             return None
         found = _ID_LINE.search(head)
         note_id = found.group(1) if found else None
