@@ -51,13 +51,24 @@ def layer_of(name: str) -> int:
     return best[1]
 
 
-def _type_checking_lines(tree: ast.Module) -> set[int]:
-    lines: set[int] = set()
-    for node in ast.walk(tree):
+def _import_nodes(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import run at run time (not under `if TYPE_CHECKING:`), each with whether it is inside a function:
+    one pass over the tree."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while stack:
+        node, in_function = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append((node, in_function))
+            continue
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for inner in node.body:
-                lines.update(range(inner.lineno, (inner.end_lineno or inner.lineno) + 1))
-    return lines
+            stack += [(child, in_function) for child in node.orelse]
+            continue
+        inside = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        if isinstance(node, ast.stmt | ast.Module | ast.ExceptHandler | ast.match_case):
+            stack += [(child, inside) for child in ast.iter_child_nodes(node)
+                      if isinstance(child, ast.stmt | ast.ExceptHandler | ast.match_case)]
+    return found
 
 
 def imports(path: Path, modules: set[str]) -> tuple[list[tuple[int, str]], list[int]]:
@@ -65,13 +76,11 @@ def imports(path: Path, modules: set[str]) -> tuple[list[tuple[int, str]], list[
     name = module_name(path)
     package = ".".join(name.split(".")[:-1])  # a package's own __init__ counts as in that package
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = _type_checking_lines(tree)
-    nested = {node.lineno for function in ast.walk(tree) if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
-              for node in ast.walk(function) if isinstance(node, (ast.Import, ast.ImportFrom))}
     found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if getattr(node, "lineno", None) in skipped:
-            continue
+    nested: list[int] = []
+    for node, in_function in _import_nodes(tree):
+        if in_function:
+            nested.append(node.lineno)
         targets: list[str] = []
         if isinstance(node, ast.ImportFrom):
             if node.level:
@@ -85,11 +94,11 @@ def imports(path: Path, modules: set[str]) -> tuple[list[tuple[int, str]], list[
             for alias in node.names:
                 full = f"{stem}.{alias.name}" if stem else alias.name
                 targets.append(full if full in modules else stem)
-        elif isinstance(node, ast.Import):
+        else:
             targets = [a.name.removeprefix("vault_tools.") for a in node.names if a.name.startswith("vault_tools.")]
         found += [(node.lineno, target if target in modules else f"{target}.__init__") for target in targets
                   if target and (target in modules or f"{target}.__init__" in modules)]
-    return found, sorted(nested - skipped)
+    return found, sorted(nested)
 
 
 def main() -> int:
