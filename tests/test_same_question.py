@@ -41,7 +41,7 @@ def test_the_threshold_is_the_one_chosen_on_the_tuning_part():
 
 
 def test_the_check_does_not_get_worse_than_measured():
-    """The figures quoted in docs/choices.md; a change that lowers them fails here."""
+    """The figures quoted in docs/design/0031-the-same-matter-check.md; a change that lowers them fails here."""
     whole = figures(load_pairs())
     assert whole.recall >= 0.44
     assert whole.false_refusals <= 0.05
@@ -53,7 +53,7 @@ def test_the_check_does_not_get_worse_than_measured():
 
 
 @pytest.mark.xfail(strict=True, reason="a word-based check catches about half of the same-matter pairs at 5% "
-                                       "false refusals; the target needs more than words (docs/choices.md)")
+                                       "false refusals; the target needs more than words (docs/design/0031-the-same-matter-check.md)")
 def test_the_check_meets_the_target_of_the_issue():
     whole = figures(load_pairs())
     assert whole.recall >= TARGET_RECALL and whole.false_refusals <= TARGET_FALSE_REFUSALS
