@@ -270,7 +270,7 @@ def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_is_a_new_pro
     same edit again: R2. R2 is no twin of R1 (R1 was closed before R2 was asked), so it stays open, and a
     later edit is added to it, whichever of R1 and R2 sorts first by checksum (twins keep the first: the
     set-up is made again until R1 does; found by an independent review)."""
-    for attempt in range(12):
+    for attempt in range(40):  # R1 sorts first in about half the set-ups (measured: 11 of 24)
         a, ruling, first = withdrawn_revision(tmp_path / str(attempt))
         next((a.root / "Decisions").glob(f"{first} *.md")).unlink()
         edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")  # the same edit once more
@@ -281,7 +281,7 @@ def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_is_a_new_pro
         if min(rejected, key=event_key).successor == first:
             break
     else:
-        raise AssertionError("the first revision never sorted first in 12 set-ups")
+        raise AssertionError("the first revision never sorted first in 40 set-ups")
     watch(a)  # a pass that meets both revisions of the one edit
     assert ruling_ids(a)[second[0]] == "open"
     edit_summary(a, ruling, "Articles go out on Thursdays at eight.")
