@@ -115,7 +115,7 @@ def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vaul
     bad_budget = capsys.readouterr().err.strip()
     before = files_of(vault)
 
-    (schemas, misspelt, term, asked, gated, lookup, resources, default, small, as_number,
+    (schemas, misspelt, term, asked, gated, flood, lookup, resources, default, small, as_number,
      refused) = session_calls(vault, [
         ("schemas", None),
         ("rule", {"summary": "Article footers carry no promotion at all.", "topics": ["article-footer"],
@@ -126,6 +126,7 @@ def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vaul
                   "source": "chat with owner", "term": ["budget=0"]}),
         ("ask", {"question": "Should the podcast get a website of its own?", "topic": ["podcast-website"]}),
         ("gate", {"id": "D-0001", "requires": ["budget=0"]}),
+        ("gate", {"id": "D-0001", **{f"x{number}" + "y" * 500: 1 for number in range(200)}}),  # no echo at length
         ("lookup", {"topics": ["article-footer"]}),
         ("resources", None),
         ("context", {}),
@@ -142,6 +143,7 @@ def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vaul
     assert term[0] is True and "term: did you mean terms?" in term[1]
     assert asked[0] is True and "topic: did you mean topics?" in asked[1]
     assert gated[0] is True and "requires: did you mean require?" in gated[1] and "gate takes: id, require" in gated[1]
+    assert flood[0] is True and "and 190 more" in flood[1] and len(flood[1]) < 2000
     # D-0001 is still the current ruling, and nothing was recorded: no note, no ledger line, no page changed
     assert lookup[0] is False and json.loads(lookup[1])["id"] == "D-0001"
     assert resources == [f"decision://D-000{number}" for number in range(1, 6)]

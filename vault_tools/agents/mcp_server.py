@@ -48,8 +48,10 @@ def _refusal(error: VaultToolsError) -> ToolError:
 
 
 def _unknown_arguments(tool: str, unknown: list[str], allowed: list[str]) -> ToolError:
-    lines = [f"error: {tool} takes no argument {', '.join(unknown)}; nothing was done"]
-    for name in unknown:
+    shown = [name[:60] for name in unknown[:10]]  # an agent's arguments are not ours to echo at any length
+    more = f" and {len(unknown) - len(shown)} more" if len(unknown) > len(shown) else ""
+    lines = [f"error: {tool} takes no argument {', '.join(shown)}{more}; nothing was done"]
+    for name in shown:
         if near := difflib.get_close_matches(name, allowed, n=1):
             lines.append(f"  {name}: did you mean {near[0]}?")
     lines.append(f"  {tool} takes: {', '.join(allowed) if allowed else 'no arguments'}")
