@@ -25,7 +25,7 @@ from .ledger_lines import Event, parse_line
 from .model import (
     Status,
 )
-from .record_files import LEDGER_SUFFIX, LEGACY_LEDGER
+from .record_files import KEPT_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER
 
 LOCK_FILE = "ledger.lock"
 LOCK_TIMEOUT_SECONDS = 30
@@ -49,7 +49,7 @@ class Ledger:
                  shared_dir: Path | None = None, device: Callable[[bool], str | None] | None = None,
                  kept_dir: Path | None = None) -> None:
         self.local_dir = state_dir
-        self.kept_dir = kept_dir if kept_dir is not None else state_dir / "kept"
+        self.kept_dir = kept_dir if kept_dir is not None else state_dir / KEPT_FOLDER
         self.torn_lines_kept: list[Path] = []  # torn last lines this process cut off, as kept
         self.shared_dir = shared_dir
         self._device = device

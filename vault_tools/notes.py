@@ -419,5 +419,3 @@ def read_note(path: Path, data: bytes | None = None, written: Written | None = N
 # -- writing ------------------------------------------------------------------------
 
 
-
-

@@ -49,9 +49,6 @@ def read_body(body: str | None) -> str | None:
     return body
 
 
-
-
-
 def decision_line(decision: Decision, ws: Workspace) -> str:
     from ..dates import local_date
 

@@ -57,8 +57,6 @@ def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A dec
         stderr.print(f"note: {remark}", markup=False)
 
 
-
-
 @app.command("as-of")
 def as_of(date: Annotated[str, typer.Argument(metavar="DATE", help="A date (its end counts) or date and time, "
                                                                     "in the vault's time zone.")],

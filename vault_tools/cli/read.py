@@ -173,10 +173,6 @@ def search(query: Annotated[list[str], typer.Argument(metavar="QUERY...", help="
     _print_hits(result.hits)
 
 
-
-
-
-
 @app.command()
 def build(check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if a page is stale.")] = False,
           today: Annotated[str | None, typer.Option("--today", metavar="DATE", hidden=True,

@@ -180,10 +180,6 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
             out(f"  supersedes {link}")
 
 
-
-
-
-
 @app.command()
 def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The open question to drop.")],
              reason: ReasonOption,

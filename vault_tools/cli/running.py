@@ -47,8 +47,6 @@ def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: 
         out(text)
 
 
-
-
 @app.command()
 def mcp(vault: VaultOption = None) -> None:
     """An MCP server on stdio (needs the mcp extra: pip install 'vault-tools[mcp]')."""

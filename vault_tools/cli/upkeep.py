@@ -140,8 +140,6 @@ def stats(since: Annotated[str | None, typer.Option(metavar="DATE", help="Count 
             out(f"  {actor}: " + ", ".join(f"{kind} {count}" for kind, count in counts.items()))
 
 
-
-
 @app.command()
 def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owner ticked in the waiting review, "
                                                                 "each through its command, and mark it applied.")] = False,

@@ -66,7 +66,6 @@ def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultSt
     return given
 
 
-
 def _after(decision_id: str) -> str:
     """The id after one just given, with the same clone tag."""
     tag = decision_id.split("-")[2] if decision_id.count("-") == 2 else None

@@ -16,7 +16,16 @@ from .. import durable
 from ..errors import InconsistentVault, UsageError
 from ..layout import device_tag, is_shared
 from ..ledger_lines import parse_ledger
-from ..record_files import CONFIG_FILE, LEDGER_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER, RECORD_DIR, STATE_DIR, TOPICS_FILE
+from ..record_files import (
+    CONFIG_FILE,
+    KEPT_FOLDER,
+    LEDGER_FOLDER,
+    LEDGER_SUFFIX,
+    LEGACY_LEDGER,
+    RECORD_DIR,
+    STATE_DIR,
+    TOPICS_FILE,
+)
 from ..vault import Vault
 from .setup import init_vault
 
@@ -36,7 +45,7 @@ def migrate(root: Path) -> Migrated:
     local = root / STATE_DIR
     legacy = local / LEGACY_LEDGER
     old_config = local / CONFIG_FILE
-    leftovers = [path for path in (legacy, old_config, local / TOPICS_FILE, local / "kept") if path.exists()]
+    leftovers = [path for path in (legacy, old_config, local / TOPICS_FILE, local / KEPT_FOLDER) if path.exists()]
     if is_shared(root) and not leftovers:
         done.already = True
         return done
@@ -58,11 +67,11 @@ def migrate(root: Path) -> Migrated:
         for name in (CONFIG_FILE, TOPICS_FILE):
             if (local / name).exists():
                 _move(local / name, record / name, root, done)
-        if (local / "kept").is_dir():
-            for path in sorted((local / "kept").rglob("*")):
+        if (local / KEPT_FOLDER).is_dir():
+            for path in sorted((local / KEPT_FOLDER).rglob("*")):
                 if path.is_file():
-                    _move(path, record / "kept" / path.relative_to(local / "kept"), root, done)
-            _remove_empty_folders(local / "kept")
+                    _move(path, record / KEPT_FOLDER / path.relative_to(local / KEPT_FOLDER), root, done)
+            _remove_empty_folders(local / KEPT_FOLDER)
         done.changed = init_vault(root, shared=True)
         tag = device_tag(root, shared=True)
         own = record / LEDGER_FOLDER / f"{tag}{LEDGER_SUFFIX}"

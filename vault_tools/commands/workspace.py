@@ -30,6 +30,7 @@ from ..model import (
     note_title,
     statuses_in_effect,
 )
+from ..record_files import KEPT_FOLDER
 from ..sealing import seal_hash, tie_notes
 from ..settling import duplicate_ids, supersedes_cycle
 from ..topics import topics_match
@@ -287,7 +288,7 @@ class Workspace:
         vault = self.vault
         found = [vault.root / rel for rel in state.temp_files]
         for folder in (vault.root / self.config.pinned_folder, vault.state_dir, vault.record_dir,
-                       vault.record_dir / "kept", vault.state_dir / "cache"):
+                       vault.record_dir / KEPT_FOLDER, vault.state_dir / "cache"):
             if folder.is_dir():
                 found += folder.glob(f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}")
         return durable.remove_stale_temps(found, time.time())
@@ -404,7 +405,7 @@ class Workspace:
         stamp = self.now().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
         tag = device_tag(self.vault.root, create=False) or secrets.token_hex(2)
         base = f"{name} {stamp} {tag}"
-        kept = self.vault.record_dir / "kept" / f"{base}.md"
+        kept = self.vault.record_dir / KEPT_FOLDER / f"{base}.md"
         counter = 1
         while kept.exists():
             counter += 1
