@@ -1013,3 +1013,31 @@ def test_what_a_clone_remembered_is_not_answered_once_a_pull_changed_the_vault(t
     shutil.rmtree(b.root / ".vault-tools" / "cache")
     assert answers(b) == after_pull
     check_invariants(b, before)
+
+
+@pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
+def test_a_ruling_deleted_on_one_clone_comes_back_on_both_and_nothing_typed_is_lost(two, rebase):
+    """A sealed ruling's note deleted and committed on A before its watcher ran; B, meanwhile, answered a
+    question by typing in Obsidian. B pulls: its watcher writes the ruling back (the ledger never ended it)
+    and keeps B's answer; A pulls that back. Both clones hold the ruling once, as sealed, and B's words."""
+    a, b = two
+    ruling = a.rule("--topic", "analytics", "--summary", "The site uses no analytics and no tracking of any kind.")
+    question = a.ask("How long should a podcast episode be at most?", "podcast-length")
+    a.commit("ruling and question")
+    b.pull(a, rebase)
+    sealed_text = next((a.root / "Decisions").glob(f"{ruling} *.md")).read_bytes()
+    next((a.root / "Decisions").glob(f"{ruling} *.md")).unlink()
+    a.commit("the ruling's note deleted")  # committed before A's watcher ran
+    answer = "Podcast episodes run thirty minutes at most."
+    note = next((b.root / "Decisions").glob(f"{question} *.md"))
+    note.write_text(note.read_text(encoding="utf-8").replace("status: open", "status: ruled").replace(
+        "summary: How long should a podcast episode be at most?", f"summary: {answer}"), encoding="utf-8")
+    b.vt("seal", question)
+    b.commit("answered in Obsidian")
+    b.pull(a, rebase)
+    a.pull(b, rebase)
+    for side in (a, b):
+        back = list((side.root / "Decisions").glob(f"{ruling} *.md"))
+        assert [path.read_bytes() for path in back] == [sealed_text], side.root.name
+        assert any(answer in text for text in side.decision_texts().values()), side.root.name
+        side.vt("lint")
