@@ -870,7 +870,22 @@ def test_gits_merge_driver_answers_without_the_command_line_and_merges_as_it_doe
     assert "<<<<<<< ours" in merged["clash"] and "What belongs in the footer?" in merged["clash"]
 
 
-def test_a_ruling_and_its_own_retraction_merge_to_the_retraction_whichever_side_holds_it(tmp_path):
+@pytest.fixture
+def in_a_vault(tmp_path, monkeypatch) -> Path:
+    """The current folder is a vault's (git runs the notes driver at the top of the clone): where it keeps copies."""
+    from .helpers import make_vault
+
+    root = make_vault(tmp_path / "vault")
+    monkeypatch.chdir(root)
+    return root
+
+
+def kept_merge_copies(root: Path) -> list[str]:
+    staged = Vault(root).layout.merge_copies_dir  # until a watcher files them under kept/
+    return sorted(path.read_text(encoding="utf-8") for path in staged.iterdir()) if staged.is_dir() else []
+
+
+def test_a_ruling_and_its_own_retraction_merge_to_the_retraction_whichever_side_holds_it(tmp_path, in_a_vault):
     """A rebase copied the commit that ruled, so the merge's base is the open question and both sides look
     moved on: this clone holds the ruling (a settlement kept it), the other retracted that same ruling. The
     retraction came later, as the merged ledger says: the note is retracted on either side of the merge
@@ -890,11 +905,10 @@ def test_a_ruling_and_its_own_retraction_merge_to_the_retraction_whichever_side_
         assert paths[1].read_text(encoding="utf-8") == retracted, name
 
 
-def test_one_closing_with_two_reasons_merges_to_this_clones_reason_and_other_edits_still_clash(tmp_path):
+def test_one_closing_with_two_reasons_merges_to_this_clones_reason_and_both_sides_are_kept(tmp_path, in_a_vault):
     """Two clones retracted one ruling with different reasons, then a rebase replays one clone's later commit
     over the other's: the note is retracted on every side and only its `reason` differs. The note keeps this
-    clone's reason (both retractions are in the ledger, merged line by line); a clash in the body is still the
-    owner's to resolve."""
+    clone's reason, a clash in the body too (the note stays readable); both sides are kept whole first."""
     from vault_tools.commands.gitmerge import merge_note
 
     head = "---\ntype: decision\nid: D-0002\nstatus: retracted\ntopics: [comments]\nsummary: Comments stay closed.\n"
@@ -903,19 +917,19 @@ def test_one_closing_with_two_reasons_merges_to_this_clones_reason_and_other_edi
     theirs = base.replace("as first written", "step 3")
     for name, (mine, other, code, kept) in {
         "reasons": (ours, theirs, 0, "reason: Recorded in error, step 4."),
-        "body": (ours.replace("Closed.", "Closed here."), theirs.replace("Closed.", "Closed there."), 1, "<<<<<<< ours"),
+        "body": (ours.replace("Closed.", "Closed here."), theirs.replace("Closed.", "Closed there."), 0, "Closed here."),
     }.items():
         paths = [write(tmp_path / name / f"{part}.md", text) for part, text in (("base", base), ("ours", mine), ("theirs", other))]
         assert merge_note(*paths, "Decisions/D-0002 Comments.md") == code, name
         merged = paths[1].read_text(encoding="utf-8")
-        assert kept in merged and "step 3" not in merged.split("---")[1], (name, merged)
+        assert kept in merged and "step 3" not in merged.split("---")[1] and "<<<<<<<" not in merged, (name, merged)
+        assert {mine, other} <= set(kept_merge_copies(in_a_vault)), name
 
 
-def test_two_answers_kept_by_two_settlements_merge_to_this_clones_and_a_body_clash_is_still_the_owners(tmp_path):
-    """The base holds one answer and each side another (two settlements, each keeping its own): the answer's
-    lines both sides changed are this clone's (both answers are in the ledger). Every other line merges as
-    git merges it: what only the other side changed stays, and lines both changed outside the answer (the
-    body, the topics) are still the owner's to resolve."""
+def test_two_answers_kept_by_two_settlements_merge_to_this_clones_lines_where_both_changed_them(tmp_path, in_a_vault):
+    """The base holds one answer and each side another (two settlements, each keeping its own): the lines both
+    sides changed are this clone's (both answers are in the ledger, and both sides are kept whole). Every other
+    line merges as git merges it: what only the other side changed stays."""
     from vault_tools.commands.gitmerge import merge_note
 
     def ruling(summary: str, at: str, body: str = "A podcast?", topics: str = "[podcast]", by: str = "owner") -> str:
@@ -932,14 +946,15 @@ def test_two_answers_kept_by_two_settlements_merge_to_this_clones_and_a_body_cla
         "other lines, one side each": (ruling("No podcast this year.", "10"), ruling("Fortnightly, from April.", "10", by="editor"),
                                        0, ruling("No podcast this year.", "10", by="editor")),
         "body": (ruling("No podcast this year.", "11", "A podcast, here?"), ruling("Monthly, from March.", "10", "A podcast, there?"),
-                 1, "<<<<<<< ours\nA podcast, here?"),
+                 0, ruling("No podcast this year.", "11", "A podcast, here?")),
         "topics": (ruling("No podcast this year.", "11", topics="[podcast, audio]"),
-                   ruling("Monthly, from March.", "10", topics="[podcast, shows]"), 1, "<<<<<<< ours\ntopics: [podcast, audio]"),
+                   ruling("Monthly, from March.", "10", topics="[podcast, shows]"), 0,
+                   ruling("No podcast this year.", "11", topics="[podcast, audio]")),
     }.items():
         paths = [write(tmp_path / name / f"{part}.md", text) for part, text in (("base", base), ("ours", mine), ("theirs", other))]
         assert merge_note(*paths, "Decisions/D-0003 A podcast.md") == code, name
-        merged = paths[1].read_text(encoding="utf-8")
-        assert (merged == kept) if code == 0 else (kept in merged and "summary: No podcast this year." in merged), name
+        assert paths[1].read_text(encoding="utf-8") == kept, name
+        assert mine == base or {mine, other} <= set(kept_merge_copies(in_a_vault)), name
 
 
 def test_gits_merge_driver_says_which_note_it_could_not_merge_and_leaves_ours_alone(tmp_path):

@@ -262,19 +262,19 @@ def _same_answer(event: Event, settled: Event | None) -> bool:
     answer (summary, ruled_at, ruled_by). Two clones' answers differ in those."""
     if settled is None:
         return False
-    mine, kept = (_properties_of(e.text) for e in (event, settled))
+    mine, kept = (properties_of(e.text) for e in (event, settled))
     answer = answer_of(mine) if mine is not None else None
     return answer is not None and kept is not None and answer == answer_of(kept)
 
 
 def _summary_of(text: str | None) -> str | None:
-    data = _properties_of(text)
+    data = properties_of(text)
     summary = data.get("summary") if data is not None else None
     return str(summary) if summary is not None else None
 
 
 @functools.lru_cache(maxsize=256)
-def _properties_of(text: str | None) -> Mapping[str, Any] | None:
+def properties_of(text: str | None) -> Mapping[str, Any] | None:
     """The properties of a text an event holds; None when it has none that can be read."""
     if not text:
         return None

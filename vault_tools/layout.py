@@ -28,6 +28,7 @@ from .record_files import (
     LEDGER_FOLDER,
     LEDGER_SUFFIX,
     LEGACY_LEDGER,
+    MERGE_COPIES_FOLDER,
     RECORD_DIR,
     STATE_DIR,
     holds_shared_record,
@@ -77,6 +78,13 @@ class Layout:
     @property
     def kept_dir(self) -> Path:
         return self.record_dir / KEPT_FOLDER
+
+    @property
+    def merge_copies_dir(self) -> Path:
+        """Where git's notes driver keeps both sides of a note during a merge (this device's own: a file put in a
+        tracked folder mid-rebase would stop the rebase on a later commit that adds it); the watcher moves them
+        under `kept_dir`."""
+        return self.local_dir / MERGE_COPIES_FOLDER
 
 
 is_shared = holds_shared_record

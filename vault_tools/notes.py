@@ -413,7 +413,26 @@ def read_note(path: Path, data: bytes | None = None, written: Written | None = N
     if written is not None and written.parsed is not None and written.data == data:
         return written.parsed
     text, bom = decode(data, path)
+    marker = merge_marker_line(text)
+    if marker is not None:
+        raise NoteError("holds git's conflict markers from a merge that stopped; keep the text you mean, delete the "
+                        "marker lines (<<<<<<<, =======, >>>>>>>), then finish the merge", path=str(path), line=marker)
     return parse_text(text, path, bom=bom)
+
+
+_MERGE_MARKER = re.compile(r"^<<<<<<< ", re.MULTILINE)
+
+
+def merge_marker_line(text: str) -> int | None:
+    """The line of the first conflict hunk git left in `text` (`<<<<<<<`, then `=======`, then `>>>>>>>`, each
+    starting a line), or None. A note left so by a stopped merge holds two versions and is neither."""
+    found = _MERGE_MARKER.search(text)
+    if found is None:
+        return None
+    middle = re.search(r"^=======[ \t]*\r?$", text[found.end():], re.MULTILINE)
+    if middle is None or re.search(r"^>>>>>>> ", text[found.end() + middle.end():], re.MULTILINE) is None:
+        return None
+    return text.count("\n", 0, found.start()) + 1
 
 
 # -- writing ------------------------------------------------------------------------

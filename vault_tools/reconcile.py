@@ -16,6 +16,7 @@ from .commands.amend import apply_owner_step, owner_step
 from .commands.close import finish_interrupted_close, hand_made_events
 from .commands.ids import awaiting_ids, give_ids
 from .commands.live import LiveState
+from .commands.merge_copies import file_merge_copies, merge_copies, record_merge_outcomes
 from .commands.repair import pending_chain
 from .commands.restore import describe, restore_missing
 from .commands.revise import merge_twin_revisions, reject_edit
@@ -45,7 +46,7 @@ MAX_RECONCILE_ROUNDS = 20
 class Action:
     """One thing reconciling did or found, for the watcher's log."""
 
-    kind: str  # sealed, superseded, edit-rejected, restored, restore-deferred, recorded, invalid, page-kept, pages
+    kind: str  # sealed, superseded, edit-rejected, restored, restore-deferred, recorded, kept, invalid, page-kept, pages
     id: str | None
     path: str | None
     why: str
@@ -133,6 +134,7 @@ class _Reconcile:
         if self.settle_before is not None:  # ids for notes made without one, once left alone to settle
             self.give_ids()
         self.merge_twin_revisions()
+        self.record_merge_outcomes()
         for _ in range(MAX_RECONCILE_ROUNDS):
             if not self.round():
                 break
@@ -193,6 +195,20 @@ class _Reconcile:
             self.result.touched.add(item.was)
             self.act("id-given", item.id, item.path, f"made without an id (was {item.was})")
         self.changed(removed=[item.was for item in given if item.was != item.path])
+
+    def record_merge_outcomes(self) -> None:
+        """Outcomes a merge kept only in a copy (typed, committed and pulled before any watcher saw them)."""
+        for filed in file_merge_copies(self.ws):
+            self.act("kept", None, filed, "one side of a note that git's notes driver merged")
+        if next(merge_copies(self.ws), None) is None:
+            return
+        for done in record_merge_outcomes(self.ws, self.state, self.live.known):
+            if done.problem is not None:
+                self.invalid(done.id, done.copy, f"{done.copy} {done.problem}")
+            else:
+                self.act("recorded", done.id, done.copy, f"{done.outcome} in a note a merge met, not recorded "
+                                                         "before; a conflict to settle where it differs from the note")
+        self.changed()
 
     def merge_twin_revisions(self) -> None:
         """One edit that two devices' watchers each made a revision of becomes one revision again."""

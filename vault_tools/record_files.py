@@ -18,6 +18,7 @@ RECORD_DIR = "vault-tools"  # the shared layout's record (visible; carried with 
 CONFIG_FILE = "config.yaml"
 TOPICS_FILE = "topics.yaml"  # the topics the owner merged (`topic_aliases`)
 KEPT_FOLDER = "kept"  # copies of text vault-tools replaced (an edited page, a torn ledger line)
+MERGE_COPIES_FOLDER = "merged"  # in STATE_DIR: both sides of a note git's notes driver merged, until filed in kept/
 LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
 LEDGER_FOLDER = "ledger"  # the shared layout's ledger: one `<device tag>.jsonl` per device
 LEDGER_SUFFIX = ".jsonl"
@@ -25,6 +26,20 @@ DEFAULT_PINNED_FOLDER = "Pinned"
 
 LEDGER, CONFIG, TOPICS, KEPT, PAGE = "ledger", "config", "topics", "kept", "page"
 _PAGE_KEYS = {name.casefold() for name in PAGE_NAMES}
+
+
+MERGE_COPY_WORDS = " as a merge found it"  # the middle of a kept copy's name that git's notes driver made
+
+
+def merge_copy_name(decision_id: str, status: str) -> str:
+    """The start of the name of a copy the notes merge driver keeps of one side (`kept_copy` adds time and tag)."""
+    return f"{decision_id} {status}{MERGE_COPY_WORDS}"
+
+
+def merge_copy_id(file_name: str) -> str | None:
+    """The id a kept copy made by the notes merge driver is of, from its file name; None for any other name."""
+    head, found, _ = file_name.partition(MERGE_COPY_WORDS)
+    return head.split(" ")[0] if found and " " in head else None
 
 
 def ledger_files_shown(shared: bool) -> str:

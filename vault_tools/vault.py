@@ -63,6 +63,14 @@ def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
                       path=str(here))
 
 
+def skipped_folders(root: Path, config: Config) -> set[str]:
+    """The vault-relative folders whose notes are not the vault's decision notes."""
+    skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
+    if is_shared(root):
+        skipped.add(RECORD_DIR)  # the record: kept copies of notes are the owner's text, not notes of the vault
+    return skipped
+
+
 def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
                   temps: list[str] | None = None, misnamed: list[str] | None = None,
                   ) -> Iterator[tuple[str, os.DirEntry[str]]]:
@@ -73,9 +81,7 @@ def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
     be neither stored nor printed as it is) is passed over, its path added to `misnamed`. Works on strings
     rather than Path objects: on a vault of 50,000 notes the difference is a large part of the whole run.
     """
-    skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
-    if is_shared(root):
-        skipped.add(RECORD_DIR)  # the record: kept copies of notes are the owner's text, not notes of the vault
+    skipped = skipped_folders(root, config)
     stack = [""]
     while stack:
         prefix = stack.pop()

@@ -3,27 +3,38 @@
 git calls it with the common ancestor, this clone's version and the other clone's version of one note. It
 merges them as git's own text merge would. Where both clones closed one decision differently (one ruled
 the question, the other withdrew it; two rulings each superseded it), their lifecycle properties conflict:
-this clone's lines are kept in the note, and the ledger, merged by line union, holds both outcomes with
+this clone's lines are kept in the note (in every hunk both sides changed), and the ledger, merged by line union, holds both outcomes with
 the text each clone wrote, which `lint`, the pages and `context` show as
 a conflict for the owner to settle. The same holds where both closed it the same way with different reasons
 (two retractions; a rebase replaying one clone's commit over the other's meets it after the ledger's
 conflict was settled). Where one side holds a ruling and the other that very ruling retracted or superseded
 (a rebase copied the ruling's commit, so both look moved on from the open question), the closing is
 the later step and is kept. The note always holds one outcome whole (`_one_outcome`). Where both hold another
-ruling (two settlements, each keeping its own answer), the answer's own lines that both changed are this
-clone's; every other line merges as git merges it. Any other
-conflict is left to the owner, with git's markers.
+ruling (two settlements, each keeping its own answer), every line both changed is this clone's; every other
+line merges as git merges it. Any other conflict (the owner's text changed on both sides of a note whose
+outcome both agree on) is left to the owner, with git's markers.
+
+Whenever one side's lifecycle lines give way, both sides' texts are first kept whole (named by
+`record_files.merge_copy_name`, in this device's `.vault-tools/merged/` until the watcher files them under
+`kept/`): a side may be an outcome typed in Obsidian and committed before the watcher recorded it, which no
+ledger holds, and a rebase that drops the commit it came in would lose it. The watcher records such an outcome
+from its copy (`commands.merge_copies`), so two outcomes become a conflict to settle. If the copies cannot be
+written, nothing is resolved: git's markers stay, for the owner.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
 from .. import durable, note_edits, notes
-from ..errors import NoteError
+from ..errors import NoteError, VaultToolsError
+from ..layout import layout_of
 from ..model import KNOWN_FIELDS, answer_of, is_ledger_property
+from ..record_files import merge_copy_name
+from ..vault import find_vault
 
 _PROPERTY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:")
 _LIST_ITEM = re.compile(r"^\s*- ")
@@ -89,10 +100,6 @@ def _closes(closing: notes.Note, ruling: notes.Note) -> bool:
         and answer is not None and answer_of(closing.data) == answer
 
 
-# What an answer kept by `settle` holds in its properties besides what the question had
-ANSWER_FIELDS = frozenset({"summary", "ruled_at", "ruled_by", "source"})
-
-
 def _two_rulings(ours: notes.Note | None, theirs: notes.Note | None, base: notes.Note | None) -> bool:
     """The base held a ruling and each side holds another one, neither the other's: two clones each settled
     an answers conflict, keeping another answer (`settle` writes the kept answer, and both are in the ledger).
@@ -117,9 +124,10 @@ def _lifecycle_only(lines: list[bytes], fields: frozenset[str] = KNOWN_FIELDS, l
 
 
 def resolve_lifecycle_conflicts(merged: bytes, fields: frozenset[str] = KNOWN_FIELDS,
-                                lists: bool = True) -> tuple[bytes, bool]:
+                                lists: bool = True, every: bool = False) -> tuple[bytes, bool]:
     """Take this clone's side of every conflict hunk that lies in the frontmatter and holds only the
-    tool's own properties (only `fields`, and list items only with `lists`); True when no conflict is left."""
+    tool's own properties (only `fields`, and list items only with `lists`), or of every hunk with `every`;
+    True when no conflict is left."""
     lines = merged.splitlines(keepends=True)
     out: list[bytes] = []
     index, fences, clean = 0, 0, True
@@ -137,7 +145,7 @@ def resolve_lifecycle_conflicts(merged: bytes, fields: frozenset[str] = KNOWN_FI
         if middle is None or end is None:
             return merged, False
         ours, theirs = lines[index + 1:middle], lines[middle + 1:end]
-        if fences == 1 and _lifecycle_only(ours, fields, lists) and _lifecycle_only(theirs, fields, lists):
+        if every or (fences == 1 and _lifecycle_only(ours, fields, lists) and _lifecycle_only(theirs, fields, lists)):
             out.extend(ours)
         else:
             out.extend(lines[index:end + 1])
@@ -154,7 +162,8 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
         said = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
         raise NoteError(f"cannot merge: {said[-1].removeprefix('error: ') if said else 'git merge-file failed'}", path=shown)
     merged = done.stdout
-    mine, other = _read(ours.read_bytes()), _read(theirs.read_bytes())
+    mine_bytes, other_bytes = ours.read_bytes(), theirs.read_bytes()
+    mine, other = _read(mine_bytes), _read(other_bytes)
     common = _read(base.read_bytes() if base.exists() else None)
     here, there, before = _lifecycle(mine), _lifecycle(other), _lifecycle(common)
     closed_differently = here[0] != there[0] or (here[1] and there[1] and here[1] != there[1]) or (
@@ -162,10 +171,15 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
         here[0] == there[0] == before[0] and mine is not None and other is not None and  # one closing, two reasons
         here[0] in _CLOSED and mine.data.get("reason") != other.data.get("reason"))
     clean = done.returncode == 0
-    if closed_differently and not clean:
-        merged, clean = resolve_lifecycle_conflicts(merged)
-    elif _two_rulings(mine, other, common) and not clean:
-        merged, clean = resolve_lifecycle_conflicts(merged, ANSWER_FIELDS, lists=False)
+    two_rulings = _two_rulings(mine, other, common)
+    if (closed_differently or two_rulings) and mine and other and mine_bytes != other_bytes and \
+            not _keep_both(shown, ((mine, mine_bytes), (other, other_bytes))):
+        ours.write_bytes(merged)  # the sides could not be kept: nothing of theirs is given up
+        return 0 if clean else 1
+    if (closed_differently or two_rulings) and not clean:
+        # Both sides are kept whole, and each outcome is (or will be) in the ledger: the note holds this clone's
+        # where both changed a line, however the lines fall, rather than markers that make it unreadable.
+        merged, clean = resolve_lifecycle_conflicts(merged, every=True)
     if clean and mine and other:
         try:
             merged = _one_outcome(merged, mine, other, common)
@@ -173,3 +187,16 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
             clean = False
     ours.write_bytes(merged)
     return 0 if clean else 1
+
+
+def _keep_both(shown: str, sides: Iterable[tuple[notes.Note, bytes]]) -> bool:
+    """Keep each side's bytes under the vault's `kept/` before one of them gives way; False when they cannot be."""
+    try:
+        folder = layout_of(find_vault(None, Path(shown).resolve().parent)).merge_copies_dir
+        for note, data in sides:
+            status = str(note.data.get("status") or "unknown").casefold()
+            name = merge_copy_name(str(note.data.get("id") or "unknown"), status)
+            durable.write_atomic(folder / f"{name} {hashlib.sha256(data).hexdigest()[:12]}.md", data)
+    except (VaultToolsError, OSError):
+        return False
+    return True

@@ -29,7 +29,7 @@ from ..ledger import RACY_NANOSECONDS
 from ..model import Decision
 from ..notes import StatKey, stat_key
 from ..sealing import tie_notes
-from ..vault import SKIPPED_FOLDERS, VaultState
+from ..vault import SKIPPED_FOLDERS, VaultState, skipped_folders
 from .workspace import KnownSeal, Workspace
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class LiveState:
         self._events, self._last_event = len(events), events[-1] if events else None  # how far this view has read
         self.known = ws.histories()
         config = ws.config
-        self._skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
+        self._skipped = skipped_folders(ws.vault.root, config)
         self._summary_ties = _Summaries(self)
         # path -> stat key of a decision note whose file holds what the state says: it has not changed since
         # before the vault was read (the note cache's own rule: older than the racy window), nor been written
