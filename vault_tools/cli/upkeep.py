@@ -188,8 +188,10 @@ def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The de
            by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Decide a conflict two clones recorded (lint VT026): keep one outcome; the other stays in the ledger. With
     --copy, settle a conflict copy a sync engine made (VT052): the text not kept goes under kept/."""
+    ws = workspace(vault)
     if copy is not None:
-        settled = settle_copy(workspace(vault), decision_id, copy, keep.strip())
+        settled = settle_copy(ws, decision_id, copy, keep.strip())
+        refresh_pages(ws)  # the conflict leaves the open-questions page
         if json_:
             print_json({"original": settled.original, "removed": settled.removed, "kept": settled.kept,
                    "kept_copy": settled.kept_copy})
@@ -197,7 +199,8 @@ def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The de
         out(f"{settled.original}: kept the {settled.kept}; removed {settled.removed}")
         stderr.print(f"the text not kept is in {settled.kept_copy}", markup=False)
         return
-    done = settle_conflict(workspace(vault), decision_id, keep, reason, by)
+    done = settle_conflict(ws, decision_id, keep, reason, by)
+    refresh_pages(ws)
     if json_:
         print_json({"id": done.decision.id, "kept": done.kept, "retracted": done.retracted, "kept_copy": done.kept_copy})
         return
@@ -214,7 +217,9 @@ def renumber(decision_id: Annotated[str, typer.Argument(metavar="ID", help="An i
                                                       "(default: the one the ledger has no record of).")] = None,
              by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Give one of two notes that share an id a new id: its file name and the links to it follow."""
-    done = renumber_note(workspace(vault), decision_id, path, by)
+    ws = workspace(vault)
+    done = renumber_note(ws, decision_id, path, by)
+    refresh_pages(ws)
     if json_:
         print_json({"old_id": done.old_id, "new_id": done.new_id, "path": done.path, "old_path": done.old_path,
                "relinked": done.relinked})

@@ -1,0 +1,182 @@
+"""What the owner types in Obsidian on two clones survives every kind of pull, and two outcomes become a conflict.
+
+The owner closes one decision on two clones (answers it twice, retracts it twice, answers it on one and withdraws
+it on the other, supersedes it on one and retracts it on the other). One clone's watcher recorded its outcome
+before the commit; the other clone's outcome was committed before its watcher ran (an Obsidian Git auto-commit),
+or not committed at all (`git pull --rebase --autostash`). Then a pull, by merge or rebase, either way round.
+After it and `watch --once`, every word typed is in a note, the ledger or `vault-tools/kept/`, and two
+different outcomes are a conflict that `context` shows and `settle` ends.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vault_tools.vault import Vault
+
+from .git_repo import git, git_env
+from .test_machines import Clone, clone, make_origin
+
+QUESTION = "Which evening should the community call be held?"
+RULING = "The community call is on the first Monday of the month."
+
+
+def note_of(c: Clone, decision_id: str) -> Path:
+    return next(p for p in (c.root / "Decisions").iterdir() if p.name.startswith(decision_id + " "))
+
+
+def type_in(c: Clone, decision_id: str, status: str, *, summary: str | None = None, reason: str | None = None,
+            body: str | None = None) -> None:
+    """What the owner types in Obsidian: the status, and the answer or the reason."""
+    path = note_of(c, decision_id)
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r"^status: \w+$", f"status: {status}", text, count=1, flags=re.M)
+    if summary is not None:
+        text = re.sub(r"^summary: .*$", "summary: " + json.dumps(summary), text, count=1, flags=re.M)
+    if reason is not None:
+        text = text.replace("\n---\n", f"\nreason: {json.dumps(reason)}\n---\n", 1)
+    if body is not None:
+        text = text.rstrip("\n") + f"\n\n## Ruling\n\n{body}\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def commit_as_typed(c: Clone, message: str) -> None:
+    """A commit made before any watcher saw the change (Obsidian Git's auto-commit)."""
+    git(c.root, "add", "-A")
+    git(c.root, "commit", "-q", "--no-verify", "-m", message)
+
+
+def pull(c: Clone, other: Clone, mode: str) -> None:
+    args = {"merge": ["--no-rebase"], "rebase": ["--rebase"], "autostash": ["--rebase", "--autostash"]}[mode]
+    done = subprocess.run(["git", "pull", "-q", *args, "--no-edit", str(other.root), "main"], cwd=c.root,
+                          capture_output=True, text=True, env=git_env(), timeout=120)
+    assert done.returncode == 0, f"git pull stopped: {done.stdout}{done.stderr}"
+    assert "<<<<<<<" not in note_text_everywhere(c), "a note was left with git's markers"
+    c.vt("watch", "--once", expect=None)
+
+
+def note_text_everywhere(c: Clone) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in (c.root / "Decisions").glob("*.md"))
+
+
+def everything_kept(c: Clone) -> str:
+    """Every note, every text and reason the ledger holds, every kept copy: where a typed word may survive."""
+    vault = Vault(c.root)
+    found = [note_text_everywhere(c)]
+    found += [f"{e.text or ''}\n{e.reason or ''}" for e in vault.ledger.read()]
+    kept = vault.layout.kept_dir
+    found += [p.read_text(encoding="utf-8") for p in kept.glob("*.md")] if kept.is_dir() else []
+    return "\n".join(found)
+
+
+def conflicts(c: Clone) -> list[dict[str, str]]:
+    return json.loads(c.vt("context", "--json")[1])["conflicts"]
+
+
+@pytest.fixture
+def two_with_question(tmp_path, capsys):
+    origin = make_origin(tmp_path, capsys)
+    a, b = clone(origin, "A"), clone(origin, "B")
+    question = a.ask(QUESTION, "community-call")
+    a.commit("asked")
+    b.vt("watch", "--once")
+    subprocess.run(["git", "pull", "-q", "--no-rebase", str(a.root), "main"], cwd=b.root, env=git_env(), check=True)
+    return a, b, question
+
+
+@pytest.fixture
+def two_with_ruling(tmp_path, capsys):
+    origin = make_origin(tmp_path, capsys)
+    a, b = clone(origin, "A"), clone(origin, "B")
+    ruling = a.rule("--topic", "community-call", "--summary", RULING)
+    a.commit("ruled")
+    subprocess.run(["git", "pull", "-q", "--no-rebase", str(a.root), "main"], cwd=b.root, env=git_env(), check=True)
+    return a, b, ruling
+
+
+def recorded_here_typed_there(a: Clone, b: Clone, mode: str, puller: str) -> Clone:
+    """A's outcome recorded by its watcher and committed; B's committed as typed (or, with autostash, not
+    committed); then one pulls the other. Returns the clone that pulled."""
+    a.vt("watch", "--once", expect=None)
+    a.commit("recorded on A")
+    if mode != "autostash":
+        commit_as_typed(b, "typed on B")
+    if puller == "A":
+        if mode == "autostash":
+            commit_as_typed(b, "typed on B")
+        pull(a, b, mode)
+        return a
+    pull(b, a, mode)
+    return b
+
+
+MODES = ["merge", "rebase", "autostash"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_question_answered_on_two_clones_keeps_both_answers_as_a_conflict(two_with_question, mode):
+    a, b, question = two_with_question
+    type_in(a, question, "ruled", summary="Community calls are on Thursdays at eight.", body="Thursdays at eight.")
+    type_in(b, question, "ruled", summary="Community calls are on Tuesdays at seven.", body="Tuesdays at seven.")
+    pulled = recorded_here_typed_there(a, b, mode, "B")
+    kept = everything_kept(pulled)
+    assert "Tuesdays at seven" in kept and "Thursdays at eight" in kept
+    [conflict] = conflicts(pulled)
+    assert conflict["id"] == question and "Tuesdays" in conflict["what"] and "Thursdays" in conflict["what"]
+    choice = next(c for c in conflict["settle"].split("--keep ")[1].split(" ")[0].split("|")
+                  if "Tuesdays" in conflict["what"].split(c + ": ")[1].split(";")[0])
+    pulled.vt("settle", question, "--keep", choice, "--reason", "The owner chose Tuesdays when asked again.")
+    assert not conflicts(pulled)
+    assert "Tuesdays at seven" in note_of(pulled, question).read_text(encoding="utf-8")
+    code, out, _ = pulled.vt("lint", expect=None)
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("puller", ["A", "B"])
+def test_answers_typed_on_two_clones_meet_as_a_conflict_whichever_clone_pulls(two_with_question, puller):
+    a, b, question = two_with_question
+    type_in(a, question, "ruled", summary="Community calls are on Thursdays at eight.", body="Weekly.")
+    type_in(b, question, "ruled", summary="Community calls are on Tuesdays at seven.", body="Weekly.")
+    pulled = recorded_here_typed_there(a, b, "rebase", puller)
+    assert {"Tuesdays at seven", "Thursdays at eight"} <= set(re.findall(r"\w+days at \w+", everything_kept(pulled)))
+    assert len(conflicts(pulled)) == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_answer_on_one_clone_and_a_withdrawal_on_the_other_are_a_conflict(two_with_question, mode):
+    a, b, question = two_with_question
+    type_in(a, question, "ruled", summary="Community calls are on Thursdays at eight.", body="Thursdays at eight.")
+    type_in(b, question, "withdrawn", reason="The community call is paused until the spring.")
+    pulled = recorded_here_typed_there(a, b, mode, "B")
+    kept = everything_kept(pulled)
+    assert "paused until the spring" in kept and "Thursdays at eight" in kept
+    [conflict] = conflicts(pulled)
+    assert conflict["id"] == question and "withdrawn" in conflict["what"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_ruling_retracted_on_two_clones_keeps_both_reasons(two_with_ruling, mode):
+    a, b, ruling = two_with_ruling
+    type_in(a, ruling, "retracted", reason="Recorded in error: the call was never agreed.")
+    type_in(b, ruling, "retracted", reason="Retracted on the laptop: the owner has not decided yet.")
+    pulled = recorded_here_typed_there(a, b, mode, "B")
+    kept = everything_kept(pulled)
+    assert "the call was never agreed" in kept and "the owner has not decided yet" in kept
+    assert json.loads(pulled.vt("show", ruling, "--json")[1])["status"] == "retracted"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_ruling_superseded_on_one_clone_and_retracted_on_the_other_is_a_conflict(two_with_ruling, mode):
+    a, b, ruling = two_with_ruling
+    a.rule("--topic", "community-call", "--summary", "The community call moves to the last Friday of the month.",
+           "--supersedes", ruling, "--reason", "Mondays clash with the newsletter deadline.")
+    type_in(b, ruling, "retracted", reason="Retracted on the laptop: the owner has not decided yet.")
+    pulled = recorded_here_typed_there(a, b, mode, "B")
+    kept = everything_kept(pulled)
+    assert "the owner has not decided yet" in kept and "last Friday" in kept
+    [conflict] = conflicts(pulled)
+    assert conflict["id"] == ruling and "retracted" in conflict["what"] and "superseded" in conflict["what"]
