@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools import notes
+from vault_tools import note_edits, notes
 from vault_tools.cli import run
 from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import NoteError
@@ -93,14 +93,15 @@ class Clone:
         return {d.path: (self.root / d.path).read_text(encoding="utf-8") for d in state.decisions}
 
 
-def make_origin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Clone:
+def make_origin(tmp_path: Path, capsys: pytest.CaptureFixture[str], settle_seconds: int | None = None) -> Clone:
     root = tmp_path / "origin"
     (root / ".obsidian").mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
     origin = Clone(root, capsys)
     origin.vt("init", "--timezone", TZ)
     config = root / "vault-tools" / "config.yaml"  # the watcher looks at a pulled note at once
-    config.write_text(config.read_text(encoding="utf-8") + "debounce_ms: 0\n", encoding="utf-8")
+    config.write_text(config.read_text(encoding="utf-8") + "debounce_ms: 0\n" +
+                      (f"settle_seconds: {settle_seconds}\n" if settle_seconds is not None else ""), encoding="utf-8")
     origin.rule("--topic", "newsletter-day", "--summary", NEWSLETTER_DAY)
     origin.rule("--topic", "blog-comments", "--summary", BLOG_COMMENTS)
     origin.commit("init")
@@ -144,6 +145,27 @@ def answer_choice(clone: Clone, words: str) -> str:
                 if words in conflict["what"].split(choice + ": ")[1].split(";")[0])
 
 
+def _stamped_in(text: str, found: set[str]) -> bool:
+    """Whether a ruling typed without its time or ruler is among `found` as the watcher sealed it: the same
+    body and properties, and those stamps added."""
+    try:
+        typed = notes.parse_text(text, Path("note.md"))
+    except NoteError:
+        return False
+    stamps = {"ruled_at", "ruled_by"}
+    if typed.data.get("status") != "ruled" or stamps <= set(typed.data):
+        return False
+    for other in found:
+        try:
+            sealed = notes.parse_text(other, Path("note.md"))
+        except NoteError:
+            continue
+        if sealed.body == typed.body and hasattr(sealed.data, "items") and set(sealed.data) - set(typed.data) <= stamps \
+                and all(sealed.data.get(key) == value for key, value in typed.data.items()):
+            return True
+    return False
+
+
 def check_invariants(merged: Clone, before: list[dict[str, str]], conflicts: int = 0,
                      also: tuple[str, ...] = ()) -> None:
     vault = Vault(merged.root)
@@ -174,7 +196,8 @@ def check_invariants(merged: Clone, before: list[dict[str, str]], conflicts: int
     words = {_words(text) for text in found}
     for texts in before:
         for path, text in texts.items():
-            assert text in found or _words(text) in words, f"the text of {path} was lost in the merge"
+            assert text in found or _words(text) in words or _stamped_in(text, found), \
+                f"the text of {path} was lost in the merge"
     # Lint: clean, or exactly the conflicts.
     code, out, _ = merged.vt("lint", expect=None)
     errors = [line for line in out.splitlines() if " error: " in line
@@ -502,7 +525,7 @@ def test_random_work_on_several_clones_merges_without_loss(tmp_path, capsys):
 
 def _random_work_on_clones(tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: int, budget: float) -> None:
     rng = random.Random(seed)
-    origin = make_origin(tmp_path, capsys)
+    origin = make_origin(tmp_path, capsys, settle_seconds=0)  # what the owner typed is sealed by the next watcher
     clones = [clone(origin, name) for name in "ABC"[:rng.choice((2, 3))]]
     deadline = time.monotonic() + budget
     words = ["podcast", "shop", "survey", "footer", "archive", "sponsor", "events", "merch"]
@@ -514,7 +537,7 @@ def _random_work_on_clones(tmp_path: Path, capsys: pytest.CaptureFixture[str], s
                 state = json.loads(each.vt("list", "--json")[1])
                 open_ = [d["id"] for d in state if d["status"] == "open"]
                 ruled = [d["id"] for d in state if d["status"] == "ruled"]
-                action = rng.choice(["ask", "rule", "answer", "supersede", "withdraw", "retract"])
+                action = rng.choice(["ask", "rule", "answer", "supersede", "withdraw", "retract", "typed"])
                 topic = f"{rng.choice(words)}-{counter}"
                 summary = f"Decision {counter} about {topic}, made on {each.root.name} (seed {seed})."
                 if action == "ask":
@@ -532,6 +555,12 @@ def _random_work_on_clones(tmp_path: Path, capsys: pytest.CaptureFixture[str], s
                 elif action == "retract" and ruled:
                     each.vt("retract", rng.choice(ruled), "--reason", f"Recorded in error, step {counter}.",
                             expect=None)
+                elif action == "typed" and (open_ or ruled):
+                    # typed in Obsidian and committed before the watcher saw it (an Obsidian Git auto-commit)
+                    _type_an_outcome(each, rng, open_, ruled, summary, f"Typed on {each.root.name} in step {counter}.")
+                    git(each.root, "add", "-A")
+                    git(each.root, "commit", "-q", "--no-verify", "-m", f"typed {counter}")
+                    continue
                 else:
                     each.vt("rule", "--topic", topic, "--summary", summary, "--source", "chat")
             each.commit(f"work {counter}")
@@ -547,6 +576,22 @@ def _random_work_on_clones(tmp_path: Path, capsys: pytest.CaptureFixture[str], s
         puller.commit("settled")
         check_invariants(puller, before, also=("VT016",))
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def _type_an_outcome(each: Clone, rng: random.Random, open_: list[str], ruled: list[str], summary: str,
+                     reason: str) -> None:
+    """What the owner types in Obsidian: an answer or a withdrawal of an open question, or a retraction."""
+    target = rng.choice(open_ + ruled)
+    path = next(p for p in (each.root / "Decisions").iterdir() if p.name.startswith(target + " "))
+    text = path.read_text(encoding="utf-8")
+    if target in ruled:
+        change = {"status": "retracted", "reason": reason}
+    elif rng.random() < 0.5:
+        change = {"status": "withdrawn", "reason": reason}
+    else:
+        change = {"status": "ruled", "summary": summary}
+    note = notes.parse_text(text, path)
+    path.write_text(note_edits.edited(note, change).text, encoding="utf-8")
 
 
 def test_a_withdrawal_meets_the_question_a_rebase_copied_and_the_note_is_withdrawn(tmp_path, capsys):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import note_edits, notes
+from .. import durable, note_edits, notes
 from ..errors import NoteError
 from ..history import History, latest_with_id, properties_of
 from ..ledger_lines import Event
@@ -97,9 +97,29 @@ def record_merge_outcomes(ws: Workspace, state: VaultState, known: dict[str, His
         if decision.reason is None and decision.status is not Status.RULED:
             done.append(Recorded(decision_id, shown, decision.status.value, "has no reason, so is not recorded"))
             continue
-        ws.vault.ledger.append(_events(ws, state, note, decision, history, ORIGIN + path.name))
+        events = _events(ws, state, note, decision, history, ORIGIN + path.name)
+        ws.vault.ledger.append(events)
+        _stamp_the_note(ws, history.path, text, events[-1].text)
         done.append(Recorded(decision_id, shown, decision.status.value))
     return done
+
+
+def _stamp_the_note(ws: Workspace, rel: str, copied: str, sealed: str | None) -> None:
+    """The note still holds the very ruling recorded from its copy, unstamped: it gets what sealing it stamped
+    (its time and ruler), so the note is that sealed ruling, as when the watcher seals one."""
+    path = ws.vault.root / rel
+    try:
+        note = notes.read_note(path)
+    except (NoteError, OSError):
+        return
+    if sealed is not None and note.text == copied and sealed.removeprefix(notes.BOM) != note.text:
+        durable.write_note(note, sealed.removeprefix(notes.BOM))
+
+
+def _same_answer(data: Any, sealed: Any) -> bool:
+    """Whether a sealed text's answer is the one `data` holds (its summary; its time and ruler where it has them)."""
+    return sealed is not None and str(sealed.get("summary")) == str(data.get("summary")) and \
+        all(data.get(key) in (None, sealed.get(key)) for key in ("ruled_at", "ruled_by"))
 
 
 def _holds(history: History, outcome: str, data: Any) -> bool:
@@ -107,10 +127,7 @@ def _holds(history: History, outcome: str, data: Any) -> bool:
     copy has them: a ruling committed before it was sealed has none yet), or a closing with the same reason."""
     for event in history.events:
         if outcome == Status.RULED.value and event.event == "sealed":
-            sealed = properties_of(event.text)
-            if sealed is not None and all(data.get(key) in (None, sealed.get(key))
-                                          for key in ("ruled_at", "ruled_by")) and \
-                    str(sealed.get("summary")) == str(data.get("summary")):
+            if _same_answer(data, properties_of(event.text)):
                 return True
         elif event.event == outcome and outcome != Status.RULED.value and event.reason == data.get("reason"):
             return True
@@ -120,8 +137,10 @@ def _holds(history: History, outcome: str, data: Any) -> bool:
 def _events(ws: Workspace, state: VaultState, note: notes.Note, decision: Any, history: History,
             origin: str) -> list[Event]:
     actor = ws.config.default_ruler
-    if decision.status is not Status.RULED:
-        hash_ = history.seal.hash if history.seal is not None else None
+    if decision.status is not Status.RULED:  # closing the answer the copy holds: two clones may hold two
+        hash_ = next((event.hash for event in reversed(history.events) if event.event == "sealed"
+                      and _same_answer(note.data, properties_of(event.text))),
+                     history.seal.hash if history.seal is not None else None)
         return [ws.event(decision.status.value, decision, actor, record=history.record, reason=decision.reason,
                          text=note_edits.file_text(note, note.text), hash=hash_, origin=origin)]
     stamps = {key: value for key, value in (("ruled_at", ws.now_local()), ("ruled_by", actor))
