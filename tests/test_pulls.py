@@ -180,3 +180,51 @@ def test_a_ruling_superseded_on_one_clone_and_retracted_on_the_other_is_a_confli
     assert "the owner has not decided yet" in kept and "last Friday" in kept
     [conflict] = conflicts(pulled)
     assert conflict["id"] == ruling and "retracted" in conflict["what"] and "superseded" in conflict["what"]
+
+
+def test_every_reader_says_a_decision_in_conflict_is_in_conflict_with_both_outcomes(two_with_question):
+    """Answered differently on two clones: no reader presents either answer as the one in effect."""
+    from .helpers import hook
+    from .test_mcp import session_calls
+
+    a, b, question = two_with_question
+    type_in(a, question, "ruled", summary="Community calls are on Thursdays at eight.", body="Thursdays at eight.")
+    type_in(b, question, "ruled", summary="Community calls are on Tuesdays at seven.", body="Tuesdays at seven.")
+    pulled = recorded_here_typed_there(a, b, "merge", "B")
+
+    def says_both(text: str) -> None:
+        assert "in conflict" in text and "Thursdays at eight" in text and "Tuesdays at seven" in text, text
+        assert f"vault-tools settle {question} --keep ruling-1|ruling-2" in text, text
+
+    for args in (["lookup", "community-call"], ["show", question], ["search", "community", "call"],
+                 ["list", "--status", "ruled"]):
+        says_both(pulled.vt(*args)[1])
+    for args in (["lookup", "community-call", "--json"], ["show", question, "--json"]):
+        found = json.loads(pulled.vt(*args)[1])
+        says_both((found[0] if isinstance(found, list) else found)["conflict"])
+    says_both(json.loads(pulled.vt("search", "community", "call", "--json")[1])[0]["conflict"])
+    code, _, err = pulled.vt("gate", question, expect=None)
+    assert code == 1 and "edited in place" not in err
+    says_both(err)
+    context = json.loads(pulled.vt("context", "--json")[1])
+    says_both(next(r for r in context["rulings"] if r["id"] == question)["conflict"])
+    assert "IN CONFLICT" in context["text"]
+    code, _, err = pulled.vt("ask", "What evening suits the community call?", "--topic", "call-evening", expect=None)
+    assert code == 1
+    says_both(err)
+
+    told = hook("user-prompt-submit", {"prompt": "When is the community call this month?"}, pulled.root)
+    said = told["hookSpecificOutput"]["additionalContext"]
+    says_both(said)
+    assert "Follow neither outcome: ask the owner" in said and "record the owner's new ruling" not in said
+    asked = hook("pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": {"questions": [
+        {"question": "Which evening should the community call be held?"}]}}, pulled.root)
+    assert asked["hookSpecificOutput"].get("permissionDecision") != "deny"
+    says_both(asked["hookSpecificOutput"]["additionalContext"])
+
+    results = session_calls(pulled.root, [("lookup", {"topics": ["community-call"]}), ("show", {"id": question}),
+                                          ("search", {"query": "community call"}), ("gate", {"id": question})])
+    for is_error, text in results:
+        assert not is_error
+        says_both(text)
+    assert json.loads(results[3][1])["passed"] is False

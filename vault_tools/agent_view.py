@@ -15,6 +15,7 @@ from .errors import UsageError
 from .links import Resolve
 from .model import Decision, Status, newest_first_key
 from .pages import (
+    IN_CONFLICT,
     MAX_OVERLAPS_LISTED,
     NOTE_MISSING,
     Lines,
@@ -206,6 +207,8 @@ def _agent_ruling_line(ruling: Decision, replaced: Sequence[str], why: Sequence[
         parts.append(f"revisit by {ruling.revisit_by.isoformat()}{' (due)' if 'revisit due' in why else ''}")
     if ruling.note_missing:
         parts.append(NOTE_MISSING)
+    if ruling.conflict:
+        parts.append(IN_CONFLICT)
     return " · ".join(parts)
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .bodies import without_comments
+from .conflicts import conflict_line
 from .errors import InconsistentVault
 from .ledger import RACY_NANOSECONDS
 from .links import leading_id, link_target, name_key
@@ -100,15 +101,17 @@ class Hit:
     topics: tuple[str, ...]
     snippet: str
     score: float  # higher is better (bm25, sign turned)
+    conflict: str | None = None  # see `Decision.conflict`
 
     @property
     def historical(self) -> bool:
         return self.status in FINAL_STATUSES
 
     def as_json(self) -> dict[str, Any]:
-        return {"id": self.id, "path": self.path, "status": self.status.value, "historical": self.historical,
-                "summary": self.summary, "topics": list(self.topics), "snippet": self.snippet,
-                "score": round(self.score, 4)}
+        found = {"id": self.id, "path": self.path, "status": self.status.value, "historical": self.historical,
+                 "summary": self.summary, "topics": list(self.topics), "snippet": self.snippet,
+                 "score": round(self.score, 4)}
+        return found | ({"conflict": self.conflict} if self.conflict else {})
 
 
 @dataclass
@@ -300,8 +303,17 @@ class SearchIndex:
             snippets = dict(connection.execute(
                 f"SELECT rowid, snippet(search, -1, '**', '**', '…', {SNIPPET_TOKENS}) FROM search "
                 f"WHERE search MATCH ? AND rowid IN ({marks})", (query, *(rowid for rowid, _ in chosen))).fetchall())
+        conflicts = self.conflicts()
         return [Hit(docs[rowid].id, docs[rowid].path, in_effect[rowid], docs[rowid].summary, docs[rowid].topics,
-                    snippets.get(rowid, docs[rowid].summary), -rank) for rowid, rank in chosen]
+                    snippets.get(rowid, docs[rowid].summary), -rank, conflicts.get(docs[rowid].id))
+                for rowid, rank in chosen]
+
+    def conflicts(self) -> dict[str, str]:
+        """Each id whose record is in conflict -> what every reader says of it."""
+        try:
+            return {s.id: conflict_line(s.conflict) for s in self.vault.ledger.summaries() if s.conflict is not None}
+        except InconsistentVault:
+            return {}
 
 
 def document_fields(decision: Decision) -> tuple[str, str, str, str]:
@@ -333,7 +345,7 @@ def scan(decisions: Sequence[Decision], text: str, *, history: bool = False, lim
             score += weight * sum(1 for w in found if w in asked) / (1 + len(found)) ** 0.5
         if score > 0:
             hits.append(Hit(decision.id, decision.path, decision.status, decision.summary, decision.topics,
-                            decision.summary, score))
+                            decision.summary, score, decision.conflict))
     return sorted(hits, key=lambda hit: -hit.score)[:limit]
 
 

@@ -1,8 +1,7 @@
 """Decisions, their statuses and lifecycle rules. Pure: no I/O, no printing.
 
-A decision is built from the already-parsed frontmatter mapping of a note;
-every problem found is returned as a `Problem` (field, message, line) so the
-caller decides whether it is an error, a lint finding or a page entry.
+A decision is built from the already-parsed frontmatter mapping of a note; every problem found is returned
+as a `Problem` (field, message, line) so the caller decides whether it is an error, a lint finding or a page entry.
 """
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ CLONE_TAG_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, low
 CLONE_TAG_LENGTH = 4
 TOPIC_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long
-# The most one note's fields may hold (lint VT009): a summary is one line an agent reads in a list.
-MAX_SUMMARY = 300
+MAX_SUMMARY = 300  # the most one note's fields may hold (lint VT009): a summary is one line an agent reads
 MAX_TEXT = 2000  # reason, reask_reason, revisit_if, source, asked_by, ruled_by
 MAX_TOPICS = 20
 MAX_TOPIC_CHARS = 64
@@ -139,9 +137,11 @@ class Decision:
     terms: Mapping[str, str] = field(default_factory=dict)  # term key (without `term_`) -> value as text
     pinned: bool = False  # the owner's `pinned: true`: always listed in full in the agent's view
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
-    # A sealed ruling whose note is gone (deleted, moved out of what is read, no longer a decision note), read
-    # from the ledger's sealed text: it still stands until the ledger records its end (see `missing_rulings`).
+    # Set by `Workspace.decisions_in_effect`: a sealed ruling whose note is gone, read from the ledger's sealed
+    # text (it stands until the ledger records its end, see `missing_rulings`); outcomes two clones recorded
+    # that cannot both stand (`conflicts.conflict_line`), which every reader says, neither presented as in effect.
     note_missing: bool = field(default=False, compare=False)
+    conflict: str | None = field(default=None, compare=False)
 
     @property
     def number(self) -> int:

@@ -88,6 +88,8 @@ MAX_SHOWN_TOPICS = 10
 
 # What every reader says of a sealed ruling whose note is gone (`Workspace.missing_rulings`).
 NOTE_MISSING = "its note is missing; it stands as sealed in the ledger (`vault-tools lint --fix` writes it back)"
+# ... and of a ruling whose record two clones closed differently (`Decision.conflict`), in a list of rulings.
+IN_CONFLICT = "IN CONFLICT: neither outcome stands until the owner settles it (see Conflicts)"
 
 
 def escape(text: str) -> str:
@@ -270,6 +272,8 @@ def _ruling_line(ruling: Decision, tz: dt.tzinfo, taken_over: TakenOver, unsaid:
         line += f" · revisit by {ruling.revisit_by.isoformat()}"
     if ruling.note_missing:
         line += f" · **{NOTE_MISSING}**"
+    if ruling.conflict:
+        line += f" · **{IN_CONFLICT}**"
     return line
 
 

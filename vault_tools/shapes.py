@@ -22,6 +22,11 @@ def when(value: dt.date | None) -> str | None:
 
 
 def decision_json(decision: Decision) -> dict[str, Any]:
+    """A decision as every JSON output shows it; `conflict` only where two clones' outcomes are in conflict."""
+    return _fields_json(decision) | ({"conflict": decision.conflict} if decision.conflict else {})
+
+
+def _fields_json(decision: Decision) -> dict[str, Any]:
     return {
         "id": decision.id, "status": decision.status.value, "topics": list(decision.topics),
         "summary": decision.summary, "path": decision.path,

@@ -151,15 +151,22 @@ def _user_prompt(root: Path, prompt: str, bounds: Bounds) -> dict[str, Any] | No
     if not found:
         return None
     lines = ["The owner's message touches current rulings in the decision record (vault-tools):"]
+    standing = []
     for touch in found:
         ruling = touch.item
-        lines.append(f"- {ruling.id} (ruled {ruling.day}; topics {', '.join(ruling.topics)}): {ruling.summary}")
-    first = found[0]
-    lines += ["If the message changes or reverses one of them, record the owner's new ruling now, before acting on it:",
-              f'  vault-tools rule --topic {first.topic} --summary "<the new ruling, one line>" '
-              f'--supersedes {first.item.id} --reason "<what the owner said, and why>" --source chat',
-              "Until it is recorded, do not cite the old ruling as current. If the message only asks about a ruling, "
-              "answer from it (`vault-tools show ID` prints its text)."]
+        assert isinstance(ruling, RulingView)
+        lines.append(f"- {ruling.id} (ruled {ruling.day}; topics {', '.join(ruling.topics)}): {ruling.summary}"
+                     + (f" -- {CONFLICT_SAID.format(conflict=ruling.conflict)}" if ruling.conflict else ""))
+        if not ruling.conflict:
+            standing.append(touch)
+    if standing:
+        first = standing[0]
+        lines += ["If the message changes or reverses one of them, record the owner's new ruling now, before acting "
+                  "on it:",
+                  f'  vault-tools rule --topic {first.topic} --summary "<the new ruling, one line>" '
+                  f'--supersedes {first.item.id} --reason "<what the owner said, and why>" --source chat',
+                  "Until it is recorded, do not cite the old ruling as current. If the message only asks about a "
+                  "ruling, answer from it (`vault-tools show ID` prints its text)."]
     return fitted("UserPromptSubmit", "\n".join(lines), bounds)
 
 
@@ -212,12 +219,18 @@ def _governing(root: Path, target: Path, bounds: Bounds, *, reading: bool) -> di
     lines = [f"Current rulings that govern {rel} (follow them; `vault-tools for {rel}` lists them):"]
     for item in found:
         ruling = by_id[item.ruling_id]
-        line = f"- {ruling.id} {ruling.day}: {ruling.summary} (scope {item.glob})"
+        line = f"- {ruling.id} {ruling.day}: {ruling.summary} (scope {item.glob})" + (
+            f" -- {CONFLICT_SAID.format(conflict=ruling.conflict)}" if ruling.conflict else "")
         if sum(len(kept) + 1 for kept in lines) + len(line) > SCOPE_CONTEXT_CHARS:
             lines.append(f"- and {len(found) - len(lines) + 1} more: `vault-tools for {rel}`")
             break
         lines.append(line)
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": "\n".join(lines)}}
+
+
+# What the hooks say of a decision two clones closed differently: the agent follows neither side.
+CONFLICT_SAID = ("{conflict}. Follow neither outcome: ask the owner which stands, then record their answer with "
+                 "that settle command.")
 
 
 def deny(reason: str) -> dict[str, Any]:
@@ -249,6 +262,9 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds) -> dict[st
         touch = found[0]
         item = touch.item
         topic = touch.topic
+        if isinstance(item, RulingView) and item.conflict:  # the owner is the one to ask: let it through, saying so
+            return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext":
+                    f"{item.id}: {CONFLICT_SAID.format(conflict=item.conflict)}"[:MAX_OUTPUT - 200]}}
         if isinstance(item, RulingView):
             return deny(
                 f'The decision record already answers this ({touch.why}): {item.id}, ruled {item.day}: "{item.summary}" '

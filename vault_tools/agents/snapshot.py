@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 # Imports inside functions: a full read of the vault happens only when the snapshot is stale.
 
 SNAPSHOT_FILE = "agent-snapshot.json"
-FORMAT = 4
+FORMAT = 5
 MAX_AGE_SECONDS = 300
 RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
 SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them
@@ -35,6 +35,7 @@ class RulingView(NamedTuple):
     day: str  # ruled on, in the vault's zone
     path: str
     scope: tuple[str, ...] = ()  # globs of the files it governs
+    conflict: str | None = None  # two clones' outcomes that cannot both stand (`Decision.conflict`): follow neither
 
 
 class QuestionView(NamedTuple):
@@ -158,11 +159,12 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     def day(value: dt.date | None) -> str:
         return local_date(value, ws.tz).isoformat() if value else "undated"
 
-    current = sorted((d for d in in_effect if d.is_current), key=lambda d: newest_first_key(d, ws.tz), reverse=True)
-    rulings = [RulingView(d.id, tuple(settled_topics(d, by_id, resolve)), d.summary, day(d.ruled_at), d.path,
-                          d.scope) for d in current]
+    current = sorted((d for d in in_effect if d.is_current or d.conflict), key=lambda d: newest_first_key(d, ws.tz),
+                     reverse=True)
+    rulings = [RulingView(d.id, tuple(settled_topics(d, by_id, resolve)) or d.topics, d.summary, day(d.ruled_at),
+                          d.path, d.scope, d.conflict) for d in current]
     questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path)
-                 for d in sorted(in_effect, key=lambda d: d.number) if d.status is Status.OPEN]
+                 for d in sorted(in_effect, key=lambda d: d.number) if d.status is Status.OPEN and not d.conflict]
     from ..commands.govern import scope_root
     snapshot = Snapshot(rulings, questions, context(ws, session_budget, ws.today(), state).text,
                         str(scope_root(ws)), ws.config.scope_on_read)

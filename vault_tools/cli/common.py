@@ -54,7 +54,8 @@ def decision_line(decision: Decision, ws: Workspace) -> str:
 
     when = decision.ruled_at or decision.asked_at
     day = local_date(when, ws.tz).isoformat() if when else "undated"
-    return f"{decision.id}  {decision.status.value:<10} {day}  [{', '.join(decision.topics)}]  {decision.summary}"
+    line = f"{decision.id}  {decision.status.value:<10} {day}  [{', '.join(decision.topics)}]  {decision.summary}"
+    return line + (f"\n    ! {decision.conflict}" if decision.conflict else "")
 
 
 # -- commands -----------------------------------------------------------------------

@@ -151,6 +151,8 @@ def _print_hits(hits: list[Any]) -> None:
     for hit in hits:
         mark = f" [{hit.status.value.upper()}]" if hit.historical else ""
         out(f"{hit.id}  {hit.status.value:<10} [{', '.join(hit.topics)}]  {hit.summary}{mark}")
+        if hit.conflict:
+            out(f"    ! {hit.conflict}")
         out(f"    | {' '.join(hit.snippet.split())}")
 
 

@@ -38,6 +38,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
                         details=["Add to that question instead of asking again."])
         if reask_reason is None:
             settled = current_rulings_on(ws, state, asked)
+            _refuse_a_conflict([found.ruling for found in settled])
             if settled:
                 details = [settled_line(ws, found) for found in settled]
                 details.append("If something changed, ask again with --reask-reason \"what changed\" "
@@ -61,6 +62,16 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
         return decision
 
 
+def _refuse_a_conflict(found: list[Decision]) -> None:
+    """A decision on the matter is in conflict between clones: the owner is asked which outcome stands and
+    `settle` records it; a new question would stand beside both."""
+    conflicted = next((decision for decision in found if decision.conflict), None)
+    if conflicted is not None:
+        raise Refused(f"{conflicted.id} is {conflicted.conflict}",
+                      details=["Ask the owner which outcome stands, then record their answer with that settle "
+                               "command; a new question would only stand beside both."])
+
+
 def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tuple[str, ...],
                        checked: tuple[str, ...], *, open_only: bool) -> None:
     """Refuse a question whose words say the same matter as a current ruling or open question filed under
@@ -69,6 +80,7 @@ def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tu
     matches = same_matter(ws, state, summary, asked, statuses=statuses, ignore=checked)
     if not matches:
         return
+    _refuse_a_conflict([match.decision for match in matches])
     first = matches[0].decision
     kind = "already asks this" if first.status is Status.OPEN else "already settles this"
     details = [f"{match.decision.id} {match.decision.status.value} [{', '.join(match.decision.topics)}]: "

@@ -16,6 +16,7 @@ from typing import Any
 from .. import __version__, durable
 from ..agent_view import Budget, Context, agent_context, parse_budget
 from ..carriers import numbered_original, original_name
+from ..conflicts import copy_settle_hint, describe_conflict, settle_hint
 from ..drafts import being_written, lacks_id, unanswered
 from ..errors import UsageError, VaultToolsError
 from ..ledger import RACY_NANOSECONDS
@@ -24,7 +25,6 @@ from ..page_names import PAGE_NAMES
 from ..pages import NOTE_MISSING, NOTICE, PageConflict, PageProblem, Pages, Settings, build_pages
 from ..topics import topic_aliases_in_use
 from ..vault import VaultState
-from .conflicts import copy_settle_hint, describe_conflict, settle_hint
 from .review_notes import waiting_line
 from .workspace import Workspace, blocking_problems
 

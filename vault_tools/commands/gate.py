@@ -34,7 +34,9 @@ def gate(ws: Workspace, decision_id: str, requirements: Iterable[str] = ()) -> G
     ruling = in_effect[found.id]
     result = GateResult(ruling, required)
     history = ws.history_of(state, found) or History(ruling.id)
-    if ruling.status is Status.SUPERSEDED:
+    if ruling.conflict is not None:  # neither outcome stands: no script may rely on either
+        result.failures.append(f"{ruling.id} is {ruling.conflict}")
+    elif ruling.status is Status.SUPERSEDED:
         successors = _successors(state, in_effect)
         by = successors.get(ruling.id) or ruling.superseded_by or "a later ruling"
         result.successor = _current_end(ruling.id, successors, in_effect)

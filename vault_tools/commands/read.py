@@ -32,7 +32,7 @@ class Lookup:
 
 def show(ws: Workspace, decision_id: str) -> tuple[Decision, History, list[Problem]]:
     state = ws.state()
-    decision = ws.find(state, decision_id)
+    decision = ws.with_conflict(state, ws.find(state, decision_id))
     return decision, ws.history_of(state, decision) or History(decision.id), state.problems.get(decision.path, [])
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import durable, note_edits, notes
+from ..conflicts import keep_choices
 from ..errors import NoteError, Refused, UsageError
 from ..history import CLOSING_EVENTS, History
 from ..ledger_lines import Event, event_key
@@ -15,7 +16,6 @@ from ..model import Decision, Status
 from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text
-from .conflicts import keep_choices
 from .workspace import Workspace
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import durable, note_edits, notes
+from ..conflicts import conflict_line
 from ..dates import Now, local_now, utc_now, utc_stamp
 from ..drafts import lacks_id
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError
@@ -215,9 +216,17 @@ class Workspace:
                                        for decision in state.decisions])
         in_effect = [decision if status is decision.status else replace(decision, status=status)
                      for decision, status in zip(state.decisions, statuses, strict=True)]
+        in_effect = [self.with_conflict(state, decision) for decision in in_effect]
         in_effect += self.missing_rulings(state)
         state.derived["in_effect"] = in_effect
         return in_effect
+
+    def with_conflict(self, state: VaultState, decision: Decision) -> Decision:
+        """The decision, marked with the conflict its record is in, if any."""
+        summary = self.summary_of(state, decision)
+        if summary is None or summary.conflict is None:
+            return decision
+        return replace(decision, conflict=conflict_line(summary.conflict))
 
     def missing_rulings(self, state: VaultState) -> list[Decision]:
         """The sealed rulings in force whose note is gone, each read from the ledger's sealed text and marked

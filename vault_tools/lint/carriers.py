@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..commands.conflicts import copy_settle_hint
+from ..conflicts import copy_settle_hint
 from .facts import Facts
 from .registry import ERROR, Finding, rule
 

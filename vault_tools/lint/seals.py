@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import notes
-from ..commands.conflicts import describe_conflict, settle_hint
 from ..commands.sealed import retargeted
+from ..conflicts import describe_conflict, settle_hint
 from ..drafts import unanswered
 from ..errors import NoteError
 from ..ledger_lines import Event

@@ -1,11 +1,12 @@
 """How a conflict between clones is told: what each clone did, in one line, and the `settle` command that ends it.
 
-Every reader that shows a conflict (the pages, `context`, lint) says it in these words.
+Every reader that shows a conflict (the pages, `context`, lint, `show`, `lookup`, `search`, `gate`, the hooks
+and the MCP server) says it in these words.
 """
 from __future__ import annotations
 
-from ..carriers import ConflictCopy
-from ..history import Conflict
+from .carriers import ConflictCopy
+from .history import Conflict
 
 
 def describe_conflict(conflict: Conflict) -> str:
@@ -40,3 +41,10 @@ def settle_hint(conflict: Conflict) -> str:
 
 def copy_settle_hint(copy: ConflictCopy) -> str:
     return f"vault-tools settle {copy.id} --copy \"{copy.path}\" --keep original|copy"
+
+
+def conflict_line(conflict: Conflict) -> str:
+    """What a reader says of a decision in conflict, wherever it shows the decision: neither outcome stands
+    until the owner settles it."""
+    return (f"in conflict: {describe_conflict(conflict)}; neither stands until the owner settles it "
+            f"(`{settle_hint(conflict)}`)")
