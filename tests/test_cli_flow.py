@@ -129,7 +129,7 @@ def test_init_sets_up_a_vault_with_templates_and_is_idempotent(tmp_path):
     assert "vault-tools init --agent claude" in first.out
     assert '"Sync all other types" on' in first.out  # what Obsidian Sync needs, said where it is set up
     assert (root / ".gitattributes").read_text() == ("vault-tools/ledger/*.jsonl merge=union\n"
-                                                    "Decisions/**/*.md merge=vault-tools-notes\n"
+                                                    "*.md merge=vault-tools-notes\n"
                                                     "Pinned/*.md merge=vault-tools-pages\n"
                                                     "vault-tools/pages/*.json merge=vault-tools-pages\n")
     ignored = (root / ".gitignore").read_text().splitlines()

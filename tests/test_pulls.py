@@ -228,3 +228,46 @@ def test_every_reader_says_a_decision_in_conflict_is_in_conflict_with_both_outco
         assert not is_error
         says_both(text)
     assert json.loads(results[3][1])["passed"] is False
+
+
+def test_a_decision_note_outside_the_decisions_folder_merges_with_the_notes_driver(two_with_question):
+    """The README lets a decision note live in any folder: a pull meets it as it meets one in Decisions/. Any other
+    note merges as git merges it, markers and all where both sides changed one line."""
+    a, b, question = two_with_question
+    for each in (a, b):
+        (each.root / "Projects").mkdir(exist_ok=True)
+    git(a.root, "mv", str(note_of(a, question).relative_to(a.root)), f"Projects/{question} Community call.md")
+    (a.root / "Projects" / "Plan.md").write_text("# Plan\n\nStart in March.\n", encoding="utf-8")
+    a.commit("moved to Projects")
+    subprocess.run(["git", "pull", "-q", "--no-rebase", str(a.root), "main"], cwd=b.root, env=git_env(), check=True)
+    moved = f"Projects/{question} Community call.md"
+    for each, words in ((a, "Thursdays at eight"), (b, "Tuesdays at seven")):
+        path = each.root / moved
+        path.write_text(path.read_text(encoding="utf-8").replace("status: open", "status: ruled").replace(
+            "## Question", f"## Ruling\n\n{words}.\n\n## Question"), encoding="utf-8")
+        (each.root / "Projects" / "Plan.md").write_text(f"# Plan\n\nStart in {words}.\n", encoding="utf-8")
+    a.vt("watch", "--once", expect=None)
+    a.commit("answered on A")
+    commit_as_typed(b, "answered on B")
+    done = subprocess.run(["git", "pull", "-q", "--no-rebase", "--no-edit", str(a.root), "main"], cwd=b.root,
+                          capture_output=True, text=True, env=git_env(), timeout=120)
+    assert done.returncode == 1 and "Projects/Plan.md" in done.stdout + done.stderr  # the plain note: git's way
+    assert moved not in git(b.root, "diff", "--name-only", "--diff-filter=U").stdout  # the decision note merged
+    assert "<<<<<<<" in (b.root / "Projects" / "Plan.md").read_text(encoding="utf-8")
+    assert "<<<<<<<" not in (b.root / moved).read_text(encoding="utf-8")
+
+
+def test_init_in_a_vault_set_up_before_adds_the_notes_line_before_the_pages_lines(tmp_path, capsys):
+    """A `.gitattributes` written by an earlier `init` names Decisions/ only: `init` adds the line for every note
+    where the pinned pages' own line still comes after it (in git, a later line wins)."""
+    origin = make_origin(tmp_path, capsys)
+    attributes = origin.root / ".gitattributes"
+    old = ("vault-tools/ledger/*.jsonl merge=union\nDecisions/**/*.md merge=vault-tools-notes\n"
+           "Pinned/*.md merge=vault-tools-pages\nvault-tools/pages/*.json merge=vault-tools-pages\n")
+    attributes.write_text(old, encoding="utf-8")
+    origin.vt("init")
+    lines = attributes.read_text(encoding="utf-8").splitlines()
+    assert lines.index("*.md merge=vault-tools-notes") < lines.index("Pinned/*.md merge=vault-tools-pages")
+    checked = git(origin.root, "check-attr", "merge", "--", "Pinned/Decisions log.md", "Projects/D-0009 X.md").stdout
+    assert "Pinned/Decisions log.md: merge: vault-tools-pages" in checked
+    assert "Projects/D-0009 X.md: merge: vault-tools-notes" in checked

@@ -32,7 +32,7 @@ from pathlib import Path
 from .. import durable, note_edits, notes
 from ..errors import NoteError, VaultToolsError
 from ..layout import layout_of
-from ..model import KNOWN_FIELDS, answer_of, is_ledger_property
+from ..model import KNOWN_FIELDS, answer_of, is_decision_mapping, is_ledger_property
 from ..record_files import merge_copy_name
 from ..vault import find_vault
 
@@ -165,6 +165,9 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
     mine_bytes, other_bytes = ours.read_bytes(), theirs.read_bytes()
     mine, other = _read(mine_bytes), _read(other_bytes)
     common = _read(base.read_bytes() if base.exists() else None)
+    if not any(note is not None and is_decision_mapping(note.data) for note in (mine, other, common)):
+        ours.write_bytes(merged)  # any other note (`*.md` names them all): git's own text merge, as without us
+        return done.returncode
     here, there, before = _lifecycle(mine), _lifecycle(other), _lifecycle(common)
     closed_differently = here[0] != there[0] or (here[1] and there[1] and here[1] != there[1]) or (
         before[0] not in (here[0], there[0])) or (  # both moved it on (two answers to one question)

@@ -62,13 +62,18 @@ def _git_pattern(folder: str, pattern: str) -> str:
     return json.dumps(path) if " " in path else path  # git reads a quoted pattern (C-style) since 2.x
 
 
+# Every note: a decision note may be in any folder, and the driver merges any other note as git's own text merge
+# does (`gitmerge.merge_note`). Before the pinned pages' line, which overrides it for them (git: a later line
+# wins).
+NOTES_LINE = f"*.md merge={NOTES_DRIVER}"
+
+
 def gitattributes_lines(root: Path) -> list[str]:
     """The ledger merges by line union; pinned pages keep this clone's copy (the next build or the
-    watcher regenerates them); decision notes merge as text, and a note both clones closed differently
+    watcher regenerates them); notes merge as text, and a decision note both clones closed differently
     keeps this clone's lifecycle fields (the ledger keeps both outcomes, shown as a conflict)."""
     config = load_config(root)
-    lines = [SHARED_GITATTRIBUTES_LINE if is_shared(root) else GITATTRIBUTES_LINE,
-             f"{_git_pattern(config.decisions_folder, '**/*.md')} merge={NOTES_DRIVER}",
+    lines = [SHARED_GITATTRIBUTES_LINE if is_shared(root) else GITATTRIBUTES_LINE, NOTES_LINE,
              f"{_git_pattern(config.pinned_folder, '*.md')} merge={PAGES_DRIVER}"]
     if is_shared(root):  # the digests of the pages each device wrote: derived like the pages
         lines.append(f"{RECORD_DIR}/pages/*.json merge={PAGES_DRIVER}")
@@ -166,8 +171,14 @@ def _ensure_lines(path: Path, lines: Iterable[str]) -> bool:
     missing = [line for line in lines if line not in existing.splitlines()]
     if not missing:
         return False
-    prefix = "" if not existing or existing.endswith("\n") else "\n"
-    durable.write_atomic(path, (existing + prefix + "\n".join(missing) + "\n").encode("utf-8"))
+    if NOTES_LINE in missing and f"merge={PAGES_DRIVER}" in existing:  # a vault set up before: the pages' lines
+        # must stay after it, so the new line goes before the first of them
+        kept = existing.splitlines(keepends=True)
+        at = next(i for i, line in enumerate(kept) if f"merge={PAGES_DRIVER}" in line)
+        existing = "".join([*kept[:at], NOTES_LINE + "\n", *kept[at:]])
+        missing.remove(NOTES_LINE)
+    prefix = "" if not existing or existing.endswith("\n") or not missing else "\n"
+    durable.write_atomic(path, (existing + prefix + "".join(line + "\n" for line in missing)).encode("utf-8"))
     return True
 
 
