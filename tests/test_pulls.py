@@ -255,6 +255,11 @@ def test_a_decision_note_outside_the_decisions_folder_merges_with_the_notes_driv
     assert moved not in git(b.root, "diff", "--name-only", "--diff-filter=U").stdout  # the decision note merged
     assert "<<<<<<<" in (b.root / "Projects" / "Plan.md").read_text(encoding="utf-8")
     assert "<<<<<<<" not in (b.root / moved).read_text(encoding="utf-8")
+    (b.root / "Projects" / "Plan.md").write_text("# Plan\n\nStart in the spring.\n", encoding="utf-8")
+    commit_as_typed(b, "merged")
+    b.vt("watch", "--once", expect=None)
+    _, out, _ = b.vt("lint", expect=None)
+    assert "VT021" not in out and "VT026" in out  # two answers to settle, not a sealed note edited in place
 
 
 def test_init_in_a_vault_set_up_before_adds_the_notes_line_before_the_pages_lines(tmp_path, capsys):
