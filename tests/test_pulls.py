@@ -172,14 +172,22 @@ def test_a_ruling_retracted_on_two_clones_keeps_both_reasons(two_with_ruling, mo
 @pytest.mark.parametrize("mode", MODES)
 def test_a_ruling_superseded_on_one_clone_and_retracted_on_the_other_is_a_conflict(two_with_ruling, mode):
     a, b, ruling = two_with_ruling
-    a.rule("--topic", "community-call", "--summary", "The community call moves to the last Friday of the month.",
-           "--supersedes", ruling, "--reason", "Mondays clash with the newsletter deadline.")
+    successor = a.rule("--topic", "community-call", "--summary",
+                       "The community call moves to the last Friday of the month.",
+                       "--supersedes", ruling, "--reason", "Mondays clash with the newsletter deadline.")
     type_in(b, ruling, "retracted", reason="Retracted on the laptop: the owner has not decided yet.")
     pulled = recorded_here_typed_there(a, b, mode, "B")
     kept = everything_kept(pulled)
     assert "the owner has not decided yet" in kept and "last Friday" in kept
     [conflict] = conflicts(pulled)
     assert conflict["id"] == ruling and "retracted" in conflict["what"] and "superseded" in conflict["what"]
+    keep = successor if mode == "rebase" else "retracted"  # both are choices the conflict offers
+    assert f"--keep {successor}|retracted " in conflict["settle"]
+    pulled.vt("settle", ruling, "--keep", keep, "--reason", "The owner says which closing stands, asked again.")
+    assert not conflicts(pulled)
+    shown = json.loads(pulled.vt("show", ruling, "--json")[1])
+    assert shown["status"] == ("superseded" if keep == successor else "retracted")
+    assert json.loads(pulled.vt("show", successor, "--json")[1])["status"] == "ruled"
 
 
 def test_every_reader_says_a_decision_in_conflict_is_in_conflict_with_both_outcomes(two_with_question):

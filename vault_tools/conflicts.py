@@ -32,7 +32,7 @@ def keep_choices(conflict: Conflict) -> tuple[str, ...]:
         return ("ruled", *(conflict.successors or ("retracted",)))
     if conflict.kind == "ruled-twice":
         return conflict.outcomes
-    return conflict.successors
+    return (*conflict.successors, *(("retracted",) if "retracted" in conflict.outcomes else ()))
 
 
 def settle_hint(conflict: Conflict) -> str:

@@ -90,7 +90,7 @@ def settle(ws: Workspace, decision_id: str, keep: str, reason: str | None, actor
             return _settle_outcome(ws, state, decision, history, wanted, reason, who)
         if conflict.kind == "ruled-twice":
             return _settle_answer(ws, state, decision, history, int(wanted.rsplit("-", 1)[1]), reason, who)
-        if conflict.kind == "kept-and-superseded" and wanted in ("ruled", "retracted"):
+        if wanted == "retracted" or (conflict.kind == "kept-and-superseded" and wanted == "ruled"):
             return _settle_kept(ws, state, decision, history, wanted, reason, who)
         return _settle_successor(ws, state, decision, history, wanted, reason, who)
 
