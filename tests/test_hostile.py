@@ -149,10 +149,10 @@ def test_a_note_named_with_link_breaking_characters_can_be_superseded(cli, vault
 
 def test_a_refused_supersession_names_no_file_that_does_not_exist(cli, vault):
     decision(vault, 1)
-    decision(vault, 2, status="open")
-    result = cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+    decision(vault, 2, status="withdrawn", topics=("newsletter-day",), reason="Dropped, the owner decides it later.")
+    result = cli("rule", "--topic", "newsletter-day", "--summary", "The newsletter goes out on Thursdays now.",
                  "--supersedes", "D-0002", "--reason", REASON)
-    assert result.code == 1 and "D-0002 is open" in result.err
+    assert result.code == 1 and "D-0002 is withdrawn" in result.err
     named = re.match(r"error: (.+?\.md)(:\d+)?: ", result.err)
     assert named is None or (vault / named.group(1)).exists(), result.err
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from vault_tools import note_edits, notes
 
 from .helpers import Running, configure, obsidian_save, write
@@ -104,3 +106,50 @@ def test_the_agent_is_told_which_ruling_has_no_answer_yet(vault):
     assert "D-0001 is marked ruled, but its summary still asks the question" in context.out
     sealed = vt_here("seal", "D-0001", cwd=vault)
     assert sealed.code == 1 and "still asks the question" in sealed.err
+
+
+@pytest.mark.parametrize("sealed_by", ["seal", "watch"])
+def test_a_ruling_whose_supersedes_names_an_open_question_answers_it(vault, sealed_by):
+    """The owner answers a question by writing a new ruling note that links the question in `supersedes`: the
+    ruling is sealed (by `seal`, or by the watcher) and the question closed as answered by it, never open beside
+    its answer."""
+    from .helpers import vt_here
+
+    configure(vault, debounce_ms=0, settle=0)
+    assert vt_here("ask", "Which platform should the newsletter move to?", "--topic", "newsletter-platform",
+                   cwd=vault).code == 0
+    question = next((vault / "Decisions").glob("D-0001 *.md"))
+    write(vault / "Decisions" / "Buttondown.md", _note(
+        "status: ruled\ntopics: [newsletter-platform]\nsummary: The newsletter moves to Buttondown in January.\n"
+        f'source: chat\nsupersedes: ["[[{question.stem}]]"]', "## Ruling\n\nButtondown, from January.\n"))
+    done = vt_here(*(["seal"] if sealed_by == "seal" else ["watch", "--once"]), cwd=vault)
+    assert done.code == 0, done.err
+    closed = notes.read_note(question).data
+    answer_title = next(p.stem for p in (vault / "Decisions").glob("*.md") if "D-0002" in p.read_text())
+    assert closed["status"] == "withdrawn"
+    assert closed["reason"] == f"Answered by [[{answer_title}]]: The newsletter moves to Buttondown in January."
+    context = json.loads(vt_here("context", "--json", cwd=vault).out)
+    assert context["open_questions"] == []
+    assert [r["summary"] for r in context["rulings"]] == ["The newsletter moves to Buttondown in January."]
+    assert _status(vault, "D-0001") == "withdrawn" and _status(vault, "D-0002") == "ruled"
+    lint = vt_here("lint", cwd=vault)
+    assert lint.code == 0, lint.out
+
+
+def test_seal_with_no_ids_seals_what_it_can_and_names_what_it_cannot(vault):
+    write(vault / "Decisions" / "D-0001 Send day.md", _note(
+        "id: D-0001\nstatus: ruled\ntopics: [newsletter-day]\nsummary: The newsletter goes out every Thursday morning.\n"
+        "source: chat"))
+    from .helpers import vt_here
+
+    assert vt_here("seal", "D-0001", cwd=vault).code == 0
+    write(vault / "Decisions" / "D-0002 Tuesdays.md", _note(  # supersedes a ruling, but says not why
+        "id: D-0002\nstatus: ruled\ntopics: [newsletter-day]\nsummary: The newsletter goes out on Tuesdays.\n"
+        'source: chat\nsupersedes: ["[[D-0001 Send day]]"]'))
+    write(vault / "Decisions" / "D-0003 Footer.md", _note(
+        "id: D-0003\nstatus: ruled\ntopics: [article-footer]\nsummary: Footers carry only the author bio.\nsource: chat"))
+    done = vt_here("seal", cwd=vault)
+    assert done.code == 1
+    assert done.out.strip() == "D-0003 sealed"
+    assert "D-0002 not sealed: supersedes a ruling but has no reason" in done.err
+    assert _status(vault, "D-0003") == "ruled" and _status(vault, "D-0002") is None

@@ -353,13 +353,14 @@ def term_text(value: Any) -> str:
 def status_in_effect(status: Status, recorded: Status | None, replaced: bool) -> Status:
     """Where a note stands for everything that reads it: the ledger's final statuses win over what the
     note says (a retracted ruling set back to `ruled` by hand is still retracted), and a ruling named in
-    a current ruling's `supersedes` is no longer current, even before sealing marks it."""
+    a current ruling's `supersedes` is no longer current, even before sealing marks it (an open question
+    named there is answered by it: withdrawn, see `commands.supersede.answered_questions`)."""
     if recorded in FINAL_STATUSES:
         return recorded
     if recorded is Status.RULED and status is Status.RETRACTED:
         return Status.RULED  # a retraction typed in Obsidian counts once it is recorded
-    if status is Status.RULED and replaced:
-        return Status.SUPERSEDED
+    if replaced and status in (Status.RULED, Status.OPEN):  # an open question named so is answered: closed
+        return Status.SUPERSEDED if status is Status.RULED else Status.WITHDRAWN
     return status
 
 
@@ -389,12 +390,6 @@ def transition_problem(current: Status, new: Status) -> str | None:
     if current in FINAL_STATUSES:
         return f"is {current.value}, which is final"
     return f"is {current.value}; it cannot become {new.value}"
-
-
-# -- links --------------------------------------------------------------------------
-
-
-# -- topics -------------------------------------------------------------------------
 
 
 # -- file names ---------------------------------------------------------------------

@@ -8,6 +8,7 @@ import typer
 
 from .. import console
 from ..errors import VaultToolsError
+from ..model import Decision
 from ..shapes import decision_json
 
 if TYPE_CHECKING:
@@ -227,12 +228,18 @@ def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Seal ruled notes now instead of waiting for the settle window."""
     ws = workspace(vault)
-    sealed = seal_rulings(ws, decision_ids or [])
+    not_sealed: list[tuple[Decision, VaultToolsError]] = []
+    sealed = seal_rulings(ws, decision_ids or [], not_sealed)
     refresh_pages(ws)
     if json_:
         print_json([decision_json(d) for d in sealed])
-        return
-    for decision in sealed:
-        out(f"{decision.id} sealed")
-    if not sealed:
-        stderr.print("nothing to seal", markup=False)
+    else:
+        for decision in sealed:
+            out(f"{decision.id} sealed")
+        if not sealed and not not_sealed:
+            stderr.print("nothing to seal", markup=False)
+    for decision, error in not_sealed:
+        stderr.print(f"{error.path or decision.path}:{error.line or 1}: {decision.id} not sealed: {error.message}",
+                     markup=False)
+    if not_sealed:
+        raise typer.Exit(1)

@@ -16,7 +16,13 @@ from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
 from .seal import seal_events, seal_targets_first
-from .supersede import apply_superseded, plan_superseded, supersede_targets
+from .supersede import (
+    answered_questions,
+    apply_superseded,
+    close_answered,
+    plan_superseded,
+    supersede_targets,
+)
 from .workspace import Workspace, sections
 
 
@@ -112,13 +118,15 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
     seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, state, target, decision, reason or "") for target in targets]
+    answered = answered_questions(ws, state, decision)
     if note is None:
         durable.create_note(path, text)
     else:
         durable.write_note(note, text)
         text = note_edits.file_text(note, text)
     history = ws.history_of(state, question) if question is not None else None
-    ws.vault.ledger.append(seal_events(ws, state, decision, text, history, actor))
+    ws.vault.ledger.append(seal_events(ws, state, decision, text, history, actor)
+                           + close_answered(ws, state, decision, answered, actor))
     for plan in plans:
         apply_superseded(ws, state, plan, actor)
     return decision

@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import durable, note_edits, notes
 from ..drafts import unanswered
-from ..errors import InconsistentVault, NoteError, Refused
+from ..errors import InconsistentVault, NoteError, Refused, VaultToolsError
 from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import linked_ids
@@ -18,7 +18,9 @@ from .ids import give_ids
 from .live import LiveState
 from .supersede import (
     PendingWrites,
+    answered_questions,
     apply_superseded,
+    close_answered,
     plan_superseded,
     supersede_now,
     supersede_targets,
@@ -26,9 +28,11 @@ from .supersede import (
 from .workspace import KnownSeal, Workspace
 
 
-def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
+def seal(ws: Workspace, decision_ids: Iterable[str] = (),
+         not_sealed: list[tuple[Decision, VaultToolsError]] | None = None) -> list[Decision]:
     """Seal ruled notes that are not sealed yet (all of them, or those named), each on the vault as the ones
-    before it left it (read once, then only what was written: see `LiveState`)."""
+    before it left it (read once, then only what was written: see `LiveState`). With none named and a
+    `not_sealed` list, a ruling that cannot be sealed goes there, with why, and the others are sealed."""
     wanted = {check_id(value) for value in decision_ids}
     sealed = []
     with ws.vault.ledger.locked(), ws.vault.ledger.synced_together():
@@ -58,8 +62,13 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = ()) -> list[Decision]:
                         current = live.decision_at(rel)
                     if current is None or not _to_seal(ws, state, current, live.history_of(current), wanted):
                         continue
-                    sealed.append(seal_one(ws, state, current, live.history_of(current), live.unchanged_text(rel),
-                                           pending=pending))
+                    try:
+                        sealed.append(seal_one(ws, state, current, live.history_of(current),
+                                               live.unchanged_text(rel), pending=pending))
+                    except VaultToolsError as error:
+                        if wanted or not_sealed is None:
+                            raise
+                        not_sealed.append((current, error))
                     live.refresh()
             except BaseException:
                 pending.write_before_failing()  # the rulings sealed before it keep their supersessions
@@ -123,10 +132,12 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
                         line=decision.line_of("supersedes"))
     seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, state, target, decision, decision.reason or "") for target in targets]
+    answered = answered_questions(ws, state, decision)
     if stamping is not None:
         durable.write_note(*stamping)
     actor = decision.ruled_by or ws.config.default_ruler
     events = seal_events(ws, state, decision, text_on_disk, history, actor, known)
+    events += close_answered(ws, state, decision, answered, actor)
     if pending is not None:
         pending.hold(decision.path, events)
     else:

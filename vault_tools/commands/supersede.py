@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import durable, note_edits, notes
 from ..errors import InconsistentVault, Refused, VaultToolsError
-from ..history import History
+from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import unresolved_link
 from ..model import Decision, Status
@@ -53,6 +53,8 @@ def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, link
         ws.check_writable(state, target)
         history = ws.history_of(state, target, known)
         status = (history.status if history is not None else None) or target.status
+        if status is Status.OPEN and target.status is Status.OPEN:
+            continue  # a question it answers (`answered_questions`), not a ruling it replaces
         if target.status is not Status.RULED or status is not Status.RULED:
             successor = f" by {target.superseded_by}" if target.superseded_by else ""
             raise Refused(f"{target.id} is {status.value}{successor}; only a current ruling can be superseded",
@@ -62,6 +64,45 @@ def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, link
             raise InconsistentVault(edited, path=target.path)
         targets.append(target)
     return targets
+
+
+# docs/design/0039-a-ruling-that-supersedes-a-question-answers-it.md
+def answered_questions(ws: Workspace, state: VaultState, decision: Decision) -> list[Decision]:
+    """The open questions a ruling names in `supersedes`: it answers them, and sealing it closes each (withdrawn,
+    its reason naming the answer) rather than refusing the link, so no question stays open beside its answer."""
+    resolve, by_id, known = ws.resolver_with(state, decision), state.by_id(), ws.histories()
+    found = []
+    for link in decision.supersedes:
+        target = by_id.get(resolve(link) or "")
+        if target is None or target.id == decision.id or target.status is not Status.OPEN:
+            continue
+        history = ws.history_of(state, target, known)
+        if history is None or history.status in (None, Status.OPEN):
+            found.append(target)
+    return found
+
+
+def answered_changes(answer: Decision) -> dict[str, str]:
+    """What closing a question answered by `answer` changes in its note."""
+    return {"status": Status.WITHDRAWN.value, "reason": f"Answered by [[{answer.title}]]: {answer.summary}"}
+
+
+def close_answered(ws: Workspace, state: VaultState, answer: Decision, questions: Iterable[Decision],
+                   actor: str) -> list[Event]:
+    """Close each question `answer` answers: its note withdrawn, its reason naming the answer; returns the
+    `withdrawn` events, for the caller to write with the answer's own."""
+    events = []
+    for question in questions:
+        path = ws.vault.path_of(question)
+        note = ws.read(path)
+        changes = answered_changes(answer)
+        text = note_edits.with_fields(note, changes)
+        closed = ws.parse_new(path, text)
+        durable.write_note(note, text)
+        history = ws.history_of(state, question)
+        events.append(ws.event("withdrawn", closed, actor, record=history.record if history else new_record(),
+                               reason=changes["reason"], text=note_edits.file_text(note, text)))
+    return events
 
 
 def superseded_changes(new: Decision, reason: str) -> dict[str, str]:

@@ -35,8 +35,9 @@ def supersedes_not_applied(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
     Reports a ruling whose `supersedes` did not take effect: the note it names is not `superseded` by
-    this one. Either that note cannot be superseded (it is open, withdrawn, retracted or superseded by
-    another ruling), or this ruling is sealed and the note it replaced is still `ruled`. A ruling that
+    this one. Either that note cannot be superseded (it is withdrawn, retracted or superseded by
+    another ruling), or this ruling is sealed and the note it replaced is still `ruled`. An open question
+    named there is answered by the ruling (sealing closes it, its reason naming the answer): not reported. A ruling that
     is not sealed yet is left alone while its target is still current: sealing applies the link.
 
     ## Why
@@ -64,9 +65,16 @@ def supersedes_not_applied(facts: Facts) -> Iterator[Finding]:
             elif target.status is Status.RULED:
                 if facts.sealed(decision) or decision.status is not Status.RULED:
                     yield Finding(decision.path, where, f"supersedes {target.id}, but {target.id} is still ruled")
-            else:
+            elif not _answered_by(target, decision):
                 yield Finding(decision.path, where, f"supersedes {target.id}, which is {target.status.value}; "
                                                     "only a current ruling can be superseded")
+
+
+def _answered_by(question: Decision, ruling: Decision) -> bool:
+    """An open question a ruling names in `supersedes`, or the question that sealing it closed as answered."""
+    if question.status is Status.OPEN:
+        return True
+    return question.status is Status.WITHDRAWN and (question.reason or "").startswith(f"Answered by [[{ruling.title}]]")
 
 
 @rule("VT012", "supersedes-cycle", ERROR, remembered=True)
