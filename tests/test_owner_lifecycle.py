@@ -153,3 +153,17 @@ def test_seal_with_no_ids_seals_what_it_can_and_names_what_it_cannot(vault):
     assert done.out.strip() == "D-0003 sealed"
     assert "D-0002 not sealed: supersedes a ruling but has no reason" in done.err
     assert _status(vault, "D-0003") == "ruled" and _status(vault, "D-0002") is None
+
+
+def test_a_note_typed_with_capitals_is_the_decision_the_owner_meant(vault):
+    """`type: Decision` and `status: Ruled`, as people type them: read as `decision` and `ruled`."""
+    from .helpers import vt_here
+
+    write(vault / "Decisions" / "D-0001 Send day.md", _note(
+        "id: D-0001\nstatus: Ruled\ntopics: [newsletter-day]\nsummary: The newsletter goes out every Thursday morning.\n"
+        "source: chat").replace("type: decision", "type: Decision"))
+    assert vt_here("seal", cwd=vault).out.strip() == "D-0001 sealed"
+    found = json.loads(vt_here("lookup", "newsletter-day", "--json", cwd=vault).out)
+    assert [(f["id"], f["status"]) for f in found] == [("D-0001", "ruled")]
+    lint = vt_here("lint", cwd=vault)
+    assert lint.code == 0, lint.out

@@ -162,6 +162,7 @@ def test_a_plain_note_made_a_decision_note_by_any_route_is_refused(record, agent
     forged = "---\ntype: decision\nstatus: ruled\ntopics: [analytics]\nsummary: Analytics are fine after all.\n---\n"
     write(root / "Drafts" / "forged.md", forged)
     for command in (f"cat > Decisions/Tracking.md <<'EOF'\n{forged}EOF", "sed -i 's/type: note/type: decision/' Notes/plain.md",
+                    "sed -i 's/type: note/type: Decision/' Notes/plain.md",  # read as `decision` (capitals are meant)
                     "cp Drafts/forged.md Decisions/", "mv Drafts/forged.md Decisions/Tracking.md"):
         reason = shell(agent, command, root)
         assert reason and "vault-tools ask" in reason, command

@@ -184,7 +184,7 @@ def id_matches(typed: str, decision_id: str) -> bool:
 
 
 def is_decision_mapping(data: Any) -> bool:
-    return isinstance(data, Mapping) and str(data.get("type", "")).strip() == "decision"
+    return isinstance(data, Mapping) and str(data.get("type", "")).strip().casefold() == "decision"  # `Decision` too
 
 
 # -- building a Decision from frontmatter ------------------------------------------
@@ -267,7 +267,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
     status = None
     if "status" in values:
         try:
-            status = Status(values["status"])
+            status = Status(str(values["status"]).strip().casefold())  # `Ruled` is meant as `ruled`
         except ValueError:
             allowed = ", ".join(s.value for s in Status)
             problem("status", f"unknown status {values['status']!r} (expected one of: {allowed})", "VT006")

@@ -34,7 +34,12 @@ _CLOSE_FENCE = re.compile(r"^---[ \t]*(\r?\n|$)", re.MULTILINE)
 # Loose on purpose: a frontmatter that is a list or broken YAML but says
 # `type: decision` is a decision note the owner got wrong, not someone else's note.
 _CLOSING_LINE = re.compile(rb"\n---[ \t]*\r?\n")  # a closing fence, its line whole in the bytes read
-_CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE)
+_CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE | re.IGNORECASE)
+
+
+def mentions_decision(raw: bytes) -> bool:
+    """Whether the bytes hold the word `decision` in any case (`type: Decision` is meant as `decision`)."""
+    return b"ecision" in raw or b"ECISION" in raw
 
 
 _CORE_SCHEMA = (
@@ -174,7 +179,7 @@ def read_start_keyed(path: str | Path) -> tuple[str | None, bytes | None, StatKe
         raw += more
         if not (raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---")):
             return None, None, key
-        if b"decision" not in raw:
+        if not mentions_decision(raw):
             if whole or raw.count(b"\n---", 3) > 0:
                 return None, None, key
             more, whole = _read_up_to(fd, MAX_NOTE_BYTES)
@@ -188,7 +193,7 @@ def _plainly_ordinary(raw: bytes) -> bool:
     """Whether the first bytes of a note (however many one read gave) already show it is no decision note:
     no frontmatter, or frontmatter closed without the word. Then it need not be read to its end."""
     if raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---"):
-        return b"decision" not in raw and _CLOSING_LINE.search(raw, 3) is not None
+        return not mentions_decision(raw) and _CLOSING_LINE.search(raw, 3) is not None
     return len(raw) >= 6  # too long to be the start of an opening `---`, even after a byte order mark
 
 

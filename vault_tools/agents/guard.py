@@ -39,7 +39,7 @@ _STATUS_LINE = re.compile(r"""^["']?status["']?:[ \t]*["']?([a-z]+)["']?[ \t]*$"
 _WALK_SKIPPED = {".git", ".obsidian", ".trash", "node_modules"}
 _PAGE_KEYS = {name.casefold() for name in PAGE_NAMES}
 # Text that makes a note a decision note, typed into a command or an edit (`notes.claims_decision` judges files).
-_TYPES_DECISION = re.compile(r"""["']?type["']?[ \t]*:[ \t]*["']?decision\b""")
+_TYPES_DECISION = re.compile(r"""["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.IGNORECASE)  # `Decision` too
 
 
 class Guard:
@@ -235,7 +235,7 @@ def _decision_head(target: Path) -> str | None:
         return None  # a new note, a folder, a name the system refuses
     # As notes.read_head judges a note, without importing what parsing one needs.
     if not start.lstrip(b"\xef\xbb\xbf").startswith(b"---") or (
-            b"decision" not in start and (len(start) < 4096 or start.count(b"\n---", 3) > 0)):
+            b"ecision" not in start and b"ECISION" not in start and (len(start) < 4096 or start.count(b"\n---", 3) > 0)):
         return None
     from ..notes import claims_decision, read_head  # parsing only a file that may be a decision note
     try:
