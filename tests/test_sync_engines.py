@@ -575,3 +575,37 @@ def test_three_devices_at_random_converge(tmp_path, carrier) -> None:
     for ruling, status in ruling_ids(first).items():
         if status == "ruled":
             assert any(h.id == ruling and h.sealed for h in histories.values()), ruling
+
+
+def test_a_device_whose_record_has_not_arrived_says_so_and_starts_no_second_ledger(tmp_path) -> None:
+    """Obsidian Sync without "Sync all other types": the notes reach device B, the ledger (`.jsonl`) and the
+    config (`.yaml`) do not. B's watcher leaves A's notes alone and says why; lint and `context` say so too."""
+    cloud = Cloud("obsidian-sync", other_types=False)
+    a, b = (Device(name, tmp_path / name) for name in ("deva", "devb"))
+    for device in (a, b):
+        (device.root / ".obsidian").mkdir(parents=True)
+    init_vault(a.root, TZ)
+    config = a.root / "vault-tools" / "config.yaml"
+    config.write_text(config.read_text() + QUICK)
+    code, out = vt(a, "rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.",
+                   "--source", "chat")
+    assert code == 0
+    ruling = new_id(out)
+    cloud.settle(a, b)
+    assert (b.root / "Decisions").is_dir() and not (b.root / "vault-tools" / "ledger").exists()
+    tag = ruling.rsplit("-", 1)[1]
+    past = time.time() - 5
+    for path in b.root.rglob("*.md"):
+        os.utime(path, (past, past))
+    code, said = vt(b, "watch", "--once")
+    assert not any(Vault(b.root).ledger.read()), "B began a record of A's ruling"
+    code, out = vt(b, "lint")
+    assert code == 1 and f"VT053 error: {ruling} was recorded on device {tag}" in out and "Sync all other types" in out
+    problems = context_of(b)["problems"]
+    assert any(f"{ruling} was recorded on device {tag}" in p["message"] for p in problems), problems
+    cloud.other_types = True  # the owner switches it on: the record arrives, and nothing is left to say
+    cloud.settle(a, b)
+    assert vt(b, "watch", "--once")[0] == 0  # what its watcher does when the files arrive: the pages follow
+    code, out = vt(b, "lint")
+    assert code == 0, out
+    assert context_of(b)["problems"] == []

@@ -17,6 +17,7 @@ from .commands.close import finish_interrupted_close, hand_made_events
 from .commands.ids import awaiting_ids, give_ids
 from .commands.live import LiveState
 from .commands.merge_copies import file_merge_copies, merge_copies, record_merge_outcomes
+from .commands.missing import ledgers_not_here, not_here_said
 from .commands.repair import pending_chain
 from .commands.restore import describe, restore_missing
 from .commands.revise import merge_twin_revisions, reject_edit
@@ -125,6 +126,7 @@ class _Reconcile:
         self.own_writes: dict[str, tuple[float, float]] = {}
         self.saved_at: dict[str, float] = {}  # path -> the owner's last save, as this round found it
         self.pending = PendingWrites(ws)  # seals, questions recorded and supersessions, written together
+        self.not_here: dict[str, str] = {}  # id -> tag of a device whose ledger has not arrived (see `run`)
 
     @property
     def state(self) -> VaultState:
@@ -135,6 +137,10 @@ class _Reconcile:
             self.give_ids()
         self.merge_twin_revisions()
         self.record_merge_outcomes()
+        known_ids = {event.id for history in self.live.known.values() for event in history.events}
+        self.not_here = {decision.id: tag for tag, found in
+                         ledgers_not_here(self.ws.vault.root, self.state.decisions, known_ids).items()
+                         for decision in found}
         for _ in range(MAX_RECONCILE_ROUNDS):
             if not self.round():
                 break
@@ -337,6 +343,10 @@ class _Reconcile:
 
     def reconcile_one(self, decision: Decision, mtime: float) -> None:
         history = self.live.history_of(decision)
+        tag = self.not_here.get(decision.id)
+        if tag is not None and history is None:
+            self.invalid(decision.id, decision.path, not_here_said(tag))
+            return
         duplicated = self.ws.duplicated(self.state)
         if decision.id in duplicated:  # which record is which waits for `renumber`: nothing is written
             others = ", ".join(d.path for d in duplicated[decision.id] if d.path != decision.path)

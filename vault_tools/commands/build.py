@@ -25,6 +25,7 @@ from ..page_names import PAGE_NAMES
 from ..pages import NOTE_MISSING, NOTICE, PageConflict, PageProblem, Pages, Settings, build_pages
 from ..topics import topic_aliases_in_use
 from ..vault import VaultState
+from .missing import not_here_said
 from .review_notes import waiting_line
 from .workspace import Workspace, blocking_problems
 
@@ -42,10 +43,11 @@ def page_path(ws: Workspace, name: str) -> Path:
 
 
 def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = None,
-                  missing: Sequence[Decision] = ()) -> list[PageProblem]:
+                  missing: Sequence[Decision] = (),
+                  not_here: Mapping[str, Sequence[Decision]] | None = None) -> list[PageProblem]:
     """The decision notes that cannot be read or used, as the pages and the agent's view list them; with
-    the ledger's statuses (`recorded`), also the rulings not sealed yet that do not hold an answer; and the
-    sealed rulings whose note is `missing`."""
+    the ledger's statuses (`recorded`), also the rulings not sealed yet that do not hold an answer; the
+    sealed rulings whose note is `missing`; and the notes of devices whose ledger is `not_here`."""
     writing = {path for path, data in state.properties.items() if lacks_id(data)}
     found = [PageProblem(e.path or "?", e.line, e.message[:MAX_PROBLEM_CHARS]) for e in state.broken
              if e.path not in writing]
@@ -64,7 +66,14 @@ def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = Non
             if why:
                 found.append(PageProblem(decision.path, decision.line_of("summary"), why[:MAX_PROBLEM_CHARS]))
     found += [PageProblem(ruling.path, None, f"{ruling.id} (sealed ruling): {NOTE_MISSING}") for ruling in missing]
+    found += [PageProblem(decision.path, decision.line_of("id"), f"{decision.id} was {not_here_said(tag)}")
+              for tag, decisions in (not_here or {}).items() for decision in decisions]
     return found
+
+
+def problems_of(ws: Workspace, state: VaultState) -> list[PageProblem]:
+    """`page_problems` with everything the pages and the agent's view say."""
+    return page_problems(state, _recorded(ws), ws.missing_rulings(state), ws.ledgers_not_here(state))
 
 
 # One note's problems take a few lines of the pages at most: `lint` lists them all.
@@ -107,7 +116,7 @@ def config_budget(ws: Workspace) -> Budget:
 def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
     state = state or ws.state()
     return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws),
-                       page_problems(state, _recorded(ws), ws.missing_rulings(state)), conflicts=page_conflicts(ws, state),
+                       problems_of(ws, state), conflicts=page_conflicts(ws, state),
                        review_waiting=waiting_line(ws))
 
 
@@ -247,7 +256,7 @@ def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
         raise UsageError(str(error)) from None
     state = state or ws.state()
     return agent_context(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings(ws),
-                         chosen, page_problems(state, _recorded(ws), ws.missing_rulings(state)), page_conflicts(ws, state))
+                         chosen, problems_of(ws, state), page_conflicts(ws, state))
 
 
 def refresh_pages(ws: Workspace) -> list[str]:

@@ -1,16 +1,20 @@
 """The sealed rulings in force whose note is gone: deleted, moved where notes are not read (the templates folder,
 a dot-folder), or no longer a decision note. A ruling ends only by a retraction or a supersession the ledger
 records, never by losing its file: every reader keeps it, read from the ledger's sealed text (`restore`
-writes the note back).
+writes the note back). And the other way round: notes whose device's ledger has not arrived (`ledgers_not_here`).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InconsistentVault, NoteError
-from ..model import Decision, Status, build_decision
+from ..layout import device_tag, ledger_tags
+from ..model import ID_PATTERN, Decision, Status, build_decision
 from ..notes import parse_text
+from ..record_files import LEDGER_FOLDER, LEDGER_SUFFIX, RECORD_DIR
 
 if TYPE_CHECKING:
     from ..vault import VaultState
@@ -61,3 +65,27 @@ def missing_rulings(ws: Workspace, state: VaultState) -> list[Decision]:
                 found.append(replace(decision, note_missing=True))
     state.derived["missing_rulings"] = found
     return found
+
+
+# docs/several-machines.md, "Setting up each device, per carrier"
+def ledgers_not_here(root: Path, decisions: Iterable[Decision], known_ids: set[str]) -> dict[str, list[Decision]]:
+    """The notes recorded on a device whose ledger file this vault does not hold, by that device's tag: an id
+    tagged `k7q2` that no ledger here knows, and no `vault-tools/ledger/k7q2.jsonl`. A carrier that brings the
+    notes but not the record (Obsidian Sync without "Sync all other types"), or one still bringing it: such a
+    note is left alone (sealing it here would start its record a second time) and reported."""
+    present = ledger_tags(root)
+    own = device_tag(root, create=False)
+    found: dict[str, list[Decision]] = {}
+    for decision in decisions:
+        match = ID_PATTERN.match(decision.id)
+        tag = match.group(2) if match else None
+        if tag and tag != own and tag not in present and decision.id not in known_ids:
+            found.setdefault(tag, []).append(decision)
+    return found
+
+
+def not_here_said(tag: str) -> str:
+    """Why a note of device `tag` is left alone, and what to switch on."""
+    return (f"recorded on device {tag}, whose ledger ({RECORD_DIR}/{LEDGER_FOLDER}/{tag}{LEDGER_SUFFIX}) is not in "
+            "this vault: left alone until it arrives (with Obsidian Sync, switch on Settings > Sync > Sync all "
+            "other types on every device; see docs/several-machines.md)")

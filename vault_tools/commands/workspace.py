@@ -14,7 +14,7 @@ from .. import durable, note_edits, notes
 from ..conflicts import conflict_line
 from ..dates import Now, local_now, utc_now, utc_stamp
 from ..drafts import lacks_id
-from ..errors import InconsistentVault, NoteError, NotFound, UsageError
+from ..errors import InconsistentVault, NoteError, NotFound, UsageError, VaultToolsError
 from ..history import Conflict, History, RecordSummary, latest_with_id, new_record
 from ..layout import device_tag, ledger_tags
 from ..ledger_lines import Event
@@ -37,7 +37,7 @@ from ..settling import duplicate_ids, supersedes_cycle
 from ..topics import topics_match
 from ..vault import UnreadableNote, Vault, VaultState
 from .checks import check_id
-from .missing import missing_rulings
+from .missing import ledgers_not_here, missing_rulings
 
 # Missing on a hand-ruled note until sealing stamps them: not a reason to block other writes.
 STAMPED_FIELDS = ("ruled_at", "ruled_by")
@@ -232,6 +232,14 @@ class Workspace:
         """The sealed rulings in force whose note is gone, each read from the ledger's sealed text and marked
         `note_missing` (see `commands.missing`); worked out once per read of the vault."""
         return missing_rulings(self, state)
+
+    def ledgers_not_here(self, state: VaultState) -> dict[str, list[Decision]]:
+        """The notes recorded on a device whose ledger has not arrived, by its tag (see `missing.ledgers_not_here`)."""
+        try:
+            known = {summary.id for summary in self.vault.ledger.summaries()}
+        except VaultToolsError:
+            known = set()
+        return ledgers_not_here(self.vault.root, state.decisions, known)
 
     def seal_hash_of(self, state: VaultState, decision: Decision) -> str:
         """The seal hash of a note as it is now, computed once per read of the vault."""

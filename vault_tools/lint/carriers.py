@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..commands.missing import ledgers_not_here, not_here_said
 from ..conflicts import copy_settle_hint
 from .facts import Facts
 from .registry import ERROR, Finding, rule
@@ -30,3 +31,28 @@ def conflict_copy(facts: Facts) -> Iterator[Finding]:
         line = facts.property_lines.get(copy.path, {}).get("id")
         yield Finding(copy.path, line, f"conflict copy {copy.carrier} made of {copy.original} ({copy.id}); compare "
                                        f"them and keep one: {copy_settle_hint(copy)}")
+
+
+@rule("VT053", "ledger-not-here", ERROR)
+def ledger_not_here(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a decision note recorded on another device (its id ends with that device's tag, `D-0012-k7q2`)
+    whose ledger file, `vault-tools/ledger/k7q2.jsonl`, is not in this vault, and which no ledger here knows.
+
+    ## Why
+    The carrier brought the notes but not the record: Obsidian Sync carries Markdown always, and the
+    ledger (`.jsonl`) and config (`.yaml`) only with "Sync all other types" switched on. Sealing such a note
+    here would begin its record a second time, under this device's ledger, and an edit made on the other
+    device could no longer be told from a ruling never sealed. The watcher leaves these notes alone.
+
+    ## How to fix
+    On every device: Settings > Sync > Sync all other types, then restart Obsidian; or bring
+    `vault-tools/` across with your carrier. A note copied in from elsewhere (recorded on no device of this
+    vault) gets an id of this vault once its `id` line is deleted: the watcher gives it a new one.
+    """
+    known = {event.id for event in facts.events}
+    for tag, found in ledgers_not_here(facts.state.root, facts.state.decisions, known).items():
+        for decision in found:
+            line = facts.property_lines.get(decision.path, {}).get("id")
+            yield Finding(decision.path, line, f"{decision.id} was {not_here_said(tag)}")
