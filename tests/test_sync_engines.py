@@ -597,7 +597,7 @@ def test_a_device_whose_record_has_not_arrived_says_so_and_starts_no_second_ledg
     past = time.time() - 5
     for path in b.root.rglob("*.md"):
         os.utime(path, (past, past))
-    code, said = vt(b, "watch", "--once")
+    vt(b, "watch", "--once")
     assert not any(Vault(b.root).ledger.read()), "B began a record of A's ruling"
     code, out = vt(b, "lint")
     assert code == 1 and f"VT053 error: {ruling} was recorded on device {tag}" in out and "Sync all other types" in out

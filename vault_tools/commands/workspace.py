@@ -365,7 +365,7 @@ class Workspace:
                 match = ID_PATTERN.match("D-" + path.name.split(" ", 1)[0].removesuffix(".md")[2:])
                 if match:
                     numbers.append(int(match.group(1)))
-        tag = clone_tag(self.vault.root, tags | ledger_tags(self.vault.root))
+        tag = device_tag(self.vault.root, tags | ledger_tags(self.vault.root))  # None outside git, hidden layout
         return format_id(max(numbers, default=0) + 1, tag=tag)
 
     def event(self, kind: str, decision: Decision, actor: str, *, record: str, **extra: Any) -> Event:
@@ -441,11 +441,6 @@ def _could_be_on(value: Any, topics: tuple[str, ...]) -> bool:
         return True
     typed = [re.sub(r"[^a-z0-9]+", "-", str(item).lower()).strip("-") for item in value]
     return any(topics_match(mine, theirs) for mine in topics for theirs in typed if theirs)
-
-
-def clone_tag(root: Path, taken: Iterable[str] = ()) -> str | None:
-    """This device's tag for new ids (see `layout.device_tag`); None outside git in the hidden layout."""
-    return device_tag(root, taken)
 
 
 def sections(*parts: tuple[str, str | None]) -> str:
