@@ -609,3 +609,86 @@ def test_a_device_whose_record_has_not_arrived_says_so_and_starts_no_second_ledg
     code, out = vt(b, "lint")
     assert code == 0, out
     assert context_of(b)["problems"] == []
+
+
+@pytest.mark.parametrize("carrier,kind", [("obsidian-sync", "question"), ("syncthing", "question"),
+                                          ("icloud", "ruling")])
+def test_a_note_made_on_one_device_keeps_one_record_when_both_watchers_gave_it_an_id(tmp_path, carrier, kind):
+    """The owner makes a note from a template on A; the carrier brings it to B before either watcher numbered it,
+    and each gives it an id of its own. Once the two meet, every device keeps one record of it (the same one)
+    and closes the other; the agent is told of one question (or ruling), and lint is clean."""
+    cloud, (a, b) = devices(tmp_path, carrier)
+    status = "open" if kind == "question" else "ruled"
+    summary = "Should the shop sell printed back issues?" if kind == "question" else \
+        "The shop sells no printed back issues."
+    (a.root / "Decisions").mkdir(exist_ok=True)
+    (a.root / "Decisions" / "Untitled.md").write_text(
+        f"---\ntype: decision\nid:\nstatus: {status}\ntopics: [back-issues]\nsummary: {summary}\n"
+        + ("source: chat\n" if kind == "ruling" else "") + "---\n## Question\n\nReaders keep asking.\n")
+    cloud.sync(a)
+    cloud.sync(b)
+    watch(a)
+    watch(b)
+    for _ in range(3):
+        cloud.settle(a, b)
+        watch(a)
+        watch(b)
+    cloud.settle(a, b)
+    assert notes_of(a) == notes_of(b) and events_of(a) == events_of(b)
+    made = {i: s for i, s in ruling_ids(a).items() if i.startswith("D-0001-")}
+    assert list(made.values()) == [status], made  # the twin's note is removed, its text in the ledger
+    records = {h.id: h.status.value for h in Vault(a.root).ledger.histories().values() if h.id.startswith("D-0001-")}
+    closed = "withdrawn" if kind == "question" else "retracted"
+    assert len(records) == 2 and sorted(records.values()) == sorted([status, closed]), records
+    context = context_of(a)
+    listed = context["open_questions"] if kind == "question" else context["rulings"]
+    assert [item["summary"] for item in listed] == [summary]
+    for device in (a, b):
+        code, out = vt(device, "lint")
+        assert code == 0, out
+
+
+def test_a_note_given_two_ids_and_answered_under_one_keeps_the_answer(tmp_path):
+    """The twins met after the owner had answered one of them on B: every device keeps the answered one and
+    closes the untouched one, whichever sorts first."""
+    cloud, (a, b) = devices(tmp_path, "obsidian-sync")
+    (a.root / "Decisions").mkdir(exist_ok=True)
+    (a.root / "Decisions" / "Untitled.md").write_text(
+        "---\ntype: decision\nid:\nstatus: open\ntopics: [back-issues]\n"
+        "summary: Should the shop sell printed back issues?\n---\n## Question\n\nReaders keep asking.\n")
+    cloud.sync(a)
+    cloud.sync(b)
+    watch(a)
+    watch(b)
+    [numbered_on_b] = [i for i in ruling_ids(b) if i.startswith("D-0001-")]
+    assert vt(b, "rule", numbered_on_b, "--summary", "The shop sells no printed back issues.", "--source",
+              "chat")[0] == 0
+    for _ in range(3):
+        cloud.settle(a, b)
+        watch(a)
+        watch(b)
+    cloud.settle(a, b)
+    for device in (a, b):
+        assert {i: s for i, s in ruling_ids(device).items() if i.startswith("D-0001-")} == {numbered_on_b: "ruled"}
+        assert context_of(device)["open_questions"] == []
+        code, out = vt(device, "lint")
+        assert code == 0, out
+
+
+def test_lint_fix_keeps_one_record_of_a_note_given_two_ids(tmp_path):
+    """Where no watcher runs (a clone in CI, say), `lint --fix` does what the watcher would."""
+    cloud, (a, b) = devices(tmp_path, "syncthing")
+    (a.root / "Decisions").mkdir(exist_ok=True)
+    (a.root / "Decisions" / "Untitled.md").write_text(
+        "---\ntype: decision\nid:\nstatus: open\ntopics: [back-issues]\n"
+        "summary: Should the shop sell printed back issues?\n---\n")
+    cloud.sync(a)
+    cloud.sync(b)
+    watch(a)
+    watch(b)
+    cloud.settle(a, b)
+    code, out = vt(a, "lint")
+    assert code == 1 and "VT054" in out
+    code, out = vt(a, "lint", "--fix")
+    assert code == 0, out
+    assert len([i for i, s in ruling_ids(a).items() if s == "open"]) == 1

@@ -24,6 +24,7 @@ from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
 from .commands.supersede import EditedSinceSealed, PendingWrites, supersede_now
+from .commands.twins import merge_twin_notes
 from .commands.workspace import Workspace
 from .drafts import being_written, lacks_id
 from .errors import NoteError, VaultToolsError
@@ -136,6 +137,7 @@ class _Reconcile:
         if self.settle_before is not None:  # ids for notes made without one, once left alone to settle
             self.give_ids()
         self.merge_twin_revisions()
+        self.merge_twin_notes()
         self.record_merge_outcomes()
         known_ids = {event.id for history in self.live.known.values() for event in history.events}
         self.not_here = {decision.id: tag for tag, found in
@@ -221,6 +223,14 @@ class _Reconcile:
         twins = merge_twin_revisions(self.ws, self.state)
         for loser, path, kept in twins:
             self.act("withdrawn", loser, path, f"the same revision as {kept}, made on another device")
+        if twins:
+            self.changed(removed=[path for _, path, _ in twins if path and not (self.state.root / path).exists()])
+
+    def merge_twin_notes(self) -> None:
+        """One note that two devices' watchers each gave an id keeps one record (see `commands.twins`)."""
+        twins = merge_twin_notes(self.ws, self.state, self.live.known)
+        for closed, path, kept in twins:
+            self.act("withdrawn", closed, path, f"the same note as {kept}, given an id on another device too")
         if twins:
             self.changed(removed=[path for _, path, _ in twins if path and not (self.state.root / path).exists()])
 

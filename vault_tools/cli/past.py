@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 from ..commands.history import changed as changes_between
 from ..commands.history import export_jsonl, export_markdown, export_records, rulings_as_of, text_diff
 from ..commands.history import history as record_history
+from ..commands.twins import MADE
 from .common import JsonOption, RecordedOption, VaultOption, app, decision_line, out, print_json, stderr, workspace
 
 
@@ -42,7 +43,7 @@ def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A dec
         extra = [f"reason: {event.reason}"] if event.reason else []
         if event.successor:
             extra.append(f"{'revision' if event.event == 'edit-rejected' else 'successor'}: {event.successor}")
-        if event.origin:
+        if event.origin and not event.origin.startswith(MADE):  # not the mark of a note as made (`twins`)
             extra.append(f"from {event.origin}")
         out(f"{event.at}  {event.event} by {event.actor}  {event.path}")
         for line in extra:

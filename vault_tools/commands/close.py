@@ -1,6 +1,7 @@
 """`withdraw` and `retract`: the closings with a reason; and closings made in Obsidian."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .. import durable, note_edits, notes
@@ -12,6 +13,7 @@ from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_name, check_text
 from .sealed import unreviewed_edit
+from .twins import made_origin
 from .workspace import Workspace
 
 
@@ -62,9 +64,10 @@ def hand_made_events(ws: Workspace, decision: Decision, kind: str, history: Hist
     if unchanged is None:
         note = ws.read(ws.vault.path_of(decision))
         unchanged = note_edits.file_text(note, note.text)
+    origin = made_origin(unchanged) if history is None else None  # see `twins`: one note, two ids
     if kind == "asked":
-        return [ws.asked_event(decision, actor, unchanged, record=record)]
-    return [ws.event(kind, decision, actor, record=record, reason=decision.reason, text=unchanged)]
+        return [replace(ws.asked_event(decision, actor, unchanged, record=record), origin=origin)]
+    return [ws.event(kind, decision, actor, record=record, reason=decision.reason, text=unchanged, origin=origin)]
 
 
 def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decision, history: History,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from .. import durable, note_edits, notes
@@ -25,6 +26,7 @@ from .supersede import (
     supersede_now,
     supersede_targets,
 )
+from .twins import made_origin
 from .workspace import KnownSeal, Workspace
 
 
@@ -109,7 +111,7 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
     stamping: tuple[notes.Note, str] | None = None  # the note as read, and its text once stamped
     if unchanged is not None and decision.ruled_at is not None and decision.ruled_by is not None and \
             decision.path not in state.problems:
-        text_on_disk = unchanged  # what `decision` was read from, and valid as it is
+        text_on_disk = as_made = unchanged  # what `decision` was read from, and valid as it is
     else:
         path = ws.vault.path_of(decision)
         note = ws.read(path)
@@ -121,6 +123,7 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
         stamped = note_edits.edited(note, stamps) if stamps else note
         decision = ws.parse_new(path, stamped.text, stamped)
         text_on_disk = note_edits.file_text(note, stamped.text)
+        as_made = note_edits.file_text(note, note.text)
         stamping = (note, stamped.text) if stamps else None
     known = ws.known_seal(decision)
     why = known.unanswered if known is not None else unanswered(decision)
@@ -137,6 +140,8 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
         durable.write_note(*stamping)
     actor = decision.ruled_by or ws.config.default_ruler
     events = seal_events(ws, state, decision, text_on_disk, history, actor, known)
+    if history is None:  # its first event, marked as the owner made it (`twins`: one note given two ids)
+        events[0] = replace(events[0], origin=made_origin(as_made))
     events += close_answered(ws, state, decision, answered, actor)
     if pending is not None:
         pending.hold(decision.path, events)

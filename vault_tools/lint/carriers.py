@@ -4,7 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..commands.missing import ledgers_not_here, not_here_said
+from ..commands.twins import twin_notes
 from ..conflicts import copy_settle_hint
+from ..model import Status
 from .facts import Facts
 from .registry import ERROR, Finding, rule
 
@@ -56,3 +58,32 @@ def ledger_not_here(facts: Facts) -> Iterator[Finding]:
         for decision in found:
             line = facts.property_lines.get(decision.path, {}).get("id")
             yield Finding(decision.path, line, f"{decision.id} was {not_here_said(tag)}")
+
+
+@rule("VT054", "one-note-two-ids", ERROR)
+def one_note_two_ids(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports two records of one note: the owner made it without an id on one device, the carrier brought it
+    to another before either watcher numbered it, and each watcher gave it an id of its own.
+
+    ## Why
+    The agent would be told of the same question (or ruling) twice, and answering or replacing one would
+    leave the other standing. The watcher and `lint --fix` keep one record on every device (the same one)
+    and close the other, as long as nobody changed it since; once both were changed, the owner decides.
+
+    ## How to fix
+    Run `vault-tools lint --fix` (or let the watcher run). If both were changed since, keep the one you mean
+    and close the other: `vault-tools withdraw ID --reason ...` for a question, `vault-tools retract ID
+    --reason ...` for a ruling.
+    """
+    by_id = {decision.id: decision for decision in facts.state.decisions}
+    for twins in twin_notes(facts.histories):
+        in_force = [record for record in twins.records if record.status in (Status.OPEN, Status.RULED)]
+        for record in in_force[1:]:
+            note = by_id.get(record.id)
+            path = note.path if note is not None else record.path or ""
+            line = facts.property_lines.get(path, {}).get("id")
+            yield Finding(path, line, f"{record.id} is the same note as {in_force[0].id}, made once and given an id "
+                                      "on two devices; `vault-tools lint --fix` keeps one (if both were changed "
+                                      "since, withdraw or retract the one you do not mean)")

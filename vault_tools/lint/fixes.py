@@ -10,6 +10,7 @@ from ..commands.ids import give_ids
 from ..commands.repair import finish_interrupted
 from ..commands.restore import describe, restore_missing
 from ..commands.seal import seal
+from ..commands.twins import merge_twin_notes
 from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
 from ..history import histories
@@ -62,6 +63,12 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     except VaultToolsError as error:  # a damaged ledger: lint reports it; nothing can be recorded
         done = []
         not_done.append(f"could not record steps taken in Obsidian: {error}")
+    try:
+        with vault.ledger.locked():
+            done += [f"closed {closed}: the same note as {kept}, given an id on two devices"
+                     for closed, _, kept in merge_twin_notes(ws, ws.state(), ws.histories())]
+    except VaultToolsError as error:
+        not_done.append(f"could not keep one record of notes given two ids: {error}")
     try:
         finished, unfinished = finish_interrupted(ws)
         done += finished

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import notes
 from ..commands.sealed import retargeted
+from ..commands.twins import twin_notes
 from ..conflicts import describe_conflict, settle_hint
 from ..drafts import unanswered
 from ..errors import NoteError
@@ -190,9 +191,11 @@ def sealed_note_missing(facts: Facts) -> Iterator[Finding]:
     """
     tied = {history.record for history in facts.ties.values()}
     unreadable = [error.path or "" for error in facts.state.broken]
+    twins_closed = {record.record for twins in twin_notes(facts.histories) for record in twins.records
+                    if record.status is Status.RETRACTED}  # a ruling's second id, closed: its note goes with it
     for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.events[0].position or h.events[0].line or 0)):
         decision_id = history.id
-        if not history.sealed or history.record in tied:
+        if not history.sealed or history.record in tied or history.record in twins_closed:
             continue
         if any(path == history.path or path.rsplit("/", 1)[-1].startswith(decision_id + " ") for path in unreadable):
             continue  # the note is there but cannot be read (VT001)
