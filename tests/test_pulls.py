@@ -156,6 +156,8 @@ def test_an_answer_on_one_clone_and_a_withdrawal_on_the_other_are_a_conflict(two
     assert "paused until the spring" in kept and "Thursdays at eight" in kept
     [conflict] = conflicts(pulled)
     assert conflict["id"] == question and "withdrawn" in conflict["what"]
+    code, _, err = pulled.vt("gate", question, expect=None)
+    assert code == 1 and "in conflict: ruled on one clone" in err and "edited in place" not in err
 
 
 @pytest.mark.parametrize("mode", MODES)
