@@ -78,7 +78,7 @@ def footer_vault(vault, cli) -> Path:
 
 # The modules whose tests take longest (git clones, real processes, the demo), run first: the workers then end
 # together on short tests instead of one finishing a long test alone at the end (46-47 s -> 40-41 s on two cores).
-SLOW_FIRST = ("test_machines.py", "test_demo.py", "test_watch.py", "test_import.py", "test_hostile.py",
+SLOW_FIRST = ("test_machines.py", "test_pulls.py", "test_demo.py", "test_watch.py", "test_import.py", "test_hostile.py",
               "test_reconcile.py", "test_owner_week.py", "test_owner_lifecycle.py", "test_mcp.py")
 
 

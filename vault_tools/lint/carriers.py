@@ -80,10 +80,11 @@ def one_note_two_ids(facts: Facts) -> Iterator[Finding]:
     by_id = {decision.id: decision for decision in facts.state.decisions}
     for twins in twin_notes(facts.histories):
         in_force = [record for record in twins.records if record.status in (Status.OPEN, Status.RULED)]
-        for record in in_force[1:]:
+        for record in in_force if len(in_force) > 1 else ():
             note = by_id.get(record.id)
             path = note.path if note is not None else record.path or ""
             line = facts.property_lines.get(path, {}).get("id")
-            yield Finding(path, line, f"{record.id} is the same note as {in_force[0].id}, made once and given an id "
+            others = ", ".join(other.id for other in in_force if other is not record)
+            yield Finding(path, line, f"{record.id} is the same note as {others}, made once and given an id "
                                       "on two devices; `vault-tools lint --fix` keeps one (if both were changed "
                                       "since, withdraw or retract the one you do not mean)")
