@@ -260,3 +260,32 @@ def test_new_commands_run_as_a_subprocess_with_json(cli, vault, command):
     result = vt_here(*command, "--json", cwd=vault)
     assert result.code == 0, result.err
     json.loads(result.out)
+
+
+def test_history_takes_the_counter_alone_as_every_command_does(tmp_path):
+    """In a git clone ids carry the clone's tag (`D-0001-k7q2`); `history D-0001` finds it when it names one."""
+    vault = make_vault(tmp_path / "vault")
+    commit_all(vault)
+    assert vt_here("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
+                   "--source", "chat", cwd=vault).code == 0
+    [tagged] = [e.id for e in events(vault)][:1]
+    assert tagged.startswith("D-0001-")
+    done = vt_here("history", "D-0001", cwd=vault)
+    assert done.code == 0, done.err
+    assert tagged in done.out
+
+
+def test_the_search_claims_of_the_history_page_hold(cli):
+    """docs/history.md: `Trackers` finds `tracker`, `naïve` finds `naive`, `footers` finds `footer`; a search of
+    words every decision shares says so rather than finding nothing in silence."""
+    cli("rule", "--topic", "analytics", "--summary", "No third-party tracker on the blog; page counts only.",
+        "--source", "chat")
+    cli("rule", "--topic", "onboarding", "--summary", "The onboarding guide keeps a naive reader in mind.",
+        "--source", "chat")
+    cli("rule", "--topic", "article-footer", "--summary", "Every article footer carries the author bio.",
+        "--source", "chat")
+    assert search_ids(cli, "Trackers") == ["D-0001"]
+    assert search_ids(cli, "naïve") == ["D-0002"]
+    assert search_ids(cli, "footers") == ["D-0003"]
+    said = cli("search", "décisions")
+    assert said.code == 0 and "too common to search for" in said.err

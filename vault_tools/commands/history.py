@@ -27,7 +27,7 @@ from ..errors import NoteError, NotFound, UsageError
 from ..history import History
 from ..ledger_lines import Event
 from ..links import LinkResolver, leading_id
-from ..model import Decision, Status, build_decision
+from ..model import Decision, Status, build_decision, id_matches
 from ..topics import topics_match
 from .checks import check_id, check_topics
 from .workspace import Workspace
@@ -120,6 +120,11 @@ def history(ws: Workspace, decision_id: str) -> RecordHistory:
     decision_id = check_id(decision_id)
     known = ws.histories_by_id()
     state = ws.state()
+    if decision_id not in known:  # the counter alone, as every command takes it, when it names one record
+        named = sorted({i for i in [*known, *(d.id for d in state.decisions)] if id_matches(decision_id, i)})
+        if len(named) > 1:
+            raise UsageError(f"{decision_id} names {len(named)} decisions: {', '.join(named)}; give the whole id")
+        decision_id = named[0] if named else decision_id
     current = state.get(decision_id)
     if decision_id not in known:
         if current is None:

@@ -8,7 +8,7 @@ from ..bodies import BodyView, preview, sections, view, without_comments
 from ..dates import local_date
 from ..errors import UsageError
 from ..history import History
-from ..index import SearchIndex, SearchResult, fts5_available, notice_once, scan
+from ..index import SearchIndex, SearchResult, fold, fts5_available, fts_query, notice_once, scan
 from ..model import TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
 from ..pages import PageProblem
 from ..settling import describe_chain, settled_topics, unresolved_overlaps
@@ -65,6 +65,9 @@ def search(ws: Workspace, query: str, *, history: bool = False, limit: int = 20)
     `history` superseded, withdrawn and retracted ones too (marked so)."""
     if limit < 1:
         raise UsageError("--limit must be at least 1")
+    if fts_query(query) is None and fold(query).strip():
+        return SearchResult(notices=[f"every word of {query!r} is too common to search for (such as \"decision\" "
+                                     "or \"what\"): give a word of the matter itself"])
     if not fts5_available():
         result = SearchResult()
         notice = notice_once(ws.vault)
