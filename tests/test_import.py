@@ -270,9 +270,10 @@ def test_each_adr_format_is_detected_and_mapped(tmp_path):
     parsed = adr.parse(adr_folder(tmp_path))
     records = {r.label: r for r in parsed.records}
     assert {s.file: s.why for s in parsed.skipped} == {
-        "doc/adr/README.md": "not an ADR file name (NNNN-title.md or YYYYMMDD-title.md)",
-        "doc/adr/0006-weird.md": "status 'Maybe later' is not one vault-tools knows "
-                                 "(accepted, proposed, rejected, deprecated, superseded, ...)"}
+        "doc/adr/README.md": "not an ADR file name (NNNN-title.md or YYYYMMDD-title.md)"}
+    weird = records["ADR 6"]  # a status nobody defined: a question for the owner, never a current ruling
+    assert weird.status == "open" and weird.summary == 'Does ADR 6 stand (Weird)? Its status reads "Maybe later".'
+    assert "imported as a question to review" in weird.remarks[-1]
     assert records["ADR 2"].supersedes == ("adr:repo/doc/adr/0001-record-architecture-decisions.md",)
     assert records["ADR 3"].supersedes == ("adr:repo/doc/adr/0002-use-madr-instead.md",)
     assert records["ADR 3"].deciders == ("Alice", "Bob") and str(records["ADR 3"].ruled_at) == "2018-04-02"
@@ -288,7 +289,7 @@ def test_each_adr_format_is_detected_and_mapped(tmp_path):
 def test_an_adr_chain_written_by_adr_tools_is_kept_in_the_vault(cli, vault, tmp_path):
     repo = adr_folder(tmp_path)
     report = import_json(cli, "adr", str(repo))
-    assert len(report["created"]) == 6
+    assert len(report["created"]) == 7
     notes = {key.rsplit("/", 1)[-1]: d for key, d in by_origin(vault).items()}
     first, second, third = (notes[name] for name in ("0001-record-architecture-decisions.md",
                                                       "0002-use-madr-instead.md", "0003-use-log4brains.md"))
@@ -316,7 +317,7 @@ def test_import_progress_is_not_shown_when_piped(vault, tmp_path):
     done = vt("import", "adr", str(repo), "--vault", str(vault), cwd=tmp_path)
     assert done.code == 0 and "\x1b[" not in done.err and "━" not in done.err
     assert done.err.strip().splitlines()[-1] == \
-        "8 file(s) read; imported 6, 0 for review, 0 imported before, 2 skipped"
+        "8 file(s) read; imported 7, 0 for review, 0 imported before, 1 skipped"
 
 
 def test_import_progress_is_shown_on_a_terminal(vault, tmp_path):
@@ -324,7 +325,7 @@ def test_import_progress_is_shown_on_a_terminal(vault, tmp_path):
     repo = adr_folder(tmp_path)
     done = vt_on_terminal("import", "adr", str(repo), "--vault", str(vault), cwd=tmp_path)
     assert done.code == 0 and "importing adr" in done.err and "\x1b[" in done.err
-    assert "8 file(s) read; imported 6" in done.err
+    assert "8 file(s) read; imported 7" in done.err
 
 
 def test_import_into_a_vault_with_a_broken_decision_note_is_refused(cli, vault, tmp_path):
@@ -334,3 +335,28 @@ def test_import_into_a_vault_with_a_broken_decision_note_is_refused(cli, vault, 
     assert done.code == 3 and "D-0001 Broken.md" in done.err
     assert snapshot(vault) == before
 
+
+
+EDGES = Path(__file__).parent / "data" / "adr-edges"
+
+
+def test_every_supersession_form_is_applied_and_no_unplaced_status_is_current(cli, vault):
+    """Hand-made ADRs in the shapes real sets use (tests/data/adr-edges/README.md): every supersession is applied
+    whichever side states it and however; a status the importer cannot place, or "superseded" with no
+    successor, is a question for the owner, never a current ruling; numbered headings give clean summaries and
+    topics; a file name with `_` is read."""
+    report = import_json(cli, "adr", str(EDGES))
+    assert [s["file"] for s in report["skipped"]] == ["README.md"]
+    notes = {key.rsplit("/", 1)[-1].split("-")[0].split("_")[0]: d for key, d in by_origin(vault).items()}
+    assert {number: note.status.value for number, note in notes.items()} == {
+        "0001": "superseded", "0002": "superseded", "0003": "ruled", "0004": "superseded", "0005": "ruled",
+        "0006": "superseded", "0007": "ruled", "0008": "open", "0009": "open", "0010": "retracted"}
+    for old, new in (("0001", "0003"), ("0002", "0003"), ("0004", "0005"), ("0006", "0007")):
+        assert notes[old].superseded_by == f"[[{notes[new].title}]]", old
+    assert notes["0001"].summary == "Use PSR-16 for caching" and notes["0001"].topics == ("use-psr-16-for-caching",)
+    assert notes["0002"].summary == "Transport layer responsibilities"
+    assert "Frozen until the next major version" in notes["0008"].summary and notes["0008"].summary.endswith(".")
+    assert "no ADR says what replaced it" in notes["0009"].summary
+    current = {r["summary"] for r in json.loads(cli("context", "--json").out)["rulings"]}
+    assert current == {notes[n].summary for n in ("0003", "0005", "0007")}
+    assert_vault_is_clean(cli)

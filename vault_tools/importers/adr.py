@@ -33,14 +33,15 @@ from . import (
     one_line,
 )
 
-NUMBERED = re.compile(r"^(\d{3,4})-(.+)\.md$", re.I)
+NUMBERED = re.compile(r"^(\d{3,4})[-_](.+)\.md$", re.I)  # `0007-slug.md`, and `0031_slug.md` as some sets name them
 DATED = re.compile(r"^(\d{4})(\d{2})(\d{2})-(.+)\.md$")
 TEMPLATE_FOLDERS = {"template", "templates"}
 SKIPPED_FOLDERS = {"node_modules", ".git"}
 
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 _H2 = re.compile(r"^##[ \t]+(.+?)[ \t#]*$", re.M)
-_NUMBER_PREFIX = re.compile(r"^(?:ADR[- ]?)?\d+(?:\.|:)?\s+", re.I)
+_NUMBER_PREFIX = re.compile(r"^(?:ADR[- ]?)?\d+[.:)]?\s+", re.I)  # `7. `, `ADR-7: `, `7) `
+_ATTRIBUTES = re.compile(r"\s*\{[#.][^{}]*\}\s*$")  # a heading's `{#adr_0001}` (Pandoc / kramdown attributes)
 _BULLET = re.compile(r"^[ \t]*[*+-][ \t]+(?:\*\*)?([A-Za-z][A-Za-z -]*?)(?:\*\*)?[ \t]*:(?:\*\*)?[ \t]*(.*)$")
 _DATE_LINE = re.compile(r"^Date:\s*(\S+)", re.M | re.I)
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
@@ -48,6 +49,8 @@ _SUPERSEDED_BY = re.compile(r"\bsuper[sc]eded\s+by\b", re.I)
 _SUPERSEDES = re.compile(r"\bsuper[sc]edes\b", re.I)
 _PARTLY = re.compile(r"\b(?:in\s+part|partly|partially)\s+super[sc]ed", re.I)
 _ADR_NUMBER = re.compile(r"(?:ADR[- #]*|#|\[)0*(\d{1,4})\b", re.I)
+_ANY_NUMBER = re.compile(r"(?<![\w.-])(?:ADR[- #]*|#)?0*(\d{1,4})(?![\w.-]*\d)", re.I)  # `3`, `0003`, `ADR 3`, `#3`
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}")
 
 # Status words, lower-cased, first match wins (checked in this order).
 STATUS_WORDS: tuple[tuple[str, str], ...] = (
@@ -172,9 +175,13 @@ def parse(root: Path, now: dt.datetime | None = None) -> Parsed:
         names = ", ".join(by_key[k].label for k in sorted(predecessors))
         successor.reason = f"{successor.label} ({successor.title}) supersedes {names}, as the ADRs record"
     for record in parsed.records:
-        if record.status == SUPERSEDED and record.superseded_by is None:
-            record.status = RULED
-            record.remarks.append("is marked superseded, but no successor was found: imported as ruled")
+        if record.status == SUPERSEDED and record.superseded_by is None:  # never current on the importer's guess
+            record.status, record.asked_at, record.ruled_at = OPEN, record.ruled_at, None
+            record.summary = record.question = (f"Does {record.label} still stand ({record.title})? It is marked "
+                                                "superseded, and no ADR says what replaced it.")
+            record.remarks = [remark for remark in record.remarks if not remark.startswith("has no date")]
+            record.remarks.append("is marked superseded, but no successor was found: imported as a question to "
+                                  "review")
     _partly_without_target(adrs, parsed)
     parsed.records = _ordered(parsed.records)
     return parsed
@@ -251,10 +258,10 @@ def _read(path: Path, rel: str, parsed: Parsed) -> _Adr | None:
     given = metadata.get("title")
     title = one_line(given) if isinstance(given, str) else ""
     if not title and h1:
-        title = _NUMBER_PREFIX.sub("", one_line(h1.group(1))).strip()
+        title = _NUMBER_PREFIX.sub("", _ATTRIBUTES.sub("", one_line(h1.group(1)))).strip()
     slug = (numbered.group(2) if numbered else dated.group(4)) if (numbered or dated) else ""  # type: ignore[union-attr]
     if not title:
-        title = slug.replace("-", " ").strip().capitalize()
+        title = slug.replace("-", " ").replace("_", " ").strip().capitalize()
     if h1:  # the title is kept as the note's, not repeated in its body
         content = content[:h1.start()] + content[h1.end():].lstrip("\n")
     number = numbered.group(1) if numbered else "".join(dated.groups()[:3])  # type: ignore[union-attr]
@@ -307,12 +314,12 @@ def _section(content: str, heading: str) -> str | None:
 
 
 def _refs(text: str) -> list[str]:
-    """What a supersession line points at: its links' targets, else an ADR number it names."""
+    """What a supersession line points at: its links' targets, else every ADR number it names ("by 3", "by
+    0003", "ADR 1 and ADR 2"), dates aside."""
     links = [target for _, target in _LINK.findall(text)]
     if links:
         return links
-    number = _ADR_NUMBER.search(text)
-    return [number.group(0)] if number else []
+    return [f"ADR {int(number)}" for number in _ANY_NUMBER.findall(_DATE.sub(" ", text))]
 
 
 # Found first, then widened to its line: a pattern starting with `[^\n]*` tries every position of every line.
@@ -387,11 +394,10 @@ def _record(adr: _Adr, base: str, common: tuple[str, ...], parsed: Parsed) -> Re
         remarks.append("has no status: imported as accepted (ruled)")
     else:
         found = _status_of(adr.status_text)
-        if found is None:
-            parsed.skipped.append(Skipped(adr.rel, f"status {adr.status_text!r} is not one vault-tools knows "
-                                                   "(accepted, proposed, rejected, deprecated, superseded, ...)"))
-            return None
-        status, word = found
+        status, word = found if found is not None else (OPEN, "")
+        if found is None:  # never a current ruling on a word nobody defined: the owner says whether it stands
+            remarks.append(f"status {one_line(adr.status_text)!r} is not one vault-tools can place (accepted, "
+                           "proposed, rejected, deprecated, superseded, ...): imported as a question to review")
     day = _day(adr.metadata.get("date")) or _day(adr.bullets.get("date"))
     if day is None:
         date_line = _DATE_LINE.search(adr.content)
@@ -399,9 +405,11 @@ def _record(adr: _Adr, base: str, common: tuple[str, ...], parsed: Parsed) -> Re
     if day is None and len(adr.number) == 8:
         day = _day(adr.number)
     summary = f"Rejected: {adr.title}" if word in ("rejected", "declined") else adr.title
+    if found_unplaced := (status == OPEN and adr.status_text is not None and word == ""):
+        summary = f"Does {label} stand ({adr.title})? Its status reads \"{one_line(adr.status_text)}\"."
     if len(summary) < MIN_TEXT:
         summary = f"Architecture decision {int(adr.number)}: {summary}"
-    summary = first_sentence(summary, limit=200)
+    summary = summary if found_unplaced else first_sentence(summary, limit=200)
     deciders = _names(adr.metadata.get("decision-makers") or adr.metadata.get("deciders") or adr.bullets.get("deciders"))
     tags = list(_names(adr.metadata.get("tags") or adr.bullets.get("tags")))
     if adr.bullets.get("tags") and len(tags) == 1 and " " in tags[0]:
