@@ -200,3 +200,54 @@ def test_settle_seconds_may_be_a_fraction(vault):
 
     (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nsettle_seconds: 0.5\n")
     assert load_config(vault).settle_seconds == 0.5
+
+
+# -- a note the record could not read back is never written ---------------------------------------------
+
+BIG = 6 * 1024 * 1024
+
+
+def test_rule_with_a_body_over_the_note_limit_is_refused_and_writes_nothing(cli, vault):
+    before = snapshot(vault)
+    done = cli("rule", "--topic", "article-footer", "--summary", RULING, "--source", "chat", "--body", "x" * BIG)
+    assert done.code != 0 and "over the 5,242,880-byte limit of a decision note" in done.err
+    assert len(done.err.strip().splitlines()) == 1
+    assert snapshot(vault) == before
+
+
+def test_an_adr_over_the_note_limit_is_cut_with_its_whole_text_kept(cli, vault, tmp_path):
+    from vault_tools import notes
+
+    folder = tmp_path / "adr"
+    write(folder / "0001-keep-everything-in-one-repository.md",
+          "# 1. Keep everything in one repository\n\n## Status\n\nAccepted\n\n## Context\n\n"
+          + "A line of context that goes on and on.\n" * (BIG // 38))
+    assert cli("import", "adr", str(folder)).code == 0
+    [note] = (vault / "Decisions").glob("D-0001 *.md")
+    assert note.stat().st_size <= notes.MAX_NOTE_BYTES
+    assert "_Cut here: the whole text" in note.read_text(encoding="utf-8")
+    kept = list((vault / ".vault-tools" / "kept").glob("ADR 1 full text *.md"))
+    assert len(kept) == 1 and kept[0].stat().st_size > BIG
+    assert cli("lint").code == 0
+    assert cli("rule", "--topic", "newsletter-day", "--summary", "The newsletter goes out on Thursdays.",
+               "--source", "chat").code == 0  # the vault takes writes: nothing unreadable blocks them
+
+
+def test_a_ruling_sealed_over_the_limit_and_shortened_by_the_owner_is_sealed_as_shortened(cli, vault, monkeypatch):
+    """A note an earlier version let through: unreadable, it blocked every write, and cutting it by hand was
+    undone as an in-place edit. The owner's cut is sealed."""
+    from vault_tools import notes
+
+    monkeypatch.setattr(notes, "MAX_NOTE_BYTES", 50 * 1024 * 1024)
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING, "--source", "chat",
+               "--body", "A very long ruling.\n" * (BIG // 20)).code == 0
+    monkeypatch.undo()
+    [note] = (vault / "Decisions").glob("D-0001 *.md")
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text[:text.index("A very long ruling.")] + "A very long ruling, cut short by the owner.\n",
+                    encoding="utf-8")
+    old = os.stat(note).st_mtime - 600
+    os.utime(note, (old, old))
+    assert cli("watch", "--once").code == 0
+    assert "cut short by the owner" in note.read_text(encoding="utf-8")
+    assert cli("lint").code == 0

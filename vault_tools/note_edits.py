@@ -192,3 +192,8 @@ def _verify_edit(before: Note, text: str, changes: Mapping[str, Any]) -> Note:
 def file_text(note: Note, text: str) -> str:
     """`text` as the file holds it: with the note's BOM, if it had one."""
     return (BOM if note.bom else "") + text
+
+
+def sections(*parts: tuple[str, str | None]) -> str:
+    """A note body of `## Heading` sections, leaving out those with no text."""
+    return "".join(f"## {heading}\n\n{text.strip()}\n\n" for heading, text in parts if text).rstrip("\n") + "\n"

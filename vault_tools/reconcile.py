@@ -448,6 +448,14 @@ class _Reconcile:
                 finish_interrupted_close(ws, state, decision, history, note):
             self.act(decision.status.value, decision.id, decision.path, "finished an interrupted operation")
             return
+        if len(seal.text.encode("utf-8")) > notes.MAX_NOTE_BYTES:  # sealed too long to be read back (before the
+            # limit held on every write): restoring would make it unreadable again, so the owner's cut is sealed
+            ws.vault.ledger.append([ws.event("amended", decision, ws.config.default_ruler, record=history.record,
+                                             hash=ws.seal_hash_of(state, decision),
+                                             text=note_edits.file_text(note, note.text))])
+            self.act("sealed", decision.id, decision.path, "a ruling sealed over the size limit, shortened by the "
+                                                            "owner: sealed as it now reads")
+            return
         step = owner_step(ws, state, decision, history)
         if step is not None and step.kind == "incomplete":
             self.invalid(decision.id, decision.path, step.why)  # left as typed: the owner is not done

@@ -8,12 +8,13 @@ from .. import durable, note_edits
 from ..dates import parse_day_option
 from ..errors import Refused
 from ..model import MIN_TEXT, Decision, Status
+from ..note_edits import sections
 from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
 from .same import same_matter
-from .workspace import Workspace, sections
+from .workspace import Workspace
 
 
 def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None = None, due: str | None = None,

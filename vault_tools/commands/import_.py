@@ -31,12 +31,13 @@ from ..importers import (  # one foreign format's reader, loaded for its import 
 )
 from ..importers import harvest as harvesting  # one foreign format's reader, loaded for its import only
 from ..model import MIN_TEXT, Decision, Status
+from ..note_edits import sections
 from ..vault import VaultState, iter_markdown
 from .build import build
 from .close import retract, withdraw
 from .read import current_rulings_on
 from .rule import rule, write_ruling
-from .workspace import Workspace, sections
+from .workspace import Workspace
 
 IMPORT_ACTOR = "vault-tools import"
 MAX_NAME = 100
@@ -221,7 +222,7 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
                     ("Ruling" if ruling else "Context", record.summary if ruling else None))
     if record.body and not record.whole_body:
         body = body.rstrip("\n") + "\n\n" + record.body.strip("\n") + "\n" if body.strip() else record.body
-    text = note_edits.render_note(fields, body)
+    text = _fitted(ws, record, fields, body)
     if ruling:
         decision = write_ruling(ws, state, path, None, text, ruler, reason)
         made = ws.record_of_new(decision)
@@ -236,6 +237,21 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
     elif record.status == WITHDRAWN:
         decision = withdraw(ws, decision.id, record.reason, ws.config.default_ruler)
     return decision
+
+
+def _fitted(ws: Workspace, record: Record, fields: list[tuple[str, Any]], body: str) -> str:
+    """The note's text; a body too long for a decision note (`notes.MAX_NOTE_BYTES`) is cut at a line, with a line
+    saying so, and kept whole under `kept/` first, so the note written can always be read back."""
+    text = note_edits.render_note(fields, body)
+    size = len(text.encode("utf-8"))
+    if size <= notes.MAX_NOTE_BYTES:
+        return text
+    kept = ws.keep_copy(f"{record.label} full text", body.encode("utf-8"))
+    said = (f"\n\n_Cut here: the whole text ({size:,} bytes) is longer than a decision note holds; it is kept in "
+            f"`{kept}`, and at its source `{record.source}`._\n")
+    room = notes.MAX_NOTE_BYTES - (size - len(body.encode("utf-8"))) - len(said.encode("utf-8")) - 4096
+    cut = body.encode("utf-8")[:max(room, 0)].decode("utf-8", errors="ignore")
+    return note_edits.render_note(fields, cut[:cut.rfind("\n") + 1 or len(cut)].rstrip("\n") + said)
 
 
 def _id_free(ws: Workspace, state: VaultState, decision_id: str) -> bool:

@@ -11,6 +11,7 @@ from ..dates import parse_day_option, parse_option, to_vault_time
 from ..drafts import unanswered
 from ..errors import Refused, UsageError
 from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem
+from ..note_edits import sections
 from ..scope import problem as scope_problem
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
@@ -23,7 +24,7 @@ from .supersede import (
     plan_superseded,
     supersede_targets,
 )
-from .workspace import Workspace, sections
+from .workspace import Workspace
 
 
 def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterable[str] = (),

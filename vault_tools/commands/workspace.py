@@ -381,8 +381,12 @@ class Workspace:
 
     def parse_new(self, path: Path, text: str, parsed: notes.Note | None = None) -> Decision:
         """Parse text about to be written (or already read: `parsed`), refusing it if it is not a valid decision."""
-        note = parsed if parsed is not None and parsed.text == text else notes.parse_text(text, path)
         rel = self.vault.relative(path)
+        if len(text) * 4 > notes.MAX_NOTE_BYTES and (size := len(text.encode("utf-8", "surrogatepass"))) > \
+                notes.MAX_NOTE_BYTES:  # the record could not read it back: nothing is written
+            raise NoteError(f"would be {size:,} bytes, over the {notes.MAX_NOTE_BYTES:,}-byte limit of a decision note;"
+                            " shorten the text (a note holds the decision, not every document behind it)", path=rel)
+        note = parsed if parsed is not None and parsed.text == text else notes.parse_text(text, path)
         known = self.known_decision(note)
         if known is not None and known[0].path == rel:  # built from this very note, without a problem
             return known[0]
@@ -441,8 +445,3 @@ def _could_be_on(value: Any, topics: tuple[str, ...]) -> bool:
         return True
     typed = [re.sub(r"[^a-z0-9]+", "-", str(item).lower()).strip("-") for item in value]
     return any(topics_match(mine, theirs) for mine in topics for theirs in typed if theirs)
-
-
-def sections(*parts: tuple[str, str | None]) -> str:
-    """A note body of `## Heading` sections, leaving out those with no text."""
-    return "".join(f"## {heading}\n\n{text.strip()}\n\n" for heading, text in parts if text).rstrip("\n") + "\n"
