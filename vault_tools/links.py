@@ -51,6 +51,20 @@ class LinkResolver:
             self._ids.add(decision.id)
         self._resolved: dict[str, str | None] = {}  # link -> id: the names above never change
 
+    def extended(self, extra: Iterable[Decision]) -> LinkResolver:
+        """This resolver also knowing `extra`, notes whose ids it does not know yet (notes about to be written),
+        without working out every name again."""
+        new = LinkResolver(())
+        new._by_name, new._ids = dict(self._by_name), set(self._ids)
+        for decision in extra:
+            key = name_key(decision.title)
+            new._by_name[key] = [*new._by_name.get(key, ()), decision]
+            new._ids.add(decision.id)
+        return new
+
+    def knows(self, decision_id: str) -> bool:
+        return decision_id in self._ids
+
     def _candidates(self, link: str) -> tuple[list[Decision], str]:
         target = link_target(link)
         return self._by_name.get(name_key(target), []), unicodedata.normalize("NFC", target)

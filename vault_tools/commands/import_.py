@@ -15,8 +15,9 @@ from typing import Any
 
 from .. import durable, note_edits, notes
 from ..dates import to_vault_time
+from ..drafts import unanswered
 from ..errors import NoteError, Refused, UsageError, VaultToolsError
-from ..history import new_record
+from ..history import latest_with_id, new_record
 from ..importers import (  # one foreign format's reader, loaded for its import only
     OPEN,
     RETRACTED,
@@ -30,13 +31,17 @@ from ..importers import (  # one foreign format's reader, loaded for its import 
     first_sentence,
 )
 from ..importers import harvest as harvesting  # one foreign format's reader, loaded for its import only
-from ..model import MIN_TEXT, Decision, Status
+from ..model import MIN_TEXT, Decision, Status, format_id, id_number, newest_first_key
 from ..note_edits import sections
+from ..sealing import seal_hash
+from ..settling import settled_topics
+from ..topics import TopicIndex
 from ..vault import VaultState, iter_markdown
 from .build import build
-from .close import retract, withdraw
-from .read import current_rulings_on
-from .rule import rule, write_ruling
+from .live import LiveState
+from .rule import rule
+from .seal import seal_events
+from .supersede import SupersedePlan, plan_superseded, supersede_targets, superseded_event
 from .workspace import Workspace
 
 IMPORT_ACTOR = "vault-tools import"
@@ -112,31 +117,40 @@ def import_records(ws: Workspace, parsed: Parsed, *, dry_run: bool = False,
     result = ImportResult(parsed.kind, dry_run, parsed.files_read, skipped=list(parsed.skipped),
                           warnings=list(parsed.warnings))
     total = len(parsed.records) + len(parsed.reviews)
-    with ws.vault.ledger.locked():
-        state = ws.state_for_write()
+    with ws.vault.ledger.locked(), LiveState(ws, load=ws.state_for_write) as live:
         known = imported_ids(ws)
+        importing = _Importing(ws, live.state)
         for done, record in enumerate(parsed.records, 1):
+            named = {known.get(key) for key in (*record.supersedes, *(record.alongside or ()))}
+            if importing.unseen & (named | importing.current_on(record.topics)):
+                live.refresh()  # it builds on notes this run wrote since the view was last brought up to date
+                importing.unseen.clear()
+            state = live.state
             outcome = Outcome(record.key, record.label, _final_status(record), record.summary,
                               remarks=list(record.remarks))
             if record.key in known:
-                found = state.get(known[record.key])
+                if not dry_run and _finish(ws, state, known[record.key]):  # a run cut short between its steps
+                    live.refresh()
+                found = live.state.get(known[record.key])
                 outcome.id, outcome.path = known[record.key], found.path if found else None
-                outcome.status = found.status.value if found else outcome.status
+                outcome.status = ws.status_of(live.state, found).value if found else outcome.status
                 result.already.append(outcome)
             elif dry_run:
                 result.created.append(outcome)
             else:
                 try:
-                    decision = _create(ws, state, record, known, outcome)
+                    decision = _create(ws, state, record, known, outcome, importing)
                 except VaultToolsError as error:
                     result.skipped.append(Skipped(record.source, f"{record.label}: {error.message}"))
                 else:
                     known[record.key] = decision.id
-                    state = ws.state()
+                    importing.unseen.add(decision.id)
                     outcome.id, outcome.path = decision.id, decision.path
                     result.created.append(outcome)
             if progress:
                 progress(done, total)
+        live.refresh()
+        state = live.state
         by_key = {r.key: r for r in parsed.records}
         for done, review in enumerate(parsed.reviews, len(parsed.records) + 1):
             raised_by = by_key.get(review.record)
@@ -151,7 +165,8 @@ def import_records(ws: Workspace, parsed: Parsed, *, dry_run: bool = False,
             elif raised_by.key in known:
                 decision = _review_question(ws, state, review, raised_by, by_key, known)
                 known[review.key] = decision.id
-                state = ws.state()
+                live.refresh()
+                state = live.state
                 outcome.id, outcome.path, outcome.summary = decision.id, decision.path, decision.summary
                 result.reviews.append(outcome)
             if progress:
@@ -176,10 +191,58 @@ def _when(ws: Workspace, value: dt.datetime | dt.date | None) -> dt.datetime | d
     return to_vault_time(value, ws.tz) if value is not None else ws.now_local()
 
 
-def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, str], outcome: Outcome) -> Decision:
+class _Importing:
+    """What an import keeps from one record to the next instead of working it out on the whole vault again:
+    the current rulings by the topics they settle (updated as each record is written), and the next id."""
+
+    def __init__(self, ws: Workspace, state: VaultState) -> None:
+        self.ws = ws
+        self.index = TopicIndex()
+        self.owners: dict[str, set[str]] = {}  # topic -> the current rulings settling it
+        self.last_id: str | None = None
+        # Written by this run since the live view was last brought up to date: each refresh of the view after a
+        # new note works out every note's ties again, so it is brought up to date only when a record builds on one
+        self.unseen: set[str] = set()
+        in_effect = ws.decisions_in_effect(state)
+        by_id, resolve = {d.id: d for d in in_effect}, state.resolver()
+        for decision in in_effect:
+            if decision.is_current:
+                self._own(decision.id, settled_topics(decision, by_id, resolve))
+
+    def _own(self, decision_id: str, topics: Iterable[str]) -> None:
+        for topic in topics:
+            self.index.add(topic)
+            self.owners.setdefault(topic, set()).add(decision_id)
+
+    def current_on(self, topics: Iterable[str]) -> set[str]:
+        """The ids of the current rulings settling one of `topics` (near spellings count)."""
+        return {owner for topic in topics for match in self.index.matches(topic) for owner in self.owners[match]}
+
+    def recorded(self, decision: Decision, replaced: list[Decision], current: bool) -> None:
+        gone = {old.id for old in replaced}
+        for owners in self.owners.values():
+            owners -= gone
+        if current:  # it settles its own topics and those of what it replaced
+            self._own(decision.id, [*decision.topics, *(topic for old in replaced for topic in old.topics)])
+
+    def next_id(self, state: VaultState) -> str:
+        """The vault's next id once, then one more each time (the ledger's lock is held: no one else gives any)."""
+        if self.last_id is None:
+            self.last_id = self.ws.next_id(state)
+        else:
+            tag = self.last_id.split("-")[2] if self.last_id.count("-") == 2 else None
+            self.last_id = format_id(id_number(self.last_id) + 1, tag=tag)
+        return self.last_id
+
+
+def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, str], outcome: Outcome,
+            importing: _Importing) -> Decision:
     if len(record.summary) < MIN_TEXT or "\n" in record.summary:
         raise NoteError(f"summary must be one line of at least {MIN_TEXT} characters: {record.summary!r}")
-    new_id = record.id if record.id and _id_free(ws, state, record.id) else ws.next_id(state)
+    if record.id and record.id not in importing.unseen and _id_free(ws, state, record.id):
+        new_id, importing.last_id = record.id, None  # the next id is the vault's again
+    else:
+        new_id = importing.next_id(state)
     path = ws.new_note_path(new_id, record.summary)
     fields: list[tuple[str, Any]] = [("type", "decision"), ("id", new_id)]
     ruling = record.status in (RULED, SUPERSEDED, RETRACTED)
@@ -192,7 +255,7 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
         fields += [("ruled_at", _when(ws, record.ruled_at)), ("ruled_by", ruler)]
     if record.source:
         fields.append(("source", record.source))
-    links = []
+    links, replaced = [], []
     for key in record.supersedes:
         target = state.get(known.get(key, ""))
         if target is None:
@@ -202,14 +265,15 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
                                    "left as it is")
         else:
             links.append(f"[[{target.title}]]")
+            replaced.append(target)
     reason = (record.supersede_reason or record.reason) if links else None
     if links:
         fields += [("supersedes", links), ("reason", reason)]
     if ruling:  # a current ruling on the same topic that this record does not say it replaces stands beside it
-        replaced = {known.get(key) for key in record.supersedes}
         said = [d for d in (state.get(known.get(key, "")) for key in record.alongside or ()) if d is not None]
-        beside = [found.ruling for found in current_rulings_on(ws, state, record.topics)
-                  if found.ruling.id not in replaced and found.ruling.id not in {d.id for d in said}]
+        beside_ids = importing.current_on(record.topics) - {d.id for d in said} - {d.id for d in replaced}
+        beside = sorted((d for d in map(state.get, beside_ids) if d is not None),
+                        key=lambda d: newest_first_key(d, ws.tz), reverse=True)
         if said or beside:
             fields.append(("alongside", [f"[[{d.title}]]" for d in [*said, *beside]]))
         if beside:
@@ -223,20 +287,67 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
     if record.body and not record.whole_body:
         body = body.rstrip("\n") + "\n\n" + record.body.strip("\n") + "\n" if body.strip() else record.body
     text = _fitted(ws, record, fields, body)
-    if ruling:
-        decision = write_ruling(ws, state, path, None, text, ruler, reason)
-        made = ws.record_of_new(decision)
-    else:
-        decision = ws.parse_new(path, text)
-        durable.create_note(path, text)
-        made = new_record()
-        ws.vault.ledger.append([ws.asked_event(decision, record.asked_by or ws.config.default_asker, text, record=made)])
-    ws.vault.ledger.append([ws.event("imported", decision, IMPORT_ACTOR, origin=record.key, record=made)])
-    if record.status == RETRACTED:
-        decision = retract(ws, decision.id, record.reason, ruler)
-    elif record.status == WITHDRAWN:
-        decision = withdraw(ws, decision.id, record.reason, ws.config.default_ruler)
+    decision = _write_record(ws, state, path, text, record, ruler, reason)
+    importing.recorded(decision, replaced, current=ruling and record.status != RETRACTED)
     return decision
+
+
+# docs/design/0040-an-import-is-all-or-nothing-per-record.md
+def _write_record(ws: Workspace, state: VaultState, path: Path, text: str, record: Record, ruler: str,
+                  reason: str | None) -> Decision:
+    """Every event of one record in one append (asked or ruled and sealed, imported, then its closing and the
+    supersessions it makes), then its note in its final state, then the notes it supersedes. A kill before the
+    append leaves nothing; after it, the ledger holds the whole record and the next run writes what notes it
+    lacks (`_finish`), so a rerun ends where one clean run ends."""
+    decision = ws.parse_new(path, text)
+    plans: list[SupersedePlan] = []
+    if record.status in (RULED, SUPERSEDED, RETRACTED):
+        why = unanswered(decision, unchanged_question_counts=False)
+        if why:
+            raise NoteError(why, path=decision.path)
+        targets = supersede_targets(ws, state, decision, decision.supersedes)
+        if targets and reason is None:
+            raise NoteError("supersedes a ruling but has no reason", path=decision.path)
+        plans = [plan_superseded(ws, state, target, decision, reason or "") for target in targets]
+        events = seal_events(ws, state, decision, text, None, ruler)
+    else:
+        events = [ws.asked_event(decision, record.asked_by or ws.config.default_asker, text, record=new_record())]
+    made = events[0].record or new_record()
+    events.append(ws.event("imported", decision, IMPORT_ACTOR, origin=record.key, record=made))
+    final = text
+    if record.status in (RETRACTED, WITHDRAWN):
+        closing = Status.RETRACTED if record.status == RETRACTED else Status.WITHDRAWN
+        final = note_edits.with_fields(notes.parse_text(text, path), {"status": closing.value, "reason": record.reason})
+        closed = ws.parse_new(path, final)
+        events.append(ws.event(closing.value, closed, ruler if closing is Status.RETRACTED else ws.config.default_ruler,
+                               record=made, reason=record.reason, text=final,
+                               hash=seal_hash(closed, state.resolver(), ws.tz) if closing is Status.RETRACTED else None))
+        decision = closed
+    events += [superseded_event(ws, state, plan, ruler) for plan in plans]
+    ws.vault.ledger.append(events)
+    durable.create_note(path, final)
+    for plan in plans:
+        durable.write_note(plan.note, plan.text, plan.parsed)
+    return decision
+
+
+def _finish(ws: Workspace, state: VaultState, decision_id: str) -> bool:
+    """An imported record whose note is not (yet) what its ledger says, because a run was cut short after
+    its append: the note written from the ledger's latest text, where it is missing or still holds a text
+    the ledger recorded before (never over what the owner typed). True when a note was written."""
+    history = latest_with_id(ws.histories(), decision_id)
+    latest = next((e for e in reversed(history.events) if e.text is not None), None) if history else None
+    if history is None or latest is None or latest.text is None:
+        return False
+    note = state.get(decision_id)
+    path = ws.vault.root / (note.path if note is not None else history.path or latest.path)
+    if note is not None:
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == latest.text or not any(e.text == current for e in history.events if e is not latest):
+            return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    durable.write_atomic(path, latest.text.encode("utf-8"))
+    return True
 
 
 def _fitted(ws: Workspace, record: Record, fields: list[tuple[str, Any]], body: str) -> str:

@@ -257,8 +257,11 @@ class LiveState:
         ids whose ties must be worked out again."""
         state = self.state
         ids: set[str] = set()
-        reshaped = False
+        reshaped = stale = False  # stale: notes came or went since the positions were worked out
         for rel in rels:
+            if stale and rel in self._position:  # positions of notes already there are needed: work them out
+                self._index_notes()
+                stale = False
             path = state.root / rel
             written = last_writes.get(rel)
             parsed = written.parsed if written is not None else None
@@ -280,8 +283,9 @@ class LiveState:
             self._remove(rel)
             if fresh is not None:
                 self._insert(rel, fresh)
+            stale = reshaped = True  # positions worked out once for a run of new notes, not once per note
+        if stale:
             self._index_notes()
-            reshaped = True
         if reshaped:  # a note came, went or changed its id: links between notes may name other notes now
             self.reshaped_at = self.version
             state._by_id = state._resolver = None  # rebuilt on first use

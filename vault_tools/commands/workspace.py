@@ -400,6 +400,8 @@ class Workspace:
         """The state's resolver, also knowing notes about to be written (their titles may be new)."""
         if all((known := state.get(e.id)) is not None and known.path == e.path for e in extra):
             return state.resolver()
+        if not any(state.resolver().knows(e.id) for e in extra):  # new notes only: added to what is known
+            return state.resolver().extended(extra)
         others = [d for d in state.decisions if d.id not in {e.id for e in extra}]
         return LinkResolver([*others, *extra])
 
