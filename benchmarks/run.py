@@ -29,6 +29,10 @@ hook runs them), the median wall time and the peak memory (RSS) of:
   the same `watch --once` again on a vault in the shared layout `init` makes (`vault-tools/ledger/`,
   one file per device), which every other benchmark vault does not use (the hidden one, `.vault-tools/`).
 
+Imports (`--imports`, default 2,000 ADRs into the 10,000-note vault): `vault-tools import adr` of a generated
+ADR folder (`make_adrs.py`) into a fresh copy of the vault, each run paired with a warm `build` of that copy
+just before it; printed against the target, 3x the warm build plus 5 ms per record.
+
 Then, for vaults of 10 to 10,000 decisions (and 1,000 with one oversized note), what
 `vault-tools context --budget B` gives the agent under each budget: characters, lines,
 estimated tokens, rulings listed in full, topics named and open questions shown.
@@ -588,6 +592,34 @@ def reconcile_tables(size: int, args: argparse.Namespace, workdir: Path) -> None
     print(reconcile_table(size, measure_reconcile(size, args.repeat, 0, workdir, shared=True)), flush=True)
 
 
+def import_table(notes: int, adrs: int, repeat: int, workdir: Path) -> str:
+    """`import adr` of `adrs` generated ADRs into a copy of a `notes`-note vault, against a warm build of it."""
+    from benchmarks.make_adrs import make_adrs
+
+    source = workdir / f"import-vault-{notes}"
+    if not source.exists():
+        subprocess.run([sys.executable, str(Path(__file__).with_name("make_vault.py")), str(source), "--notes",
+                        str(notes)], check=True, stdout=subprocess.DEVNULL)
+    folder = workdir / f"adrs-{adrs}"
+    if not folder.exists():
+        make_adrs(folder, adrs)
+    builds, imports = [], []
+    for run in range(repeat):
+        copy = workdir / f"import-copy-{notes}-{run}"
+        shutil.copytree(source, copy, symlinks=True)
+        subprocess.run([*VAULT_TOOLS, "build", "--vault", str(copy)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        builds.append(timed([*VAULT_TOOLS, "build", "--vault", str(copy)])[0])
+        imports.append(timed([*VAULT_TOOLS, "import", "adr", str(folder), "--vault", str(copy)], expect=0)[0])
+    build, imported = statistics.median(builds), statistics.median(imports)
+    target = 3 * build + 0.005 * adrs
+    return "\n".join([
+        f"## Import: {adrs:,} ADRs into a {notes:,}-note vault", "",
+        "| warm build | import adr | per record | target (3x build + 5 ms/record) | within |", "|---|---|---|---|---|",
+        f"| {build:.2f} s | {imported:.2f} s | {imported / adrs * 1000:.1f} ms | {target:.2f} s | "
+        f"{'yes' if imported <= target else 'NO'} ({imported / target:.2f} of it) |"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
@@ -600,9 +632,14 @@ def main() -> None:
     parser.add_argument("--only-reconcile", action="store_true",
                         help="only the reconcile tables (at the --reconcile sizes)")
     parser.add_argument("--idle-seconds", type=float, default=30, help="how long to measure the idle watcher's CPU")
+    parser.add_argument("--imports", default="10000:2000",
+                        help="NOTES:ADRS to time `import adr` of ADRS generated ADRs into a NOTES-note vault ('' for none)")
+    parser.add_argument("--only-imports", action="store_true", help="only the import table")
     args = parser.parse_args()
-    sizes = [] if args.only_context or args.only_reconcile else [int(size) for size in args.sizes.split(",")]
-    context_sizes = [] if args.only_reconcile else [int(size) for size in args.context_sizes.split(",") if size]
+    only = args.only_context or args.only_reconcile or args.only_imports
+    sizes = [] if only else [int(size) for size in args.sizes.split(",")]
+    context_sizes = [] if args.only_reconcile or args.only_imports else \
+        [int(size) for size in args.context_sizes.split(",") if size]
     print(f"# vault-tools benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}{load_average()}")
     print()
@@ -628,6 +665,10 @@ def main() -> None:
                      if is_hook(name) and isinstance(value, Measure)}
             print()
             print(start_up_table(started, hooks, hooks_size), flush=True)
+        if args.imports and not (args.only_context or args.only_reconcile):
+            notes, adrs = (int(part) for part in args.imports.split(":"))
+            print()
+            print(import_table(notes, adrs, args.repeat, Path(workdir)), flush=True)
         if context_sizes:
             print()
             print(context_table(context_sizes, Path(workdir)), flush=True)
