@@ -360,3 +360,79 @@ def test_every_supersession_form_is_applied_and_no_unplaced_status_is_current(cl
     current = {r["summary"] for r in json.loads(cli("context", "--json").out)["rulings"]}
     assert current == {notes[n].summary for n in ("0003", "0005", "0007")}
     assert_vault_is_clean(cli)
+
+
+KILLED_SET = {
+    "0001-keep-sessions-in-memory.md": "# 1. Keep sessions in memory\n\nDate: 2024-01-10\n\n## Status\n\n"
+                                        "Superseded by [2. Keep sessions in Redis](0002-keep-sessions-in-redis.md)\n",
+    "0002-keep-sessions-in-redis.md": "# 2. Keep sessions in Redis\n\nDate: 2024-02-10\n\n## Status\n\nAccepted\n\n"
+                                      "Supersedes [1. Keep sessions in memory](0001-keep-sessions-in-memory.md)\n",
+    "0003-deploy-on-fridays.md": "# 3. Deploy on Fridays\n\nDate: 2024-03-10\n\n## Status\n\nDeprecated\n",
+    "0004-log-in-logfmt-lines.md": "# 4. Log in logfmt lines\n\nDate: 2024-04-10\n\n## Status\n\nAccepted\n",
+}
+
+
+class Killed(BaseException):
+    """Stands for kill -9: nothing after it runs."""
+
+
+def state_of(vault: Path) -> tuple[dict[str, str], list[tuple[str, ...]]]:
+    """The notes' texts, and each record's events (kind and id, in order), as a clean import leaves them."""
+    texts = {p.name: p.read_text(encoding="utf-8") for p in sorted((vault / "Decisions").glob("*.md"))}
+    records = sorted(tuple(f"{e.event} {e.id}" for e in h.events)
+                     for h in Vault(vault).ledger.histories().values())
+    return texts, records
+
+
+def test_an_import_killed_at_any_write_then_run_again_ends_as_one_clean_import(tmp_path, monkeypatch, capsys):
+    """A kill before each write the import makes (ledger appends, notes, pages) of a superseded, a superseding, a
+    deprecated and an accepted ADR; then the same import again, as the docs say: the same notes and the same
+    record as one import never cut short."""
+    from vault_tools import durable
+    from vault_tools.cli import run
+    from vault_tools.ledger import Ledger
+
+    from .helpers import make_vault
+
+    folder = tmp_path / "adr"
+    for name, text in KILLED_SET.items():
+        write(folder / name, text)
+
+    def import_into(vault: Path) -> None:
+        capsys.readouterr()
+        assert run(["import", "adr", str(folder), "--vault", str(vault)]) == 0, capsys.readouterr().err
+
+    clean = make_vault(tmp_path / "clean")
+    steps = {"n": 0, "kill": -1}
+    real_append, real_write = Ledger.append, durable.write_files
+
+    def step() -> None:
+        steps["n"] += 1
+        if steps["n"] - 1 == steps["kill"]:
+            raise Killed
+
+    def append(self, events):
+        events = list(events)
+        if events:
+            step()
+        return real_append(self, events)
+
+    def write_files(writes):
+        step()
+        return real_write(writes)
+
+    monkeypatch.setattr(Ledger, "append", append)
+    monkeypatch.setattr(durable, "write_files", write_files)
+    import_into(clean)
+    expected, writes = state_of(clean), steps["n"]
+    assert writes >= 10 and expected[0] and len(expected[1]) == 4
+    for kill in range(writes):
+        vault = make_vault(tmp_path / f"killed-{kill}")
+        steps.update(n=0, kill=kill)
+        with pytest.raises(Killed):
+            run(["import", "adr", str(folder), "--vault", str(vault)])
+        steps.update(n=0, kill=-1)
+        import_into(vault)
+        assert state_of(vault) == expected, f"killed before write {kill}"
+        code = run(["lint", "--vault", str(vault)])
+        assert code == 0, capsys.readouterr().out

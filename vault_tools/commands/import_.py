@@ -171,7 +171,7 @@ def import_records(ws: Workspace, parsed: Parsed, *, dry_run: bool = False,
                 result.reviews.append(outcome)
             if progress:
                 progress(done, total)
-        if not dry_run and (result.created or result.reviews):
+        if not dry_run:  # also after a run that created nothing: the one before may have been cut short
             result.pages_written = build(ws).written
     return result
 
