@@ -23,7 +23,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from .commands.build import build
-from .commands.import_ import harvest_changed
+from .commands.harvest import harvest_changed
 from .commands.review import write_review
 from .commands.review_notes import last_review_day, waiting_reviews
 from .commands.stats import stats, write_stats_page

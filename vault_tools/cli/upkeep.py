@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from ..commands import review as reviews
 from ..commands.gitmerge import merge_note as merge
-from ..commands.import_ import harvest as harvest_notes
+from ..commands.harvest import harvest as harvest_notes
 from ..commands.import_ import import_records, parse_source
 from ..commands.renumber import renumber as renumber_note
 from ..commands.settle import settle as settle_conflict
