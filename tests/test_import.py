@@ -75,7 +75,13 @@ def test_owner_ask_sample_becomes_questions_rulings_and_a_chain(cli, vault):
     review = notes["review:owner-ask:R-008"]
     assert review.status.value == "open" and notes["owner-ask:R-001"].id in review.body
     assert notes["owner-ask:R-001"].status.value == "ruled"
-    assert_vault_is_clean(cli)
+    # ... and the import does not say on the owner's behalf that both stand: the pair is unsettled until the
+    # owner answers the review question
+    r1, r8 = notes["owner-ask:R-001"], notes["owner-ask:R-008"]
+    assert r8.alongside == ()
+    lint = json.loads(cli("lint", "--json").out)
+    unsettled = [d for d in lint["diagnostics"] if d["severity"] == "error"]
+    assert [(d["code"], d["path"]) for d in unsettled] == [("VT016", r8.path)] and r1.id in unsettled[0]["message"]
     assert stat_all(OWNER_ASK) == before  # the foreign files are read, never written
 
     again = snapshot(vault)
@@ -436,3 +442,42 @@ def test_an_import_killed_at_any_write_then_run_again_ends_as_one_clean_import(t
         assert state_of(vault) == expected, f"killed before write {kill}"
         code = run(["lint", "--vault", str(vault)])
         assert code == 0, capsys.readouterr().out
+
+
+@needs_owner_ask
+def test_stats_after_an_owner_ask_import_are_the_source_ledgers_and_the_review_questions_apart(cli, vault):
+    """The importer's review questions are its own, not the owner's: `stats` counts them apart, and the owner's
+    figures equal what the source ledger says (its asks' latest rows)."""
+    import_json(cli, "owner-ask", str(OWNER_ASK))
+    asks: dict[str, dict] = {}
+    for line in (OWNER_ASK / "state" / "owner-asks.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            asks[row["id"]] = {**asks.get(row["id"], {}), **row}
+    figures = json.loads(cli("stats", "--json").out)
+    assert figures["questions"]["open"] == sum(a["status"] == "open" for a in asks.values())
+    assert figures["questions"]["withdrawn"] == sum(a["status"] == "withdrawn" for a in asks.values())
+    assert figures["reasked_with_reason"] == sum(bool(a.get("reaskReason")) for a in asks.values())
+    assert figures["import_review_questions"] == {"total": 1, "open": 1}
+    assert "import review questions (not counted above): 1 (1 open)" in cli("stats").out
+
+
+def test_owner_ask_reports_every_row_it_does_not_import(cli, vault, tmp_path):
+    state = tmp_path / "ledger" / "state"
+    rulings = [{"id": "R-1", "topicKeys": ["footer"], "ruledAt": "2026-09-01T10:00:00Z",
+                "summary": "Footers carry only the author bio from now on."},
+               {"id": "R-2", "topicKeys": ["footer"], "ruledAt": "2026-09-02T10:00:00Z", "summary": "Too short."}]
+    asks = [{"id": "A-1", "status": "answered", "rulingId": "R-2", "question": "What goes in the article footer?",
+             "topicKeys": ["footer"], "askedAt": "2026-08-30T10:00:00Z"},
+            {"id": "A-2", "status": "answered", "rulingId": "R-9", "question": "Which day does the newsletter go out?",
+             "topicKeys": ["newsletter-day"], "askedAt": "2026-08-30T10:00:00Z"}]
+    write(state / "owner-rulings.jsonl", "".join(json.dumps(r) + "\n" for r in rulings))
+    write(state / "owner-asks.jsonl", "".join(json.dumps(a) + "\n" for a in asks))
+    report = import_json(cli, "owner-ask", str(tmp_path / "ledger"))
+    assert [o["key"] for o in report["created"]] == ["owner-ask:R-1"]
+    said = {s["file"].rsplit(":", 1)[0].rsplit("/", 1)[-1] + ":" + s["file"].rsplit(":", 1)[1]: s["why"]
+            for s in report["skipped"]}
+    assert said == {
+        "owner-rulings.jsonl:2": "R-2's summary is under 20 characters: 'Too short.'",
+        "owner-asks.jsonl:1": "A-1 is answered by R-2, which could not be imported from owner-rulings.jsonl",
+        "owner-asks.jsonl:2": "A-2 is answered by R-9, which is not in owner-rulings.jsonl"}

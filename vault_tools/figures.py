@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .dates import instant, local_date
+from .importers import IMPORT_ACTOR
 from .ledger_lines import Event
 from .links import Resolve
 from .model import Decision, Status
@@ -82,6 +83,8 @@ class Figures:
     topics: list[TopicCount] = field(default_factory=list)  # most used first
     recorded_by: dict[str, dict[str, int]] = field(default_factory=dict)  # actor -> event -> count
     weeks: list[Week] = field(default_factory=list)
+    # The questions an import asked the owner to review (`asked_by` the importer): counted here, not above
+    import_reviews: dict[str, int] = field(default_factory=dict)  # total, open
 
     def as_json(self) -> dict[str, object]:
         def spread(value: Spread | None) -> dict[str, float] | None:
@@ -107,6 +110,7 @@ class Figures:
                        for t in self.topics],
             "recorded_by": self.recorded_by,
             "weeks": [{"week_of": w.start.isoformat(), "asked": w.asked, "answered": w.answered} for w in self.weeks],
+            "import_review_questions": self.import_reviews,
         }
 
 
@@ -127,6 +131,9 @@ def compute(decisions: Sequence[Decision], events: Iterable[Event], resolve: Res
     events = list(events)
     asked_events = {e.id: e for e in events if e.event == "asked"}
     figures = Figures(today=today, since=since)
+    reviews = [d for d in decisions if d.asked_by == IMPORT_ACTOR]  # the importer's questions, not the owner's
+    figures.import_reviews = {"total": len(reviews), "open": sum(d.status is Status.OPEN for d in reviews)}
+    decisions = [d for d in decisions if d.asked_by != IMPORT_ACTOR]
 
     def counts(moment: dt.datetime | dt.date | None) -> bool:
         return since is None or (moment is not None and local_date(moment, tz) >= since)
@@ -292,6 +299,9 @@ def summary_lines(figures: Figures) -> list[str]:
         f"{r['answering_a_question']} answering a question, {r['direct']} given directly)",
         f"questions: {q['total']} ({q['answered']} answered, {q['withdrawn']} withdrawn, {q['open']} open)",
     ]
+    if figures.import_reviews.get("total"):
+        lines.append(f"import review questions (not counted above): {figures.import_reviews['total']} "
+                     f"({figures.import_reviews['open']} open)")
     spread = figures.time_to_answer_hours
     if spread:
         lines.append(f"time to answer: median {_hours(spread.median)}, fastest {_hours(spread.min)}, "

@@ -19,6 +19,7 @@ from ..drafts import unanswered
 from ..errors import NoteError, UsageError, VaultToolsError
 from ..history import latest_with_id, new_record
 from ..importers import (  # one foreign format's reader, loaded for its import only
+    IMPORT_ACTOR,
     OPEN,
     RETRACTED,
     RULED,
@@ -42,7 +43,6 @@ from .seal import seal_events
 from .supersede import SupersedePlan, plan_superseded, supersede_targets, superseded_event
 from .workspace import Workspace
 
-IMPORT_ACTOR = "vault-tools import"
 MAX_NAME = 100
 
 
@@ -269,7 +269,9 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
         fields += [("supersedes", links), ("reason", reason)]
     if ruling:  # a current ruling on the same topic that this record does not say it replaces stands beside it
         said = [d for d in (state.get(known.get(key, "")) for key in record.alongside or ()) if d is not None]
-        beside_ids = importing.current_on(record.topics) - {d.id for d in said} - {d.id for d in replaced}
+        # `alongside` given (an export, or a record whose relation to another is left to a review): only those
+        beside_ids = set() if record.alongside is not None else \
+            importing.current_on(record.topics) - {d.id for d in said} - {d.id for d in replaced}
         beside = sorted((d for d in map(state.get, beside_ids) if d is not None),
                         key=lambda d: newest_first_key(d, ws.tz), reverse=True)
         if said or beside:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 # The statuses a record can be imported with (the vault's lifecycle).
 RULED, OPEN, SUPERSEDED, WITHDRAWN, RETRACTED = "ruled", "open", "superseded", "withdrawn", "retracted"
+IMPORT_ACTOR = "vault-tools import"  # who records an import, and who asks its review questions (not the owner)
 
 
 @dataclass

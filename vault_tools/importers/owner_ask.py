@@ -124,10 +124,12 @@ def parse(root: Path) -> Parsed:
             answered_by[ruling_id] = named
 
     shown_rulings = prefix + RULINGS_FILE
+    imported: set[str] = set()  # the rulings that become records
     for ruling_id, (number, row) in rulings.items():
         record = _ruling(ruling_id, row, f"{shown_rulings}:{number}", parsed)
         if record is None:
             continue
+        imported.add(ruling_id)
         answers = answered_by.get(ruling_id)
         if answers is not None and answers in asks:
             _, ask = asks[answers]
@@ -145,10 +147,11 @@ def parse(root: Path) -> Parsed:
         where = f"{shown_asks}:{number}"
         if status == "answered":
             answer = row.get("rulingId")
-            if answer in rulings or ask_id in answered_by.values():
+            if any(answered_by.get(ruling_id) == ask_id for ruling_id in imported):
                 continue  # imported as the question of its ruling
+            why = "which is not in" if answer not in rulings else "which could not be imported from"
             parsed.skipped.append(Skipped(where, f"{ask_id} is answered by {answer or 'a ruling it does not name'}, "
-                                                 f"which is not in {RULINGS_FILE}"))
+                                                 f"{why} {RULINGS_FILE}"))
             continue
         if status not in ("open", "withdrawn"):
             parsed.skipped.append(Skipped(where, f"{ask_id} has status {status!r} (expected open, answered or withdrawn)"))
@@ -244,6 +247,7 @@ def _supersessions(parsed: Parsed, rulings: dict[str, tuple[int, dict[str, Any]]
             question = f"Does {record.label} replace {names or 'an earlier ruling'}? It does not name one."
         parsed.reviews.append(Review(key=f"review:{record.key}", record=record.key, others=tuple(candidates),
                                      text=f"{question} It says: {text}"))
+        record.alongside = ()  # how it stands to the others is the review's question: not said here for the owner
 
 
 def _implied(record: Record, records: list[Record], text: str) -> list[str]:
