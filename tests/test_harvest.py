@@ -221,3 +221,68 @@ def test_decisions_added_to_real_notes_are_found_once_and_linked_back(cli, tmp_p
         assert block in after and after.replace(block, b"") == owners[note]
     assert harvest_json(cli, root=root)["created"] == []
     assert cli("build", "--check", root=root).code == 0
+
+
+def test_the_docs_forms_in_any_mix_give_one_proposal_per_marked_line():
+    """docs/import.md's own example, each form beside another on neighbouring lines, two tagged lines in one
+    paragraph, a tag in a table cell, and markers inside Obsidian comments (which propose nothing)."""
+    text = """# Call with the printer
+
+- Call with the printer #decision Covers are printed on recycled paper from now on
+
+> [!decision] Decided: the shop closes for the whole of August
+> Orders placed in August ship on September 1.
+
+Decision:: Guest essays are paid on publication, not on delivery
+The footer stays as it is [decision:: no sponsor logos in the footer].
+Guest posts go out on Tuesdays #decision
+Reviews run at most 800 words #decision
+
+| topic | what we said |
+|---|---|
+| shipping | #decision Parcels go by post, never by courier |
+
+%% #decision Not a decision: a comment %%
+%%
+Decision:: not shown either
+%%
+"""
+    found = [(c.kind, c.line, c.text) for c in find(text, "Daily/2026-11-30.md")]
+    assert found == [
+        ("tag", 3, "Call with the printer Covers are printed on recycled paper from now on"),
+        ("callout", 5, "Decided: the shop closes for the whole of August Orders placed in August ship on September 1."),
+        ("field", 8, "Guest essays are paid on publication, not on delivery"),
+        ("field", 9, "no sponsor logos in the footer"),
+        ("tag", 10, "Guest posts go out on Tuesdays"),
+        ("tag", 11, "Reviews run at most 800 words"),
+        ("table", 15, "Parcels go by post, never by courier"),
+    ]
+
+
+def test_link_back_after_a_callout_puts_every_block_id_on_its_own_decision(cli, vault):
+    """A callout's id goes on a line of its own, which moves every later line down: each decision's `source`
+    still opens that decision's block."""
+    note = write(vault / "Daily" / "2026-11-30.md", """# Monday
+
+> [!decision] The shop closes for the whole of August this year
+> Orders placed in August ship on September 1.
+- Covers are printed on recycled paper from now on #decision
+Decision:: Guest essays are paid on publication, not on delivery
+""")
+    assert cli("harvest", "--link-back").code == 0
+    text = note.read_text(encoding="utf-8")
+    for decision in Vault(vault).load().decisions:
+        block = re.search(r"#\^([\w-]+)\]\]", decision.source or "").group(1)
+        [line] = [line for line in text.split("\n") if line.rstrip().endswith(f"^{block}")]
+        own_line = text.split("\n").index(line)
+        said = "\n".join(text.split("\n")[max(0, own_line - 3):own_line + 1])  # a callout's id: after it
+        assert decision.summary.split(" ")[1] in said, (decision.summary, said)
+
+
+def test_link_back_writes_through_a_symlinked_note(cli, vault):
+    real = write(vault / "Archive" / "Pricing call.md", "- Covers are printed on recycled paper from now on #decision\n")
+    link = vault / "Meetings" / "Pricing call.md"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    assert cli("harvest", str(link.parent), "--link-back").code == 0
+    assert link.is_symlink() and "^d-0001" in real.read_text(encoding="utf-8")

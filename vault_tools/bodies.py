@@ -62,6 +62,24 @@ def without_comments(body: str) -> str:
     return "\n".join(out)
 
 
+def blank_comments(body: str) -> str:
+    """The body with its Obsidian comments (`%%...%%`) blanked out, code left as written: the same length, every
+    line where it was (for readers that point at lines)."""
+    if "%%" not in body:
+        return body
+    code = _code_lines(body)
+    lines = body.split("\n")
+    prose = "\n".join("\x01" * len(line) if number in code else line for number, line in enumerate(lines))
+    spans = [(m.start(), m.end()) for m in _INLINE_CODE.finditer(prose)]
+    blanked = list(body)
+    for match in _COMMENT.finditer(_INLINE_CODE.sub(lambda m: "\x01" * len(m.group(0)), prose)):
+        if not any(start <= match.start() < end for start, end in spans):
+            for index in range(match.start(), match.end()):
+                if blanked[index] != "\n":
+                    blanked[index] = " "
+    return "".join(blanked)
+
+
 def _strip_comments(text: str) -> str:
     spans: list[str] = []
 

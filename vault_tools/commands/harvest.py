@@ -6,7 +6,7 @@ event naming where it was found, so a second run proposes nothing twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +52,11 @@ class HarvestResult:
 def _notes_to_read(ws: Workspace, paths: Iterable[Path]) -> list[tuple[str, Path]]:
     wanted = [p if p.is_absolute() else Path.cwd() / p for p in paths]
     found = []
+    root = ws.vault.root.resolve()
     for rel, entry in iter_markdown(ws.vault.root, ws.config):
         absolute = Path(entry.path)
-        if not wanted or any(absolute == w.resolve() or w.resolve() in absolute.resolve().parents
+        here = root / rel  # where the note is in the vault, a symlinked one too (not where its link leads)
+        if not wanted or any(here == w.resolve() or w.resolve() in here.parents
                              or absolute.resolve() == w.resolve() for w in wanted):
             found.append((rel, absolute))
     for path in wanted:
@@ -89,7 +91,9 @@ def harvest(ws: Workspace, paths: Iterable[Path] = (), *, dry_run: bool = False,
             result.notes_read += 1
             if notes.read_head(path) is not None:
                 continue  # a decision note: what it says is already recorded
+            added = 0  # lines a block id put on a line of its own added above the next candidates
             for candidate in harvesting.find(text, rel):
+                candidate = replace(candidate, line=candidate.line + added, end_line=candidate.end_line + added)
                 outcome = Outcome(candidate.key, f"{rel}:{candidate.line}", OPEN, candidate.text)
                 if candidate.key in known:
                     outcome.id = known[candidate.key]
@@ -107,6 +111,7 @@ def harvest(ws: Workspace, paths: Iterable[Path] = (), *, dry_run: bool = False,
                 decision, linked = _harvested_note(ws, state, candidate, summary, text, bom, path, link_back)
                 known[candidate.key] = decision.id
                 if linked:
+                    added += linked.count("\n") - text.count("\n")
                     text = linked
                     if rel not in result.linked_back:
                         result.linked_back.append(rel)
@@ -135,6 +140,7 @@ def _candidate_summary(candidate: harvesting.Candidate) -> str | None:
 def _harvested_note(ws: Workspace, state: VaultState, candidate: harvesting.Candidate, summary: str, text: str,
                     bom: bool, path: Path, link_back: bool) -> tuple[Decision, str | None]:
     new_id = ws.next_id(state)
+    link_back = link_back and candidate.kind != "table"  # a table row holds no block id: linked by heading
     block_id = candidate.block_id or (new_id.lower() if link_back else None)
     link = harvesting.link_target(candidate, block_id)
     where = f"Written in {link}, line {candidate.line}" + (f", under \"{candidate.heading}\"" if candidate.heading else "")
@@ -155,8 +161,8 @@ def _harvested_note(ws: Workspace, state: VaultState, candidate: harvesting.Cand
     made = new_record()
     ws.vault.ledger.append([ws.asked_event(decision, ws.config.default_ruler, note_text, record=made),
                             ws.event("imported", decision, "vault-tools harvest", origin=candidate.key, record=made)])
-    if linked is not None:
-        durable.write_atomic(path, durable.encode(linked, bom=bom))
+    if linked is not None:  # through a symlinked note to the file it names: the link stays a link
+        durable.write_atomic(path.resolve() if path.is_symlink() else path, durable.encode(linked, bom=bom))
     return decision, linked
 
 

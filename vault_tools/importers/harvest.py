@@ -13,6 +13,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from ..bodies import blank_comments
 from ..notes import split
 from . import kebab, one_line
 
@@ -36,7 +37,7 @@ class Candidate:
     path: str  # vault-relative
     line: int  # first line of the block in the file (1-based)
     end_line: int  # last line of the block in the file (1-based)
-    kind: str  # tag, callout or field
+    kind: str  # tag, callout, field, or table (a cell of a table row: no block id can go there)
     text: str  # the decision as written, on one line, its marker taken out
     heading: str | None  # the heading it is written under
     block_id: str | None  # its Obsidian block id, if it has one
@@ -116,6 +117,7 @@ def find(text: str, path: str) -> list[Candidate]:
     frontmatter, body, offset = split(text)
     if not _WORD.search(body):
         return []  # every marker spells the word: most notes are passed over without being parsed
+    body = blank_comments(body)  # what an Obsidian comment holds is not shown, and proposes nothing
     first_line = text[:offset].count("\n") + 1 if frontmatter is not None else 1
     lines = body.split("\n")
     tokens = _parser().parse(body)
@@ -170,26 +172,36 @@ def find(text: str, path: str) -> list[Candidate]:
             continue
         if token.type != "inline" or index <= callout_until or not token.map:
             continue
-        if tokens[index - 1].type != "paragraph_open":
-            continue  # headings and table cells are not where decisions are noted
+        if tokens[index - 1].type not in ("paragraph_open", "td_open", "th_open"):
+            continue  # a heading is not where a decision is noted
         text_, masked = _plain(token.children)
         start, end = token.map
-        fields = _bracket_fields(text_, masked)
+        _marked_lines(add, start, end, text_, masked, in_cell=tokens[index - 1].type != "paragraph_open")
+    return found
+
+
+def _marked_lines(add: Any, start: int, end: int, text: str, masked: str, *, in_cell: bool) -> None:
+    """The decisions one paragraph (or table cell) marks: one per marked line, whatever marks it (a field in
+    brackets, a `decision::` line, a tag), in any mix. A paragraph whose one tagged line is its last line is
+    one decision, the whole paragraph."""
+    text_lines, masked_lines = text.split("\n"), masked.split("\n")
+    tagged = [number for number, line in enumerate(masked_lines)
+              if TAG.search(line) and not _bracket_fields(text_lines[number], line) and not FULL_LINE_FIELD.match(line)]
+    whole = len(tagged) == 1 and tagged[0] == len(masked_lines) - 1 and not in_cell
+    for number, (line_text, line_masked) in enumerate(zip(text_lines, masked_lines, strict=True)):
+        first = start + number
+        fields = _bracket_fields(line_text, line_masked)
         for field_start, field_end, value in fields:
-            add("field", start, end, value, masked[field_start:field_end])
+            add("table" if in_cell else "field", first, first + 1, value, line_masked[field_start:field_end])
         if fields:
             continue
-        full_line = [(number, m) for number, line in enumerate(masked.split("\n"))
-                     if (m := FULL_LINE_FIELD.match(line))]
-        if full_line:
-            text_lines = text_.split("\n")
-            for number, match in full_line:
-                value = text_lines[number][match.start(1):]
-                add("field", start + number, start + number + 1, value, match.group(1))
-            continue
-        if TAG.search(masked):
-            add("tag", start, end, text_, masked)
-    return found
+        match = FULL_LINE_FIELD.match(line_masked)
+        if match:
+            add("table" if in_cell else "field", first, first + 1, line_text[match.start(1):], match.group(1))
+        elif number in tagged and whole:
+            add("tag", start, end, text, masked)
+        elif number in tagged:
+            add("table" if in_cell else "tag", first, first + 1, line_text, line_masked)
 
 
 def _closing(tokens: list[Token], index: int) -> int:
