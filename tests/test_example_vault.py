@@ -69,6 +69,7 @@ def test_opens_cleanly_with_at_least_15_decision_notes(example, state):
 
 def test_ordinary_notes_have_frontmatter_links_and_callouts_and_every_link_resolves(example, state):
     names = {path.stem.casefold() for path in example.root.rglob("*.md")}
+    names |= {path.name.casefold() for path in example.root.rglob("*.base")}  # a base is named with its extension
     ordinary = [path for path in example.root.rglob("*.md")
                 if path.parent.name not in ("Decisions", "Pinned", "Templates")]
     assert len(ordinary) >= 10

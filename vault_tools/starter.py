@@ -22,7 +22,8 @@ from . import durable
 from .config import load_config
 from .errors import ConfigError
 from .layout import relative
-from .record_files import CONFIG_FILE, STATE_DIR
+from .page_names import BASE_FILE, CURRENT_RULINGS_VIEW, HISTORY_VIEW, OPEN_QUESTIONS_VIEW, RECENT_VIEW
+from .record_files import CONFIG_FILE, RECORD_DIR, STATE_DIR
 from .vault import iter_markdown
 
 TEMPLATE_NAMES = ("Decision.md", "Question.md")
@@ -105,3 +106,62 @@ def _remove(files: list[Path], folders: list[Path]) -> None:
             folder.rmdir()
         except OSError:
             pass
+
+
+def decisions_base(templates_folder: str, record_folders: tuple[str, ...]) -> str:
+    """The Obsidian base (`.base`, Obsidian 1.9+) of the decision notes: YAML, in the documented syntax (filters,
+    properties, views; see docs/obsidian-bases.md). Decision notes are chosen by their properties wherever they
+    are; the templates folder and the record's own folders (kept copies) are left out, as the pages leave them."""
+
+    def expression(text: str) -> str:  # a filter expression as a single-quoted YAML scalar
+        return "'" + text.replace("'", "''") + "'"
+
+    left_out = [f"file.inFolder({json.dumps(folder)})" for folder in (templates_folder, *record_folders) if folder]
+    lines = [
+        "# The decision record as live tables (Obsidian Bases, Obsidian 1.9 or later). Written once by",
+        "# `vault-tools init`; yours from then on: vault-tools never writes it again. For a fresh copy, rename or",
+        "# delete it and run `vault-tools init --templates`. A cell edited here is a property edited in the note.",
+        "filters:", "  and:", "    - " + expression('type == "decision"'), "    - not:",
+        *(f"        - {expression(item)}" for item in left_out),
+        "properties:",
+        *(f"  {name}:\n    displayName: {json.dumps(shown)}" for name, shown in (
+            ("summary", "Summary"), ("status", "Status"), ("topics", "Topics"), ("due", "Due"),
+            ("asked_at", "Asked"), ("ruled_at", "Ruled"), ("revisit_by", "Revisit by"), ("reason", "Reason"),
+            ("superseded_by", "Superseded by"))),
+        "views:",
+    ]
+    views = [
+        (OPEN_QUESTIONS_VIEW, 'status == "open"', None, ["summary", "topics", "due", "asked_at"],
+         [("note.due", "ASC"), ("note.asked_at", "ASC")], None),
+        (CURRENT_RULINGS_VIEW, 'status == "ruled"', "note.topics", ["summary", "ruled_at", "revisit_by"],
+         [("note.ruled_at", "DESC")], None),
+        (RECENT_VIEW, 'status != "open"', None, ["status", "summary", "reason", "file.mtime"],
+         [("file.mtime", "DESC")], 50),
+        (HISTORY_VIEW, None, "note.status", ["summary", "topics", "ruled_at", "superseded_by", "reason"],
+         [("file.name", "DESC")], None),
+    ]
+    for name, only, group, columns, sort, limit in views:
+        lines += ["  - type: table", f"    name: {json.dumps(name)}"]
+        if only:
+            lines += ["    filters:", "      and:", f"        - {expression(only)}"]
+        if group:
+            lines += ["    groupBy:", f"      property: {group}", "      direction: ASC"]
+        lines += ["    order:", "      - file.name",
+                  *(f"      - {column if column.startswith('file.') else 'note.' + column}" for column in columns)]
+        lines += ["    sort:", *(f"      - property: {prop}\n        direction: {way}" for prop, way in sort)]
+        if limit:
+            lines.append(f"    limit: {limit}")
+    return "\n".join(lines) + "\n"
+
+
+def install_base(root: Path) -> tuple[str, bool]:
+    """Write the decisions base into the pinned folder unless a file is there: (its vault-relative path, whether
+    it was written). The owner's once written, so never overwritten."""
+    config = load_config(root)
+    target = root / config.pinned_folder / BASE_FILE
+    shown = relative(root, target)
+    if target.exists() or target.is_symlink():
+        return shown, False
+    durable.write_atomic(target, decisions_base(_clean_folder(config.templates_folder),
+                                                (RECORD_DIR, STATE_DIR)).encode("utf-8"))
+    return shown, True

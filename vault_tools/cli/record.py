@@ -24,7 +24,8 @@ from ..commands.rule import rule as record_ruling
 from ..commands.seal import seal as seal_rulings
 from ..commands.setup import carriers_note, init_vault, make_vault_folder
 from ..config import load_config
-from ..starter import install_templates
+from ..record_files import CONFIG_FILE
+from ..starter import install_base, install_templates
 from ..vault import find_vault
 from .common import (
     ByOption,
@@ -69,6 +70,13 @@ def init(vault: VaultOption = None,
     load_config(root)  # reads the config back: a bad one fails here, not later
     if templates:
         changed += install_templates(root)
+    if not remove and (templates or any(name.endswith(CONFIG_FILE) for name in changed)):  # a new vault, or asked
+        base, written = install_base(root)
+        if written:
+            changed.append(base)
+        else:
+            stderr.print(f"{base} is yours: left as it is (for a fresh copy, rename or delete it and run "
+                         "`vault-tools init --templates`)", markup=False)
     for name in changed:
         stderr.print(f"created or updated {name}", markup=False)
     if agent is not None:
