@@ -11,7 +11,7 @@ import yaml
 
 from vault_tools.page_names import BASE_FILE, CURRENT_RULINGS_VIEW, HISTORY_VIEW, OPEN_QUESTIONS_VIEW, RECENT_VIEW
 
-from .helpers import vt_here
+from .helpers import vt_here, write
 
 RULING = "Every article footer carries only the author bio."
 
@@ -116,3 +116,30 @@ def test_a_cell_edit_of_a_sealed_ruling_is_the_lifecycle_step_or_is_restored_as_
     assert day.read_text(encoding="utf-8") == sealed
     revision = next(p for p in (root / "Decisions").glob("*.md") if "Revision of D-0002" in p.name)
     assert "Tuesdays" in revision.read_text(encoding="utf-8")
+
+
+def test_rule_body_that_carries_its_own_ruling_heading_gets_no_second_one(tmp_path):
+    root = new_vault(tmp_path)
+    done = vt_here("rule", "--topic", "article-footer", "--summary", RULING, "--source", "chat", "--body",
+                   "## Ruling\n\nOnly the author bio: no newsletter link, no sponsor.", cwd=root)
+    assert done.code == 0, done.err
+    note = next((root / "Decisions").glob("*.md")).read_text(encoding="utf-8")
+    assert note.count("## Ruling") == 1
+    assert "Only the author bio" in vt_here("lookup", "article-footer", cwd=root).out
+
+
+def test_a_ruling_whose_summary_still_asks_is_told_to_the_agent_by_its_answer_and_flagged(tmp_path):
+    """The owner set `status: ruled` and wrote the answer under `## Ruling`, but left the question in `summary`:
+    the agent reads the answer (and that it is not sealed), never the question as if it were the ruling."""
+    root = new_vault(tmp_path)
+    write(root / "Decisions" / "Newsletter day.md",
+          "---\ntype: decision\nid: D-0001\nstatus: ruled\ntopics: [newsletter-day]\n"
+          "summary: Which day should the newsletter go out?\nsource: chat\n---\n"
+          "## Ruling\n\nThursdays at seven, before the market opens.\n")
+    context = json.loads(vt_here("context", "--json", cwd=root).out)["text"]
+    assert "Thursdays at seven, before the market opens. (its summary still asks the question" in context
+    assert "Which day should the newsletter go out?" not in context.split("## Rulings")[-1].split("\n")[2:4]
+    hook = vt_here("hook", "claude", "user-prompt-submit", cwd=root,
+                   stdin=json.dumps({"cwd": str(root), "prompt": "When does the newsletter go out?"}))
+    said = json.loads(hook.out)["hookSpecificOutput"]["additionalContext"] if hook.out.strip() else ""
+    assert "Thursdays at seven" in said and "still asks the question" in said

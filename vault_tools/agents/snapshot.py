@@ -143,7 +143,7 @@ def _from_json(data: dict[str, Any]) -> Snapshot:
 
 
 def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
-    from ..commands.build import context
+    from ..commands.build import as_the_agent_reads, context
     from ..commands.workspace import Workspace
     from ..dates import local_date
     from ..model import Status, newest_first_key
@@ -153,7 +153,7 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     ws = Workspace(Vault(root))
     started_ns = time.time_ns()
     state = ws.state()
-    in_effect = ws.decisions_in_effect(state)
+    in_effect = as_the_agent_reads(ws.decisions_in_effect(state))
     by_id, resolve = {d.id: d for d in in_effect}, state.resolver()
 
     def day(value: dt.date | None) -> str:

@@ -9,12 +9,13 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import __version__, durable
 from ..agent_view import Budget, Context, agent_context, parse_budget
+from ..bodies import sections
 from ..carriers import numbered_original, original_name
 from ..conflicts import copy_settle_hint, describe_conflict, settle_hint
 from ..drafts import being_written, lacks_id, unanswered
@@ -255,8 +256,26 @@ def context(ws: Workspace, budget: str = "config", today: dt.date | None = None,
     except ValueError as error:
         raise UsageError(str(error)) from None
     state = state or ws.state()
-    return agent_context(ws.decisions_in_effect(state), state.resolver(), today or ws.today(), ws.tz, settings(ws),
-                         chosen, problems_of(ws, state), page_conflicts(ws, state))
+    return agent_context(as_the_agent_reads(ws.decisions_in_effect(state)), state.resolver(), today or ws.today(),
+                         ws.tz, settings(ws), chosen, problems_of(ws, state), page_conflicts(ws, state))
+
+
+ASKS_STILL = "its summary still asks the question, so it is not sealed yet"
+
+
+def as_the_agent_reads(decisions: Sequence[Decision]) -> list[Decision]:
+    """The decisions as the agent is told of them: a note the owner marked ruled whose summary still asks the
+    question (`drafts.unanswered`) stands for the answer under its `## Ruling`, flagged, never for the question
+    as if it were the ruling."""
+    shown = []
+    for decision in decisions:
+        if decision.status is Status.RULED and unanswered(decision):
+            answer = next((line.strip() for line in sections(decision.body).get("Ruling", "").splitlines()
+                           if line.strip()), None)
+            said = f"{answer} ({ASKS_STILL})" if answer else f"{decision.summary} (no answer written yet: {ASKS_STILL})"
+            decision = replace(decision, summary=said)
+        shown.append(decision)
+    return shown
 
 
 def refresh_pages(ws: Workspace) -> list[str]:

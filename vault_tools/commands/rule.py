@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,7 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             path = ws.new_note_path(new_id, summary)
             fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
                       ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
-            text = note_edits.render_note(fields, sections(("Ruling", body or summary)))
+            text = note_edits.render_note(fields, _ruling_section(body or summary))
             return write_ruling(ws, state, path, None, text, actor, reason)
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
@@ -88,8 +89,17 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         note = ws.read(path)
         text = note_edits.with_fields(note, changes)
         if body:
-            text = text.rstrip("\r\n") + note.newline * 2 + sections(("Ruling", body)).replace("\n", note.newline)
+            text = text.rstrip("\r\n") + note.newline * 2 + _ruling_section(body).replace("\n", note.newline)
         return write_ruling(ws, state, path, note, text, actor, reason, question)
+
+
+_RULING_HEADING = re.compile(r"^##[ \t]+Ruling[ \t]*$", re.MULTILINE | re.IGNORECASE)
+
+
+def _ruling_section(body: str) -> str:
+    """The `## Ruling` section of `--body`: the text under that heading, unless the text has the heading
+    already (an agent passing the section whole), then the text as given, never two headings."""
+    return body.strip("\n") + "\n" if _RULING_HEADING.search(body) else sections(("Ruling", body))
 
 
 def parse_terms(option: str, given: Iterable[str]) -> dict[str, str]:
