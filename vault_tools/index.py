@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .bodies import without_comments
+from .cjk import cjk_terms, has_cjk, query_forms, runs
 from .conflicts import conflict_line
 from .errors import InconsistentVault
 from .ledger import RACY_NANOSECONDS
@@ -38,12 +39,13 @@ from .model import FINAL_STATUSES, Decision, Status, build_decision, statuses_in
 from .notes import StatKey, stat_key
 from .vault import Vault, VaultState, iter_markdown
 
-INDEX_FILE = "cache/search-v1.sqlite"  # a new name whenever what is indexed changes
+INDEX_FILE = "cache/search-v2.sqlite"  # a new name whenever what is indexed changes
 NOTICE_FILE = "cache/search-without-fts5.notice"
 NO_FTS5_ENV = "VAULT_TOOLS_NO_FTS5"  # set to 1 to search as a Python build without FTS5 does
 TOKENIZER = "porter unicode61 remove_diacritics 2"
-COLUMNS = ("summary", "topics", "body", "reason")
-WEIGHTS = (5.0, 4.0, 1.0, 2.0)  # bm25 weight of each column, in COLUMNS order
+# `cjk`: the pairs of characters of the Chinese, Japanese and Korean text of the other four (see `cjk`)
+COLUMNS = ("summary", "topics", "body", "reason", "cjk")
+WEIGHTS = (5.0, 4.0, 1.0, 2.0, 3.0)  # bm25 weight of each column, in COLUMNS order
 CURRENT = frozenset({Status.RULED, Status.OPEN})
 SNIPPET_TOKENS = 12
 NO_FTS5_NOTICE = ("this Python's SQLite has no FTS5: search scans the notes instead (slower, plurals only "
@@ -76,9 +78,12 @@ def words(text: str) -> list[str]:
 
 
 def fts_query(text: str) -> str | None:
-    """A user's free text as an FTS5 query: any of its words, each quoted (so no word is read as syntax)."""
-    found = list(dict.fromkeys(words(text)))
-    return " OR ".join(f'"{w}"' for w in found) if found else None
+    """A user's free text as an FTS5 query: any of its words, each quoted (so no word is read as syntax), and
+    each Chinese, Japanese or Korean run as the sequence of its character pairs in the `cjk` column (as written:
+    folding would take the voicing marks off kana and break Hangul into letters)."""
+    found = [f'"{w}"' for w in dict.fromkeys(words(text)) if not has_cjk(w)]
+    found += [f'cjk : "{" ".join(form)}"' for run in dict.fromkeys(runs(text)) for form in query_forms(run)]
+    return " OR ".join(found) if found else None
 
 
 def fts5_available() -> bool:
@@ -254,7 +259,7 @@ class SearchIndex:
             (decision.id, rel, decision.status.value, decision.title, decision.summary,
              json.dumps(decision.topics), json.dumps(decision.supersedes)))
         rowid = cursor.lastrowid
-        connection.execute("INSERT INTO search (rowid, summary, topics, body, reason) VALUES (?, ?, ?, ?, ?)",
+        connection.execute("INSERT INTO search (rowid, summary, topics, body, reason, cjk) VALUES (?, ?, ?, ?, ?, ?)",
                            (rowid, *document_fields(decision)))
         return rowid
 
@@ -316,9 +321,10 @@ class SearchIndex:
             return {}
 
 
-def document_fields(decision: Decision) -> tuple[str, str, str, str]:
+def document_fields(decision: Decision) -> tuple[str, str, str, str, str]:
     """What is indexed of a decision, in COLUMNS order."""
-    return (decision.summary, " ".join(decision.topics), without_comments(decision.body), decision.reason or "")
+    fields = (decision.summary, " ".join(decision.topics), without_comments(decision.body), decision.reason or "")
+    return (*fields, " ".join(cjk_terms(" ".join(fields))))
 
 
 # -- without FTS5 ------------------------------------------------------------------------------------
@@ -332,17 +338,20 @@ def _stem(word: str) -> str:
 
 def scan(decisions: Sequence[Decision], text: str, *, history: bool = False, limit: int = 20) -> list[Hit]:
     """Search by reading every decision: the fallback where SQLite has no FTS5."""
-    asked = {_stem(w) for w in words(text)}
-    if not asked:
+    asked = {_stem(w) for w in words(text) if not has_cjk(w)}
+    asked_runs = [(run, form) for run in dict.fromkeys(runs(text)) for form in query_forms(run)]
+    if not asked and not asked_runs:
         return []
     hits = []
     for decision in decisions:
         if not history and decision.status not in CURRENT:
             continue
         score = 0.0
-        for weight, value in zip(WEIGHTS, document_fields(decision), strict=True):
+        fields = document_fields(decision)
+        for weight, value in zip(WEIGHTS[:-1], fields[:-1], strict=True):
             found = [_stem(w) for w in words(value)]
             score += weight * sum(1 for w in found if w in asked) / (1 + len(found)) ** 0.5
+            score += weight * sum(1 for _, form in asked_runs if form[0][0] + "".join(p[1] for p in form) in value)
         if score > 0:
             hits.append(Hit(decision.id, decision.path, decision.status, decision.summary, decision.topics,
                             decision.summary, score, decision.conflict))

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .cjk import text_size
 from .dates import instant, parse_date, parse_datetime
 from .topics import edit_distance
 
@@ -23,7 +24,7 @@ ID_PATTERN = re.compile(r"^D-(\d{1,9})(?:-([0-9a-z]{2,8}))?$")
 CLONE_TAG_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case: no i, l, o, u
 CLONE_TAG_LENGTH = 4
 TOPIC_PATTERN = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long
+MIN_TEXT = 20  # summary, reason and reask_reason must be at least this long (`cjk.text_size`)
 MAX_SUMMARY = 300  # the most one note's fields may hold (lint VT009): a summary is one line an agent reads
 MAX_TEXT = 2000  # reason, reask_reason, revisit_if, source, asked_by, ruled_by
 MAX_TOPICS = 20
@@ -282,11 +283,11 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
     if summary is not None:
         if "\n" in summary:
             problem("summary", "must be one line", "VT003")
-        if len(summary) < MIN_TEXT:
+        if text_size(summary) < MIN_TEXT:
             problem("summary", f"must be at least {MIN_TEXT} characters ({len(summary)} given)", "VT005")
     for name in ("reason", "reask_reason"):
         text = values.get(name)
-        if text is not None and len(text) < MIN_TEXT:
+        if text is not None and text_size(text) < MIN_TEXT:
             problem(name, f"must be at least {MIN_TEXT} characters ({len(text)} given)", "VT005")
 
     for name in TEXT_FIELDS:

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..cjk import content_pairs
 from ..topics import topic_key, topics_match
 from .snapshot import QuestionView, RulingView
 
@@ -37,6 +38,21 @@ def _content(found: Sequence[str]) -> set[str]:
     return {word for word in found if len(word) >= MIN_WORD and word not in STOPWORDS}
 
 
+def _cjk_content(text: str) -> set[str]:
+    """The character pairs of a text's Chinese, Japanese and Korean runs that say something of the matter."""
+    return set(content_pairs(text))
+
+
+def _cjk_touch(here: set[str], summary: str) -> bool:
+    """The message shares enough of the summary's pairs: three at least, and a third of the summary's or
+    two fifths of the message's."""
+    if not here:
+        return False
+    theirs = _cjk_content(summary)
+    shared = len(theirs & here)
+    return shared >= 3 and (shared * 3 >= len(theirs) or shared * 5 >= len(here) * 2)
+
+
 def touching(text: str, items: Sequence[RulingView | QuestionView], *, strict: bool) -> list[Touch]:
     """The items the text touches, best first. `strict` (a question about to be put to the owner):
     a whole topic, a near topic, or most of the summary. Not strict (the owner's own message): any
@@ -44,6 +60,7 @@ def touching(text: str, items: Sequence[RulingView | QuestionView], *, strict: b
     found_words = words(text)
     present = set(found_words)
     content = _content(found_words)
+    cjk_here = _cjk_content(text)
     phrases = {n: {"-".join(found_words[i:i + n]) for i in range(len(found_words) - n + 1)} for n in (1, 2, 3)}
     scored: list[tuple[int, int, Touch]] = []
     for order, item in enumerate(items):
@@ -61,7 +78,7 @@ def touching(text: str, items: Sequence[RulingView | QuestionView], *, strict: b
                 best = max(best or (0, "", ""), (1, f"{shared} (topic {topic})", topic))
         summary = _content(words(item.summary))
         overlap = summary & content
-        if summary and len(overlap) >= 3 and len(overlap) * 2 >= len(summary):
+        if (summary and len(overlap) >= 3 and len(overlap) * 2 >= len(summary)) or _cjk_touch(cjk_here, item.summary):
             best = max(best or (0, "", ""), (2, "its summary", item.topics[0] if item.topics else "TOPIC"))
         if best is not None:
             scored.append((best[0], -order, Touch(item, best[1], best[2])))

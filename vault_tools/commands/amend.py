@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import durable, note_edits, notes
+from ..cjk import text_size
 from ..errors import Refused, UsageError
 from ..history import History, seal_text_without_bom
 from ..model import MIN_TEXT, Decision, Status, build_decision
@@ -56,7 +57,7 @@ def owner_step(ws: Workspace, state: VaultState, decision: Decision, history: Hi
     if decision.status is Status.RETRACTED:
         if changed:
             return None
-        if decision.reason is None or len(decision.reason) < MIN_TEXT:
+        if decision.reason is None or text_size(decision.reason) < MIN_TEXT:
             return OwnerStep("incomplete", f"{decision.id} is marked retracted, but the retraction is not applied "
                                            f"until `reason` says why in at least {MIN_TEXT} characters; until then "
                                            "it is still current")
@@ -88,7 +89,7 @@ def _relation_problem(ws: Workspace, state: VaultState, decision: Decision, adde
             if target.status is not Status.RULED or status is not Status.RULED:
                 return (f"{decision.id} names {target_id} in `{name}`, but {target_id} is {status.value}; "
                         "only a current ruling can be")
-    if added["supersedes"] and (decision.reason is None or len(decision.reason) < MIN_TEXT):
+    if added["supersedes"] and (decision.reason is None or text_size(decision.reason) < MIN_TEXT):
         return (f"{decision.id} now supersedes {', '.join(sorted(added['supersedes']))}, but the supersession is not "
                 f"applied until `reason` says why in at least {MIN_TEXT} characters")
     return None

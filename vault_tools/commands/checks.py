@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..cjk import text_size
 from ..errors import UsageError
 from ..model import ID_PATTERN, MAX_SUMMARY, MAX_TEXT, MAX_TOPIC_CHARS, MAX_TOPICS, MIN_TEXT, TOPIC_PATTERN
 
@@ -48,8 +49,9 @@ def check_text(name: str, value: str | None, *, required: bool = False) -> str |
     value = value.strip()
     if "\n" in value or "\r" in value:
         raise UsageError(f"{name} must be one line")
-    if len(value) < MIN_TEXT:
-        raise UsageError(f"{name} must be at least {MIN_TEXT} characters ({len(value)} given): {value!r}")
+    if text_size(value) < MIN_TEXT:
+        raise UsageError(f"{name} must be at least {MIN_TEXT} characters ({text_size(value)} given, a Chinese, Japanese "
+                         f"or Korean character counting two): {value!r}")
     most = MAX_SUMMARY if name == "summary" else MAX_TEXT
     if len(value) > most:
         raise UsageError(f"{name} must be at most {most:,} characters ({len(value):,} given)")

@@ -5,6 +5,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import durable, note_edits, notes
+from ..cjk import text_size
 from ..errors import InconsistentVault, NoteError, Refused
 from ..history import History, new_record, seal_text_without_bom
 from ..ledger_lines import Event
@@ -76,7 +77,7 @@ def finish_interrupted_close(ws: Workspace, state: VaultState, decision: Decisio
     record the event. False when the note is not exactly what that operation writes."""
     if history.status is not Status.RULED or decision.status not in (Status.SUPERSEDED, Status.RETRACTED):
         return False
-    if decision.reason is None or len(decision.reason) < MIN_TEXT:
+    if decision.reason is None or text_size(decision.reason) < MIN_TEXT:
         return False  # the tool never writes a closing without its reason
     sealed = notes.parse_text(seal_text_without_bom(history), note.path)
     changes: dict[str, Any] = {"status": decision.status.value, "reason": decision.reason}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import durable, note_edits, notes
+from ..cjk import text_size
 from ..errors import NoteError, Refused, UsageError
 from ..history import new_record
 from ..importers import (  # one foreign format's reader, loaded for its import only
@@ -131,10 +132,10 @@ def harvest(ws: Workspace, paths: Iterable[Path] = (), *, dry_run: bool = False,
 
 def _candidate_summary(candidate: harvesting.Candidate) -> str | None:
     summary = first_sentence(candidate.text, limit=200)
-    if len(summary) < MIN_TEXT:
+    if text_size(summary) < MIN_TEXT:
         title = candidate.path.rsplit("/", 1)[-1].removesuffix(".md")
         summary = f"{summary} (noted in {title})"
-    return summary if len(summary) >= MIN_TEXT else None
+    return summary if text_size(summary) >= MIN_TEXT else None
 
 
 def _harvested_note(ws: Workspace, state: VaultState, candidate: harvesting.Candidate, summary: str, text: str,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import durable, note_edits, notes
+from ..cjk import text_size
 from ..dates import to_vault_time
 from ..drafts import unanswered
 from ..errors import NoteError, UsageError, VaultToolsError
@@ -235,7 +236,7 @@ class _Importing:
 
 def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, str], outcome: Outcome,
             importing: _Importing) -> Decision:
-    if len(record.summary) < MIN_TEXT or "\n" in record.summary:
+    if text_size(record.summary) < MIN_TEXT or "\n" in record.summary:
         raise NoteError(f"summary must be one line of at least {MIN_TEXT} characters: {record.summary!r}")
     if record.id and record.id not in importing.unseen and _id_free(ws, state, record.id):
         new_id, importing.last_id = record.id, None  # the next id is the vault's again
@@ -278,7 +279,7 @@ def _create(ws: Workspace, state: VaultState, record: Record, known: dict[str, s
             fields.append(("alongside", [f"[[{d.title}]]" for d in [*said, *beside]]))
         if beside:
             outcome.remarks.append(f"stands alongside {', '.join(d.id for d in beside)}, on the same topic")
-    if record.reask_reason and len(record.reask_reason) >= MIN_TEXT:
+    if record.reask_reason and text_size(record.reask_reason) >= MIN_TEXT:
         fields.append(("reask_reason", record.reask_reason))
     fields += [(name, value) for name, value in (("revisit_if", record.revisit_if), ("revisit_by", record.revisit_by),
                                                  ("due", record.due)) if value]

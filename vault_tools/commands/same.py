@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..bodies import sections, without_comments
+from ..cjk import content_pairs, has_cjk
 from ..index import Hit, SearchIndex, fold, fts5_available, words
 from ..model import Decision, Status
 from ..vault import VaultState
@@ -147,7 +148,8 @@ def terms(text: str) -> frozenset[str]:
     """The words of a text as the check compares them: folded, stopwords out, stemmed, synonyms merged."""
     folded = fold(text).replace("-", " ").replace("_", " ")
     folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
-    return frozenset(map(_term, words(folded.replace("-", ""))))
+    found = frozenset(map(_term, (word for word in words(folded.replace("-", "")) if not has_cjk(word))))
+    return found | frozenset(content_pairs(text)) if has_cjk(text) else found  # pairs, as written (`cjk`)
 
 
 @lru_cache(maxsize=65536)
