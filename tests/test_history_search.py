@@ -250,7 +250,7 @@ def test_lookup_takes_free_text_and_falls_back_to_search(cli):
     data = json.loads(cli("lookup", "newsletter link", "--json").out)
     assert [d["id"] for d in data] == ["D-0002"] and data[0]["matched_by"] == "words"
     nothing = cli("lookup", "volcano")
-    assert nothing.code == 0 and nothing.out == "" and "no decision mentions it" in nothing.err
+    assert nothing.code == 1 and nothing.out == "" and "no decision mentions it" in nothing.err
 
 
 @pytest.mark.parametrize("command", [["history", "D-0001"], ["as-of", "2026-02-01"], ["changed", "--since", "2026-01-01"],

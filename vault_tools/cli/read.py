@@ -7,6 +7,7 @@ import typer
 
 from .. import console
 from ..bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
+from ..model import Status
 from ..shapes import decision_json, gate_json, lookup_json, show_json
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from ..model import Decision
 
 from ..commands.gate import gate as check_gate
-from ..commands.read import body_view, is_topic_key, list_decisions, ruling_preview
+from ..commands.read import became_of, body_view, is_topic_key, list_decisions, ruling_preview
 from ..commands.read import lookup as lookup_topics
 from ..commands.read import search as search_decisions
 from ..commands.read import show as show_decision
@@ -96,17 +97,26 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
                                                               f"{LOOKUP_FULL_LIMIT:,} characters, saying so).")] = False,
            vault: VaultOption = None,
            json_: JsonOption = False) -> None:
-    """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded."""
+    """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded;
+    then what else became of the topics: an open question, questions withdrawn and rulings retracted (with why).
+    Exit 1 when nothing was ever on them and no decision mentions the words."""
     ws = workspace(vault)
-    found, problems = lookup_topics(ws, topics) if all(map(is_topic_key, topics)) else ([], [])
-    if not found and not problems:
+    keys = all(map(is_topic_key, topics))
+    found, problems = lookup_topics(ws, topics) if keys else ([], [])
+    others = [d for d in (became_of(ws, topics) if keys else [])  # a replaced ruling is in its successor's chain
+              if not (found and d.status is Status.SUPERSEDED)]
+    if not found and not problems and not others:
         _search_fallback(ws, " ".join(topics), json_)
         return
     if json_:
-        print_json(lookup_json(found, full))
+        print_json(lookup_json(found, full) + [decision_json(d) for d in others])
     else:
         if not found:
             stderr.print(f"no current ruling on {', '.join(topics)}", markup=False)
+        for other in others:  # an open question, or what was withdrawn or retracted there, and why
+            out(decision_line(other, ws))
+            if other.reason:
+                out(f"    {other.status.value} because: {other.reason}")
         for item in found:
             out(decision_line(item.ruling, ws))
             if full:
@@ -139,9 +149,12 @@ def _search_fallback(ws: Workspace, text: str, json_: bool) -> None:
         stderr.print(f"note: {notice}", markup=False)
     if json_:
         print_json([hit.as_json() | {"matched_by": "words"} for hit in result.hits])
-        return
+    elif not result.hits:
+        stderr.print(f"no topic matches {text!r}: nothing was ever asked, ruled, withdrawn or retracted on it, "
+                     "and no decision mentions it", markup=False)
     if not result.hits:
-        stderr.print(f"no current ruling on {text}, and no decision mentions it", markup=False)
+        raise typer.Exit(1)  # nothing on the topic at all (anything there, however it ended, is listed)
+    if json_:
         return
     stderr.print(f"no topic matches {text!r}; decisions whose words match:", markup=False)
     _print_hits(result.hits)

@@ -8,7 +8,7 @@ import typer
 
 from .. import console
 from ..errors import VaultToolsError
-from ..model import Decision
+from ..model import Decision, Status
 from ..shapes import decision_json
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ from ..commands.ask import ask as ask_question
 from ..commands.close import retract as retract_ruling
 from ..commands.close import withdraw as withdraw_question
 from ..commands.migrate import migrate as move
+from ..commands.read import became_of
 from ..commands.rule import rule as record_ruling
 from ..commands.seal import seal as seal_rulings
 from ..commands.setup import carriers_note, init_vault, make_vault_folder
@@ -154,6 +155,10 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
         print_json(decision_json(decision))
     else:
         out(f"{decision.id} asked: {decision.path}")
+    for closed in became_of(ws, decision.topics):  # a ruling retracted on the topic: what ended it, and why
+        if closed.status is Status.RETRACTED:
+            stderr.print(f"note: {closed.id} on this topic was retracted: {closed.summary} (because: {closed.reason})",
+                         markup=False)
 
 
 @app.command()

@@ -12,7 +12,7 @@ from ..note_edits import sections
 from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_name, check_text, check_topics
-from .read import current_rulings_on, settled_line
+from .read import became_of, current_rulings_on, settled_line
 from .same import same_matter
 from .workspace import Workspace
 
@@ -46,6 +46,13 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
                                f"(at least {MIN_TEXT} characters).")
                 raise Refused(f"topic {settled[0].matched[0]} is settled: {len(settled)} current ruling(s)",
                               details=details)
+            withdrawn = [d for d in became_of(ws, asked) if d.status is Status.WITHDRAWN]
+            if withdrawn:  # a question withdrawn is settled as "not to be asked", until something changes
+                last = withdrawn[0]
+                raise Refused(f"{last.id} asked this topic before and was withdrawn: {last.summary}",
+                              details=[f"Withdrawn because: {last.reason}",
+                                       "If something changed, ask again with --reask-reason \"what changed\" "
+                                       f"(at least {MIN_TEXT} characters)."])
         refuse_same_matter(ws, state, summary, asked, checked, open_only=reask_reason is not None)
         decision_id = ws.next_id(state)
         path = ws.new_note_path(decision_id, summary)

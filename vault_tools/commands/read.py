@@ -56,6 +56,16 @@ def lookup(ws: Workspace, topics: Iterable[str]) -> tuple[list[Lookup], list[Pag
     return current_rulings_on(ws, state, asked), page_problems(state)
 
 
+def became_of(ws: Workspace, topics: Iterable[str]) -> list[Decision]:
+    """What else became of these topics besides their current rulings: the open questions on them, and the
+    questions withdrawn and rulings retracted or superseded there (each with its reason), newest first."""
+    asked = check_topics(topics)
+    shown = (Status.OPEN, Status.WITHDRAWN, Status.RETRACTED, Status.SUPERSEDED)
+    found = [d for d in ws.decisions_in_effect(ws.state()) if d.status in shown
+             and any(topics_match(topic, theirs) for topic in asked for theirs in d.topics)]
+    return sorted(found, key=lambda d: (d.status is not Status.OPEN, -d.number))
+
+
 def is_topic_key(text: str) -> bool:
     return TOPIC_PATTERN.match(text) is not None
 
