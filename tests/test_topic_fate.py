@@ -34,3 +34,13 @@ def test_a_retracted_ruling_is_told_by_lookup_and_by_ask(cli):
 def test_lookup_of_a_topic_nothing_was_ever_on_says_so_and_exits_1(cli):
     done = cli("lookup", "podcast-sponsors")
     assert done.code == 1 and "no topic matches 'podcast-sponsors'" in done.err
+
+
+def test_show_says_when_a_ruling_was_recorded_later_than_it_was_ruled(cli):
+    assert cli("rule", "--topic", "newsletter-day", "--summary", "The newsletter goes out every Thursday morning.",
+               "--source", "chat", "--ruled-at", "2026-06-03T09:00:00").code == 0
+    shown = cli("show", "D-0001").out
+    assert "  ruled 2026-06-03, recorded 20" in shown
+    assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio from now on.",
+               "--source", "chat").code == 0
+    assert "recorded" not in cli("show", "D-0002").out  # ruled and recorded the same day: nothing to say

@@ -7,6 +7,7 @@ import typer
 
 from .. import console
 from ..bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
+from ..dates import local_date
 from ..model import Status
 from ..shapes import decision_json, gate_json, lookup_json, show_json
 
@@ -56,6 +57,10 @@ def _show(ws: Workspace, decision: Decision, history: History, body: str) -> Non
     for link in decision.alongside:
         out(f"  alongside: {link}")
     out(f"  sealed: {'yes' if history.sealed else 'no'}")
+    recorded = next((e.at[:10] for e in history.events if e.event == "ruled"), None)
+    ruled = local_date(decision.ruled_at, ws.tz).isoformat() if decision.ruled_at else None
+    if recorded and ruled and recorded > ruled:  # recorded after the fact: an import, a ruling given in chat
+        out(f"  ruled {ruled}, recorded {recorded}")
     for event in history.events:
         out(f"  {event.at}  {event.event} by {event.actor}")
     if body:
