@@ -226,7 +226,7 @@ def test_every_reader_says_a_decision_in_conflict_is_in_conflict_with_both_outco
     told = hook("user-prompt-submit", {"prompt": "When is the community call this month?"}, pulled.root)
     said = told["hookSpecificOutput"]["additionalContext"]
     says_both(said)
-    assert "Follow neither outcome: ask the owner" in said and "record the owner's new ruling" not in said
+    assert "Neither outcome stands in the record until the owner says which" in said and "new ruling" not in said
     asked = hook("pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": {"questions": [
         {"question": "Which evening should the community call be held?"}]}}, pulled.root)
     assert asked["hookSpecificOutput"].get("permissionDecision") != "deny"

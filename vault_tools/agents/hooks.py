@@ -150,23 +150,21 @@ def _user_prompt(root: Path, prompt: str, bounds: Bounds) -> dict[str, Any] | No
              if isinstance(touch.item, RulingView)]
     if not found:
         return None
-    lines = ["The owner's message touches current rulings in the decision record (vault-tools):"]
+    lines = ["Rulings in the decision record (vault-tools) on what the owner's message is about:"]
     standing = []
     for touch in found:
         ruling = touch.item
         assert isinstance(ruling, RulingView)
-        lines.append(f"- {ruling.id} (ruled {ruling.day}; topics {', '.join(ruling.topics)}): {ruling.summary}"
+        lines.append(f"- The owner ruled on {ruling.day} ({ruling.id}; topics {', '.join(ruling.topics)}): {ruling.summary}"
                      + (f" -- {CONFLICT_SAID.format(conflict=ruling.conflict)}" if ruling.conflict else ""))
         if not ruling.conflict:
             standing.append(touch)
     if standing:
         first = standing[0]
-        lines += ["If the message changes or reverses one of them, record the owner's new ruling now, before acting "
-                  "on it:",
+        lines += ["A message that changes or reverses one of them is recorded as the owner's new ruling with:",
                   f'  vault-tools rule --topic {first.topic} --summary "<the new ruling, one line>" '
                   f'--supersedes {first.item.id} --reason "<what the owner said, and why>" --source chat',
-                  "Until it is recorded, do not cite the old ruling as current. If the message only asks about a "
-                  "ruling, answer from it (`vault-tools show ID` prints its text)."]
+                  "Until then the record holds the ruling quoted above. `vault-tools show ID` prints a ruling's text."]
     return fitted("UserPromptSubmit", "\n".join(lines), bounds)
 
 
@@ -216,7 +214,7 @@ def _governing(root: Path, target: Path, bounds: Bounds, *, reading: bool) -> di
     if not found:
         return None
     by_id = {ruling.id: ruling for ruling in snapshot.rulings}
-    lines = [f"Current rulings that govern {rel} (follow them; `vault-tools for {rel}` lists them):"]
+    lines = [f"Current rulings in the decision record that govern {rel} (`vault-tools for {rel}` lists them):"]
     for item in found:
         ruling = by_id[item.ruling_id]
         line = f"- {ruling.id} {ruling.day}: {ruling.summary} (scope {item.glob})" + (
@@ -229,8 +227,8 @@ def _governing(root: Path, target: Path, bounds: Bounds, *, reading: bool) -> di
 
 
 # What the hooks say of a decision two clones closed differently: the agent follows neither side.
-CONFLICT_SAID = ("{conflict}. Follow neither outcome: ask the owner which stands, then record their answer with "
-                 "that settle command.")
+CONFLICT_SAID = ("{conflict}. Neither outcome stands in the record until the owner says which does; that settle "
+                 "command records the owner's answer.")
 
 
 def deny(reason: str) -> dict[str, Any]:
@@ -267,15 +265,14 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds) -> dict[st
                     f"{item.id}: {CONFLICT_SAID.format(conflict=item.conflict)}"[:MAX_OUTPUT - 200]}}
         if isinstance(item, RulingView):
             return deny(
-                f'The decision record already answers this ({touch.why}): {item.id}, ruled {item.day}: "{item.summary}" '
-                f"Do not ask the owner again; follow it (`vault-tools show {item.id}` prints its text). If something "
-                f"changed since, say so: ask again naming {item.id} and what changed in the question, or register "
-                f'it: vault-tools ask "<question>" --topic {topic} --reask-reason "<what changed, at least 20 characters>".')
+                f'The decision record answers this ({touch.why}): the owner ruled on {item.day} ({item.id}): '
+                f'"{item.summary}" (`vault-tools show {item.id}` prints its text). The owner is asked again only '
+                f"about what changed since: a question naming {item.id} and what changed, or one registered with "
+                f'vault-tools ask "<question>" --topic {topic} --reask-reason "<what changed, at least 20 characters>".')
         return deny(
             f'This question is already open in the decision record ({touch.why}): {item.id}, asked {item.day}: '
-            f'"{item.summary}" ({item.path}). Add to it rather than asking anew; to put it to the owner now, name '
-            f"{item.id} in the question, and record the answer with "
-            f'`vault-tools rule {item.id} --summary "<the answer>" --source chat`.')
+            f'"{item.summary}" ({item.path}). A question naming {item.id} puts it to the owner; the answer is recorded '
+            f'with `vault-tools rule {item.id} --summary "<the answer>" --source chat`.')
     return None
 
 
