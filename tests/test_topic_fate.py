@@ -44,3 +44,17 @@ def test_show_says_when_a_ruling_was_recorded_later_than_it_was_ruled(cli):
     assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio from now on.",
                "--source", "chat").code == 0
     assert "recorded" not in cli("show", "D-0002").out  # ruled and recorded the same day: nothing to say
+
+
+def test_the_owners_message_brings_in_a_withdrawn_question_with_why_and_a_question_on_it_is_denied(cli, vault):
+    from .helpers import hook
+
+    assert cli("ask", QUESTION, "--topic", "mastodon-crosspost").code == 0
+    assert cli("withdraw", "D-0001", "--reason", WITHDRAWN).code == 0
+    told = hook("user-prompt-submit", {"prompt": "Post the new article on Mastodon too"}, vault)
+    said = told["hookSpecificOutput"]["additionalContext"]
+    assert "The owner withdrew a question (D-0001" in said and WITHDRAWN in said
+    asked = hook("pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": {"questions": [
+        {"question": "Should the agent cross-post new articles to Mastodon?"}]}}, vault)
+    reason = asked["hookSpecificOutput"]["permissionDecisionReason"]
+    assert asked["hookSpecificOutput"]["permissionDecision"] == "deny" and WITHDRAWN in reason

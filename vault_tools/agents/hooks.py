@@ -146,18 +146,20 @@ def _session_start(root: Path, bounds: Bounds) -> dict[str, Any]:
 def _user_prompt(root: Path, prompt: str, bounds: Bounds) -> dict[str, Any] | None:
     from .recall import touching
     from .snapshot import RulingView, load
-    found = [touch for touch in touching(prompt, load(root, bounds.session_budget).rulings, strict=False)
-             if isinstance(touch.item, RulingView)]
+    snapshot = load(root, bounds.session_budget)
+    found = touching(prompt, [*snapshot.rulings, *snapshot.questions], strict=False)
     if not found:
         return None
-    lines = ["Rulings in the decision record (vault-tools) on what the owner's message is about:"]
+    lines = ["Decisions in the decision record (vault-tools) on what the owner's message is about:"]
     standing = []
     for touch in found:
-        ruling = touch.item
-        assert isinstance(ruling, RulingView)
-        lines.append(f"- The owner ruled on {ruling.day} ({ruling.id}; topics {', '.join(ruling.topics)}): {ruling.summary}"
-                     + (f" -- {CONFLICT_SAID.format(conflict=ruling.conflict)}" if ruling.conflict else ""))
-        if not ruling.conflict:
+        item = touch.item
+        if not isinstance(item, RulingView):
+            lines.append(_question_line(item))
+            continue
+        lines.append(f"- The owner ruled on {item.day} ({item.id}; topics {', '.join(item.topics)}): {item.summary}"
+                     + (f" -- {CONFLICT_SAID.format(conflict=item.conflict)}" if item.conflict else ""))
+        if not item.conflict:
             standing.append(touch)
     if standing:
         first = standing[0]
@@ -166,6 +168,15 @@ def _user_prompt(root: Path, prompt: str, bounds: Bounds) -> dict[str, Any] | No
                   f'--supersedes {first.item.id} --reason "<what the owner said, and why>" --source chat',
                   "Until then the record holds the ruling quoted above. `vault-tools show ID` prints a ruling's text."]
     return fitted("UserPromptSubmit", "\n".join(lines), bounds)
+
+
+def _question_line(item: Any) -> str:
+    """An open question, or how one ended (withdrawn) or how a ruling ended (retracted), and why: facts."""
+    if item.closed == "withdrawn":
+        return f"- The owner withdrew a question ({item.id}, asked {item.day}): {item.summary} Why: {item.reason}"
+    if item.closed == "retracted":
+        return f"- The owner retracted a ruling ({item.id}, ruled {item.day}): {item.summary} Why: {item.reason}"
+    return f"- An open question since {item.day} ({item.id}): {item.summary}"
 
 
 def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any, bounds: Bounds) -> dict[str, Any] | None:
@@ -263,6 +274,14 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds) -> dict[st
         if isinstance(item, RulingView) and item.conflict:  # the owner is the one to ask: let it through, saying so
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext":
                     f"{item.id}: {CONFLICT_SAID.format(conflict=item.conflict)}"[:MAX_OUTPUT - 200]}}
+        if not isinstance(item, RulingView) and item.closed == "retracted":
+            continue  # a ruling that no longer stands: the owner may be asked
+        if not isinstance(item, RulingView) and item.closed == "withdrawn":
+            return deny(
+                f"The owner withdrew this question ({touch.why}): {item.id}, asked {item.day}: \"{item.summary}\" "
+                f"Why: {item.reason} The owner is asked again only about what changed since: a question naming "
+                f'{item.id} and what changed, or one registered with vault-tools ask "<question>" --topic {topic} '
+                '--reask-reason "<what changed, at least 20 characters>".')
         if isinstance(item, RulingView):
             return deny(
                 f'The decision record answers this ({touch.why}): the owner ruled on {item.day} ({item.id}): '

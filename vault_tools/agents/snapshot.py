@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 # Imports inside functions: a full read of the vault happens only when the snapshot is stale.
 
 SNAPSHOT_FILE = "agent-snapshot.json"
-FORMAT = 5
+FORMAT = 6
 MAX_AGE_SECONDS = 300
 RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
 SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them
@@ -44,11 +44,13 @@ class QuestionView(NamedTuple):
     summary: str
     day: str  # asked on
     path: str
+    closed: str | None = None  # how it ended, when it did: "withdrawn" (a question) or "retracted" (a ruling)
+    reason: str | None = None  # why it was closed
 
 
 class Snapshot(NamedTuple):
     rulings: list[RulingView]
-    questions: list[QuestionView]
+    questions: list[QuestionView]  # the open questions, then those withdrawn and the rulings retracted
     session_text: str  # the session-start context, within the budget it was made for
     scope_root: str = ""  # the folder scope globs are relative to (absolute)
     scope_on_read: bool = False
@@ -135,10 +137,10 @@ def load(root: Path, session_budget: str) -> Snapshot:
 
 
 def _from_json(data: dict[str, Any]) -> Snapshot:
-    return Snapshot([RulingView(r["id"], tuple(r["topics"]), r["summary"], r["day"], r["path"], tuple(r["scope"]))
-                     for r in data["rulings"]],
-                    [QuestionView(q["id"], tuple(q["topics"]), q["summary"], q["day"], q["path"])
-                     for q in data["questions"]],
+    return Snapshot([RulingView(r["id"], tuple(r["topics"]), r["summary"], r["day"], r["path"], tuple(r["scope"]),
+                                r.get("conflict")) for r in data["rulings"]],
+                    [QuestionView(q["id"], tuple(q["topics"]), q["summary"], q["day"], q["path"], q.get("closed"),
+                                  q.get("reason")) for q in data["questions"]],
                     data["session_text"], data["scope_root"], data["scope_on_read"])
 
 
@@ -165,6 +167,9 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
                           d.path, d.scope, d.conflict) for d in current]
     questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path)
                  for d in sorted(in_effect, key=lambda d: d.number) if d.status is Status.OPEN and not d.conflict]
+    questions += [QuestionView(d.id, d.topics, d.summary, day(d.asked_at or d.ruled_at), d.path, d.status.value,
+                               d.reason) for d in sorted(in_effect, key=lambda d: -d.number)
+                  if d.status in (Status.WITHDRAWN, Status.RETRACTED) and not d.conflict]
     from ..commands.govern import scope_root
     snapshot = Snapshot(rulings, questions, context(ws, session_budget, ws.today(), state).text,
                         str(scope_root(ws)), ws.config.scope_on_read)
