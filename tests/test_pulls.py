@@ -226,6 +226,8 @@ def test_every_reader_says_a_decision_in_conflict_is_in_conflict_with_both_outco
     told = hook("user-prompt-submit", {"prompt": "When is the community call this month?"}, pulled.root)
     said = told["hookSpecificOutput"]["additionalContext"]
     says_both(said)
+    again = hook("user-prompt-submit", {"prompt": "When is the community call this month?"}, pulled.root)
+    assert again == told  # the second call reads the hooks' snapshot from its cache: the conflict is kept
     assert "Neither outcome stands in the record until the owner says which" in said and "new ruling" not in said
     asked = hook("pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": {"questions": [
         {"question": "Which evening should the community call be held?"}]}}, pulled.root)
