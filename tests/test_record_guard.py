@@ -211,3 +211,14 @@ def test_the_owners_templates_are_not_guarded_as_decisions(record) -> None:
     assert file_write("claude", "Templates/Question.md", root) is None
     assert file_write("claude", "Templates/Ruling.md", root, content="---\ntype: decision\nstatus: ruled\n---\n") is None
     assert shell("claude", "sed -i 's/open/ruled/' Templates/Question.md", root) is None
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_merge_copy_waiting_to_be_filed_is_guarded_as_a_kept_copy(record, agent) -> None:
+    """The watcher records the outcome a merge copy holds: an agent that could write one there would record a
+    ruling in the owner's name."""
+    root = Path(record["root"])
+    copy = ".vault-tools/merged/D-0002 ruled as a merge found it 0123456789ab.md"
+    reason = file_write(agent, copy, root, content="an outcome, as the watcher would read it\n")
+    assert reason and "vault-tools" in reason
+    assert shell(agent, f"echo x > '{copy}'", root)

@@ -65,8 +65,8 @@ def record_part(root: Path, rel: str, pinned_folder: Callable[[], str] = lambda:
             return CONFIG
         if rest == [TOPICS_FILE]:
             return TOPICS
-        if rest and rest[0] == KEPT_FOLDER:
-            return KEPT
+        if rest and (rest[0] == KEPT_FOLDER or (top == STATE_DIR and rest[0] == MERGE_COPIES_FOLDER)):
+            return KEPT  # (a merge copy waiting to be filed is one: the watcher records the outcome it holds)
         if top == STATE_DIR and rest == [LEGACY_LEDGER]:
             return LEDGER
         if top == RECORD_DIR and len(rest) == 2 and rest[0] == LEDGER_FOLDER and rest[1].endswith(LEDGER_SUFFIX):
