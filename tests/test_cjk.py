@@ -91,3 +91,15 @@ def test_the_agents_budgets_count_cjk_text_as_it_costs(vaults):
     assert estimate_tokens(summary) >= len(summary) - 3
     context = json.loads(vt_here("context", "--budget", "codex-hook", "--json", cwd=root).out)
     assert context["used"]["tokens"] <= 2400 and estimate_tokens(context["text"]) == context["used"]["tokens"]
+
+
+def test_lint_names_one_matter_ruled_twice_under_two_keys_in_japanese(tmp_path):
+    root = tmp_path / "ja"
+    (root / ".obsidian").mkdir(parents=True)
+    assert vt_here("init", "--timezone", "Asia/Tokyo", cwd=root).code == 0
+    for topic, summary in (("guest-fee", DATA["ja"]["rulings"]["guest-fee"]),
+                           ("podcast-payments", "ポッドキャストのゲストへの謝礼は一律150ユーロとする。"),
+                           ("shipping", DATA["ja"]["rulings"]["shipping"])):
+        assert vt_here("rule", "--topic", topic, "--summary", summary, "--source", "chat", cwd=root).code == 0
+    found = [line for line in vt_here("lint", cwd=root).out.splitlines() if "VT044" in line]
+    assert len(found) == 1 and "podcast-payments / guest-fee" in found[0]

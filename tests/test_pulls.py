@@ -219,6 +219,10 @@ def test_every_reader_says_a_decision_in_conflict_is_in_conflict_with_both_outco
     context = json.loads(pulled.vt("context", "--json")[1])
     says_both(next(r for r in context["rulings"] if r["id"] == question)["conflict"])
     assert "IN CONFLICT" in context["text"]
+    pages = {name: (pulled.root / "Pinned" / f"{name}.md").read_text(encoding="utf-8")
+             for name in ("Open questions", "Decisions log")}
+    assert "IN CONFLICT" in pages["Decisions log"]  # its line among the rulings, and the conflict to settle:
+    assert f"vault-tools settle {question} --keep ruling-1|ruling-2" in pages["Open questions"]
     code, _, err = pulled.vt("ask", "What evening suits the community call?", "--topic", "call-evening", expect=None)
     assert code == 1
     says_both(err)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -597,7 +599,9 @@ def test_a_device_whose_record_has_not_arrived_says_so_and_starts_no_second_ledg
     past = time.time() - 5
     for path in b.root.rglob("*.md"):
         os.utime(path, (past, past))
-    vt(b, "watch", "--once")
+    watched = subprocess.run([sys.executable, "-m", "vault_tools", "watch", "--once", "--vault", str(b.root)],
+                             capture_output=True, text=True, timeout=60)
+    assert f"{ruling} " in watched.stderr and f"recorded on device {tag}" in watched.stderr  # the watcher says so
     assert not any(Vault(b.root).ledger.read()), "B began a record of A's ruling"
     code, out = vt(b, "lint")
     assert code == 1 and f"VT053 error: {ruling} was recorded on device {tag}" in out and "Sync all other types" in out
