@@ -21,7 +21,7 @@ from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import Event, event_key
 from vault_tools.vault import Vault
 
-from .helpers import TZ, decision
+from .helpers import TZ, decision, write
 from .sync_sim import CARRIERS, Cloud, Device
 
 QUICK = "settle_seconds: 0\ndebounce_ms: 0\n"
@@ -43,6 +43,33 @@ def watch(device: Device) -> None:
     for path in device.root.rglob("*.md"):  # the owner stopped typing a while ago
         os.utime(path, (past, past))
     assert vt(device, "watch", "--once")[0] == 0
+
+
+BACK_ISSUES = "Should the shop sell printed back issues?"
+
+
+def from_the_template(device: Device, status: str, summary: str, more: str = "") -> None:
+    """A note the owner made from a template, as Obsidian names a new one, with no id yet."""
+    write(device.root / "Decisions" / "Untitled.md", f"---\ntype: decision\nid:\nstatus: {status}\n"
+          f"topics: [back-issues]\nsummary: {summary}\n{more}---\n## Question\n\nReaders keep asking.\n")
+
+
+def settle_watching(cloud: Cloud, *found: Device) -> None:
+    """Sync and let each device's watcher run, until nothing moves."""
+    for _ in range(3):
+        cloud.settle(*found)
+        for device in found:
+            watch(device)
+    cloud.settle(*found)
+
+
+def both_watching(cloud: Cloud, *found: Device) -> None:
+    """The carrier brings what changed to every device before any watcher saw it; then each watches as they sync."""
+    for device in found:
+        cloud.sync(device)
+    for device in found:
+        watch(device)
+    settle_watching(cloud, *found)
 
 
 def devices(tmp_path: Path, carrier: str, count: int = 2) -> tuple[Cloud, list[Device]]:
@@ -129,15 +156,7 @@ def test_two_devices_record_at_the_same_time_and_agree_after_syncing(tmp_path, c
     ruling_b2 = new_id(out)
     edit_summary(a, ruling_b, "Articles go out on Wednesdays at ten.")
     # The carrier brings the edit to B before A's watcher has seen it: both watchers see the same edit.
-    cloud.sync(a)
-    cloud.sync(b)
-    watch(a)
-    watch(b)
-    for _ in range(3):
-        cloud.settle(a, b)
-        watch(a)
-        watch(b)
-    cloud.settle(a, b)
+    both_watching(cloud, a, b)
 
     assert notes_of(a) == notes_of(b)  # the same notes, byte for byte, on both devices
     assert events_of(a) == events_of(b)  # the same record
@@ -623,21 +642,10 @@ def test_a_note_made_on_one_device_keeps_one_record_when_both_watchers_gave_it_a
     and closes the other; the agent is told of one question (or ruling), and lint is clean."""
     cloud, (a, b) = devices(tmp_path, carrier)
     status = "open" if kind == "question" else "ruled"
-    summary = "Should the shop sell printed back issues?" if kind == "question" else \
+    summary = BACK_ISSUES if kind == "question" else \
         "The shop sells no printed back issues."
-    (a.root / "Decisions").mkdir(exist_ok=True)
-    (a.root / "Decisions" / "Untitled.md").write_text(
-        f"---\ntype: decision\nid:\nstatus: {status}\ntopics: [back-issues]\nsummary: {summary}\n"
-        + ("source: chat\n" if kind == "ruling" else "") + "---\n## Question\n\nReaders keep asking.\n")
-    cloud.sync(a)
-    cloud.sync(b)
-    watch(a)
-    watch(b)
-    for _ in range(3):
-        cloud.settle(a, b)
-        watch(a)
-        watch(b)
-    cloud.settle(a, b)
+    from_the_template(a, status, summary, "source: chat\n" if kind == "ruling" else "")
+    both_watching(cloud, a, b)
     assert notes_of(a) == notes_of(b) and events_of(a) == events_of(b)
     made = {i: s for i, s in ruling_ids(a).items() if i.startswith("D-0001-")}
     assert list(made.values()) == [status], made  # the twin's note is removed, its text in the ledger
@@ -656,10 +664,7 @@ def test_a_note_given_two_ids_and_answered_under_one_keeps_the_answer(tmp_path):
     """The twins met after the owner had answered one of them on B: every device keeps the answered one and
     closes the untouched one, whichever sorts first."""
     cloud, (a, b) = devices(tmp_path, "obsidian-sync")
-    (a.root / "Decisions").mkdir(exist_ok=True)
-    (a.root / "Decisions" / "Untitled.md").write_text(
-        "---\ntype: decision\nid:\nstatus: open\ntopics: [back-issues]\n"
-        "summary: Should the shop sell printed back issues?\n---\n## Question\n\nReaders keep asking.\n")
+    from_the_template(a, "open", BACK_ISSUES)
     cloud.sync(a)
     cloud.sync(b)
     watch(a)
@@ -667,11 +672,7 @@ def test_a_note_given_two_ids_and_answered_under_one_keeps_the_answer(tmp_path):
     [numbered_on_b] = [i for i in ruling_ids(b) if i.startswith("D-0001-")]
     assert vt(b, "rule", numbered_on_b, "--summary", "The shop sells no printed back issues.", "--source",
               "chat")[0] == 0
-    for _ in range(3):
-        cloud.settle(a, b)
-        watch(a)
-        watch(b)
-    cloud.settle(a, b)
+    settle_watching(cloud, a, b)
     for device in (a, b):
         assert {i: s for i, s in ruling_ids(device).items() if i.startswith("D-0001-")} == {numbered_on_b: "ruled"}
         assert context_of(device)["open_questions"] == []
@@ -682,10 +683,7 @@ def test_a_note_given_two_ids_and_answered_under_one_keeps_the_answer(tmp_path):
 def test_lint_fix_keeps_one_record_of_a_note_given_two_ids(tmp_path):
     """Where no watcher runs (a clone in CI, say), `lint --fix` does what the watcher would."""
     cloud, (a, b) = devices(tmp_path, "syncthing")
-    (a.root / "Decisions").mkdir(exist_ok=True)
-    (a.root / "Decisions" / "Untitled.md").write_text(
-        "---\ntype: decision\nid:\nstatus: open\ntopics: [back-issues]\n"
-        "summary: Should the shop sell printed back issues?\n---\n")
+    from_the_template(a, "open", BACK_ISSUES)
     cloud.sync(a)
     cloud.sync(b)
     watch(a)
