@@ -54,7 +54,7 @@ def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultSt
             note = ws.read(path)
         except (OSError, NoteError):
             continue
-        new_id = _after(given[-1].id) if given else ws.next_id(state)  # the next id counts those given here
+        new_id = id_after(given[-1].id) if given else ws.next_id(state)  # the next id counts those given here
         text = note_edits.with_fields(note, {"id": new_id})
         target = _renamed(ws, path, new_id, note)
         if target == path:
@@ -66,7 +66,7 @@ def give_ids(ws: Workspace, *, quiet_before: float | None = None, state: VaultSt
     return given
 
 
-def _after(decision_id: str) -> str:
+def id_after(decision_id: str) -> str:
     """The id after one just given, with the same clone tag."""
     tag = decision_id.split("-")[2] if decision_id.count("-") == 2 else None
     return format_id(id_number(decision_id) + 1, tag=tag)

@@ -32,13 +32,14 @@ from ..importers import (  # one foreign format's reader, loaded for its import 
     Skipped,
     first_sentence,
 )
-from ..model import MIN_TEXT, Decision, Status, format_id, id_number, newest_first_key
+from ..model import MIN_TEXT, Decision, Status, newest_first_key
 from ..note_edits import sections
 from ..sealing import seal_hash
 from ..settling import settled_topics
 from ..topics import TopicIndex
 from ..vault import VaultState
 from .build import build
+from .ids import id_after
 from .live import LiveState
 from .seal import seal_events
 from .supersede import SupersedePlan, plan_superseded, supersede_targets, superseded_event
@@ -229,8 +230,7 @@ class _Importing:
         if self.last_id is None:
             self.last_id = self.ws.next_id(state)
         else:
-            tag = self.last_id.split("-")[2] if self.last_id.count("-") == 2 else None
-            self.last_id = format_id(id_number(self.last_id) + 1, tag=tag)
+            self.last_id = id_after(self.last_id)
         return self.last_id
 
 
