@@ -10,8 +10,10 @@ different outcomes are a conflict that `context` shows and `settle` ends.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -292,3 +294,31 @@ def test_init_in_a_vault_set_up_before_adds_the_notes_line_before_the_pages_line
     checked = git(origin.root, "check-attr", "merge", "--", "Pinned/Decisions log.md", "Projects/D-0009 X.md").stdout
     assert "Pinned/Decisions log.md: merge: vault-tools-pages" in checked
     assert "Projects/D-0009 X.md: merge: vault-tools-notes" in checked
+
+
+@pytest.mark.parametrize("mode", ["merge", "rebase"])
+def test_a_note_from_a_template_numbered_on_both_clones_keeps_one_record_after_pulls_both_ways(tmp_path, capsys, mode):
+    """The owner's note without an id is committed on A and pulled by B before either watcher numbered it; each
+    watcher gives it an id. After pulls both ways, both clones hold one open question, the other closed in its note
+    (withdrawn in place in git: a removed note would stop a pull), and nothing typed is lost."""
+    origin = make_origin(tmp_path, capsys, settle_seconds=0)
+    a, b = clone(origin, "A"), clone(origin, "B")
+    typed = "---\ntype: decision\nid:\nstatus: open\ntopics: [back-issues]\nsummary: Should the shop sell printed back issues?\n---\n"
+    (a.root / "Decisions" / "Untitled.md").write_text(typed, encoding="utf-8")
+    commit_as_typed(a, "made from the template")
+    subprocess.run(["git", "pull", "-q", "--no-rebase", str(a.root), "main"], cwd=b.root, env=git_env(), check=True)
+    for each in (a, b):
+        past = time.time() - 5
+        for path in (each.root / "Decisions").glob("*.md"):
+            os.utime(path, (past, past))
+        each.vt("watch", "--once", expect=None)
+        each.commit("numbered")
+    pull(b, a, mode)
+    b.commit("after pull")
+    pull(a, b, mode)
+    a.commit("after pull")
+    for each in (a, b):
+        opened = [q["summary"] for q in json.loads(each.vt("context", "--json")[1])["open_questions"]]
+        assert opened == ["Should the shop sell printed back issues?"], (each.root.name, opened)
+        assert "Should the shop sell printed back issues?" in everything_kept(each)
+    assert a.decision_texts() == b.decision_texts()

@@ -179,6 +179,11 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
             not _keep_both(shown, ((mine, mine_bytes), (other, other_bytes))):
         ours.write_bytes(merged)  # the sides could not be kept: nothing of theirs is given up
         return 0 if clean else 1
+    numbered_twice = common is not None and mine is not None and other is not None and \
+        not common.data.get("id") and mine.data.get("id") != other.data.get("id")
+    if numbered_twice and not clean:  # each clone's watcher gave the note an id: this clone's stands in it, the
+        merged, clean = resolve_lifecycle_conflicts(merged, frozenset({"id"}), lists=False)  # other's record is
+        # the same note's twin, closed by the watcher (`twins`)
     if (closed_differently or two_rulings) and not clean:
         # Both sides are kept whole, and each outcome is (or will be) in the ledger: the note holds this clone's
         # where both changed a line, however the lines fall, rather than markers that make it unreadable.

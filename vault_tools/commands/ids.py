@@ -16,10 +16,12 @@ from pathlib import Path
 from .. import durable, note_edits, notes
 from ..drafts import lacks_id, still_missing
 from ..errors import NoteError
+from ..layout import git_dir
 from ..links import link_target
 from ..model import format_id, id_number, note_title
 from ..sealing import wikilinks
 from ..vault import VaultState, iter_markdown
+from .setup import run_git
 from .workspace import Workspace
 
 _UNTITLED = re.compile(r"^Untitled( \d+)?$")  # the names Obsidian gives a new note
@@ -79,9 +81,18 @@ def _renamed(ws: Workspace, path: Path, new_id: str, note: notes.Note) -> Path:
         return path
     summary = str((note.data or {}).get("summary") or "").strip()
     target = path.with_name(f"{note_title(new_id, summary)}.md")
-    if target.exists() or _linked_to(ws, path.stem):
+    if target.exists() or _linked_to(ws, path.stem) or _committed(ws, path):
         return path
     return target
+
+
+def _committed(ws: Workspace, path: Path) -> bool:
+    """Whether git holds the note under this name already: another clone may number it too, and two renames of
+    one file stop a pull (rename/rename), where two ids given in place merge (`gitmerge`, then `twins`)."""
+    if git_dir(ws.vault.root) is None:
+        return False
+    done = run_git(ws.vault.root, "ls-files", "--error-unmatch", "--", str(path))
+    return done is not None and done.returncode == 0
 
 
 def _linked_to(ws: Workspace, title: str) -> bool:

@@ -85,7 +85,8 @@ def merge_twin_notes(ws: Workspace, state: VaultState, known: dict[str, History]
             continue  # one kept already (the others closed, here or on another device)
         untouched = {record.record: _untouched(ws, state, record) for record in in_force}
         touched = [record for record in in_force if untouched[record.record] is None]
-        kept = touched[0] if touched else in_force[0]
+        # the one the owner changed since; else one whose note is here (a merge kept one clone's id in the note)
+        kept = touched[0] if touched else next((r for r in in_force if untouched[r.record] is not False), in_force[0])
         for record in in_force:
             note = untouched[record.record]
             if record is kept or note is None:
