@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.owner_messages import report as owner_messages_report
 from benchmarks.same_question import report as same_question_report
 
 FLOOR = """
@@ -644,6 +645,8 @@ def main() -> None:
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}{load_average()}")
     print()
     print("\n".join(same_question_report()))
+    print()
+    print("\n".join(owner_messages_report()))
     compileall.compile_dir(Path(__file__).resolve().parents[1] / "vault_tools", quiet=1)
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FOOTER, Result, make_vault
+from tests.helpers import FOOTER, Result, judged, make_vault
 from vault_tools.cli import run
 
 
@@ -57,11 +57,14 @@ def vault(tmp_path) -> Path:
 def cli(capsys, vault):
     """Run the command line in-process against the `vault` fixture."""
 
-    def invoke(*args: str, root: Path | None = None) -> Result:
-        capsys.readouterr()
-        code = run([*args, "--vault", str(root or vault)])
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
+    def invoke(*args: str, root: Path | None = None, judge: bool = True) -> Result:
+        """`args` run; an `ask` as an agent asks (`helpers.judged`) unless `judge` is False."""
+        def once(given: list[str]) -> Result:
+            capsys.readouterr()
+            code = run([*given, "--vault", str(root or vault)])
+            captured = capsys.readouterr()
+            return Result(code, captured.out, captured.err)
+        return judged(args, once, lambda r: r.code, lambda r: r.err) if judge else once(list(args))
 
     return invoke
 

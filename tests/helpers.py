@@ -12,10 +12,12 @@ import io
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -27,6 +29,7 @@ import pytest
 from vault_tools.commands.ask import ask
 from vault_tools.commands.setup import init_vault
 from vault_tools.commands.workspace import Workspace
+from vault_tools.errors import PossibleMatch
 from vault_tools.ledger import RACY_NANOSECONDS
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Watcher
@@ -73,10 +76,31 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def ask_at(vault: Path, when: str, summary: str, topic: str, *, by: str = "agent", reask: str | None = None) -> str:
-    """Ask through the command with the clock fixed at `when` (vault time), as if the agent asked then."""
+    """Ask through the command with the clock fixed at `when` (vault time), as if the agent asked then (and,
+    shown decisions it may be the matter of, judged them different: see `judged`)."""
     moment = dt.datetime.fromisoformat(when).replace(tzinfo=ZoneInfo(TZ))
     ws = Workspace(Vault(vault), now=lambda: moment.astimezone(dt.UTC))
-    return ask(ws, summary, [topic], asked_by=by, reask_reason=reask).id
+    try:
+        return ask(ws, summary, [topic], asked_by=by, reask_reason=reask).id
+    except PossibleMatch as near:
+        return ask(ws, summary, [topic], asked_by=by, reask_reason=reask, not_the_same=near.nearest).id
+
+
+_NOT_THE_SAME = re.compile(r"ask again with ((?:--not-the-same \S+ ?)+) \(kept in the ledger\)")
+
+
+def judged(args: Sequence[str], invoke: Callable[[list[str]], Any], code: Callable[[Any], int],
+           err: Callable[[Any], str]) -> Any:
+    """`invoke(args)`, and for an `ask` refused as a possible match (it may be the matter of decisions already
+    recorded), `invoke` again with the `--not-the-same` flags the refusal offers: what an agent does that read
+    the nearest decisions and judged them a different matter. Tests of other things ask that way; tests of the
+    check itself see the refusal (`judge=False`)."""
+    result = invoke(list(args))
+    if args and args[0] == "ask" and code(result) == 1 and "may be the matter of" in err(result):
+        found = _NOT_THE_SAME.search(err(result))
+        assert found, err(result)
+        result = invoke([*args, *found.group(1).split()])
+    return result
 
 
 # -- the command line ---------------------------------------------------------------------------
@@ -89,12 +113,15 @@ class Result:
     err: str
 
 
-def vt(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 60) -> Result:
-    """Run the real `python -m vault_tools` in a subprocess."""
+def vt(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 60, judge: bool = True) -> Result:
+    """Run the real `python -m vault_tools` in a subprocess (an `ask` as an agent asks: see `judged`)."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    done = subprocess.run([sys.executable, "-m", "vault_tools", *args], cwd=cwd, input=stdin,
-                          capture_output=True, text=True, timeout=timeout, env=env)
-    return Result(done.returncode, done.stdout, done.stderr)
+
+    def invoke(given: list[str]) -> Result:
+        done = subprocess.run([sys.executable, "-m", "vault_tools", *given], cwd=cwd, input=stdin,
+                              capture_output=True, text=True, timeout=timeout, env=env)
+        return Result(done.returncode, done.stdout, done.stderr)
+    return judged(args, invoke, lambda r: r.code, lambda r: r.err) if judge else invoke(list(args))
 
 
 def vt_on_terminal(*args: str, cwd: Path, timeout: float = 60) -> Result:
@@ -137,27 +164,30 @@ def python_on_terminal(*args: str, cwd: Path, timeout: float = 60) -> Result:
     return Result(process.wait(), out.decode("utf-8"), err.decode("utf-8", errors="replace"))
 
 
-def vt_here(*args: str, cwd: Path, stdin: str | None = None) -> Result:
+def vt_here(*args: str, cwd: Path, stdin: str | None = None, judge: bool = True) -> Result:
     """`vt` without the process: the same entry point (the console script's front door, hooks included),
-    run in this process from `cwd` with `stdin`, its output and exit code caught. For tests about what a
-    command does; tests about the process itself (exit status, start-up, concurrency, kill -9) use `vt`."""
+    run in this process from `cwd` with `stdin`, its output and exit code caught (an `ask` as an agent asks:
+    see `judged`). For tests about what a command does; tests about the process itself (exit status,
+    start-up, concurrency, kill -9) use `vt`."""
     from vault_tools import launch
 
-    out, err = io.StringIO(), io.StringIO()
-    saved = sys.argv, sys.stdin, Path.cwd()
-    sys.argv, sys.stdin = ["vault-tools", *args], io.StringIO(stdin or "")
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                launch.main()
-                code = 0
-            except SystemExit as exit_:
-                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    finally:
-        sys.argv, sys.stdin = saved[0], saved[1]
-        os.chdir(saved[2])
-    return Result(code, out.getvalue(), err.getvalue())
+    def invoke(given: list[str]) -> Result:
+        out, err = io.StringIO(), io.StringIO()
+        saved = sys.argv, sys.stdin, Path.cwd()
+        sys.argv, sys.stdin = ["vault-tools", *given], io.StringIO(stdin or "")
+        os.chdir(cwd)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    launch.main()
+                    code = 0
+                except SystemExit as exit_:
+                    code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        finally:
+            sys.argv, sys.stdin = saved[0], saved[1]
+            os.chdir(saved[2])
+        return Result(code, out.getvalue(), err.getvalue())
+    return judged(args, invoke, lambda r: r.code, lambda r: r.err) if judge else invoke(list(args))
 
 
 def load_script(path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:

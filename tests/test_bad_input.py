@@ -67,7 +67,7 @@ def test_duplicate_ids_refuse_only_writes_that_touch_that_id(cli, settled):
         assert refused.code == 3, refused
         assert "id D-0001 is used by 2 notes" in refused.err and "vault-tools renumber D-0001" in refused.err
         assert snapshot(settled) == before
-    assert cli("ask", "Should footers promote the newsletter?", "--topic", "promotion").code == 0
+    assert cli("ask", "Which city hosts the spring meetup?", "--topic", "meetup-city").code == 0
 
 
 def test_supersedes_cycle(cli, settled):

@@ -68,7 +68,7 @@ def test_the_owners_message_in_japanese_brings_the_ruling_in(vaults):
 ])
 def test_ask_on_the_same_matter_under_another_key_is_refused(vaults, language, question, key, topic):
     root, ids = vaults[language]
-    done = vt_here("ask", question, "--topic", key, cwd=root)
+    done = vt_here("ask", question, "--topic", key, cwd=root, judge=False)
     assert done.code == 1 and ids[topic] in done.err, done.err
 
 

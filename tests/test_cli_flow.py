@@ -89,8 +89,9 @@ def test_concurrent_asks_never_share_an_id(vault):
                  "Who approves travel budgets?", "Can readers comment on podcasts?", "How fast must support reply?")
 
     def ask(n: int) -> int:
-        return subprocess.run([sys.executable, "-m", "vault_tools", "ask", questions[n],
-                               "--topic", f"topic-{'abcdefgh'[n]}"], cwd=vault, capture_output=True).returncode
+        keys = ("logo-colour", "intern-leave", "backup-place", "travel-budget", "podcast-comments", "reply-speed")
+        return subprocess.run([sys.executable, "-m", "vault_tools", "ask", questions[n], "--topic", keys[n]],
+                              cwd=vault, capture_output=True).returncode
 
     with ThreadPoolExecutor(6) as pool:
         codes = list(pool.map(ask, range(6)))

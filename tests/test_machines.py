@@ -31,7 +31,7 @@ from vault_tools.sealing import tie_notes
 from vault_tools.vault import Vault
 
 from .git_repo import git, git_env
-from .helpers import TZ, write
+from .helpers import TZ, judged, write
 
 NEWSLETTER_DAY = "The newsletter goes out every Thursday morning."
 BLOG_COMMENTS = "Blog comments stay closed; readers reply by email."
@@ -45,12 +45,16 @@ class Clone:
         self.capsys = capsys
 
     def vt(self, *args: str, expect: int | None = 0) -> tuple[int, str, str]:
-        self.capsys.readouterr()
-        code = run([*args, "--vault", str(self.root)])
-        captured = self.capsys.readouterr()
+        """The command run as an agent runs it (an `ask` shown near decisions judges them: `judged`)."""
+        def once(given: list[str]) -> tuple[int, str, str]:
+            self.capsys.readouterr()
+            ran = run([*given, "--vault", str(self.root)])
+            captured = self.capsys.readouterr()
+            return ran, captured.out, captured.err
+        code, out, err = judged(args, once, lambda r: r[0], lambda r: r[2])
         if expect is not None:
-            assert code == expect, f"vault-tools {' '.join(args)} exited {code}: {captured.out}{captured.err}"
-        return code, captured.out, captured.err
+            assert code == expect, f"vault-tools {' '.join(args)} exited {code}: {out}{err}"
+        return code, out, err
 
     def new_id(self, out: str) -> str:
         return out.split()[0]
@@ -221,10 +225,10 @@ vault-tools rule --topic newsletter-day --source chat --summary "The newsletter 
 vault-tools rule --topic blog-comments --source chat --summary "Blog comments stay closed; readers reply by email."
 vault-tools build; git add -A; git commit -qm init; cd ..
 git clone -q o A; git clone -q o B
-(cd A && vault-tools ask "Should we start a podcast alongside the newsletter?" --topic podcast &&
+(cd A && vault-tools ask "Should we start a podcast alongside the newsletter?" --topic podcast --not-the-same D-0001 &&
   vault-tools rule D-0003 --source chat --summary "No podcast this year; revisit when subscribers pass ten thousand." &&
   vault-tools build && git add -A && git commit -qm A)
-(cd B && vault-tools ask "Which tool should send the newsletter from January?" --topic newsletter-tool &&
+(cd B && vault-tools ask "Which tool should send the newsletter from January?" --topic newsletter-tool --not-the-same D-0001 &&
   vault-tools rule D-0003 --source chat --summary "Newsletter moves to Buttondown from January." &&
   vault-tools build && git add -A && git commit -qm B)
 cd A && git pull --no-rebase --no-edit ../B master   # conflict in Pinned/Decisions log.md
@@ -453,7 +457,7 @@ def test_case_only_twins_keep_their_own_text_until_one_is_renumbered(tmp_path, c
     assert len(twins) == 2 and all(sealed.name in line and twin.name in line for line in twins)
     assert not [line for line in out.splitlines() if ": VT021 " in line]
     assert origin.vt("retract", decision_id, "--reason", "Trying to retract an id two notes share.", expect=3)
-    origin.vt("ask", "Should the shop sell printed back issues?", "--topic", "back-issues")  # other writes go on
+    origin.vt("ask", "Which city hosts the spring meetup?", "--topic", "meetup-city")  # other writes go on
     _, renumbered, _ = origin.vt("renumber", decision_id)
     new_id = renumbered.split()[2].rstrip(":")
     assert renumbered.startswith(f"{decision_id} -> ") and sealed.exists() and not twin.exists()

@@ -62,13 +62,15 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
     assert run(["search", "newsletter", "signups", "--json", "--vault", str(vault)]) == 0
     search_cli = json.loads(capsys.readouterr().out)
 
-    tools, lookup, show, found, refused, asked, ruled, gate, context, resources, note = session_calls(vault, [
+    tools, lookup, show, found, refused, near, asked, ruled, gate, context, resources, note = session_calls(vault, [
         ("tools", None),
         ("lookup", {"topics": ["article-footer"]}),
         ("show", {"id": "D-0001"}),
         ("search", {"query": "newsletter signups"}),
         ("ask", {"question": "What should article footers contain?", "topics": ["article-footers"]}),
         ("ask", {"question": "Should the podcast get its own newsletter?", "topics": ["podcast-newsletter"]}),
+        ("ask", {"question": "Should the podcast get its own newsletter?", "topics": ["podcast-newsletter"],
+                 "not_the_same": ["D-0001"]}),
         ("rule", {"summary": "Article footers carry no promotion at all.", "topics": ["article-footer"],
                   "supersedes": ["D-0001"], "reason": "The owner said in chat that footers must not promote."}),
         ("gate", {"id": "D-0001", "require": ["budget=0"]}),
@@ -82,6 +84,7 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
     assert search_cli[0]["id"] == "D-0001"  # "signups" found "signup": word endings do not matter
     assert found[0] is False and [json.loads(found[1])] == search_cli
     assert refused[0] is True and "settled" in refused[1] and "D-0001" in refused[1]
+    assert near[0] is True and "may be the matter of D-0001" in near[1] and "not-the-same D-0001" in near[1]
     assert asked[0] is False and json.loads(asked[1])["id"] == "D-0002"
     assert ruled[0] is False and json.loads(ruled[1])["id"] == "D-0003"
     gate_data = json.loads(gate[1])
@@ -105,7 +108,7 @@ def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vaul
         assert run(["rule", "--topic", topic, "--summary", f"A ruling on {topic} that is long enough to count.",
                     "--source", "chat", "--vault", str(vault)]) == 0
     assert run(["ask", "Should the podcast get its own newsletter?", "--topic", "podcast-newsletter",
-                "--vault", str(vault)]) == 0
+                "--not-the-same", "D-0001", "--not-the-same", "D-0002", "--not-the-same", "D-0003", "--vault", str(vault)]) == 0
     capsys.readouterr()
     texts = {}
     for budget in ["config", "900"]:

@@ -4,17 +4,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from benchmarks.same_question import (
     TARGET_FALSE_REFUSALS,
     TARGET_RECALL,
+    choose_possible,
     choose_threshold,
     figures,
     load_pairs,
 )
-from vault_tools.commands.same import SAME_MATTER_THRESHOLD
 from vault_tools.ledger_lines import parse_ledger
+from vault_tools.matter import POSSIBLE_MATCH_THRESHOLD, SAME_MATTER_THRESHOLD
 
 LEDGER = ".vault-tools/ledger.jsonl"
 FOOTER = "Every article footer carries the author bio."
@@ -35,28 +34,30 @@ def test_the_labelled_set_is_large_and_balanced():
     assert len({pair.question for pair in pairs}) == len(pairs)
 
 
-def test_the_threshold_is_the_one_chosen_on_the_tuning_part():
+def test_the_thresholds_are_the_ones_chosen_on_the_tuning_part():
     tuning = [pair for pair in load_pairs() if not pair.held_out]
     assert choose_threshold(tuning) == SAME_MATTER_THRESHOLD
+    assert choose_possible(tuning) == POSSIBLE_MATCH_THRESHOLD
 
 
-def test_the_check_does_not_get_worse_than_measured():
-    """The figures quoted in docs/design/0031-the-same-matter-check.md; a change that lowers them fails here."""
+def test_the_strong_tier_does_not_get_worse_than_measured():
+    """The figures quoted in docs/design/0042-a-possible-match-is-shown-to-the-asker.md; a change that lowers
+    them fails here."""
     whole = figures(load_pairs())
-    assert whole.recall >= 0.44
-    assert whole.false_refusals <= 0.05
+    assert whole.recall >= 0.39
+    assert whole.false_refusals <= TARGET_FALSE_REFUSALS
     held_out = figures([pair for pair in load_pairs() if pair.held_out])
     assert held_out.recall >= 0.42
-    assert held_out.false_refusals <= 0.05
-    tuning = figures([pair for pair in load_pairs() if not pair.held_out])
-    assert tuning.false_refusals <= TARGET_FALSE_REFUSALS  # the threshold keeps its own cap where it was chosen
+    assert held_out.false_refusals <= TARGET_FALSE_REFUSALS
 
 
-@pytest.mark.xfail(strict=True, reason="a word-based check catches about half of the same-matter pairs at 5% "
-                                       "false refusals; the target needs more than words (docs/design/0031-the-same-matter-check.md)")
-def test_the_check_meets_the_target_of_the_issue():
-    whole = figures(load_pairs())
-    assert whole.recall >= TARGET_RECALL and whole.false_refusals <= TARGET_FALSE_REFUSALS
+def test_the_two_tiers_meet_the_target():
+    """The strong tier refuses at most 3% of different-matter pairs; with the possible tier (refused once, the
+    decision shown for the asker to judge) at least 90% of same-matter pairs are caught, held-out ones too."""
+    pairs = load_pairs()
+    assert figures(pairs).false_refusals <= TARGET_FALSE_REFUSALS
+    assert figures(pairs, POSSIBLE_MATCH_THRESHOLD).recall >= TARGET_RECALL
+    assert figures([pair for pair in pairs if pair.held_out], POSSIBLE_MATCH_THRESHOLD).recall >= TARGET_RECALL
 
 
 # -- ask -------------------------------------------------------------------------------------------
@@ -89,9 +90,25 @@ def test_a_reask_reason_goes_through_a_ruling_on_the_same_matter(cli, vault):
                "--reask-reason", "Readers complained about the bios being too long.").code == 0
 
 
-def test_a_different_matter_sharing_words_is_let_through(cli, vault):
+def test_a_possible_match_is_refused_once_with_the_ruling_shown_and_goes_through_when_judged(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat",
+               "--body", "The bio is two lines, with a photo.").code == 0
+    refused = cli("ask", "Should the newsletter footer carry a sponsor?", "--topic", "newsletter-sponsor", judge=False)
+    assert refused.code == 1
+    assert "may be the matter of D-0001" in refused.err
+    assert FOOTER in refused.err and "The bio is two lines, with a photo." in refused.err  # its text, to judge by
+    assert "--not-the-same D-0001" in refused.err and "--reask-reason" in refused.err
+    assert not list((vault / "Decisions").glob("D-0002*"))
+
+    asked = cli("ask", "Should the newsletter footer carry a sponsor?", "--topic", "newsletter-sponsor",
+                "--not-the-same", "D-0001", judge=False)
+    assert asked.code == 0, asked.err
+    assert asked_events(vault)[-1].not_the_same == ("D-0001",)
+
+
+def test_a_question_sharing_no_word_is_let_through_and_writes_no_not_the_same(cli, vault):
     assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
-    asked = cli("ask", "Should the newsletter footer carry a sponsor?", "--topic", "newsletter-sponsor")
+    asked = cli("ask", "Which city hosts the spring meetup?", "--topic", "meetup-city", judge=False)
     assert asked.code == 0, asked.err
     assert asked_events(vault)[-1].not_the_same == ()
     assert '"not_the_same"' not in (vault / LEDGER).read_text(encoding="utf-8")  # old lines keep their checksums

@@ -21,7 +21,7 @@ from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import Event, event_key
 from vault_tools.vault import Vault
 
-from .helpers import TZ, decision, write
+from .helpers import TZ, decision, judged, write
 from .sync_sim import CARRIERS, Cloud, Device
 
 QUICK = "settle_seconds: 0\ndebounce_ms: 0\n"
@@ -31,10 +31,13 @@ def vt(device: Device, *args: str) -> tuple[int, str]:
     import contextlib
     import io
 
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = run([*args, "--vault", str(device.root)])
-    return code, out.getvalue()
+    def once(given: list[str]) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = run([*given, "--vault", str(device.root)])
+        return code, out.getvalue(), err.getvalue()
+    code, out, _ = judged(args, once, lambda r: r[0], lambda r: r[2])  # an `ask` as an agent asks
+    return code, out
 
 
 def watch(device: Device) -> None:
@@ -411,7 +414,7 @@ def test_migrate_moves_a_hidden_record_and_loses_nothing(tmp_path) -> None:
     assert [e.to_json() for e in Vault(root).ledger.read()] == [e.to_json() for e in events_before]
     assert migrate(root).already  # again: nothing to move
     assert run(["lint", "--vault", str(root)]) == 0
-    code = run(["ask", "Which newsletter sponsor do we take this spring?", "--topic", "sponsor", "--vault", str(root)])
+    code = run(["ask", "Which sponsor do we take this spring?", "--topic", "sponsor", "--vault", str(root)])
     assert code == 0
     assert len(Vault(root).ledger.read()) == len(events_before) + 1
 

@@ -38,6 +38,15 @@ class Refused(VaultToolsError):
     exit_code = 1
 
 
+class PossibleMatch(Refused):
+    """A question that may be the matter of decisions already recorded: the asker reads them and says
+    (`--not-the-same` each of `nearest`, or `--reask-reason`)."""
+
+    def __init__(self, message: str, nearest: tuple[str, ...], details: list[str]) -> None:
+        super().__init__(message, details=details)
+        self.nearest = nearest
+
+
 class Unfinished(VaultToolsError):
     """Work done as far as it could go now; what is left, and why, is named."""
 

@@ -19,10 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sqlite3
 import time
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -35,6 +33,7 @@ from .conflicts import conflict_line
 from .errors import InconsistentVault
 from .ledger import RACY_NANOSECONDS
 from .links import leading_id, link_target, name_key
+from .matter import words
 from .model import FINAL_STATUSES, Decision, Status, build_decision, statuses_in_effect
 from .notes import StatKey, stat_key
 from .vault import Vault, VaultState, iter_markdown
@@ -50,32 +49,6 @@ CURRENT = frozenset({Status.RULED, Status.OPEN})
 SNIPPET_TOKENS = 12
 NO_FTS5_NOTICE = ("this Python's SQLite has no FTS5: search scans the notes instead (slower, plurals only "
                   "for stemming); a Python built with a recent SQLite gives ranked search")
-
-# Words too common to say what a question is about; left out of queries (they would match everything).
-STOPWORDS = frozenset("""a about above after again all also am an and any are as at be been before being
-below between both but by can could did do does doing down during each either ever few for from further had
-has have having he her here hers him his how i if in into is it its itself just me more most my no nor not
-now of off on once only or other our ours out over own same she should so some such than that the their
-theirs them then there these they this those through to too under until up us very was we were what when
-where which while who whom why will with would you your yours anything something thing things decide decided
-decision decisions ever go goes going went gone""".split())  # noqa: SIM905 (a list of words reads better as text)
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def fold(text: str) -> str:
-    """Lower case with accents taken off, as the index compares words."""
-    if text.isascii():
-        return text.lower()  # what the general path gives for plain ASCII, at a fraction of its cost
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def words(text: str) -> list[str]:
-    """The words of a text as the index sees them (folded; `article-footer` is two words), stopwords out."""
-    return [w for w in _WORD.findall(fold(text))
-            if w not in STOPWORDS and (not w.isdigit() or len(w) == 4)]  # a year counts; other numbers do not
-
 
 def fts_query(text: str) -> str | None:
     """A user's free text as an FTS5 query: any of its words, each quoted (so no word is read as syntax), and

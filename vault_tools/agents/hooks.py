@@ -89,7 +89,8 @@ def answer(event: str, payload: dict[str, Any], vault: Path | None = None,
             return _session_start(root, bounds)
         if event == "user-prompt-submit":
             return _user_prompt(root, str(payload.get("prompt") or ""), bounds)
-        return _pre_tool_use(root, cwd, str(payload.get("tool_name") or ""), payload.get("tool_input") or {}, bounds)
+        return _pre_tool_use(root, cwd, str(payload.get("tool_name") or ""), payload.get("tool_input") or {}, bounds,
+                             str(payload.get("session_id") or ""))
     except Exception as trouble:  # fail open: a broken note must not stop the agent
         return _warning(f"{type(trouble).__name__}: {trouble}; {_logged(trouble, root)}")
 
@@ -144,34 +145,37 @@ def _session_start(root: Path, bounds: Bounds) -> dict[str, Any]:
 
 
 def _user_prompt(root: Path, prompt: str, bounds: Bounds) -> dict[str, Any] | None:
-    from .recall import touching
-    from .snapshot import RulingView, load
-    snapshot = load(root, bounds.session_budget)
-    found = touching(prompt, [*snapshot.rulings, *snapshot.questions], strict=False)
+    from . import recall, snapshot
+    found = recall.brought_in(prompt, snapshot.load(root, bounds.session_budget))
     if not found:
         return None
-    lines = ["Decisions in the decision record (vault-tools) on what the owner's message is about:"]
+    lines = ["Decisions in the decision record (vault-tools) on what the owner's message is about, "
+             "the closest first:"]
     standing = []
-    for touch in found:
-        item = touch.item
-        if not isinstance(item, RulingView):
-            lines.append(_question_line(item))
-            continue
-        lines.append(f"- The owner ruled on {item.day} ({item.id}; topics {', '.join(item.topics)}): {item.summary}"
-                     + (f" -- {CONFLICT_SAID.format(conflict=item.conflict)}" if item.conflict else ""))
-        if not item.conflict:
-            standing.append(touch)
+    for item, alike in found:
+        lines.append(_item_line(item) + (f" ({len(alike)} more alike: {', '.join(a.id for a in alike[:ALIKE_IDS])}"
+                                         f"{', ...' if len(alike) > ALIKE_IDS else ''})" if alike else ""))
+        if item.text:
+            lines.append(f"  {item.text}")
+        if isinstance(item, snapshot.RulingView) and not item.conflict:
+            standing.append(item)
     if standing:
         first = standing[0]
-        lines += ["A message that changes or reverses one of them is recorded as the owner's new ruling with:",
-                  f'  vault-tools rule --topic {first.topic} --summary "<the new ruling, one line>" '
-                  f'--supersedes {first.item.id} --reason "<what the owner said, and why>" --source chat',
-                  "Until then the record holds the ruling quoted above. `vault-tools show ID` prints a ruling's text."]
+        lines += ["A message that changes or reverses one of these rulings is recorded as the owner's new ruling with:",
+                  f'  vault-tools rule --topic {first.topics[0]} --summary "<the new ruling, one line>" '
+                  f'--supersedes {first.id} --reason "<what the owner said, and why>" --source chat',
+                  "Until then the record holds the rulings quoted above. `vault-tools show ID` prints a decision's text."]
     return fitted("UserPromptSubmit", "\n".join(lines), bounds)
 
 
-def _question_line(item: Any) -> str:
-    """An open question, or how one ended (withdrawn) or how a ruling ended (retracted), and why: facts."""
+ALIKE_IDS = 5  # ids of look-alike decisions named on a line
+
+
+def _item_line(item: Any) -> str:
+    """A ruling, an open question, or how one ended (withdrawn) or how a ruling ended (retracted), and why: facts."""
+    if not hasattr(item, "closed"):  # a ruling
+        return (f"- The owner ruled on {item.day} ({item.id}; topics {', '.join(item.topics)}): {item.summary}"
+                + (f" -- {CONFLICT_SAID.format(conflict=item.conflict)}" if item.conflict else ""))
     if item.closed == "withdrawn":
         return f"- The owner withdrew a question ({item.id}, asked {item.day}): {item.summary} Why: {item.reason}"
     if item.closed == "retracted":
@@ -179,7 +183,8 @@ def _question_line(item: Any) -> str:
     return f"- An open question since {item.day} ({item.id}): {item.summary}"
 
 
-def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any, bounds: Bounds) -> dict[str, Any] | None:
+def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any, bounds: Bounds,
+                  session: str = "") -> dict[str, Any] | None:
     if not isinstance(tool_input, dict):
         return None
     if tool in WRITE_TOOLS:
@@ -196,7 +201,7 @@ def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any, bounds: Bou
         reason = shell_reason(Guard(root), tool_input["command"], cwd)
         return deny(reason) if reason else None
     if tool == QUESTION_TOOL:
-        return _question(root, tool_input, bounds)
+        return _question(root, tool_input, bounds, session)
     return None
 
 
@@ -259,40 +264,82 @@ def _questions(tool_input: dict[str, Any]) -> Iterator[str]:
             yield item["question"]
 
 
-def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds) -> dict[str, Any] | None:
-    from .recall import touching
-    from .snapshot import RulingView, load
-    snapshot = load(root, bounds.session_budget)
+def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: str) -> dict[str, Any] | None:
+    """A question about to be put to the owner, checked as `ask` checks one (`recall.question_matches`): the same
+    matter as a ruling, an open or a withdrawn question is denied; a possible match is denied once in a session,
+    with the nearest decisions for the agent to judge, and let through when asked again."""
+    from . import recall, snapshot
+    RulingView = snapshot.RulingView
+    kept = snapshot.load(root, bounds.session_budget)
     for question in _questions(tool_input):
         named = set(re.findall(r"\bD-\d+\b", question))  # naming the record's entry is asking knowingly
-        found = touching(question, [*snapshot.rulings, *snapshot.questions], strict=True)
-        if not found or named & {touch.item.id for touch in found}:
+        found = recall.question_matches(question, kept)
+        if not found or named & {near.item.id for near in found}:
             continue
-        touch = found[0]
-        item = touch.item
-        topic = touch.topic
+        if not found[0].strong:
+            if _seen_in_session(root, session, question):
+                continue
+            return deny(_possible_match(found[:3]))
+        item = found[0].item
+        why = f"words shared: {', '.join(found[0].shared)}"
+        topic = item.topics[0] if item.topics else "TOPIC"
         if isinstance(item, RulingView) and item.conflict:  # the owner is the one to ask: let it through, saying so
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext":
                     f"{item.id}: {CONFLICT_SAID.format(conflict=item.conflict)}"[:MAX_OUTPUT - 200]}}
-        if not isinstance(item, RulingView) and item.closed == "retracted":
-            continue  # a ruling that no longer stands: the owner may be asked
         if not isinstance(item, RulingView) and item.closed == "withdrawn":
             return deny(
-                f"The owner withdrew this question ({touch.why}): {item.id}, asked {item.day}: \"{item.summary}\" "
+                f"The owner withdrew this question ({why}): {item.id}, asked {item.day}: \"{item.summary}\" "
                 f"Why: {item.reason} The owner is asked again only about what changed since: a question naming "
                 f'{item.id} and what changed, or one registered with vault-tools ask "<question>" --topic {topic} '
                 '--reask-reason "<what changed, at least 20 characters>".')
         if isinstance(item, RulingView):
             return deny(
-                f'The decision record answers this ({touch.why}): the owner ruled on {item.day} ({item.id}): '
+                f'The decision record answers this ({why}): the owner ruled on {item.day} ({item.id}): '
                 f'"{item.summary}" (`vault-tools show {item.id}` prints its text). The owner is asked again only '
                 f"about what changed since: a question naming {item.id} and what changed, or one registered with "
                 f'vault-tools ask "<question>" --topic {topic} --reask-reason "<what changed, at least 20 characters>".')
         return deny(
-            f'This question is already open in the decision record ({touch.why}): {item.id}, asked {item.day}: '
+            f'This question is already open in the decision record ({why}): {item.id}, asked {item.day}: '
             f'"{item.summary}" ({item.path}). A question naming {item.id} puts it to the owner; the answer is recorded '
             f'with `vault-tools rule {item.id} --summary "<the answer>" --source chat`.')
     return None
+
+
+def _possible_match(found: list[Any]) -> str:
+    lines = ["This question may be about a matter the decision record already holds; it is not certain:"]
+    for near in found:
+        lines.append(_item_line(near.item) + (f" {near.item.text}" if near.item.text else ""))
+    lines.append("A question on one of them names its id (and, for a ruling or a withdrawn question, what changed "
+                 "since). The same question asked again in this session goes to the owner as it is.")
+    return "\n".join(lines)
+
+
+SEEN_FILE = "possible-matches.json"  # in .vault-tools/cache/: the questions let through on their second asking
+SEEN_SESSIONS = 50  # sessions remembered
+
+
+def _seen_in_session(root: Path, session: str, question: str) -> bool:
+    """Whether this question was denied as a possible match in this session already (then it goes through);
+    if not, it is remembered as denied once."""
+    from ..durable import write_atomic  # only when a question is a possible match
+    path = root / ".vault-tools" / "cache" / SEEN_FILE
+    key = " ".join(question.lower().split())[:500]
+    try:
+        seen = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(seen, dict):
+            seen = {}
+    except (OSError, ValueError):
+        seen = {}
+    asked = seen.get(session)
+    if isinstance(asked, list) and key in asked:
+        return True
+    seen.pop(session, None)
+    seen[session] = [*(asked if isinstance(asked, list) else []), key]
+    try:
+        write_atomic(path, json.dumps(dict(list(seen.items())[-SEEN_SESSIONS:])).encode("utf-8"))
+    except OSError:
+        pass  # a read-only vault denies a possible match each time; naming the id still goes through
+    return False
 
 
 def respond(stdin_text: str, answering: Callable[[dict[str, Any]], dict[str, Any] | None]) -> str:

@@ -148,10 +148,13 @@ def build_server(root: Path) -> DecisionServer:
 
     @server.tool()
     def ask(question: str, topics: list[str], body: str | None = None, due: str | None = None,
-            reask_reason: str | None = None) -> dict[str, Any]:
-        """Register a question for the owner. Refused when a current ruling settles its topic (the refusal names
-        it) unless reask_reason says what changed, and when a question on the topic is already open."""
-        decision = write(lambda ws: ask_question(ws, question, topics, body=body, due=due, reask_reason=reask_reason))
+            reask_reason: str | None = None, not_the_same: list[str] | None = None) -> dict[str, Any]:
+        """Register a question for the owner. Refused when a current ruling settles its topic or says the same
+        matter (the refusal names it) unless reask_reason says what changed, and when a question on the topic
+        is already open. Refused too when it may be the matter of decisions already recorded: the refusal shows
+        them; read them, and if none is this matter, ask again naming each in not_the_same (kept in the ledger)."""
+        decision = write(lambda ws: ask_question(ws, question, topics, body=body, due=due, reask_reason=reask_reason,
+                                                 not_the_same=not_the_same or ()))
         return dict(decision_json(decision))
 
     @server.tool()

@@ -1,87 +1,99 @@
-"""Which current rulings and open questions a piece of text (a question, an owner's message) touches.
+"""Which decisions of the hooks' snapshot a piece of text is about: an owner's message, or a question an agent is
+about to put to the owner.
 
-One function, `touching`, so a better matcher (the search index) can replace it. Today it compares
-words: a ruling is touched when the text holds every word of a topic it settles (plural or
-singular, any order), a near spelling of one of its topics, or most of its summary's words; for an
-owner's message, which only adds context, one word of a topic is enough.
+Both read words as `matter` does (stems, the everyday-synonym lexicon, no bare number, no stopword):
+
+- `brought_in`: the rulings, open questions and closed ones (withdrawn, retracted) an owner's message bears on,
+  best first, weighed by how rare the shared words are in the vault (`matter.relevance`), nothing under the
+  floor chosen on tests/data/owner_messages.json (`make bench` prints its recall, noise and precision).
+- `question_matches`: the same-matter check of `ask` (`commands/same.py`), on the snapshot: the same words of
+  each decision, the same score, the same two floors, the same order. So a question the hook lets through is
+  one `ask` registers, and one it stops is one `ask` refuses.
 """
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from ..cjk import content_pairs
-from ..topics import topic_key, topics_match
-from .snapshot import QuestionView, RulingView
+from .. import matter
+from .snapshot import QuestionView, RulingView, Snapshot
 
-_WORD = re.compile(r"[^\W_]+")
-# Words too common to say what a text is about.
-STOPWORDS = frozenset(["a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "every", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "yes", "you", "your", "still", "said", "say", "says"])
-MIN_WORD = 3
-MAX_LOOSE = 5  # an owner's message gets at most this many rulings added
+Item = RulingView | QuestionView
 
 
-@dataclass(frozen=True)
-class Touch:
-    item: RulingView | QuestionView
-    why: str  # "topic article-footer", "near topic article-footer", "its summary"
-    topic: str  # the topic it was touched on (its first topic when touched through its summary)
+class Near(NamedTuple):
+    item: Item
+    score: float
+    shared: tuple[str, ...]  # the words both say, the strongest first
+
+    @property
+    def strong(self) -> bool:
+        return matter.tier(self.score, self.score) == "same"
 
 
-def words(text: str) -> list[str]:
-    """Lowercased words, each in its singular form (`footers` -> `footer`)."""
-    return [topic_key(word) for word in _WORD.findall(text.lower())]
+def scored(message: str, snapshot: Snapshot) -> list[tuple[float, Item]]:
+    """Every decision of the snapshot with its relevance to the owner's `message` (0 left out), best first."""
+    asked = matter.terms(message)
+    items: list[Item] = [*snapshot.rulings, *snapshot.questions]
+    count = len(items)
+    found = []
+    for item in items:
+        if asked.isdisjoint(item.words) and not item.names:
+            continue
+        about = matter.About(frozenset(item.words), frozenset(item.topic_words), frozenset(item.summary_words),
+                             item.names)
+        value = matter.relevance(message, asked, about, snapshot.documents, count)
+        if value > 0:
+            found.append((value, item))
+    found.sort(key=lambda pair: (-pair[0], pair[1].number))
+    return found
 
 
-def _content(found: Sequence[str]) -> set[str]:
-    return {word for word in found if len(word) >= MIN_WORD and word not in STOPWORDS}
+ALIKE = 3  # decisions matched in exactly the same way that count as look-alikes
 
 
-def _cjk_content(text: str) -> set[str]:
-    """The character pairs of a text's Chinese, Japanese and Korean runs that say something of the matter."""
-    return set(content_pairs(text))
+class Brought(NamedTuple):
+    item: Item
+    alike: tuple[Item, ...]  # decisions the message matches in exactly the same way (routine look-alikes)
 
 
-def _cjk_touch(here: set[str], summary: str) -> bool:
-    """The message shares enough of the summary's pairs: three at least, and a third of the summary's or
-    two fifths of the message's."""
-    if not here:
-        return False
-    theirs = _cjk_content(summary)
-    shared = len(theirs & here)
-    return shared >= 3 and (shared * 3 >= len(theirs) or shared * 5 >= len(here) * 2)
+def brought_in(message: str, snapshot: Snapshot, floor: float | None = None,
+               best_share: float | None = None) -> list[Brought]:
+    """The decisions an owner's message brings in, best first (`matter.brought_in`). Decisions it matches in
+    exactly the same way (the same words, the same score: "episode 31 of the podcast has ... as guest", and the
+    nine like it) take one place, in the order of their numbers, so that look-alikes do not crowd out the rest."""
+    found = candidates(message, snapshot)
+    chosen = matter.brought_in(((value, position) for position, (value, _) in enumerate(found)), floor, best_share)
+    return [found[position][1] for _, position in chosen]
 
 
-def touching(text: str, items: Sequence[RulingView | QuestionView], *, strict: bool) -> list[Touch]:
-    """The items the text touches, best first. `strict` (a question about to be put to the owner):
-    a whole topic, a near topic, or most of the summary. Not strict (the owner's own message): any
-    word of a topic counts too, and at most `MAX_LOOSE` are returned."""
-    found_words = words(text)
-    present = set(found_words)
-    content = _content(found_words)
-    cjk_here = _cjk_content(text)
-    phrases = {n: {"-".join(found_words[i:i + n]) for i in range(len(found_words) - n + 1)} for n in (1, 2, 3)}
-    scored: list[tuple[int, int, Touch]] = []
-    for order, item in enumerate(items):
-        best: tuple[int, str, str] | None = None
-        for topic in item.topics:
-            key_words = topic_key(topic).split("-")
-            topic_words = set(key_words)
-            if topic_words <= present:
-                best = max(best or (0, "", ""), (3, f"topic {topic}", topic))
-            elif (len(key_words) == 1 or topic_words & present) and any(
-                    topics_match(phrase, topic) for phrase in phrases.get(len(key_words), ())):
-                best = max(best or (0, "", ""), (2, f"near topic {topic}", topic))
-            elif not strict and topic_words & content:
-                shared = ", ".join(sorted(topic_words & content))
-                best = max(best or (0, "", ""), (1, f"{shared} (topic {topic})", topic))
-        summary = _content(words(item.summary))
-        overlap = summary & content
-        if (summary and len(overlap) >= 3 and len(overlap) * 2 >= len(summary)) or _cjk_touch(cjk_here, item.summary):
-            best = max(best or (0, "", ""), (2, "its summary", item.topics[0] if item.topics else "TOPIC"))
-        if best is not None:
-            scored.append((best[0], -order, Touch(item, best[1], best[2])))
-    scored.sort(key=lambda entry: (entry[0], entry[1]), reverse=True)
-    found = [touch for _, _, touch in scored]
-    return found if strict else found[:MAX_LOOSE]
+def candidates(message: str, snapshot: Snapshot) -> list[tuple[float, Brought]]:
+    """Every decision the message shares a word with, look-alikes together, best first, with its relevance."""
+    asked = matter.terms(message)
+    groups: dict[tuple[float, frozenset[str]], list[Item]] = {}
+    for value, item in scored(message, snapshot):
+        groups.setdefault((round(value, 9), asked.intersection(item.words)), []).append(item)
+    found = []
+    for (value, _), items in groups.items():
+        if len(items) >= ALIKE:
+            found.append((value, Brought(items[0], tuple(items[1:]))))
+        else:
+            found += [(value, Brought(item, ())) for item in items]
+    return found
+
+
+def question_matches(question: str, snapshot: Snapshot) -> list[Near]:
+    """Current rulings, open questions and withdrawn questions a question may be the same matter as (at or over
+    POSSIBLE_MATCH_THRESHOLD), best first, as `ask` finds them."""
+    asked = matter.question_terms(question)
+    found = []
+    items: list[Item] = [*snapshot.rulings, *snapshot.questions]
+    for item in items:
+        if isinstance(item, QuestionView) and item.closed == "retracted":
+            continue
+        theirs = frozenset(item.same)
+        value = matter.similarity(asked, theirs)
+        if value >= matter.POSSIBLE_MATCH_THRESHOLD:
+            shared = tuple(sorted(asked & theirs, key=lambda term: (-matter.weight(term), term)))
+            found.append(Near(item, value, matter.as_said(question, shared) or shared))
+    found.sort(key=lambda near: (-near.score, near.item.number))
+    return found

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 # Imports inside functions: a full read of the vault happens only when the snapshot is stale.
 
 SNAPSHOT_FILE = "agent-snapshot.json"
-FORMAT = 6
+FORMAT = 7
 MAX_AGE_SECONDS = 300
 RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
 SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them
@@ -36,6 +36,13 @@ class RulingView(NamedTuple):
     path: str
     scope: tuple[str, ...] = ()  # globs of the files it governs
     conflict: str | None = None  # two clones' outcomes that cannot both stand (`Decision.conflict`): follow neither
+    number: int = 0
+    text: str = ""  # the start of its `## Ruling` beyond the summary (`same.first_lines`)
+    same: tuple[str, ...] = ()  # its words as the same-matter check compares them (`same.decision_terms`)
+    words: tuple[str, ...] = ()  # its words as an owner's message is weighed against them (`matter.About`)
+    topic_words: tuple[str, ...] = ()
+    summary_words: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
 
 
 class QuestionView(NamedTuple):
@@ -46,6 +53,13 @@ class QuestionView(NamedTuple):
     path: str
     closed: str | None = None  # how it ended, when it did: "withdrawn" (a question) or "retracted" (a ruling)
     reason: str | None = None  # why it was closed
+    number: int = 0
+    text: str = ""  # as RulingView's
+    same: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+    topic_words: tuple[str, ...] = ()
+    summary_words: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
 
 
 class Snapshot(NamedTuple):
@@ -54,6 +68,7 @@ class Snapshot(NamedTuple):
     session_text: str  # the session-start context, within the budget it was made for
     scope_root: str = ""  # the folder scope globs are relative to (absolute)
     scope_on_read: bool = False
+    documents: dict[str, int] = {}  # how many of the decisions above use each word (`matter.rarity`)  # noqa: RUF012
 
 
 def _stat(path: str) -> list[int] | None:
@@ -137,18 +152,19 @@ def load(root: Path, session_budget: str) -> Snapshot:
 
 
 def _from_json(data: dict[str, Any]) -> Snapshot:
-    return Snapshot([RulingView(r["id"], tuple(r["topics"]), r["summary"], r["day"], r["path"], tuple(r["scope"]),
-                                r.get("conflict")) for r in data["rulings"]],
-                    [QuestionView(q["id"], tuple(q["topics"]), q["summary"], q["day"], q["path"], q.get("closed"),
-                                  q.get("reason")) for q in data["questions"]],
-                    data["session_text"], data["scope_root"], data["scope_on_read"])
+    def fields(item: dict[str, Any]) -> dict[str, Any]:
+        return {name: tuple(value) if isinstance(value, list) else value for name, value in item.items()}
+    return Snapshot([RulingView(**fields(r)) for r in data["rulings"]],
+                    [QuestionView(**fields(q)) for q in data["questions"]],
+                    data["session_text"], data["scope_root"], data["scope_on_read"], data["documents"])
 
 
 def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     from ..commands.build import as_the_agent_reads, context
+    from ..commands.same import about_decision, decision_terms, first_lines
     from ..commands.workspace import Workspace
     from ..dates import local_date
-    from ..model import Status, newest_first_key
+    from ..model import Decision, Status, newest_first_key
     from ..settling import settled_topics  # a full read, only when the snapshot is stale
     from ..vault import Vault
 
@@ -163,16 +179,26 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
 
     current = sorted((d for d in in_effect if d.is_current or d.conflict), key=lambda d: newest_first_key(d, ws.tz),
                      reverse=True)
+    def matter(d: Decision) -> dict[str, Any]:
+        about = about_decision(d)
+        return {"number": d.number, "text": first_lines(d), "same": tuple(sorted(decision_terms(d))),
+                "words": tuple(sorted(about.terms)), "topic_words": tuple(sorted(about.topic)),
+                "summary_words": tuple(sorted(about.summary)), "names": about.names}
+
     rulings = [RulingView(d.id, tuple(settled_topics(d, by_id, resolve)) or d.topics, d.summary, day(d.ruled_at),
-                          d.path, d.scope, d.conflict) for d in current]
-    questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path)
+                          d.path, d.scope, d.conflict, **matter(d)) for d in current]
+    questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path, **matter(d))
                  for d in sorted(in_effect, key=lambda d: d.number) if d.status is Status.OPEN and not d.conflict]
     questions += [QuestionView(d.id, d.topics, d.summary, day(d.asked_at or d.ruled_at), d.path, d.status.value,
-                               d.reason) for d in sorted(in_effect, key=lambda d: -d.number)
+                               d.reason, **matter(d)) for d in sorted(in_effect, key=lambda d: -d.number)
                   if d.status in (Status.WITHDRAWN, Status.RETRACTED) and not d.conflict]
+    documents: dict[str, int] = {}
+    for words in (*(r.words for r in rulings), *(q.words for q in questions)):
+        for word in words:
+            documents[word] = documents.get(word, 0) + 1
     from ..commands.govern import scope_root
     snapshot = Snapshot(rulings, questions, context(ws, session_budget, ws.today(), state).text,
-                        str(scope_root(ws)), ws.config.scope_on_read)
+                        str(scope_root(ws)), ws.config.scope_on_read, documents)
     skipped = {ws.config.templates_folder.strip("/"), ws.config.pinned_folder.strip("/")}
     notes = sorted({*state.properties, *(e.path for e in state.broken if e.path)})
     fingerprint = _fingerprint(root, skipped, notes)
@@ -181,7 +207,8 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
                 "day_ends_at": _day_ends_at(ws.now_local()), "skipped": sorted(skipped),
                 "fingerprint": fingerprint, "session_text": snapshot.session_text,
                 "scope_root": snapshot.scope_root, "scope_on_read": snapshot.scope_on_read,
-                "rulings": [r._asdict() for r in rulings], "questions": [q._asdict() for q in questions]}
+                "rulings": [r._asdict() for r in rulings], "questions": [q._asdict() for q in questions],
+                "documents": documents}
         try:
             from ..durable import write_atomic
             write_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))

@@ -6,14 +6,15 @@ from typing import Any
 
 from .. import durable, note_edits
 from ..dates import parse_day_option
-from ..errors import Refused
+from ..errors import PossibleMatch, Refused
+from ..matter import POSSIBLE_MATCH_THRESHOLD
 from ..model import MIN_TEXT, Decision, Status
 from ..note_edits import sections
 from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_name, check_text, check_topics
 from .read import became_of, current_rulings_on, settled_line
-from .same import same_matter
+from .same import Match, first_lines, same_matter
 from .workspace import Workspace
 
 
@@ -82,23 +83,62 @@ def _refuse_a_conflict(found: list[Decision]) -> None:
 
 def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tuple[str, ...],
                        checked: tuple[str, ...], *, open_only: bool) -> None:
-    """Refuse a question whose words say the same matter as a current ruling or open question filed under
-    other topic keys. A re-ask (`open_only`) is still refused by an open question: that one is waiting already."""
-    statuses = (Status.OPEN,) if open_only else (Status.RULED, Status.OPEN)
-    matches = same_matter(ws, state, summary, asked, statuses=statuses, ignore=checked)
+    """Refuse a question that says the same matter as a current ruling, an open question or a withdrawn one
+    filed under other topic keys (a strong match), or may say it (a possible match: the nearest decisions are
+    shown for the asker to judge, and `--not-the-same ID` or `--reask-reason` go on). A re-ask (`open_only`) is
+    still refused by an open question on the same matter: that one is waiting already."""
+    statuses = (Status.OPEN,) if open_only else (Status.RULED, Status.OPEN, Status.WITHDRAWN)
+    matches = same_matter(ws, state, summary, asked, statuses=statuses, ignore=checked,
+                          threshold=POSSIBLE_MATCH_THRESHOLD)
+    if open_only:
+        matches = [match for match in matches if match.strong]
     if not matches:
         return
-    _refuse_a_conflict([match.decision for match in matches])
+    if matches[0].strong:
+        _refuse_a_conflict([match.decision for match in matches if match.strong])
+        _refuse_the_same([match for match in matches if match.strong])
+    _refuse_a_possible_match(ws, matches[:NEAREST])
+
+
+NEAREST = 3  # decisions a refusal shows
+
+
+def _refuse_the_same(matches: list[Match]) -> None:
     first = matches[0].decision
-    kind = "already asks this" if first.status is Status.OPEN else "already settles this"
+    kind = {Status.OPEN: "already asks this", Status.WITHDRAWN: "asked this and was withdrawn"}.get(
+        first.status, "already settles this")
     details = [f"{match.decision.id} {match.decision.status.value} [{', '.join(match.decision.topics)}]: "
-               f"{match.decision.summary} ({match.why})" for match in matches[:3]]
+               f"{match.decision.summary} ({match.why})" for match in matches[:NEAREST]]
+    if first.status is Status.WITHDRAWN:
+        details.append(f"Withdrawn because: {first.reason}")
     if first.status is Status.OPEN:
         details.append("Add to that question instead of asking again.")
     else:
         details.append("If something changed, ask again with --reask-reason \"what changed\" "
                        f"(at least {MIN_TEXT} characters).")
-    ids = " ".join(f"--not-the-same {match.decision.id}" for match in matches)
-    details.append(f"If you read it and it is a different matter, ask again with {ids} (kept in the ledger).")
-    raise Refused(f"{first.id} {kind} under other topics: {first.summary}",
-                  details=details)
+    details.append(f"If you read it and it is a different matter, ask again with {_not_the_same(matches)} "
+                   "(kept in the ledger).")
+    raise Refused(f"{first.id} {kind} under other topics: {first.summary}", details=details)
+
+
+def _refuse_a_possible_match(ws: Workspace, matches: list[Match]) -> None:
+    """The nearest decisions, with their text, for the asker to judge: this check alone cannot tell."""
+    details = []
+    for match in matches:
+        decision = match.decision
+        said = {Status.OPEN: "open question", Status.WITHDRAWN: "question withdrawn"}.get(decision.status, "ruling")
+        details.append(f"{decision.id} {said} [{', '.join(decision.topics)}]: {decision.summary}")
+        more = first_lines(decision)
+        if more:
+            details.append(f"    {more}")
+        if decision.status is Status.WITHDRAWN:
+            details.append(f"    withdrawn because: {decision.reason}")
+    details += [f"If it is one of them: a ruling or a withdrawn question is asked again only with --reask-reason "
+                f"\"what changed\" (at least {MIN_TEXT} characters); an open question is added to, not asked again.",
+                f"If it is none of them, ask again with {_not_the_same(matches)} (kept in the ledger)."]
+    raise PossibleMatch(f"this may be the matter of {matches[0].decision.id} ({len(matches)} near decision(s)): "
+                        "read them and say", tuple(match.decision.id for match in matches), details)
+
+
+def _not_the_same(matches: list[Match]) -> str:
+    return " ".join(f"--not-the-same {match.decision.id}" for match in matches)

@@ -8,7 +8,8 @@ from ..bodies import BodyView, preview, sections, view, without_comments
 from ..dates import local_date
 from ..errors import UsageError
 from ..history import History
-from ..index import SearchIndex, SearchResult, fold, fts5_available, fts_query, notice_once, scan
+from ..index import SearchIndex, SearchResult, fts5_available, fts_query, notice_once, scan
+from ..matter import fold
 from ..model import TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
 from ..pages import PageProblem
 from ..settling import describe_chain, settled_topics, unresolved_overlaps

@@ -8,8 +8,7 @@ English (bottom and footer, annual and yearly, hire and employ) brought to one w
 The score of a question against a decision is the weighted share of the question's words the decision
 says (a word that says little, like "use" or "new", weighs a third): 1.0 when it says them all, 0 when it
 says none. Unlike bm25 it does not grow with the vault, so one threshold means the same on ten notes and on ten thousand.
-The search index (bm25) only shortlists candidates, so a question is compared with a few dozen decisions,
-not all of them.
+In a vault of more than SHORTLIST current decisions, the search index (bm25) shortlists the ones scored.
 
 The threshold (SAME_MATTER_THRESHOLD) was chosen on the labelled pairs in
 tests/data/same_question_pairs.jsonl; `make bench` prints its precision and recall.
@@ -18,183 +17,65 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..bodies import sections, without_comments
-from ..cjk import content_pairs, has_cjk
-from ..index import Hit, SearchIndex, fold, fts5_available, words
+from ..index import Hit, SearchIndex, fts5_available
+from ..matter import (
+    LEXICON,
+    SAME_MATTER_THRESHOLD,
+    WEAK,
+    About,
+    about,
+    as_said,
+    fold,
+    question_terms,
+    share,
+    similarity,
+    terms,
+    thirds,
+    tier,
+    weight,
+)
 from ..model import Decision, Status
 from ..vault import VaultState
 from .workspace import Workspace
 
-SAME_MATTER_THRESHOLD = 0.61  # chosen from data: see docs/design/0031-the-same-matter-check.md
-SHORTLIST = 25  # candidates the index hands over for scoring
+SHORTLIST = 500  # candidates the index hands over for scoring, in a vault with more current decisions
 SECTION_CHARS = 400  # of each of `## Question` and `## Ruling`, compared (the start says what it is about)
 CURRENT = (Status.RULED, Status.OPEN)
 
-# Words that carry little of what a question is about: they count for a third of a word.
-WEAK = frozenset("""add allow allowed always answer any approach around ask available base best choose
-current day default each enough every exist extra first full general get give go good have help hour include
-instead keep kind let like list long make many may mean much must need new next offer often one only
-other over own part per put question rule run say see set should show start stay still support take team
-time two use way week work year""".split())  # noqa: SIM905 (a list of words reads better as text)
-
-# Everyday words for one thing, each brought to the first word of its group. Kept general (no vault's
-# jargon): a word belongs here when swapping it in a question would not change what is asked.
-SYNONYMS = (
-    "footer bottom",
-    "header top cover hero",
-    "image picture photo illustration",
-    "article post story piece",
-    "author writer contributor",
-    "guest outside external contributed",
-    "annual yearly year",
-    "month monthly",
-    "week weekly",
-    "price cost pricing priced charge fee",
-    "discount reduced cheaper off",
-    "plan tier subscription package",
-    "refund money-back",
-    "vat tax",
-    "customer user client",
-    "hire hiring employ employment recruit recruiting recruitment",
-    "employee staff worker people personnel",
-    "candidate applicant",
-    "salary pay wage compensation paid",
-    "ad advert advertisement posting listing",
-    "remote home remotely",
-    "office site onsite",
-    "probation probationary",
-    "exercise assignment take-home",
-    "expense reimburse reimbursed reimbursement",
-    "meal lunch dinner food",
-    "travel trip travelling traveling",
-    "host hosting provider",
-    "backup snapshot",
-    "database db postgres",
-    "deploy deployment release ship",
-    "backend server-side",
-    "vm virtual-machine",
-    "keep retain retention store stored",
-    "delete erase remove close",
-    "app application",
-    "mobile native ios android",
-    "translate translation localise localize localisation localization language",
-    "interface ui",
-    "2fa mfa two-factor multi-factor",
-    "login sign-in signin",
-    "session",
-    "analytics statistics stats tracking",
-    "website site",
-    "weekend saturday sunday",
-    "weekday monday-to-friday",
-    "license licence",
-    "password credential",
-    "on-call pager",
-    "rota rotation",
-    "ci pipeline build",
-    "nonprofit charity ngo",
-    "eu europe european",
-    "data information",
-)
-
-# Phrases read as one word before the words are split (so "two-factor" or "from home" keep their sense).
-PHRASES = (
-    ("two factor", "2fa"), ("multi factor", "2fa"), ("sign in", "login"), ("log in", "login"),
-    ("logged in", "login"), ("money back", "refund"), ("server side", "backend"), ("virtual machine", "vm"),
-    ("from home", "remote"), ("on call", "pager"), ("on site", "office"), ("non profit", "nonprofit"),
-    ("monday to friday", "weekday"), ("european union", "eu"), ("take home", "exercise"),
-    ("job ad", "ad"), ("job posting", "ad"), ("dark mode", "dark theme"), ("trial period", "probation"),
-)
-
-_PHRASE = re.compile(r"\b(" + "|".join(re.escape(a) for a, _ in PHRASES) + r")\b")
-_PHRASE_TO = dict(PHRASES)
-
-
-def stem(word: str) -> str:
-    """A light English stemmer: plurals and common verb endings off, the same on both sides of a comparison."""
-    if len(word) <= 3 or word.isdigit():
-        return word
-    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""),
-                                ("ly", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith(("ss", "us", "is")):
-                return word
-            if suffix == "es" and not word.endswith(("ches", "shes", "xes", "sses", "zes")):
-                continue
-            base = word[: -len(suffix)] + replacement
-            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
-                base = base[:-1]  # shipped -> ship
-            return base
-    return word
-
-
-def _lexicon() -> dict[str, str]:
-    canonical: dict[str, str] = {}
-    for group in SYNONYMS:
-        members = group.split()
-        for member in members:
-            canonical.setdefault(stem(member.replace("-", "")), stem(members[0].replace("-", "")))
-    return canonical
-
-
-LEXICON = _lexicon()
-
-
-@lru_cache(maxsize=4096)
-def terms(text: str) -> frozenset[str]:
-    """The words of a text as the check compares them: folded, stopwords out, stemmed, synonyms merged."""
-    folded = fold(text).replace("-", " ").replace("_", " ")
-    folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
-    found = frozenset(map(_term, (word for word in words(folded.replace("-", "")) if not has_cjk(word))))
-    return found | frozenset(content_pairs(text)) if has_cjk(text) else found  # pairs, as written (`cjk`)
-
-
-@lru_cache(maxsize=65536)
-def _term(word: str) -> str:
-    """A word as compared, stemmed and merged with its synonyms: words repeat from note to note."""
-    stemmed = stem(word)
-    return LEXICON.get(stemmed, stemmed)
-
-
-def weight(term: str) -> float:
-    return _thirds(frozenset((term,))) / 3
-
-
-def similarity(asked: frozenset[str], theirs: frozenset[str]) -> float:
-    """How much of what is asked the decision says, 0..1: the weighted share of the question's words that the
-    decision's words cover. A word of the question the decision does not say (the newsletter in "should the
-    newsletter footer carry a sponsor?" against a ruling on article footers) pulls it down."""
-    return _share(_thirds(asked & theirs), _thirds(asked))
-
-
-def _thirds(found: frozenset[str]) -> int:
-    """The words' weight in thirds (a weak word weighs one, another three): whole numbers, so the score is
-    the same however it is summed."""
-    weak = len(found & WEAK)
-    return 3 * (len(found) - weak) + weak
-
-
-def _share(part: int, whole: int) -> float:
-    return part / whole if whole else 0.0
-
-
-def question_terms(text: str, topics: Iterable[str] = ()) -> frozenset[str]:
-    return terms(" ".join((text, *topics)))
-
-
 def decision_terms(decision: Decision) -> frozenset[str]:
     """What a decision is about: summary, topics and the start of its `## Question` and `## Ruling` sections."""
-    parts = [decision.summary, *decision.topics]
-    if "#" in decision.body:
-        body = decision.body.replace("\r\n", "\n")
-        # Markdown is parsed only where a code block or comment could hide a heading: it costs milliseconds.
-        found = sections(without_comments(body)) if any(m in body for m in ("```", "~~~", "%%", "    #")) \
-            else _plain_sections(body)
-        parts.extend(found.get(name, "")[:SECTION_CHARS] for name in ("Question", "Ruling"))
-    return terms("\n".join(parts))
+    return terms("\n".join((decision.summary, *decision.topics, *section_starts(decision))))
+
+
+def section_starts(decision: Decision) -> tuple[str, str]:
+    """The first SECTION_CHARS characters of its `## Question` and `## Ruling` sections ("" where none)."""
+    if "#" not in decision.body:
+        return "", ""
+    body = decision.body.replace("\r\n", "\n")
+    # Markdown is parsed only where a code block or comment could hide a heading: it costs milliseconds.
+    found = sections(without_comments(body)) if any(m in body for m in ("```", "~~~", "%%", "    #")) \
+        else _plain_sections(body)
+    question, ruling = (found.get(name, "")[:SECTION_CHARS] for name in ("Question", "Ruling"))
+    return question, ruling
+
+
+def first_lines(decision: Decision, limit: int = 240) -> str:
+    """The start of what a decision says beyond its summary, on one line: its `## Ruling` (or, for a question,
+    its `## Question`) when that is not the summary again; "" when there is nothing more."""
+    question, ruling = section_starts(decision)
+    text = " ".join((ruling if decision.status is not Status.OPEN and ruling else question).split())
+    if not text or fold(text).rstrip(".?! ") == fold(decision.summary).rstrip(".?! "):
+        return ""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def about_decision(decision: Decision) -> About:
+    """A decision as the owner's-message relevance reads it (`matter.about`): its sections' start and reason too."""
+    return about(decision.summary, decision.topics, "\n".join((*section_starts(decision), decision.reason or "")))
 
 
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
@@ -213,12 +94,19 @@ def _plain_sections(body: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class Match:
     decision: Decision
-    score: float  # 0..1; at or over SAME_MATTER_THRESHOLD the check calls it the same matter
-    shared: tuple[str, ...]  # the words (as compared) both say, the strongest first
+    score: float  # 0..1, the question with its topic keys; at or over SAME_MATTER_THRESHOLD: the same matter
+    shared: tuple[str, ...]  # the words both say, the strongest first
+    text_alone: float = 0.0  # the score of the question's text without its topic keys
+
+    @property
+    def strong(self) -> bool:
+        """The same matter (the check refuses); else a possible match (shown to the asker to judge)."""
+        return tier(self.score, self.text_alone) == "same"
 
     @property
     def why(self) -> str:
-        kind = "open question" if self.decision.status is Status.OPEN else "current ruling"
+        kind = {Status.OPEN: "open question", Status.WITHDRAWN: "withdrawn question"}.get(
+            self.decision.status, "current ruling")
         return f"{kind} sharing {', '.join(self.shared)} (score {self.score:.2f})"
 
     def as_json(self) -> dict[str, Any]:
@@ -241,12 +129,18 @@ def rank(asked: frozenset[str], candidates: Iterable[Decision]) -> list[Match]:
 def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[str] = (), *,
                 threshold: float = SAME_MATTER_THRESHOLD, statuses: Iterable[Status] = CURRENT,
                 ignore: Iterable[str] = ()) -> list[Match]:
-    """Current rulings and open questions that are the same matter as the question `text` (with its topic
-    keys), best first, each with its score and the words that matched. `ignore`: ids left out."""
+    """Current rulings and open questions (or the `statuses` given) that are the same matter as the question
+    `text` (with its topic keys), best first, each with its score and the words that matched: at or over
+    `threshold` (POSSIBLE_MATCH_THRESHOLD for both tiers: `Match.strong` says which). `ignore`: ids left out."""
     wanted, skipped = set(statuses), set(ignore)
     in_effect = [d for d in ws.decisions_in_effect(state) if d.status in wanted and d.id not in skipped]
-    return [m for m in rank(question_terms(text, topics), shortlist(ws, state, in_effect, text, topics))
-            if m.score >= threshold]
+    said, alone = " ".join((text, *topics)), question_terms(text)
+    found = []
+    for match in rank(question_terms(text, topics), shortlist(ws, state, in_effect, text, topics)):
+        text_alone = similarity(alone, decision_terms(match.decision))
+        if max(match.score, text_alone) >= threshold and (threshold < SAME_MATTER_THRESHOLD or match.score >= threshold):
+            found.append(replace(match, shared=as_said(said, match.shared) or match.shared, text_alone=text_alone))
+    return sorted(found, key=lambda m: (-max(m.score, m.text_alone), m.decision.number))
 
 
 def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], text: str,
@@ -283,7 +177,7 @@ def same_matter_pairs(decisions: Sequence[Decision], *,
                 strong |= bit
         strong_bits.append(strong)
         weak_bits.append(weak)
-        whole.append(_thirds(found))
+        whole.append(thirds(found))
 
     by_term: dict[str, list[int]] = {}
     for position, found in enumerate(described):
@@ -304,7 +198,7 @@ def same_matter_pairs(decisions: Sequence[Decision], *,
                 seen.add(key)
                 shared = 3 * (strong_bits[first] & strong_bits[second]).bit_count() + \
                     (weak_bits[first] & weak_bits[second]).bit_count()  # `_thirds` of what both say
-                value = min(_share(shared, whole[first]), _share(shared, whole[second]))
+                value = min(share(shared, whole[first]), share(shared, whole[second]))
                 if value >= threshold:
                     pairs.append((first, second, value))
     numbers = [d.number for d in decisions]

@@ -1,0 +1,324 @@
+"""What a text is about, as the readers that match by matter compare it: its words folded, stopwords out, word
+endings taken off, everyday synonyms brought to one word, and the kind of thing a name is added beside it.
+
+Pure: text in, words and scores out. Two measures use these words:
+
+- `similarity`: how much of a question a decision says (the same-matter check of `ask`, lint VT044 and the
+  question hooks; see `commands/same.py` and docs/design/0031-the-same-matter-check.md). Two floors: at
+  `SAME_MATTER_THRESHOLD` a question is the same matter; at `POSSIBLE_MATCH_THRESHOLD` it may be, and the
+  asker is shown the decision to judge (design 0042).
+- `relevance`: how strongly an owner's message bears on a decision (the `user-prompt-submit` hook): the
+  rarity of the words they share in the vault (a word half the decisions use says little), a word of the
+  decision's topic counting more. `MESSAGE_FLOOR` was chosen on tests/data/owner_messages.json.
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import NamedTuple
+
+from .cjk import content_pairs, has_cjk
+
+STOPWORDS = frozenset("""a about above after again all also am an and any are as at be been before being
+below between both but by can could did do does doing down during each either ever few for from further had
+has have having he her here hers him his how i if in into is it its itself just me more most my no nor not
+now of off on once only or other our ours out over own same she should so some such than that the their
+theirs them then there these they this those through to too under until up us very was we were what when
+where which while who whom why will with would you your yours anything something thing things decide decided
+decision decisions ever go goes going went gone""".split())  # noqa: SIM905 (a list of words reads better as text)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fold(text: str) -> str:
+    """Lower case with accents taken off, as the index compares words."""
+    if text.isascii():
+        return text.lower()  # what the general path gives for plain ASCII, at a fraction of its cost
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def words(text: str) -> list[str]:
+    """The words of a text as the index sees them (folded; `article-footer` is two words), stopwords out."""
+    return [w for w in _WORD.findall(fold(text))
+            if w not in STOPWORDS and (not w.isdigit() or len(w) == 4)]  # a year counts; other numbers do not
+
+
+SAME_MATTER_THRESHOLD = 0.64  # a question this close to a decision is the same matter: refused
+POSSIBLE_MATCH_THRESHOLD = 0.2  # this close, it may be: refused once, with the decision to judge
+MESSAGE_FLOOR = 7.25  # `relevance` of a decision an owner's message brings in, at least
+MESSAGE_SHARE = 0.9  # ... and at least this share of the best one's
+MESSAGE_MAX = 5  # decisions an owner's message brings in, at most
+MIN_DOCUMENTS = 100  # a vault smaller than this is weighed as one of this size (see `rarity`)
+
+# Words that carry little of what a question is about: they count for a third of a word.
+_WEAK_WORDS = frozenset("""add allow allowed always answer any approach around ask available base best choose
+current day default each enough every exist extra first full general get give go good have help hour include
+instead keep kind let like list long make many may mean much must need new next offer often one only
+other over own part per put question rule run say see set should show start stay still support take team
+time two use way week work year""".split())  # noqa: SIM905 (a list of words reads better as text)
+
+# Everyday words for one thing, each brought to the first word of its group. Kept general (no vault's
+# jargon): a word belongs here when swapping it in a question would not change what is asked.
+SYNONYMS = (
+    "footer bottom",
+    "header top cover hero",
+    "image picture photo illustration",
+    "article post story piece essay",
+    "author writer contributor",
+    "guest outside external contributed",
+    "annual yearly year",
+    "month monthly",
+    "week weekly",
+    "price cost pricing priced charge fee",
+    "discount reduced cheaper off",
+    "plan tier subscription package",
+    "refund money-back",
+    "vat tax",
+    "customer user client",
+    "hire hiring employ employment recruit recruiting recruitment",
+    "employee staff worker people personnel",
+    "candidate applicant",
+    "salary pay wage compensation paid",
+    "ad advert advertisement posting",
+    "remote home remotely",
+    "office onsite",
+    "probation probationary",
+    "exercise assignment take-home",
+    "expense reimburse reimbursed reimbursement",
+    "meal lunch dinner food",
+    "travel trip travelling traveling",
+    "host hosting provider",
+    "backup snapshot",
+    "database db postgres",
+    "deploy deployment",
+    "backend server-side",
+    "vm virtual-machine",
+    "keep retain retention store stored",
+    "delete erase remove close",
+    "app application",
+    "mobile native ios android",
+    "translate translation localise localize localisation localization language",
+    "interface ui",
+    "2fa mfa two-factor multi-factor",
+    "login sign-in signin",
+    "session",
+    "analytics statistics stats tracking",
+    "website site",
+    "weekend saturday sunday",
+    "weekday monday-to-friday",
+    "license licence",
+    "password credential",
+    "on-call pager",
+    "rota rotation",
+    "ci pipeline build",
+    "nonprofit charity ngo",
+    "eu europe european",
+    "data information",
+    "colour color",
+    "organise organize",
+    "emoji emoticon smiley",
+    "tone voice",
+    "email e-mail mail inbox",
+    "reprint print-run",
+)
+
+# Names of a kind of thing, each with the everyday word for its kind, which is added beside it: a message
+# naming Instagram is about social networks, and still about Instagram. Kept to household names.
+KINDS = (
+    "social instagram facebook tiktok twitter mastodon bluesky linkedin threads youtube",
+    "host netlify vercel heroku aws azure hetzner digitalocean",
+    "email gmail outlook fastmail protonmail",
+    "newsletter substack buttondown mailchimp",
+    "analytics google-analytics plausible matomo",
+    "image midjourney dall-e",
+    "stock unsplash pexels shutterstock istock",
+    "plane flight fly flying airline",
+    "tone formal informal casual friendly",
+)
+
+# Phrases read as one word before the words are split (so "two-factor" or "from home" keep their sense).
+PHRASES = (
+    ("two factor", "2fa"), ("multi factor", "2fa"), ("sign in", "login"), ("log in", "login"),
+    ("logged in", "login"), ("money back", "refund"), ("server side", "backend"), ("virtual machine", "vm"),
+    ("from home", "remote"), ("on call", "pager"), ("on site", "office"), ("non profit", "nonprofit"),
+    ("monday to friday", "weekday"), ("european union", "eu"), ("take home", "exercise"),
+    ("job ad", "ad"), ("job posting", "ad"), ("dark mode", "dark theme"), ("trial period", "probation"),
+    ("google analytics", "google-analytics"), ("print run", "print-run"),
+)
+
+_PHRASE = re.compile(r"\b(" + "|".join(re.escape(a) for a, _ in PHRASES) + r")\b")
+_PHRASE_TO = dict(PHRASES)
+
+
+def stem(word: str) -> str:
+    """A light English stemmer: plurals and common verb endings off, the same on both sides of a comparison
+    (`spellings` and `spelling` are both `spell`)."""
+    if len(word) <= 3 or word.isdigit():
+        return word
+    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""),
+                                ("ly", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= (4 if suffix == "ly" else 3):
+            if suffix == "s" and word.endswith(("ss", "us", "sis", "xis")):
+                return word
+            if suffix == "es" and not word.endswith(("ches", "shes", "xes", "sses", "zes")):
+                continue
+            base = word[: -len(suffix)] + replacement
+            if suffix in ("ing", "ed") and not _VOWEL.search(base):
+                return word  # spring, shed: no verb ending
+            if suffix in ("ing", "ed") and len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]  # shipped -> ship
+            if suffix == "s" and base.endswith(("ing", "ed")):
+                return stem(base)  # meetings -> meeting -> meet
+            return _without_e(base)
+    return _without_e(word)
+
+
+_VOWEL = re.compile("[aeiouy]")
+
+
+def _without_e(word: str) -> str:
+    """A final e off, as Porter's stemmer takes it (release and released, share and shared, are one word)."""
+    return word[:-1] if len(word) > 4 and word.endswith("e") and not word.endswith("ee") else word
+
+
+def _groups(table: Iterable[str]) -> dict[str, str]:
+    canonical: dict[str, str] = {}
+    for group in table:
+        members = group.split()
+        for member in members:
+            canonical.setdefault(stem(member.replace("-", "")), stem(members[0].replace("-", "")))
+    return canonical
+
+
+LEXICON = _groups(SYNONYMS)
+WEAK = frozenset(map(stem, _WEAK_WORDS))
+KIND_OF = {name: kind for name, kind in _groups(KINDS).items() if name != kind}
+
+
+@lru_cache(maxsize=4096)
+def terms(text: str) -> frozenset[str]:
+    """The words of a text as the check compares them: folded, stopwords out, stemmed, synonyms merged, the
+    kind of a named thing added. A letter alone (the s of "what's") is no word."""
+    folded = fold(text).replace("-", " ").replace("_", " ")
+    folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
+    found = {_term(word) for word in words(folded.replace("-", "")) if len(word) > 1 and not has_cjk(word)}
+    found |= {KIND_OF[term] for term in found if term in KIND_OF}
+    return frozenset(found) | frozenset(content_pairs(text)) if has_cjk(text) else frozenset(found)
+
+
+@lru_cache(maxsize=65536)
+def _term(word: str) -> str:
+    """A word as compared, stemmed and merged with its synonyms: words repeat from note to note."""
+    stemmed = stem(word)
+    return LEXICON.get(stemmed, stemmed)
+
+
+def as_said(text: str, found: Iterable[str]) -> tuple[str, ...]:
+    """The words of `text` (as written, folded) that gave the terms `found`, in order, each once: what a
+    person reads, not `articl`."""
+    wanted, said = set(found), dict[str, None]()
+    for word in _WORD.findall(fold(text).replace("-", " ").replace("_", " ")):
+        term = _term(word)
+        if term in wanted or KIND_OF.get(term) in wanted:
+            said.setdefault(word, None)
+    said.update((pair, None) for pair in content_pairs(text) if pair in wanted)
+    return tuple(said)
+
+
+def tier(with_topics: float, text_alone: float) -> str | None:
+    """The same-matter check's answer for a question scored against one decision, with its topic keys and
+    without them: "same" (refused) when it is the same matter with them; "possible" (shown to the asker, who
+    says) when with them or by its text alone it may be; None when neither. A question with no topic keys
+    (the agents' question tools) is scored the same both ways."""
+    if with_topics >= SAME_MATTER_THRESHOLD:
+        return "same"
+    return "possible" if max(with_topics, text_alone) >= POSSIBLE_MATCH_THRESHOLD else None
+
+
+def question_terms(text: str, topics: Iterable[str] = ()) -> frozenset[str]:
+    return terms(" ".join((text, *topics)))
+
+
+def weight(term: str) -> float:
+    return thirds(frozenset((term,))) / 3
+
+
+def similarity(asked: frozenset[str], theirs: frozenset[str]) -> float:
+    """How much of what is asked the decision says, 0..1: the weighted share of the question's words that the
+    decision's words cover. A word of the question the decision does not say (the newsletter in "should the
+    newsletter footer carry a sponsor?" against a ruling on article footers) pulls it down."""
+    return share(thirds(asked & theirs), thirds(asked))
+
+
+def thirds(found: frozenset[str]) -> int:
+    """The words' weight in thirds (a weak word weighs one, another three): whole numbers, so the score is
+    the same however it is summed."""
+    weak = len(found & WEAK)
+    return 3 * (len(found) - weak) + weak
+
+
+
+def share(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+def rarity(term: str, documents: Mapping[str, int], count: int) -> float:
+    """How much a shared word says in a vault of `count` decisions, `documents[term]` of which use it: the
+    log of how rare it is (bm25's idf). A vault under MIN_DOCUMENTS decisions is weighed as one of that size,
+    so that in a new vault of five rulings a word two of them use is not taken for a rare one."""
+    size = max(count, MIN_DOCUMENTS)
+    return math.log((size + 1) / (documents.get(term, 0) + 0.5))
+
+
+# A name in quotes ('The second draft', "Ten years of plain text"): its words are a title, not the matter.
+_QUOTED = re.compile(r"'([^'\n]{3,80})'|\"([^\"\n]{3,80})\"|\u201c([^\u201d\n]{3,80})\u201d|\u2018([^\u2019\n]{3,80})\u2019")
+
+
+class About(NamedTuple):
+    """A decision as `relevance` reads it."""
+
+    terms: frozenset[str]  # the words of its summary, topics, text and reason, less those only of a name
+    topic: frozenset[str]  # the words of its topic keys (they name the matter: they count twice)
+    summary: frozenset[str]  # the words of its summary (they say the matter: half as much again)
+    names: tuple[str, ...]  # the titles its summary quotes, folded: they count when a message says them whole
+
+
+def about(summary: str, topics: Iterable[str], text: str = "") -> About:
+    """`summary` with its topic keys and `text` (the start of its sections, its reason) as `relevance` reads them.
+    A word that is only in a quoted name counts only with the name: "Make the headings in the draft bold" is
+    not about the article 'The second draft'."""
+    names = [next(group for group in found.groups() if group) for found in _QUOTED.finditer(summary)]
+    if not names:
+        topic = terms(" ".join(topics))
+        return About(terms(f"{summary}\n{text}") | topic, topic, terms(summary), ())
+    said = terms(_QUOTED.sub(" ", f"{summary}\n{text}"))  # the words said outside any quoted name
+    topic = terms(" ".join(topics)) - (terms(" ".join(names)) - said)
+    return About(said | topic, topic, terms(_QUOTED.sub(" ", summary)), tuple(fold(name) for name in names))
+
+
+def relevance(message: str, asked: frozenset[str], theirs: About, documents: Mapping[str, int], count: int) -> float:
+    """How strongly an owner's message (`asked`: its `terms`) bears on a decision: the rarity of each word both
+    say, a weak word a third, a word of the decision's topic twice, one of its summary half as much again; a
+    quoted name the message says whole, twice what the rarest word does. No bare number counts (`words` drops
+    them)."""
+    found = sum(rarity(term, documents, count) * (1 / 3 if term in WEAK else 1.0)
+                * (2.0 if term in theirs.topic else 1.5 if term in theirs.summary else 1.0)
+                for term in asked & theirs.terms)
+    if theirs.names:
+        folded = fold(message)
+        found += sum(2 * rarity("", {}, count) for name in theirs.names if name in folded)
+    return found
+
+
+def brought_in(scores: Iterable[tuple[float, int]], floor: float | None = None,
+               best_share: float | None = None) -> list[tuple[float, int]]:
+    """Of (relevance, position) pairs, those an owner's message brings in, best first: over the floor
+    (MESSAGE_FLOOR) and within a share of the best (MESSAGE_SHARE), at most MESSAGE_MAX."""
+    floor = MESSAGE_FLOOR if floor is None else floor
+    best_share = MESSAGE_SHARE if best_share is None else best_share
+    kept = sorted((pair for pair in scores if pair[0] >= floor), key=lambda pair: (-pair[0], pair[1]))
+    return [pair for pair in kept if pair[0] >= best_share * kept[0][0]][:MESSAGE_MAX] if kept else []
