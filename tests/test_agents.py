@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -47,7 +48,11 @@ def test_session_start_stays_within_the_hook_bound_and_says_what_it_left_out(vau
     answer = hook("session-start", {}, vault)
     text = answer["hookSpecificOutput"]["additionalContext"]
     assert len(json.dumps(answer, ensure_ascii=False)) <= 9500
-    assert "left out to fit this hook" in text.splitlines()[-1] and "vault-tools context" in text.splitlines()[-1]
+    # Made to fit the hook's answer (JSON escapes counted), never cut after: the count it gives is what it shows.
+    assert "left out to fit this hook" not in text
+    listed, total = map(int, re.search(r"## Rulings \(([\d,]+) of ([\d,]+) listed", text).groups())
+    assert total == 399 and listed == sum(1 for line in text.splitlines() if line.startswith("- D-"))
+    assert text.splitlines()[-1].startswith(f"Left out: {total - listed} of {total} current rulings.")
 
 
 def test_a_second_call_answers_from_the_snapshot_and_sees_a_new_ruling(footer_vault, cli) -> None:

@@ -132,7 +132,8 @@ def test_open_questions_that_alone_overflow_are_refused_never_cut(cli, vault):
                  asked_at=f"2026-11-{1 + n % 28:02d}T10:00:00", **({"due": "2026-11-30"} if n == 120 else {}))
     refused = cli("context", "--today", TODAY, "--budget", "claude-hook")
     assert refused.code == 1 and refused.out == ""
-    assert "the 120 open questions alone do not fit the budget claude-hook (9,500 characters)" in refused.err
+    assert ("the 120 open questions alone do not fit the budget claude-hook (9,500 characters and 9,400 characters "
+            "as JSON)") in refused.err
     hook = cli("context", "--today", TODAY, "--budget", "claude-hook", "--hook")
     assert hook.code == 0 and len(hook.out) <= 9500 and "warning:" in hook.err
     shown = re.findall(r"^- (D-\d+) ", hook.out, flags=re.M)

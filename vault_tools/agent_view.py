@@ -6,6 +6,7 @@ Pure: decisions in, text out. The owner's pages are `pages`; this view is made f
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ class Usage:
     lines: int
     bytes: int  # UTF-8
     tokens: int  # estimated, see `estimate_tokens`
+    json_chars: int = 0  # as a JSON string (quotes and escapes counted), as a hook's answer carries it
 
 
 def estimate_tokens(text: str) -> int:
@@ -47,7 +49,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def measure(text: str) -> Usage:
-    return Usage(len(text), text.count("\n"), len(text.encode("utf-8")), estimate_tokens(text))
+    return Usage(len(text), text.count("\n"), len(text.encode("utf-8")), estimate_tokens(text),
+                 len(json.dumps(text, ensure_ascii=False)))
 
 
 @dataclass(frozen=True)
@@ -59,21 +62,26 @@ class Budget:
     lines: int | None = None
     bytes: int | None = None
     tokens: int | None = None
+    json_chars: int | None = None
 
     def fits(self, usage: Usage) -> bool:
         return all(limit is None or used <= limit for used, limit in (
-            (usage.chars, self.chars), (usage.lines, self.lines), (usage.bytes, self.bytes), (usage.tokens, self.tokens)))
+            (usage.chars, self.chars), (usage.lines, self.lines), (usage.bytes, self.bytes), (usage.tokens, self.tokens),
+            (usage.json_chars, self.json_chars)))
 
     def describe(self) -> str:
         parts = [f"{value:,} {unit}" for value, unit in ((self.chars, "characters"), (self.lines, "lines"),
-                                                        (self.bytes, "bytes"), (self.tokens, "tokens"))
+                                                        (self.bytes, "bytes"), (self.tokens, "tokens"),
+                                                        (self.json_chars, "characters as JSON"))
                  if value is not None]
         return " and ".join(parts) or "no limit"
 
 
 # Each agent's real limit, with a margin where the limit is only known from reports (see docs/agents.md).
 BUDGETS = {
-    "claude-hook": Budget("claude-hook", chars=9500),  # Claude Code keeps 10,000 characters of hook output
+    # Claude Code keeps 10,000 characters of hook output; the hook's whole answer stays within 9,500
+    # (`hooks.MAX_OUTPUT`): the text, escaped as a JSON string, within 9,400 leaves room for the rest of it.
+    "claude-hook": Budget("claude-hook", chars=9500, json_chars=9400),
     "codex-hook": Budget("codex-hook", tokens=2400),  # Codex moves hook output past ~2,500 tokens to a file
     "memory-file": Budget("memory-file", lines=200, bytes=25000),  # Claude Code loads MEMORY.md up to this
 }
@@ -189,9 +197,43 @@ def _why_listed(ruling: Decision, today: dt.date, tz: dt.tzinfo, settings: Setti
         why.append("pinned")
     if ruling.revisit_by and ruling.revisit_by <= today:
         why.append("revisit due")
+    if _has_history(ruling):
+        why.append("history")
     if ruling.ruled_at and (today - local_date(ruling.ruled_at, tz)).days <= settings.recent_days:
         why.append("recent")
     return why
+
+
+WHY_RANK = ("pinned", "revisit due", "history", "recent")  # the order rulings are listed in, then the newest
+
+
+def _has_history(ruling: Decision) -> bool:
+    """A ruling with more to it than its words: it replaced one, answered a question asked again, grants terms,
+    governs files, says why, or when to look again. Such rulings are listed before routine ones."""
+    return bool(ruling.supersedes or ruling.reask_reason or ruling.terms or ruling.scope or ruling.reason
+                or ruling.revisit_if or ruling.revisit_by)
+
+
+LOOK_ALIKE = 4  # rulings whose topic keys start alike ("expense-92", "expense-93", ...) that make a family
+_FIRST_SEGMENT = re.compile(r"[^-\d]+")
+
+
+def _families(rulings: Sequence[Decision], tz: dt.tzinfo) -> dict[str, int]:
+    """Each ruling's place in its family, newest first (0 for the newest, and for a ruling in no family): a
+    family is LOOK_ALIKE or more rulings whose first topic key starts with the same word, the routine rulings
+    of one kind. Listing one of each family before the second of any keeps look-alikes from filling the lines."""
+    families: dict[str, list[Decision]] = {}
+    for ruling in rulings:
+        found = _FIRST_SEGMENT.match(ruling.topics[0]) if ruling.topics else None
+        families.setdefault(found.group(0) if found else ruling.id, []).append(ruling)
+    place: dict[str, int] = {}
+    for members in families.values():
+        if len(members) < LOOK_ALIKE:
+            place.update((member.id, 0) for member in members)
+            continue
+        newest = sorted(members, key=lambda member: newest_first_key(member, tz), reverse=True)
+        place.update((member.id, position) for position, member in enumerate(newest))
+    return place
 
 
 def _agent_ruling_line(ruling: Decision, replaced: Sequence[str], why: Sequence[str], tz: dt.tzinfo,
@@ -238,7 +280,8 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
     In order, each part only where the parts before it leave room: every open question (if they alone do
     not fit, the most urgent that do, and `questions_left_out` says how many did not), up to
     PROBLEMS_LISTED unreadable notes, the index of every settled topic, then one line each for the rulings
-    most likely to matter: pinned by the owner, revisit due, ruled in the last `recent_days`, then newest.
+    most likely to matter: pinned by the owner, revisit due, with a history (`_has_history`), ruled in the last
+    `recent_days`, then newest; within each, one of each family of look-alike rulings before the second of any.
     The last line counts what was left out. Ages are computed against `today`: this is not a file.
     """
     by_id = {d.id: d for d in decisions}
@@ -266,11 +309,13 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
                  f"`vault-tools show {ruling_id}`" for ruling_id, count in sorted(over_long)]
     chosen = {ruling.id: _why_listed(ruling, today, tz, settings) for ruling in current}
 
-    def priority(ruling: Decision) -> tuple[int, dt.datetime, int, str]:
+    family_place = _families(current, tz)
+
+    def priority(ruling: Decision) -> tuple[int, int, dt.datetime, int, str]:
         why = chosen[ruling.id]
-        rank = 0 if "pinned" in why else 1 if "revisit due" in why else 2 if "recent" in why else 3
+        rank = next((position for position, reason in enumerate(WHY_RANK) if reason in why), len(WHY_RANK))
         moment, number, decision_id = newest_first_key(ruling, tz)
-        return -rank, moment, number, decision_id
+        return -rank, -family_place[ruling.id], moment, number, decision_id
 
     ordered = sorted(current, key=priority, reverse=True)
     overlaps = unresolved_overlaps(decisions, resolve, tz)

@@ -93,8 +93,10 @@ def section(agent: str, vault_option: str) -> str:
 
 The owner's decisions are notes in an Obsidian vault with an explicit state (open, ruled, superseded, ...).
 {where}- At the start of a session run `vault-tools context{vault}` and follow it. {loaded}
-- Before asking the owner anything, run `vault-tools lookup TOPIC{vault}`, then register the question:
-  `vault-tools ask "<question>" --topic TOPIC{vault}`. A refusal names the ruling that answers it.
+- Before asking the owner anything, register the question: `vault-tools ask "<question>" --topic TOPIC{vault}`.
+  It does the looking up: it refuses a question the record answers or holds open, naming the decision, and
+  shows the decisions it may be the matter of. If none is, ask again adding `--not-the-same ID` for each;
+  if something changed since a ruling, adding `--reask-reason "<what changed>"`.
 - When the owner decides something in chat, record it at once: `vault-tools rule --topic TOPIC --summary "<the ruling>"
   --source chat{vault}`; when it changes a ruling, add `--supersedes ID --reason "<why>"`.
 - Never edit a decision note, the pinned pages or `.vault-tools/` by hand: a ruling changes only through a new
