@@ -239,6 +239,13 @@ def tier(with_topics: float, text_alone: float) -> str | None:
     return "possible" if max(with_topics, text_alone) >= POSSIBLE_MATCH_THRESHOLD else None
 
 
+def order(score: float, asked: frozenset[str], theirs: frozenset[str], number: int) -> tuple[float, float, int]:
+    """The sort key of a decision matched by a question, best first: its score, then how much of the decision
+    the question says (of two rulings a short question says all of, the one saying least besides), then the
+    older."""
+    return -score, -similarity(theirs, asked), number
+
+
 def question_terms(text: str, topics: Iterable[str] = ()) -> frozenset[str]:
     return terms(" ".join((text, *topics)))
 

@@ -272,7 +272,7 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: s
     RulingView = snapshot.RulingView
     kept = snapshot.load(root, bounds.session_budget)
     for question in _questions(tool_input):
-        named = set(re.findall(r"\bD-\d+\b", question))  # naming the record's entry is asking knowingly
+        named = set(re.findall(r"\bD-\d{1,9}(?:-[0-9a-z]{2,8})?\b", question))  # naming the entry: asking knowingly
         found = recall.question_matches(question, kept)
         if not found or named & {near.item.id for near in found}:
             continue

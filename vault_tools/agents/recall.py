@@ -95,5 +95,5 @@ def question_matches(question: str, snapshot: Snapshot) -> list[Near]:
         if value >= matter.POSSIBLE_MATCH_THRESHOLD:
             shared = tuple(sorted(asked & theirs, key=lambda term: (-matter.weight(term), term)))
             found.append(Near(item, value, matter.as_said(question, shared) or shared))
-    found.sort(key=lambda near: (-near.score, near.item.number))
+    found.sort(key=lambda near: matter.order(near.score, asked, frozenset(near.item.same), near.item.number))
     return found

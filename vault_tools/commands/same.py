@@ -30,6 +30,7 @@ from ..matter import (
     about,
     as_said,
     fold,
+    order,
     question_terms,
     share,
     similarity,
@@ -121,8 +122,9 @@ def score(asked: frozenset[str], decision: Decision) -> Match:
 
 
 def rank(asked: frozenset[str], candidates: Iterable[Decision]) -> list[Match]:
-    """Every candidate scored, best first."""
-    return sorted((score(asked, d) for d in candidates), key=lambda m: (-m.score, m.decision.number))
+    """Every candidate scored, best first (`matter.order`)."""
+    return sorted((score(asked, d) for d in candidates),
+                  key=lambda m: order(m.score, asked, decision_terms(m.decision), m.decision.number))
 
 
 # docs/design/0031-the-same-matter-check.md
@@ -140,7 +142,9 @@ def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[st
         text_alone = similarity(alone, decision_terms(match.decision))
         if max(match.score, text_alone) >= threshold and (threshold < SAME_MATTER_THRESHOLD or match.score >= threshold):
             found.append(replace(match, shared=as_said(said, match.shared) or match.shared, text_alone=text_alone))
-    return sorted(found, key=lambda m: (-max(m.score, m.text_alone), m.decision.number))
+    asked = question_terms(text, topics)
+    return sorted(found, key=lambda m: order(max(m.score, m.text_alone), asked, decision_terms(m.decision),
+                                             m.decision.number))
 
 
 def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], text: str,

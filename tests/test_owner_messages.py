@@ -1,0 +1,117 @@
+"""What the owner's message brings in (the `user-prompt-submit` hook), on the labelled set in
+tests/data/owner_messages.json through the real hook on a real vault: figures as `make bench` prints them, and
+the messages that went wrong before, one by one."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from benchmarks.owner_messages import (
+    TARGET_NOISE,
+    TARGET_PRECISION,
+    TARGET_RECALL,
+    brought_in,
+    choose_floor,
+    figures,
+    load,
+    make_vault,
+)
+from vault_tools import matter
+
+from .helpers import hook
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """The set's vault: (root, topic -> id)."""
+    root = tmp_path_factory.mktemp("owner-messages") / "vault"
+    return root, make_vault(root, load()[0])
+
+
+@pytest.fixture(scope="module")
+def answers(record):
+    root, _ = record
+    return [(message, brought_in(root, message.text)) for message in load()[1]]
+
+
+def told(root: Path, message: str) -> str:
+    answer = hook("user-prompt-submit", {"prompt": message}, root)
+    return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
+
+
+def test_the_set_is_large_and_a_quarter_of_it_is_about_nothing():
+    decisions, messages = load()
+    assert len(decisions) >= 100 and len(messages) >= 80
+    assert sum(1 for m in messages if not m.about) * 4 >= len(messages)
+    topics = {d["topic"] for d in decisions}
+    assert all(m.about <= topics for m in messages)
+    assert {"open", "withdrawn", "retracted"} <= {d["kind"] for d in decisions}
+    held_out = [m for m in messages if m.held_out]
+    assert len(messages) // 4 <= len(held_out) <= len(messages) // 2
+    assert len({m.text for m in messages}) == len(messages)
+
+
+def test_the_floor_is_the_one_chosen_on_the_tuning_part(record):
+    root, ids = record
+    tuning = [m for m in load()[1] if not m.held_out]
+    assert choose_floor(root, tuning, ids) == (matter.MESSAGE_FLOOR, matter.MESSAGE_SHARE)
+
+
+def test_the_figures_do_not_get_worse_than_measured(answers, record):
+    """The figures quoted in docs/design/0042-what-the-agent-is-told-follows-the-matter.md."""
+    _, ids = record
+    whole = figures(answers, ids)
+    assert whole.recall >= 0.89 and whole.noise <= 0.11 and whole.precision >= TARGET_PRECISION
+    held_out = figures([a for a in answers if a[0].held_out], ids)
+    assert held_out.recall >= 0.8 and held_out.noise <= 0.11 and held_out.precision >= TARGET_PRECISION
+
+
+@pytest.mark.xfail(strict=True, reason="words alone bring 71 of 79 messages' decisions (90% is 72) and 3 of 29 "
+                                       "unrelated messages bring something (10% is 2.9): see design 0042")
+def test_the_figures_meet_the_target(answers, record):
+    whole = figures(answers, record[1])
+    assert whole.recall >= TARGET_RECALL and whole.noise <= TARGET_NOISE and whole.precision >= TARGET_PRECISION
+
+
+@pytest.mark.parametrize("message,topic,said", [
+    ("A customer wants their money back after six weeks. What do I tell them?", "refund-policy",
+     "Later requests get store credit"),  # the first lines of its text come with it
+    ("What tone should the new piece have? Any emoji?", "brand-voice", "no emoji"),
+    ("Could we move the website to Netlify?", "site-hosting", "Managed platforms were considered and turned down."),
+    ("Post the new article on Mastodon too", "mastodon-crosspost",
+     "The owner withdrew a question ({id}, asked"),
+    ("Find a sponsor for the next podcast episode", "podcast-sponsors",
+     "Why: The sponsors pulled out; the podcast runs without any sponsor for now."),
+    ("Let's pick a newsletter tool this week: Ghost or Buttondown?", "newsletter-platform", "An open question since"),
+])
+def test_the_owners_message_brings_in_the_decision_on_its_matter_first(record, message, topic, said):
+    root, ids = record
+    text = told(root, message)
+    first = next(line for line in text.splitlines() if line.startswith("- "))
+    assert f"({ids[topic]}" in first, text
+    assert said.format(id=ids[topic]) in text
+
+
+@pytest.mark.parametrize("message", ["Translate the intro of the last article into Portuguese",
+                                     "Add the new article to the sitemap", "Put 100 euros into ads",
+                                     "Make the headings in the draft bold"])
+def test_a_message_about_nothing_recorded_brings_nothing(record, message):
+    """A generic word ("article"), a bare number (100 against "Expense 100") or a word of a title ('The second
+    draft') is not a matter."""
+    assert told(record[0], message) == ""
+
+
+def test_look_alike_rulings_take_one_place_and_leave_room_for_the_one_on_the_matter(record):
+    root, ids = record
+    text = told(root, "When is the next podcast episode out?")
+    assert re.search(r"\(9 more alike: D-\d+", text)
+    assert f"({ids['podcast-schedule']};" in text
+    assert len([line for line in text.splitlines() if line.startswith("- ")]) <= matter.MESSAGE_MAX
+
+
+def test_the_answer_stays_within_the_hook_bound_and_is_json(record):
+    answer = hook("user-prompt-submit", {"prompt": "What goes at the bottom of each article? " * 200}, record[0])
+    assert answer is None or len(json.dumps(answer, ensure_ascii=False)) <= 9500

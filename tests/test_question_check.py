@@ -1,0 +1,92 @@
+"""One same-matter check for every way a question reaches the owner: `ask`, the MCP `ask` tool and the agents'
+question hooks (Claude Code's AskUserQuestion, Gemini CLI's ask_user) answer the same question the same way:
+the same matter as a decision (refused), possibly (shown the nearest decisions, once), or not (let through)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchmarks.owner_messages import load, make_vault
+
+from .helpers import hook, vt_here
+from .test_mcp import session_calls
+
+# Questions with topic keys whose words are the question's own (the hooks see no key).
+QUESTIONS = [
+    ("What should go at the bottom of each article footer?", "article-bottom"),
+    ("Do we refund purchases after 30 days?", "refund-purchases"),
+    ("Should new articles be cross-posted to Mastodon?", "mastodon-articles"),
+    ("Which newsletter platform do we move to?", "platform-move"),
+    ("What should the team's mascot be called?", "team-mascot"),
+    ("Should the newsletter get a new logo?", "newsletter-logo"),
+    ("How many emoji can a headline carry?", "headline-emoji"),
+    ("What colour should the new logo be?", "logo-colour"),
+    ("Can students get a discount on the annual membership?", "student-membership"),
+]
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory) -> Path:
+    """The everyday decisions of the owner-messages set: rulings, open, withdrawn and retracted questions."""
+    root = tmp_path_factory.mktemp("questions") / "vault"
+    make_vault(root, load()[0][:42])
+    return root
+
+
+def by_hook(root: Path, question: str, session: str = "one", agent: str = "claude") -> str:
+    if agent == "gemini":
+        done = vt_here("hook", "gemini", "before-tool", cwd=root, stdin=__import__("json").dumps(
+            {"cwd": str(root), "session_id": session, "tool_name": "ask_user",
+             "tool_input": {"questions": [{"question": question}]}}))
+        answer = __import__("json").loads(done.out) if done.out.strip() else None
+        reason = (answer or {}).get("reason", "")
+    else:
+        answer = hook("pre-tool-use", {"session_id": session, "tool_name": "AskUserQuestion",
+                                       "tool_input": {"questions": [{"question": question}]}}, root)
+        reason = ((answer or {}).get("hookSpecificOutput") or {}).get("permissionDecisionReason", "")
+    if not reason:
+        return "through"
+    return "possible" if "may be about a matter" in reason else "same"
+
+
+def said(refused: bool, text: str) -> str:
+    if not refused:
+        return "through"
+    return "possible" if "may be the matter of" in text else "same"
+
+
+def test_ask_the_mcp_tool_and_the_hooks_give_the_same_answer(record, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(record, copy)
+    hooks = [by_hook(record, question) for question, _ in QUESTIONS]
+    gemini = [by_hook(record, question, session="other", agent="gemini") for question, _ in QUESTIONS]
+    asked = []
+    for question, topic in QUESTIONS:
+        done = vt_here("ask", question, "--topic", topic, cwd=record, judge=False)
+        asked.append(said(done.code != 0, done.err))
+    tools = [said(refused, text) for refused, text in session_calls(copy, [
+        ("ask", {"question": question, "topics": [topic]}) for question, topic in QUESTIONS])]
+    assert hooks == gemini == asked == tools
+    assert {"same", "possible", "through"} <= set(asked)
+
+
+def test_a_possible_match_is_denied_once_in_a_session_with_the_decisions_to_judge(record):
+    question = "Should the newsletter get a new logo?"  # a possible match (see above)
+    denial = hook("pre-tool-use", {"session_id": "s-1", "tool_name": "AskUserQuestion",
+                                   "tool_input": {"questions": [{"question": question}]}}, record)
+    reason = denial["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "may be about a matter" in reason and "Buttondown" in reason  # the nearest decisions, with their text
+    assert "every second Sunday" in reason.lower() or "Every second Sunday" in reason
+    again = {"session_id": "s-1", "tool_name": "AskUserQuestion", "tool_input": {"questions": [{"question": question}]}}
+    assert hook("pre-tool-use", again, record) is None  # asked again in the session: it goes to the owner
+    assert hook("pre-tool-use", {**again, "session_id": "s-2"}, record) is not None  # another session: shown again
+
+
+def test_a_question_naming_the_decision_goes_through(record):
+    ids = {line.split()[0] for line in vt_here("list", "--status", "open", cwd=record).out.splitlines() if line}
+    question_id = next(iter(sorted(i for i in ids if i.startswith("D-"))))
+    answer = hook("pre-tool-use", {"session_id": "s-3", "tool_name": "AskUserQuestion", "tool_input": {
+        "questions": [{"question": f"About {question_id}: which newsletter platform do we move to?"}]}}, record)
+    assert answer is None
