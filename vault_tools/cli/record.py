@@ -145,8 +145,10 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
             "--not-the-same", metavar="ID", help="A decision the refusal named that you read and found to be a "
             "different matter; recorded in the ledger. Repeatable.")] = [],  # noqa: B006
         by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """Register a question for the owner; refused when its topic is already settled or open, or when its words
-    say the same matter as a current ruling or open question under other topics."""
+    """Register a question for the owner; refused when its topic is already settled, open or withdrawn, or when its
+    words say the same matter as a current ruling, an open or a withdrawn question under other topics. When they
+    may say it, the nearest decisions are shown with their text: if none is the matter, ask again with
+    --not-the-same for each."""
     ws = workspace(vault)
     decision = ask_question(ws, summary, topic, body=read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
                             not_the_same=not_the_same)
