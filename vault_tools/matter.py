@@ -205,9 +205,10 @@ def terms(text: str) -> frozenset[str]:
     kind of a named thing added. A letter alone (the s of "what's") is no word."""
     folded = fold(text).replace("-", " ").replace("_", " ")
     folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
-    found = {_term(word) for word in words(folded.replace("-", "")) if len(word) > 1 and not has_cjk(word)}
+    cjk = has_cjk(text)
+    found = {_term(word) for word in words(folded.replace("-", "")) if len(word) > 1 and not (cjk and has_cjk(word))}
     found |= {KIND_OF[term] for term in found if term in KIND_OF}
-    return frozenset(found) | frozenset(content_pairs(text)) if has_cjk(text) else frozenset(found)
+    return frozenset(found) | frozenset(content_pairs(text)) if cjk else frozenset(found)
 
 
 @lru_cache(maxsize=65536)

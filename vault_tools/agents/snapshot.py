@@ -161,7 +161,7 @@ def _from_json(data: dict[str, Any]) -> Snapshot:
 
 def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     from ..commands.build import as_the_agent_reads, context
-    from ..commands.same import about_decision, decision_terms, first_lines
+    from ..commands.same import about_decision, decision_terms, first_lines, section_starts
     from ..commands.workspace import Workspace
     from ..dates import local_date
     from ..model import Decision, Status, newest_first_key
@@ -180,8 +180,9 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     current = sorted((d for d in in_effect if d.is_current or d.conflict), key=lambda d: newest_first_key(d, ws.tz),
                      reverse=True)
     def matter(d: Decision) -> dict[str, Any]:
-        about = about_decision(d)
-        return {"number": d.number, "text": first_lines(d), "same": tuple(sorted(decision_terms(d))),
+        starts = section_starts(d)
+        about = about_decision(d, starts)
+        return {"number": d.number, "text": first_lines(d, starts), "same": tuple(sorted(decision_terms(d, starts))),
                 "words": tuple(sorted(about.terms)), "topic_words": tuple(sorted(about.topic)),
                 "summary_words": tuple(sorted(about.summary)), "names": about.names}
 

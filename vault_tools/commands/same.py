@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..bodies import sections, without_comments
 from ..index import Hit, SearchIndex, fts5_available
@@ -47,36 +47,45 @@ SHORTLIST = 500  # candidates the index hands over for scoring, in a vault with 
 SECTION_CHARS = 400  # of each of `## Question` and `## Ruling`, compared (the start says what it is about)
 CURRENT = (Status.RULED, Status.OPEN)
 
-def decision_terms(decision: Decision) -> frozenset[str]:
-    """What a decision is about: summary, topics and the start of its `## Question` and `## Ruling` sections."""
-    return terms("\n".join((decision.summary, *decision.topics, *section_starts(decision))))
+class Starts(NamedTuple):
+    """The first SECTION_CHARS characters of a decision's sections that say what it is about ("" where none)."""
+
+    question: str
+    ruling: str
+    context: str  # a question's `## Context`: shown, not compared
 
 
-def section_starts(decision: Decision) -> tuple[str, str]:
-    """The first SECTION_CHARS characters of its `## Question` and `## Ruling` sections ("" where none)."""
+def section_starts(decision: Decision) -> Starts:
     if "#" not in decision.body:
-        return "", ""
+        return Starts("", "", "")
     body = decision.body.replace("\r\n", "\n")
     # Markdown is parsed only where a code block or comment could hide a heading: it costs milliseconds.
     found = sections(without_comments(body)) if any(m in body for m in ("```", "~~~", "%%", "    #")) \
         else _plain_sections(body)
-    question, ruling = (found.get(name, "")[:SECTION_CHARS] for name in ("Question", "Ruling"))
-    return question, ruling
+    return Starts(*(found.get(name, "")[:SECTION_CHARS] for name in ("Question", "Ruling", "Context")))
 
 
-def first_lines(decision: Decision, limit: int = 240) -> str:
-    """The start of what a decision says beyond its summary, on one line: its `## Ruling` (or, for a question,
-    its `## Question`) when that is not the summary again; "" when there is nothing more."""
-    question, ruling = section_starts(decision)
-    text = " ".join((ruling if decision.status is not Status.OPEN and ruling else question).split())
-    if not text or fold(text).rstrip(".?! ") == fold(decision.summary).rstrip(".?! "):
-        return ""
+def decision_terms(decision: Decision, starts: Starts | None = None) -> frozenset[str]:
+    """What a decision is about: summary, topics and the start of its `## Question` and `## Ruling` sections."""
+    starts = starts or section_starts(decision)
+    return terms("\n".join((decision.summary, *decision.topics, starts.question, starts.ruling)))
+
+
+def first_lines(decision: Decision, starts: Starts | None = None, limit: int = 240) -> str:
+    """The start of what a decision says beyond its summary, on one line: its `## Ruling`, or a question's
+    `## Question` (its `## Context` where that is the summary again); "" when there is nothing more."""
+    starts = starts or section_starts(decision)
+    said = fold(decision.summary).rstrip(".?! ")
+    found = [starts.ruling] if decision.status is not Status.OPEN and starts.ruling else []
+    found += [starts.question, starts.context]
+    text = next((t for t in (" ".join(part.split()) for part in found) if t and fold(t).rstrip(".?! ") != said), "")
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
-def about_decision(decision: Decision) -> About:
+def about_decision(decision: Decision, starts: Starts | None = None) -> About:
     """A decision as the owner's-message relevance reads it (`matter.about`): its sections' start and reason too."""
-    return about(decision.summary, decision.topics, "\n".join((*section_starts(decision), decision.reason or "")))
+    starts = starts or section_starts(decision)
+    return about(decision.summary, decision.topics, "\n".join((starts.question, starts.ruling, decision.reason or "")))
 
 
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
