@@ -83,13 +83,19 @@ _ID = re.compile(r"\((D-\d+(?:-[0-9a-z]+)?)[;,)]")  # D-0001, or D-0001-4fpb in 
 
 
 def brought_in(root: Path, message: str) -> list[str]:
-    """The ids the hook's answer names, in its order."""
+    """The ids the hook's answer names, in its order: the hook run as Claude Code runs it (in this process)."""
     told = hooks.answer("user-prompt-submit", {"prompt": message, "cwd": str(root)}, root)
     if told is None:
         return []
     text = told["hookSpecificOutput"]["additionalContext"]
     return [found.group(1) for line in text.splitlines() if line.startswith("- ") for found in [_ID.search(line)]
             if found]
+
+
+def answers(root: Path, messages: Sequence[Message]) -> list[tuple[Message, list[str]]]:
+    """What the hook brings in for each message (`brought_in`, without reading the snapshot again for each)."""
+    kept = snapshot.load(root, hooks.CLAUDE_BOUNDS.session_budget)
+    return [(message, [found.item.id for found in recall.brought_in(message.text, kept)]) for message in messages]
 
 
 @dataclass(frozen=True)
@@ -162,7 +168,7 @@ def report() -> list[str]:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder) / "vault"
         ids = make_vault(root, decisions)
-        answers = [(message, brought_in(root, message.text)) for message in messages]
+        given = answers(root, messages)  # the hook's own answers name the same (tests/test_owner_messages.py)
         tuning = [message for message in messages if not message.held_out]
         floor, share = choose_floor(root, tuning, ids)
     unrelated = sum(1 for message in messages if not message.about)
@@ -170,8 +176,8 @@ def report() -> list[str]:
              f"{len(decisions)} decisions; floor {matter.MESSAGE_FLOOR} at {matter.MESSAGE_SHARE:.0%} of the best "
              f"(chosen on the tuning part: {floor} at {share:.0%}); target: recall >= {TARGET_RECALL:.0%}, "
              f"noise <= {TARGET_NOISE:.0%}, precision >= {TARGET_PRECISION:.0%}"]
-    for name, part in (("tuning", [a for a in answers if not a[0].held_out]),
-                       ("held out", [a for a in answers if a[0].held_out]), ("all", answers)):
+    for name, part in (("tuning", [a for a in given if not a[0].held_out]),
+                       ("held out", [a for a in given if a[0].held_out]), ("all", given)):
         lines.append("  " + figures(part, ids).line(name))
     return lines
 

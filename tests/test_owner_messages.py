@@ -13,6 +13,7 @@ from benchmarks.owner_messages import (
     TARGET_NOISE,
     TARGET_PRECISION,
     TARGET_RECALL,
+    answers,
     brought_in,
     choose_floor,
     figures,
@@ -32,14 +33,20 @@ def record(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def answers(record):
-    root, _ = record
-    return [(message, brought_in(root, message.text)) for message in load()[1]]
+def given(record):
+    return answers(record[0], load()[1])
 
 
 def told(root: Path, message: str) -> str:
     answer = hook("user-prompt-submit", {"prompt": message}, root)
     return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
+
+
+def test_the_hook_brings_in_what_the_figures_count(record, given):
+    """The figures are taken from the hook's matcher on one reading of the snapshot; the hook's own answer names
+    the same decisions in the same order."""
+    for message, ids in given[::9]:
+        assert brought_in(record[0], message.text) == ids, message.text
 
 
 def test_the_set_is_large_and_a_quarter_of_it_is_about_nothing():
@@ -60,19 +67,19 @@ def test_the_floor_is_the_one_chosen_on_the_tuning_part(record):
     assert choose_floor(root, tuning, ids) == (matter.MESSAGE_FLOOR, matter.MESSAGE_SHARE)
 
 
-def test_the_figures_do_not_get_worse_than_measured(answers, record):
+def test_the_figures_do_not_get_worse_than_measured(given, record):
     """The figures quoted in docs/design/0042-what-the-agent-is-told-follows-the-matter.md."""
     _, ids = record
-    whole = figures(answers, ids)
+    whole = figures(given, ids)
     assert whole.recall >= 0.89 and whole.noise <= 0.11 and whole.precision >= TARGET_PRECISION
-    held_out = figures([a for a in answers if a[0].held_out], ids)
+    held_out = figures([a for a in given if a[0].held_out], ids)
     assert held_out.recall >= 0.8 and held_out.noise <= 0.11 and held_out.precision >= TARGET_PRECISION
 
 
 @pytest.mark.xfail(strict=True, reason="words alone bring 71 of 79 messages' decisions (90% is 72) and 3 of 29 "
                                        "unrelated messages bring something (10% is 2.9): see design 0042")
-def test_the_figures_meet_the_target(answers, record):
-    whole = figures(answers, record[1])
+def test_the_figures_meet_the_target(given, record):
+    whole = figures(given, record[1])
     assert whole.recall >= TARGET_RECALL and whole.noise <= TARGET_NOISE and whole.precision >= TARGET_PRECISION
 
 
