@@ -6,9 +6,10 @@ fronts, each with its events and bounds (gemini.py translates Gemini CLI's names
 - session-start: the context an agent loads, as `additionalContext`, within the hook's size bound.
 - pre-tool-use: denies writes to the record (Write, Edit, MultiEdit, NotebookEdit, and Bash commands that
   plainly write, move or remove it: see guard.py), and questions (AskUserQuestion) that the record already
-  answers or already holds open. Everything else passes silently.
-- user-prompt-submit: when the owner's message touches a current ruling, adds it, with the
-  instruction to record a superseding ruling if the message changes it.
+  answers, holds open or saw withdrawn, as `ask` refuses them; a question that may be the matter of
+  decisions is denied once in a session, showing them. Everything else passes silently.
+- user-prompt-submit: the decisions the owner's message is about (rulings, open questions, questions
+  withdrawn and rulings retracted), with the command that records a superseding ruling if it changes one.
 
 A hook that cannot read the vault, or whose input is not a JSON object, lets the call through with a one-line
 warning (an agent must not be stuck on a broken note), except that a write to a sealed note is always denied;
