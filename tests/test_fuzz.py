@@ -66,7 +66,7 @@ def sample_vault():
             assert run(["rule", "--topic", "article-footer", "--summary", "Footers carry the newsletter link.",
                         "--vault", str(root)]) == 0
             assert run(["ask", "Should the footer show the author bio?", "--topic", "author-bio",
-                        "--vault", str(root)]) == 0
+                        "--not-the-same", "D-0001", "--vault", str(root)]) == 0
         decision(root, 3, topics=("image-policy",), supersedes='["[[D-0001 Footers carry the newsletter link]]"]',
                  reason="The owner changed their mind after the reader survey.")
         yield root

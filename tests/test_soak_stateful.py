@@ -41,7 +41,7 @@ from hypothesis.stateful import (
 from vault_tools.cli import run
 from vault_tools.ledger import Ledger
 
-from .helpers import make_vault, write
+from .helpers import judged, make_vault, write
 
 TOPICS = ("article-footer", "author-bio", "image-policy", "reader-replies")
 REASON = "The owner changed their mind after the reader survey."
@@ -72,11 +72,14 @@ class VaultMachine(RuleBasedStateMachine):
     # -- helpers ---------------------------------------------------------------------------------
 
     def cli(self, *args: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = run([*args, "--vault", str(self.root)])
-        assert code != 4, (args, err.getvalue())
-        return code, out.getvalue(), err.getvalue()
+        """The command as an agent runs it (an `ask` shown near decisions judges them: `helpers.judged`)."""
+        def once(given: list[str]) -> tuple[int, str, str]:
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = run([*given, "--vault", str(self.root)])
+            assert code != 4, (given, err.getvalue())
+            return code, out.getvalue(), err.getvalue()
+        return judged(args, once, lambda r: r[0], lambda r: r[2])
 
     def listed(self) -> list[dict]:
         code, out, err = self.cli("list", "--json")
