@@ -92,3 +92,22 @@ def pytest_collection_modifyitems(items):
         return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
 
     items.sort(key=rank)  # stable: the order within each module, and of the rest, is kept
+
+
+@pytest.fixture(scope="session")
+def owner_messages_vault(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """The vault of tests/data/owner_messages.json (108 decisions, made through the commands: seconds), made
+    once for the whole run and shared by the workers; a test copies it before writing. (root, topic -> id)"""
+    import json
+
+    from filelock import FileLock
+
+    from benchmarks.owner_messages import load, make_vault
+
+    shared = tmp_path_factory.getbasetemp().parent / "owner-messages"
+    with FileLock(str(shared) + ".lock"):
+        made = shared / "ids.json"
+        if not made.exists():
+            ids = make_vault(shared / "vault", load()[0])
+            made.write_text(json.dumps(ids), encoding="utf-8")
+    return shared / "vault", json.loads(made.read_text(encoding="utf-8"))

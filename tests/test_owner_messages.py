@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,6 @@ from benchmarks.owner_messages import (
     choose_floor,
     figures,
     load,
-    make_vault,
 )
 from vault_tools import matter
 
@@ -26,10 +26,11 @@ from .helpers import hook
 
 
 @pytest.fixture(scope="module")
-def record(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """The set's vault: (root, topic -> id)."""
+def record(owner_messages_vault, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A copy of the set's vault: (root, topic -> id)."""
     root = tmp_path_factory.mktemp("owner-messages") / "vault"
-    return root, make_vault(root, load()[0])
+    shutil.copytree(owner_messages_vault[0], root)
+    return root, owner_messages_vault[1]
 
 
 @pytest.fixture(scope="module")

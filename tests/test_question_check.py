@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.owner_messages import load, make_vault
-
 from .helpers import hook, vt_here
 from .test_mcp import session_calls
 
@@ -28,10 +26,10 @@ QUESTIONS = [
 
 
 @pytest.fixture(scope="module")
-def record(tmp_path_factory) -> Path:
-    """The everyday decisions of the owner-messages set: rulings, open, withdrawn and retracted questions."""
+def record(owner_messages_vault, tmp_path_factory) -> Path:
+    """A copy of the owner-messages set's vault: 108 decisions, rulings, open, withdrawn and retracted questions."""
     root = tmp_path_factory.mktemp("questions") / "vault"
-    make_vault(root, load()[0][:42])
+    shutil.copytree(owner_messages_vault[0], root)
     return root
 
 
@@ -77,8 +75,8 @@ def test_a_possible_match_is_denied_once_in_a_session_with_the_decisions_to_judg
     denial = hook("pre-tool-use", {"session_id": "s-1", "tool_name": "AskUserQuestion",
                                    "tool_input": {"questions": [{"question": question}]}}, record)
     reason = denial["hookSpecificOutput"]["permissionDecisionReason"]
-    assert "may be about a matter" in reason and "Buttondown" in reason  # the nearest decisions, with their text
-    assert "every second Sunday" in reason.lower() or "Every second Sunday" in reason
+    assert "may be about a matter" in reason and "Renew the trademark on the logo" in reason
+    assert "Buttondown is simple and cheap" in reason  # the nearest decisions come with the first lines of their text
     again = {"session_id": "s-1", "tool_name": "AskUserQuestion", "tool_input": {"questions": [{"question": question}]}}
     assert hook("pre-tool-use", again, record) is None  # asked again in the session: it goes to the owner
     assert hook("pre-tool-use", {**again, "session_id": "s-2"}, record) is not None  # another session: shown again
