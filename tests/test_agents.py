@@ -541,3 +541,12 @@ def test_a_renamed_sealed_note_with_a_clone_tagged_id_is_still_denied(vault) -> 
     reason = denied(hook("pre-tool-use", {"hook_event_name": "PreToolUse", "tool_name": "Edit",
                                           "tool_input": {"file_path": str(renamed)}}, vault))
     assert "D-0001-k7q2, a sealed ruling" in reason
+
+
+def test_the_instructions_ask_once_and_say_how_to_go_on_after_a_possible_match(vault) -> None:
+    """An agent with a new question runs `ask` once: it does the looking up that `lookup` and `search` did."""
+    assert vt_here("init", "--agent", "claude", cwd=vault).code == 0
+    section = (vault / "CLAUDE.md").read_text().split("<!-- vault-tools:start", 1)[1]
+    asking = next(line for line in section.splitlines() if "Before asking the owner" in line)
+    assert "vault-tools ask" in asking and "lookup" not in section.split("- When the owner decides")[0]
+    assert "--not-the-same ID" in section and "--reask-reason" in section

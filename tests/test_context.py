@@ -220,3 +220,29 @@ def test_the_documented_benchmark_keeps_every_budget_and_shows_every_open_questi
         assert row[5] == "yes" and row[8].endswith("(100%)"), row
         if budget.chars:
             assert int(row[2].replace(",", "")) <= budget.chars
+
+
+def test_rulings_with_a_history_come_before_routine_ones_and_look_alikes_take_turns():
+    """Thirty routine rulings of three kinds made one kind after the other, and four older rulings with more to them (it replaced
+    one; terms; a scope; a reason): with room for ten lines, the four come first, then one of each kind in turn;
+    the count the heading gives is the lines it shows."""
+    def ruled(n: int, topic: str, summary: str, **more) -> Decision:
+        when = dt.datetime(2026, 11, 1, 9, tzinfo=TZ) + dt.timedelta(hours=n)
+        return Decision(id=f"D-{n:04d}", status=Status.RULED, topics=(topic,), summary=summary, ruled_at=when,
+                        ruled_by="owner", path=f"Decisions/D-{n:04d} Note.md", **more)  # type: ignore[arg-type]
+
+    history = [ruled(1, "refund-policy", "Refunds within 30 days of purchase, no questions asked.",
+                     reason="The owner said in chat that refunds are cheaper than disputes."),
+               ruled(2, "hosting", "The site stays on our own VM.", terms={"hosting": "self"}),
+               ruled(3, "docs-style", "Docs use sentence case headings.", scope=("docs/**",)),
+               ruled(4, "brand-voice", "No emoji in any article.", revisit_if="Readers ask for them.")]
+    routine = [ruled(10 + 10 * k + n, f"{kind}-{n}", f"{kind.title()} {n} is approved as planned.")
+               for n in range(10) for k, kind in enumerate(("expense", "episode", "invoice"))]
+    found = context_of([*history, *routine], Budget("ten", lines=60))
+    listed = [r.id for r, _ in found.rulings]
+    assert listed[:4] == ["D-0004", "D-0003", "D-0002", "D-0001"]  # with a history: newest first
+    kinds = [next(d for d in routine if d.id == ruling_id).topics[0].split("-")[0] for ruling_id in listed[4:]]
+    assert len(kinds) >= 3 and len(set(kinds[:3])) == 3  # one of each family before the second of any
+    heading = re.search(r"## Rulings \((\d+) of (\d+) listed", found.text)
+    assert heading and int(heading.group(1)) == len(listed) == found.text.count("\n- D-") \
+        and int(heading.group(2)) == 34
