@@ -121,8 +121,10 @@ def test_not_the_same_must_name_a_decision(cli, vault):
     assert "no decision note has id D-0042" in result.err
 
 
-def test_the_check_finds_a_match_among_many_decisions_through_the_index(cli, vault):
+def test_the_check_finds_a_match_among_many_decisions_through_the_index(cli, vault, monkeypatch):
     """Past the shortlist size the index picks the candidates; the match is still found."""
+    from vault_tools.commands import same
+    monkeypatch.setattr(same, "SHORTLIST", 25)  # 500 in use: forty rulings then go through the index
     for number in range(40):
         assert cli("rule", "--topic", f"area-{number}", "--summary",
                    f"Team {number} reviews its dashboards every quarter.", "--source", "chat").code == 0
