@@ -129,13 +129,20 @@ SYNONYMS = (
 # Names of a kind of thing, each with the everyday word for its kind, which is added beside it: a message
 # naming Instagram is about social networks, and still about Instagram. Kept to household names.
 KINDS = (
-    "social instagram facebook tiktok twitter mastodon bluesky linkedin threads youtube",
-    "host netlify vercel heroku aws azure hetzner digitalocean",
+    "social instagram facebook tiktok twitter mastodon bluesky linkedin threads youtube reddit pinterest",
+    "host netlify vercel heroku aws azure hetzner digitalocean cloudflare linode",
     "email gmail outlook fastmail protonmail",
-    "newsletter substack buttondown mailchimp",
-    "analytics google-analytics plausible matomo",
+    "newsletter substack buttondown mailchimp convertkit beehiiv",
+    "analytics google-analytics plausible matomo fathom",
+    "payment stripe paypal",
+    "chat slack discord whatsapp telegram signal",
+    "video youtube vimeo",
+    "repository github gitlab bitbucket",
+    "shop shopify etsy gumroad woocommerce",
+    "website wordpress squarespace wix webflow",
     "image midjourney dall-e",
     "stock unsplash pexels shutterstock istock",
+    "storage dropbox onedrive icloud",
     "plane flight fly flying airline",
     "tone formal informal casual friendly",
 )
