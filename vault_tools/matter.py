@@ -325,7 +325,8 @@ def relevance(message: str, asked: frozenset[str], theirs: About, documents: Map
                 for term in asked & theirs.terms)
     if theirs.names:
         folded = fold(message)
-        found += sum(2 * rarity("", {}, count) for name in theirs.names if name in folded)
+        rarest = rarity("", {}, count)  # what a word no decision uses weighs
+        found += sum(2 * rarest for name in theirs.names if name in folded)
     return found
 
 
