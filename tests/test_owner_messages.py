@@ -123,3 +123,14 @@ def test_look_alike_rulings_take_one_place_and_leave_room_for_the_one_on_the_mat
 def test_the_answer_stays_within_the_hook_bound_and_is_json(record):
     answer = hook("user-prompt-submit", {"prompt": "What goes at the bottom of each article? " * 200}, record[0])
     assert answer is None or len(json.dumps(answer, ensure_ascii=False)) <= 9500
+
+
+def test_no_word_that_five_decisions_use_brings_one_in_alone(record):
+    """A word used by five or more of the vault's decisions (article, newsletter, episode...) is generic here:
+    a message saying only it brings nothing, even where it is a word of a topic key."""
+    from vault_tools.agents import snapshot
+    kept = snapshot.load(record[0], "claude-hook")
+    common = [word for word, count in kept.documents.items() if count >= 5 and word.isalpha()]
+    assert len(common) >= 10
+    for word in common:
+        assert told(record[0], f"{word}?") == "", word
