@@ -1,17 +1,17 @@
-"""Is a question the same matter as a current ruling or an open question, whatever its topic key?
+"""Is a question the same matter as a current ruling, an open or a withdrawn question, whatever its topic key?
 
-`same_matter` is the one check `ask`, `lint` (VT044), `lookup` with free text and the agents' hooks call.
-A decision is described by the content words of its summary, topics and its `## Question` and `## Ruling`
-sections: folded, stopwords out, word endings taken off, and words that name one thing in everyday
-English (bottom and footer, annual and yearly, hire and employ) brought to one word by a short lexicon.
+`same_matter` is the check `ask` (and the MCP tool), `lint` (VT044) and `lookup` with free text call; the
+agents' question hooks make the same one on their snapshot (`agents/recall.py`). The words and the score are
+`matter`'s: a decision is described by the content words of its summary, topics and its `## Question` and
+`## Ruling` sections (folded, stopwords out, word endings taken off, everyday synonyms brought to one word),
+and a question's score is the weighted share of its words the decision says (a word that says little, like
+"use" or "new", weighs a third): 1.0 when it says them all, 0 when it says none. Unlike bm25 it does not grow
+with the vault, so one threshold means the same on ten notes and on ten thousand. In a vault of more than
+SHORTLIST current decisions, the search index (bm25) shortlists the ones scored.
 
-The score of a question against a decision is the weighted share of the question's words the decision
-says (a word that says little, like "use" or "new", weighs a third): 1.0 when it says them all, 0 when it
-says none. Unlike bm25 it does not grow with the vault, so one threshold means the same on ten notes and on ten thousand.
-In a vault of more than SHORTLIST current decisions, the search index (bm25) shortlists the ones scored.
-
-The threshold (SAME_MATTER_THRESHOLD) was chosen on the labelled pairs in
-tests/data/same_question_pairs.jsonl; `make bench` prints its precision and recall.
+Two tiers (`matter.tier`): at SAME_MATTER_THRESHOLD the same matter (refused), from POSSIBLE_MATCH_THRESHOLD
+a possible one (shown to the asker, who says). Both were chosen on the labelled pairs in
+tests/data/same_question_pairs.jsonl; `make bench` prints their figures (design 0031, 0042).
 """
 from __future__ import annotations
 
