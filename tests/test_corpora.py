@@ -104,3 +104,31 @@ def test_working_in_a_real_vault_never_touches_its_notes(tmp_path, name):
     added = set(after) - set(before)
     assert all(path.startswith((".vault-tools/", "vault-tools/", "Decisions/", "Pinned/")) or path in (".gitignore", ".gitattributes")
                for path in added), added
+
+
+@needs_corpora
+def test_what_the_agent_is_told_of_real_decision_records(tmp_path):
+    """JabRef's 72 ADRs imported: the owner's message brings in the ADR on its matter with its text (less the
+    summary again and HTML comments), a question on a recorded matter is stopped by the hook and refused by
+    `ask` alike, and a message about nothing recorded brings nothing."""
+    import json
+
+    from .helpers import hook, vt_here
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    assert vt_here("init", "--timezone", "UTC", cwd=root).code == 0
+    assert vt_here("import", "adr", str(CORPORA / "adr-jabref"), cwd=root).code == 0
+    told = hook("user-prompt-submit", {"prompt": "Which build tool should we move to, Maven?"}, root)
+    text = told["hookSpecificOutput"]["additionalContext"]
+    first = text.splitlines()[1]
+    assert "Use Gradle as build tool" in first and "<!--" not in text
+    assert not text.splitlines()[2].strip().startswith("Use Gradle as build tool")  # its text, not its summary again
+    assert hook("user-prompt-submit", {"prompt": "What is the weather in Lisbon tomorrow?"}, root) is None
+    question = "Which logging framework should we use?"
+    denied = hook("pre-tool-use", {"session_id": "s", "tool_name": "AskUserQuestion",
+                                   "tool_input": {"questions": [{"question": question}]}}, root)
+    reason = denied["hookSpecificOutput"]["permissionDecisionReason"]
+    asked = vt_here("ask", question, "--topic", "logging-framework", cwd=root, judge=False)
+    assert asked.code == 1 and "SLF4J" in reason and "SLF4J" in asked.err
+    started = hook("session-start", {}, root)
+    assert len(json.dumps(started, ensure_ascii=False)) <= 9500

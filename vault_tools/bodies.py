@@ -132,11 +132,12 @@ def view(body: str, limit: int | None, *, how_to_see_all: str = "") -> BodyView:
     return BodyView(text[:cut].rstrip() + "\n" + marker, whole, left_out)
 
 
-def preview(section: str, lines: int = RULING_PREVIEW_LINES, width: int = PREVIEW_LINE_CHARS) -> list[str]:
+def preview(section: str, lines: int = RULING_PREVIEW_LINES, width: int = PREVIEW_LINE_CHARS, *,
+            say_more: bool = True) -> list[str]:
     """The first non-empty lines of a section, each cut at `width` characters with an ellipsis; a last line
-    says when more lines follow."""
+    says when more lines follow (unless `say_more` is False)."""
     found = [line.rstrip() for line in without_comments(section).split("\n") if line.strip()]
     shown = [line if len(line) <= width else line[:width - 1] + "…" for line in found[:lines]]
-    if len(found) > lines:
+    if len(found) > lines and say_more:
         shown.append(f"(… {len(found) - lines} more line{'s' if len(found) - lines > 1 else ''})")
     return shown

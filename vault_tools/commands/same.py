@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
-from ..bodies import sections, without_comments
+from ..bodies import preview, sections, without_comments
 from ..index import Hit, SearchIndex, fts5_available
 from ..matter import (
     LEXICON,
@@ -72,14 +72,23 @@ def decision_terms(decision: Decision, starts: Starts | None = None) -> frozense
 
 
 def first_lines(decision: Decision, starts: Starts | None = None, limit: int = 240) -> str:
-    """The start of what a decision says beyond its summary, on one line: its `## Ruling`, or a question's
-    `## Question` (its `## Context` where that is the summary again); "" when there is nothing more."""
+    """The start of what a decision says beyond its summary, on one line (`bodies.preview`'s first lines): its
+    `## Ruling`, or a question's `## Question` (its `## Context` where that is the summary again), less a
+    first line repeating the summary and HTML comments (Obsidian shows neither); "" when there is nothing more."""
     starts = starts or section_starts(decision)
     said = fold(decision.summary).rstrip(".?! ")
     found = [starts.ruling] if decision.status is not Status.OPEN and starts.ruling else []
-    found += [starts.question, starts.context]
-    text = next((t for t in (" ".join(part.split()) for part in found) if t and fold(t).rstrip(".?! ") != said), "")
-    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+    for part in (*found, starts.question, starts.context):
+        text = " ".join(preview(_HTML_COMMENT.sub(" ", part), say_more=False))
+        if fold(text).startswith(said) and _SENTENCE_ENDS.match(text[len(said):]):  # the summary again, then more
+            text = text[len(said):].lstrip(" .?!")
+        if text:
+            return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+    return ""
+
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_SENTENCE_ENDS = re.compile(r"$|[.?!]|\s+[A-Z_*(\[]")  # after the summary: its sentence is over
 
 
 def about_decision(decision: Decision, starts: Starts | None = None) -> About:
