@@ -88,3 +88,18 @@ def test_a_question_naming_the_decision_goes_through(record):
     answer = hook("pre-tool-use", {"session_id": "s-3", "tool_name": "AskUserQuestion", "tool_input": {
         "questions": [{"question": f"About {question_id}: which newsletter platform do we move to?"}]}}, record)
     assert answer is None
+
+
+@pytest.mark.parametrize("kept", ["not json{", "[1, 2]", '{"s-9": 7}', '{"s-9": [null, 3]}'])
+def test_a_damaged_memory_of_the_session_is_read_as_empty(record, tmp_path, kept):
+    """The questions a session was shown are derived data: damaged, they are forgotten, never in the way."""
+    root = tmp_path / "vault"
+    shutil.copytree(record, root)
+    cache = root / ".vault-tools" / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "possible-matches.json").write_text(kept, encoding="utf-8")
+    question = {"session_id": "s-9", "tool_name": "AskUserQuestion",
+                "tool_input": {"questions": [{"question": "Should the newsletter get a new logo?"}]}}
+    assert "may be about a matter" in hook("pre-tool-use", question, root)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert hook("pre-tool-use", question, root) is None
+    assert hook("pre-tool-use", {**question, "session_id": 12}, root) is not None  # not a string: still a session

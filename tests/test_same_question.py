@@ -15,6 +15,8 @@ from benchmarks.same_question import (
 from vault_tools.ledger_lines import parse_ledger
 from vault_tools.matter import POSSIBLE_MATCH_THRESHOLD, SAME_MATTER_THRESHOLD
 
+from .helpers import snapshot
+
 LEDGER = ".vault-tools/ledger.jsonl"
 FOOTER = "Every article footer carries the author bio."
 
@@ -115,10 +117,12 @@ def test_a_question_sharing_no_word_is_let_through_and_writes_no_not_the_same(cl
 
 
 def test_not_the_same_must_name_a_decision(cli, vault):
-    result = cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings",
-                 "--not-the-same", "D-0042")
-    assert result.code == 1
-    assert "no decision note has id D-0042" in result.err
+    before = snapshot(vault)
+    for bad, said in (("D-0042", "no decision note has id D-0042"), ("footer", "footer")):
+        result = cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings",
+                     "--not-the-same", bad, judge=False)
+        assert result.code in (1, 2) and said in result.err and len(result.err.strip().splitlines()) == 1
+        assert snapshot(vault) == before  # nothing written
 
 
 def test_the_check_finds_a_match_among_many_decisions_through_the_index(cli, vault, monkeypatch):
