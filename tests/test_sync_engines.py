@@ -57,6 +57,17 @@ def from_the_template(device: Device, status: str, summary: str, more: str = "")
           f"topics: [back-issues]\nsummary: {summary}\n{more}---\n## Question\n\nReaders keep asking.\n")
 
 
+def numbered_on_both(tmp_path: Path, carrier: str) -> tuple[Cloud, Device, Device]:
+    """A question made from a template on A, carried to B before either watcher ran, then given an id by each."""
+    cloud, (a, b) = devices(tmp_path, carrier)
+    from_the_template(a, "open", BACK_ISSUES)
+    cloud.sync(a)
+    cloud.sync(b)
+    watch(a)
+    watch(b)
+    return cloud, a, b
+
+
 def settle_watching(cloud: Cloud, *found: Device) -> None:
     """Sync and let each device's watcher run, until nothing moves."""
     for _ in range(3):
@@ -666,12 +677,7 @@ def test_a_note_made_on_one_device_keeps_one_record_when_both_watchers_gave_it_a
 def test_a_note_given_two_ids_and_answered_under_one_keeps_the_answer(tmp_path):
     """The twins met after the owner had answered one of them on B: every device keeps the answered one and
     closes the untouched one, whichever sorts first."""
-    cloud, (a, b) = devices(tmp_path, "obsidian-sync")
-    from_the_template(a, "open", BACK_ISSUES)
-    cloud.sync(a)
-    cloud.sync(b)
-    watch(a)
-    watch(b)
+    cloud, a, b = numbered_on_both(tmp_path, "obsidian-sync")
     [numbered_on_b] = [i for i in ruling_ids(b) if i.startswith("D-0001-")]
     assert vt(b, "rule", numbered_on_b, "--summary", "The shop sells no printed back issues.", "--source",
               "chat")[0] == 0
@@ -685,12 +691,7 @@ def test_a_note_given_two_ids_and_answered_under_one_keeps_the_answer(tmp_path):
 
 def test_lint_fix_keeps_one_record_of_a_note_given_two_ids(tmp_path):
     """Where no watcher runs (a clone in CI, say), `lint --fix` does what the watcher would."""
-    cloud, (a, b) = devices(tmp_path, "syncthing")
-    from_the_template(a, "open", BACK_ISSUES)
-    cloud.sync(a)
-    cloud.sync(b)
-    watch(a)
-    watch(b)
+    cloud, a, b = numbered_on_both(tmp_path, "syncthing")
     cloud.settle(a, b)
     code, out = vt(a, "lint")
     assert code == 1 and "VT054" in out
