@@ -133,36 +133,26 @@ class Match:
                 "topics": list(self.decision.topics), "score": round(self.score, 3), "shared": list(self.shared)}
 
 
-def score(asked: frozenset[str], decision: Decision) -> Match:
-    theirs = decision_terms(decision)
-    shared = sorted(asked & theirs, key=lambda t: (-weight(t), t))
-    return Match(decision, similarity(asked, theirs), tuple(shared))
-
-
-def rank(asked: frozenset[str], candidates: Iterable[Decision]) -> list[Match]:
-    """Every candidate scored, best first (`matter.order`)."""
-    return sorted((score(asked, d) for d in candidates),
-                  key=lambda m: order(m.score, asked, decision_terms(m.decision), m.decision.number))
-
-
-# docs/design/0031-the-same-matter-check.md
+# docs/design/0031-the-same-matter-check.md, 0042
 def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[str] = (), *,
                 threshold: float = SAME_MATTER_THRESHOLD, statuses: Iterable[Status] = CURRENT,
                 ignore: Iterable[str] = ()) -> list[Match]:
     """Current rulings and open questions (or the `statuses` given) that are the same matter as the question
     `text` (with its topic keys), best first, each with its score and the words that matched: at or over
-    `threshold` (POSSIBLE_MATCH_THRESHOLD for both tiers: `Match.strong` says which). `ignore`: ids left out."""
+    `threshold` (POSSIBLE_MATCH_THRESHOLD for both tiers, where the text alone counts too: `Match.strong` says
+    which). `ignore`: ids left out."""
     wanted, skipped = set(statuses), set(ignore)
     in_effect = [d for d in ws.decisions_in_effect(state) if d.status in wanted and d.id not in skipped]
-    said, alone = " ".join((text, *topics)), question_terms(text)
+    asked, alone, said = question_terms(text, topics), question_terms(text), " ".join((text, *topics))
     found = []
-    for match in rank(question_terms(text, topics), shortlist(ws, state, in_effect, text, topics)):
-        text_alone = similarity(alone, decision_terms(match.decision))
-        if max(match.score, text_alone) >= threshold and (threshold < SAME_MATTER_THRESHOLD or match.score >= threshold):
-            found.append(replace(match, shared=as_said(said, match.shared) or match.shared, text_alone=text_alone))
-    asked = question_terms(text, topics)
-    return sorted(found, key=lambda m: order(max(m.score, m.text_alone), asked, decision_terms(m.decision),
-                                             m.decision.number))
+    for decision in shortlist(ws, state, in_effect, text, topics):
+        theirs = decision_terms(decision)
+        match = Match(decision, similarity(asked, theirs), (), similarity(alone, theirs))
+        kept = match.score if threshold >= SAME_MATTER_THRESHOLD else max(match.score, match.text_alone)
+        if kept >= threshold:
+            shared = tuple(sorted(asked & theirs, key=lambda t: (-weight(t), t)))
+            found.append((order(kept, asked, theirs, decision.number), replace(match, shared=as_said(said, shared) or shared)))
+    return [match for _, match in sorted(found, key=lambda pair: pair[0])]
 
 
 def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], text: str,
