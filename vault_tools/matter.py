@@ -18,7 +18,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from .cjk import content_pairs, has_cjk
 
@@ -252,6 +252,36 @@ def order(score: float, asked: frozenset[str], theirs: frozenset[str], number: i
     the question says (of two rulings a short question says all of, the one saying least besides), then the
     older."""
     return -score, -similarity(theirs, asked), number
+
+
+T = TypeVar("T")
+
+
+class Found(NamedTuple, Generic[T]):
+    """A decision a question may be the same matter as (`matches`)."""
+
+    decision: T
+    score: float  # the question with its topic keys
+    text_alone: float  # the question's text alone
+    shared: tuple[str, ...]  # the words both say, as the question says them, the strongest first
+
+
+def matches(text: str, topics: Iterable[str], candidates: Iterable[tuple[T, frozenset[str], int]],
+            threshold: float = POSSIBLE_MATCH_THRESHOLD) -> list[Found[T]]:
+    """The same-matter check, for `ask` and the question hooks alike: the candidates (each a decision, its words
+    as `decision_terms` gives them, its number) that the question may be the matter of, best first (`order`):
+    scored with its topic keys and, under SAME_MATTER_THRESHOLD, by its text alone too (`tier`)."""
+    topics = tuple(topics)
+    asked, alone, said = question_terms(text, topics), question_terms(text), " ".join((text, *topics))
+    found = []
+    for decision, theirs, number in candidates:
+        score, text_alone = similarity(asked, theirs), similarity(alone, theirs)
+        kept = score if threshold >= SAME_MATTER_THRESHOLD else max(score, text_alone)
+        if kept >= threshold:
+            shared = tuple(sorted(asked & theirs, key=lambda term: (-weight(term), term)))
+            found.append((order(kept, asked, theirs, number), Found(decision, score, text_alone,
+                                                                    as_said(said, shared) or shared)))
+    return [item for _, item in sorted(found, key=lambda pair: pair[0])]
 
 
 def question_terms(text: str, topics: Iterable[str] = ()) -> frozenset[str]:

@@ -82,18 +82,9 @@ def candidates(message: str, snapshot: Snapshot) -> list[tuple[float, Brought]]:
 
 
 def question_matches(question: str, snapshot: Snapshot) -> list[Near]:
-    """Current rulings, open questions and withdrawn questions a question may be the same matter as (at or over
-    POSSIBLE_MATCH_THRESHOLD), best first, as `ask` finds them."""
-    asked = matter.question_terms(question)
-    found = []
+    """Current rulings, open questions and withdrawn questions a question may be the same matter as, best first:
+    `matter.matches`, the check `ask` makes, on the words the snapshot keeps of each decision."""
     items: list[Item] = [*snapshot.rulings, *snapshot.questions]
-    for item in items:
-        if isinstance(item, QuestionView) and item.closed == "retracted":
-            continue
-        theirs = frozenset(item.same)
-        value = matter.similarity(asked, theirs)
-        if value >= matter.POSSIBLE_MATCH_THRESHOLD:
-            shared = tuple(sorted(asked & theirs, key=lambda term: (-matter.weight(term), term)))
-            found.append(Near(item, value, matter.as_said(question, shared) or shared))
-    found.sort(key=lambda near: matter.order(near.score, asked, frozenset(near.item.same), near.item.number))
-    return found
+    candidates = ((item, frozenset(item.same), item.number) for item in items
+                  if not (isinstance(item, QuestionView) and item.closed == "retracted"))
+    return [Near(found.decision, found.score, found.shared) for found in matter.matches(question, (), candidates)]

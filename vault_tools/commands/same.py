@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..bodies import preview, sections, without_comments
@@ -28,16 +28,14 @@ from ..matter import (
     WEAK,
     About,
     about,
-    as_said,
     fold,
-    order,
+    matches,
     question_terms,
     share,
     similarity,
     terms,
     thirds,
     tier,
-    weight,
 )
 from ..model import Decision, Status
 from ..vault import VaultState
@@ -143,16 +141,9 @@ def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[st
     which). `ignore`: ids left out."""
     wanted, skipped = set(statuses), set(ignore)
     in_effect = [d for d in ws.decisions_in_effect(state) if d.status in wanted and d.id not in skipped]
-    asked, alone, said = question_terms(text, topics), question_terms(text), " ".join((text, *topics))
-    found = []
-    for decision in shortlist(ws, state, in_effect, text, topics):
-        theirs = decision_terms(decision)
-        match = Match(decision, similarity(asked, theirs), (), similarity(alone, theirs))
-        kept = match.score if threshold >= SAME_MATTER_THRESHOLD else max(match.score, match.text_alone)
-        if kept >= threshold:
-            shared = tuple(sorted(asked & theirs, key=lambda t: (-weight(t), t)))
-            found.append((order(kept, asked, theirs, decision.number), replace(match, shared=as_said(said, shared) or shared)))
-    return [match for _, match in sorted(found, key=lambda pair: pair[0])]
+    candidates = ((d, decision_terms(d), d.number) for d in shortlist(ws, state, in_effect, text, topics))
+    return [Match(found.decision, found.score, found.shared, found.text_alone)
+            for found in matches(text, topics, candidates, threshold)]
 
 
 def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], text: str,
