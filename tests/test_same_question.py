@@ -171,3 +171,14 @@ def test_lint_pairs_are_every_pair_a_full_comparison_finds_on_the_labelled_texts
         found = sorted((a.id, b.id) for a, b, _ in same_matter_pairs(decisions, threshold=threshold))
         assert found == full
         assert len(full) >= 2, threshold  # the comparison is not empty
+
+
+def test_a_strong_match_is_refused_as_one_even_when_the_text_alone_matches_another_more(cli, vault):
+    """The question's topic keys make it the same matter as D-0001; its words alone say more of D-0002: the
+    refusal is still the strong one, naming D-0001."""
+    assert cli("rule", "--topic", "footer-bio", "--summary", "Footers carry the bio of the author.",
+               "--source", "chat").code == 0
+    assert cli("rule", "--topic", "plan-choice", "--summary", "Pick the cheapest hosting plan every time.",
+               "--source", "chat").code == 0
+    refused = cli("ask", "Which one should we pick now?", "--topic", "footer-bio-author", judge=False)
+    assert refused.code == 1 and "D-0001 already settles this" in refused.err, refused.err

@@ -92,12 +92,12 @@ def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tu
                           threshold=POSSIBLE_MATCH_THRESHOLD)
     if open_only:
         matches = [match for match in matches if match.strong]
-    if not matches:
-        return
-    if matches[0].strong:
-        _refuse_a_conflict([match.decision for match in matches if match.strong])
-        _refuse_the_same([match for match in matches if match.strong])
-    _refuse_a_possible_match(ws, matches[:NEAREST])
+    strong = [match for match in matches if match.strong]  # not always first: the text alone may score higher
+    if strong:
+        _refuse_a_conflict([match.decision for match in strong])
+        _refuse_the_same(strong)
+    if matches:
+        _refuse_a_possible_match(matches[:NEAREST])
 
 
 NEAREST = 3  # decisions a refusal shows
@@ -121,7 +121,7 @@ def _refuse_the_same(matches: list[Match]) -> None:
     raise Refused(f"{first.id} {kind} under other topics: {first.summary}", details=details)
 
 
-def _refuse_a_possible_match(ws: Workspace, matches: list[Match]) -> None:
+def _refuse_a_possible_match(matches: list[Match]) -> None:
     """The nearest decisions, with their text, for the asker to judge: this check alone cannot tell."""
     details = []
     for match in matches:
