@@ -49,6 +49,7 @@ def words(text: str) -> list[str]:
 
 SAME_MATTER_THRESHOLD = 0.64  # a question this close to a decision is the same matter: refused
 POSSIBLE_MATCH_THRESHOLD = 0.2  # this close, it may be: refused once, with the decision to judge
+NEAREST = 3  # decisions a refusal shows
 MESSAGE_FLOOR = 7.25  # `relevance` of a decision an owner's message brings in, at least
 MESSAGE_SHARE = 0.9  # ... and at least this share of the best one's
 MESSAGE_MAX = 5  # decisions an owner's message brings in, at most

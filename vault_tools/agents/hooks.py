@@ -280,7 +280,7 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: s
         if not found[0].strong:
             if _seen_in_session(root, session, question):
                 continue
-            return deny(_possible_match(found[:3]))
+            return deny(_possible_match(found[:recall.NEAREST]))
         item = found[0].item
         why = f"words shared: {', '.join(found[0].shared)}"
         topic = item.topics[0] if item.topics else "TOPIC"
@@ -317,6 +317,7 @@ def _possible_match(found: list[Any]) -> str:
 
 SEEN_FILE = "possible-matches.json"  # in .vault-tools/cache/: the questions let through on their second asking
 SEEN_SESSIONS = 50  # sessions remembered
+SEEN_PER_SESSION = 200  # questions remembered of each
 
 
 def _seen_in_session(root: Path, session: str, question: str) -> bool:
@@ -335,7 +336,7 @@ def _seen_in_session(root: Path, session: str, question: str) -> bool:
     if isinstance(asked, list) and key in asked:
         return True
     seen.pop(session, None)
-    seen[session] = [*(asked if isinstance(asked, list) else []), key]
+    seen[session] = [*(asked if isinstance(asked, list) else []), key][-SEEN_PER_SESSION:]
     try:
         write_atomic(path, json.dumps(dict(list(seen.items())[-SEEN_SESSIONS:])).encode("utf-8"))
     except OSError:

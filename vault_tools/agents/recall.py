@@ -18,6 +18,7 @@ from .. import matter
 from .snapshot import QuestionView, RulingView, Snapshot
 
 Item = RulingView | QuestionView
+NEAREST = matter.NEAREST  # decisions a denial shows, as `ask`'s refusal does
 
 
 class Near(NamedTuple):

@@ -7,7 +7,7 @@ from typing import Any
 from .. import durable, note_edits
 from ..dates import parse_day_option
 from ..errors import PossibleMatch, Refused
-from ..matter import POSSIBLE_MATCH_THRESHOLD
+from ..matter import NEAREST, POSSIBLE_MATCH_THRESHOLD
 from ..model import MIN_TEXT, Decision, Status
 from ..note_edits import sections
 from ..topics import topics_match
@@ -98,9 +98,6 @@ def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tu
         _refuse_the_same(strong)
     if matches:
         _refuse_a_possible_match(matches[:NEAREST])
-
-
-NEAREST = 3  # decisions a refusal shows
 
 
 def _refuse_the_same(matches: list[Match]) -> None:
