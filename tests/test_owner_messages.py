@@ -72,13 +72,13 @@ def test_the_figures_do_not_get_worse_than_measured(given, record):
     """The figures quoted in docs/design/0042-what-the-agent-is-told-follows-the-matter.md."""
     _, ids = record
     whole = figures(given, ids)
-    assert whole.recall >= 0.89 and whole.noise <= 0.11 and whole.precision >= TARGET_PRECISION
+    assert whole.recall >= 0.92 and whole.noise <= 0.11 and whole.precision >= 0.85
     held_out = figures([a for a in given if a[0].held_out], ids)
-    assert held_out.recall >= 0.8 and held_out.noise <= 0.11 and held_out.precision >= TARGET_PRECISION
+    assert held_out.recall >= 0.8 and held_out.noise <= 0.11 and held_out.precision >= 0.9
 
 
-@pytest.mark.xfail(strict=True, reason="words alone bring 71 of 79 messages' decisions (90% is 72) and 3 of 29 "
-                                       "unrelated messages bring something (10% is 2.9): see design 0042")
+@pytest.mark.xfail(strict=True, reason="3 of 29 unrelated messages bring something (10% is 2.9), and no floor "
+                                       "words can set keeps the recall when it leaves them out: see design 0042")
 def test_the_figures_meet_the_target(given, record):
     whole = figures(given, record[1])
     assert whole.recall >= TARGET_RECALL and whole.noise <= TARGET_NOISE and whole.precision >= TARGET_PRECISION
@@ -94,6 +94,8 @@ def test_the_figures_meet_the_target(given, record):
     ("Find a sponsor for the next podcast episode", "podcast-sponsors",
      "Why: The sponsors pulled out; the podcast runs without any sponsor for now."),
     ("Let's pick a newsletter tool this week: Ghost or Buttondown?", "newsletter-platform", "An open question since"),
+    # a service named by its name, against a question naming two others of its kind
+    ("Is Beehiiv any good for us?", "newsletter-platform", "Buttondown is simple and cheap"),
 ])
 def test_the_owners_message_brings_in_the_decision_on_its_matter_first(record, message, topic, said):
     root, ids = record
@@ -110,6 +112,12 @@ def test_a_message_about_nothing_recorded_brings_nothing(record, message):
     """A generic word ("article"), a bare number (100 against "Expense 100") or a word of a title ('The second
     draft') is not a matter."""
     assert told(record[0], message) == ""
+
+
+def test_a_name_that_is_an_everyday_word_is_a_name_only_with_a_capital(record):
+    root, ids = record
+    assert f"({ids['social-platforms']};" in told(root, "Should we post on Threads as well?")
+    assert f"({ids['social-platforms']};" not in told(root, "Reply to the email thread from the printer")
 
 
 def test_look_alike_rulings_take_one_place_and_leave_room_for_the_one_on_the_matter(record):

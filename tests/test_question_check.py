@@ -71,12 +71,12 @@ def test_ask_the_mcp_tool_and_the_hooks_give_the_same_answer(record, tmp_path):
 
 
 def test_a_possible_match_is_denied_once_in_a_session_with_the_decisions_to_judge(record):
-    question = "Should the newsletter get a new logo?"  # a possible match (see above)
+    question = "Should the newsletter have a new logo in its footer?"  # a possible match
     denial = hook("pre-tool-use", {"session_id": "s-1", "tool_name": "AskUserQuestion",
                                    "tool_input": {"questions": [{"question": question}]}}, record)
     reason = denial["hookSpecificOutput"]["permissionDecisionReason"]
     assert "may be about a matter" in reason and "Renew the trademark on the logo" in reason
-    assert "Buttondown is simple and cheap" in reason  # the nearest decisions come with the first lines of their text
+    assert "The footer has the author's short bio" in reason  # the nearest decisions come with the first lines of their text
     again = {"session_id": "s-1", "tool_name": "AskUserQuestion", "tool_input": {"questions": [{"question": question}]}}
     assert hook("pre-tool-use", again, record) is None  # asked again in the session: it goes to the owner
     assert hook("pre-tool-use", {**again, "session_id": "s-2"}, record) is not None  # another session: shown again

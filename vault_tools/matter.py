@@ -51,7 +51,7 @@ SAME_MATTER_THRESHOLD = 0.64  # a question this close to a decision is the same 
 POSSIBLE_MATCH_THRESHOLD = 0.2  # this close, it may be: refused once, with the decision to judge
 NEAREST = 3  # decisions a refusal shows
 MESSAGE_FLOOR = 7.25  # `relevance` of a decision an owner's message brings in, at least
-MESSAGE_SHARE = 0.9  # ... and at least this share of the best one's
+MESSAGE_SHARE = 0.8  # ... and at least this share of the best one's
 MESSAGE_MAX = 5  # decisions an owner's message brings in, at most
 MIN_DOCUMENTS = 100  # a vault smaller than this is weighed as one of this size (see `rarity`)
 
@@ -128,7 +128,9 @@ SYNONYMS = (
 )
 
 # Names of a kind of thing, each with the everyday word for its kind, which is added beside it: a message
-# naming Instagram is about social networks, and still about Instagram. Kept to household names.
+# naming Instagram is about social networks, and still about Instagram. A name also adds a mark of its kind
+# (`named`), which only names give: "Is Substack an option?" and a question on "Buttondown or Ghost?" both
+# name a newsletter service, which says more than both saying "newsletter". Kept to household names.
 KINDS = (
     "social instagram facebook tiktok twitter mastodon bluesky linkedin threads youtube reddit pinterest",
     "host netlify vercel heroku aws azure hetzner digitalocean cloudflare linode",
@@ -144,6 +146,14 @@ KINDS = (
     "image midjourney dall-e",
     "stock unsplash pexels shutterstock istock",
     "storage dropbox onedrive icloud",
+)
+
+# Names above that are everyday words too ("an email thread", "a plausible reason"): names only when written
+# with a capital.
+EVERYDAY_NAMES = frozenset({"threads", "signal", "outlook", "plausible", "fathom"})
+
+# Everyday words that say their kind as well (a flight is travel by plane): the kind is added, no mark.
+KIND_WORDS = (
     "plane flight fly flying airline",
     "tone formal informal casual friendly",
 )
@@ -204,18 +214,27 @@ def _groups(table: Iterable[str]) -> dict[str, str]:
 
 LEXICON = _groups(SYNONYMS)
 WEAK = frozenset(map(stem, _WEAK_WORDS))
-KIND_OF = {name: kind for name, kind in _groups(KINDS).items() if name != kind}
+NAME_OF_KIND = {name: kind for name, kind in _groups(KINDS).items() if name != kind}
+KIND_OF = {**{word: kind for word, kind in _groups(KIND_WORDS).items() if word != kind}, **NAME_OF_KIND}
+
+
+def named(kind: str) -> str:
+    """The term a name of `kind` adds beside the kind word: no word of a text ever reads as it."""
+    return f"{kind}~named"
 
 
 @lru_cache(maxsize=4096)
 def terms(text: str) -> frozenset[str]:
     """The words of a text as the check compares them: folded, stopwords out, stemmed, synonyms merged, the
-    kind of a named thing added. A letter alone (the s of "what's") is no word."""
+    kind of a named thing and its mark (`named`) added. A letter alone (the s of "what's") is no word."""
     folded = fold(text).replace("-", " ").replace("_", " ")
     folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
     cjk = has_cjk(text)
     found = {_term(word) for word in words(folded.replace("-", "")) if len(word) > 1 and not (cjk and has_cjk(word))}
-    found |= {KIND_OF[term] for term in found if term in KIND_OF}
+    kinds = found.intersection(KIND_OF)
+    if not _EVERYDAY.isdisjoint(kinds):  # an everyday word is a name only with a capital
+        kinds -= _EVERYDAY - {_term(fold(word)) for word in _WORD.findall(text) if word[0].isupper()}
+    found |= {KIND_OF[term] for term in kinds} | {named(NAME_OF_KIND[term]) for term in kinds if term in NAME_OF_KIND}
     return frozenset(found) | frozenset(content_pairs(text)) if cjk else frozenset(found)
 
 
@@ -226,13 +245,17 @@ def _term(word: str) -> str:
     return LEXICON.get(stemmed, stemmed)
 
 
+_EVERYDAY = frozenset(map(_term, EVERYDAY_NAMES))
+
+
 def as_said(text: str, found: Iterable[str]) -> tuple[str, ...]:
     """The words of `text` (as written, folded) that gave the terms `found`, in order, each once: what a
     person reads, not `articl`."""
     wanted, said = set(found), dict[str, None]()
     for word in _WORD.findall(fold(text).replace("-", " ").replace("_", " ")):
         term = _term(word)
-        if term in wanted or KIND_OF.get(term) in wanted:
+        kind = KIND_OF.get(term)
+        if term in wanted or kind in wanted or (kind and named(kind) in wanted):
             said.setdefault(word, None)
     said.update((pair, None) for pair in content_pairs(text) if pair in wanted)
     return tuple(said)
