@@ -123,6 +123,7 @@ def test_what_the_agent_is_told_of_real_decision_records(tmp_path):
     first = text.splitlines()[1]
     assert "Use Gradle as build tool" in first and "<!--" not in text
     assert not text.splitlines()[2].strip().startswith("Use Gradle as build tool")  # its text, not its summary again
+    assert 'Chosen option: "Gradle"' in text and "_Imported from" not in text  # the ADR's decision, not the import
     assert hook("user-prompt-submit", {"prompt": "What is the weather in Lisbon tomorrow?"}, root) is None
     question = "Which logging framework should we use?"
     denied = hook("pre-tool-use", {"session_id": "s", "tool_name": "AskUserQuestion",

@@ -317,6 +317,22 @@ def test_an_adr_chain_written_by_adr_tools_is_kept_in_the_vault(cli, vault, tmp_
     assert_vault_is_clean(cli)
 
 
+def test_an_imported_adr_reads_as_its_own_decision_not_as_where_it_came_from(cli, vault, tmp_path):
+    """The `## Ruling` of an imported ADR holds its title and the importer's line: `lookup` and what an agent is
+    told show the ADR's decision section (MADR's "Decision Outcome", Nygard's "Decision") in their place."""
+    repo = adr_folder(tmp_path)
+    write(repo / "doc" / "adr" / "0008-keep-one-queue.md", "# 8. Keep one queue\n\nDate: 2022-03-03\n\n"
+          "## Status\n\nAccepted\n\n## Context\n\nJobs pile up.\n\n## Decision\n\nWe will run every job "
+          "through a single Redis queue.\n\n## Consequences\n\nOne place to watch.\n")
+    import_json(cli, "adr", str(repo))
+    shown = cli("lookup", "use-log4brains")
+    assert 'Chosen option: "log4brains", because it publishes the records.' in shown.out
+    assert "_Imported from" not in shown.out
+    assert "through a single Redis queue" in cli("lookup", "keep-one-queue").out
+    refused = cli("ask", "Should every job go through one Redis queue?", "--topic", "job-queue", judge=False)
+    assert refused.code == 1 and "through a single Redis queue" in refused.err and "_Imported from" not in refused.err
+
+
 def test_import_progress_is_not_shown_when_piped(vault, tmp_path):
     from .helpers import vt
     repo = adr_folder(tmp_path)

@@ -15,6 +15,12 @@ RULING_PREVIEW_LINES = 3  # lines of the `## Ruling` section plain `lookup` prin
 PREVIEW_LINE_CHARS = 200
 
 _COMMENT = re.compile(r"%%.*?%%", re.S)
+
+# The line the ADR importer writes under an imported decision's `## Ruling` (importers/adr.py), and the
+# headings ADR formats give the decision itself: MADR's "Decision Outcome", Nygard's and adr-tools' "Decision".
+IMPORT_NOTE = "_Imported from `{source}` ({format}; status: {status})._"
+_IMPORT_NOTE = re.compile(r"^_Imported from `[^`\n]*` \([^\n]*\)\._[ \t]*$")
+ADR_DECISION_HEADINGS = ("Decision Outcome", "Decision")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
 
 
@@ -108,6 +114,17 @@ def sections(body: str) -> dict[str, str]:
         end = next((other for other, other_level, _ in headings[position + 1:] if other_level <= level), len(lines))
         found.setdefault(text, "\n".join(lines[line + 1:end]).strip("\n"))
     return found
+
+
+def ruling_text(found: dict[str, str]) -> str:
+    """A decision's `## Ruling` (of its `sections`) as it is read. An imported ADR's holds its title and the
+    importer's line saying where it came from: it is read as the title and the ADR's own decision section."""
+    ruling = found.get("Ruling", "")
+    if "_Imported from" not in ruling:
+        return ruling
+    kept = [line for line in ruling.split("\n") if not _IMPORT_NOTE.match(line)]
+    decided = next((found[name] for name in ADR_DECISION_HEADINGS if found.get(name)), "")
+    return "\n".join(kept).strip("\n") + ("\n\n" + decided if decided else "")
 
 
 @dataclass(frozen=True)

@@ -284,24 +284,25 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: s
         item = found[0].item
         why = f"words shared: {', '.join(found[0].shared)}"
         topic = item.topics[0] if item.topics else "TOPIC"
+        said = f'"{item.summary}"' + (f" {item.text}" if item.text else "")  # and its first lines, as `ask` shows them
         if isinstance(item, RulingView) and item.conflict:  # the owner is the one to ask: let it through, saying so
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext":
                     f"{item.id}: {CONFLICT_SAID.format(conflict=item.conflict)}"[:MAX_OUTPUT - 200]}}
         if not isinstance(item, RulingView) and item.closed == "withdrawn":
             return deny(
-                f"The owner withdrew this question ({why}): {item.id}, asked {item.day}: \"{item.summary}\" "
+                f"The owner withdrew this question ({why}): {item.id}, asked {item.day}: {said} "
                 f"Why: {item.reason} The owner is asked again only about what changed since: a question naming "
                 f'{item.id} and what changed, or one registered with vault-tools ask "<question>" --topic {topic} '
                 '--reask-reason "<what changed, at least 20 characters>".')
         if isinstance(item, RulingView):
             return deny(
                 f'The decision record answers this ({why}): the owner ruled on {item.day} ({item.id}): '
-                f'"{item.summary}" (`vault-tools show {item.id}` prints its text). The owner is asked again only '
+                f'{said} (`vault-tools show {item.id}` prints its text). The owner is asked again only '
                 f"about what changed since: a question naming {item.id} and what changed, or one registered with "
                 f'vault-tools ask "<question>" --topic {topic} --reask-reason "<what changed, at least 20 characters>".')
         return deny(
             f'This question is already open in the decision record ({why}): {item.id}, asked {item.day}: '
-            f'"{item.summary}" ({item.path}). A question naming {item.id} puts it to the owner; the answer is recorded '
+            f'{said} ({item.path}). A question naming {item.id} puts it to the owner; the answer is recorded '
             f'with `vault-tools rule {item.id} --summary "<the answer>" --source chat`.')
     return None
 

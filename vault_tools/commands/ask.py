@@ -104,8 +104,12 @@ def _refuse_the_same(matches: list[Match]) -> None:
     first = matches[0].decision
     kind = {Status.OPEN: "already asks this", Status.WITHDRAWN: "asked this and was withdrawn"}.get(
         first.status, "already settles this")
-    details = [f"{match.decision.id} {match.decision.status.value} [{', '.join(match.decision.topics)}]: "
-               f"{match.decision.summary} ({match.why})" for match in matches[:NEAREST]]
+    details = []
+    for match in matches[:NEAREST]:
+        details.append(f"{match.decision.id} {match.decision.status.value} [{', '.join(match.decision.topics)}]: "
+                       f"{match.decision.summary} ({match.why})")
+        if more := first_lines(match.decision):
+            details.append(f"    {more}")
     if first.status is Status.WITHDRAWN:
         details.append(f"Withdrawn because: {first.reason}")
     if first.status is Status.OPEN:

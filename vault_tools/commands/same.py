@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..bodies import preview, sections, without_comments
+from ..bodies import preview, ruling_text, sections, without_comments
 from ..index import Hit, SearchIndex, fts5_available
 from ..matter import (
     LEXICON,
@@ -60,7 +60,8 @@ def section_starts(decision: Decision) -> Starts:
     # Markdown is parsed only where a code block or comment could hide a heading: it costs milliseconds.
     found = sections(without_comments(body)) if any(m in body for m in ("```", "~~~", "%%", "    #")) \
         else _plain_sections(body)
-    return Starts(*(found.get(name, "")[:SECTION_CHARS] for name in ("Question", "Ruling", "Context")))
+    return Starts(found.get("Question", "")[:SECTION_CHARS], ruling_text(found)[:SECTION_CHARS],
+                  found.get("Context", "")[:SECTION_CHARS])
 
 
 def decision_terms(decision: Decision, starts: Starts | None = None) -> frozenset[str]:

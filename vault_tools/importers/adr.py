@@ -17,6 +17,7 @@ from typing import Any
 import frontmatter
 import yaml
 
+from ..bodies import IMPORT_NOTE
 from . import (
     MIN_TEXT,
     OPEN,
@@ -417,7 +418,7 @@ def _record(adr: _Adr, base: str, common: tuple[str, ...], parsed: Parsed) -> Re
     below = PurePosixPath(adr.rel).parts[len(common):-1]  # a sub-folder of the ADR folder groups a topic
     source = f"{base}/{adr.rel}"
     status_said = one_line(adr.status_text) if adr.status_text else "none"
-    note = f"_Imported from `{source}` ({adr.fmt}; status: {status_said})._"
+    note = IMPORT_NOTE.format(source=source, format=adr.fmt, status=status_said)
     body = f"{note}\n\n{adr.content}\n" if adr.content else f"{note}\n"
     record = Record(key=f"adr:{source}", label=label, status=status, title=adr.title, summary=summary,
                     topics=topics_for(adr.title, tags, below[:1], adr.number),
