@@ -118,6 +118,7 @@ def test_a_name_that_is_an_everyday_word_is_a_name_only_with_a_capital(record):
     root, ids = record
     assert f"({ids['social-platforms']};" in told(root, "Should we post on Threads as well?")
     assert f"({ids['social-platforms']};" not in told(root, "Reply to the email thread from the printer")
+    assert f"({ids['social-platforms']};" not in told(root, "Threads in the forum are too long, trim them")
 
 
 def test_look_alike_rulings_take_one_place_and_leave_room_for_the_one_on_the_matter(record):

@@ -70,6 +70,15 @@ def test_ask_the_mcp_tool_and_the_hooks_give_the_same_answer(record, tmp_path):
     assert {"same", "possible", "through"} <= set(asked)
 
 
+def test_a_question_the_record_answers_is_refused_with_the_rulings_text_by_ask_and_the_hook_alike(record):
+    question = "Do we refund purchases after 30 days?"
+    denial = hook("pre-tool-use", {"session_id": "s-0", "tool_name": "AskUserQuestion",
+                                   "tool_input": {"questions": [{"question": question}]}}, record)
+    refused = vt_here("ask", question, "--topic", "refund-purchases", cwd=record, judge=False)
+    text = "Later requests get store credit for the same amount."
+    assert text in denial["hookSpecificOutput"]["permissionDecisionReason"] and text in refused.err
+
+
 def test_a_possible_match_is_denied_once_in_a_session_with_the_decisions_to_judge(record):
     question = "Should the newsletter have a new logo in its footer?"  # a possible match
     denial = hook("pre-tool-use", {"session_id": "s-1", "tool_name": "AskUserQuestion",

@@ -16,11 +16,14 @@ PREVIEW_LINE_CHARS = 200
 
 _COMMENT = re.compile(r"%%.*?%%", re.S)
 
-# The line the ADR importer writes under an imported decision's `## Ruling` (importers/adr.py), and the
-# headings ADR formats give the decision itself: MADR's "Decision Outcome", Nygard's and adr-tools' "Decision".
+# The line the ADR importer writes under an imported decision's summary (importers/adr.py), followed by what the
+# ADR had above its first heading (a `Date:` line, MADR 2's bullets); and the headings ADR formats give the
+# decision itself: MADR's "Decision Outcome", Nygard's and adr-tools' "Decision" (some sets: "Decisions",
+# "Proposal").
 IMPORT_NOTE = "_Imported from `{source}` ({format}; status: {status})._"
-_IMPORT_NOTE = re.compile(r"^_Imported from `[^`\n]*` \([^\n]*\)\._[ \t]*$")
-ADR_DECISION_HEADINGS = ("Decision Outcome", "Decision")
+_IMPORT_NOTE = re.compile(r"^_Imported from `.*` \(.*\)\._[ \t]*$")
+ADR_DECISION_HEADINGS = ("decision outcome", "decision", "decisions", "proposal")
+_SUB_HEADING = re.compile(r"^[ ]{0,3}#{1,6}(?:[ \t]|$)", re.M)
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
 
 
@@ -116,15 +119,38 @@ def sections(body: str) -> dict[str, str]:
     return found
 
 
-def ruling_text(found: dict[str, str]) -> str:
-    """A decision's `## Ruling` (of its `sections`) as it is read. An imported ADR's holds its title and the
-    importer's line saying where it came from: it is read as the title and the ADR's own decision section."""
-    ruling = found.get("Ruling", "")
-    if "_Imported from" not in ruling:
-        return ruling
-    kept = [line for line in ruling.split("\n") if not _IMPORT_NOTE.match(line)]
-    decided = next((found[name] for name in ADR_DECISION_HEADINGS if found.get(name)), "")
-    return "\n".join(kept).strip("\n") + ("\n\n" + decided if decided else "")
+def above_import_note(section: str) -> str | None:
+    """Of a section of an imported ADR (its `## Ruling`, or `## Question` when it is open), what is above the
+    importer's line: its summary. None when the section has no such line (no import, or the owner changed it)."""
+    lines = section.split("\n")
+    return next(("\n".join(lines[:at]).strip("\n") for at, line in enumerate(lines) if _IMPORT_NOTE.match(line)), None)
+
+
+def adr_decision(found: dict[str, str]) -> str:
+    """An imported ADR's own decision section (of its `sections`), to its first sub-heading; "" when none."""
+    headings = {heading.lower(): text for heading, text in reversed(found.items())}  # the first of a name
+    decided = next((headings[heading] for heading in ADR_DECISION_HEADINGS if headings.get(heading)), "")
+    return _SUB_HEADING.split(decided, maxsplit=1)[0].strip("\n")
+
+
+def section_text(found: dict[str, str], name: str) -> str:
+    """A decision's `## Ruling` or `## Question` (of its `sections`) as it is shown. An imported ADR's holds its
+    title, the importer's line and the ADR's preamble: it is shown as the title and its `adr_decision`."""
+    section = found.get(name, "")
+    above = above_import_note(section)
+    if above is None:
+        return section
+    decided = adr_decision(found)
+    return f"{above}\n\n{decided}" if decided else above
+
+
+_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)")
+_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def inline_plain(text: str) -> str:
+    """Markdown read as text: a link as its text, an image as its alt text, a backslash escape as the character."""
+    return _ESCAPE.sub(r"\1", _LINK.sub(r"\1", text))
 
 
 @dataclass(frozen=True)

@@ -231,9 +231,7 @@ def terms(text: str) -> frozenset[str]:
     folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
     cjk = has_cjk(text)
     found = {_term(word) for word in words(folded.replace("-", "")) if len(word) > 1 and not (cjk and has_cjk(word))}
-    kinds = found.intersection(KIND_OF)
-    if not _EVERYDAY.isdisjoint(kinds):  # an everyday word is a name only with a capital
-        kinds -= _EVERYDAY - {_term(fold(word)) for word in _WORD.findall(text) if word[0].isupper()}
+    kinds = _with_kind(text, found)
     found |= {KIND_OF[term] for term in kinds} | {named(NAME_OF_KIND[term]) for term in kinds if term in NAME_OF_KIND}
     return frozenset(found) | frozenset(content_pairs(text)) if cjk else frozenset(found)
 
@@ -246,15 +244,27 @@ def _term(word: str) -> str:
 
 
 _EVERYDAY = frozenset(map(_term, EVERYDAY_NAMES))
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
+
+
+def _with_kind(text: str, found: Iterable[str]) -> set[str]:
+    """The terms of `text` that say a kind (`KIND_OF`). A name that is an everyday word too counts only written
+    with a capital, not at the start of a sentence ("We post on Threads", not "Threads in the forum ...")."""
+    kinds = set(found).intersection(KIND_OF)
+    if not _EVERYDAY.isdisjoint(kinds):
+        kinds -= _EVERYDAY - {_term(fold(word.group())) for word in _WORD.finditer(text) if word.group()[0].isupper()
+                              and not word.group().isupper() and not _SENTENCE_START.search(text[:word.start()])}
+    return kinds
 
 
 def as_said(text: str, found: Iterable[str]) -> tuple[str, ...]:
     """The words of `text` (as written, folded) that gave the terms `found`, in order, each once: what a
     person reads, not `articl`."""
     wanted, said = set(found), dict[str, None]()
+    kinds = _with_kind(text, map(_term, _WORD.findall(fold(text))))
     for word in _WORD.findall(fold(text).replace("-", " ").replace("_", " ")):
         term = _term(word)
-        kind = KIND_OF.get(term)
+        kind = KIND_OF.get(term) if term in kinds else None
         if term in wanted or kind in wanted or (kind and named(kind) in wanted):
             said.setdefault(word, None)
     said.update((pair, None) for pair in content_pairs(text) if pair in wanted)

@@ -37,7 +37,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
                 if shared:
                     raise Refused(
                         f"{question.id} is already open on topic {shared[0]}: {question.summary}",
-                        details=["Add to that question instead of asking again."])
+                        details=[_WAITING.format(id=question.id)])
         if reask_reason is None:
             settled = current_rulings_on(ws, state, asked)
             _refuse_a_conflict([found.ruling for found in settled])
@@ -100,6 +100,10 @@ def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tu
         _refuse_a_possible_match(matches[:NEAREST])
 
 
+_WAITING = ("It waits for the owner's answer: put it to them naming {id}, and record what they say with "
+            "vault-tools rule {id} --summary \"<the answer>\" --source chat.")
+
+
 def _refuse_the_same(matches: list[Match]) -> None:
     first = matches[0].decision
     kind = {Status.OPEN: "already asks this", Status.WITHDRAWN: "asked this and was withdrawn"}.get(
@@ -113,7 +117,7 @@ def _refuse_the_same(matches: list[Match]) -> None:
     if first.status is Status.WITHDRAWN:
         details.append(f"Withdrawn because: {first.reason}")
     if first.status is Status.OPEN:
-        details.append("Add to that question instead of asking again.")
+        details.append(_WAITING.format(id=first.id))
     else:
         details.append("If something changed, ask again with --reask-reason \"what changed\" "
                        f"(at least {MIN_TEXT} characters).")
@@ -135,7 +139,8 @@ def _refuse_a_possible_match(matches: list[Match]) -> None:
         if decision.status is Status.WITHDRAWN:
             details.append(f"    withdrawn because: {decision.reason}")
     details += [f"If it is one of them: a ruling or a withdrawn question is asked again only with --reask-reason "
-                f"\"what changed\" (at least {MIN_TEXT} characters); an open question is added to, not asked again.",
+                f"\"what changed\" (at least {MIN_TEXT} characters); an open question waits for the owner's answer, "
+                f"recorded with vault-tools rule ID --summary \"<the answer>\".",
                 f"If it is none of them, ask again with {_not_the_same(matches)} (kept in the ledger)."]
     raise PossibleMatch(f"this may be the matter of {matches[0].decision.id} ({len(matches)} near decision(s)): "
                         "read them and say", tuple(match.decision.id for match in matches), details)

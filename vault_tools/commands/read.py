@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..bodies import BodyView, preview, ruling_text, sections, view, without_comments
+from ..bodies import BodyView, inline_plain, preview, section_text, sections, view, without_comments
 from ..dates import local_date
 from ..errors import UsageError
 from ..history import History
@@ -144,9 +144,9 @@ def body_view(decision: Decision, limit: int | None) -> BodyView:
 
 def ruling_preview(decision: Decision) -> list[str]:
     """The first lines of the note's `## Ruling` section (none when it has no such section; an imported ADR's
-    own decision section after its title: `ruling_text`)."""
-    section = ruling_text(sections(without_comments(decision.body.replace("\r\n", "\n"))))
-    return preview(section) if section else []
+    own decision section after its title: `section_text`)."""
+    section = section_text(sections(without_comments(decision.body.replace("\r\n", "\n"))), "Ruling")
+    return [inline_plain(line) for line in preview(section)] if section else []
 
 
 def settled_line(ws: Workspace, found: Lookup) -> str:

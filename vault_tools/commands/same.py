@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..bodies import preview, ruling_text, sections, without_comments
+from ..bodies import above_import_note, adr_decision, inline_plain, preview, sections, without_comments
 from ..index import Hit, SearchIndex, fts5_available
 from ..matter import (
     LEXICON,
@@ -51,6 +51,7 @@ class Starts(NamedTuple):
     question: str
     ruling: str
     context: str  # a question's `## Context`: shown, not compared
+    decided: str = ""  # an imported ADR's own decision section (`bodies.adr_decision`): shown, not compared
 
 
 def section_starts(decision: Decision) -> Starts:
@@ -60,8 +61,13 @@ def section_starts(decision: Decision) -> Starts:
     # Markdown is parsed only where a code block or comment could hide a heading: it costs milliseconds.
     found = sections(without_comments(body)) if any(m in body for m in ("```", "~~~", "%%", "    #")) \
         else _plain_sections(body)
-    return Starts(found.get("Question", "")[:SECTION_CHARS], ruling_text(found)[:SECTION_CHARS],
-                  found.get("Context", "")[:SECTION_CHARS])
+    question, ruling = found.get("Question", ""), found.get("Ruling", "")
+    # An imported ADR's is its summary above the importer's line (the ADR's preamble below it says nothing)
+    imported_question, imported_ruling = above_import_note(question), above_import_note(ruling)
+    decided = adr_decision(found) if imported_question is not None or imported_ruling is not None else ""
+    return Starts(*(text[:SECTION_CHARS] for text in (
+        question if imported_question is None else imported_question,
+        ruling if imported_ruling is None else imported_ruling, found.get("Context", ""), decided)))
 
 
 def decision_terms(decision: Decision, starts: Starts | None = None) -> frozenset[str]:
@@ -72,13 +78,14 @@ def decision_terms(decision: Decision, starts: Starts | None = None) -> frozense
 
 def first_lines(decision: Decision, starts: Starts | None = None, limit: int = 240) -> str:
     """The start of what a decision says beyond its summary, on one line (`bodies.preview`'s first lines): its
-    `## Ruling`, or a question's `## Question` (its `## Context` where that is the summary again), less a
-    first line repeating the summary and HTML comments (Obsidian shows neither); "" when there is nothing more."""
+    `## Ruling` (an imported ADR's own decision section), or a question's `## Question` (its `## Context` where
+    that is the summary again), less a first line repeating the summary and HTML comments (Obsidian shows
+    neither), links as their text; "" when there is nothing more."""
     starts = starts or section_starts(decision)
     said = fold(decision.summary).rstrip(".?! ")
     found = [starts.ruling] if decision.status is not Status.OPEN and starts.ruling else []
-    for part in (*found, starts.question, starts.context):
-        text = " ".join(preview(_HTML_COMMENT.sub(" ", part), say_more=False))
+    for part in (*found, starts.decided, starts.question, starts.context):
+        text = inline_plain(" ".join(preview(_HTML_COMMENT.sub(" ", part), say_more=False)))
         if fold(text).startswith(said) and _SENTENCE_ENDS.match(text[len(said):]):  # the summary again, then more
             text = text[len(said):].lstrip(" .?!")
         if text:
