@@ -99,6 +99,26 @@ def test_a_question_naming_the_decision_goes_through(record):
     assert answer is None
 
 
+def test_naming_another_near_decision_does_not_let_a_settled_question_through(record):
+    from vault_tools.agents import hooks, recall, snapshot
+    question = "What should go at the bottom of each article footer?"
+    found = recall.question_matches(question, snapshot.load(record, hooks.CLAUDE_BOUNDS.session_budget))
+    settled, other = found[0].item.id, next(near.item.id for near in found if not near.strong)
+
+    def asked(text: str) -> dict | None:
+        return hook("pre-tool-use", {"session_id": "s-4", "tool_name": "AskUserQuestion",
+                                     "tool_input": {"questions": [{"question": text}]}}, record)
+    assert found[0].strong and asked(f"Regarding {other}: {question}") is not None
+    assert asked(f"{settled} was ruled before the redesign; now that footers are gone: {question}") is None
+
+
+def test_an_invisible_character_inside_a_word_does_not_hide_it(record):
+    question = "Do we ref\u200bund purchases after 30 d\u200bays?"
+    denial = hook("pre-tool-use", {"session_id": "s-5", "tool_name": "AskUserQuestion",
+                                   "tool_input": {"questions": [{"question": question}]}}, record)
+    assert "The decision record answers this" in denial["hookSpecificOutput"]["permissionDecisionReason"]
+
+
 @pytest.mark.parametrize("kept", ["not json{", "[1, 2]", '{"s-9": 7}', '{"s-9": [null, 3]}'])
 def test_a_damaged_memory_of_the_session_is_read_as_empty(record, tmp_path, kept):
     """The questions a session was shown are derived data: damaged, they are forgotten, never in the way."""

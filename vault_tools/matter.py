@@ -34,11 +34,12 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def fold(text: str) -> str:
-    """Lower case with accents taken off, as the index compares words."""
+    """Lower case with accents taken off, as the index compares words; invisible format characters (a zero-width
+    space inside "foot\u200bers") dropped, so a word reads as it looks."""
     if text.isascii():
         return text.lower()  # what the general path gives for plain ASCII, at a fraction of its cost
     decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    return "".join(c for c in decomposed if not unicodedata.combining(c) and unicodedata.category(c) != "Cf")
 
 
 def words(text: str) -> list[str]:
@@ -223,11 +224,15 @@ def named(kind: str) -> str:
     return f"{kind}~named"
 
 
+# A decision's id (model.ID_PATTERN, folded) names a note, not a matter: "About D-0012-4fpb, ..." adds no word.
+_DECISION_ID = re.compile(r"\bd-\d{1,9}(?:-[0-9a-z]{2,8})?\b")
+
+
 @lru_cache(maxsize=4096)
 def terms(text: str) -> frozenset[str]:
     """The words of a text as the check compares them: folded, stopwords out, stemmed, synonyms merged, the
     kind of a named thing and its mark (`named`) added. A letter alone (the s of "what's") is no word."""
-    folded = fold(text).replace("-", " ").replace("_", " ")
+    folded = _DECISION_ID.sub(" ", fold(text)).replace("-", " ").replace("_", " ")
     folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
     cjk = has_cjk(text)
     found = {_term(word) for word in words(folded.replace("-", "")) if len(word) > 1 and not (cjk and has_cjk(word))}

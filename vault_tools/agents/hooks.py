@@ -275,7 +275,8 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: s
     for question in _questions(tool_input):
         named = set(re.findall(r"\bD-\d{1,9}(?:-[0-9a-z]{2,8})?\b", question))  # naming the entry: asking knowingly
         found = recall.question_matches(question, kept)
-        if not found or named & {near.item.id for near in found}:
+        # naming the decision goes through; of a strong match, it is the decision the question is on that counts
+        if not found or named & ({near.item.id for near in found if near.strong} or {near.item.id for near in found}):
             continue
         if not found[0].strong:
             if _seen_in_session(root, session, question):

@@ -169,7 +169,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          summary: Annotated[str, typer.Option(help="The ruling, one line of at least 20 characters.")] = ...,  # type: ignore[assignment]
          topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC", help="Topic of a ruling given directly; repeatable.")] = [],  # noqa: B006
          source: Annotated[str | None, typer.Option(help="Where the ruling came from.")] = None,
-         ruled_at: Annotated[str | None, typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now).")] = None,
+         ruled_at: Annotated[str | None, typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now); never in the future, nor before a ruling it supersedes.")] = None,
          supersedes: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
          alongside: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling on the topic that still stands beside this one; repeatable.")] = [],  # noqa: B006
          reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,

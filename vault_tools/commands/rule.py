@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import durable, note_edits, notes
-from ..dates import parse_day_option, parse_option, to_vault_time
+from ..dates import instant, local_date, parse_day_option, parse_option, to_vault_time
 from ..drafts import unanswered
 from ..errors import Refused, UsageError
 from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem
@@ -26,6 +26,8 @@ from .supersede import (
     supersede_targets,
 )
 from .workspace import Workspace
+
+CLOCK_SLACK = dt.timedelta(minutes=5)  # two machines' clocks differ a little; a ruling is never dated later
 
 
 def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterable[str] = (),
@@ -45,6 +47,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
     if superseded_ids and reason is None:
         raise UsageError("--supersedes needs --reason saying why (at least 20 characters)")
     when: dt.datetime | dt.date = to_vault_time(parse_option("--ruled-at", ruled_at) or ws.now_local(), ws.tz)
+    if instant(when, ws.tz) > instant(ws.now_local(), ws.tz) + CLOCK_SLACK:
+        raise UsageError(f"--ruled-at {ruled_at} is in the future: a ruling is recorded when the owner has decided")
     revisit_day = parse_day_option("--revisit-by", revisit_by)
     actor = check_name(ruled_by) or ws.config.default_ruler
     changes: dict[str, Any] = {"status": Status.RULED.value, "summary": summary, "ruled_at": when,
@@ -124,6 +128,11 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
     if why:
         raise UsageError(why.replace("is marked ruled, but its summary", "would be ruled, but --summary"))
     targets = supersede_targets(ws, state, decision, decision.supersedes)
+    for target in targets:
+        if decision.ruled_at and target.ruled_at and \
+                instant(decision.ruled_at, ws.tz) + CLOCK_SLACK < instant(target.ruled_at, ws.tz):
+            raise UsageError(f"--ruled-at {local_date(decision.ruled_at, ws.tz)} is before {target.id} was ruled "
+                             f"({local_date(target.ruled_at, ws.tz)}): a ruling replaces only what was decided before it")
     _refuse_unsaid_replacement(ws, state, decision)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
