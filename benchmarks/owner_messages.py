@@ -68,7 +68,7 @@ def make_vault(root: Path, decisions: Sequence[dict[str, str]]) -> dict[str, str
     for item in decisions:
         topic, summary, text = item["topic"], item["summary"], item.get("text")
         if item["kind"] in ("ruling", "retracted"):
-            made = rule(ws, None, summary, topics=[topic], source="chat", body=text)
+            made = rule(ws, None, summary, topics=[topic], source="chat", body=text, not_the_same=list(ids.values()))
             if item["kind"] == "retracted":
                 retract(ws, made.id, item["reason"])
         else:  # a question; the set's own questions are told apart by hand

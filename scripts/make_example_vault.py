@@ -35,6 +35,7 @@ from vault_tools.commands.close import retract, withdraw
 from vault_tools.commands.rule import rule
 from vault_tools.commands.setup import init_vault
 from vault_tools.commands.workspace import Workspace
+from vault_tools.errors import PossibleMatch
 from vault_tools.model import Decision
 from vault_tools.reconcile import reconcile
 from vault_tools.record_files import STATE_DIR
@@ -82,6 +83,19 @@ OBSIDIAN_SETTINGS: dict[str, object] = {
 }
 
 
+def judged(command: Callable[..., Decision], *args: object, **options: object) -> Decision:
+    """`command` run as an agent runs it that reads the near decisions a refusal shows and finds each another
+    matter (the story's questions and rulings each have a matter of their own): again with `not_the_same`."""
+    seen: list[str] = []
+    while True:
+        try:
+            return command(*args, **options, not_the_same=seen)
+        except PossibleMatch as refusal:
+            if set(refusal.nearest) <= set(seen):
+                raise
+            seen += refusal.nearest
+
+
 def write_obsidian_settings(root: Path) -> None:
     for name, data in OBSIDIAN_SETTINGS.items():
         write_file(root / ".obsidian" / name, json.dumps(data, indent=2) + "\n")
@@ -124,7 +138,7 @@ def watcher_pass(ws: Workspace) -> None:
 
 def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     clock.set("2026-06-02T09:12:00")
-    ask(ws, "Which day and time should the newsletter go out each week?", ["newsletter-schedule"], body=(
+    judged(ask, ws, "Which day and time should the newsletter go out each week?", ["newsletter-schedule"], body=(
         "Low Tide's first issue goes out in June. About two thirds of the 1,400 subscribers are in Europe, "
         "most of the rest on the US east coast.\n\n"
         "## Options\n\n"
@@ -143,7 +157,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     watcher_pass(ws)
 
     clock.set("2026-06-04T10:05:00")
-    ask(ws, "Do private replies to readers need the owner's sign-off before they are sent?", ["reader-replies"],
+    judged(ask, ws, "Do private replies to readers need the owner's sign-off before they are sent?", ["reader-replies"],
                 body="Readers answer the newsletter by email, five to fifteen a week. The agent can draft replies "
                      "in minutes; the question is whether Ines reads each one before it goes out.")
     clock.set("2026-06-05T08:45:00")
@@ -152,7 +166,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
                  body="Every reply is a draft until Ines approves it. The agent keeps drafts in [[Reader mail]].")
 
     clock.set("2026-06-10T14:20:00")
-    ask(ws, "Should the blog have a comment section?", ["blog-comments"],
+    judged(ask, ws, "Should the blog have a comment section?", ["blog-comments"],
                 body="The blog theme offers comments through a hosted service that adds its own scripts.")
     clock.set("2026-06-11T09:10:00")
     rule(ws, "D-0003", "Blog comments stay closed; readers reply by email and the best replies are quoted.",
@@ -162,7 +176,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
                       "## Consequences\n\n- No third-party comment scripts on the blog.")
 
     clock.set("2026-07-16T10:02:00")
-    ask(ws, "What should article footers contain?", ["article-footer"],
+    judged(ask, ws, "What should article footers contain?", ["article-footer"],
                 body="Articles end abruptly. Other blogs close with a newsletter sign-up, an author bio, "
                      "related links or a sponsor line.")
     clock.set("2026-07-17T08:30:00")
@@ -173,7 +187,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
                       "(two sentences, no photo).")
 
     clock.set("2026-07-20T16:40:00")
-    ask(ws, "Which images may articles use?", ["image-policy"],
+    judged(ask, ws, "Which images may articles use?", ["image-policy"],
                 body="Stock photo sites are cheap but their licences differ, and the agent cannot check "
                      "every one.")
     clock.set("2026-07-21T09:00:00")
@@ -183,34 +197,34 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
                       "Every image gets alt text that says what it shows.")
 
     clock.set("2026-08-04T09:00:00")
-    rule(ws, None, "Private replies no longer need sign-off: the agent sends them and logs each in Reader mail.",
+    judged(rule, ws, None, "Private replies no longer need sign-off: the agent sends them and logs each in Reader mail.",
                  topics=["reader-replies"], source="[[2026-08-04]] chat with owner", supersedes=["D-0002"],
                  reason="sign-off held replies for up to four days while the owner travelled, and readers noticed.",
                  body="The agent sends replies itself, in the voice of the style guide, and logs each one in "
                       "[[Reader mail]] so Ines can read them later.")
 
     clock.set("2026-08-12T11:30:00")
-    ask(ws, "Should the newsletter accept a sponsor for the autumn issues?", ["sponsorship"],
+    judged(ask, ws, "Should the newsletter accept a sponsor for the autumn issues?", ["sponsorship"],
                 body="A notebook maker offered to sponsor six issues from September, one line each.")
     clock.set("2026-08-20T17:05:00")
     withdraw(ws, "D-0007", "The notebook maker withdrew its offer, so there is nothing to decide.",
                      actor="agent")
 
     clock.set("2026-08-25T10:15:00")
-    ask(ws, "How many long articles should the blog publish each month?", ["publishing-cadence"])
+    judged(ask, ws, "How many long articles should the blog publish each month?", ["publishing-cadence"])
     clock.set("2026-08-26T08:50:00")
     rule(ws, "D-0008", "The blog publishes two long articles a month, on the first and third Tuesday.",
                  source="[[2026-08-26]] chat with owner", revisit_by="2027-02-26",
                  revisit_if="The newsletter goes paid, or an article slips twice in a row.")
 
     clock.set("2026-09-02T18:00:00")
-    rule(ws, None, "Typos in published articles are fixed silently; factual errors get a dated correction.",
+    judged(rule, ws, None, "Typos in published articles are fixed silently; factual errors get a dated correction.",
                  topics=["corrections-policy"], source="chat")
     clock.set("2026-09-05T09:30:00")
     retract(ws, "D-0009", "Recorded in error: the owner was describing another publication's policy, not ours.")
 
     clock.set("2026-09-07T10:00:00")
-    ask(ws, "How do we correct mistakes in published articles?", ["corrections-policy"],
+    judged(ask, ws, "How do we correct mistakes in published articles?", ["corrections-policy"],
                 body="D-0009 was retracted; there is no rule for corrections now.")
     clock.set("2026-09-08T08:40:00")
     rule(ws, "D-0010", "Every change to a published article, typo or fact, gets a dated note at its end.",
@@ -222,7 +236,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     watcher_pass(ws)
 
     clock.set("2026-09-14T09:25:00")
-    ask(ws, "Should private replies to readers need the owner's sign-off again?", ["reader-replies"],
+    judged(ask, ws, "Should private replies to readers need the owner's sign-off again?", ["reader-replies"],
                 reask_reason="On 2026-09-12 a reply promised a refund the owner had never offered.",
                 body="See [[2026-09-12]]. The agent apologised to the reader; no refund was paid.")
     clock.set("2026-09-15T08:35:00")
@@ -234,7 +248,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
                       "offer or opinion, may go out at once.")
 
     clock.set("2026-10-13T15:00:00")
-    ask(ws, "Should past newsletter issues be published on the blog?", ["newsletter-archive"],
+    judged(ask, ws, "Should past newsletter issues be published on the blog?", ["newsletter-archive"],
                 body="Readers ask for links to old issues; today they exist only in Buttondown.")
     clock.set("2026-10-14T09:20:00")
     owner_rules_in_obsidian(ws, "D-0012", "Each issue goes on the blog archive one week after it is sent.",
@@ -243,7 +257,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     watcher_pass(ws)
 
     clock.set("2026-10-31T10:30:00")
-    ask(ws, "Should Low Tide start a paid tier for the newsletter?", ["paid-tier"],
+    judged(ask, ws, "Should Low Tide start a paid tier for the newsletter?", ["paid-tier"],
                 body="Three readers offered to pay. See [[Paid tier research]] for numbers.\n\n"
                      "## Options\n\n"
                      "- No paid tier\n"
@@ -251,7 +265,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
                      "- Voluntary support, everything stays free")
 
     clock.set("2026-11-05T08:30:00")
-    rule(ws, None, "No promotion inside articles: footers carry only the author bio.",
+    judged(rule, ws, None, "No promotion inside articles: footers carry only the author bio.",
                  topics=["promotion", "article-footer"], source="[[2026-11-05]] chat with owner",
                  supersedes=["D-0004"], scope=["Drafts/**"],
                  reason="readers complained about the subscribe line, so the owner banned promotion inside articles.",
@@ -263,18 +277,18 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     watcher_pass(ws)
 
     clock.set("2026-11-10T17:45:00")
-    rule(ws, None, "No third-party trackers on the blog; page counts come from the server logs only.",
+    judged(rule, ws, None, "No third-party trackers on the blog; page counts come from the server logs only.",
                  topics=["analytics"], source="[[2026-11-10]] chat with owner",
                  revisit_if="Hosting changes and server logs are no longer available.",
                  terms=["trackers=none", "analytics_budget=0"])
 
     clock.set("2026-11-20T11:00:00")
-    ask(ws, "Which guest essay should run in the December issue?", ["guest-posts"], due="2026-11-30", body=(
+    judged(ask, ws, "Which guest essay should run in the December issue?", ["guest-posts"], due="2026-11-30", body=(
         "Two drafts are ready: [[Slow journalism (guest draft)]] by [[Priya Natarajan]], and a photo essay "
         "on the Tagus estuary. The December issue is scheduled for Thursday 3 December."))
 
     clock.set("2026-11-24T09:40:00")
-    ask(ws, "Should the newsletter move from Thursday to Tuesday?", ["newsletter-schedule"],
+    judged(ask, ws, "Should the newsletter move from Thursday to Tuesday?", ["newsletter-schedule"],
                 reask_reason="Open rates on Thursdays fell from 48% to 39% since October.",
                 body="See the open rates in [[Low Tide newsletter]].")
 
@@ -284,7 +298,7 @@ def record_decisions(ws: Workspace, clock: StoryClock) -> None:
     watcher_pass(ws)
 
     clock.set("2026-11-27T16:20:00")
-    ask(ws, "Should the agent cross-post new articles to Mastodon?", ["social-crossposting"],
+    judged(ask, ws, "Should the agent cross-post new articles to Mastodon?", ["social-crossposting"],
                 body="Mastodon brought 60 visits last month from links readers shared by hand.")
 
 

@@ -86,20 +86,26 @@ def ask_at(vault: Path, when: str, summary: str, topic: str, *, by: str = "agent
         return ask(ws, summary, [topic], asked_by=by, reask_reason=reask, not_the_same=near.nearest).id
 
 
-_NOT_THE_SAME = re.compile(r"ask again with ((?:--not-the-same \S+ ?)+) \(kept in the ledger\)")
+_NOT_THE_SAME = re.compile(r"(?:ask|rule) again with ((?:--not-the-same \S+ ?)+) \(kept in the ledger\)")
 
 
 def judged(args: Sequence[str], invoke: Callable[[list[str]], Any], code: Callable[[Any], int],
            err: Callable[[Any], str]) -> Any:
     """`invoke(args)`, and for an `ask` refused as a possible match (it may be the matter of decisions already
-    recorded), `invoke` again with the `--not-the-same` flags the refusal offers: what an agent does that read
-    the nearest decisions and judged them a different matter. Tests of other things ask that way; tests of the
+    recorded), or a `rule` given directly refused as near decisions under other topics, `invoke` again with the
+    `--not-the-same` flags the refusal offers, until none is offered: what an agent does that read the nearest
+    decisions and judged them a different matter. Tests of other things ask and rule that way; tests of the
     check itself see the refusal (`judge=False`)."""
-    result = invoke(list(args))
-    if args and args[0] == "ask" and code(result) == 1 and "may be the matter of" in err(result):
+    given = list(args)
+    result = invoke(given)
+    for _ in range(20):
+        if not (args and code(result) == 1 and ((args[0] == "ask" and "may be the matter of" in err(result))
+                                                or (args[0] == "rule" and "this ruling " in err(result)))):
+            break
         found = _NOT_THE_SAME.search(err(result))
         assert found, err(result)
-        result = invoke([*args, *found.group(1).split()])
+        given += found.group(1).split()
+        result = invoke(given)
     return result
 
 

@@ -62,7 +62,8 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
     assert run(["search", "newsletter", "signups", "--json", "--vault", str(vault)]) == 0
     search_cli = json.loads(capsys.readouterr().out)
 
-    tools, lookup, show, found, refused, near, asked, ruled, gate, context, resources, note = session_calls(vault, [
+    (tools, lookup, show, found, refused, near, asked, ruled, gate, context, resources, note, near_ruling,
+     judged_ruling) = session_calls(vault, [
         ("tools", None),
         ("lookup", {"topics": ["article-footer"]}),
         ("show", {"id": "D-0001"}),
@@ -77,6 +78,9 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
         ("context", {}),
         ("resources", None),
         ("read", "decision://D-0003"),
+        ("rule", {"summary": "The podcast gets a monthly newsletter of its own.", "topics": ["podcast-letter"]}),
+        ("rule", {"summary": "The podcast gets a monthly newsletter of its own.", "topics": ["podcast-letter"],
+                  "not_the_same": ["D-0001", "D-0002", "D-0003"]}),
     ])
     assert set(tools) >= {"context", "lookup", "search", "ask", "rule", "show", "gate"}
     assert lookup[0] is False and [json.loads(lookup[1])] == lookup_cli  # a list comes as one content item each
@@ -92,6 +96,8 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
     assert "Should the podcast get its own newsletter?" in context[1]
     assert resources == ["decision://D-0001", "decision://D-0002", "decision://D-0003"]
     assert "Article footers carry no promotion at all." in note and note.startswith("---\ntype: decision")
+    assert near_ruling[0] is True and "this ruling may be the matter of D-0002" in near_ruling[1]
+    assert judged_ruling[0] is False and json.loads(judged_ruling[1])["id"] == "D-0004"
 
 
 def files_of(vault: Path) -> dict[str, bytes]:
@@ -104,9 +110,10 @@ def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vaul
     """Also, in the same session (a server takes a second to start): `context` takes the budgets of
     `context --budget` and gives what the command line gives for each."""
     assert run(["rule", "--topic", "article-footer", "--summary", FOOTER, "--vault", str(vault)]) == 0
-    for topic in ["newsletter-day", "podcast-length", "social-crossposting"]:
-        assert run(["rule", "--topic", topic, "--summary", f"A ruling on {topic} that is long enough to count.",
-                    "--source", "chat", "--vault", str(vault)]) == 0
+    for topic, summary in [("newsletter-day", "Thursday mornings are when the weekly letter is sent."),
+                           ("podcast-length", "Podcast episodes run thirty minutes at most."),
+                           ("social-crossposting", "We cross-post to Bluesky and nowhere else.")]:
+        assert run(["rule", "--topic", topic, "--summary", summary, "--source", "chat", "--vault", str(vault)]) == 0
     assert run(["ask", "Should the podcast get its own newsletter?", "--topic", "podcast-newsletter",
                 "--not-the-same", "D-0001", "--not-the-same", "D-0002", "--not-the-same", "D-0003", "--vault", str(vault)]) == 0
     capsys.readouterr()

@@ -21,8 +21,8 @@ LEDGER = ".vault-tools/ledger.jsonl"
 FOOTER = "Every article footer carries the author bio."
 
 
-def asked_events(vault: Path) -> list:
-    return [e for e in parse_ledger((vault / LEDGER).read_text(encoding="utf-8"), LEDGER) if e.event == "asked"]
+def asked_events(vault: Path, kind: str = "asked") -> list:
+    return [e for e in parse_ledger((vault / LEDGER).read_text(encoding="utf-8"), LEDGER) if e.event == kind]
 
 
 # -- the labelled pairs ----------------------------------------------------------------------------
@@ -135,6 +135,60 @@ def test_the_check_finds_a_match_among_many_decisions_through_the_index(cli, vau
     assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
     refused = cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings")
     assert refused.code == 1 and "D-0041" in refused.err
+
+
+# -- rule given directly ---------------------------------------------------------------------------
+
+NEWSLETTER_DAY = "The newsletter goes out every Thursday at 07:00."
+MONDAYS = "The newsletter goes out on Mondays at 09:00 from now on."
+
+
+def test_a_ruling_on_the_matter_of_a_ruling_under_another_topic_is_refused_until_it_says_which_way(cli, vault):
+    """Two current rulings on one matter, neither saying it replaces the other, would both be quoted to agents."""
+    assert cli("rule", "--topic", "newsletter-schedule", "--summary", NEWSLETTER_DAY, "--source", "chat",
+               "--body", "Readers open it over breakfast.").code == 0
+    before = snapshot(vault)
+    refused = cli("rule", "--topic", "newsletter-day", "--summary", MONDAYS, "--source", "chat", judge=False)
+    assert refused.code == 1 and snapshot(vault) == before
+    assert "this ruling may be the matter of D-0001, under other topics" in refused.err
+    assert NEWSLETTER_DAY in refused.err and "Readers open it over breakfast." in refused.err
+    assert "--supersedes ID --reason" in refused.err and "--not-the-same D-0001" in refused.err
+
+    replaced = cli("rule", "--topic", "newsletter-day", "--summary", MONDAYS, "--source", "chat",
+                   "--supersedes", "D-0001", "--reason", "The owner moved the newsletter to Monday mornings.")
+    assert replaced.code == 0, replaced.err
+    assert cli("show", "D-0001", "--json").out.count('"status": "superseded"') == 1
+
+
+def test_a_ruling_judged_another_matter_goes_through_and_the_ledger_keeps_the_judgement(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
+    assert cli("rule", "--topic", "meetup-city", "--summary", "The spring meetup is in Lisbon this year.",
+               "--source", "chat", judge=False).code == 0  # shares no word: no refusal
+    assert asked_events(vault, "ruled")[-1].not_the_same == ()
+    sponsor = ["rule", "--topic", "newsletter-sponsor", "--summary", "The newsletter footer carries one sponsor.",
+               "--source", "chat"]
+    assert cli(*sponsor, judge=False).code == 1
+    assert cli(*sponsor, "--not-the-same", "D-0001", judge=False).code == 0
+    assert asked_events(vault, "ruled")[-1].not_the_same == ("D-0001",)
+
+
+def test_a_ruling_that_names_what_it_replaces_is_refused_only_by_the_same_matter(cli, vault):
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat").code == 0
+    assert cli("rule", "--topic", "newsletter-schedule", "--summary", NEWSLETTER_DAY, "--source", "chat",
+               judge=False).code == 0
+    # it names D-0002; D-0001 only shares the word "newsletter": not asked about again
+    assert cli("rule", "--topic", "newsletter-schedule", "--summary", MONDAYS, "--source", "chat", "--supersedes",
+               "D-0002", "--reason", "The owner moved the newsletter to Monday mornings.", judge=False).code == 0
+    same = cli("rule", "--topic", "article-endings", "--summary", "The bottom of every article carries the author "
+               "bio.", "--source", "chat", "--alongside", "D-0003", judge=False)
+    assert same.code == 1 and "this ruling is the matter of D-0001" in same.err
+
+
+def test_a_ruling_on_the_matter_of_an_open_question_says_how_to_answer_it(cli, vault):
+    assert cli("ask", "Which day should the newsletter go out?", "--topic", "newsletter-schedule").code == 0
+    refused = cli("rule", "--topic", "newsletter-day", "--summary", MONDAYS, "--source", "chat", judge=False)
+    assert refused.code == 1 and "D-0001 open question" in refused.err
+    assert "vault-tools rule ID --summary" in refused.err
 
 
 # -- lookup ----------------------------------------------------------------------------------------

@@ -98,9 +98,10 @@ The owner's decisions are notes in an Obsidian vault with an explicit state (ope
   shows the decisions it may be the matter of. If none is, ask again adding `--not-the-same ID` for each;
   if something changed since a ruling, adding `--reask-reason "<what changed>"`.
 - When the owner decides something in chat, record it at once: `vault-tools rule --topic TOPIC --summary "<the ruling>"
-  --source chat{vault}`; when it changes a ruling, add `--supersedes ID --reason "<why>"`.
-- Never edit a decision note, the pinned pages or `.vault-tools/` by hand: a ruling changes only through a new
-  ruling that supersedes it.
+  --source chat{vault}`; when it changes a ruling, add `--supersedes ID --reason "<why>"`. It refuses a ruling
+  that is or may be the matter of another one, showing it: say which way it goes, or add `--not-the-same ID`.
+- Never edit a decision note, the pinned pages or the record's folder (`vault-tools/`, `.vault-tools/`) by hand:
+  a ruling changes only through a new ruling that supersedes it.
 - A script that acts on a ruling checks it first: `vault-tools gate ID --require KEY=VALUE{vault}` (exit 0: granted).
 - The same operations are tools of the `{SERVER_NAME}` MCP server.
 {END}

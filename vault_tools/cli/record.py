@@ -178,15 +178,21 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          revisit_by: Annotated[str | None, typer.Option(metavar="DATE", help="Date to review the ruling by (2026-07-17).")] = None,
          term: Annotated[list[str], typer.Option("--term", metavar="KEY=VALUE", help="A term the ruling grants, for `gate` (written as the property term_KEY); repeatable.")] = [],  # noqa: B006
          scope: Annotated[list[str], typer.Option("--scope", metavar="GLOB", help="Files the ruling governs, relative to the vault or project_root (Articles/**); repeatable.")] = [],  # noqa: B006
+         not_the_same: Annotated[list[str], typer.Option(
+             "--not-the-same", metavar="ID", help="A decision the refusal named that you read and found to be a "
+             "different matter; recorded in the ledger. Repeatable.")] = [],  # noqa: B006
          by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Record the owner's ruling: on a question (ID) or given directly (--topic).
 
     On a topic that already has a current ruling, say whether this one replaces it (--supersedes ID
-    --reason ...) or stands beside it (--alongside ID); otherwise it is refused."""
+    --reason ...) or stands beside it (--alongside ID); otherwise it is refused. So is one given directly
+    whose words are, or may be, the matter of a current ruling or an open question under other topics: the
+    nearest are shown with their text; say which way it goes, or --not-the-same for each."""
     ws = workspace(vault)
     decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
                             supersedes=supersedes, alongside=alongside, reason=reason, body=read_body(body),
-                            revisit_if=revisit_if, revisit_by=revisit_by, terms=term, scope=scope)
+                            revisit_if=revisit_if, revisit_by=revisit_by, terms=term, scope=scope,
+                            not_the_same=not_the_same)
     refresh_pages(ws)
     if json_:
         print_json(decision_json(decision))

@@ -10,13 +10,16 @@ from typing import Any
 from .. import durable, note_edits, notes
 from ..dates import instant, local_date, parse_day_option, parse_option, to_vault_time
 from ..drafts import unanswered
-from ..errors import Refused, UsageError
+from ..errors import PossibleMatch, Refused, UsageError
+from ..matter import NEAREST, POSSIBLE_MATCH_THRESHOLD
 from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem
 from ..note_edits import sections
 from ..scope import problem as scope_problem
+from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
+from .same import first_lines, same_matter
 from .seal import seal_events, seal_targets_first
 from .supersede import (
     answered_questions,
@@ -34,9 +37,11 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
          source: str | None = None, ruled_at: str | None = None, ruled_by: str | None = None,
          supersedes: Iterable[str] = (), alongside: Iterable[str] = (), reason: str | None = None,
          body: str | None = None, revisit_if: str | None = None, revisit_by: str | None = None,
-         terms: Iterable[str] = (), scope: Iterable[str] = ()) -> Decision:
+         terms: Iterable[str] = (), scope: Iterable[str] = (), not_the_same: Iterable[str] = ()) -> Decision:
     """Record a ruling. On a topic that already has a current ruling it must say which way it goes:
-    `supersedes` the current rulings it replaces (with a reason), `alongside` those that stand beside it."""
+    `supersedes` the current rulings it replaces (with a reason), `alongside` those that stand beside it. One
+    given directly that is, or may be, the matter of a current ruling or an open question under other topics
+    is refused with them (`refuse_near_decisions`) until it says which way it goes, or `not_the_same`."""
     summary = check_text("summary", summary, required=True) or ""
     reason = check_text("--reason", reason)
     superseded_ids = [check_id(value) for value in supersedes]
@@ -81,7 +86,10 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
                       ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
             text = note_edits.render_note(fields, _ruling_section(body or summary))
-            return write_ruling(ws, state, path, None, text, actor, reason)
+            known = {decision.id for decision in state.decisions}  # an id two notes share still names them
+            judged = tuple(dict.fromkeys(value if value in known else ws.find(state, value).id
+                                         for value in map(check_id, not_the_same)))
+            return write_ruling(ws, state, path, None, text, actor, reason, not_the_same=judged)
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         question = ws.find(state, decision_id)
@@ -122,7 +130,10 @@ def parse_terms(option: str, given: Iterable[str]) -> dict[str, str]:
 
 # docs/design/0003-rule-seals-at-once.md
 def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
-                 reason: str | None, question: Decision | None = None) -> Decision:
+                 reason: str | None, question: Decision | None = None, *,
+                 not_the_same: tuple[str, ...] | None = None) -> Decision:
+    """Write and seal a ruling (on `question`, or given directly: then `not_the_same` is what the recorder said
+    the near decisions are not, and None means the check is not made)."""
     decision = ws.parse_new(path, text)
     why = unanswered(decision, unchanged_question_counts=False)
     if why:
@@ -134,6 +145,8 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
             raise UsageError(f"--ruled-at {local_date(decision.ruled_at, ws.tz)} is before {target.id} was ruled "
                              f"({local_date(target.ruled_at, ws.tz)}): a ruling replaces only what was decided before it")
     _refuse_unsaid_replacement(ws, state, decision)
+    if not_the_same is not None:
+        refuse_near_decisions(ws, state, decision, not_the_same)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
     seal_targets_first(ws, state, targets)
@@ -145,7 +158,7 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
         durable.write_note(note, text)
         text = note_edits.file_text(note, text)
     history = ws.history_of(state, question) if question is not None else None
-    ws.vault.ledger.append(seal_events(ws, state, decision, text, history, actor)
+    ws.vault.ledger.append(seal_events(ws, state, decision, text, history, actor, not_the_same=not_the_same or ())
                            + close_answered(ws, state, decision, answered, actor))
     for plan in plans:
         apply_superseded(ws, state, plan, actor)
@@ -162,6 +175,40 @@ def _current(ws: Workspace, state: VaultState, decision_ids: Iterable[str]) -> l
             raise Refused(f"{found.id} is {status.value}; a ruling stands alongside current rulings only",
                           path=found.path)
     return list(decision_ids)
+
+
+def refuse_near_decisions(ws: Workspace, state: VaultState, decision: Decision, not_the_same: Iterable[str]) -> None:
+    """A ruling given directly that is (or may be) the matter of a current ruling or an open question filed under
+    other topics says which way it goes, as one on their topic must: two current rulings on one matter, neither
+    saying it replaces the other, would both be quoted to agents. Those on its own topics are left to
+    `_refuse_unsaid_replacement`, those it names (`supersedes`, `alongside`) and `not_the_same` to the recorder.
+    A ruling that names what it replaces or stands beside is refused only by the same matter (the strong tier)."""
+    resolve = ws.resolver_with(state, decision)
+    named = {target for link in (*decision.supersedes, *decision.alongside) if (target := resolve(link))}
+    named |= set(not_the_same)
+    found = [match for match in same_matter(ws, state, decision.summary, decision.topics,
+                                            threshold=POSSIBLE_MATCH_THRESHOLD, ignore=named)
+             if not any(topics_match(mine, theirs) for mine in decision.topics for theirs in match.decision.topics)]
+    if named - set(not_the_same):  # it says what it replaces or stands beside: the recorder has looked; only
+        found = [match for match in found if match.strong]  # the same matter again is refused
+    if not found:
+        return
+    near = found[:NEAREST]
+    details = []
+    for match in near:
+        kind = "open question" if match.decision.status is Status.OPEN else "ruling"
+        details.append(f"{match.decision.id} {kind} [{', '.join(match.decision.topics)}]: {match.decision.summary}")
+        if more := first_lines(match.decision):
+            details.append(f"    {more}")
+    ids = [match.decision.id for match in near]
+    details += [f"If it replaces a ruling: --supersedes ID --reason \"why\" (at least {MIN_TEXT} characters); if the "
+                "ruling stands beside it: --alongside ID; if it answers an open question: vault-tools rule ID "
+                "--summary \"<the ruling>\" instead.",
+                f"If it is none of them, rule again with {' '.join(f'--not-the-same {i}' for i in ids)} "
+                "(kept in the ledger)."]
+    said = "is the matter" if near[0].strong else "may be the matter"
+    raise PossibleMatch(f"this ruling {said} of {ids[0]}, under other topics ({len(near)} near decision(s)): "
+                        "read them and say", tuple(ids), details)
 
 
 def _refuse_unsaid_replacement(ws: Workspace, state: VaultState, decision: Decision) -> None:

@@ -156,9 +156,10 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
 
 
 def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str, history: History | None,
-                actor: str, known: KnownSeal | None = None) -> list[Event]:
+                actor: str, known: KnownSeal | None = None, not_the_same: tuple[str, ...] = ()) -> list[Event]:
     """`ruled` (unless the ledger has it already) and `sealed`, with the note's meaning and text. `known` is
-    what was worked out already for this very note (its links as ids only while they resolve as then)."""
+    what was worked out already for this very note (its links as ids only while they resolve as then);
+    `not_the_same`, the near decisions the recorder said are another matter (`rule`)."""
     resolve = ws.resolver_with(state, decision)
     if resolve is state.resolver() and ((found := state.get(decision.id)) is decision or found == decision):
         digest = ws.seal_hash_of(state, decision)  # the note as the state has it: later checks find the hash made
@@ -172,7 +173,7 @@ def seal_events(ws: Workspace, state: VaultState, decision: Decision, text: str,
     events = []
     if history is None or history.status is not Status.RULED:
         events.append(ws.event("ruled", decision, actor, record=record, hash=digest, supersedes=supersedes,
-                               alongside=alongside))
+                               alongside=alongside, not_the_same=not_the_same))
     events.append(ws.event("sealed", decision, actor, record=record, hash=digest, text=text))
     return events
 
