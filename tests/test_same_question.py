@@ -191,6 +191,30 @@ def test_a_ruling_on_the_matter_of_an_open_question_says_how_to_answer_it(cli, v
     assert "vault-tools rule ID --summary" in refused.err
 
 
+def test_superseding_a_ruling_on_another_matter_by_a_mistyped_id_is_refused(cli, vault):
+    """A superseded ruling never comes back: an id that names a ruling sharing no topic and no word with the new
+    one (and its reason) is taken for a typo, for `rule` and `relate` alike, until the reason names it."""
+    assert cli("rule", "--topic", "analytics", "--summary", "No third-party trackers; page counts come from the "
+               "server logs.", "--source", "chat").code == 0
+    assert cli("rule", "--topic", "newsletter-schedule", "--summary", NEWSLETTER_DAY, "--source", "chat").code == 0
+    before = snapshot(vault)
+    wrong = ["rule", "--topic", "meetup-city", "--summary", "The spring meetup is held in Lisbon this year.",
+             "--source", "chat", "--supersedes", "D-0001", "--reason", "The owner chose the city in chat today."]
+    refused = cli(*wrong, judge=False)
+    assert refused.code == 1 and "would supersede D-0001, which is on another matter (analytics)" in refused.err
+    assert "--topic analytics" in refused.err and snapshot(vault) == before
+    assert cli("rule", "--topic", "meetup-city", "--summary", "The spring meetup is held in Lisbon this year.",
+               "--source", "chat", judge=False).code == 0
+    related = cli("relate", "D-0003", "--supersedes", "D-0001", "--reason", "The owner chose the city in chat today.")
+    assert related.code == 1 and "which is on another matter" in related.err
+    # the same matter under another key, sharing a word: replaced as said
+    assert cli("rule", "--topic", "newsletter-day", "--summary", MONDAYS, "--source", "chat", "--supersedes",
+               "D-0002", "--reason", "The owner moved it to the start of the week.", judge=False).code == 0
+    # meant, and said so
+    assert cli("relate", "D-0003", "--supersedes", "D-0001", "--reason", "The meetup budget replaces D-0001's "
+               "tracker rule, the owner said.").code == 0
+
+
 # -- lookup ----------------------------------------------------------------------------------------
 
 def test_lookup_with_free_text_puts_the_same_matter_first(cli, vault):

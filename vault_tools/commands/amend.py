@@ -23,7 +23,7 @@ from ..settling import duplicate_ids
 from ..vault import VaultState
 from .checks import check_id, check_text
 from .sealed import matches_ledger, unreviewed_edit
-from .supersede import apply_superseded, plan_superseded, supersede_targets
+from .supersede import apply_superseded, plan_superseded, refuse_an_unrelated_target, supersede_targets
 from .workspace import Workspace
 
 RELATION_FIELDS = frozenset({"alongside", "supersedes"})
@@ -179,6 +179,7 @@ def relate(ws: Workspace, decision_id: str, *, alongside: Iterable[str] = (), su
             changes["reason"] = reason
         text = note_edits.with_fields(note, changes)
         updated = ws.parse_new(path, text)
+        refuse_an_unrelated_target(updated, [ws.find(state, value) for value in superseded_ids], reason)
         step = owner_step(ws, state, updated, history)
         if step is None or step.kind != "related":
             raise Refused(step.why if step else f"{decision.id} cannot take these links", path=decision.path)

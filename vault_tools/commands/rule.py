@@ -26,6 +26,7 @@ from .supersede import (
     apply_superseded,
     close_answered,
     plan_superseded,
+    refuse_an_unrelated_target,
     supersede_targets,
 )
 from .workspace import Workspace
@@ -139,6 +140,7 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
     if why:
         raise UsageError(why.replace("is marked ruled, but its summary", "would be ruled, but --summary"))
     targets = supersede_targets(ws, state, decision, decision.supersedes)
+    refuse_an_unrelated_target(decision, targets, reason)
     for target in targets:
         if decision.ruled_at and target.ruled_at and \
                 instant(decision.ruled_at, ws.tz) + CLOCK_SLACK < instant(target.ruled_at, ws.tz):

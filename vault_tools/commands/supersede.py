@@ -11,9 +11,12 @@ from ..errors import InconsistentVault, Refused, VaultToolsError
 from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import unresolved_link
+from ..matter import WEAK, question_terms
 from ..model import Decision, Status
 from ..sealing import seal_hash
+from ..topics import topics_match
 from ..vault import VaultState
+from .same import decision_terms
 from .sealed import matches_ledger, unreviewed_edit
 from .workspace import Workspace
 
@@ -27,6 +30,24 @@ class SupersedePlan:
     successor: Decision
     reason: str
     parsed: notes.Note | None = None  # `text`, parsed
+
+
+def refuse_an_unrelated_target(decision: Decision, targets: Iterable[Decision], reason: str | None) -> None:
+    """A ruling an agent says replaces another shares a topic with it, or a word of its matter (with its reason;
+    an everyday word like "use" is none), or its reason names it: a mistyped id would otherwise end a ruling on
+    another matter for good (a superseded ruling never comes back). Replacing "every Thursday" with "Mondays"
+    under another topic key shares "newsletter", and goes through."""
+    for target in targets:
+        if target.status is not Status.RULED or any(
+                topics_match(mine, theirs) for mine in decision.topics for theirs in target.topics):
+            continue
+        said = question_terms(f"{decision.summary}\n{reason or ''}", decision.topics)  # the ruling and why it replaces
+        if not (said & decision_terms(target)) - WEAK and target.id not in (reason or ""):
+            raise Refused(
+                f"a ruling on {', '.join(decision.topics)} would supersede {target.id}, which is on another matter "
+                f"({', '.join(target.topics)}): {target.summary}",
+                details=[f"Check the id. If it does replace {target.id}, say so in --reason, naming {target.id}"
+                         + (f", or add its topic (--topic {target.topics[0]})." if target.topics else ".")])
 
 
 def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, links: Iterable[str]) -> list[Decision]:
