@@ -112,6 +112,20 @@ def test_naming_another_near_decision_does_not_let_a_settled_question_through(re
     assert asked(f"{settled} was ruled before the redesign; now that footers are gone: {question}") is None
 
 
+def test_a_refusal_of_the_same_matter_also_shows_the_next_nearest_decisions(record):
+    """The words that matched may be shared by chance: the agent sees what else is near, from ask and the hook."""
+    from vault_tools.agents import hooks, recall, snapshot
+    question = "What should go at the bottom of each article footer?"
+    found = recall.question_matches(question, snapshot.load(record, hooks.CLAUDE_BOUNDS.session_budget))
+    assert found[0].strong and not found[1].strong
+    denial = hook("pre-tool-use", {"session_id": "s-6", "tool_name": "AskUserQuestion",
+                                   "tool_input": {"questions": [{"question": question}]}}, record)
+    reason = denial["hookSpecificOutput"]["permissionDecisionReason"]
+    refused = vt_here("ask", question, "--topic", "article-bottom", cwd=record, judge=False)
+    for text in (reason, refused.err):
+        assert "Also near it" in text and found[1].item.id in text and found[1].item.summary in text
+
+
 def test_an_invisible_character_inside_a_word_does_not_hide_it(record):
     question = "Do we ref\u200bund purchases after 30 d\u200bays?"
     denial = hook("pre-tool-use", {"session_id": "s-5", "tool_name": "AskUserQuestion",

@@ -286,6 +286,7 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: s
         why = f"words shared: {', '.join(found[0].shared)}"
         topic = item.topics[0] if item.topics else "TOPIC"
         said = f'"{item.summary}"' + (f" {item.text}" if item.text else "")  # and its first lines, as `ask` shows them
+        also = _also_near(found[1:recall.NEAREST])
         if isinstance(item, RulingView) and item.conflict:  # the owner is the one to ask: let it through, saying so
             return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext":
                     f"{item.id}: {CONFLICT_SAID.format(conflict=item.conflict)}"[:MAX_OUTPUT - 200]}}
@@ -294,18 +295,27 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: s
                 f"The owner withdrew this question ({why}): {item.id}, asked {item.day}: {said} "
                 f"Why: {item.reason} The owner is asked again only about what changed since: a question naming "
                 f'{item.id} and what changed, or one registered with vault-tools ask "<question>" --topic {topic} '
-                '--reask-reason "<what changed, at least 20 characters>".')
+                '--reask-reason "<what changed, at least 20 characters>".' + also)
         if isinstance(item, RulingView):
             return deny(
                 f'The decision record answers this ({why}): the owner ruled on {item.day} ({item.id}): '
                 f'{said} (`vault-tools show {item.id}` prints its text). The owner is asked again only '
                 f"about what changed since: a question naming {item.id} and what changed, or one registered with "
-                f'vault-tools ask "<question>" --topic {topic} --reask-reason "<what changed, at least 20 characters>".')
+                f'vault-tools ask "<question>" --topic {topic} --reask-reason "<what changed, at least 20 characters>".'
+                + also)
         return deny(
             f'This question is already open in the decision record ({why}): {item.id}, asked {item.day}: '
             f'{said} ({item.path}). A question naming {item.id} puts it to the owner; the answer is recorded '
-            f'with `vault-tools rule {item.id} --summary "<the answer>" --source chat`.')
+            f'with `vault-tools rule {item.id} --summary "<the answer>" --source chat`.' + also)
     return None
+
+
+def _also_near(others: list[Any]) -> str:
+    """The next nearest decisions after the one a denial names, for the agent to see if that one is not the
+    matter after all (the words that matched may be shared by chance)."""
+    if not others:
+        return ""
+    return "\nAlso near it:\n" + "\n".join(_item_line(near.item) for near in others)
 
 
 def _possible_match(found: list[Any]) -> str:

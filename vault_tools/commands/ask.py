@@ -95,7 +95,7 @@ def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tu
     strong = [match for match in matches if match.strong]  # not always first: the text alone may score higher
     if strong:
         _refuse_a_conflict([match.decision for match in strong])
-        _refuse_the_same(strong)
+        _refuse_the_same(strong, [match for match in matches if not match.strong])
     if matches:
         _refuse_a_possible_match(matches[:NEAREST])
 
@@ -104,7 +104,9 @@ _WAITING = ("It waits for the owner's answer: put it to them naming {id}, and re
             "vault-tools rule {id} --summary \"<the answer>\" --source chat.")
 
 
-def _refuse_the_same(matches: list[Match]) -> None:
+def _refuse_the_same(matches: list[Match], others: list[Match]) -> None:
+    """Refused: the same matter as `matches` (the first named); the next nearest `others` are shown too, for the
+    asker to see if the words matched by chance."""
     first = matches[0].decision
     kind = {Status.OPEN: "already asks this", Status.WITHDRAWN: "asked this and was withdrawn"}.get(
         first.status, "already settles this")
@@ -121,6 +123,10 @@ def _refuse_the_same(matches: list[Match]) -> None:
     else:
         details.append("If something changed, ask again with --reask-reason \"what changed\" "
                        f"(at least {MIN_TEXT} characters).")
+    also = others[:max(0, NEAREST - len(matches))]
+    if also:
+        details.append("Also near it: " + "; ".join(f"{match.decision.id} [{', '.join(match.decision.topics)}]: "
+                                                    f"{match.decision.summary}" for match in also))
     details.append(f"If you read it and it is a different matter, ask again with {_not_the_same(matches)} "
                    "(kept in the ledger).")
     raise Refused(f"{first.id} {kind} under other topics: {first.summary}", details=details)
