@@ -125,6 +125,16 @@ def test_bad_arguments_exit_2(cli, settled, args, message):
     assert snapshot(settled) == before
 
 
+def test_a_ruling_withdrawn_or_a_question_retracted_is_refused_saying_how_each_ends(cli, settled):
+    assert cli("ask", "Which city hosts the spring meetup this year?", "--topic", "meetup-city").code == 0
+    before = snapshot(settled)
+    withdrawn = cli("withdraw", "D-0001", "--reason", "The owner does not want this any more.")
+    assert withdrawn.code == 1 and "a ruling ends by being retracted, or superseded by a new ruling" in withdrawn.err
+    retracted = cli("retract", "D-0002", "--reason", "The owner does not want this any more.")
+    assert retracted.code == 1 and "a question ends by being answered, or withdrawn" in retracted.err
+    assert snapshot(settled) == before
+
+
 @pytest.mark.parametrize("args,message", [
     (["rule", "--topic", "a-b", "--summary", RULING, "--supersedes", "D-0099",
       "--reason", "The owner changed the policy last week."], "no decision note has id D-0099"),

@@ -43,7 +43,8 @@ def answered(agent: str, event: str, stdin: str, cwd: Path) -> str:
 @pytest.mark.parametrize("agent, event", CALLS)
 def test_input_that_is_no_json_object_lets_the_call_through_with_a_warning(vault, agent, event) -> None:
     for stdin in HOSTILE[:9]:
-        assert "this hook let the call through" in answered(agent, event, stdin, vault), stdin[:40]
+        said = answered(agent, event, stdin, vault)
+        assert "this hook let the call through" in said and "the hook's input could not be read" in said, stdin[:40]
     for stdin in HOSTILE[9:]:
         answered(agent, event, stdin, vault)
 

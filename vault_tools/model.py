@@ -390,7 +390,9 @@ def transition_problem(current: Status, new: Status) -> str | None:
         return None
     if current in FINAL_STATUSES:
         return f"is {current.value}, which is final"
-    return f"is {current.value}; it cannot become {new.value}"
+    instead = {(Status.RULED, Status.WITHDRAWN): " (a ruling ends by being retracted, or superseded by a new ruling)",
+               (Status.OPEN, Status.RETRACTED): " (a question ends by being answered, or withdrawn)"}
+    return f"is {current.value}; it cannot become {new.value}" + instead.get((current, new), "")
 
 
 # -- file names ---------------------------------------------------------------------

@@ -114,9 +114,9 @@ def _find_root(vault: Path | None, cwd: Path) -> Path:
     raise VaultUnreadable(f"no vault found at {here} or above (no .vault-tools/ or .obsidian/ folder)")
 
 
-def _warning(why: str) -> dict[str, Any]:
+def _warning(why: str, what: str = "the decision record") -> dict[str, Any]:
     first = (why.splitlines() or [""])[0][:300]
-    line = f"vault-tools: the decision record could not be read ({first}); this hook let the call through"
+    line = f"vault-tools: {what} could not be read ({first}); this hook let the call through"
     return {"systemMessage": line}
 
 
@@ -369,7 +369,7 @@ def respond(stdin_text: str, answering: Callable[[dict[str, Any]], dict[str, Any
     else:
         why = "the hook's input is not a JSON object"
     if not isinstance(payload, dict):
-        output: dict[str, Any] | None = _warning(why)
+        output: dict[str, Any] | None = _warning(why, "the hook's input")
     else:
         try:
             output = answering(payload)

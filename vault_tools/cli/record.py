@@ -55,7 +55,7 @@ def init(vault: VaultOption = None,
          project: Annotated[Path | None, typer.Option(
              "--project", metavar="DIR", help="With --agent: the project the agent works in (default: this folder).")] = None,
          ) -> None:
-    """Set up .vault-tools/ in a vault (safe to run again; --vault: made if missing); --agent wires an agent in."""
+    """Set up the record in a vault (safe to run again; --vault: made if missing); --agent wires an agent in."""
 
     if vault is not None:  # exactly the folder named: made when missing, never another one
         root = make_vault_folder(vault)
