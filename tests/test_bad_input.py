@@ -139,6 +139,7 @@ def test_a_ruling_withdrawn_or_a_question_retracted_is_refused_saying_how_each_e
     (["rule", "--topic", "a-b", "--summary", RULING, "--supersedes", "D-0099",
       "--reason", "The owner changed the policy last week."], "no decision note has id D-0099"),
     (["show", "D-0042"], "no decision note has id D-0042"),
+    (["show", "D-01"], "no decision note has id D-01\n  Did you mean D-0001?"),
     (["retract", "D-0042", "--reason", "The owner changed the policy last week."], "no decision note has id D-0042"),
 ])
 def test_missing_ids_are_refused(cli, settled, args, message):
