@@ -560,8 +560,14 @@ def _random_work_on_clones(tmp_path: Path, capsys: pytest.CaptureFixture[str], s
                     each.vt("retract", rng.choice(ruled), "--reason", f"Recorded in error, step {counter}.",
                             expect=None)
                 elif action == "typed" and (open_ or ruled):
-                    # typed in Obsidian and committed before the watcher saw it (an Obsidian Git auto-commit)
-                    _type_an_outcome(each, rng, open_, ruled, summary, f"Typed on {each.root.name} in step {counter}.")
+                    # typed in Obsidian and committed before the watcher saw it (an Obsidian Git auto-commit); a
+                    # ruling is retracted once the record holds it (an answer typed and then retracted before any
+                    # watcher saw either is a lint error for the owner: test_an_answer_typed_then_retracted_...)
+                    shown = {i: each.vt("show", i, "--json", expect=None) for i in ruled}
+                    recorded = [i for i, (code, out, _) in shown.items() if code == 0 and json.loads(out)["sealed"]]
+                    if not (open_ or recorded):
+                        continue
+                    _type_an_outcome(each, rng, open_, recorded, summary, f"Typed on {each.root.name} in step {counter}.")
                     git(each.root, "add", "-A")
                     git(each.root, "commit", "-q", "--no-verify", "-m", f"typed {counter}")
                     continue
@@ -580,6 +586,25 @@ def _random_work_on_clones(tmp_path: Path, capsys: pytest.CaptureFixture[str], s
         puller.commit("settled")
         check_invariants(puller, before, also=("VT016",))
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_an_answer_typed_then_retracted_before_any_watcher_saw_it_is_put_to_the_owner(tmp_path, capsys):
+    """On a device with no watcher (a phone), the owner types an answer, then retracts it: the record never
+    held the ruling, so the retraction cannot be applied; lint says so on that note and nothing typed is lost."""
+    origin = make_origin(tmp_path, capsys, settle_seconds=0)
+    question = origin.ask("Which city hosts the spring meetup this year?", "meetup-city")
+    origin.commit("asked")
+    path = next(p for p in (origin.root / "Decisions").iterdir() if p.name.startswith(question + " "))
+    answered = note_edits.edited(notes.parse_text(path.read_text(encoding="utf-8"), path),
+                                 {"status": "ruled", "summary": "The spring meetup is in Lisbon this year."})
+    path.write_text(answered.text, encoding="utf-8")
+    retracted = note_edits.edited(notes.parse_text(path.read_text(encoding="utf-8"), path),
+                                  {"status": "retracted", "reason": "Typed in error on the phone, no meetup yet."})
+    path.write_text(retracted.text, encoding="utf-8")
+    origin.vt("watch", "--once", expect=None)
+    _, out, _ = origin.vt("lint", expect=1)
+    assert f"{path.name}:4: VT022 error: status is retracted, but the ledger recorded open" in out
+    assert "The spring meetup is in Lisbon this year." in path.read_text(encoding="utf-8")
 
 
 def _type_an_outcome(each: Clone, rng: random.Random, open_: list[str], ruled: list[str], summary: str,

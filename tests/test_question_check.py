@@ -126,6 +126,22 @@ def test_a_refusal_of_the_same_matter_also_shows_the_next_nearest_decisions(reco
         assert "Also near it" in text and found[1].item.id in text and found[1].item.summary in text
 
 
+def test_a_question_whose_matter_is_in_its_options_is_shown_the_decisions_once(record):
+    """"Which do you prefer?" says nothing; its header and options say the matter (Claude's AskUserQuestion and
+    Gemini's ask_user carry them alike): the decisions they may be about are shown once, never as settled."""
+    item = {"question": "Which do you prefer?", "header": "Refunds", "multiSelect": False,
+            "options": [{"label": "Refunds within 30 days", "description": "as now"},
+                        {"label": "Store credit only", "description": "no money back"}]}
+    payload = {"session_id": "s-7", "tool_name": "AskUserQuestion", "tool_input": {"questions": [item]}}
+    denial = hook("pre-tool-use", payload, record)
+    reason = denial["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "may be about a matter" in reason and "Refunds within 30 days of purchase" in reason
+    assert hook("pre-tool-use", payload, record) is None  # the second time, it goes to the owner
+    plain = {**item, "options": [{"label": "Pizza", "description": ""}, {"label": "Soup", "description": ""}],
+             "header": "Lunch"}
+    assert hook("pre-tool-use", {**payload, "session_id": "s-8", "tool_input": {"questions": [plain]}}, record) is None
+
+
 def test_an_invisible_character_inside_a_word_does_not_hide_it(record):
     question = "Do we ref\u200bund purchases after 30 d\u200bays?"
     denial = hook("pre-tool-use", {"session_id": "s-5", "tool_name": "AskUserQuestion",

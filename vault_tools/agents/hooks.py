@@ -259,10 +259,16 @@ def _absolute(cwd: Path, target: str) -> Path:
 
 # -- questions ------------------------------------------------------------------------------
 
-def _questions(tool_input: dict[str, Any]) -> Iterator[str]:
+def _questions(tool_input: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Each question, and its text with its header and the labels of the options it offers."""
     for item in tool_input.get("questions") or []:
         if isinstance(item, dict) and isinstance(item.get("question"), str):
-            yield item["question"]
+            options = item.get("options")
+            labels = [option.get("label") for option in (options if isinstance(options, list) else [])
+                      if isinstance(option, dict)]
+            header = item.get("header")
+            yield item["question"], " ".join(text for text in (header, item["question"], *labels)
+                                             if isinstance(text, str))
 
 
 def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: str) -> dict[str, Any] | None:
@@ -272,14 +278,16 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: s
     from . import recall, snapshot
     RulingView = snapshot.RulingView
     kept = snapshot.load(root, bounds.session_budget)
-    for question in _questions(tool_input):
-        named = set(re.findall(r"\bD-\d{1,9}(?:-[0-9a-z]{2,8})?\b", question))  # naming the entry: asking knowingly
+    for question, offered in _questions(tool_input):
+        named = set(re.findall(r"\bD-\d{1,9}(?:-[0-9a-z]{2,8})?\b", offered))  # naming the entry: asking knowingly
         found = recall.question_matches(question, kept)
+        if not found and offered != question:  # "Which do you prefer?", the matter in its options: they may be it
+            found = recall.offered_matches(offered, kept)
         # naming the decision goes through; of a strong match, it is the decision the question is on that counts
         if not found or named & ({near.item.id for near in found if near.strong} or {near.item.id for near in found}):
             continue
         if not found[0].strong:
-            if _seen_in_session(root, session, question):
+            if _seen_in_session(root, session, offered):
                 continue
             return deny(_possible_match(found[:recall.NEAREST]))
         item = found[0].item

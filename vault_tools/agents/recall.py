@@ -89,3 +89,10 @@ def question_matches(question: str, snapshot: Snapshot) -> list[Near]:
     candidates = ((item, frozenset(item.same), item.number) for item in items
                   if not (isinstance(item, QuestionView) and item.closed == "retracted"))
     return [Near(found.decision, found.score, found.shared) for found in matter.matches(question, (), candidates)]
+
+
+def offered_matches(offered: str, snapshot: Snapshot) -> list[Near]:
+    """The decisions a question's options may be the matter of (`offered`: its header, text and option labels),
+    never as the same matter: options are alternatives put to the owner, not a question the record answers."""
+    return [near._replace(score=min(near.score, matter.POSSIBLE_MATCH_THRESHOLD))
+            for near in question_matches(offered, snapshot)]

@@ -135,9 +135,8 @@ class Workspace:
                 raise NotFound(f"{gone[0].id} is a sealed ruling whose note is missing (last seen at {gone[0].path})",
                                details=["It still stands. `vault-tools lint --fix` (or the watcher) writes its note "
                                         "back from the ledger; then run this again."])
-            alike = [d.id for d in state.decisions if id_number(d.id) == id_number(decision_id)]  # D-014: D-0014
-            raise NotFound(f"no decision note has id {decision_id}",
-                           details=[f"Did you mean {' or '.join(sorted(set(alike)))}?"] if alike else None)
+            alike = sorted({d.id for d in state.decisions if id_number(d.id) == id_number(decision_id)})  # D-014
+            raise NotFound(f"no decision note has id {decision_id}", details=[f"Did you mean {' or '.join(alike)}?"] if alike else [])
         if len(found) > 1:
             paths = ", ".join(d.path for d in sorted(found, key=lambda d: d.order))
             if exact:
