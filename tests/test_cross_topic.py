@@ -18,7 +18,7 @@ def _rule(vault, *args):
 def test_the_newsletter_day_story(vault):
     _rule(vault, "--topic", "newsletter-day", "--summary", THURSDAY, "--ruled-at", "2026-10-01T09:00:00")
     _rule(vault, "--topic", "publishing-schedule", "--summary", CALENDAR, "--ruled-at", "2026-10-02T09:00:00",
-          "--supersedes", "D-0001", "--reason", "One calendar for every channel replaces the per-channel days.")
+          "--supersedes", "D-0001", "--reason", "One calendar for every channel replaces D-0001's per-channel days.")
 
     looked = vt_here("lookup", "newsletter-day", cwd=vault)
     assert looked.code == 0, looked.err
@@ -41,9 +41,9 @@ def test_the_newsletter_day_story(vault):
 def test_a_three_step_chain_across_three_topics_settles_each(vault):
     _rule(vault, "--topic", "newsletter-day", "--summary", THURSDAY, "--ruled-at", "2026-10-01T09:00:00")
     _rule(vault, "--topic", "publishing-schedule", "--summary", CALENDAR, "--ruled-at", "2026-10-02T09:00:00",
-          "--supersedes", "D-0001", "--reason", "One calendar for every channel replaces the per-channel days.")
+          "--supersedes", "D-0001", "--reason", "One calendar for every channel replaces D-0001's per-channel days.")
     _rule(vault, "--topic", "editorial-board", "--summary", EDITORIAL, "--ruled-at", "2026-10-03T09:00:00",
-          "--supersedes", "D-0002", "--reason", "The board now sets the calendar; the old rule had no owner.")
+          "--supersedes", "D-0002", "--reason", "The board now sets the calendar; D-0002 had no owner.")
 
     expected_chain = {
         "newsletter-day": "D-0003 superseded D-0002, which superseded D-0001 on newsletter-day",
@@ -68,7 +68,7 @@ def test_a_three_step_chain_across_three_topics_settles_each(vault):
 def test_a_retracted_successor_leaves_the_topic_open_again(vault):
     _rule(vault, "--topic", "newsletter-day", "--summary", THURSDAY)
     _rule(vault, "--topic", "publishing-schedule", "--summary", CALENDAR,
-          "--supersedes", "D-0001", "--reason", "One calendar for every channel replaces the per-channel days.")
+          "--supersedes", "D-0001", "--reason", "One calendar for every channel replaces D-0001's per-channel days.")
     retracted = vt_here("retract", "D-0002", "--reason", "Recorded in error: the owner was quoting another team.", cwd=vault)
     assert retracted.code == 0, retracted.err
     looked = vt_here("lookup", "newsletter-day", cwd=vault)

@@ -142,6 +142,25 @@ def test_a_question_whose_matter_is_in_its_options_is_shown_the_decisions_once(r
     assert hook("pre-tool-use", {**payload, "session_id": "s-8", "tool_input": {"questions": [plain]}}, record) is None
 
 
+def test_options_are_read_too_when_the_question_only_shares_a_common_word(record):
+    item = {"question": "Which do you prefer for the ebook?", "header": "Refunds", "multiSelect": False,
+            "options": [{"label": "Refunds within 30 days", "description": ""},
+                        {"label": "Store credit only", "description": ""}]}
+    denial = hook("pre-tool-use", {"session_id": "s-10", "tool_name": "AskUserQuestion",
+                                   "tool_input": {"questions": [item]}}, record)
+    assert "Refunds within 30 days of purchase" in denial["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_a_huge_question_is_read_in_its_first_characters_within_the_hook_s_time(record):
+    item = {"question": "Which do you prefer? " + "x " * 2_000_000, "header": "Refunds " + "h " * 3_000_000,
+            "options": [{"label": "Store credit only " + "y " * 1_000_000}] * 50}
+    started = __import__("time").monotonic()
+    denial = hook("pre-tool-use", {"session_id": "s-11", "tool_name": "AskUserQuestion",
+                                   "tool_input": {"questions": [item]}}, record)
+    assert "Refunds within 30 days of purchase" in denial["hookSpecificOutput"]["permissionDecisionReason"]
+    assert __import__("time").monotonic() - started < 5
+
+
 def test_an_invisible_character_inside_a_word_does_not_hide_it(record):
     question = "Do we ref\u200bund purchases after 30 d\u200bays?"
     denial = hook("pre-tool-use", {"session_id": "s-5", "tool_name": "AskUserQuestion",

@@ -191,6 +191,28 @@ def test_a_ruling_on_the_matter_of_an_open_question_says_how_to_answer_it(cli, v
     assert "vault-tools rule ID --summary" in refused.err
 
 
+def test_a_ruling_goes_on_once_the_nearest_decisions_are_judged_however_many_share_a_word(cli, vault):
+    for number, topic in enumerate(["newsletter-day", "newsletter-sponsor", "newsletter-archive",
+                                    "newsletter-length", "newsletter-signup"], start=1):
+        assert cli("rule", "--topic", topic, "--summary", f"The newsletter rule number {number} says one thing.",
+                   "--source", "chat").code == 0  # judged as an agent does, as often as it takes
+    logo = ["rule", "--topic", "newsletter-logo", "--summary", "The newsletter gets a new round logo.", "--source",
+            "chat"]
+    refused = cli(*logo, judge=False)
+    assert refused.code == 1 and "(3 near decision(s))" in refused.err
+    shown = refused.err.split("rule again with ")[1].split(" (kept")[0].split()
+    assert cli(*logo, *shown, judge=False).code == 0  # the nearest three judged: the farther two are not asked
+
+
+def test_naming_an_unrelated_ruling_to_stand_beside_does_not_let_a_ruling_past_the_check(cli, vault):
+    assert cli("rule", "--topic", "newsletter-schedule", "--summary", NEWSLETTER_DAY, "--source", "chat").code == 0
+    assert cli("rule", "--topic", "meetup-city", "--summary", "The spring meetup is held in Lisbon this year.",
+               "--source", "chat").code == 0
+    refused = cli("rule", "--topic", "newsletter-day", "--summary", MONDAYS, "--source", "chat", "--alongside",
+                  "D-0002", judge=False)
+    assert refused.code == 1 and "may be the matter of D-0001" in refused.err
+
+
 def test_superseding_a_ruling_on_another_matter_by_a_mistyped_id_is_refused(cli, vault):
     """A superseded ruling never comes back: an id that names a ruling sharing no topic and no word with the new
     one (and its reason) is taken for a typo, for `rule` and `relate` alike, until the reason names it."""
@@ -210,9 +232,18 @@ def test_superseding_a_ruling_on_another_matter_by_a_mistyped_id_is_refused(cli,
     # the same matter under another key, sharing a word: replaced as said
     assert cli("rule", "--topic", "newsletter-day", "--summary", MONDAYS, "--source", "chat", "--supersedes",
                "D-0002", "--reason", "The owner moved it to the start of the week.", judge=False).code == 0
-    # meant, and said so
+    # one word shared by chance is not the matter; "D-00010" names no D-0001
+    chance = cli("rule", "--topic", "meetup-logs", "--summary", "The spring meetup keeps no visitor logs, badges or photos.", "--source",
+                 "chat", "--supersedes", "D-0001", "--reason", "The owner said so in chat, see note D-00010.",
+                 judge=False)
+    assert chance.code == 1 and "which is on another matter" in chance.err
+    # meant, and said so (the short id counts)
     assert cli("relate", "D-0003", "--supersedes", "D-0001", "--reason", "The meetup budget replaces D-0001's "
                "tracker rule, the owner said.").code == 0
+    # on the day the replaced ruling was made: a day alone is not "before" it
+    assert cli("rule", "--topic", "newsletter-day", "--summary", "The newsletter goes out on Tuesdays at 08:00.",
+               "--source", "chat", "--supersedes", "D-0004", "--reason", "The owner moved it again the same day.",
+               "--ruled-at", str(__import__("datetime").date.today()), judge=False).code == 0
 
 
 # -- lookup ----------------------------------------------------------------------------------------

@@ -259,16 +259,20 @@ def _absolute(cwd: Path, target: str) -> Path:
 
 # -- questions ------------------------------------------------------------------------------
 
+QUESTION_CHARS = 2_000
+
+
 def _questions(tool_input: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """Each question, and its text with its header and the labels of the options it offers."""
+    """Each question, and its text with its header and the labels of the options it offers (each cut at
+    QUESTION_CHARS: a question is not a book, and the hook answers within its agent's time)."""
     for item in tool_input.get("questions") or []:
         if isinstance(item, dict) and isinstance(item.get("question"), str):
             options = item.get("options")
-            labels = [option.get("label") for option in (options if isinstance(options, list) else [])
+            labels = [option.get("label") for option in (options if isinstance(options, list) else [])[:10]
                       if isinstance(option, dict)]
-            header = item.get("header")
-            yield item["question"], " ".join(text for text in (header, item["question"], *labels)
-                                             if isinstance(text, str))
+            header, question = item.get("header"), item["question"][:QUESTION_CHARS]
+            yield question, " ".join(text[:QUESTION_CHARS] for text in (header, question, *labels)
+                                     if isinstance(text, str))
 
 
 def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: str) -> dict[str, Any] | None:
@@ -281,8 +285,10 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: s
     for question, offered in _questions(tool_input):
         named = set(re.findall(r"\bD-\d{1,9}(?:-[0-9a-z]{2,8})?\b", offered))  # naming the entry: asking knowingly
         found = recall.question_matches(question, kept)
-        if not found and offered != question:  # "Which do you prefer?", the matter in its options: they may be it
-            found = recall.offered_matches(offered, kept)
+        if offered != question and not (found and found[0].strong):  # the matter may be in its options
+            seen = {near.item.id for near in found}
+            found = sorted([*found, *(near for near in recall.offered_matches(offered, kept) if near.item.id not in seen)],
+                           key=lambda near: -near.score)
         # naming the decision goes through; of a strong match, it is the decision the question is on that counts
         if not found or named & ({near.item.id for near in found if near.strong} or {near.item.id for near in found}):
             continue

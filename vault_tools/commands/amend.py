@@ -179,7 +179,8 @@ def relate(ws: Workspace, decision_id: str, *, alongside: Iterable[str] = (), su
             changes["reason"] = reason
         text = note_edits.with_fields(note, changes)
         updated = ws.parse_new(path, text)
-        refuse_an_unrelated_target(updated, [ws.find(state, value) for value in superseded_ids], reason)
+        refuse_an_unrelated_target(updated, [ws.find(state, value) for value in superseded_ids], reason,
+                                   topics_given=False)
         step = owner_step(ws, state, updated, history)
         if step is None or step.kind != "related":
             raise Refused(step.why if step else f"{decision.id} cannot take these links", path=decision.path)

@@ -142,8 +142,7 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
     targets = supersede_targets(ws, state, decision, decision.supersedes)
     refuse_an_unrelated_target(decision, targets, reason)
     for target in targets:
-        if decision.ruled_at and target.ruled_at and \
-                instant(decision.ruled_at, ws.tz) + CLOCK_SLACK < instant(target.ruled_at, ws.tz):
+        if decision.ruled_at and target.ruled_at and _earlier(decision.ruled_at, target.ruled_at, ws.tz):
             raise UsageError(f"--ruled-at {local_date(decision.ruled_at, ws.tz)} is before {target.id} was ruled "
                              f"({local_date(target.ruled_at, ws.tz)}): a ruling replaces only what was decided before it")
     _refuse_unsaid_replacement(ws, state, decision)
@@ -179,38 +178,53 @@ def _current(ws: Workspace, state: VaultState, decision_ids: Iterable[str]) -> l
     return list(decision_ids)
 
 
+def _earlier(one: dt.datetime | dt.date, other: dt.datetime | dt.date, tz: dt.tzinfo) -> bool:
+    """Whether `one` is before `other`: by the day where either is a day alone, else by the clock (give or take
+    CLOCK_SLACK)."""
+    if not isinstance(one, dt.datetime) or not isinstance(other, dt.datetime):
+        return local_date(one, tz) < local_date(other, tz)
+    return instant(one, tz) + CLOCK_SLACK < instant(other, tz)
+
+
 def refuse_near_decisions(ws: Workspace, state: VaultState, decision: Decision, not_the_same: Iterable[str]) -> None:
     """A ruling given directly that is (or may be) the matter of a current ruling or an open question filed under
     other topics says which way it goes, as one on their topic must: two current rulings on one matter, neither
     saying it replaces the other, would both be quoted to agents. Those on its own topics are left to
-    `_refuse_unsaid_replacement`, those it names (`supersedes`, `alongside`) and `not_the_same` to the recorder.
-    A ruling that names what it replaces or stands beside is refused only by the same matter (the strong tier)."""
+    `_refuse_unsaid_replacement`; those it names (`supersedes`, `alongside`) and `not_the_same` to the recorder.
+    It goes on once the nearest (NEAREST) are judged, and is refused only by the same matter (the strong tier)
+    when it names a decision on its own topics or among the nearest: the recorder has looked there."""
     resolve = ws.resolver_with(state, decision)
-    named = {target for link in (*decision.supersedes, *decision.alongside) if (target := resolve(link))}
-    named |= set(not_the_same)
-    found = [match for match in same_matter(ws, state, decision.summary, decision.topics,
-                                            threshold=POSSIBLE_MATCH_THRESHOLD, ignore=named)
-             if not any(topics_match(mine, theirs) for mine in decision.topics for theirs in match.decision.topics)]
-    if named - set(not_the_same):  # it says what it replaces or stands beside: the recorder has looked; only
-        found = [match for match in found if match.strong]  # the same matter again is refused
-    if not found:
+    linked = {target for link in (*decision.supersedes, *decision.alongside) if (target := resolve(link))}
+    judged = set(not_the_same)
+
+    def own_topic(other: Decision) -> bool:
+        return any(topics_match(mine, theirs) for mine in decision.topics for theirs in other.topics)
+    near = [match for match in same_matter(ws, state, decision.summary, decision.topics,
+                                           threshold=POSSIBLE_MATCH_THRESHOLD) if not own_topic(match.decision)]
+    looked = any(own_topic(found) for found in map(state.get, linked) if found is not None) or \
+        bool(linked & {match.decision.id for match in near[:NEAREST]})
+    near = [match for match in near if match.decision.id not in linked]
+    unjudged = [match for match in near if match.decision.id not in judged]
+    if looked or all(match.decision.id in judged for match in near[:NEAREST]):
+        unjudged = [match for match in unjudged if match.strong]
+    if not unjudged:
         return
-    near = found[:NEAREST]
+    shown = sorted(unjudged, key=lambda match: not match.strong)[:NEAREST]  # the same matter first
     details = []
-    for match in near:
+    for match in shown:
         kind = "open question" if match.decision.status is Status.OPEN else "ruling"
         details.append(f"{match.decision.id} {kind} [{', '.join(match.decision.topics)}]: {match.decision.summary}")
         if more := first_lines(match.decision):
             details.append(f"    {more}")
-    ids = [match.decision.id for match in near]
+    ids = [match.decision.id for match in shown]
     details += [f"If it replaces a ruling: --supersedes ID --reason \"why\" (at least {MIN_TEXT} characters); if the "
                 "ruling stands beside it: --alongside ID; if it answers an open question: vault-tools rule ID "
                 "--summary \"<the ruling>\" instead.",
                 f"If it is none of them, rule again with {' '.join(f'--not-the-same {i}' for i in ids)} "
                 "(kept in the ledger)."]
-    said = "is the matter" if near[0].strong else "may be the matter"
-    raise PossibleMatch(f"this ruling {said} of {ids[0]}, under other topics ({len(near)} near decision(s)): "
-                        "read them and say", tuple(ids), details)
+    said = "is the matter" if shown[0].strong else "may be the matter"
+    raise PossibleMatch(f"this ruling {said} of {ids[0]}, under other topics ({len(shown)} near decision(s)): "
+                        "read them and say which way it goes", tuple(ids), details)
 
 
 def _refuse_unsaid_replacement(ws: Workspace, state: VaultState, decision: Decision) -> None:

@@ -1,6 +1,7 @@
 """Superseding: which rulings a new ruling replaces, and marking each of them superseded."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +12,8 @@ from ..errors import InconsistentVault, Refused, VaultToolsError
 from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import unresolved_link
-from ..matter import WEAK, question_terms
-from ..model import Decision, Status
+from ..matter import question_terms, similarity, tier
+from ..model import Decision, Status, id_matches
 from ..sealing import seal_hash
 from ..topics import topics_match
 from ..vault import VaultState
@@ -32,22 +33,30 @@ class SupersedePlan:
     parsed: notes.Note | None = None  # `text`, parsed
 
 
-def refuse_an_unrelated_target(decision: Decision, targets: Iterable[Decision], reason: str | None) -> None:
-    """A ruling an agent says replaces another shares a topic with it, or a word of its matter (with its reason;
-    an everyday word like "use" is none), or its reason names it: a mistyped id would otherwise end a ruling on
-    another matter for good (a superseded ruling never comes back). Replacing "every Thursday" with "Mondays"
-    under another topic key shares "newsletter", and goes through."""
+_NAMED_ID = re.compile(r"\bD-\d{1,9}(?:-[0-9a-z]{2,8})?\b")
+
+
+def refuse_an_unrelated_target(decision: Decision, targets: Iterable[Decision], reason: str | None, *,
+                               topics_given: bool = True) -> None:
+    """A ruling an agent says replaces another shares a topic with it, or may be its matter (the possible tier
+    of the same-matter check, which `rule` asks about: the two never disagree), or its reason names it: a
+    mistyped id would otherwise end a ruling on another matter for good (a superseded ruling never comes back).
+    `topics_given`: whether the command takes `--topic` (its refusal then offers it)."""
+    named = [found.group() for found in _NAMED_ID.finditer(reason or "")]
     for target in targets:
-        if target.status is not Status.RULED or any(
+        if target.status is not Status.RULED or any(id_matches(typed, target.id) for typed in named) or any(
                 topics_match(mine, theirs) for mine in decision.topics for theirs in target.topics):
             continue
-        said = question_terms(f"{decision.summary}\n{reason or ''}", decision.topics)  # the ruling and why it replaces
-        if not (said & decision_terms(target)) - WEAK and target.id not in (reason or ""):
+        theirs = decision_terms(target)
+        score = max(similarity(question_terms(decision.summary, decision.topics), theirs),
+                    similarity(question_terms(decision.summary), theirs))
+        if tier(score, score) is None:
             raise Refused(
                 f"a ruling on {', '.join(decision.topics)} would supersede {target.id}, which is on another matter "
                 f"({', '.join(target.topics)}): {target.summary}",
                 details=[f"Check the id. If it does replace {target.id}, say so in --reason, naming {target.id}"
-                         + (f", or add its topic (--topic {target.topics[0]})." if target.topics else ".")])
+                         + (f", or add its topic (--topic {target.topics[0]})." if target.topics and topics_given
+                            else ".")])
 
 
 def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, links: Iterable[str]) -> list[Decision]:
