@@ -204,6 +204,17 @@ def test_a_ruling_goes_on_once_the_nearest_decisions_are_judged_however_many_sha
     assert cli(*logo, *shown, judge=False).code == 0  # the nearest three judged: the farther two are not asked
 
 
+def test_a_ruling_on_the_topic_of_an_open_question_is_recorded_as_its_answer(cli, vault):
+    """Given beside it, the question would stay open on a settled topic."""
+    assert cli("ask", "Which day should the newsletter go out?", "--topic", "newsletter-schedule").code == 0
+    before = snapshot(vault)
+    refused = cli("rule", "--topic", "newsletter-schedule", "--summary", MONDAYS, "--source", "chat", judge=False)
+    assert refused.code == 1 and snapshot(vault) == before
+    assert "D-0001 is open on this topic" in refused.err and "vault-tools rule D-0001 --summary" in refused.err
+    assert cli("rule", "D-0001", "--summary", MONDAYS, "--source", "chat").code == 0
+    assert '"status": "ruled"' in cli("show", "D-0001", "--json").out
+
+
 def test_naming_an_unrelated_ruling_to_stand_beside_does_not_let_a_ruling_past_the_check(cli, vault):
     assert cli("rule", "--topic", "newsletter-schedule", "--summary", NEWSLETTER_DAY, "--source", "chat").code == 0
     assert cli("rule", "--topic", "meetup-city", "--summary", "The spring meetup is held in Lisbon this year.",

@@ -147,6 +147,7 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
                              f"({local_date(target.ruled_at, ws.tz)}): a ruling replaces only what was decided before it")
     _refuse_unsaid_replacement(ws, state, decision)
     if not_the_same is not None:
+        _refuse_an_unanswered_question(ws, state, decision, answered_questions(ws, state, decision))
         refuse_near_decisions(ws, state, decision, not_the_same)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
@@ -225,6 +226,20 @@ def refuse_near_decisions(ws: Workspace, state: VaultState, decision: Decision, 
     said = "is the matter" if shown[0].strong else "may be the matter"
     raise PossibleMatch(f"this ruling {said} of {ids[0]}, under other topics ({len(shown)} near decision(s)): "
                         "read them and say which way it goes", tuple(ids), details)
+
+
+def _refuse_an_unanswered_question(ws: Workspace, state: VaultState, decision: Decision,
+                                   answered: list[Decision]) -> None:
+    """A ruling given directly on the topic of an open question is that question's answer, recorded on it: given
+    beside it, the question would stay open on a settled topic."""
+    closed = {question.id for question in answered}
+    for question in ws.decisions_in_effect(state):
+        if question.status is Status.OPEN and question.id not in closed and any(
+                topics_match(mine, theirs) for mine in decision.topics for theirs in question.topics):
+            raise Refused(f"{question.id} is open on this topic: {question.summary}",
+                          details=[f"If this ruling answers it, record it on the question: vault-tools rule "
+                                   f"{question.id} --summary \"<the ruling>\" --source chat.",
+                                   "If the question still stands beside it, give the ruling a topic of its own."])
 
 
 def _refuse_unsaid_replacement(ws: Workspace, state: VaultState, decision: Decision) -> None:
