@@ -112,6 +112,7 @@ def test_symlink_to_outside_the_vault(cli, settled, tmp_path):
     (["rule", "--topic", "a-b", "--summary", RULING, "--ruled-at", "yesterday"], "--ruled-at must be a date"),
     (["rule", "--topic", "a-b", "--summary", RULING, "--ruled-at", "9999-12-31T23:00:00-05:00"], "--ruled-at must be"),
     (["context", "--today", "0001-01-01"], "--today must be a date"),
+    (["rule", "D-0001", "--summary", RULING, "--not-the-same", "D-0001"], "--not-the-same is for a ruling given"),
     (["rule", "--topic", "a-b", "--summary", RULING, "--ruled-at", "2099-01-01T10:00:00"], "is in the future"),
     (["rule", "--topic", "article-footer", "--summary", RULING + " Again.", "--supersedes", "D-0001", "--reason",
       "The owner changed the policy last week.", "--ruled-at", "2001-02-03"], "is before D-0001 was ruled"),

@@ -161,8 +161,9 @@ def test_a_huge_question_is_read_in_its_first_characters_within_the_hook_s_time(
     assert __import__("time").monotonic() - started < 5
 
 
-def test_an_invisible_character_inside_a_word_does_not_hide_it(record):
-    question = "Do we ref\u200bund purchases after 30 d\u200bays?"
+@pytest.mark.parametrize("invisible", ["\u200b", "\u034f", "\ufe0f", "\u180b", "\u00ad"])
+def test_an_invisible_character_inside_a_word_does_not_hide_it(record, invisible):
+    question = f"Do we ref{invisible}und purchases after 30 d{invisible}ays?"
     denial = hook("pre-tool-use", {"session_id": "s-5", "tool_name": "AskUserQuestion",
                                    "tool_input": {"questions": [{"question": question}]}}, record)
     assert "The decision record answers this" in denial["hookSpecificOutput"]["permissionDecisionReason"]

@@ -34,12 +34,18 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def fold(text: str) -> str:
-    """Lower case with accents taken off, as the index compares words; invisible format characters (a zero-width
-    space inside "foot\u200bers") dropped, so a word reads as it looks."""
+    """Lower case with accents taken off, as the index compares words; characters that are not shown (a
+    zero-width space inside "foot\u200bers", a variation selector) dropped, so a word reads as it looks."""
     if text.isascii():
         return text.lower()  # what the general path gives for plain ASCII, at a fraction of its cost
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    decomposed = unicodedata.normalize("NFKD", _INVISIBLE.sub("", text).casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c) and unicodedata.category(c) != "Cf")
+
+
+# Unicode's Default_Ignorable_Code_Point characters (DerivedCoreProperties.txt): never shown, whatever the font.
+_INVISIBLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+                        "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\uFFF0-\uFFF8\U0001BCA0-\U0001BCA3"
+                        "\U0001D173-\U0001D17A\U000E0000-\U000E0FFF]")
 
 
 def words(text: str) -> list[str]:

@@ -93,6 +93,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             return write_ruling(ws, state, path, None, text, actor, reason, not_the_same=judged)
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
+        if list(not_the_same):
+            raise UsageError("--not-the-same is for a ruling given directly; an answer is recorded on its question")
         question = ws.find(state, decision_id)
         ws.check_writable(state, question)
         problem = transition_problem(ws.status_of(state, question), Status.RULED)
