@@ -100,7 +100,7 @@ def judged(args: Sequence[str], invoke: Callable[[list[str]], Any], code: Callab
     result = invoke(given)
     for _ in range(20):
         if not (args and code(result) == 1 and ((args[0] == "ask" and "may be the matter of" in err(result))
-                                                or (args[0] == "rule" and "this ruling " in err(result)))):
+                                                or (args[0] == "rule" and "the matter of" in err(result)))):
             break
         found = _NOT_THE_SAME.search(err(result))
         assert found, err(result)
