@@ -151,6 +151,25 @@ def test_options_are_read_too_when_the_question_only_shares_a_common_word(record
     assert "Refunds within 30 days of purchase" in denial["hookSpecificOutput"]["permissionDecisionReason"]
 
 
+@pytest.mark.parametrize("options", ["Refunds within 30 days", ["Refunds within 30 days", 7], {"label": 3},
+                                     [{"description": "no label"}, None, {"label": None}], None])
+def test_options_of_any_shape_are_read_as_far_as_they_are_text(record, options):
+    item = {"question": "Do we refund purchases after 30 days?", "header": 5, "options": options}
+    denial = hook("pre-tool-use", {"session_id": "s-12", "tool_name": "AskUserQuestion",
+                                   "tool_input": {"questions": [item]}}, record)
+    assert "The decision record answers this" in denial["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_a_denial_stays_within_the_agent_s_bound_as_printed(record):
+    """Quotes and backslashes double when the reason is printed as JSON: the bound is on what is printed."""
+    import json
+
+    from vault_tools.agents import hooks
+    for reason in ('"' * 20_000, "\\" * 20_000, "\u0001" * 20_000, "plain " * 5_000):
+        printed = json.dumps(hooks.deny(reason), ensure_ascii=False)
+        assert len(printed) <= hooks.MAX_OUTPUT and len(printed) > hooks.MAX_OUTPUT - 300
+
+
 def test_a_huge_question_is_read_in_its_first_characters_within_the_hook_s_time(record):
     item = {"question": "Which do you prefer? " + "x " * 2_000_000, "header": "Refunds " + "h " * 3_000_000,
             "options": [{"label": "Store credit only " + "y " * 1_000_000}] * 50}

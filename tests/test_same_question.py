@@ -119,10 +119,11 @@ def test_a_question_sharing_no_word_is_let_through_and_writes_no_not_the_same(cl
 def test_not_the_same_must_name_a_decision(cli, vault):
     before = snapshot(vault)
     for bad, said in (("D-0042", "no decision note has id D-0042"), ("footer", "footer")):
-        result = cli("ask", "What should go at the bottom of each article?", "--topic", "article-endings",
-                     "--not-the-same", bad, judge=False)
-        assert result.code in (1, 2) and said in result.err and len(result.err.strip().splitlines()) == 1
-        assert snapshot(vault) == before  # nothing written
+        for command in (["ask", "What should go at the bottom of each article?"],
+                        ["rule", "--summary", "The bottom of each article carries the bio."]):
+            result = cli(*command, "--topic", "article-endings", "--not-the-same", bad, judge=False)
+            assert result.code in (1, 2) and said in result.err and len(result.err.strip().splitlines()) == 1
+            assert snapshot(vault) == before  # nothing written
 
 
 def test_the_check_finds_a_match_among_many_decisions_through_the_index(cli, vault, monkeypatch):
@@ -239,7 +240,10 @@ def test_superseding_a_ruling_on_another_matter_by_a_mistyped_id_is_refused(cli,
     assert cli("rule", "--topic", "meetup-city", "--summary", "The spring meetup is held in Lisbon this year.",
                "--source", "chat", judge=False).code == 0
     related = cli("relate", "D-0003", "--supersedes", "D-0001", "--reason", "The owner chose the city in chat today.")
-    assert related.code == 1 and "which is on another matter" in related.err
+    assert related.code == 1 and "which is on another matter" in related.err and "--topic" not in related.err
+    before = snapshot(vault)
+    assert cli("relate", "D-0003", "--supersedes", "D-0001", "--reason", "The owner chose the city in chat "
+               "today.").code == 1 and snapshot(vault) == before  # nothing written
     # the same matter under another key, sharing a word: replaced as said
     assert cli("rule", "--topic", "newsletter-day", "--summary", MONDAYS, "--source", "chat", "--supersedes",
                "D-0002", "--reason", "The owner moved it to the start of the week.", judge=False).code == 0

@@ -249,8 +249,20 @@ CONFLICT_SAID = ("{conflict}. Neither outcome stands in the record until the own
 
 
 def deny(reason: str) -> dict[str, Any]:
-    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                                   "permissionDecisionReason": reason[:MAX_OUTPUT - 200]}}
+    """A denial whose answer, as the JSON printed (a quote or a control character escaped), stays within
+    MAX_OUTPUT: the reason is cut where its printed form would pass it."""
+    def output(text: str) -> dict[str, Any]:
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                       "permissionDecisionReason": text}}
+    room, end = MAX_OUTPUT - len(json.dumps(output(""), ensure_ascii=False)), 0
+    if len(json.dumps(reason, ensure_ascii=False)) - 2 <= room:
+        return output(reason)  # the usual denial, a few lines
+    for char in reason[:MAX_OUTPUT]:
+        room -= len(json.dumps(char, ensure_ascii=False)) - 2
+        if room < 0:
+            break
+        end += 1
+    return output(reason[:end])
 
 
 def _absolute(cwd: Path, target: str) -> Path:
