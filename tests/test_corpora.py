@@ -131,5 +131,8 @@ def test_what_the_agent_is_told_of_real_decision_records(tmp_path):
     reason = denied["hookSpecificOutput"]["permissionDecisionReason"]
     asked = vt_here("ask", question, "--topic", "logging-framework", cwd=root, judge=False)
     assert asked.code == 1 and "SLF4J" in reason and "SLF4J" in asked.err
+    ruled = vt_here("rule", "--topic", "logging", "--summary", "Use Log4j2 directly for logging, without SLF4J.",
+                    "--source", "chat", cwd=root, judge=False)  # recorded beside the ADR it reverses: refused
+    assert ruled.code == 1 and "this ruling may be the matter of" in ruled.err and "SLF4J with Log4j2" in ruled.err
     started = hook("session-start", {}, root)
     assert len(json.dumps(started, ensure_ascii=False)) <= 9500
