@@ -230,8 +230,14 @@ def named(kind: str) -> str:
     return f"{kind}~named"
 
 
-# A decision's id (model.ID_PATTERN, folded) names a note, not a matter: "About D-0012-4fpb, ..." adds no word.
-_DECISION_ID = re.compile(r"\bd-\d{1,9}(?:-[0-9a-z]{2,8})?\b")
+# A decision's id named in a text (model.ID_PATTERN, unanchored; `d-` once folded): it names a note, not a
+# matter ("About D-0012-4fpb, ..." adds no word), and a question or a reason naming one asks knowingly.
+_DECISION_ID = re.compile(r"\b[Dd]-\d{1,9}(?:-[0-9a-z]{2,8})?\b")
+
+
+def named_ids(text: str) -> list[str]:
+    """The decision ids a text names, as written."""
+    return _DECISION_ID.findall(text)
 
 
 @lru_cache(maxsize=4096)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -295,7 +294,7 @@ def _question(root: Path, tool_input: dict[str, Any], bounds: Bounds, session: s
     RulingView = snapshot.RulingView
     kept = snapshot.load(root, bounds.session_budget)
     for question, offered in _questions(tool_input):
-        named = set(re.findall(r"\bD-\d{1,9}(?:-[0-9a-z]{2,8})?\b", offered))  # naming the entry: asking knowingly
+        named = set(recall.named_ids(offered))  # naming the entry: asking knowingly
         found = recall.question_matches(question, kept)
         if offered != question and not (found and found[0].strong):  # the matter may be in its options
             seen = {near.item.id for near in found}

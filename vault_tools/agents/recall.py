@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .. import matter
+from ..matter import named_ids as named_ids  # the hooks: a question naming a decision asks knowingly
 from .snapshot import QuestionView, RulingView, Snapshot
 
 Item = RulingView | QuestionView

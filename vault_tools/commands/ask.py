@@ -14,7 +14,7 @@ from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_name, check_text, check_topics
 from .read import became_of, current_rulings_on, settled_line
-from .same import Match, first_lines, same_matter
+from .same import Match, described, not_the_same_flags, same_matter
 from .workspace import Workspace
 
 
@@ -110,14 +110,7 @@ def _refuse_the_same(matches: list[Match], others: list[Match]) -> None:
     first = matches[0].decision
     kind = {Status.OPEN: "already asks this", Status.WITHDRAWN: "asked this and was withdrawn"}.get(
         first.status, "already settles this")
-    details = []
-    for match in matches[:NEAREST]:
-        details.append(f"{match.decision.id} {match.decision.status.value} [{', '.join(match.decision.topics)}]: "
-                       f"{match.decision.summary} ({match.why})")
-        if more := first_lines(match.decision):
-            details.append(f"    {more}")
-    if first.status is Status.WITHDRAWN:
-        details.append(f"Withdrawn because: {first.reason}")
+    details = [line for match in matches[:NEAREST] for line in described(match.decision, match.why)]
     if first.status is Status.OPEN:
         details.append(_WAITING.format(id=first.id))
     else:
@@ -127,30 +120,19 @@ def _refuse_the_same(matches: list[Match], others: list[Match]) -> None:
     if also:
         details.append("Also near it: " + "; ".join(f"{match.decision.id} [{', '.join(match.decision.topics)}]: "
                                                     f"{match.decision.summary}" for match in also))
-    details.append(f"If you read it and it is a different matter, ask again with {_not_the_same(matches)} "
-                   "(kept in the ledger).")
+    details.append(f"If you read it and it is a different matter, ask again with "
+                   f"{not_the_same_flags(match.decision.id for match in matches)} (kept in the ledger).")
     raise Refused(f"{first.id} {kind} under other topics: {first.summary}", details=details)
 
 
 def _refuse_a_possible_match(matches: list[Match]) -> None:
     """The nearest decisions, with their text, for the asker to judge: this check alone cannot tell."""
-    details = []
-    for match in matches:
-        decision = match.decision
-        said = {Status.OPEN: "open question", Status.WITHDRAWN: "question withdrawn"}.get(decision.status, "ruling")
-        details.append(f"{decision.id} {said} [{', '.join(decision.topics)}]: {decision.summary}")
-        more = first_lines(decision)
-        if more:
-            details.append(f"    {more}")
-        if decision.status is Status.WITHDRAWN:
-            details.append(f"    withdrawn because: {decision.reason}")
+    details = [line for match in matches for line in described(match.decision)]
     details += [f"If it is one of them: a ruling or a withdrawn question is asked again only with --reask-reason "
                 f"\"what changed\" (at least {MIN_TEXT} characters); an open question waits for the owner's answer, "
                 f"recorded with vault-tools rule ID --summary \"<the answer>\".",
-                f"If it is none of them, ask again with {_not_the_same(matches)} (kept in the ledger)."]
+                f"If it is none of them, ask again with {not_the_same_flags(match.decision.id for match in matches)} "
+                "(kept in the ledger)."]
     raise PossibleMatch(f"this may be the matter of {matches[0].decision.id} ({len(matches)} near decision(s)): "
                         "read them and say", tuple(match.decision.id for match in matches), details)
 
-
-def _not_the_same(matches: list[Match]) -> str:
-    return " ".join(f"--not-the-same {match.decision.id}" for match in matches)

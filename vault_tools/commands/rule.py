@@ -19,7 +19,7 @@ from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
-from .same import first_lines, same_matter
+from .same import described, not_the_same_flags, same_matter
 from .seal import seal_events, seal_targets_first
 from .supersede import (
     answered_questions,
@@ -213,17 +213,12 @@ def refuse_near_decisions(ws: Workspace, state: VaultState, decision: Decision, 
     if not unjudged:
         return
     shown = sorted(unjudged, key=lambda match: not match.strong)[:NEAREST]  # the same matter first
-    details = []
-    for match in shown:
-        kind = "open question" if match.decision.status is Status.OPEN else "ruling"
-        details.append(f"{match.decision.id} {kind} [{', '.join(match.decision.topics)}]: {match.decision.summary}")
-        if more := first_lines(match.decision):
-            details.append(f"    {more}")
+    details = [line for match in shown for line in described(match.decision)]
     ids = [match.decision.id for match in shown]
     details += [f"If it replaces a ruling: --supersedes ID --reason \"why\" (at least {MIN_TEXT} characters); if the "
                 "ruling stands beside it: --alongside ID; if it answers an open question: vault-tools rule ID "
                 "--summary \"<the ruling>\" instead.",
-                f"If it is none of them, rule again with {' '.join(f'--not-the-same {i}' for i in ids)} "
+                f"If it is none of them, rule again with {not_the_same_flags(ids)} "
                 "(kept in the ledger)."]
     said = "is the matter" if shown[0].strong else "may be the matter"
     raise PossibleMatch(f"this ruling {said} of {ids[0]}, under other topics ({len(shown)} near decision(s)): "

@@ -93,6 +93,22 @@ def first_lines(decision: Decision, starts: Starts | None = None, limit: int = 2
     return ""
 
 
+def described(decision: Decision, why: str = "") -> list[str]:
+    """A decision as a refusal shows it for the asker to judge: its id, kind, topics and summary (and why it
+    matched), then the first lines of its text, and why a withdrawn question was withdrawn."""
+    kind = {Status.OPEN: "open question", Status.WITHDRAWN: "withdrawn question"}.get(decision.status, "ruling")
+    lines = [f"{decision.id} {kind} [{', '.join(decision.topics)}]: {decision.summary}" + (f" ({why})" if why else "")]
+    if more := first_lines(decision):
+        lines.append(f"    {more}")
+    if decision.status is Status.WITHDRAWN:
+        lines.append(f"    withdrawn because: {decision.reason}")
+    return lines
+
+
+def not_the_same_flags(ids: Iterable[str]) -> str:
+    return " ".join(f"--not-the-same {decision_id}" for decision_id in ids)
+
+
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _SENTENCE_ENDS = re.compile(r"$|[.?!]|\s+[A-Z_*(\[]")  # after the summary: its sentence is over
 

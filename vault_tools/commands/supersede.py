@@ -1,7 +1,6 @@
 """Superseding: which rulings a new ruling replaces, and marking each of them superseded."""
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from ..errors import InconsistentVault, Refused, VaultToolsError
 from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import unresolved_link
-from ..matter import question_terms, similarity, tier
+from ..matter import POSSIBLE_MATCH_THRESHOLD, matches, named_ids
 from ..model import Decision, Status, id_matches
 from ..sealing import seal_hash
 from ..topics import topics_match
@@ -33,24 +32,19 @@ class SupersedePlan:
     parsed: notes.Note | None = None  # `text`, parsed
 
 
-_NAMED_ID = re.compile(r"\bD-\d{1,9}(?:-[0-9a-z]{2,8})?\b")
-
-
 def refuse_an_unrelated_target(decision: Decision, targets: Iterable[Decision], reason: str | None, *,
                                topics_given: bool = True) -> None:
     """A ruling an agent says replaces another shares a topic with it, or may be its matter (the possible tier
     of the same-matter check, which `rule` asks about: the two never disagree), or its reason names it: a
     mistyped id would otherwise end a ruling on another matter for good (a superseded ruling never comes back).
     `topics_given`: whether the command takes `--topic` (its refusal then offers it)."""
-    named = [found.group() for found in _NAMED_ID.finditer(reason or "")]
+    named = named_ids(reason or "")
     for target in targets:
         if target.status is not Status.RULED or any(id_matches(typed, target.id) for typed in named) or any(
                 topics_match(mine, theirs) for mine in decision.topics for theirs in target.topics):
             continue
-        theirs = decision_terms(target)
-        score = max(similarity(question_terms(decision.summary, decision.topics), theirs),
-                    similarity(question_terms(decision.summary), theirs))
-        if tier(score, score) is None:
+        if not matches(decision.summary, decision.topics, [(target, decision_terms(target), target.number)],
+                       POSSIBLE_MATCH_THRESHOLD):
             raise Refused(
                 f"a ruling on {', '.join(decision.topics)} would supersede {target.id}, which is on another matter "
                 f"({', '.join(target.topics)}): {target.summary}",
