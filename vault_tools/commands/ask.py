@@ -14,7 +14,7 @@ from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_name, check_text, check_topics
 from .read import became_of, current_rulings_on, settled_line
-from .same import Match, described, not_the_same_flags, same_matter
+from .same import Match, described, judged_ids, not_the_same_flags, same_matter
 from .workspace import Workspace
 
 
@@ -30,7 +30,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
     actor = check_name(asked_by) or ws.config.default_asker
     with ws.vault.ledger.locked():
         state = ws.state_for_write(asked)
-        checked = tuple(dict.fromkeys(ws.find(state, found).id for found in not_the_same))
+        checked = judged_ids(ws, state, not_the_same)
         for question in ws.decisions_in_effect(state):
             if question.status is Status.OPEN:
                 shared = [t for t in asked if any(topics_match(t, theirs) for theirs in question.topics)]

@@ -19,7 +19,7 @@ from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
-from .same import described, not_the_same_flags, same_matter
+from .same import described, judged_ids, not_the_same_flags, same_matter
 from .seal import seal_events, seal_targets_first
 from .supersede import (
     answered_questions,
@@ -87,10 +87,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
                       ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
             text = note_edits.render_note(fields, _ruling_section(body or summary))
-            known = {decision.id for decision in state.decisions}  # an id two notes share still names them
-            judged = tuple(dict.fromkeys(value if value in known else ws.find(state, value).id
-                                         for value in map(check_id, not_the_same)))
-            return write_ruling(ws, state, path, None, text, actor, reason, not_the_same=judged)
+            return write_ruling(ws, state, path, None, text, actor, reason,
+                                not_the_same=judged_ids(ws, state, not_the_same))
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         if list(not_the_same):

@@ -39,6 +39,7 @@ from ..matter import (
 )
 from ..model import Decision, Status
 from ..vault import VaultState
+from .checks import check_id
 from .workspace import Workspace
 
 SHORTLIST = 500  # candidates the index hands over for scoring, in a vault with more current decisions
@@ -103,6 +104,13 @@ def described(decision: Decision, why: str = "") -> list[str]:
     if decision.status is Status.WITHDRAWN:
         lines.append(f"    withdrawn because: {decision.reason}")
     return lines
+
+
+def judged_ids(ws: Workspace, state: VaultState, given: Iterable[str]) -> tuple[str, ...]:
+    """The decisions an asker said are not the matter (`--not-the-same`), each once, as whole ids (`D-0003`
+    for `D-0003-k7q2`); an id two notes share still names them."""
+    known = {decision.id for decision in state.decisions}
+    return tuple(dict.fromkeys(value if value in known else ws.find(state, value).id for value in map(check_id, given)))
 
 
 def not_the_same_flags(ids: Iterable[str]) -> str:
