@@ -123,9 +123,25 @@ def _context(hook_event: str, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": hook_event, "additionalContext": text}}
 
 
+def _fitting(text: str, output_of: Callable[[str], dict[str, Any]], max_json_chars: int) -> int:
+    """How many characters of `text` fit in `output_of(text)` printed as JSON within `max_json_chars`: a quote
+    or a control character printed escaped takes two characters or six."""
+    room = max_json_chars - len(json.dumps(output_of(""), ensure_ascii=False))
+    if len(json.dumps(text, ensure_ascii=False)) - 2 <= room:
+        return len(text)
+    end = 0
+    for char in text[:max_json_chars]:
+        room -= len(json.dumps(char, ensure_ascii=False)) - 2
+        if room < 0:
+            break
+        end += 1
+    return end
+
+
 def fitted(hook_event: str, text: str, bounds: Bounds = CLAUDE_BOUNDS) -> dict[str, Any]:
     """`text` as additionalContext, cut at a line so the answer stays within `bounds`."""
-    limit = len(text)
+    limit = len(text) if bounds.max_json_chars is None else \
+        _fitting(text, lambda kept: _context(hook_event, kept), bounds.max_json_chars)
     while True:
         kept = cut_text(text, limit)
         output = _context(hook_event, kept)
@@ -248,20 +264,11 @@ CONFLICT_SAID = ("{conflict}. Neither outcome stands in the record until the own
 
 
 def deny(reason: str) -> dict[str, Any]:
-    """A denial whose answer, as the JSON printed (a quote or a control character escaped), stays within
-    MAX_OUTPUT: the reason is cut where its printed form would pass it."""
+    """A denial whose answer, printed as JSON, stays within MAX_OUTPUT (`_fitting`)."""
     def output(text: str) -> dict[str, Any]:
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                        "permissionDecisionReason": text}}
-    room, end = MAX_OUTPUT - len(json.dumps(output(""), ensure_ascii=False)), 0
-    if len(json.dumps(reason, ensure_ascii=False)) - 2 <= room:
-        return output(reason)  # the usual denial, a few lines
-    for char in reason[:MAX_OUTPUT]:
-        room -= len(json.dumps(char, ensure_ascii=False)) - 2
-        if room < 0:
-            break
-        end += 1
-    return output(reason[:end])
+    return output(reason[:_fitting(reason, output, MAX_OUTPUT)])
 
 
 def _absolute(cwd: Path, target: str) -> Path:
