@@ -28,7 +28,7 @@ test: $(STAMP)
 # The code's own checks: ruff (style and bugs), mypy (strict on the core) and the layers contract (each module
 # imports only its layer and those below; no import cycle; see docs/architecture.md). CI runs them.
 check: $(STAMP)
-	$(VENV)/bin/ruff check vault_tools tests scripts benchmarks templates
+	$(VENV)/bin/ruff check vault_tools tests scripts benchmarks
 	$(VENV)/bin/mypy vault_tools
 	$(PY) scripts/check_layers.py
 

@@ -13,7 +13,7 @@ from vault_tools.cli import run
 
 # The SDK is imported by the tests that use it, not when the suite is collected (it takes a second to import).
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None,
-                                reason="the mcp extra is not installed: pip install 'vault-tools[mcp]'")
+                                reason="the mcp extra is not installed: pip install '.[mcp]'")
 
 FOOTER = "Every article footer carries the newsletter signup link."
 

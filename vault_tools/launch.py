@@ -2,7 +2,7 @@
 
 An agent waits on every hook call, and importing the full command line (typer) costs more than a hook may
 take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, printing only the hook's JSON;
-`vault-tools version` prints the version; git's merge driver, `vault-tools merge-note BASE OURS THEIRS SHOWN`,
+`vault-tools version` (or `--version`) prints the version; git's merge driver, `vault-tools merge-note BASE OURS THEIRS SHOWN`,
 runs once per conflicting decision note of a pull and is answered from here too. `build`, `context`,
 `lint` and `watch`, which pre-commit, CI and agents run on every commit, session or pull, are answered from
 here when every argument is one of theirs, spelt plainly (`QUICK`); their bodies are in `console`, which
@@ -147,7 +147,7 @@ def main() -> None:
         from . import console
         command, parameters = quick
         sys.exit(console.exit_code_of(lambda: getattr(console, command)(**parameters)))
-    if args == ["version"]:
+    if args in (["version"], ["--version"]):
         from . import __version__
         sys.stdout.write(__version__ + "\n")
         sys.exit(0)

@@ -1,7 +1,6 @@
 """The starter kit: Obsidian templates for decision notes, installed into a vault.
 
-The templates live in the repository's `templates/` folder, ship in the wheel as
-`vault_tools.templates`, and are
+The templates live in the package (`vault_tools/templates/`), so the wheel carries them, and are
 written for Obsidian's core Templates plugin (`{{date}}`, `{{time}}`,
 `{{title}}`). Every template value is quoted, so the frontmatter is valid YAML
 before the plugin fills it in.

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 APP_SETTINGS: dict[str, Any] = {
     "name": "vault-tools",
-    "help": "Keep an owner's decisions in an Obsidian vault, so agents stop re-asking settled questions.",
+    "help": "Keep an owner's decisions in an Obsidian vault, so agents stop re-asking settled questions. "
+            "`vault-tools --version` prints the version.",
     "no_args_is_help": True,
     "add_completion": False,
     "pretty_exceptions_enable": False,

@@ -49,11 +49,11 @@ def hook(agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent: 
 
 @app.command()
 def mcp(vault: VaultOption = None) -> None:
-    """An MCP server on stdio (needs the mcp extra: pip install 'vault-tools[mcp]')."""
+    """An MCP server on stdio (needs the mcp extra: pipx install --force '.[mcp]' in a clone of vault-tools)."""
     try:
         from ..agents.mcp_server import serve  # the MCP SDK takes a second to load: only for `mcp`
     except ImportError as error:
-        raise usage_error(f"the MCP server needs the official SDK: pip install 'vault-tools[mcp]' ({error})") from None
+        raise usage_error(f"the MCP server needs the mcp extra (the official SDK): pipx install --force '.[mcp]' in a clone of vault-tools, or pip install '.[mcp]' in your own environment ({error})") from None
     serve(workspace(vault).vault.root)
 
 
