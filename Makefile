@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test check soak soak-ci demo bench install clean
+.PHONY: test check soak soak-ci demo bench install clean journey
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -54,7 +54,25 @@ demo: $(STAMP)
 	$(PY) scripts/demo.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info
+
+# What a user installs, not the checkout: the sdist and the wheel built (the wheel from the sdist), the wheel
+# installed with the mcp extra into a new virtual environment outside the checkout, and a user's journey run
+# with it from another folder (scripts/installed_journey.py); then the README's own install line, as written,
+# with pipx, in a fresh clone under another name. CI runs it.
+JOURNEY := $(shell mktemp -u -d /tmp/vault-tools-journey.XXXXXX)
+
+journey: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist . > /dev/null
+	python3 -m venv $(JOURNEY)/venv
+	$(JOURNEY)/venv/bin/python -m pip install --quiet "$$(ls dist/*.whl)[mcp]"
+	cd $(JOURNEY) && $(JOURNEY)/venv/bin/python $(CURDIR)/scripts/installed_journey.py
+	git clone --quiet $(CURDIR) $(JOURNEY)/any-name
+	$(JOURNEY)/venv/bin/python -m pip install --quiet pipx
+	cd $(JOURNEY)/any-name && PIPX_HOME=$(JOURNEY)/pipx PIPX_BIN_DIR=$(JOURNEY)/bin \
+		$(JOURNEY)/venv/bin/pipx install '.[mcp]' && $(JOURNEY)/bin/vault-tools --version
+	rm -rf $(JOURNEY)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
