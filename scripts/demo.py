@@ -110,10 +110,18 @@ class Tour:
             self.failures.append(failure)
 
     def note_path(self, decision_id: str) -> Path:
-        found = sorted((self.vault / "Decisions").glob(f"{decision_id} *.md"))
+        """The note of `decision_id`, given whole (`D-0014-k7q2`) or as its counter alone (`D-0014`)."""
+        folder = self.vault / "Decisions"
+        found = sorted([*folder.glob(f"{decision_id} *.md"), *folder.glob(f"{decision_id}-???? *.md")])
         if not found:
             raise SystemExit(f"demo: no note for {decision_id} in {self.vault}")
         return found[0]
+
+    def config_path(self) -> Path:
+        """The vault's config: `vault-tools/config.yaml` in a vault made today, `.vault-tools/config.yaml` in one
+        set up before `vault-tools migrate`."""
+        shared = self.vault / "vault-tools" / "config.yaml"
+        return shared if shared.is_file() else self.vault / ".vault-tools" / "config.yaml"
 
     def has_command(self, name: str) -> bool:
         done = subprocess.run([*self.command, "--help"], capture_output=True, text=True, encoding="utf-8",
@@ -141,7 +149,7 @@ def step_settled_question_is_refused(tour: Tour) -> None:
                  "promotion inside articles (D-0014), which replaced it. A new session of the agent, with no "
                  "memory of either, asks about footers under a slightly different topic:")
     done = tour.run("ask", "What should article footers contain?", "--topic", "article-footers", expect=1)
-    tour.expect_true("D-0014 ruled 2026-11-05" in done.stderr,
+    tour.expect_true(re.search(r"\bD-0014(-[0-9a-z]{4})? ruled 2026-11-05", done.stderr) is not None,
                      "Refused, with the current ruling and its date: the superseded D-0004 is not offered.",
                      "the refusal does not name D-0014 and its date")
 
@@ -153,7 +161,7 @@ def step_asking_again_with_a_reason(tour: Tour) -> None:
     done = tour.run("ask", "Can article footers announce the paid tier once it launches?",
                     "--topic", "article-footer", "--reask-reason",
                     "A paid tier is under discussion (D-0013) and would need a place to be announced.")
-    match = re.search(r"\b(D-\d+) asked", done.stdout)
+    match = re.search(r"\b(D-\d+(?:-[0-9a-z]{4})?) asked", done.stdout)
     if match:
         tour.run("show", match.group(1))
 
@@ -191,7 +199,7 @@ def step_watcher_restores_sealed_edit(tour: Tour) -> None:
                  "(D-0014) and types an exception straight into it; Obsidian saves as she types. A sealed "
                  "ruling is never edited in place: once she stops typing, the watcher puts the sealed text "
                  "back and keeps what she typed as a proposed revision, pinned with the open questions.")
-    config = tour.vault / ".vault-tools" / "config.yaml"
+    config = tour.config_path()
     config.write_text(config.read_text(encoding="utf-8") + "debounce_ms: 700  # the demo's: 2000 by default\n",
                       encoding="utf-8")
     tour.say("$ vault-tools watch &", "bold cyan")

@@ -10,6 +10,13 @@ Obsidian. Finally the pinned pages are built for "today", 2026-11-29, the date
 the demo passes with `--today` to `context`, so that what the agent reads never ages
 (the pages themselves do not depend on the date).
 
+The vault is laid out as today's `vault-tools init` lays one out: the record in `vault-tools/` (its config,
+and the ledger as one file per device, `vault-tools/ledger/k7q2.jsonl`), every id ending with the device's
+tag (`D-0014-k7q2`). The tag is fixed, not drawn: before `init`, the device file that `layout.device_tag`
+reads outside git (`.vault-tools/devices/`, named after the machine and folder; docs/several-machines.md)
+is written with the tag `k7q2`, the one the documentation's examples use. `.vault-tools/` is this device's
+own and is not part of the example vault: it is removed once the vault is made.
+
     .venv/bin/python scripts/make_example_vault.py               # rewrites example-vault/
     .venv/bin/python scripts/make_example_vault.py --out /tmp/v  # somewhere else
 
@@ -19,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import random
 import shutil
+import socket
 import sys
 import tempfile
 import uuid
@@ -36,16 +45,18 @@ from vault_tools.commands.rule import rule
 from vault_tools.commands.setup import init_vault
 from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import PossibleMatch
-from vault_tools.model import Decision
+from vault_tools.layout import DEVICE_FOLDER, device_tag
+from vault_tools.model import Decision, id_number
 from vault_tools.reconcile import reconcile
-from vault_tools.record_files import STATE_DIR
-from vault_tools.starter import install_templates
+from vault_tools.record_files import LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR
+from vault_tools.starter import install_base, install_templates
 from vault_tools.vault import Vault
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPOSITORY / "example-vault"
 TIMEZONE = "Europe/Lisbon"
 TODAY = dt.date(2026, 11, 29)
+DEVICE_TAG = "k7q2"  # the tag the documentation's examples show (`D-0012-k7q2`)
 
 LinkTo = Callable[[str], str]  # decision id -> a wikilink to its note
 
@@ -531,27 +542,38 @@ def daily_notes(link: LinkTo) -> dict[str, str]:
 
 # -- the whole vault ------------------------------------------------------------------------
 
+def fix_device_tag(root: Path, tag: str) -> None:
+    """Give the device that makes the vault the tag `tag`, as `layout.device_tag` keeps one outside git: in
+    `.vault-tools/devices/`, in a file named after the machine and folder it is for (what it is for is
+    written in it too). Checked by asking `device_tag`, so a change in how it is kept fails here."""
+    where = f"{socket.gethostname()}:{root.resolve()}"
+    name = hashlib.sha256(where.encode("utf-8")).hexdigest()[:16] + ".json"
+    write_file(root / STATE_DIR / DEVICE_FOLDER / name, json.dumps({"tag": tag, "for": where}))
+    found = device_tag(root, shared=True, create=False)
+    if found != tag:
+        raise SystemExit(f"the device tag was not fixed to {tag} (vault_tools.layout.device_tag read {found})")
+
+
 def make_example_vault(root: Path) -> list[Decision]:
     root.mkdir(parents=True)
     write_obsidian_settings(root)
-    init_vault(root, TIMEZONE, shared=False)
-    install_templates(root)
+    fix_device_tag(root, DEVICE_TAG)
+    init_vault(root, TIMEZONE, shared=True)  # as `vault-tools init --templates` does in a new vault:
+    install_templates(root)  # the templates,
+    install_base(root)  # and the base of the decision notes
     vault = Vault(root)
     clock = StoryClock(vault.config.tz)
     ws = Workspace(vault, now=clock)
     record_decisions(ws, clock)
     state = ws.state()
     titles = {decision.id: decision.title for decision in state.decisions}
+    titles |= {f"D-{id_number(decision.id):04d}": decision.title for decision in state.decisions}  # D-0001 too
     for path, text in ordinary_notes(titles).items():
         write_file(root / path, text)
     clock.set("2026-11-29T08:00:00")
     build(ws)
     decisions = sorted(ws.state().decisions, key=lambda decision: decision.order)
-    for leftover in [root / STATE_DIR / "cache", *(root / STATE_DIR).glob("*.lock")]:
-        if leftover.is_dir():
-            shutil.rmtree(leftover)
-        else:
-            leftover.unlink()
+    shutil.rmtree(root / STATE_DIR)  # this device's own (its tag, cache, locks): never carried with the vault
     return decisions
 
 
@@ -560,11 +582,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder to (re)create (default: example-vault/)")
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
-    if out.exists() and not (out / STATE_DIR / "ledger.jsonl").exists():
+    made_before = (out / RECORD_DIR / LEDGER_FOLDER).is_dir() or (out / STATE_DIR / LEGACY_LEDGER).exists()
+    if out.exists() and not made_before:
         print(f"{out} exists and is not a vault this script made; not replacing it", file=sys.stderr)
         return 2
-    # Made outside any git repository, so its ids are the plain D-NNNN of a vault kept without git
-    # (inside a repository, new ids carry the clone's tag), then moved into place.
+    # Made outside any git repository (so the tag is the device's, fixed above, not a clone's), then moved
+    # into place.
     # Record identities are random uuids; drawn from a seeded generator here so the example vault
     # regenerates byte for byte.
     seeded = random.Random(20261129)

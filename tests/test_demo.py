@@ -31,15 +31,15 @@ def test_demo_runs_every_step_and_shows_the_refusal(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "$ vault-tools ask 'What should article footers contain?' --topic article-footers" in out
-    assert "error: topic article-footers is settled" in out and "D-0014 ruled 2026-11-05" in out
+    assert "error: topic article-footers is settled" in out and "D-0014-k7q2 ruled 2026-11-05" in out
     assert "exit 1, as expected" in out
     asked = re.findall(r"asked (\d{4}-\d{2}-\d{2})", out)
     assert asked and max(asked) <= demo_today(), "a question is dated after the tour's --today"
     assert "asked again because" in out  # the re-asked question, on the pages the next session loads
-    assert "D-0016 ruled and sealed" in out
+    assert "D-0016-k7q2 ruled and sealed" in out
     assert "did not go as expected" not in out
     assert str(copy) in out.splitlines()[-1] or str(copy) in out[-400:]
-    assert "status: ruled" in next((copy / "Decisions").glob("D-0016 *.md")).read_text(encoding="utf-8")
+    assert "status: ruled" in next((copy / "Decisions").glob("D-0016-k7q2 *.md")).read_text(encoding="utf-8")
     assert snapshot(REPOSITORY / "example-vault") == example_before
 
 

@@ -67,6 +67,16 @@ def test_opens_cleanly_with_at_least_15_decision_notes(example, state):
         assert (example.root / folder / name).read_text(encoding="utf-8") == text
 
 
+def test_is_laid_out_as_a_vault_made_today(example, state):
+    """The record in `vault-tools/` (config, one ledger file for the device that made it, tag k7q2, which every
+    id ends with); nothing of that device's own (`.vault-tools/`: its tag, cache, locks) is carried with it."""
+    assert example.layout.shared
+    assert (example.root / "vault-tools" / "config.yaml").is_file()
+    assert sorted(path.name for path in (example.root / "vault-tools" / "ledger").iterdir()) == ["k7q2.jsonl"]
+    assert not (EXAMPLE_VAULT / ".vault-tools").exists()
+    assert state.decisions and all(d.id.endswith("-k7q2") for d in state.decisions)
+
+
 def test_ordinary_notes_have_frontmatter_links_and_callouts_and_every_link_resolves(example, state):
     names = {path.stem.casefold() for path in example.root.rglob("*.md")}
     names |= {path.name.casefold() for path in example.root.rglob("*.base")}  # a base is named with its extension
@@ -78,7 +88,7 @@ def test_ordinary_notes_have_frontmatter_links_and_callouts_and_every_link_resol
         assert text.startswith("---\n") and notes.read_head(path) is None, path
     texts = [path.read_text(encoding="utf-8") for path in ordinary]
     assert sum("> [!" in text for text in texts) >= 5
-    assert sum(bool(re.search(r"\[\[D-\d{4} ", text)) for text in texts) >= 5
+    assert sum(bool(re.search(r"\[\[D-\d{4}-k7q2 ", text)) for text in texts) >= 5
     for path in example.root.rglob("*.md"):
         if path.parent.name == "Templates":
             continue
