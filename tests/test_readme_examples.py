@@ -47,6 +47,7 @@ SKIPPED: tuple[tuple[str, str], ...] = (
     (r"cd\b", "the test runs each block inside its own fresh copy of example-vault/"),
     (r"vault-tools watch\b(?!.*--once)", "runs until it is stopped"),
     (r"(systemctl|journalctl|launchctl)\b", "changes or reads the machine's services"),
+    (r"vault-tools service (install|remove)\b", "changes the machine's services"),
     (r"pre-commit\b", "needs the vault's git repository and a package index"),
 )
 EXIT_COMMENT = re.compile(r"\s#\s*exit\s+(\d+)\b")

@@ -34,6 +34,7 @@ COMMANDS = {
     "show": "read", "list": "read", "lookup": "read", "search": "read", "build": "read", "context": "read",
     "gate": "read",
     "hook": "running", "mcp": "running", "watch": "running", "for": "running", "check": "running", "lint": "running",
+    "service": "running",
     "import": "upkeep", "harvest": "upkeep", "stats": "upkeep", "review": "upkeep", "settle": "upkeep",
     "renumber": "upkeep", "merge-note": "upkeep",
     "history": "past", "as-of": "past", "changed": "past", "export": "past", "version": "past",

@@ -1,6 +1,7 @@
 """Commands that run beside the owner's work: the agent hooks, the MCP server, the watcher, the checks."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -14,7 +15,9 @@ if TYPE_CHECKING:
     pass
 
 from ..agents import HOOK_AGENTS, hook_module
+from ..commands import service as services
 from ..commands.govern import check_changed, governed
+from ..errors import Unfinished
 from .common import (
     JsonOption,
     TodayOption,
@@ -129,3 +132,91 @@ def lint_command(
         today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Check the vault against every rule (VT001...); exit 1 on errors. For pre-commit and CI."""
     console.lint(paths, fix, strict, format_, explain, today, vault, json_)
+
+
+SERVICE_ACTIONS = ("install", "remove", "status")
+
+
+@app.command()
+def service(action: Annotated[str, typer.Argument(metavar="ACTION", help="install, remove or status.")],
+            no_start: Annotated[bool, typer.Option("--no-start", help="install: write the unit but neither enable "
+                                                                     "nor start it.")] = False,
+            vault: VaultOption = None, json_: JsonOption = False) -> None:
+    """The watcher started at login for this vault: a per-user systemd unit (Linux) or launchd agent (macOS).
+
+    `install` writes the unit (named after a hash of the vault's path, running this Python's
+    `-m vault_tools watch --vault PATH`, restarted when it fails), then enables and starts it; run again, it
+    rewrites the unit only when it differs. `remove` stops and disables it, then deletes its file. `status` says
+    whether it is installed, up to date and running. See docs/owner-guide.md, "Running the watcher at login".
+    """
+    if action not in SERVICE_ACTIONS:
+        raise usage_error(f"unknown action {action!r} (expected one of: {', '.join(SERVICE_ACTIONS)})")
+    if no_start and action != "install":
+        raise usage_error("--no-start goes with install only")
+    services.unit_kind(sys.platform)  # first: on another platform nothing is looked at or written
+    ws = workspace(vault)
+    unit = services.build_unit(sys.platform, os.path.abspath(sys.executable), ws.vault.root,
+                               ws.vault.state_dir / services.WATCH_LOG, Path.home(), os.environ,
+                               os.getuid())
+    about: dict[str, object] = {"kind": unit.kind, "name": unit.name, "unit": str(unit.path),
+                                "vault": str(unit.vault), "logs": list(unit.logs)}
+    if action == "install":
+        _service_install(services.install(unit, start=not no_start), about, json_)
+    elif action == "remove":
+        _service_remove(services.remove(unit), about, json_)
+    else:
+        _service_status(services.status(unit), about, json_)
+
+
+def _service_install(done: services.Installed, about: dict[str, object], json_: bool) -> None:
+    unit = done.unit
+    if json_:
+        print_json({**about, "written": done.written, "started": done.started, "problem": done.problem or None,
+                    "start_command": unit.start_line()})
+    else:
+        said = {"created": "wrote", "rewritten": "rewrote", "unchanged": "unchanged:"}[done.written]
+        why = " (it differed from what install writes now)" if done.written == "rewritten" else ""
+        out(f"{said} {unit.path}{why}")
+        if done.started:
+            out(f"started {unit.name}; it starts at every login")
+        elif done.started is None:
+            out(f"not started (--no-start); to start it now and at every login: {unit.start_line()}")
+        out(f"log: {'; '.join(unit.logs)}")
+    if done.started is False:
+        raise Unfinished(f"could not start {unit.name}: {done.problem}; the unit is written: run "
+                         f"`{unit.start_line()}`")
+
+
+def _service_remove(done: services.Removed, about: dict[str, object], json_: bool) -> None:
+    unit = done.unit
+    if json_:
+        print_json({**about, "removed": done.removed, "stopped": done.stopped, "problem": done.problem or None})
+    elif not done.removed:
+        out(f"nothing to remove: no unit for {unit.vault} at {unit.path}")
+    else:
+        out(f"removed {unit.path}")
+        if done.stopped:
+            out(f"stopped {unit.name}; it no longer starts at login")
+    if done.problem:
+        stderr.print(f"warning: could not stop {unit.name}: {done.problem}; if it still runs, run "
+                     f"`{unit.stop_line()}`", markup=False)
+
+
+def _service_status(found: services.Status, about: dict[str, object], json_: bool) -> None:
+    unit = found.unit
+    if json_:
+        print_json({**about, "installed": found.installed, "up_to_date": found.up_to_date,
+                    "running": found.running, "state": found.state or None})
+        return
+    if not found.installed:
+        out(f"not installed: no unit for {unit.vault} at {unit.path} (vault-tools service install writes it)")
+    elif found.up_to_date:
+        out(f"installed: {unit.path} (up to date)")
+    else:
+        out(f"installed: {unit.path} (out of date: vault-tools service install rewrites it)")
+    if found.running is None:
+        out(f"running: unknown ({found.state})")
+    else:
+        out(f"running: {'yes' if found.running else 'no'} ({found.state})")
+    if found.installed:
+        out(f"log: {'; '.join(unit.logs)}")
