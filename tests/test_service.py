@@ -312,7 +312,8 @@ def test_the_launchd_plist_reads_back_with_plistlib(tmp_path) -> None:
                      "RunAtLoad": True, "KeepAlive": {"SuccessfulExit": False}, "ThrottleInterval": 30,
                      "StandardOutPath": output, "StandardErrorPath": output}
     assert unit.logs == (str(vault / ".vault-tools" / "watch.log"), output)
-    assert unit.start_line() == f"launchctl bootstrap gui/501 {shlex.quote(str(unit.path))}"
+    assert unit.start_line() == (f"launchctl enable gui/501/{label} && "
+                                 f"launchctl bootstrap gui/501 {shlex.quote(str(unit.path))}")
     assert "'" in unit.start_line()  # the space in the home folder is quoted for the shell
     assert unit.stop_line() == f"launchctl bootout gui/501/{label}"
     assert not home.exists()  # building writes nothing
@@ -347,6 +348,9 @@ def test_systemd_quoting_keeps_every_character_literal() -> None:
         assert systemd_words(quoted) == [argument], quoted
     assert services.systemd_quote("/usr/bin/python3") == "/usr/bin/python3"
     assert services.systemd_quote("/my 100% $vault") == '"/my 100%% $$vault"'
+    text = services.systemd_unit_text("/usr/bin/python3", Path("/odd\\name\\"))
+    assert "Description=vault-tools watcher for /odd\\name\n" in text  # no trailing `\`: a continuation
+    assert systemd_words(unit_lines(text)["ExecStart"])[-1] == "/odd\\name\\"
 
 
 def test_each_vault_has_its_own_stable_unit_name(tmp_path, monkeypatch) -> None:

@@ -48,7 +48,9 @@ class Unit:
         if self.kind == SYSTEMD:
             calls = [["systemctl", "--user", "daemon-reload"], ["systemctl", "--user", "enable", "--now", self.name]]
             return calls + ([["systemctl", "--user", "restart", self.name]] if rewritten else [])
-        return [["launchctl", "bootstrap", self.domain, str(self.path)]]
+        # `enable` first: an agent once disabled (`load -w`'s opposite) is not started by `bootstrap`
+        return [["launchctl", "enable", f"{self.domain}/{self.name}"],
+                ["launchctl", "bootstrap", self.domain, str(self.path)]]
 
     def stop_commands(self) -> list[list[str]]:
         if self.kind == SYSTEMD:
@@ -121,7 +123,8 @@ def watch_arguments(python: str, vault: Path) -> list[str]:
 
 
 def _one_line(text: str) -> str:
-    return "".join(char if ord(char) >= 0x20 and ord(char) != 0x7F else "?" for char in text)
+    """`text` fit for one line of a unit file: no control character, no `\\` at its end (a continuation)."""
+    return "".join(char if ord(char) >= 0x20 and ord(char) != 0x7F else "?" for char in text).rstrip("\\")
 
 
 def systemd_unit_text(python: str, vault: Path) -> str:
