@@ -18,6 +18,7 @@ RECORD_DIR = "vault-tools"  # the shared layout's record (visible; carried with 
 CONFIG_FILE = "config.yaml"
 TOPICS_FILE = "topics.yaml"  # the topics the owner merged (`topic_aliases`)
 KEPT_FOLDER = "kept"  # copies of text vault-tools replaced (an edited page, a torn ledger line)
+WATCH_LOG = "watch.log"  # in STATE_DIR: the watcher's log, rotated (`watch.open_log`; `service` prints where)
 MERGE_COPIES_FOLDER = "merged"  # in STATE_DIR: both sides of a note git's notes driver merged, until filed in kept/
 LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
 LEDGER_FOLDER = "ledger"  # the shared layout's ledger: one `<device tag>.jsonl` per device

@@ -31,7 +31,7 @@ from .commands.workspace import Workspace
 from .errors import ConfigError, Unfinished, VaultToolsError
 from .notes import stat_key
 from .reconcile import Action, Progress, Reconciled, reconcile
-from .record_files import STATE_DIR
+from .record_files import STATE_DIR, WATCH_LOG
 from .vault import StatKey, notes_changed_since
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
@@ -427,7 +427,7 @@ def open_log(state_dir: Path) -> logging.Logger:
         logger.removeHandler(handler)
         handler.close()
     state_dir.mkdir(parents=True, exist_ok=True)  # this device's own folder: a fresh clone has none yet
-    logger.addHandler(RotatingFileHandler(state_dir / "watch.log", maxBytes=1_000_000, backupCount=3, encoding="utf-8"))
+    logger.addHandler(RotatingFileHandler(state_dir / WATCH_LOG, maxBytes=1_000_000, backupCount=3, encoding="utf-8"))
     return logger
 
 

@@ -18,6 +18,7 @@ from ..agents import HOOK_AGENTS, hook_module
 from ..commands import service as services
 from ..commands.govern import check_changed, governed
 from ..errors import Unfinished
+from ..record_files import WATCH_LOG
 from .common import (
     JsonOption,
     TodayOption,
@@ -156,7 +157,7 @@ def service(action: Annotated[str, typer.Argument(metavar="ACTION", help="instal
     services.unit_kind(sys.platform)  # first: on another platform nothing is looked at or written
     ws = workspace(vault)
     unit = services.build_unit(sys.platform, os.path.abspath(sys.executable), ws.vault.root,
-                               ws.vault.state_dir / services.WATCH_LOG, Path.home(), os.environ,
+                               ws.vault.state_dir / WATCH_LOG, Path.home(), os.environ,
                                os.getuid())
     about: dict[str, object] = {"kind": unit.kind, "name": unit.name, "unit": str(unit.path),
                                 "vault": str(unit.vault), "logs": list(unit.logs)}

@@ -23,7 +23,6 @@ SYSTEMD = "systemd"
 LAUNCHD = "launchd"
 KINDS = {"linux": SYSTEMD, "darwin": LAUNCHD}  # sys.platform's name to the kind of unit written there
 GUIDE = 'docs/owner-guide.md, "Running the watcher at login"'
-WATCH_LOG = "watch.log"  # the watcher's own log in the vault's state folder (`watch.open_log`)
 RESTART_SECONDS = 30  # as the owner's guide wrote it by hand: a watcher that fails is started again this long after
 TOOL_SECONDS = 30  # the longest a call of systemctl or launchctl may take
 HASH_LENGTH = 10
