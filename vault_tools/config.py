@@ -24,7 +24,7 @@ CONFIG_CACHE = "cache/config.json"  # in this device's own folder
 
 @dataclass(frozen=True)
 class Config:
-    """Every key of `.vault-tools/config.yaml`, with its default."""
+    """Every key of `vault-tools/config.yaml`, with its default."""
 
     timezone: str = "UTC"
     decisions_folder: str = "Decisions"

@@ -7,7 +7,7 @@ and `tests/test_docs.py` fails when a page differs from what they return.
 - `commands_reference()`: every command of the typer app, its help and its
   arguments and options, read from the command objects (not from `--help`
   output, whose layout depends on the terminal and the typer version).
-- `config_reference()`: every key of `.vault-tools/config.yaml`, spelt as the
+- `config_reference()`: every key of `vault-tools/config.yaml`, spelt as the
   file spells it (`budget.lines`), with its default from `config.Config` and its
   meaning from `vault.CONFIG_DOC`.
 - `lint.rules_table()`: the lint rules, rendered from the rules' own docs.
@@ -221,7 +221,7 @@ def _join(items: Iterable[str]) -> str:
 # -- configuration ----------------------------------------------------------------------------
 
 def config_key(field_name: str) -> str:
-    """How `.vault-tools/config.yaml` spells a Config field: `budget_lines` is `budget.lines`."""
+    """How `vault-tools/config.yaml` spells a Config field: `budget_lines` is `budget.lines`."""
     for prefix in NESTED_CONFIG_PREFIXES:
         if field_name.startswith(prefix + "_"):
             return f"{prefix}.{field_name[len(prefix) + 1:]}"
@@ -268,7 +268,7 @@ def config_reference() -> str:
     lines = ["| key | default | sets |", "|---|---|---|"]
     for _, key, default, meaning in config_items():
         lines.append(f"| `{key}` | `{_yaml_value(default)}` | {_cell(meaning)} |")
-    lines += ["", "The same defaults as `.vault-tools/config.yaml` spells them:", "", "```yaml",
+    lines += ["", "The same defaults as `vault-tools/config.yaml` spells them:", "", "```yaml",
               config_yaml().rstrip("\n"), "```"]
     return "\n".join(lines) + "\n"
 

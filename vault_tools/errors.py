@@ -66,7 +66,7 @@ class UsageError(VaultToolsError):
 
 
 class ConfigError(VaultToolsError):
-    """`.vault-tools/config.yaml` is wrong, or no vault was found."""
+    """`vault-tools/config.yaml` is wrong, or no vault was found."""
 
     exit_code = 2
 

@@ -6,7 +6,7 @@ written for Obsidian's core Templates plugin (`{{date}}`, `{{time}}`,
 before the plugin fills it in.
 
 A template says `type: decision` but is not one, so it must live in the folder
-the vault loader skips (`templates_folder` in `.vault-tools/config.yaml`).
+the vault loader skips (`templates_folder` in `vault-tools/config.yaml`).
 Installing refuses to put templates anywhere the loader would read them as
 decision notes.
 """

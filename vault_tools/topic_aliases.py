@@ -1,4 +1,4 @@
-"""`.vault-tools/topics.yaml`: topics the owner merged, each alias read as its topic.
+"""`vault-tools/topics.yaml`: topics the owner merged, each alias read as its topic.
 
 ```yaml
 article-footer: [footer-contents, post-footer]

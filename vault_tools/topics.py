@@ -21,7 +21,7 @@ def _singular(word: str) -> str:
     return word
 
 
-# The owner's merged topics (`.vault-tools/topics.yaml`): each alias -> the topic it is read as. Set once per
+# The owner's merged topics (`vault-tools/topics.yaml`): each alias -> the topic it is read as. Set once per
 # vault read (`use_topic_aliases`); every comparison of topics goes through `topic_key`, so they all honour it.
 _ALIASES: dict[str, str] = {}
 

@@ -3,7 +3,7 @@
 Writing the review changes no decision. Each proposal is one checkbox line carrying, in an Obsidian
 comment (`%%vt ...%%`, hidden when reading), what ticking it does. `--apply` runs each ticked item
 through the command that does it by hand (`relate`, `withdraw`, `ask`, and for merged topics
-`.vault-tools/topics.yaml` plus a `topics-merged` ledger event), so each leaves the same record.
+`vault-tools/topics.yaml` plus a `topics-merged` ledger event), so each leaves the same record.
 """
 from __future__ import annotations
 

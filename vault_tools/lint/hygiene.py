@@ -71,7 +71,7 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
     ## How to fix
     Use one spelling in notes that are not sealed yet. For sealed notes, whose topics cannot change,
     merge the spellings into one topic: tick the item `vault-tools review` proposes, or list the alias
-    under its topic in `.vault-tools/topics.yaml` (`article-footer: [article-footers]`).
+    under its topic in `vault-tools/topics.yaml` (`article-footer: [article-footers]`).
     """
     uses: dict[str, list[Decision]] = {}
     for decision in sorted(facts.state.decisions, key=lambda d: d.order):
@@ -82,7 +82,7 @@ def similar_topics(facts: Facts) -> Iterator[Finding]:
     for topic in sorted(uses, key=lambda t: (-len(uses[t]), uses[t][0].order, t)):
         common = next(iter(canonical.matches(topic)), None)
         if common is not None and canonical_topic(topic) == canonical_topic(common):
-            continue  # merged by the owner in .vault-tools/topics.yaml: one topic, on purpose
+            continue  # merged by the owner in vault-tools/topics.yaml: one topic, on purpose
         if common is None:
             canonical.add(topic)
             continue
@@ -104,7 +104,7 @@ def ruling_without_source(facts: Facts) -> Iterator[Finding]:
 
     ## How to fix
     Add `source` before the ruling is sealed. A sealed ruling cannot take one any more: add
-    `vault-tools-ignore: [VT043]` to acknowledge it, or turn the rule off in `.vault-tools/config.yaml`.
+    `vault-tools-ignore: [VT043]` to acknowledge it, or turn the rule off in `vault-tools/config.yaml`.
     """
     for decision in facts.state.decisions:
         if decision.status is Status.RULED and not decision.source:

@@ -42,7 +42,7 @@ def pages_over_budget(facts: Facts) -> Iterator[Finding]:
     What goes past an agent's load limit is dropped silently, and open questions must always be seen.
 
     ## How to fix
-    Answer or withdraw questions, or raise the budget in `.vault-tools/config.yaml` if your agent loads
+    Answer or withdraw questions, or raise the budget in `vault-tools/config.yaml` if your agent loads
     more.
     """
     if facts.over_budget:
