@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.judgments import report as judgments_report
 from benchmarks.owner_messages import report as owner_messages_report
 from benchmarks.same_question import report as same_question_report
 
@@ -647,6 +648,8 @@ def main() -> None:
     print("\n".join(same_question_report()))
     print()
     print("\n".join(owner_messages_report()))
+    print()
+    print("\n".join(judgments_report()))
     compileall.compile_dir(Path(__file__).resolve().parents[1] / "vault_tools", quiet=1)
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:

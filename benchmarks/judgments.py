@@ -1,0 +1,228 @@
+"""How the record's refusals judge, both ways, on the labelled set in tests/data/judgments/ (its README says how
+the set was made).
+
+Three vaults of a realistic size (60, 150 and 300 decisions) are recorded as an agent and the owner would, and
+each labelled case goes through the real operation on its own copy of its vault:
+
+- `ask`: a question the agent puts (`commands.ask.ask`); `rule`: a ruling given directly (`commands.rule.rule`);
+- the question hook: each question (the `ask` cases) as Claude Code's `AskUserQuestion` (`hooks.answer`, pre-tool-use), each
+  in a session of its own;
+- the supersede check: a ruling given with `--supersedes ID` and a reason (tests/data/judgments/supersessions.jsonl).
+
+For each, per tier (strong: the same matter; possible: shown for the agent to judge; topic: a topic key
+shared with a current ruling or an open question), the figures are: of the same-matter cases, those refused
+naming a decision they are on (caught); of the different-matter cases, those refused (wrongly stopped). The
+targets (issue: judgments worth obeying): different matters refused at most 5% by all tiers together and at
+most 1% by the strong tier; same matters caught at least 90% by all tiers together.
+
+    python benchmarks/judgments.py
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vault_tools import matter
+from vault_tools.agents import hooks
+from vault_tools.commands.ask import ask
+from vault_tools.commands.rule import rule
+from vault_tools.commands.setup import init_vault
+from vault_tools.commands.workspace import Workspace
+from vault_tools.errors import PossibleMatch, Refused
+from vault_tools.reconcile import reconcile
+from vault_tools.vault import Vault
+
+SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "judgments"
+TARGET_CAUGHT = 0.90  # same matters refused by either tier, naming one of them, at least
+TARGET_STOPPED = 0.05  # different matters refused by either tier, at most
+TARGET_STOPPED_STRONG = 0.01  # ... by the strong tier, at most
+
+
+@dataclass(frozen=True)
+class Case:
+    vault: str
+    kind: str  # ask, rule or supersede
+    text: str
+    topics: tuple[str, ...]
+    same_as: tuple[str, ...]  # the set's ids; empty: a different matter
+    category: str
+    reason: str = ""
+
+    @property
+    def same(self) -> bool:
+        return bool(self.same_as)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    tier: str | None  # strong, possible, topic, or None: went through
+    named: tuple[str, ...]  # the ids the refusal names
+
+
+def load_cases() -> list[Case]:
+    cases = []
+    for line in (SET / "cases.jsonl").read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        cases.append(Case(item["vault"], item["kind"], item["text"], tuple(item["topics"]), tuple(item["same_as"]),
+                          item["category"]))
+    for line in (SET / "supersessions.jsonl").read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        # a valid supersession is "the same matter" as its target: it should go through; a mistyped target
+        # (valid false) should be refused
+        cases.append(Case(item["vault"], "supersede", item["text"], tuple(item["topics"]), (item["supersedes"],),
+                          "valid" if item["valid"] else "mistyped", item["reason"]))
+    return cases
+
+
+def make_vault(root: Path, name: str) -> dict[str, str]:
+    """The set's vault `name` at `root`: its decisions written as notes, as the owner writes them in Obsidian
+    (with their ids), then recorded and sealed as the watcher does. The set's id -> the vault's (the same)."""
+    items = [json.loads(line) for line in (SET / "vaults" / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+    (root / ".obsidian").mkdir(parents=True, exist_ok=True)
+    init_vault(root, timezone="Europe/Lisbon")
+    folder = root / "Decisions"
+    folder.mkdir()
+    for number, item in enumerate(items):
+        day = dt.date(2026, 1, 1) + dt.timedelta(days=number % 300)
+        when = "ruled_at" if item["status"] == "ruled" else "asked_at"
+        section = "Ruling" if item["status"] == "ruled" else "Question"
+        fields = {"type": "decision", "id": item["id"], "status": item["status"], "topics": item["topics"],
+                  "summary": item["summary"], when: f"{day.isoformat()}T09:00:00"}
+        front = "\n".join(f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items())
+        (folder / f"{item['id']}.md").write_text(f"---\n{front}\n---\n## {section}\n{item['summary']}\n",
+                                                 encoding="utf-8")
+    later = time.time() + 1
+    reconcile(Workspace(Vault(root)), quiet_before=later, settle_before=later)
+    return {item["id"]: item["id"] for item in items}
+
+
+def refused(call: Callable[[], object]) -> Outcome:
+    """What an operation did: went through, or which tier refused it and the ids it named."""
+    try:
+        call()
+    except PossibleMatch as error:
+        tier = "strong" if "is the matter" in str(error) else "possible"
+        return Outcome(tier, error.nearest)
+    except Refused as error:
+        said = "\n".join((str(error), *error.details))
+        tier = "strong" if "under other topics" in str(error) else "topic"
+        return Outcome(tier, tuple(matter.named_ids(said)))
+    return Outcome(None, ())
+
+
+def through_command(case: Case, root: Path, ids: dict[str, str]) -> Outcome:
+    ws = Workspace(Vault(root))
+    if case.kind == "ask":
+        return refused(lambda: ask(ws, case.text, case.topics))
+    if case.kind == "rule":
+        return refused(lambda: rule(ws, None, case.text, topics=case.topics, source="chat"))
+    return refused(lambda: rule(ws, None, case.text, topics=case.topics, source="chat",
+                                supersedes=[ids[case.same_as[0]]], reason=case.reason))
+
+
+def through_hook(case: Case, root: Path, number: int) -> Outcome:
+    question = {"question": case.text, "header": "Question", "multiSelect": False,
+                "options": [{"label": "Yes", "description": "Yes"}, {"label": "No", "description": "No"}]}
+    payload = {"hook_event_name": "PreToolUse", "session_id": f"judgments-{number}", "cwd": str(root),
+               "tool_name": "AskUserQuestion", "tool_input": {"questions": [question]}}
+    answer = hooks.answer("pre-tool-use", payload, root, hooks.CLAUDE_BOUNDS)
+    specific = (answer or {}).get("hookSpecificOutput") or {}
+    if specific.get("permissionDecision") != "deny":
+        return Outcome(None, ())
+    reason = specific["permissionDecisionReason"]
+    tier = "possible" if "may be about" in reason else "strong"
+    return Outcome(tier, tuple(matter.named_ids(reason)))
+
+
+@dataclass
+class Tally:
+    same: int = 0
+    different: int = 0
+    caught: Counter[str] | None = None  # by tier
+    stopped: Counter[str] | None = None
+
+    def add(self, case: Case, outcome: Outcome, ids: dict[str, str]) -> None:
+        self.caught = self.caught or Counter()
+        self.stopped = self.stopped or Counter()
+        if case.same:
+            self.same += 1
+            wanted = {ids[i] for i in case.same_as}
+            if outcome.tier and wanted & set(outcome.named):
+                self.caught[outcome.tier] += 1
+        else:
+            self.different += 1
+            if outcome.tier:
+                self.stopped[outcome.tier] += 1
+
+    def line(self, name: str) -> str:
+        caught, stopped = self.caught or Counter(), self.stopped or Counter()
+        tiers = ("strong", "possible", "topic")
+        per_caught = ", ".join(f"{tier} {caught[tier]}" for tier in tiers if caught[tier])
+        per_stopped = ", ".join(f"{tier} {stopped[tier]}" for tier in tiers if stopped[tier])
+        return (f"{name:<16} same matters caught {_share(sum(caught.values()), self.same)}"
+                f"{f' ({per_caught})' if per_caught else ''}; different matters refused "
+                f"{_share(sum(stopped.values()), self.different)}{f' ({per_stopped})' if per_stopped else ''}")
+
+    def meets_target(self) -> bool:
+        stopped = self.stopped or Counter()
+        return (sum((self.caught or Counter()).values()) >= TARGET_CAUGHT * self.same
+                and sum(stopped.values()) <= TARGET_STOPPED * self.different
+                and stopped["strong"] <= TARGET_STOPPED_STRONG * self.different)
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.0%})" if whole else "0/0"
+
+
+def measure(cases: Sequence[Case], workdir: Path) -> dict[str, Tally]:
+    tallies = {name: Tally() for name in ("ask", "rule", "question hook", "supersede")}
+    supersede = {"valid": Tally(), "mistyped": Tally()}
+    for name in sorted({case.vault for case in cases}):
+        built = workdir / name / "built"
+        ids = make_vault(built, name)
+        for number, case in enumerate(case for case in cases if case.vault == name):
+            copy = workdir / name / f"case-{number}"
+            shutil.copytree(built, copy)
+            outcome = through_command(case, copy, ids)
+            if case.kind == "supersede":
+                # valid: a real replacement, to go through; mistyped: an unrelated target, to be refused
+                supersede[case.category].add(
+                    Case(case.vault, case.kind, case.text, case.topics,
+                         case.same_as if case.category == "mistyped" else (), case.category), outcome, ids)
+            else:
+                tallies[case.kind].add(case, outcome, ids)
+                if case.kind == "ask":  # the question hook sees questions only
+                    tallies["question hook"].add(case, through_hook(case, built, number), ids)
+            shutil.rmtree(copy)
+    valid, mistyped = supersede["valid"], supersede["mistyped"]
+    tallies["supersede"] = Tally(mistyped.same, valid.different, mistyped.caught, valid.stopped)
+    return tallies
+
+
+def report() -> list[str]:
+    cases = load_cases()
+    with tempfile.TemporaryDirectory() as folder:
+        tallies = measure(cases, Path(folder))
+    counts = Counter((case.kind, case.same) for case in cases)
+    lines = ["Judgments on tests/data/judgments/ ("
+             + ", ".join(f"{kind} {counts[kind, True]} same / {counts[kind, False]} different"
+                         for kind in ("ask", "rule")) + f", supersede {counts['supersede', True]}): "
+             f"targets caught >= {TARGET_CAUGHT:.0%}, refused <= {TARGET_STOPPED:.0%} "
+             f"(strong <= {TARGET_STOPPED_STRONG:.0%})"]
+    for name, tally in tallies.items():
+        label = name if name != "supersede" else "supersede"
+        lines.append(tally.line(label) + ("" if tally.meets_target() else "  [target missed]"))
+    lines.append("  (supersede: 'caught' is a mistyped target refused; 'different matters refused' a real "
+                 "replacement refused)")
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(report()))
