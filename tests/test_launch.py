@@ -123,3 +123,16 @@ def test_a_closed_output_is_no_error_and_a_pipe_no_longer_read_ends_it_as_sigpip
             os.close(writing)
         assert (done.returncode, done.stderr) == (141, ""), args
     assert not (vault / ".vault-tools" / "crash.log").exists()
+
+
+def test_the_version_has_one_source_and_both_spellings_print_it(tmp_path):
+    import importlib.metadata
+
+    import vault_tools
+
+    installed = importlib.metadata.version("vault-tools-decisions")  # pyproject reads it from vault_tools
+    assert installed == vault_tools.__version__
+    for spelling in ("--version", "version"):
+        done = vt(spelling, cwd=tmp_path, judge=False)
+        assert (done.code, done.out, done.err) == (0, installed + "\n", "")
+    assert "--version" in vt("--help", cwd=tmp_path, judge=False).out
