@@ -246,3 +246,27 @@ def test_rulings_with_a_history_come_before_routine_ones_and_look_alikes_take_tu
     heading = re.search(r"## Rulings \((\d+) of (\d+) listed", found.text)
     assert heading and int(heading.group(1)) == len(listed) == found.text.count("\n- D-") \
         and int(heading.group(2)) == 34
+
+
+# What an agent is told states facts about the record; it does not give the model orders. The words an order to
+# the model starts with, and those that address it inside a line.
+ORDER_STARTS = re.compile(r"^(?:[-#]+\s*)?(?:follow|never|always|do not|don't|ask|obey|decide|make sure|remember)\b",
+                          re.IGNORECASE)
+ORDER_INSIDE = re.compile(r"\b(?:yourself|you must|you should|do not decide|never ask)\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_what_the_session_start_hook_injects_states_facts_not_orders(agent, tmp_path):
+    import shutil
+
+    from .helpers import vt
+
+    example = tmp_path / "example"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "example-vault", example)
+    payload = {"hook_event_name": "SessionStart", "cwd": str(example), "session_id": "s", "source": "startup"}
+    done = vt("hook", agent, "session-start", cwd=example, stdin=json.dumps(payload), judge=False)
+    assert done.code == 0, done.err
+    text = json.loads(done.out)["hookSpecificOutput"]["additionalContext"]
+    assert "Open questions" in text and "D-0014" in text  # the record is there: what is open and what is ruled
+    orders = [line for line in text.splitlines() if ORDER_STARTS.match(line) or ORDER_INSIDE.search(line)]
+    assert orders == []

@@ -332,10 +332,10 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
 
     def render(n_questions: int, n_problems: int, n_topics: int, n_rulings: int, n_overlaps: int = 0) -> str:
         out = [f"# Decisions in effect (vault-tools, {today.isoformat()})", "",
-               "Follow the current rulings. Never ask the owner about a settled topic: `vault-tools lookup TOPIC` "
-               "prints its rulings. Ask new questions with `vault-tools ask`.", ""]
+               "The current rulings below are the owner's answers in force. `vault-tools lookup TOPIC` prints a "
+               "topic's rulings; a new question is registered with `vault-tools ask`.", ""]
         if questions:
-            out += [f"## Open questions ({len(questions)}): the owner has not ruled; do not decide them yourself", ""]
+            out += [f"## Open questions ({len(questions)}): the owner has not ruled on these yet", ""]
             out += question_lines[:n_questions]
             if n_questions < len(questions):
                 out.append(f"- {len(questions) - n_questions:,} more open questions not shown (budget): "
