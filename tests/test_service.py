@@ -362,3 +362,15 @@ def test_each_vault_has_its_own_stable_unit_name(tmp_path, monkeypatch) -> None:
     assert names == {f"vault-tools-watch-{services.vault_hash(one)}.service"}
     assert services.vault_hash(two) != services.vault_hash(one)
     assert len(services.vault_hash(one)) == services.HASH_LENGTH
+
+
+@on_linux
+def test_a_mistyped_action_or_option_is_one_line_exit_2_and_nothing_is_written(tmp_path, vault) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    for args, said in ((["instal"], "unknown action 'instal'"), (["remove", "--no-start"], "--no-start goes with install")):
+        done = run_service(*args, "--vault", str(vault), cwd=tmp_path, home=home)
+        assert done.code == 2, done
+        [line] = done.err.splitlines()
+        assert said in line
+        assert files_under(home) == {}
