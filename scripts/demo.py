@@ -118,10 +118,10 @@ class Tour:
         return found[0]
 
     def config_path(self) -> Path:
-        """The vault's config: `vault-tools/config.yaml` in a vault made today, `.vault-tools/config.yaml` in one
-        set up before `vault-tools migrate`."""
-        shared = self.vault / "vault-tools" / "config.yaml"
-        return shared if shared.is_file() else self.vault / ".vault-tools" / "config.yaml"
+        """The vault's config, wherever its layout keeps it (`vault_tools.layout`)."""
+        from vault_tools.layout import layout_of
+
+        return layout_of(self.vault).config_path
 
     def has_command(self, name: str) -> bool:
         done = subprocess.run([*self.command, "--help"], capture_output=True, text=True, encoding="utf-8",
