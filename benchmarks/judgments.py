@@ -26,8 +26,9 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vault_tools import matter
 from vault_tools.agents import hooks
@@ -37,12 +38,14 @@ from vault_tools.commands.setup import init_vault
 from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import PossibleMatch, Refused
 from vault_tools.reconcile import reconcile
+from vault_tools.topics import topics_match
 from vault_tools.vault import Vault
 
 SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "judgments"
 TARGET_CAUGHT = 0.90  # same matters refused by either tier, naming one of them, at least
 TARGET_STOPPED = 0.05  # different matters refused by either tier, at most
 TARGET_STOPPED_STRONG = 0.01  # ... by the strong tier, at most
+HELD_OUT = 5  # every fifth case of cases.jsonl is held out: the thresholds are chosen on the others
 
 
 @dataclass(frozen=True)
@@ -60,18 +63,26 @@ class Case:
         return bool(self.same_as)
 
 
+    @property
+    def held_out(self) -> bool:
+        return self.number % HELD_OUT == HELD_OUT - 1
+
+    number: int = 0  # its line in cases.jsonl
+
+
 @dataclass(frozen=True)
 class Outcome:
     tier: str | None  # strong, possible, topic, or None: went through
     named: tuple[str, ...]  # the ids the refusal names
+    topic_first: bool = False  # a ruling the topic rule refused first, then given --alongside-all
 
 
 def load_cases() -> list[Case]:
     cases = []
-    for line in (SET / "cases.jsonl").read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate((SET / "cases.jsonl").read_text(encoding="utf-8").splitlines()):
         item = json.loads(line)
         cases.append(Case(item["vault"], item["kind"], item["text"], tuple(item["topics"]), tuple(item["same_as"]),
-                          item["category"]))
+                          item["category"], number=number))
     for line in (SET / "supersessions.jsonl").read_text(encoding="utf-8").splitlines():
         item = json.loads(line)
         # a valid supersession is "the same matter" as its target: it should go through; a mistyped target
@@ -81,10 +92,79 @@ def load_cases() -> list[Case]:
     return cases
 
 
+def load_vault(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (SET / "vaults" / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+# -- the thresholds, chosen on the words alone ----------------------------------------------------------------
+
+def scores(case: Case, decisions: Sequence[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """Each decision of the case's vault the check scores, with the case's score against it with its topic keys and
+    by its text alone (`matter.matches`, as `commands.same.same_matter` calls it): all of them for a question, those
+    under other topics for a ruling (its own topics are `rule`'s topic refusal). A decision's words are those
+    `same.decision_terms` reads of the notes `make_vault` writes (summary, topics, the summary again as its section)."""
+    candidates = [(item, matter.terms("\n".join((item["summary"], *item["topics"], item["summary"]))), number)
+                  for number, item in enumerate(decisions)
+                  if case.kind != "rule" or not any(topics_match(mine, theirs) for mine in case.topics
+                                                    for theirs in item["topics"])]
+    answers = (lambda item: item["status"] == "open") if case.kind == "rule" else None
+    return [(found.decision["id"], found.score, found.text_alone)
+            for found in matter.matches(case.text, case.topics, candidates, 0.0, answers)]
+
+
+@dataclass(frozen=True)
+class Split:
+    """The check's figures at two thresholds on some cases: same matters caught, different matters stopped."""
+
+    same: int
+    caught: int
+    different: int
+    stopped: int
+    stopped_strong: int
+
+    def line(self, name: str) -> str:
+        return (f"{name:<9} same matters caught {_share(self.caught, self.same)}; different matters refused "
+                f"{_share(self.stopped, self.different)} (strong tier {_share(self.stopped_strong, self.different)})")
+
+
+def split_figures(scored: Sequence[tuple[Case, list[tuple[str, float, float]]]], strong: float,
+                  possible: float) -> Split:
+    same = caught = different = stopped = stopped_strong = 0
+    for case, found in scored:
+        refused = {decision for decision, score, alone in found if matter.tier(score, alone, strong, possible)}
+        if case.same:
+            same += 1
+            caught += bool(refused & set(case.same_as))
+        else:
+            different += 1
+            stopped += bool(refused)
+            stopped_strong += any(score >= strong for _, score, _ in found)
+    return Split(same, caught, different, stopped, stopped_strong)
+
+
+def scored_cases(cases: Sequence[Case]) -> list[tuple[Case, list[tuple[str, float, float]]]]:
+    vaults = {name: load_vault(name) for name in {case.vault for case in cases}}
+    return [(case, scores(case, vaults[case.vault])) for case in cases if case.kind in ("ask", "rule")]
+
+
+def choose_thresholds(cases: Sequence[Case]) -> tuple[float, float]:
+    """The strong tier: the lowest two-decimal threshold at which it refuses at most TARGET_STOPPED_STRONG of the
+    different matters; the possible tier: the lowest at which both together refuse at most TARGET_STOPPED."""
+    scored = scored_cases(cases)
+    steps = [value / 100 for value in range(1, 101)]
+    strong = next(value for value in steps
+                  if split_figures(scored, value, 1.01).stopped_strong
+                  <= TARGET_STOPPED_STRONG * split_figures(scored, value, 1.01).different)
+    possible = next(value for value in steps if value <= strong
+                    and split_figures(scored, strong, value).stopped
+                    <= TARGET_STOPPED * split_figures(scored, strong, value).different)
+    return strong, possible
+
+
 def make_vault(root: Path, name: str) -> dict[str, str]:
     """The set's vault `name` at `root`: its decisions written as notes, as the owner writes them in Obsidian
     (with their ids), then recorded and sealed as the watcher does. The set's id -> the vault's (the same)."""
-    items = [json.loads(line) for line in (SET / "vaults" / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
+    items = load_vault(name)
     (root / ".obsidian").mkdir(parents=True, exist_ok=True)
     init_vault(root, timezone="Europe/Lisbon")
     folder = root / "Decisions"
@@ -108,12 +188,9 @@ def refused(call: Callable[[], object]) -> Outcome:
     try:
         call()
     except PossibleMatch as error:
-        tier = "strong" if "is the matter" in str(error) else "possible"
-        return Outcome(tier, error.nearest)
-    except Refused as error:
-        said = "\n".join((str(error), *error.details))
-        tier = "strong" if "under other topics" in str(error) else "topic"
-        return Outcome(tier, tuple(matter.named_ids(said)))
+        return Outcome("strong" if error.same else "possible", error.nearest)
+    except Refused as error:  # the topic rule, or a supersession's target refused
+        return Outcome("topic", tuple(matter.named_ids("\n".join((str(error), *error.details)))))
     return Outcome(None, ())
 
 
@@ -122,7 +199,12 @@ def through_command(case: Case, root: Path, ids: dict[str, str]) -> Outcome:
     if case.kind == "ask":
         return refused(lambda: ask(ws, case.text, case.topics))
     if case.kind == "rule":
-        return refused(lambda: rule(ws, None, case.text, topics=case.topics, source="chat"))
+        first = refused(lambda: rule(ws, None, case.text, topics=case.topics, source="chat"))
+        if first.tier != "topic":
+            return first
+        # what an agent does that is told the topic's rulings stand beside this one: say so, and meet the check
+        again = refused(lambda: rule(ws, None, case.text, topics=case.topics, source="chat", alongside_all=True))
+        return again if again.tier == "topic" else Outcome(again.tier, again.named, topic_first=True)
     return refused(lambda: rule(ws, None, case.text, topics=case.topics, source="chat",
                                 supersedes=[ids[case.same_as[0]]], reason=case.reason))
 
@@ -143,14 +225,22 @@ def through_hook(case: Case, root: Path, number: int) -> Outcome:
 
 @dataclass
 class Tally:
+    """One route's figures. A case the topic rule refused (a topic key of the case shared with a current ruling or an
+    open question: `ask` refuses it as settled or open, `rule` asks which way it goes) is counted apart: a question
+    refused so never reaches the same-matter check and is out of its figures; a ruling is given again with
+    `--alongside-all`, as an agent told the topic's rulings stand beside it does, and then meets the check."""
+
     same: int = 0
     different: int = 0
-    caught: Counter[str] | None = None  # by tier
-    stopped: Counter[str] | None = None
+    caught: Counter[str] = field(default_factory=Counter)  # by tier
+    stopped: Counter[str] = field(default_factory=Counter)
+    topic: Counter[bool] = field(default_factory=Counter)  # cases the topic rule refused, by whether same
 
     def add(self, case: Case, outcome: Outcome, ids: dict[str, str]) -> None:
-        self.caught = self.caught or Counter()
-        self.stopped = self.stopped or Counter()
+        if outcome.tier == "topic" or outcome.topic_first:
+            self.topic[case.same] += 1
+        if outcome.tier == "topic":
+            return
         if case.same:
             self.same += 1
             wanted = {ids[i] for i in case.same_as}
@@ -162,19 +252,20 @@ class Tally:
                 self.stopped[outcome.tier] += 1
 
     def line(self, name: str) -> str:
-        caught, stopped = self.caught or Counter(), self.stopped or Counter()
-        tiers = ("strong", "possible", "topic")
-        per_caught = ", ".join(f"{tier} {caught[tier]}" for tier in tiers if caught[tier])
-        per_stopped = ", ".join(f"{tier} {stopped[tier]}" for tier in tiers if stopped[tier])
-        return (f"{name:<16} same matters caught {_share(sum(caught.values()), self.same)}"
+        tiers = ("strong", "possible", "target")
+        per_caught = ", ".join(f"{tier} {self.caught[tier]}" for tier in tiers if self.caught[tier])
+        per_stopped = ", ".join(f"{tier} {self.stopped[tier]}" for tier in tiers if self.stopped[tier])
+        topic = (f"; the topic rule refused {self.topic[True]} same and {self.topic[False]} different"
+                 if self.topic else "")
+        return (f"{name:<16} same matters caught {_share(sum(self.caught.values()), self.same)}"
                 f"{f' ({per_caught})' if per_caught else ''}; different matters refused "
-                f"{_share(sum(stopped.values()), self.different)}{f' ({per_stopped})' if per_stopped else ''}")
+                f"{_share(sum(self.stopped.values()), self.different)}{f' ({per_stopped})' if per_stopped else ''}"
+                + topic)
 
     def meets_target(self) -> bool:
-        stopped = self.stopped or Counter()
-        return (sum((self.caught or Counter()).values()) >= TARGET_CAUGHT * self.same
-                and sum(stopped.values()) <= TARGET_STOPPED * self.different
-                and stopped["strong"] <= TARGET_STOPPED_STRONG * self.different)
+        return (sum(self.caught.values()) >= TARGET_CAUGHT * self.same
+                and sum(self.stopped.values()) <= TARGET_STOPPED * self.different
+                and self.stopped["strong"] <= TARGET_STOPPED_STRONG * self.different)
 
 
 def _share(part: int, whole: int) -> str:
@@ -192,6 +283,8 @@ def measure(cases: Sequence[Case], workdir: Path) -> dict[str, Tally]:
             shutil.copytree(built, copy)
             outcome = through_command(case, copy, ids)
             if case.kind == "supersede":
+                if outcome.tier == "topic":  # the target refused as on no shared matter
+                    outcome = Outcome("target", outcome.named)
                 # valid: a real replacement, to go through; mistyped: an unrelated target, to be refused
                 supersede[case.category].add(
                     Case(case.vault, case.kind, case.text, case.topics,
@@ -202,20 +295,28 @@ def measure(cases: Sequence[Case], workdir: Path) -> dict[str, Tally]:
                     tallies["question hook"].add(case, through_hook(case, built, number), ids)
             shutil.rmtree(copy)
     valid, mistyped = supersede["valid"], supersede["mistyped"]
-    tallies["supersede"] = Tally(mistyped.same, valid.different, mistyped.caught, valid.stopped)
+    tallies["supersede"] = Tally(mistyped.same, valid.different, mistyped.caught, valid.stopped, valid.topic)
     return tallies
 
 
 def report() -> list[str]:
     cases = load_cases()
+    tuning, held_out = [case for case in cases if not case.held_out], [case for case in cases if case.held_out]
+    strong, possible = choose_thresholds(tuning)
+    lines = [f"Same-matter check's thresholds chosen on the tuning part (4/5 of the cases): strong {strong}, possible "
+             f"{possible} (in use: {matter.SAME_MATTER_THRESHOLD}, {matter.POSSIBLE_MATCH_THRESHOLD}); by the words "
+             "alone, ask and rule cases:"]
+    for name, part in (("tuning", tuning), ("held out", held_out), ("all", cases)):
+        lines.append("  " + split_figures(scored_cases(part), strong, possible).line(name))
     with tempfile.TemporaryDirectory() as folder:
         tallies = measure(cases, Path(folder))
     counts = Counter((case.kind, case.same) for case in cases)
-    lines = ["Judgments on tests/data/judgments/ ("
+    lines += ["Through the commands and the hook, each case on its own copy of its vault ("
              + ", ".join(f"{kind} {counts[kind, True]} same / {counts[kind, False]} different"
                          for kind in ("ask", "rule")) + f", supersede {counts['supersede', True]}): "
              f"targets caught >= {TARGET_CAUGHT:.0%}, refused <= {TARGET_STOPPED:.0%} "
-             f"(strong <= {TARGET_STOPPED_STRONG:.0%})"]
+             f"(strong <= {TARGET_STOPPED_STRONG:.0%}; the topic tier, a topic key shared with a current ruling or "
+             "an open question, is the design's own rule and counted apart)"]
     for name, tally in tallies.items():
         label = name if name != "supersede" else "supersede"
         lines.append(tally.line(label) + ("" if tally.meets_target() else "  [target missed]"))

@@ -1,14 +1,10 @@
 """The same-matter check's two tiers on the labelled pairs in tests/data/same_question_pairs.jsonl.
 
 Each pair is a question (with its topic keys) and a ruling (its summary and topic keys) labelled `same`
-(the same matter in other words) or not (a different matter sharing words). The pairs are split in two
-by a hash of the question; both floors are chosen on the tuning part only, and the held-out part says how
-they do on pairs they were not chosen on:
-
-- the strong tier (`SAME_MATTER_THRESHOLD`, `ask` refuses): the lowest score refusing at most 3% of the
-  tuning part's different-matter pairs;
-- the possible tier (`POSSIBLE_MATCH_THRESHOLD`, `ask` refuses once with the nearest decisions for the asker
-  to judge): the highest score that, with the strong tier, catches at least 90% of its same-matter pairs.
+(the same matter in other words) or not (a different matter sharing words). The two floors were once chosen
+here (design 0031, 0042); they are now chosen on the larger set of tests/data/judgments/ (design 0045,
+`benchmarks/judgments.py`), and these pairs, written before it, are a second check of them: one question
+against one ruling each, where the judgments put a case against a whole vault.
 
     python benchmarks/same_question.py
 """
@@ -16,14 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from vault_tools.matter import POSSIBLE_MATCH_THRESHOLD, SAME_MATTER_THRESHOLD, question_terms, similarity, terms
 
 PAIRS = Path(__file__).resolve().parent.parent / "tests" / "data" / "same_question_pairs.jsonl"
-TARGET_RECALL = 0.90  # of same-matter pairs caught by the two tiers together
 TARGET_FALSE_REFUSALS = 0.03  # of different-matter pairs the strong tier refuses, at most
 
 
@@ -74,7 +68,7 @@ class Figures:
         return self.caught / flagged if flagged else 1.0
 
     def meets_target(self) -> bool:
-        return self.recall >= TARGET_RECALL and self.false_refusals <= TARGET_FALSE_REFUSALS
+        return self.false_refusals <= TARGET_FALSE_REFUSALS
 
     def line(self, name: str) -> str:
         return (f"{name:<10} {self.pairs:>3} pairs: precision {self.precision:.0%}, recall {self.recall:.0%} "
@@ -102,38 +96,16 @@ def figures(pairs: list[Pair], threshold: float = SAME_MATTER_THRESHOLD) -> Figu
                    sum(1 for score, same in scores if not same and score >= threshold))
 
 
-def choose_threshold(pairs: list[Pair]) -> float:
-    """The strong tier: the lowest threshold refusing at most TARGET_FALSE_REFUSALS of the different-matter pairs."""
-    different = sorted((pair.score() for pair in pairs if not pair.same), reverse=True)
-    allowed = int(len(different) * TARGET_FALSE_REFUSALS)  # this many may be at or over it
-    above = different[allowed] if allowed < len(different) else 0.0
-    # The first two-decimal value strictly over the first different-matter score that must stay under: a
-    # threshold equal to that score would refuse it (rounding above + 0.005 gave exactly 0.6 for 0.6).
-    threshold = math.floor(above * 100) / 100 + 0.01
-    while threshold <= above:
-        threshold += 0.01
-    return round(threshold, 2)
-
-
-def choose_possible(pairs: list[Pair]) -> float:
-    """The possible tier: the highest two-decimal floor at which at least TARGET_RECALL of the same-matter pairs
-    score at or over it."""
-    same = sorted((pair.loose_score() for pair in pairs if pair.same), reverse=True)
-    needed = math.ceil(len(same) * TARGET_RECALL)  # this many must be at or over it
-    return math.floor(same[needed - 1] * 100) / 100 if same else 0.0
-
-
 def report() -> list[str]:
     pairs = load_pairs()
     tuning = [pair for pair in pairs if not pair.held_out]
     held_out = [pair for pair in pairs if pair.held_out]
-    lines = [f"same-matter check, strong tier (threshold {SAME_MATTER_THRESHOLD}; chosen on the tuning part: "
-             f"{choose_threshold(tuning)}; target: different-matter refused <= {TARGET_FALSE_REFUSALS:.0%})"]
+    lines = [f"same-matter check on the older pairs, strong tier (threshold {SAME_MATTER_THRESHOLD}; target: "
+             f"different-matter refused <= {TARGET_FALSE_REFUSALS:.0%})"]
     for name, part in (("tuning", tuning), ("held out", held_out), ("all", pairs)):
         lines.append("  " + figures(part).line(name))
-    lines.append(f"same-matter check, both tiers (possible match from {POSSIBLE_MATCH_THRESHOLD}; chosen on the "
-                 f"tuning part: {choose_possible(tuning)}; target: same-matter caught >= {TARGET_RECALL:.0%}; "
-                 "a different matter over it is refused once, with the decision for the asker to judge)")
+    lines.append(f"same-matter check on the older pairs, both tiers (possible match from {POSSIBLE_MATCH_THRESHOLD}; "
+                 "a different matter over it is refused, with the decision for the asker to judge)")
     for name, part in (("tuning", tuning), ("held out", held_out), ("all", pairs)):
         lines.append("  " + figures(part, POSSIBLE_MATCH_THRESHOLD).line(name))
     return lines

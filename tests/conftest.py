@@ -57,8 +57,8 @@ def vault(tmp_path) -> Path:
 def cli(capsys, vault):
     """Run the command line in-process against the `vault` fixture."""
 
-    def invoke(*args: str, root: Path | None = None, judge: bool = True) -> Result:
-        """`args` run; an `ask` as an agent asks (`helpers.judged`) unless `judge` is False."""
+    def invoke(*args: str, root: Path | None = None, judge: bool = False) -> Result:
+        """`args` run (`judge`: a near-matter refusal judged in one more call, as an agent does: `helpers.judged`)."""
         def once(given: list[str]) -> Result:
             capsys.readouterr()
             code = run([*given, "--vault", str(root or vault)])

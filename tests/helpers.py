@@ -75,14 +75,17 @@ def snapshot(root: Path) -> dict[str, bytes]:
             if p.is_file() and not p.name.endswith(".lock") and ".vault-tools/cache" not in p.as_posix()}
 
 
-def ask_at(vault: Path, when: str, summary: str, topic: str, *, by: str = "agent", reask: str | None = None) -> str:
-    """Ask through the command with the clock fixed at `when` (vault time), as if the agent asked then (and,
-    shown decisions it may be the matter of, judged them different: see `judged`)."""
+def ask_at(vault: Path, when: str, summary: str, topic: str, *, by: str = "agent", reask: str | None = None,
+           judge: bool = False) -> str:
+    """Ask through the command with the clock fixed at `when` (vault time), as if the agent asked then (`judge`:
+    and, shown decisions it may be the matter of, judged them all different in one more call: see `judged`)."""
     moment = dt.datetime.fromisoformat(when).replace(tzinfo=ZoneInfo(TZ))
     ws = Workspace(Vault(vault), now=lambda: moment.astimezone(dt.UTC))
     try:
         return ask(ws, summary, [topic], asked_by=by, reask_reason=reask).id
     except PossibleMatch as near:
+        if not judge:
+            raise
         return ask(ws, summary, [topic], asked_by=by, reask_reason=reask, not_the_same=near.nearest).id
 
 
@@ -91,21 +94,20 @@ _NOT_THE_SAME = re.compile(r"(?:ask|rule) again with ((?:--not-the-same \S+ ?)+)
 
 def judged(args: Sequence[str], invoke: Callable[[list[str]], Any], code: Callable[[Any], int],
            err: Callable[[Any], str]) -> Any:
-    """`invoke(args)`, and for an `ask` refused as a possible match (it may be the matter of decisions already
-    recorded), or a `rule` given directly refused as near decisions under other topics, `invoke` again with the
-    `--not-the-same` flags the refusal offers, until none is offered: what an agent does that read the nearest
-    decisions and judged them a different matter. Tests of other things ask and rule that way; tests of the
-    check itself see the refusal (`judge=False`)."""
+    """`invoke(args)`, and for an `ask` or a `rule` given directly refused as the matter (or maybe the matter) of
+    decisions already recorded, `invoke` once more with the `--not-the-same` flags the refusal offers: what an
+    agent does that read them all and judged them a different matter. A refusal lists everything it stands on,
+    so the second call is never refused that way again. Only tests that say so judge (`judge=True`)."""
     given = list(args)
     result = invoke(given)
-    for _ in range(20):
-        if not (args and code(result) == 1 and ((args[0] == "ask" and "may be the matter of" in err(result))
-                                                or (args[0] == "rule" and "the matter of" in err(result)))):
-            break
-        found = _NOT_THE_SAME.search(err(result))
-        assert found, err(result)
-        given += found.group(1).split()
-        result = invoke(given)
+    if not args or args[0] not in ("ask", "rule") or code(result) != 1:
+        return result
+    if "the matter of" not in err(result) and not (args[0] == "ask" and "under other topics" in err(result)):
+        return result
+    found = _NOT_THE_SAME.search(err(result))
+    assert found, err(result)
+    result = invoke(given + found.group(1).split())
+    assert not (code(result) == 1 and _NOT_THE_SAME.search(err(result))), f"refused again:\n{err(result)}"
     return result
 
 
@@ -119,8 +121,9 @@ class Result:
     err: str
 
 
-def vt(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 60, judge: bool = True) -> Result:
-    """Run the real `python -m vault_tools` in a subprocess (an `ask` as an agent asks: see `judged`)."""
+def vt(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 60, judge: bool = False) -> Result:
+    """Run the real `python -m vault_tools` in a subprocess (`judge`: a near-matter refusal judged as an agent
+    does, see `judged`)."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
 
     def invoke(given: list[str]) -> Result:
@@ -170,10 +173,9 @@ def python_on_terminal(*args: str, cwd: Path, timeout: float = 60) -> Result:
     return Result(process.wait(), out.decode("utf-8"), err.decode("utf-8", errors="replace"))
 
 
-def vt_here(*args: str, cwd: Path, stdin: str | None = None, judge: bool = True) -> Result:
+def vt_here(*args: str, cwd: Path, stdin: str | None = None, judge: bool = False) -> Result:
     """`vt` without the process: the same entry point (the console script's front door, hooks included),
-    run in this process from `cwd` with `stdin`, its output and exit code caught (an `ask` as an agent asks:
-    see `judged`). For tests about what a command does; tests about the process itself (exit status,
+    run in this process from `cwd` with `stdin`, its output and exit code caught (`judge`: see `judged`). For tests about what a command does; tests about the process itself (exit status,
     start-up, concurrency, kill -9) use `vt`."""
     from vault_tools import launch
 

@@ -133,7 +133,7 @@ def ask_user(*questions: str) -> dict:
 
 
 def test_a_question_on_a_settled_topic_is_denied_quoting_the_ruling(footer_vault) -> None:
-    reason = denied(hook("pre-tool-use", ask_user("What should the article footers contain?"), footer_vault))
+    reason = denied(hook("pre-tool-use", ask_user("What should the article footers carry?"), footer_vault))
     assert "D-0001" in reason and FOOTER in reason and "--reask-reason" in reason
 
 

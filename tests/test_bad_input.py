@@ -39,7 +39,7 @@ def settled(cli, vault):
 def assert_refused_untouched(cli, vault, message, where, code=3):
     before = snapshot(vault)
     # On the bad notes' own topics (x-y, Article Footer): a broken note on another topic does not block.
-    result = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion", "--topic", "x-y",
+    result = cli("ask", "Should the podcast get a theme tune?", "--topic", "podcast-music", "--topic", "x-y",
                  "--topic", "article-footer")
     assert result.code == code, result
     first = result.err.splitlines()[0]
@@ -192,7 +192,7 @@ def test_a_torn_ledger_is_exit_3_for_readers_and_the_next_write_cuts_the_partial
     assert "the next write on this device cuts it off" in shown.err
     assert snapshot(settled) == before
     if writer == "ask":
-        asked = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion")
+        asked = cli("ask", "Should the podcast get a theme tune?", "--topic", "podcast-music")
         assert asked.code == 0, asked
     else:
         fixed = cli("lint", "--fix")

@@ -68,7 +68,7 @@ def test_the_owners_message_in_japanese_brings_the_ruling_in(vaults):
 ])
 def test_ask_on_the_same_matter_under_another_key_is_refused(vaults, language, question, key, topic):
     root, ids = vaults[language]
-    done = vt_here("ask", question, "--topic", key, cwd=root, judge=False)
+    done = vt_here("ask", question, "--topic", key, cwd=root)
     assert done.code == 1 and ids[topic] in done.err, done.err
 
 
@@ -100,6 +100,8 @@ def test_lint_names_one_matter_ruled_twice_under_two_keys_in_japanese(tmp_path):
     for topic, summary in (("guest-fee", DATA["ja"]["rulings"]["guest-fee"]),
                            ("podcast-payments", "ポッドキャストのゲストへの謝礼は一律150ユーロとする。"),
                            ("shipping", DATA["ja"]["rulings"]["shipping"])):
-        assert vt_here("rule", "--topic", topic, "--summary", summary, "--source", "chat", cwd=root).code == 0
+        # `rule` refuses the second as the first's matter; judged another by the agent, lint still names the pair
+        assert vt_here("rule", "--topic", topic, "--summary", summary, "--source", "chat", cwd=root,
+                       judge=True).code == 0
     found = [line for line in vt_here("lint", cwd=root).out.splitlines() if "VT044" in line]
     assert len(found) == 1 and "podcast-payments / guest-fee" in found[0]

@@ -264,7 +264,7 @@ def test_what_the_session_start_hook_injects_states_facts_not_orders(agent, tmp_
     example = tmp_path / "example"
     shutil.copytree(Path(__file__).resolve().parents[1] / "example-vault", example)
     payload = {"hook_event_name": "SessionStart", "cwd": str(example), "session_id": "s", "source": "startup"}
-    done = vt("hook", agent, "session-start", cwd=example, stdin=json.dumps(payload), judge=False)
+    done = vt("hook", agent, "session-start", cwd=example, stdin=json.dumps(payload))
     assert done.code == 0, done.err
     text = json.loads(done.out)["hookSpecificOutput"]["additionalContext"]
     assert "Open questions" in text and "D-0014" in text  # the record is there: what is open and what is ruled

@@ -162,14 +162,14 @@ def made_today(tmp_path_factory) -> tuple[set[str], set[str]]:
     run(vault, "review", "--today", "2099-01-01")  # the question asked is stale by then: a review is written
     run(vault, "search", "newsletter")
     an_hour_ago = time.time() - 3600  # the agents' snapshot is kept only of files not written a moment ago
-    for path in vault.rglob("*"):
+    for path in [vault, *vault.rglob("*")]:
         os.utime(path, (an_hour_ago, an_hour_ago))
     run(vault, "hook", "claude", "session-start", stdin='{"hook_event_name": "SessionStart", "cwd": "."}')
     run(vault, "hook", "claude", "user-prompt-submit",
         stdin='{"hook_event_name": "UserPromptSubmit", "cwd": ".", "prompt": "Which day does the newsletter go out?"}')
     run(vault, "hook", "claude", "pre-tool-use", stdin=json.dumps({
         "hook_event_name": "PreToolUse", "cwd": ".", "tool_name": "AskUserQuestion",
-        "tool_input": {"questions": [{"question": "Should the blog have a comment section for readers?",
+        "tool_input": {"questions": [{"question": "Should the blog have comments for readers?",
                                       "header": "Comments", "multiSelect": False,
                                       "options": [{"label": "Yes", "description": "Comments"},
                                                   {"label": "No", "description": "Email only"}]}]}}))

@@ -20,7 +20,7 @@ from .helpers import decision, make_vault
 
 EXAMPLES = int(os.environ.get("VAULT_TOOLS_FUZZ_EXAMPLES", 10))  # per kind of input; raise it for a longer pass
 COMMANDS = (["lint"], ["list"], ["lookup", "article-footer"], ["context"], ["show", "D-0002"],
-            ["ask", "Should footers promote the newsletter?", "--topic", "promotion"], ["seal"],
+            ["ask", "Should the podcast get a theme tune?", "--topic", "podcast-music"], ["seal"],
             ["watch", "--once"], ["lint", "--fix"])
 ENCODINGS = ("utf-16", "utf-16-le", "utf-32", "latin-1", "cp1252", "utf-8-sig", "shift_jis")
 

@@ -261,7 +261,7 @@ def set_config(vault: Path, text: str) -> None:
     ("budget:\n  bytes: 0", "budget.bytes must be at least 1"),
     ("lint:\n  VT999: off", "'VT999' names no rule"),
 ])
-@pytest.mark.parametrize("command", [["ask", "Should footers promote the newsletter?", "--topic", "promotion"],
+@pytest.mark.parametrize("command", [["ask", "Should the podcast get a theme tune?", "--topic", "podcast-music"],
                                      ["build"], ["lint"], ["context"], ["list"]])
 def test_a_config_that_would_write_outside_or_hide_rulings_is_refused_by_every_command(cli, vault, setting,
                                                                                        message, command):
@@ -363,7 +363,7 @@ def test_temp_files_a_kill_left_are_removed_on_the_next_write_and_kept_out_of_gi
     someone_elses = write(vault / "Decisions" / "draft.tmp", "not ours")
     age(someone_elses, seconds=120)
     assert "Decisions/.vault-tools-abc123.tmp" not in cli("lint").out  # out of the vault walk
-    assert cli("ask", "Should footers promote the newsletter?", "--topic", "promotion").code == 0
+    assert cli("ask", "Should the podcast get a theme tune?", "--topic", "podcast-music").code == 0
     assert not old.exists() and not old_page.exists()
     assert fresh.exists() and someone_elses.exists()
     assert ".vault-tools-*.tmp" in (vault / ".gitignore").read_text().splitlines()
@@ -439,7 +439,7 @@ def test_a_full_disk_fails_in_one_line_leaves_no_temp_files_and_lint_fix_finishe
     filler = fill(small_disk, leave_pages)
     for args in (["rule", "--topic", "article-footer", "--summary", "Footers carry the author bio only, no links.",
                   "--supersedes", "D-0001", "--reason", REASON],
-                 ["ask", "Should footers promote the newsletter?", "--topic", "promotion"],
+                 ["ask", "Should the podcast get a theme tune?", "--topic", "podcast-music"],
                  ["build"], ["lint", "--fix"]):
         assert_failed_cleanly(cli(*args, root=root), root)
     filler.unlink()
@@ -458,7 +458,7 @@ def test_a_read_only_file_system_fails_in_one_line(cli, small_disk):
     root = make_vault(small_disk / "vault")
     assert cli("rule", "--topic", "article-footer", "--summary", RULING, root=root).code == 0
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    result = cli("ask", "Should footers promote the newsletter?", "--topic", "promotion", root=root)
+    result = cli("ask", "Should the podcast get a theme tune?", "--topic", "podcast-music", root=root)
     assert result.code == 3 and "read-only file system" in result.err and "Traceback" not in result.err, result
 
 
@@ -468,7 +468,7 @@ def test_an_unreadable_plain_note_does_not_block_writes(cli, vault):
     decision(vault, 1)
     (vault / "Attachments").mkdir()
     (vault / "Attachments" / "Meeting notes.md").symlink_to(vault / "nowhere.md")  # cannot be opened
-    assert cli("ask", "Should footers promote the newsletter?", "--topic", "promotion").code == 0
+    assert cli("ask", "Should the podcast get a theme tune?", "--topic", "podcast-music").code == 0
     (vault / "Decisions" / "D-0009 Lost.md").symlink_to(vault / "nowhere-either.md")
     blocked = cli("ask", "Should headers show the date?", "--topic", "header-date")
     assert blocked.code == 3 and "Decisions/D-0009 Lost.md" in blocked.err  # it could be a ruling
@@ -480,7 +480,7 @@ HALF_TEMPLATE = '---\ntype: decision\nid: "D-"\nstatus: ruled\ntopics: []\nsumma
 def test_a_half_filled_template_does_not_block_writes_on_other_topics(cli, vault):
     decision(vault, 1)
     write(vault / "Untitled.md", HALF_TEMPLATE)
-    assert cli("ask", "Should footers promote the newsletter?", "--topic", "promotion").code == 0
+    assert cli("ask", "Should the podcast get a theme tune?", "--topic", "podcast-music").code == 0
     assert cli("rule", "--topic", "header-date", "--summary", "Headers show the date of the last edit.").code == 0
 
 

@@ -133,6 +133,6 @@ def test_the_version_has_one_source_and_both_spellings_print_it(tmp_path):
     installed = importlib.metadata.version("vault-tools-decisions")  # pyproject reads it from vault_tools
     assert installed == vault_tools.__version__
     for spelling in ("--version", "version"):
-        done = vt(spelling, cwd=tmp_path, judge=False)
+        done = vt(spelling, cwd=tmp_path)
         assert (done.code, done.out, done.err) == (0, installed + "\n", "")
-    assert "--version" in vt("--help", cwd=tmp_path, judge=False).out
+    assert "--version" in vt("--help", cwd=tmp_path).out

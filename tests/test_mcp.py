@@ -69,8 +69,8 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
         ("show", {"id": "D-0001"}),
         ("search", {"query": "newsletter signups"}),
         ("ask", {"question": "What should article footers contain?", "topics": ["article-footers"]}),
-        ("ask", {"question": "Should the podcast get its own newsletter?", "topics": ["podcast-newsletter"]}),
-        ("ask", {"question": "Should the podcast get its own newsletter?", "topics": ["podcast-newsletter"],
+        ("ask", {"question": "Should article footers show a signup box?", "topics": ["footer-box"]}),
+        ("ask", {"question": "Should article footers show a signup box?", "topics": ["footer-box"],
                  "not_the_same": ["D-0001"]}),
         ("rule", {"summary": "Article footers carry no promotion at all.", "topics": ["article-footer"],
                   "supersedes": ["D-0001"], "reason": "The owner said in chat that footers must not promote."}),
@@ -78,9 +78,9 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
         ("context", {}),
         ("resources", None),
         ("read", "decision://D-0003"),
-        ("rule", {"summary": "The podcast gets a monthly newsletter of its own.", "topics": ["podcast-letter"]}),
-        ("rule", {"summary": "The podcast gets a monthly newsletter of its own.", "topics": ["podcast-letter"],
-                  "not_the_same": ["D-0001", "D-0002", "D-0003"]}),
+        ("rule", {"summary": "Article footers show a signup box for the podcast.", "topics": ["podcast-box"]}),
+        ("rule", {"summary": "Article footers show a signup box for the podcast.", "topics": ["podcast-box"],
+                  "not_the_same": ["D-0002"]}),
     ])
     assert set(tools) >= {"context", "lookup", "search", "ask", "rule", "show", "gate"}
     assert lookup[0] is False and [json.loads(lookup[1])] == lookup_cli  # a list comes as one content item each
@@ -93,10 +93,10 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
     assert ruled[0] is False and json.loads(ruled[1])["id"] == "D-0003"
     gate_data = json.loads(gate[1])
     assert gate_data["passed"] is False and gate_data["failures"] == ["D-0001 is superseded by D-0003"]
-    assert "Should the podcast get its own newsletter?" in context[1]
+    assert "Should article footers show a signup box?" in context[1]
     assert resources == ["decision://D-0001", "decision://D-0002", "decision://D-0003"]
     assert "Article footers carry no promotion at all." in note and note.startswith("---\ntype: decision")
-    assert near_ruling[0] is True and "this ruling may be the matter of D-0002" in near_ruling[1]
+    assert near_ruling[0] is True and "this ruling is the matter of D-0002" in near_ruling[1]  # it answers it
     assert judged_ruling[0] is False and json.loads(judged_ruling[1])["id"] == "D-0004"
 
 
@@ -148,7 +148,7 @@ def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vaul
     assert misspelt[0] is True
     assert "takes no argument supersede, reasons, ruled_at" in misspelt[1]
     assert "supersede: did you mean supersedes?" in misspelt[1] and "reasons: did you mean reason?" in misspelt[1]
-    assert ("rule takes: summary, question_id, topics, source, supersedes, alongside, reason, body, terms"
+    assert ("rule takes: summary, question_id, topics, source, supersedes, alongside, alongside_all, reason, body, terms"
             in misspelt[1])
     assert term[0] is True and "term: did you mean terms?" in term[1]
     assert asked[0] is True and "topic: did you mean topics?" in asked[1]

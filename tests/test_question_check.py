@@ -18,7 +18,7 @@ QUESTIONS = [
     ("Should new articles be cross-posted to Mastodon?", "mastodon-articles"),
     ("Which newsletter platform do we move to?", "platform-move"),
     ("What should the team's mascot be called?", "team-mascot"),
-    ("Should the newsletter get a new logo?", "newsletter-logo"),
+    ("Should the newsletter logo be renewed?", "newsletter-logo"),
     ("How many emoji can a headline carry?", "headline-emoji"),
     ("What colour should the new logo be?", "logo-colour"),
     ("Can students get a discount on the annual membership?", "student-membership"),
@@ -62,7 +62,7 @@ def test_ask_the_mcp_tool_and_the_hooks_give_the_same_answer(record, tmp_path):
     gemini = [by_hook(record, question, session="other", agent="gemini") for question, _ in QUESTIONS]
     asked = []
     for question, topic in QUESTIONS:
-        done = vt_here("ask", question, "--topic", topic, cwd=record, judge=False)
+        done = vt_here("ask", question, "--topic", topic, cwd=record)
         asked.append(said(done.code != 0, done.err))
     tools = [said(refused, text) for refused, text in session_calls(copy, [
         ("ask", {"question": question, "topics": [topic]}) for question, topic in QUESTIONS])]
@@ -74,18 +74,17 @@ def test_a_question_the_record_answers_is_refused_with_the_rulings_text_by_ask_a
     question = "Do we refund purchases after 30 days?"
     denial = hook("pre-tool-use", {"session_id": "s-0", "tool_name": "AskUserQuestion",
                                    "tool_input": {"questions": [{"question": question}]}}, record)
-    refused = vt_here("ask", question, "--topic", "refund-purchases", cwd=record, judge=False)
+    refused = vt_here("ask", question, "--topic", "refund-purchases", cwd=record)
     text = "Later requests get store credit for the same amount."
     assert text in denial["hookSpecificOutput"]["permissionDecisionReason"] and text in refused.err
 
 
 def test_a_possible_match_is_denied_once_in_a_session_with_the_decisions_to_judge(record):
-    question = "Should the newsletter have a new logo in its footer?"  # a possible match
+    question = "Should the newsletter logo be renewed?"  # a possible match
     denial = hook("pre-tool-use", {"session_id": "s-1", "tool_name": "AskUserQuestion",
                                    "tool_input": {"questions": [{"question": question}]}}, record)
     reason = denial["hookSpecificOutput"]["permissionDecisionReason"]
     assert "may be about a matter" in reason and "Renew the trademark on the logo" in reason
-    assert "The footer has the author's short bio" in reason  # the nearest decisions come with the first lines of their text
     again = {"session_id": "s-1", "tool_name": "AskUserQuestion", "tool_input": {"questions": [{"question": question}]}}
     assert hook("pre-tool-use", again, record) is None  # asked again in the session: it goes to the owner
     assert hook("pre-tool-use", {**again, "session_id": "s-2"}, record) is not None  # another session: shown again
@@ -101,7 +100,7 @@ def test_a_question_naming_the_decision_goes_through(record):
 
 def test_naming_another_near_decision_does_not_let_a_settled_question_through(record):
     from vault_tools.agents import hooks, recall, snapshot
-    question = "What should go at the bottom of each article footer?"
+    question = "Should photos carry a credit?"
     found = recall.question_matches(question, snapshot.load(record, hooks.CLAUDE_BOUNDS.session_budget))
     settled, other = found[0].item.id, next(near.item.id for near in found if not near.strong)
 
@@ -109,21 +108,22 @@ def test_naming_another_near_decision_does_not_let_a_settled_question_through(re
         return hook("pre-tool-use", {"session_id": "s-4", "tool_name": "AskUserQuestion",
                                      "tool_input": {"questions": [{"question": text}]}}, record)
     assert found[0].strong and asked(f"Regarding {other}: {question}") is not None
-    assert asked(f"{settled} was ruled before the redesign; now that footers are gone: {question}") is None
+    assert asked(f"{settled} was ruled before the redesign; now that photos are gone: {question}") is None
 
 
 def test_a_refusal_of_the_same_matter_also_shows_the_next_nearest_decisions(record):
     """The words that matched may be shared by chance: the agent sees what else is near, from ask and the hook."""
     from vault_tools.agents import hooks, recall, snapshot
-    question = "What should go at the bottom of each article footer?"
+    question = "Should photos carry a credit?"
     found = recall.question_matches(question, snapshot.load(record, hooks.CLAUDE_BOUNDS.session_budget))
     assert found[0].strong and not found[1].strong
     denial = hook("pre-tool-use", {"session_id": "s-6", "tool_name": "AskUserQuestion",
                                    "tool_input": {"questions": [{"question": question}]}}, record)
     reason = denial["hookSpecificOutput"]["permissionDecisionReason"]
-    refused = vt_here("ask", question, "--topic", "article-bottom", cwd=record, judge=False)
+    refused = vt_here("ask", question, "--topic", "photo-credit", cwd=record)
+    assert "Also near it" in reason
     for text in (reason, refused.err):
-        assert "Also near it" in text and found[1].item.id in text and found[1].item.summary in text
+        assert found[1].item.id in text and found[1].item.summary in text
 
 
 def test_a_question_whose_matter_is_in_its_options_is_shown_the_decisions_once(record):
@@ -197,7 +197,7 @@ def test_a_damaged_memory_of_the_session_is_read_as_empty(record, tmp_path, kept
     cache.mkdir(parents=True, exist_ok=True)
     (cache / "possible-matches.json").write_text(kept, encoding="utf-8")
     question = {"session_id": "s-9", "tool_name": "AskUserQuestion",
-                "tool_input": {"questions": [{"question": "Should the newsletter get a new logo?"}]}}
+                "tool_input": {"questions": [{"question": "Should the newsletter logo be renewed?"}]}}
     assert "may be about a matter" in hook("pre-tool-use", question, root)["hookSpecificOutput"]["permissionDecisionReason"]
     assert hook("pre-tool-use", question, root) is None
     assert hook("pre-tool-use", {**question, "session_id": 12}, root) is not None  # not a string: still a session

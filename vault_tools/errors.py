@@ -42,9 +42,10 @@ class PossibleMatch(Refused):
     """A question that may be the matter of decisions already recorded: the asker reads them and says
     (`--not-the-same` each of `nearest`, or `--reask-reason`)."""
 
-    def __init__(self, message: str, nearest: tuple[str, ...], details: list[str]) -> None:
+    def __init__(self, message: str, nearest: tuple[str, ...], details: list[str], *, same: bool = False) -> None:
         super().__init__(message, details=details)
         self.nearest = nearest
+        self.same = same  # the nearest is the same matter (the strong tier), not only possibly
 
 
 class Unfinished(VaultToolsError):

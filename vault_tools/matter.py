@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Generic, NamedTuple, TypeVar
 
@@ -28,7 +28,8 @@ has have having he her here hers him his how i if in into is it its itself just 
 now of off on once only or other our ours out over own same she should so some such than that the their
 theirs them then there these they this those through to too under until up us very was we were what when
 where which while who whom why will with would you your yours anything something thing things decide decided
-decision decisions ever go goes going went gone""".split())  # noqa: SIM905 (a list of words reads better as text)
+decision decisions ever go goes going went gone without never nobody nothing none neither""".split())  # noqa: SIM905 (a list of words reads better as text)
+# (a negation says which way a text goes, not what it is about: "without SLF4J" is still about SLF4J)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -54,9 +55,11 @@ def words(text: str) -> list[str]:
             if w not in STOPWORDS and (not w.isdigit() or len(w) == 4)]  # a year counts; other numbers do not
 
 
-SAME_MATTER_THRESHOLD = 0.64  # a question this close to a decision is the same matter: refused
-POSSIBLE_MATCH_THRESHOLD = 0.2  # this close, it may be: refused once, with the decision to judge
-NEAREST = 3  # decisions a refusal shows
+# Both chosen on the tuning part of tests/data/judgments/ (`benchmarks/judgments.py`, design 0045): the lowest
+# that stop at most 1% (strong) and 5% (both) of its different matters.
+SAME_MATTER_THRESHOLD = 0.71  # a question this close to a decision is the same matter: refused
+POSSIBLE_MATCH_THRESHOLD = 0.63  # this close, by its text alone too, it may be: refused, with the decision to judge
+NEAREST = 3  # decisions a hook's denial shows
 MESSAGE_FLOOR = 7.25  # `relevance` of a decision an owner's message brings in, at least
 MESSAGE_SHARE = 0.8  # ... and at least this share of the best one's
 MESSAGE_MAX = 5  # decisions an owner's message brings in, at most
@@ -288,14 +291,15 @@ def as_said(text: str, found: Iterable[str]) -> tuple[str, ...]:
     return tuple(said)
 
 
-def tier(with_topics: float, text_alone: float) -> str | None:
+def tier(with_topics: float, text_alone: float, strong: float = SAME_MATTER_THRESHOLD,
+         possible: float = POSSIBLE_MATCH_THRESHOLD) -> str | None:
     """The same-matter check's answer for a question scored against one decision, with its topic keys and
-    without them: "same" (refused) when it is the same matter with them; "possible" (shown to the asker, who
-    says) when with them or by its text alone it may be; None when neither. A question with no topic keys
-    (the agents' question tools) is scored the same both ways."""
-    if with_topics >= SAME_MATTER_THRESHOLD:
+    without them: "same" (refused) when it is the same matter with them; "possible" (refused, the decision shown
+    for the asker to judge) when with them or by its text alone it may be; None when neither. A question with no
+    topic keys (the agents' question tools) is scored the same both ways."""
+    if with_topics >= strong:
         return "same"
-    return "possible" if max(with_topics, text_alone) >= POSSIBLE_MATCH_THRESHOLD else None
+    return "possible" if max(with_topics, text_alone) >= possible else None
 
 
 def order(score: float, asked: frozenset[str], theirs: frozenset[str], number: int) -> tuple[float, float, int]:
@@ -318,15 +322,21 @@ class Found(NamedTuple, Generic[T]):
 
 
 def matches(text: str, topics: Iterable[str], candidates: Iterable[tuple[T, frozenset[str], int]],
-            threshold: float = POSSIBLE_MATCH_THRESHOLD) -> list[Found[T]]:
-    """The same-matter check, for `ask` and the question hooks alike: the candidates (each a decision, its words
-    as `decision_terms` gives them, its number) that the question may be the matter of, best first (`order`):
-    scored with its topic keys and, under SAME_MATTER_THRESHOLD, by its text alone too (`tier`)."""
+            threshold: float = POSSIBLE_MATCH_THRESHOLD,
+            answers: Callable[[T], bool] | None = None) -> list[Found[T]]:
+    """The same-matter check, for `ask`, `rule` and the question hooks alike: the candidates (each a decision, its
+    words as `decision_terms` gives them, its number) that the text may be the matter of, best first (`order`):
+    scored with its topic keys and, under SAME_MATTER_THRESHOLD, by its text alone too (`tier`). Where the text
+    may answer a candidate (`answers`: a ruling against an open question), it is scored both ways, the better
+    counting: an answer says more than its question ("Every footer carries the bio" answers "What should every
+    footer carry?")."""
     topics = tuple(topics)
     asked, alone, said = question_terms(text, topics), question_terms(text), " ".join((text, *topics))
     found = []
     for decision, theirs, number in candidates:
         score, text_alone = similarity(asked, theirs), similarity(alone, theirs)
+        if answers is not None and answers(decision):
+            score, text_alone = max(score, similarity(theirs, asked)), max(text_alone, similarity(theirs, alone))
         kept = score if threshold >= SAME_MATTER_THRESHOLD else max(score, text_alone)
         if kept >= threshold:
             shared = tuple(sorted(asked & theirs, key=lambda term: (-weight(term), term)))
@@ -348,6 +358,12 @@ def similarity(asked: frozenset[str], theirs: frozenset[str]) -> float:
     decision's words cover. A word of the question the decision does not say (the newsletter in "should the
     newsletter footer carry a sponsor?" against a ruling on article footers) pulls it down."""
     return share(thirds(asked & theirs), thirds(asked))
+
+
+def shares_substance(asked: frozenset[str], theirs: frozenset[str]) -> bool:
+    """Whether a text says any word of a decision that is not a weak one: the check's floor, under which two
+    texts are on no shared matter (a supersession naming a ruling it shares nothing with is a mistyped id)."""
+    return not (asked & theirs) <= WEAK
 
 
 def thirds(found: frozenset[str]) -> int:

@@ -56,7 +56,10 @@ TEXT_FIELDS = ("type", "id", "status", "summary", "asked_by", "ruled_by", "sourc
 DATETIME_FIELDS = ("asked_at", "ruled_at")
 DATE_FIELDS = ("revisit_by", "due")
 LIST_FIELDS = ("topics", "supersedes", "alongside", "scope")
-KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS)
+# A checkbox: `alongside_all: true`, a ruling standing beside every ruling current on its topics when it was ruled
+# (routine rulings of one kind: "Expense 12 approved", "Expense 13 approved"), without a link to each.
+BOOL_FIELDS = ("alongside_all",)
+KNOWN_FIELDS = frozenset(TEXT_FIELDS + DATETIME_FIELDS + DATE_FIELDS + LIST_FIELDS + BOOL_FIELDS)
 # A ruling's terms, for `gate`: flat properties named `term_<key>` holding one value each (text, number,
 # checkbox or date), as Obsidian's Properties panel edits them; sealed with the ruling.
 TERM_PREFIX = "term_"
@@ -68,15 +71,17 @@ PINNED = "pinned"
 
 
 def is_pinned(value: Any) -> bool:
-    """An Obsidian checkbox (`pinned: true`), or the text `true` / `yes` typed by hand."""
+    """An Obsidian checkbox (`pinned: true`), or the text `true` / `yes` typed by hand (also what a checkbox of
+    BOOL_FIELDS holds)."""
     return value is True or (isinstance(value, str) and value.strip().lower() in ("true", "yes"))
 
 
 # The fields whose parsed values the seal covers (plus the body).
 SEALED_FIELDS = ("id", "status", "topics", "summary", "asked_at", "asked_by", "ruled_at",
-                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside", "terms", "scope")
+                 "ruled_by", "source", "supersedes", "revisit_if", "revisit_by", "alongside", "terms", "scope",
+                 "alongside_all")
 # Sealed fields that join the seal only when they hold something, so seals made before they existed stay valid.
-SEALED_WHEN_SET = frozenset({"alongside", "terms", "scope"})
+SEALED_WHEN_SET = frozenset({"alongside", "terms", "scope", "alongside_all"})
 
 
 def answer_of(data: Mapping[str, Any]) -> tuple[str, str, str] | None:
@@ -128,6 +133,7 @@ class Decision:
     source: str | None = None
     supersedes: tuple[str, ...] = ()  # links as written
     alongside: tuple[str, ...] = ()  # links to current rulings this one stands beside without replacing them
+    alongside_all: bool = False  # stands beside every ruling current on its topics when it was ruled (BOOL_FIELDS)
     scope: tuple[str, ...] = ()  # globs of the files this ruling governs (relative to the vault or project_root)
     superseded_by: str | None = None
     reason: str | None = None
@@ -248,6 +254,15 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
             items.append(item.strip())
         values[name] = tuple(items)
 
+    for name in BOOL_FIELDS:
+        value = data.get(name)
+        if value in (None, "", False):
+            continue
+        if not is_pinned(value) and not (isinstance(value, str) and value.strip().lower() in ("false", "no")):
+            problem(name, f"must be a checkbox (true or false), not {value!r}", "VT003")
+            continue
+        values[name] = is_pinned(value)
+
     terms: dict[str, str] = {}
     for name, value in data.items():
         if not isinstance(name, str) or not name.startswith(TERM_PREFIX) or value in (None, ""):
@@ -324,6 +339,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         source=values.get("source"),
         supersedes=values.get("supersedes", ()),
         alongside=values.get("alongside", ()),
+        alongside_all=values.get("alongside_all", False),
         scope=values.get("scope", ()),
         superseded_by=values.get("superseded_by"),
         reason=values.get("reason"),

@@ -170,6 +170,9 @@ def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[st
             if not value:
                 continue
             value = list(value)
+        elif name == "alongside_all":
+            if not value:
+                continue
         elif name == "terms":
             if not value and name in SEALED_WHEN_SET:
                 continue

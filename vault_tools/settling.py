@@ -70,7 +70,7 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
     found: list[Overlap] = []
     paired: set[tuple[str, str]] = set()
     for newer in current:  # oldest first: each ruling meets those before it
-        for topic in sorted(settles[newer.id]):
+        for topic in sorted(settles[newer.id]) if not newer.alongside_all else ():  # it said: beside them all
             known = sorted((match for match in matching[topic] if match in owners), key=first_settled.__getitem__)
             for match in known:
                 for older in owners[match]:

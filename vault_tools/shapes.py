@@ -33,7 +33,7 @@ def _fields_json(decision: Decision) -> dict[str, Any]:
         "asked_at": when(decision.asked_at), "asked_by": decision.asked_by,
         "ruled_at": when(decision.ruled_at), "ruled_by": decision.ruled_by,
         "source": decision.source, "supersedes": list(decision.supersedes), "alongside": list(decision.alongside),
-        "superseded_by": decision.superseded_by, "reason": decision.reason,
+        "alongside_all": decision.alongside_all, "superseded_by": decision.superseded_by, "reason": decision.reason,
         "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
         "revisit_by": when(decision.revisit_by), "due": when(decision.due), "terms": dict(decision.terms),
     }

@@ -160,16 +160,17 @@ def build_server(root: Path) -> DecisionServer:
     @server.tool()
     def rule(summary: str, question_id: str | None = None, topics: list[str] | None = None,
              source: str | None = None, supersedes: list[str] | None = None, alongside: list[str] | None = None,
-             reason: str | None = None, body: str | None = None, terms: list[str] | None = None,
-             not_the_same: list[str] | None = None) -> dict[str, Any]:
+             alongside_all: bool = False, reason: str | None = None, body: str | None = None,
+             terms: list[str] | None = None, not_the_same: list[str] | None = None) -> dict[str, Any]:
         """Record the owner's ruling: the answer to an open question (question_id) or one given directly (topics).
-        On a topic with a current ruling say which way it goes: supersedes (with a reason) or alongside. One given
+        On a topic with a current ruling say which way it goes: supersedes (with a reason), alongside, or
+        alongside_all (beside every current ruling on the topic, whatever their number). One given
         directly that is or may be the matter of a ruling or open question under other topics is refused with
         them: say which way it goes, or name each in not_the_same (kept in the ledger) when none is this matter.
         terms: KEY=VALUE pairs the ruling grants, for gate."""
         decision = write(lambda ws: record_ruling(ws, question_id, summary, topics=topics or [], source=source,
                                                   supersedes=supersedes or [], alongside=alongside or [],
-                                                  reason=reason, body=body, terms=terms or [],
+                                                  alongside_all=alongside_all, reason=reason, body=body, terms=terms or [],
                                                   not_the_same=not_the_same or []))
         return dict(decision_json(decision))
 

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 # Imports inside functions: a full read of the vault happens only when the snapshot is stale.
 
 SNAPSHOT_FILE = "agent-snapshot.json"
-FORMAT = 8
+FORMAT = 9
 MAX_AGE_SECONDS = 300
 RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
 SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them

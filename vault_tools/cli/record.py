@@ -172,6 +172,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
          ruled_at: Annotated[str | None, typer.Option(metavar="DATETIME", help="When the owner decided, like 2026-07-17T08:30:00 (default: now); never in the future, nor before a ruling it supersedes.")] = None,
          supersedes: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling this replaces; repeatable.")] = [],  # noqa: B006
          alongside: Annotated[list[str], typer.Option(metavar="ID", help="Id of a current ruling on the topic that still stands beside this one; repeatable.")] = [],  # noqa: B006
+         alongside_all: Annotated[bool, typer.Option("--alongside-all", help="Every current ruling on the topic still stands beside this one, whatever their number (routine rulings of one kind).")] = False,
          reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
          body: Annotated[str | None, typer.Option(help="Text of the ruling section; - reads stdin.")] = None,
          revisit_if: Annotated[str | None, typer.Option(help="When revisiting is legitimate.")] = None,
@@ -185,13 +186,14 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
     """Record the owner's ruling: on a question (ID) or given directly (--topic).
 
     On a topic that already has a current ruling, say whether this one replaces it (--supersedes ID
-    --reason ...) or stands beside it (--alongside ID); otherwise it is refused. So is one given directly
-    whose words are, or may be, the matter of a current ruling or an open question under other topics: the
-    nearest are shown with their text; say which way it goes, or --not-the-same for each."""
+    --reason ...) or stands beside it (--alongside ID, or --alongside-all for every one); otherwise it is
+    refused. So is one given directly whose words are, or may be, the matter of a current ruling or an open
+    question under other topics: all of them are listed with their text and the words matched (look-alikes
+    grouped); say which way it goes, or --not-the-same for each entry."""
     ws = workspace(vault)
     decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
-                            supersedes=supersedes, alongside=alongside, reason=reason, body=read_body(body),
-                            revisit_if=revisit_if, revisit_by=revisit_by, terms=term, scope=scope,
+                            supersedes=supersedes, alongside=alongside, alongside_all=alongside_all, reason=reason,
+                            body=read_body(body), revisit_if=revisit_if, revisit_by=revisit_by, terms=term, scope=scope,
                             not_the_same=not_the_same)
     refresh_pages(ws)
     if json_:

@@ -7,14 +7,14 @@ from typing import Any
 from .. import durable, note_edits
 from ..dates import parse_day_option
 from ..errors import PossibleMatch, Refused
-from ..matter import NEAREST, POSSIBLE_MATCH_THRESHOLD
+from ..matter import POSSIBLE_MATCH_THRESHOLD
 from ..model import MIN_TEXT, Decision, Status
 from ..note_edits import sections
 from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_name, check_text, check_topics
 from .read import became_of, current_rulings_on, settled_line
-from .same import Match, described, judged_ids, not_the_same_flags, same_matter
+from .same import Match, Near, grouped, judged_ids, near_lines, not_the_same_flags, same_matter, with_look_alikes
 from .workspace import Workspace
 
 
@@ -54,7 +54,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
                               details=[f"Withdrawn because: {last.reason}",
                                        "If something changed, ask again with --reask-reason \"what changed\" "
                                        f"(at least {MIN_TEXT} characters)."])
-        refuse_same_matter(ws, state, summary, asked, checked, open_only=reask_reason is not None)
+        checked = refuse_same_matter(ws, state, summary, asked, checked, open_only=reask_reason is not None)
         decision_id = ws.next_id(state)
         path = ws.new_note_path(decision_id, summary)
         fields: list[tuple[str, Any]] = [
@@ -82,57 +82,52 @@ def _refuse_a_conflict(found: list[Decision]) -> None:
 
 
 def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tuple[str, ...],
-                       checked: tuple[str, ...], *, open_only: bool) -> None:
-    """Refuse a question that says the same matter as a current ruling, an open question or a withdrawn one
-    filed under other topic keys (a strong match), or may say it (a possible match: the nearest decisions are
-    shown for the asker to judge, and `--not-the-same ID` or `--reask-reason` go on). A re-ask (`open_only`) is
-    still refused by an open question on the same matter: that one is waiting already."""
+                       checked: tuple[str, ...], *, open_only: bool) -> tuple[str, ...]:
+    """Refuse a question that is (the strong tier) or may be (the possible tier) the matter of a current ruling, an
+    open question or a withdrawn one filed under other topic keys. The refusal lists every decision it stands
+    on, look-alikes grouped, so that one call judging them goes on: `--not-the-same ID` for each entry (an
+    entry's first id judges its look-alikes too), or `--reask-reason`. A re-ask (`open_only`) is still refused
+    by an open question on the same matter: that one is waiting already. Returns the ids judged not the matter,
+    each group whole (what the ledger keeps)."""
     statuses = (Status.OPEN,) if open_only else (Status.RULED, Status.OPEN, Status.WITHDRAWN)
-    matches = same_matter(ws, state, summary, asked, statuses=statuses, ignore=checked,
-                          threshold=POSSIBLE_MATCH_THRESHOLD)
+    matches = same_matter(ws, state, summary, asked, statuses=statuses, threshold=POSSIBLE_MATCH_THRESHOLD)
     if open_only:
         matches = [match for match in matches if match.strong]
-    strong = [match for match in matches if match.strong]  # not always first: the text alone may score higher
-    if strong:
+    judged = set(with_look_alikes(checked, matches))
+    unjudged = [match for match in matches if match.decision.id not in judged]
+    if unjudged:
+        strong = [match for match in unjudged if match.strong]  # not always first: the text alone may score higher
         _refuse_a_conflict([match.decision for match in strong])
-        _refuse_the_same(strong, [match for match in matches if not match.strong])
-    if matches:
-        _refuse_a_possible_match(matches[:NEAREST])
+        _refuse(sorted(unjudged, key=lambda match: not match.strong))
+    return with_look_alikes(checked, matches)
 
 
 _WAITING = ("It waits for the owner's answer: put it to them naming {id}, and record what they say with "
             "vault-tools rule {id} --summary \"<the answer>\" --source chat.")
 
 
-def _refuse_the_same(matches: list[Match], others: list[Match]) -> None:
-    """Refused: the same matter as `matches` (the first named); the next nearest `others` are shown too, for the
-    asker to see if the words matched by chance."""
+def _refuse(matches: list[Match]) -> None:
+    """Refused, every decision the question is or may be the matter of listed (the same matter first), with
+    the words it stands on and each way on."""
+    entries = grouped(matches)
     first = matches[0].decision
-    kind = {Status.OPEN: "already asks this", Status.WITHDRAWN: "asked this and was withdrawn"}.get(
-        first.status, "already settles this")
-    details = [line for match in matches[:NEAREST] for line in described(match.decision, match.why)]
-    if first.status is Status.OPEN:
-        details.append(_WAITING.format(id=first.id))
-    else:
-        details.append("If something changed, ask again with --reask-reason \"what changed\" "
+    details = near_lines(entries)
+    if any(match.decision.status is Status.OPEN for match in matches):
+        details.append(_WAITING.format(id=next(m.decision.id for m in matches if m.decision.status is Status.OPEN)))
+    if any(match.decision.status is not Status.OPEN for match in matches):
+        details.append(f"If it is one of them and something changed, ask again with --reask-reason \"what changed\" "
                        f"(at least {MIN_TEXT} characters).")
-    also = others[:max(0, NEAREST - len(matches))]
-    if also:
-        details.append("Also near it: " + "; ".join(f"{match.decision.id} [{', '.join(match.decision.topics)}]: "
-                                                    f"{match.decision.summary}" for match in also))
-    details.append(f"If you read it and it is a different matter, ask again with "
-                   f"{not_the_same_flags(match.decision.id for match in matches)} (kept in the ledger).")
-    raise Refused(f"{first.id} {kind} under other topics: {first.summary}", details=details)
+    details.append(f"If it is none of them, ask again with {not_the_same_flags(entry.first.decision.id for entry in entries)}"
+                   " (kept in the ledger).")
+    if matches[0].strong:
+        kind = {Status.OPEN: "already asks this", Status.WITHDRAWN: "asked this and was withdrawn"}.get(
+            first.status, "already settles this")
+        raise PossibleMatch(f"{first.id} {kind} under other topics: {first.summary}",
+                            tuple(entry.first.decision.id for entry in entries), details, same=True)
+    raise PossibleMatch(f"this may be the matter of {first.id} ({_count(entries)}): read them and say",
+                        tuple(entry.first.decision.id for entry in entries), details)
 
 
-def _refuse_a_possible_match(matches: list[Match]) -> None:
-    """The nearest decisions, with their text, for the asker to judge: this check alone cannot tell."""
-    details = [line for match in matches for line in described(match.decision)]
-    details += [f"If it is one of them: a ruling or a withdrawn question is asked again only with --reask-reason "
-                f"\"what changed\" (at least {MIN_TEXT} characters); an open question waits for the owner's answer, "
-                f"recorded with vault-tools rule ID --summary \"<the answer>\".",
-                f"If it is none of them, ask again with {not_the_same_flags(match.decision.id for match in matches)} "
-                "(kept in the ledger)."]
-    raise PossibleMatch(f"this may be the matter of {matches[0].decision.id} ({len(matches)} near decision(s)): "
-                        "read them and say", tuple(match.decision.id for match in matches), details)
-
+def _count(entries: list[Near]) -> str:
+    decisions = sum(len(entry.ids) for entry in entries)
+    return f"{decisions} near decision(s)" + (f" in {len(entries)} entries" if len(entries) != decisions else "")

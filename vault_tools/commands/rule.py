@@ -11,7 +11,7 @@ from .. import durable, note_edits, notes
 from ..dates import instant, local_date, parse_day_option, parse_option, to_vault_time
 from ..drafts import unanswered
 from ..errors import PossibleMatch, Refused, UsageError
-from ..matter import NEAREST, POSSIBLE_MATCH_THRESHOLD
+from ..matter import POSSIBLE_MATCH_THRESHOLD
 from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem
 from ..note_edits import sections
 from ..scope import problem as scope_problem
@@ -19,7 +19,7 @@ from ..topics import topics_match
 from ..vault import VaultState
 from .checks import check_id, check_name, check_text, check_topics
 from .read import current_rulings_on, settled_line
-from .same import described, judged_ids, not_the_same_flags, same_matter
+from .same import grouped, judged_ids, near_lines, not_the_same_flags, same_matter, with_look_alikes
 from .seal import seal_events, seal_targets_first
 from .supersede import (
     answered_questions,
@@ -36,11 +36,13 @@ CLOCK_SLACK = dt.timedelta(minutes=5)  # two machines' clocks differ a little; a
 
 def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterable[str] = (),
          source: str | None = None, ruled_at: str | None = None, ruled_by: str | None = None,
-         supersedes: Iterable[str] = (), alongside: Iterable[str] = (), reason: str | None = None,
+         supersedes: Iterable[str] = (), alongside: Iterable[str] = (), alongside_all: bool = False,
+         reason: str | None = None,
          body: str | None = None, revisit_if: str | None = None, revisit_by: str | None = None,
          terms: Iterable[str] = (), scope: Iterable[str] = (), not_the_same: Iterable[str] = ()) -> Decision:
     """Record a ruling. On a topic that already has a current ruling it must say which way it goes:
-    `supersedes` the current rulings it replaces (with a reason), `alongside` those that stand beside it. One
+    `supersedes` the current rulings it replaces (with a reason), `alongside` those that stand beside it, or
+    `alongside_all` of them, whatever their number (a property of the note, not a link to each). One
     given directly that is, or may be, the matter of a current ruling or an open question under other topics
     is refused with them (`refuse_near_decisions`) until it says which way it goes, or `not_the_same`."""
     summary = check_text("summary", summary, required=True) or ""
@@ -50,6 +52,9 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
     if set(superseded_ids) & set(alongside_ids):
         raise UsageError("a ruling cannot both supersede and stand alongside "
                          + ", ".join(sorted(set(superseded_ids) & set(alongside_ids))))
+    if alongside_all and alongside_ids:
+        raise UsageError("--alongside-all already stands beside every current ruling on the topic: "
+                         "give it or --alongside ID, not both")
     if superseded_ids and reason is None:
         raise UsageError("--supersedes needs --reason saying why (at least 20 characters)")
     when: dt.datetime | dt.date = to_vault_time(parse_option("--ruled-at", ruled_at) or ws.now_local(), ws.tz)
@@ -80,6 +85,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             changes["reason"] = reason
         if alongside_ids:
             changes["alongside"] = [ws.link_to(state, value) for value in _current(ws, state, alongside_ids)]
+        if alongside_all:
+            changes["alongside_all"] = True
         if decision_id is None:
             asked = check_topics(topics)
             new_id = ws.next_id(state)
@@ -148,7 +155,7 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
     _refuse_unsaid_replacement(ws, state, decision)
     if not_the_same is not None:
         _refuse_an_unanswered_question(ws, state, decision, answered_questions(ws, state, decision))
-        refuse_near_decisions(ws, state, decision, not_the_same)
+        not_the_same = refuse_near_decisions(ws, state, decision, not_the_same)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
     seal_targets_first(ws, state, targets)
@@ -187,40 +194,39 @@ def _earlier(one: dt.datetime | dt.date, other: dt.datetime | dt.date, tz: dt.tz
     return instant(one, tz) + CLOCK_SLACK < instant(other, tz)
 
 
-def refuse_near_decisions(ws: Workspace, state: VaultState, decision: Decision, not_the_same: Iterable[str]) -> None:
+def refuse_near_decisions(ws: Workspace, state: VaultState, decision: Decision,
+                          not_the_same: Iterable[str]) -> tuple[str, ...]:
     """A ruling given directly that is (or may be) the matter of a current ruling or an open question filed under
     other topics says which way it goes, as one on their topic must: two current rulings on one matter, neither
     saying it replaces the other, would both be quoted to agents. Those on its own topics are left to
-    `_refuse_unsaid_replacement`; those it names (`supersedes`, `alongside`) and `not_the_same` to the recorder.
-    It goes on once the nearest (NEAREST) are judged, and is refused only by the same matter (the strong tier)
-    when it names a decision on its own topics or among the nearest: the recorder has looked there."""
+    `_refuse_unsaid_replacement`; those it names (`supersedes`, `alongside`) and `not_the_same` (an entry's first
+    id judging its look-alikes too) to the recorder. The refusal lists every one it stands on, so one call that
+    judges them goes on; a ruling naming a decision has looked, and is refused only by the same matter (the strong
+    tier). Returns the ids judged not the matter, each group whole (what the ledger keeps)."""
     resolve = ws.resolver_with(state, decision)
     linked = {target for link in (*decision.supersedes, *decision.alongside) if (target := resolve(link))}
-    judged = set(not_the_same)
 
     def own_topic(other: Decision) -> bool:
         return any(topics_match(mine, theirs) for mine in decision.topics for theirs in other.topics)
     near = [match for match in same_matter(ws, state, decision.summary, decision.topics,
-                                           threshold=POSSIBLE_MATCH_THRESHOLD) if not own_topic(match.decision)]
-    looked = any(own_topic(found) for found in map(state.get, linked) if found is not None) or \
-        bool(linked & {match.decision.id for match in near[:NEAREST]})
-    near = [match for match in near if match.decision.id not in linked]
-    unjudged = [match for match in near if match.decision.id not in judged]
-    if looked or all(match.decision.id in judged for match in near[:NEAREST]):
-        unjudged = [match for match in unjudged if match.strong]
+                                           threshold=POSSIBLE_MATCH_THRESHOLD, ruling=True)
+            if not own_topic(match.decision) and match.decision.id not in linked]
+    judged = with_look_alikes(not_the_same, near)
+    unjudged = [match for match in near if match.decision.id not in judged and (match.strong or not linked)]
     if not unjudged:
-        return
-    shown = sorted(unjudged, key=lambda match: not match.strong)[:NEAREST]  # the same matter first
-    details = [line for match in shown for line in described(match.decision)]
-    ids = [match.decision.id for match in shown]
+        return judged
+    entries = grouped(sorted(unjudged, key=lambda match: not match.strong))  # the same matter first
+    details = near_lines(entries)
+    ids = [entry.first.decision.id for entry in entries]
     details += [f"If it replaces a ruling: --supersedes ID --reason \"why\" (at least {MIN_TEXT} characters); if the "
                 "ruling stands beside it: --alongside ID; if it answers an open question: vault-tools rule ID "
                 "--summary \"<the ruling>\" instead.",
                 f"If it is none of them, rule again with {not_the_same_flags(ids)} "
                 "(kept in the ledger)."]
-    said = "is the matter" if shown[0].strong else "may be the matter"
-    raise PossibleMatch(f"this ruling {said} of {ids[0]}, under other topics ({len(shown)} near decision(s)): "
-                        "read them and say which way it goes", tuple(ids), details)
+    said = "is the matter" if entries[0].first.strong else "may be the matter"
+    count = sum(len(entry.ids) for entry in entries)
+    raise PossibleMatch(f"this ruling {said} of {ids[0]}, under other topics ({count} near decision(s)): "
+                        "read them and say which way it goes", tuple(ids), details, same=entries[0].first.strong)
 
 
 def _refuse_an_unanswered_question(ws: Workspace, state: VaultState, decision: Decision,
@@ -237,18 +243,35 @@ def _refuse_an_unanswered_question(ws: Workspace, state: VaultState, decision: D
                                    "If the question still stands beside it, give the ruling a topic of its own."])
 
 
+SETTLED_SHOWN = 5  # current rulings on the topic a refusal names one by one; the rest are counted
+
+
 def _refuse_unsaid_replacement(ws: Workspace, state: VaultState, decision: Decision) -> None:
-    """A ruling on a topic with a current ruling says whether it replaces it; guessing either way is wrong."""
+    """A ruling on a topic with a current ruling says whether it replaces it; guessing either way is wrong. The
+    refusal stays short whatever their number: the nearest few by date, a count of the rest, and the one flag
+    that stands beside them all."""
+    if decision.alongside_all:
+        return
     resolve = ws.resolver_with(state, decision)
     addressed = {resolve(link) for link in (*decision.supersedes, *decision.alongside)}
     unsaid = [found for found in current_rulings_on(ws, state, decision.topics)
               if found.ruling.id not in addressed and found.ruling.id != decision.id]
     if not unsaid:
         return
-    ids = " ".join(found.ruling.id for found in unsaid)
-    raise Refused(
-        f"topic {unsaid[0].matched[0]} already has {len(unsaid)} current ruling(s); say whether this one replaces them",
-        details=[*(settled_line(ws, found) for found in unsaid),
-                 f"If it replaces them: --supersedes {ids.replace(' ', ' --supersedes ')} --reason \"why\" "
-                 f"(at least {MIN_TEXT} characters).",
-                 f"If they still stand beside it: --alongside {ids.replace(' ', ' --alongside ')}."])
+    topic = unsaid[0].matched[0]
+    details = [settled_line(ws, found) for found in unsaid[:SETTLED_SHOWN]]
+    if len(unsaid) > SETTLED_SHOWN:
+        details.append(f"... and {len(unsaid) - SETTLED_SHOWN} more (vault-tools lookup {topic})")
+    ids = [found.ruling.id for found in unsaid]
+    if len(ids) <= SETTLED_SHOWN:
+        details.append(f"If it replaces them: --supersedes {' --supersedes '.join(ids)} --reason \"why\" "
+                       f"(at least {MIN_TEXT} characters).")
+    else:
+        details.append(f"If it replaces some of them: --supersedes ID --reason \"why\" (at least {MIN_TEXT} "
+                       "characters) for each, and --alongside ID for each of the others.")
+    if len(ids) == 1:
+        details.append(f"If it still stands beside it: --alongside {ids[0]}.")
+    else:
+        details.append("If they all still stand beside it: --alongside-all (one flag, whatever their number).")
+    raise Refused(f"topic {topic} already has {len(unsaid)} current ruling(s); say whether this one replaces them",
+                  details=details)

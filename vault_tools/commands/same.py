@@ -113,6 +113,83 @@ def judged_ids(ws: Workspace, state: VaultState, given: Iterable[str]) -> tuple[
     return tuple(dict.fromkeys(value if value in known else ws.find(state, value).id for value in map(check_id, given)))
 
 
+ALIKE = 3  # decisions a text matches in exactly the same way (the same words, the same score) that make a group
+SHOWN_IN_FULL = 3  # entries of a refusal shown with their text; the rest by id and summary
+SUMMARY_CHARS = 90  # of a summary on a refusal's "also near" line
+
+
+@dataclass(frozen=True)
+class Near:
+    """An entry of a refusal: a decision, or a group of look-alikes the text matches in exactly the same way
+    (routine rulings "Expense 12 approved ...", "Expense 13 approved ..."), judged together by naming the first."""
+
+    first: Match
+    alike: tuple[Match, ...] = ()
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return (self.first.decision.id, *(match.decision.id for match in self.alike))
+
+
+def grouped(matches: Sequence[Match]) -> list[Near]:
+    """`matches` as a refusal lists them, in their order: ALIKE or more matched by the same words with the same
+    score take one entry."""
+    groups: dict[tuple[float, tuple[str, ...]], list[Match]] = {}
+    for match in matches:
+        groups.setdefault((round(match.score, 9), match.shared), []).append(match)
+    entries, placed = [], set()
+    for match in matches:
+        key = (round(match.score, 9), match.shared)
+        if key in placed:
+            continue
+        members = groups[key]
+        if len(members) >= ALIKE:
+            placed.add(key)
+            entries.append(Near(members[0], tuple(members[1:])))
+        else:
+            entries.append(Near(match))
+    return entries
+
+
+def with_look_alikes(judged: Iterable[str], matches: Sequence[Match]) -> tuple[str, ...]:
+    """The ids judged not the matter, each look-alike group named by one of its ids taken whole: what one
+    `--not-the-same` on a group's entry says."""
+    judged = tuple(judged)
+    named = set(judged)
+    found = [decision_id for entry in grouped(matches) if len(entry.ids) > 1 and named & set(entry.ids)
+             for decision_id in entry.ids]
+    return tuple(dict.fromkeys((*judged, *found)))
+
+
+def near_lines(entries: Sequence[Near]) -> list[str]:
+    """The entries of a refusal, nearest first: the first SHOWN_IN_FULL with their text and the words they were
+    matched by, the rest on one line by id and summary; a group with the count and ids of its look-alikes."""
+    lines: list[str] = []
+    rest = []
+    for position, entry in enumerate(entries):
+        if position >= SHOWN_IN_FULL:
+            rest.append(f"{entry.first.decision.id}{_alike_count(entry)} [{', '.join(entry.first.decision.topics)}]: "
+                        f"{_cut(entry.first.decision.summary)} ({entry.first.why})")
+            continue
+        lines += described(entry.first.decision, entry.first.why)
+        if entry.alike:
+            ids = [match.decision.id for match in entry.alike]
+            named = ", ".join(ids) if len(ids) <= 4 else f"{', '.join(ids[:2])}, ... {ids[-1]}"
+            lines.append(f"    and {len(ids)} look-alike(s) matched by the same words ({named}): "
+                         f"--not-the-same {entry.first.decision.id} judges them all")
+    if rest:
+        lines.append("Also near: " + "; ".join(rest))
+    return lines
+
+
+def _alike_count(entry: Near) -> str:
+    return f" (and {len(entry.alike)} look-alikes)" if entry.alike else ""
+
+
+def _cut(summary: str) -> str:
+    return summary if len(summary) <= SUMMARY_CHARS else summary[:SUMMARY_CHARS].rsplit(" ", 1)[0] + " ..."
+
+
 def not_the_same_flags(ids: Iterable[str]) -> str:
     return " ".join(f"--not-the-same {decision_id}" for decision_id in ids)
 
@@ -154,9 +231,9 @@ class Match:
 
     @property
     def why(self) -> str:
-        kind = {Status.OPEN: "open question", Status.WITHDRAWN: "withdrawn question"}.get(
-            self.decision.status, "current ruling")
-        return f"{kind} sharing {', '.join(self.shared)} (score {self.score:.2f})"
+        """The evidence: the words both say and the score, and which tier it reached."""
+        said = "the same matter" if self.strong else "may be the matter"
+        return f"{said}: shares {', '.join(self.shared)}, score {max(self.score, self.text_alone):.2f}"
 
     def as_json(self) -> dict[str, Any]:
         return {"id": self.decision.id, "status": self.decision.status.value, "summary": self.decision.summary,
@@ -166,16 +243,18 @@ class Match:
 # docs/design/0031-the-same-matter-check.md, 0042
 def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[str] = (), *,
                 threshold: float = SAME_MATTER_THRESHOLD, statuses: Iterable[Status] = CURRENT,
-                ignore: Iterable[str] = ()) -> list[Match]:
+                ignore: Iterable[str] = (), ruling: bool = False) -> list[Match]:
     """Current rulings and open questions (or the `statuses` given) that are the same matter as the question
     `text` (with its topic keys), best first, each with its score and the words that matched: at or over
     `threshold` (POSSIBLE_MATCH_THRESHOLD for both tiers, where the text alone counts too: `Match.strong` says
-    which). `ignore`: ids left out."""
+    which). `ignore`: ids left out. `ruling`: the text is a ruling, which may answer an open question (scored both
+    ways against one: `matter.matches`)."""
     wanted, skipped = set(statuses), set(ignore)
     in_effect = [d for d in ws.decisions_in_effect(state) if d.status in wanted and d.id not in skipped]
     candidates = ((d, decision_terms(d), d.number) for d in shortlist(ws, state, in_effect, text, topics))
     return [Match(found.decision, found.score, found.shared, found.text_alone)
-            for found in matches(text, topics, candidates, threshold)]
+            for found in matches(text, topics, candidates, threshold,
+                                 (lambda d: d.status is Status.OPEN) if ruling else None)]
 
 
 def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], text: str,
@@ -194,15 +273,19 @@ def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], t
 
 def same_matter_pairs(decisions: Sequence[Decision], *,
                       threshold: float = SAME_MATTER_THRESHOLD) -> list[tuple[Decision, Decision, float]]:
-    """Pairs of decisions that are the same matter, compared both ways (the lower score counts: each must say what the other says), each pair
-    once; only pairs sharing a word are scored. Used by lint on current rulings."""
+    """Pairs (older, newer, score) of decisions where the newer (the higher number) is the same matter as the older
+    as `rule` scores a ruling given directly: its summary and topics against the older's words (`decision_terms`),
+    at or over `threshold` (the strong tier: what `rule` refuses as the matter of another). Only pairs sharing a
+    word that is not weak are scored. Used by lint (VT044) on current rulings, so that a ruling typed in Obsidian
+    is judged as `rule` judges one."""
+    said = [question_terms(d.summary, d.topics) for d in decisions]
     described = [decision_terms(d) for d in decisions]
-    # Each decision's words as two sets of bits (its strong words, its weak ones): a pair's shared weight is
-    # then two ANDs and two counts, where intersecting the sets took ten times as long (a vault whose
-    # rulings share many words has a hundred thousand pairs to score).
+    # Each set of words as two sets of bits (its strong words, its weak ones): a pair's shared weight is then two
+    # ANDs and two counts, where intersecting the sets took ten times as long (a vault whose rulings share many
+    # words has a hundred thousand pairs to score).
     bit_of: dict[str, int] = {}
-    strong_bits, weak_bits, whole = [], [], []
-    for found in described:
+
+    def bits(found: frozenset[str]) -> tuple[int, int]:
         strong = weak = 0
         for term in found:
             bit = bit_of.setdefault(term, 1 << len(bit_of))
@@ -210,35 +293,27 @@ def same_matter_pairs(decisions: Sequence[Decision], *,
                 weak |= bit
             else:
                 strong |= bit
-        strong_bits.append(strong)
-        weak_bits.append(weak)
-        whole.append(thirds(found))
-
+        return strong, weak
+    said_bits, described_bits = [bits(found) for found in said], [bits(found) for found in described]
+    whole = [thirds(found) for found in said]
     by_term: dict[str, list[int]] = {}
     for position, found in enumerate(described):
-        for term in found:
-            if term not in WEAK:
-                by_term.setdefault(term, []).append(position)
-    seen: set[int] = set()  # first * len(decisions) + second
-    count = len(decisions)
+        for term in found - WEAK:
+            by_term.setdefault(term, []).append(position)
+    order = sorted(range(len(decisions)), key=lambda position: decisions[position].number)
+    rank = {position: place for place, position in enumerate(order)}
     pairs = []
-    for positions in by_term.values():
-        if len(positions) > 200:  # a word half the vault uses says nothing about a pair
-            continue
-        for i, first in enumerate(positions):
-            for second in positions[i + 1:]:
-                key = first * count + second
-                if key in seen:
-                    continue
-                seen.add(key)
-                shared = 3 * (strong_bits[first] & strong_bits[second]).bit_count() + \
-                    (weak_bits[first] & weak_bits[second]).bit_count()  # `_thirds` of what both say
-                value = min(share(shared, whole[first]), share(shared, whole[second]))
-                if value >= threshold:
-                    pairs.append((first, second, value))
-    numbers = [d.number for d in decisions]
-    pairs.sort(key=lambda p: (numbers[p[0]], numbers[p[1]]))
-    return [(decisions[first], decisions[second], value) for first, second, value in pairs]
+    for newer, found in enumerate(said):
+        olders = {older for term in found - WEAK for older in by_term.get(term, ())
+                  if len(by_term[term]) <= 200 and rank[older] < rank[newer]}  # a word half the vault uses says nothing
+        for older in olders:
+            shared = 3 * (said_bits[newer][0] & described_bits[older][0]).bit_count() + \
+                (said_bits[newer][1] & described_bits[older][1]).bit_count()  # `thirds` of what both say
+            value = share(shared, whole[newer])
+            if value >= threshold:
+                pairs.append((older, newer, value))
+    pairs.sort(key=lambda p: (rank[p[0]], rank[p[1]]))
+    return [(decisions[older], decisions[newer], value) for older, newer, value in pairs]
 
 
 def rank_hits(ws: Workspace, text: str, hits: Sequence[Hit]) -> list[Hit]:

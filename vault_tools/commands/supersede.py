@@ -11,7 +11,7 @@ from ..errors import InconsistentVault, Refused, VaultToolsError
 from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import unresolved_link
-from ..matter import POSSIBLE_MATCH_THRESHOLD, matches, named_ids
+from ..matter import named_ids, question_terms, shares_substance
 from ..model import Decision, Status, id_matches
 from ..sealing import seal_hash
 from ..topics import topics_match
@@ -34,17 +34,17 @@ class SupersedePlan:
 
 def refuse_an_unrelated_target(decision: Decision, targets: Iterable[Decision], reason: str | None, *,
                                topics_given: bool = True) -> None:
-    """A ruling an agent says replaces another shares a topic with it, or may be its matter (the possible tier
-    of the same-matter check, which `rule` asks about: the two never disagree), or its reason names it: a
-    mistyped id would otherwise end a ruling on another matter for good (a superseded ruling never comes back).
+    """A ruling an agent says replaces another shares a topic with it, or a word of substance (the same-matter
+    check's floor, `matter.shares_substance`: a replacement may say the matter in new words, but never in none of
+    the old), or its reason names it: a mistyped id would otherwise end a ruling on another matter for good (a
+    superseded ruling never comes back).
     `topics_given`: whether the command takes `--topic` (its refusal then offers it)."""
     named = named_ids(reason or "")
     for target in targets:
         if target.status is not Status.RULED or any(id_matches(typed, target.id) for typed in named) or any(
                 topics_match(mine, theirs) for mine in decision.topics for theirs in target.topics):
             continue
-        if not matches(decision.summary, decision.topics, [(target, decision_terms(target), target.number)],
-                       POSSIBLE_MATCH_THRESHOLD):
+        if not shares_substance(question_terms(decision.summary, decision.topics), decision_terms(target)):
             raise Refused(
                 f"a ruling on {', '.join(decision.topics)} would supersede {target.id}, which is on another matter "
                 f"({', '.join(target.topics)}): {target.summary}",

@@ -116,11 +116,12 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
     Reports two current rulings whose words say the same matter under different topic keys (no topic of
-    one near-matches a topic of the other), by the check `ask` uses to refuse a question already settled
-    under other topics: each ruling's summary, topics and `## Question` and `## Ruling` sections must say
-    most of what the other says. Each ruling is reported once, on the newer note, naming the older ruling
-    closest to it; the other older rulings on the same matter are named after it (the first five, and how
-    many more).
+    one near-matches a topic of the other), by the check `rule` uses to refuse a ruling given directly as
+    the matter of another (its strong tier): the older ruling's summary, topics and `## Question` and
+    `## Ruling` sections say most of what the newer one's summary and topics say. So a ruling typed in
+    Obsidian is judged as one given to `rule`. Each ruling is reported once, on the newer note, naming the
+    older ruling closest to it; the other older rulings on the same matter are named after it (the first
+    five, and how many more).
 
     ## Why
     Two rulings on one matter filed apart are read apart: `lookup` on one key never shows the other, and
@@ -137,11 +138,10 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
     alike: dict[str, tuple[Decision, list[tuple[float, Decision]]]] = {}
     # The signatures of each ruling's topics: two rulings whose topics share none have no topic in common
     signatures = {d.path: frozenset().union(*map(topic_signatures, d.topics)) for d in current}
-    for first, second, score in same_matter_pairs(current):
-        if not signatures[first.path].isdisjoint(signatures[second.path]) and \
-                any(topics_match(a, b) for a in first.topics for b in second.topics):
+    for older, newer, score in same_matter_pairs(current):
+        if not signatures[older.path].isdisjoint(signatures[newer.path]) and \
+                any(topics_match(a, b) for a in older.topics for b in newer.topics):
             continue  # one topic: the supersession rules (VT016) speak for these
-        newer, older = (second, first) if second.number > first.number else (first, second)
         alike.setdefault(newer.path, (newer, []))[1].append((score, older))
     for newer, found in alike.values():
         found.sort(key=lambda item: (-item[0], item[1].number))
