@@ -155,6 +155,24 @@ def test_the_owner_says_it_replaces_the_older_one_in_obsidian(vault):
     assert _ok(vt_here("lint", cwd=vault)).out == ""
 
 
+def test_the_owner_ticks_alongside_all_in_obsidian_and_unticking_it_is_an_edit(vault):
+    """The checkbox says the ruling stands beside every current ruling on its topics: a lifecycle step like a
+    link added to `alongside`, recorded, and the flag is gone; taking it back changes what the ruling said."""
+    path = _owner_rules_in_obsidian(vault)
+    said = note_edits.with_fields(notes.read_note(path), {"alongside_all": True})
+    _saved_a_while_ago(path, said)
+    done = _ok(vt_here("watch", "--once", cwd=vault))
+    assert "stands alongside every current ruling on its topics" in done.err
+    assert path.read_text() == said and "alongside_all: true" in said
+    _ok(vt_here("build", cwd=vault))
+    assert _ok(vt_here("lint", cwd=vault)).out == ""
+    events = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
+    assert events[-1]["event"] == "amended"
+    _saved_a_while_ago(path, said.replace("alongside_all: true", "alongside_all: false"))
+    _ok(vt_here("watch", "--once", cwd=vault))
+    assert "alongside_all: true" in path.read_text()  # put back; the typed change is kept as a proposed revision
+
+
 def test_relate_says_it_from_the_command_line_and_taking_a_relation_back_is_an_edit(vault):
     path = _owner_rules_in_obsidian(vault)
     _ok(vt_here("relate", "D-0002", "--alongside", "D-0001", cwd=vault))

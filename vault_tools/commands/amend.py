@@ -3,7 +3,7 @@
 A sealed ruling is never edited in place, with two exceptions that are lifecycle steps, not edits:
 - retracting it: `status: retracted` and a `reason` of at least 20 characters, nothing else changed;
 - saying how it stands to other current rulings: links added to `alongside`, or to `supersedes` with a
-  `reason`, nothing else changed.
+  `reason`, or `alongside_all` ticked, nothing else changed.
 Each is recorded in the ledger, and the seal then covers the note as it is. Anything else changed at
 the same time makes the whole edit a revision, as any other edit of a sealed note.
 """
@@ -27,6 +27,7 @@ from .supersede import apply_superseded, plan_superseded, refuse_an_unrelated_ta
 from .workspace import Workspace
 
 RELATION_FIELDS = frozenset({"alongside", "supersedes"})
+BESIDE_ALL = "alongside_all"  # the checkbox: beside every current ruling on its topics
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,10 @@ def owner_step(ws: Workspace, state: VaultState, decision: Decision, history: Hi
                                            f"until `reason` says why in at least {MIN_TEXT} characters; until then "
                                            "it is still current")
         return OwnerStep("retracted", f"retracted in Obsidian: {decision.reason}")
-    if decision.status is not Status.RULED or not changed or not changed <= RELATION_FIELDS:
+    if decision.status is not Status.RULED or not changed or not changed <= RELATION_FIELDS | {BESIDE_ALL}:
         return None
+    if before.get(BESIDE_ALL) and not after.get(BESIDE_ALL):
+        return None  # unticked: taking a relation back is an edit
     added: dict[str, set[str]] = {}
     for name in RELATION_FIELDS:
         old, new = set(before.get(name) or ()), set(after.get(name) or ())
@@ -75,6 +78,7 @@ def owner_step(ws: Workspace, state: VaultState, decision: Decision, history: Hi
         return OwnerStep("incomplete", problem)
     said = [f"supersedes {', '.join(sorted(added['supersedes']))}"] if added["supersedes"] else []
     said += [f"stands alongside {', '.join(sorted(added['alongside']))}"] if added["alongside"] else []
+    said += ["stands alongside every current ruling on its topics"] if BESIDE_ALL in changed else []
     return OwnerStep("related", " and ".join(said))
 
 

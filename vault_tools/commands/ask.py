@@ -37,7 +37,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
                 if shared:
                     raise Refused(
                         f"{question.id} is already open on topic {shared[0]}: {question.summary}",
-                        details=[_WAITING.format(id=question.id)])
+                        details=[_WAITING.format(id=question.id), _ANOTHER_MATTER])
         if reask_reason is None:
             settled = current_rulings_on(ws, state, asked)
             _refuse_a_conflict([found.ruling for found in settled])
@@ -45,6 +45,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
                 details = [settled_line(ws, found) for found in settled]
                 details.append("If something changed, ask again with --reask-reason \"what changed\" "
                                f"(at least {MIN_TEXT} characters).")
+                details.append(_ANOTHER_MATTER)
                 raise Refused(f"topic {settled[0].matched[0]} is settled: {len(settled)} current ruling(s)",
                               details=details)
             withdrawn = [d for d in became_of(ws, asked) if d.status is Status.WITHDRAWN]
@@ -102,6 +103,7 @@ def refuse_same_matter(ws: Workspace, state: VaultState, summary: str, asked: tu
     return with_look_alikes(checked, matches)
 
 
+_ANOTHER_MATTER = "If it is another matter, ask it under a topic key of its own (--topic KEY)."
 _WAITING = ("It waits for the owner's answer: put it to them naming {id}, and record what they say with "
             "vault-tools rule {id} --summary \"<the answer>\" --source chat.")
 
