@@ -85,6 +85,7 @@ def test_a_possible_match_is_denied_once_in_a_session_with_the_decisions_to_judg
                                    "tool_input": {"questions": [{"question": question}]}}, record)
     reason = denial["hookSpecificOutput"]["permissionDecisionReason"]
     assert "may be about a matter" in reason and "Renew the trademark on the logo" in reason
+    assert "(words shared: logo, renewed)" in reason  # the evidence it stands on, in the question's words
     again = {"session_id": "s-1", "tool_name": "AskUserQuestion", "tool_input": {"questions": [{"question": question}]}}
     assert hook("pre-tool-use", again, record) is None  # asked again in the session: it goes to the owner
     assert hook("pre-tool-use", {**again, "session_id": "s-2"}, record) is not None  # another session: shown again

@@ -353,7 +353,8 @@ def _also_near(others: list[Any]) -> str:
 def _possible_match(found: list[Any]) -> str:
     lines = ["This question may be about a matter the decision record already holds; it is not certain:"]
     for near in found:
-        lines.append(_item_line(near.item) + (f" {near.item.text}" if near.item.text else ""))
+        lines.append(_item_line(near.item) + f" (words shared: {', '.join(near.shared)})"
+                     + (f" {near.item.text}" if near.item.text else ""))
     lines.append("A question on one of them names its id (and, for a ruling or a withdrawn question, what changed "
                  "since). The same question asked again in this session goes to the owner as it is.")
     return "\n".join(lines)
