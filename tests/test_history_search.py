@@ -215,6 +215,11 @@ def test_search_follows_edits_deletions_and_closings(cli, vault):
     ruling = next(vault.glob("Decisions/D-0002*.md"))
     cli("retract", "D-0002", "--reason", "The owner never said this, it was a mistake.")
     assert search_ids(cli, "author") == []
+    told = cli("search", "author")  # nothing current; the closed one is counted, with the way to see it
+    assert "no decision matches" in told.err
+    assert "1 closed decision(s) (superseded, withdrawn or retracted) also match: vault-tools search --history " \
+           "author shows them" in told.err
+    assert "closed decision" not in cli("search", "author", "--history").err
     cli("ask", "Should tide tables appear on the home page?", "--topic", "home-page")
     assert search_ids(cli, "tide") == ["D-0003"]
     next(vault.glob("Decisions/D-0003*.md")).unlink()
@@ -239,7 +244,8 @@ def test_without_fts5_search_scans_and_says_so_once(cli, monkeypatch):
     first = cli("search", "footers")
     assert "D-0002" in first.out and "no FTS5" in first.err
     second = cli("search", "footers")
-    assert "D-0002" in second.out and second.err == ""
+    assert "D-0002" in second.out and "no FTS5" not in second.err
+    assert "1 closed decision(s)" in second.err  # the scan counts the superseded one as the index does
 
 
 def test_lookup_takes_free_text_and_falls_back_to_search(cli):
@@ -289,3 +295,12 @@ def test_the_search_claims_of_the_history_page_hold(cli):
     assert search_ids(cli, "footers") == ["D-0003"]
     said = cli("search", "décisions")
     assert said.code == 0 and "too common to search for" in said.err
+
+
+def test_a_superseded_ruling_is_shown_with_the_day_it_was_replaced_apart_from_the_day_it_was_ruled(cli):
+    """"superseded 2026-01-10" read as the day it stopped being the answer; the day it was replaced comes first."""
+    footer_story(cli)
+    said = "D-0001  superseded 2026-03-01 by D-0002 (ruled 2026-01-10)  [article-footer]"
+    assert said in cli("lookup", "article-footer").out
+    assert cli("show", "D-0001").out.startswith(said)
+    assert said in cli("list", "--status", "superseded").out

@@ -51,11 +51,10 @@ def read_body(body: str | None) -> str | None:
 
 
 def decision_line(decision: Decision, ws: Workspace) -> str:
-    from ..dates import local_date
+    from ..commands.read import day_said
 
-    when = decision.ruled_at or decision.asked_at
-    day = local_date(when, ws.tz).isoformat() if when else "undated"
-    line = f"{decision.id}  {decision.status.value:<10} {day}  [{', '.join(decision.topics)}]  {decision.summary}"
+    line = f"{decision.id}  {decision.status.value:<10} {day_said(ws, decision)}  [{', '.join(decision.topics)}]  " \
+        f"{decision.summary}"
     return line + (f"\n    ! {decision.conflict}" if decision.conflict else "")
 
 

@@ -1,6 +1,7 @@
 """Reading decisions: `show`, `list`, `lookup`."""
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -8,7 +9,8 @@ from ..bodies import BodyView, inline_plain, preview, section_text, sections, vi
 from ..dates import local_date
 from ..errors import UsageError
 from ..history import History
-from ..index import SearchIndex, SearchResult, fts5_available, fts_query, notice_once, scan
+from ..index import Hit, SearchIndex, SearchResult, fts5_available, fts_query, notice_once, scan
+from ..links import leading_id
 from ..matter import fold
 from ..model import TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
 from ..pages import PageProblem
@@ -84,11 +86,46 @@ def search(ws: Workspace, query: str, *, history: bool = False, limit: int = 20)
         notice = notice_once(ws.vault)
         if notice:
             result.notices.append(notice)
-        result.hits = scan(ws.decisions_in_effect(ws.state()), query, history=history, limit=limit)
+        in_effect = ws.decisions_in_effect(ws.state())
+        result.hits = scan(in_effect, query, history=history, limit=limit)
+        if not history:
+            result.notices += _closed_also(query, scan(in_effect, query, history=True, limit=CLOSED_COUNTED))
         return result
     index = SearchIndex(ws.vault)
     hits = index.search(query, history=history, limit=limit)
-    return SearchResult(hits, index.notices)
+    notices = list(index.notices)
+    if not history:
+        notices += _closed_also(query, index.search(query, history=True, limit=CLOSED_COUNTED))
+    return SearchResult(hits, notices)
+
+
+CLOSED_COUNTED = 1000  # matches looked at for the closed decisions a search without --history counts
+
+
+def _closed_also(query: str, every: list[Hit]) -> list[str]:
+    """What a search without `--history` says of the superseded, withdrawn and retracted decisions that also
+    match: how many, and the command that shows them (an agent looking for a question withdrawn as settled
+    would otherwise conclude nothing was ever decided)."""
+    closed = sum(hit.historical for hit in every)
+    if not closed:
+        return []
+    return [f"{closed} closed decision(s) (superseded, withdrawn or retracted) also match: "
+            f"vault-tools search --history {shlex.quote(query)} shows them"]
+
+
+def day_said(ws: Workspace, decision: Decision) -> str:
+    """The day a line about a decision gives: when it was ruled (or asked); for a superseded ruling, the day it
+    was replaced and by which ruling first, apart from the day it was ruled ("2026-10-07 by D-0009 (ruled
+    2026-07-17)"): a reader takes the day beside "superseded" for the day it stopped being the answer."""
+    when = decision.ruled_at or decision.asked_at
+    day = local_date(when, ws.tz).isoformat() if when else "undated"
+    if decision.status is not Status.SUPERSEDED or not decision.superseded_by:
+        return day
+    state = ws.state()
+    successor = state.get(state.resolver()(decision.superseded_by) or leading_id(decision.superseded_by) or "")
+    if successor is None or successor.ruled_at is None:
+        return day
+    return f"{local_date(successor.ruled_at, ws.tz).isoformat()} by {successor.id} (ruled {day})"
 
 
 def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...]) -> list[Lookup]:
