@@ -240,6 +240,17 @@ def test_every_reader_says_a_decision_in_conflict_is_in_conflict_with_both_outco
     assert asked["hookSpecificOutput"].get("permissionDecision") != "deny"
     says_both(asked["hookSpecificOutput"]["additionalContext"])
 
+    # the readers of the past and of the whole record too: as-of, export (both formats), history and stats
+    today = "2099-01-01"  # the end of a day to come: everything recorded by then
+    for args in (["as-of", today], ["as-of", today, "--json"], ["history", question], ["history", question, "--json"],
+                 ["export"], ["export", "--format", "md"]):
+        says_both(pulled.vt(*args)[1])
+    exported = [json.loads(line) for line in pulled.vt("export")[1].splitlines() if line.strip()]
+    record = next(item for item in exported if item.get("id") == question)
+    assert record["status"] != "withdrawn" and "in conflict" in record["conflict"], record
+    stats = pulled.vt("stats")[1]
+    assert "in conflict: 1" in stats, stats
+
     results = session_calls(pulled.root, [("lookup", {"topics": ["community-call"]}), ("show", {"id": question}),
                                           ("search", {"query": "community call"}), ("gate", {"id": question})])
     for is_error, text in results:

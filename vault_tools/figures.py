@@ -85,6 +85,8 @@ class Figures:
     weeks: list[Week] = field(default_factory=list)
     # The questions an import asked the owner to review (`asked_by` the importer): counted here, not above
     import_reviews: dict[str, int] = field(default_factory=dict)  # total, open
+    # Decisions two clones closed differently, neither outcome standing until the owner settles them (each id)
+    in_conflict: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, object]:
         def spread(value: Spread | None) -> dict[str, float] | None:
@@ -111,6 +113,7 @@ class Figures:
             "recorded_by": self.recorded_by,
             "weeks": [{"week_of": w.start.isoformat(), "asked": w.asked, "answered": w.answered} for w in self.weeks],
             "import_review_questions": self.import_reviews,
+            "in_conflict": self.in_conflict,
         }
 
 
@@ -133,6 +136,7 @@ def compute(decisions: Sequence[Decision], events: Iterable[Event], resolve: Res
     figures = Figures(today=today, since=since)
     reviews = [d for d in decisions if d.asked_by == IMPORT_ACTOR]  # the importer's questions, not the owner's
     figures.import_reviews = {"total": len(reviews), "open": sum(d.status is Status.OPEN for d in reviews)}
+    figures.in_conflict = sorted(d.id for d in decisions if d.conflict)
     decisions = [d for d in decisions if d.asked_by != IMPORT_ACTOR]
 
     def counts(moment: dt.datetime | dt.date | None) -> bool:
@@ -299,6 +303,9 @@ def summary_lines(figures: Figures) -> list[str]:
         f"{r['answering_a_question']} answering a question, {r['direct']} given directly)",
         f"questions: {q['total']} ({q['answered']} answered, {q['withdrawn']} withdrawn, {q['open']} open)",
     ]
+    if figures.in_conflict:
+        lines.append(f"in conflict: {len(figures.in_conflict)} ({', '.join(figures.in_conflict)}: two clones closed it "
+                     "differently; `vault-tools settle` records which outcome stands)")
     if figures.import_reviews.get("total"):
         lines.append(f"import review questions (not counted above): {figures.import_reviews['total']} "
                      f"({figures.import_reviews['open']} open)")

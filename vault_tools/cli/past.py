@@ -35,8 +35,11 @@ def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A dec
                 item["diff"] = text_diff(before, version)
                 before = version
             items.append(item)
-        print_json({"id": found.id, "events": items, "remarks": found.remarks})
+        print_json({"id": found.id, "events": items, "remarks": found.remarks}
+                   | ({"conflict": found.conflict} if found.conflict else {}))
         return
+    if found.conflict:
+        out(f"IN CONFLICT: {found.conflict}")
     before = None
     for version in found.versions:
         event = version.event

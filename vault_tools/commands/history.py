@@ -55,6 +55,7 @@ class RecordHistory:
     id: str
     versions: list[Version] = field(default_factory=list)
     remarks: list[str] = field(default_factory=list)  # where content came from other than the ledger
+    conflict: str | None = None  # two clones' outcomes in conflict now (`Decision.conflict`), as every reader says
 
     def texts(self) -> list[Version]:
         return [v for v in self.versions if v.text is not None]
@@ -131,7 +132,14 @@ def history(ws: Workspace, decision_id: str) -> RecordHistory:
             raise NotFound(f"no decision note and no ledger event has id {decision_id}")
         raise NotFound(f"the ledger has no event for {decision_id} (a note not recorded yet: run `vault-tools "
                        "watch --once` or `lint --fix`)", path=current.path)
-    return record_history(ws, known[decision_id], current)
+    found = record_history(ws, known[decision_id], current)
+    found.conflict = _conflicts(ws).get(decision_id)
+    return found
+
+
+def _conflicts(ws: Workspace) -> dict[str, str]:
+    """The decisions in conflict between clones now, with what every reader says of each."""
+    return {d.id: d.conflict for d in ws.decisions_in_effect(ws.state()) if d.conflict}
 
 
 def text_diff(before: Version | None, after: Version) -> list[str]:
@@ -253,6 +261,10 @@ def records_as_of(ws: Workspace, moment: dt.datetime, *, recorded: bool = False)
                                   _at(line.withdrawn.event)))
         else:
             found.append(Standing(replace(question, status=Status.OPEN), asked_at))
+    # a decision in conflict now is marked in the past it appears in too: neither outcome is presented as the answer
+    conflicts = _conflicts(ws)
+    found = [Standing(replace(s.decision, conflict=conflicts[s.decision.id]), s.since)
+             if s.decision.id in conflicts else s for s in found]
     return sorted(found, key=lambda s: s.decision.number)
 
 
@@ -350,7 +362,7 @@ def _row(decision: Decision, resolve: Any) -> dict[str, Any]:
         "reason": decision.reason, "reask_reason": decision.reask_reason, "revisit_if": decision.revisit_if,
         "revisit_by": _when(decision.revisit_by), "due": _when(decision.due), "path": decision.path,
         "body": decision.body,
-    }
+    } | ({"conflict": decision.conflict} if decision.conflict else {})
 
 
 def export_jsonl(ws: Workspace, rows: list[dict[str, Any]], as_of: str | None) -> str:
@@ -369,6 +381,8 @@ def export_markdown(rows: list[dict[str, Any]], as_of: str | None) -> str:
         out += [f"## {status.capitalize()} ({len(group)})", ""]
         for row in group:
             out += [f"### {row['id']} {row['summary']}", ""]
+            if row.get("conflict"):
+                out += [f"**IN CONFLICT**: {row['conflict']}", ""]
             for name in ("topics", "asked_at", "asked_by", "ruled_at", "ruled_by", "source", "supersedes", "alongside",
                          "superseded_by", "reason", "reask_reason", "revisit_if", "revisit_by", "due"):
                 value = row[name]
