@@ -3,6 +3,7 @@ on the labelled set in tests/data/cjk_search.json (written for these tests: see 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,18 @@ def test_lint_names_one_matter_ruled_twice_under_two_keys_in_japanese(tmp_path):
                        judge=True).code == 0
     found = [line for line in vt_here("lint", cwd=root).out.splitlines() if "VT044" in line]
     assert len(found) == 1 and "podcast-payments / guest-fee" in found[0]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_search_passage_is_the_rulings_own_text_with_the_match_marked(vaults, language):
+    """The index keeps pairs of characters beside the words; a passage shows the text as written, never the pairs."""
+    root, ids = vaults[language]
+    rulings = DATA[language]["rulings"]
+    for query, topic in DATA[language]["queries"].items():
+        if topic is None:
+            continue
+        hit = json.loads(vt_here("search", query, "--json", cwd=root).out)[0]
+        marked = re.findall(r"\*\*(.+?)\*\*", hit["snippet"])
+        assert marked, (query, hit["snippet"])
+        shown = hit["snippet"].replace("**", "").strip("…")
+        assert shown in rulings[topic] or shown in hit["summary"], (query, hit["snippet"])

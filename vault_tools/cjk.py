@@ -59,6 +59,40 @@ def query_forms(run: str) -> list[list[str]]:
     return forms
 
 
+PASSAGE_CHARS = 40  # of the text on each side of a marked passage
+
+
+def marked_passage(text: str, asked: str, around: int = PASSAGE_CHARS) -> str | None:
+    """The stretch of `text` where the Chinese, Japanese or Korean words of `asked` are found, marked `**...**` as
+    search marks a match, with up to `around` characters on each side (`…` where cut): the decision's own text,
+    never the index's pairs. None when no word of `asked` is in `text`."""
+    wanted = {pair for run in runs(asked) for form in query_forms(run) for pair in form}
+    covered = [False] * len(text)
+    for match in RUN.finditer(text):
+        run = match.group()
+        for index in range(len(run) - 1):
+            if run[index:index + 2] in wanted:
+                covered[match.start() + index] = covered[match.start() + index + 1] = True
+    spans, start = [], None
+    for index, inside in enumerate([*covered, False]):
+        if inside and start is None:
+            start = index
+        elif not inside and start is not None:
+            spans.append((start, index))
+            start = None
+    if not spans:
+        return None
+    begin, end = max(0, spans[0][0] - around), min(len(text), spans[0][1] + around)
+    shown = [text[begin:spans[0][0]]]
+    for (first, last), following in zip(spans, [*(s[0] for s in spans[1:]), None], strict=True):
+        if first >= end:
+            break
+        shown.append(f"**{text[first:last]}**")
+        shown.append(text[last:min(end, following) if following is not None else end])
+    passage = " ".join("".join(shown).split())
+    return ("…" if begin > 0 else "") + passage + ("…" if end < len(text) else "")
+
+
 def text_size(text: str) -> int:
     """A text's length as the minimum of a summary or a reason counts it: a Chinese, Japanese or Korean character
     as two, since it says about as much as a word of a few letters."""

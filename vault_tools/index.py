@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .bodies import without_comments
-from .cjk import cjk_terms, has_cjk, query_forms, runs
+from .cjk import cjk_terms, has_cjk, marked_passage, query_forms, runs
 from .conflicts import conflict_line
 from .errors import InconsistentVault
 from .ledger import RACY_NANOSECONDS
@@ -281,6 +281,13 @@ class SearchIndex:
             snippets = dict(connection.execute(
                 f"SELECT rowid, snippet(search, -1, '**', '**', '…', {SNIPPET_TOKENS}) FROM search "
                 f"WHERE search MATCH ? AND rowid IN ({marks})", (query, *(rowid for rowid, _ in chosen))).fetchall())
+            if has_cjk(text):  # the best column may be the index's pairs: the passage is taken from the text itself
+                for rowid, summary, body, reason in connection.execute(
+                        f"SELECT rowid, summary, body, reason FROM search WHERE rowid IN ({marks})",
+                        tuple(rowid for rowid, _ in chosen)).fetchall():
+                    found = next(filter(None, (marked_passage(part, text) for part in (summary, body, reason))), None)
+                    if found is not None:
+                        snippets[rowid] = found
         conflicts = self.conflicts()
         return [Hit(docs[rowid].id, docs[rowid].path, in_effect[rowid], docs[rowid].summary, docs[rowid].topics,
                     snippets.get(rowid, docs[rowid].summary), -rank, conflicts.get(docs[rowid].id))
