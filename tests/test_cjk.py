@@ -117,6 +117,7 @@ def test_a_search_passage_is_the_rulings_own_text_with_the_match_marked(vaults, 
         if topic is None:
             continue
         hit = json.loads(vt_here("search", query, "--json", cwd=root).out)[0]
+        assert hit["id"] == ids[topic]
         marked = re.findall(r"\*\*(.+?)\*\*", hit["snippet"])
         assert marked, (query, hit["snippet"])
         shown = hit["snippet"].replace("**", "").strip("…")

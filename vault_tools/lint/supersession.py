@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..importers import IMPORT_ACTOR
 from ..links import unresolved_link
-from ..model import FINAL_STATUSES, Decision, Status
+from ..matter import named_ids
+from ..model import FINAL_STATUSES, Decision, Status, id_matches
 from ..settling import supersedes_cycle, unresolved_overlaps
 from .facts import TOOK_EFFECT, Facts, first_line
-from .registry import ERROR, Finding, rule
+from .registry import ERROR, WARNING, Finding, rule
 
 
 @rule("VT010", "dangling-supersedes", ERROR, remembered=True)
@@ -187,7 +189,8 @@ def supersession_without_ruling(facts: Facts) -> Iterator[Finding]:
                                   "only a ruling can supersede")
 
 
-@rule("VT016", "replacement-not-said", ERROR, remembered=True)
+@rule("VT016", "replacement-not-said", ERROR, "error (warning while an import's review question asks it)",
+      remembered=True)
 def replacement_not_said(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
@@ -204,17 +207,38 @@ def replacement_not_said(facts: Facts) -> Iterator[Finding]:
     In the newer ruling, add the older one to `supersedes` with a `reason` if it replaces it, or to
     `alongside` if both stand (`alongside: ["[[D-0003 Title]]"]`). The watcher records the change; it is
     not an edit of the sealed ruling. From the command line: `vault-tools relate NEWER --supersedes OLDER
-    --reason "..."` or `vault-tools relate NEWER --alongside OLDER`.
+    --reason "..."` or `vault-tools relate NEWER --alongside OLDER`. A pair an import left open as a review
+    question for the owner (naming both rulings) is a warning naming that question until it is answered or
+    withdrawn: the importer has asked already.
     """
     in_effect = [d for d in facts.state.decisions if d.status is not Status.RULED or not _closed(facts, d)]
+    reviews = _import_reviews(facts)
     for overlap in unresolved_overlaps(in_effect, facts.resolve, facts.config.tz):
         newer, older = overlap.newer, overlap.older
         shared = {t.id for _, t in facts.targets(newer) if t} & {t.id for _, t in facts.targets(older) if t}
         if any(facts.in_conflict(facts.by_id[target]) for target in shared):
             continue  # two clones each superseded one ruling with these: reported once as a conflict (VT026)
+        asking = next((question for question, named in reviews if {newer.id, older.id} <= named), None)
+        if asking is not None:
+            yield Finding(newer.path, first_line(newer, "supersedes", "alongside", "topics"),
+                          f"{newer.id} has not said whether it replaces {older.id} ({older.path}), also current on "
+                          f"{overlap.topic}: the import's review question {asking.id} asks the owner", WARNING)
+            continue
         yield Finding(newer.path, first_line(newer, "supersedes", "alongside", "topics"),
                       f"{newer.id} has not said whether it replaces {older.id} ({older.path}), also current on "
                       f"{overlap.topic}: add it to `supersedes` (with a reason) or to `alongside`")
+
+
+def _import_reviews(facts: Facts) -> list[tuple[Decision, set[str]]]:
+    """The open questions an import asked the owner (`asked_by` the importer), each with the ids of the decisions it
+    names (the record it raised and those it may replace), as whole ids."""
+    ids = [d.id for d in facts.state.decisions]
+    found = []
+    for question in facts.state.decisions:
+        if question.status is Status.OPEN and question.asked_by == IMPORT_ACTOR and not _closed(facts, question):
+            named = named_ids(f"{question.summary}\n{question.body}")
+            found.append((question, {whole for typed in named for whole in ids if id_matches(typed, whole)}))
+    return found
 
 
 def _closed(facts: Facts, decision: Decision) -> bool:
