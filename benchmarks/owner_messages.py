@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from vault_tools.commands.close import retract, withdraw
 from vault_tools.commands.rule import rule
 from vault_tools.commands.setup import init_vault
 from vault_tools.commands.workspace import Workspace
+from vault_tools.reconcile import reconcile
 from vault_tools.vault import Vault
 
 SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "owner_messages.json"
@@ -67,6 +69,13 @@ def make_vault(root: Path, decisions: Sequence[dict[str, str]]) -> dict[str, str
     ids: dict[str, str] = {}
     for item in decisions:
         topic, summary, text = item["topic"], item["summary"], item.get("text")
+        if item["kind"] == "proposal":  # the owner types a new ruling into the sealed one: it becomes a revision
+            ids[topic] = _typed_into(root, ws, ids[item["revises"]], summary)
+            continue
+        if item["kind"] == "reask":  # a question asked again on a ruled matter, saying what changed
+            ids[topic] = ask(ws, summary, [item["reasks"]], body=text, reask_reason=item["reason"],
+                             not_the_same=list(ids.values())).id
+            continue
         if item["kind"] in ("ruling", "retracted"):
             made = rule(ws, None, summary, topics=[topic], source="chat", body=text, not_the_same=list(ids.values()))
             if item["kind"] == "retracted":
@@ -77,6 +86,19 @@ def make_vault(root: Path, decisions: Sequence[dict[str, str]]) -> dict[str, str
                 withdraw(ws, made.id, item["reason"])
         ids[topic] = made.id
     return ids
+
+
+def _typed_into(root: Path, ws: Workspace, ruling_id: str, summary: str) -> str:
+    """Type `summary` over a sealed ruling's summary, as the owner would in Obsidian, and let the watcher's pass
+    make it a proposed revision (an open question naming the ruling in `supersedes`): the revision's id."""
+    note = ws.vault.path_of(ws.find(ws.state(), ruling_id))
+    text = note.read_text(encoding="utf-8")
+    old = next(line for line in text.splitlines() if line.startswith("summary:"))
+    note.write_text(text.replace(old, f"summary: {summary}", 1), encoding="utf-8")
+    later = time.time() + 1  # past the quiet window: the owner has stopped typing
+    reconcile(ws, quiet_before=later, settle_before=later)
+    state = Workspace(Vault(root)).state()
+    return next(d.id for d in state.decisions if d.status.value == "open" and d.summary == summary)
 
 
 _ID = re.compile(r"\((D-\d+(?:-[0-9a-z]+)?)[;,)]")  # D-0001, or D-0001-4fpb in the shared layout
@@ -143,14 +165,26 @@ def figures(answers: Sequence[tuple[Message, Sequence[str]]], ids: dict[str, str
     return Figures(related, found, unrelated, noisy, brought, on)
 
 
+def with_the_ruling_in_force(root: Path, given: Sequence[tuple[Message, Sequence[str]]]) -> tuple[int, int]:
+    """Of the messages that bring in an open question, a proposed revision or a closed decision on a matter with a
+    current ruling, those that bring that ruling in too: (with it, all such)."""
+    kept = snapshot.load(root, hooks.CLAUDE_BOUNDS.session_budget)
+    concerns = {question.id: set(question.concerns) for question in kept.questions if question.concerns}
+    such = [set(brought) for _, brought in given if any(item in concerns for item in brought)]
+    with_it = sum(all(concerns[item] <= brought for item in brought if item in concerns) for brought in such)
+    return with_it, len(such)
+
+
 def choose_floor(root: Path, messages: Sequence[Message], ids: dict[str, str]) -> tuple[float, float]:
     """The (floor, share of the best) with the most messages answered right on `messages` (recall less noise)
-    and precision within its target (the higher floor and share on a tie), chosen on the hook's own scores
-    (`recall.candidates` on the vault's snapshot)."""
+    and precision within its target, chosen on the hook's own scores (`recall.candidates` on the vault's
+    snapshot). On a tie the pair in use stays, when it is among the best: the tuning part cannot tell them
+    apart, and a floor that moved whenever a message is added would move for nothing; else the higher floor
+    and share."""
     kept = snapshot.load(root, hooks.CLAUDE_BOUNDS.session_budget)
     found = [(message, [(value, brought.item.id) for value, brought in recall.candidates(message.text, kept)])
              for message in messages]
-    best: tuple[float, float, float] | None = None
+    scores: dict[tuple[float, float], float] = {}
     for floor in FLOORS:
         for share in SHARES:
             answers = [(message, [scored[position][1] for _, position in matter.brought_in(
@@ -158,9 +192,12 @@ def choose_floor(root: Path, messages: Sequence[Message], ids: dict[str, str]) -
                 for message, scored in found]
             figured = figures(answers, ids)
             if figured.precision >= TARGET_PRECISION:
-                candidate = (round(figured.recall - figured.noise, 9), floor, share)
-                best = max(best, candidate) if best else candidate
-    return (best[1], best[2]) if best else (matter.MESSAGE_FLOOR, matter.MESSAGE_SHARE)
+                scores[floor, share] = round(figured.recall - figured.noise, 9)
+    if not scores:
+        return matter.MESSAGE_FLOOR, matter.MESSAGE_SHARE
+    top = max(scores.values())
+    in_use = (matter.MESSAGE_FLOOR, matter.MESSAGE_SHARE)
+    return in_use if scores.get(in_use) == top else max(pair for pair, value in scores.items() if value == top)
 
 
 def report() -> list[str]:
@@ -171,6 +208,7 @@ def report() -> list[str]:
         given = answers(root, messages)  # the hook's own answers name the same (tests/test_owner_messages.py)
         tuning = [message for message in messages if not message.held_out]
         floor, share = choose_floor(root, tuning, ids)
+        in_force, such = with_the_ruling_in_force(root, given)
     unrelated = sum(1 for message in messages if not message.about)
     lines = [f"owner's message (user-prompt-submit): {len(messages)} messages ({unrelated} about nothing recorded), "
              f"{len(decisions)} decisions; floor {matter.MESSAGE_FLOOR} at {matter.MESSAGE_SHARE:.0%} of the best "
@@ -179,6 +217,8 @@ def report() -> list[str]:
     for name, part in (("tuning", [a for a in given if not a[0].held_out]),
                        ("held out", [a for a in given if a[0].held_out]), ("all", given)):
         lines.append("  " + figures(part, ids).line(name))
+    lines.append(f"  an open question, a proposed revision or a closed decision on a ruled matter came with the ruling "
+                 f"in force: {in_force}/{such} messages (target: all)")
     return lines
 
 

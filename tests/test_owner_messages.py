@@ -19,6 +19,7 @@ from benchmarks.owner_messages import (
     choose_floor,
     figures,
     load,
+    with_the_ruling_in_force,
 )
 from vault_tools import matter
 
@@ -72,9 +73,30 @@ def test_the_figures_do_not_get_worse_than_measured(given, record):
     """The figures quoted in docs/design/0042-what-the-agent-is-told-follows-the-matter.md."""
     _, ids = record
     whole = figures(given, ids)
-    assert whole.recall >= 0.92 and whole.noise <= 0.11 and whole.precision >= 0.85
+    assert whole.recall >= 0.92 and whole.noise <= 0.11 and whole.precision >= 0.87
+    # (the held-out third is every third message in the order of a hash of its text: a message added to the set
+    # moves which ones are held out, so its figures move with the set)
     held_out = figures([a for a in given if a[0].held_out], ids)
-    assert held_out.recall >= 0.8 and held_out.noise <= 0.11 and held_out.precision >= 0.9
+    assert held_out.recall >= 0.85 and held_out.noise <= 0.11 and held_out.precision >= 0.85
+
+
+def test_the_ruling_in_force_comes_with_an_open_question_or_a_proposal_on_its_matter(given, record):
+    """A message whose nearest decision is a proposed revision, an open question or a closed decision on a ruled
+    matter brings the ruling in force beside it, every time; the set holds such messages."""
+    with_it, such = with_the_ruling_in_force(record[0], given)
+    assert such >= 5 and with_it == such
+
+
+def test_a_proposed_revision_is_shown_as_not_in_force_beside_the_ruling_it_would_revise(record):
+    root, ids = record
+    said = told(root, "Make an AI-drawn header picture for the piece on typesetting.")
+    ruling, proposal = ids["ai-images"], ids["ai-images-revision"]
+    assert f"- A proposed revision of {ruling} since" in said and f"({proposal}), not in force" in said
+    assert "- The owner ruled on" in said and f"({ruling}; topics ai-images)" in said
+    asked = told(root, "Send the newsletter this Sunday and again next Sunday, weekly from now on.")
+    reask, in_force = ids["newsletter-frequency-reask"], ids["newsletter-frequency"]
+    assert f"({reask}, on the matter of {in_force}, which is in force until the owner answers)" in asked
+    assert f"({in_force}; topics newsletter-frequency)" in asked
 
 
 @pytest.mark.xfail(strict=True, reason="3 of 29 unrelated messages bring something (10% is 2.9), and no floor "

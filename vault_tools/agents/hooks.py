@@ -194,9 +194,14 @@ def _item_line(item: Any) -> str:
                 + (f" -- {CONFLICT_SAID.format(conflict=item.conflict)}" if item.conflict else ""))
     if item.closed == "withdrawn":
         return f"- The owner withdrew a question ({item.id}, asked {item.day}): {item.summary} Why: {item.reason}"
+    concerns = ", ".join(getattr(item, "concerns", ()))
     if item.closed == "retracted":
         return f"- The owner retracted a ruling ({item.id}, ruled {item.day}): {item.summary} Why: {item.reason}"
-    return f"- An open question since {item.day} ({item.id}): {item.summary}"
+    if getattr(item, "proposal", False):
+        return (f"- A proposed revision of {concerns} since {item.day} ({item.id}), not in force until the owner "
+                f"rules on it: {item.summary}")
+    on = f", on the matter of {concerns}, which is in force until the owner answers" if concerns else ""
+    return f"- An open question since {item.day} ({item.id}{on}): {item.summary}"
 
 
 def _pre_tool_use(root: Path, cwd: Path, tool: str, tool_input: Any, bounds: Bounds,

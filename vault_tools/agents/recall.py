@@ -62,10 +62,22 @@ def brought_in(message: str, snapshot: Snapshot, floor: float | None = None,
                best_share: float | None = None) -> list[Brought]:
     """The decisions an owner's message brings in, best first (`matter.brought_in`). Decisions it matches in
     exactly the same way (the same words, the same score: "episode 31 of the podcast has ... as guest", and the
-    nine like it) take one place, in the order of their numbers, so that look-alikes do not crowd out the rest."""
+    nine like it) take one place, in the order of their numbers, so that look-alikes do not crowd out the rest.
+    An open question, a proposed revision or a closed decision comes with the current rulings it concerns right
+    after it (`QuestionView.concerns`): what is in force on its matter is never left out."""
     found = candidates(message, snapshot)
-    chosen = matter.brought_in(((value, position) for position, (value, _) in enumerate(found)), floor, best_share)
-    return [found[position][1] for _, position in chosen]
+    chosen = [found[position][1] for _, position in
+              matter.brought_in(((value, position) for position, (value, _) in enumerate(found)), floor, best_share)]
+    rulings = {ruling.id: ruling for ruling in snapshot.rulings}
+    shown = {brought.item.id for brought in chosen}
+    with_rulings: list[Brought] = []
+    for brought in chosen:
+        with_rulings.append(brought)
+        for ruling_id in getattr(brought.item, "concerns", ()):
+            if ruling_id not in shown and ruling_id in rulings:
+                shown.add(ruling_id)
+                with_rulings.append(Brought(rulings[ruling_id], ()))
+    return with_rulings
 
 
 def candidates(message: str, snapshot: Snapshot) -> list[tuple[float, Brought]]:

@@ -18,10 +18,12 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..topics import topics_match  # standard library only: nothing to load at start-up
+
 # Imports inside functions: a full read of the vault happens only when the snapshot is stale.
 
 SNAPSHOT_FILE = "agent-snapshot.json"
-FORMAT = 9
+FORMAT = 10
 MAX_AGE_SECONDS = 300
 RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
 SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them
@@ -60,6 +62,10 @@ class QuestionView(NamedTuple):
     topic_words: tuple[str, ...] = ()
     summary_words: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    # The current rulings it concerns, shown beside it: those an open question proposes to revise (`supersedes`),
+    # else those in force on its topics
+    concerns: tuple[str, ...] = ()
+    proposal: bool = False  # an open question that proposes a revision of a ruling (a rejected edit), not in force
 
 
 class Snapshot(NamedTuple):
@@ -188,10 +194,20 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
 
     rulings = [RulingView(d.id, tuple(settled_topics(d, by_id, resolve)) or d.topics, d.summary, day(d.ruled_at),
                           d.path, d.scope, d.conflict, **matter(d)) for d in current]
-    questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path, **matter(d))
+    in_force = {ruling.id for ruling in rulings if not ruling.conflict}
+    settling = [(ruling.id, ruling.topics) for ruling in rulings if ruling.id in in_force]
+
+    def concerns(d: Decision) -> dict[str, Any]:
+        revised = tuple(target for link in d.supersedes if (target := resolve(link)) in in_force)
+        if revised:
+            return {"concerns": revised, "proposal": d.status is Status.OPEN}
+        return {"concerns": tuple(ruling for ruling, topics in settling if ruling != d.id and any(
+            topics_match(mine, theirs) for mine in d.topics for theirs in topics))}
+
+    questions = [QuestionView(d.id, d.topics, d.summary, day(d.asked_at), d.path, **matter(d), **concerns(d))
                  for d in sorted(in_effect, key=lambda d: d.number) if d.status is Status.OPEN and not d.conflict]
     questions += [QuestionView(d.id, d.topics, d.summary, day(d.asked_at or d.ruled_at), d.path, d.status.value,
-                               d.reason, **matter(d)) for d in sorted(in_effect, key=lambda d: -d.number)
+                               d.reason, **matter(d), **concerns(d)) for d in sorted(in_effect, key=lambda d: -d.number)
                   if d.status in (Status.WITHDRAWN, Status.RETRACTED) and not d.conflict]
     documents: dict[str, int] = {}
     for words in (*(r.words for r in rulings), *(q.words for q in questions)):
