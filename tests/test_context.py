@@ -270,3 +270,57 @@ def test_what_the_session_start_hook_injects_states_facts_not_orders(agent, tmp_
     assert "Open questions" in text and "D-0014" in text  # the record is there: what is open and what is ruled
     orders = [line for line in text.splitlines() if ORDER_STARTS.match(line) or ORDER_INSIDE.search(line)]
     assert orders == []
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+PROMPTS = ["Use an AI illustration for the estuary article.", "Send the newsletter on Tuesday this week.",
+           "What should the footer of the next article say?"]
+QUESTIONS_PUT = ["What should article footers carry?", "Should the newsletter logo be renewed?",
+                 "Should the blog get a dark mode?"]
+
+
+def _payloads(agent: str, root: Path) -> list[tuple[str, dict]]:
+    base = {"cwd": str(root), "session_id": f"orders-{agent}"}
+    message = "before-agent" if agent == "gemini" else "user-prompt-submit"
+    tool = "before-tool" if agent == "gemini" else "pre-tool-use"
+    shell, asking = ("run_shell_command", "ask_user") if agent == "gemini" else ("Bash", "AskUserQuestion")
+    found = [("session-start", {**base, "hook_event_name": "SessionStart", "source": "startup"})]
+    found += [(message, {**base, "prompt": prompt}) for prompt in PROMPTS]
+    found += [(tool, {**base, "tool_name": shell, "tool_input": {"command": command}})
+              for command in ("echo '{}' >> vault-tools/ledger/k7q2.jsonl", "rm -rf Decisions")]
+    if agent != "codex":  # Codex has no question tool
+        found += [(tool, {**base, "session_id": f"{agent}-{number}", "tool_name": asking,
+                          "tool_input": {"questions": [{"question": question}]}})
+                  for number, question in enumerate(QUESTIONS_PUT)]
+    return found
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_nothing_any_hook_injects_is_an_order_to_the_model(agent, tmp_path):
+    """Every text every hook event answers with (context, denial reasons, messages), on the example vault, for a
+    session start, owner's messages, tool calls denied or let through and questions put to the owner: facts about
+    the record and the commands that change it, never an imperative addressed to the model."""
+    import shutil
+
+    from .helpers import vt_here
+
+    example = tmp_path / "example"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "example-vault", example)
+    said = []
+    for event, payload in _payloads(agent, example):
+        done = vt_here("hook", agent, event, cwd=example, stdin=json.dumps(payload))
+        assert done.code == 0, done.err
+        said += _strings(json.loads(done.out)) if done.out.strip() else []
+    assert len(said) >= 5  # the hooks answered: there is text to read
+    orders = [line for text in said for line in text.splitlines()
+              if ORDER_STARTS.match(line) or ORDER_INSIDE.search(line)]
+    assert orders == []
