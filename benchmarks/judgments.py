@@ -102,7 +102,7 @@ def scores(case: Case, decisions: Sequence[dict[str, Any]]) -> list[tuple[str, f
     """Each decision of the case's vault the check scores, with the case's score against it with its topic keys and
     by its text alone (`matter.matches`, as `commands.same.same_matter` calls it): all of them for a question, those
     under other topics for a ruling (its own topics are `rule`'s topic refusal). A decision's words are those
-    `same.decision_terms` reads of the notes `make_vault` writes (summary, topics, the summary again as its section)."""
+    `decision_words.decision_terms` reads of the notes `make_vault` writes (summary, topics, the summary again as its section)."""
     candidates = [(item, matter.terms("\n".join((item["summary"], *item["topics"], item["summary"]))), number)
                   for number, item in enumerate(decisions)
                   if case.kind != "rule" or not any(topics_match(mine, theirs) for mine in case.topics

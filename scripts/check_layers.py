@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vault_tools"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("errors", "record_files", "page_names", "rule_codes", "scope", "bodies", "carriers", "handover", "cjk", "matter",
                 "__init__", "agents.__init__")),
-    ("domain", ("model", "links", "topics", "settling", "drafts", "dates", "notes", "durable", "note_edits", "pages", "agent_view", "topic_aliases", "ledger_lines", "history", "sealing", "conflicts")),
+    ("domain", ("model", "links", "topics", "settling", "drafts", "dates", "notes", "durable", "note_edits", "pages", "agent_view", "topic_aliases", "ledger_lines", "history", "sealing", "conflicts", "decision_words")),
     ("storage", ("layout", "config", "ledger", "ledger_file", "reading", "vault", "index")),
     ("operations", ("commands", "importers", "starter", "figures", "shapes", "agents.instructions", "agents.json_edit")),
     ("engines", ("watch", "reconcile", "lint")),

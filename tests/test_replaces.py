@@ -11,7 +11,7 @@ import time
 
 from vault_tools import note_edits, notes
 
-from .helpers import Running, configure, obsidian_save, snapshot, vt_here, write
+from .helpers import Running, configure, hook, obsidian_save, snapshot, vt_here, write
 
 SIGNUP = "Every article footer carries the newsletter signup link."
 BIO_ONLY = "No promotion in article footers: only the author bio."
@@ -175,7 +175,8 @@ def test_the_owner_ticks_alongside_all_in_obsidian_and_unticking_it_is_an_edit(v
 
 def test_relate_says_it_from_the_command_line_and_taking_a_relation_back_is_an_edit(vault):
     path = _owner_rules_in_obsidian(vault)
-    _ok(vt_here("relate", "D-0002", "--alongside", "D-0001", cwd=vault))
+    given = re.search(r"^id: (\S+)$", path.read_text(), flags=re.M).group(1)  # the watcher gave it its id
+    _ok(vt_here("relate", given, "--alongside", "D-0001", cwd=vault))
     _ok(vt_here("build", cwd=vault))
     assert _ok(vt_here("lint", cwd=vault)).out == ""
     # Removing the link again changes what the sealed ruling said: a revision, as any edit.
@@ -236,3 +237,32 @@ def test_a_retraction_typed_with_other_changes_becomes_a_revision_and_says_why(v
     revision = next((vault / "Decisions").glob("D-0002 *.md")).read_text()
     assert "The retraction typed with it is not applied" in revision and "status: open" in revision
     assert "The retraction typed with it is not applied" in _page(vault, "Open questions")
+
+
+FOOTER_BIO = "Every article footer carries the author bio."
+BOTTOM_BIO = "The bottom of every article carries the author bio."  # the same matter, another topic
+
+
+def test_a_ruling_typed_in_obsidian_on_another_topics_matter_is_flagged_where_the_agent_reads(vault):
+    """`rule` refuses BOTTOM_BIO beside FOOTER_BIO as the same matter; typed in Obsidian and sealed by the watcher,
+    the same check flags it in lint (VT044), the context and session-start hook, the pages and lookup, until it
+    says how it stands to the other."""
+    _ok(vt_here("rule", "--topic", "article-footer", "--summary", FOOTER_BIO, "--source", "chat", cwd=vault))
+    refused = vt_here("rule", "--topic", "article-endings", "--summary", BOTTOM_BIO, "--source", "chat", cwd=vault)
+    assert refused.code == 1 and "is the matter of D-0001" in refused.err
+    path = vault / "Decisions" / "D-0002 Bottom.md"
+    _saved_a_while_ago(path, "---\ntype: decision\nstatus: ruled\ntopics: [article-endings]\n"
+                             f"summary: {BOTTOM_BIO}\nruled_at: 2026-10-07T09:00:00\nruled_by: owner\n---\n"
+                             f"## Ruling\n\n{BOTTOM_BIO}\n")
+    _ok(vt_here("watch", "--once", cwd=vault))
+    flagged = "has not said whether it replaces D-0001"
+    assert "VT044" in vt_here("lint", cwd=vault).out
+    assert flagged in vt_here("context", cwd=vault).out
+    started = hook("session-start", {}, vault)
+    assert flagged in started["hookSpecificOutput"]["additionalContext"]
+    assert "has not said whether it replaces [[D-0001" in _page(vault, "Open questions")
+    assert "NOT SAID whether one replaces the other: D-0001" in vt_here("lookup", "article-endings", cwd=vault).out
+    # said: it stands beside it; nothing is flagged any more
+    given = re.search(r"^id: (\S+)$", path.read_text(), flags=re.M).group(1)  # the watcher gave it its id
+    _ok(vt_here("relate", given, "--alongside", "D-0001", cwd=vault))
+    assert flagged not in vt_here("context", cwd=vault).out and "VT044" not in vt_here("lint", cwd=vault).out

@@ -323,7 +323,7 @@ def test_lint_pairs_are_every_pair_a_full_comparison_finds_on_the_labelled_texts
     tier exactly the pairs `rule`'s check calls the same matter: lint and `rule` never disagree."""
     from itertools import combinations
 
-    from vault_tools.commands.same import decision_terms, same_matter_pairs
+    from vault_tools.decision_words import decision_terms, same_matter_pairs
     from vault_tools.matter import matches, question_terms, similarity
     from vault_tools.model import build_decision
 

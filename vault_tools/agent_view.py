@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .dates import local_date
+from .decision_words import unsaid_same_matter
 from .errors import UsageError
 from .links import Resolve
 from .model import Decision, Status, newest_first_key
@@ -318,7 +319,7 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
         return -rank, -family_place[ruling.id], moment, number, decision_id
 
     ordered = sorted(current, key=priority, reverse=True)
-    overlaps = unresolved_overlaps(decisions, resolve, tz)
+    overlaps = unresolved_overlaps(decisions, resolve, tz) + unsaid_same_matter(decisions, resolve)
     unsaid = unsaid_notes(overlaps)
     ruling_lines = Lines(ordered, lambda r: _agent_ruling_line(r, [t.id for t in targets(r)], chosen[r.id], tz,
                                                                  unsaid.get(r.id, ())))

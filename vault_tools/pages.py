@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from .dates import local_date
+from .decision_words import unsaid_same_matter
 from .links import Resolve
 from .model import Decision, Status, newest_first_key
 from .page_names import (
@@ -437,7 +438,7 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
     history = [d for d in decisions if d.status in (Status.SUPERSEDED, Status.WITHDRAWN, Status.RETRACTED)]
     successor_of = successors(decisions, by_id, resolve)
     taken_over = taken_over_topics(current, by_id, resolve)
-    overlaps = unresolved_overlaps(decisions, resolve, tz)
+    overlaps = unresolved_overlaps(decisions, resolve, tz) + unsaid_same_matter(decisions, resolve)
     unsaid = unsaid_notes(overlaps)
     latest = latest_ruling_day(decisions, tz)
     recent = recent_supersessions(history, successor_of, latest - dt.timedelta(days=settings.recent_days)

@@ -39,8 +39,8 @@ class RulingView(NamedTuple):
     scope: tuple[str, ...] = ()  # globs of the files it governs
     conflict: str | None = None  # two clones' outcomes that cannot both stand (`Decision.conflict`): follow neither
     number: int = 0
-    text: str = ""  # the start of its `## Ruling` beyond the summary (`same.first_lines`)
-    same: tuple[str, ...] = ()  # its words as the same-matter check compares them (`same.decision_terms`)
+    text: str = ""  # the start of its `## Ruling` beyond the summary (`decision_words.first_lines`)
+    same: tuple[str, ...] = ()  # its words as the same-matter check compares them (`decision_words.decision_terms`)
     words: tuple[str, ...] = ()  # its words as an owner's message is weighed against them (`matter.About`)
     topic_words: tuple[str, ...] = ()
     summary_words: tuple[str, ...] = ()
@@ -167,9 +167,9 @@ def _from_json(data: dict[str, Any]) -> Snapshot:
 
 def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     from ..commands.build import as_the_agent_reads, context
-    from ..commands.same import about_decision, decision_terms, first_lines, section_starts
     from ..commands.workspace import Workspace
     from ..dates import local_date
+    from ..decision_words import about_decision, decision_terms, first_lines, section_starts
     from ..model import Decision, Status, newest_first_key
     from ..settling import settled_topics  # a full read, only when the snapshot is stale
     from ..vault import Vault

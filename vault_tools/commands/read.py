@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..bodies import BodyView, inline_plain, preview, section_text, sections, view, without_comments
 from ..dates import local_date
+from ..decision_words import unsaid_same_matter
 from ..errors import UsageError
 from ..history import History
 from ..index import Hit, SearchIndex, SearchResult, fts5_available, fts_query, notice_once, scan
@@ -132,7 +133,7 @@ def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...])
     in_effect = ws.decisions_in_effect(state)
     by_id, resolve = {d.id: d for d in in_effect}, state.resolver()
     not_said: dict[str, list[Decision]] = {}
-    for overlap in unresolved_overlaps(in_effect, resolve, ws.tz):
+    for overlap in unresolved_overlaps(in_effect, resolve, ws.tz) + unsaid_same_matter(in_effect, resolve):
         not_said.setdefault(overlap.newer.id, []).append(overlap.older)
         not_said.setdefault(overlap.older.id, []).append(overlap.newer)
     alongside: dict[str, list[Decision]] = {}

@@ -15,26 +15,18 @@ tests/data/same_question_pairs.jsonl; `make bench` prints their figures (design 
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-from ..bodies import above_import_note, adr_decision, inline_plain, preview, sections, without_comments
+from ..decision_words import decision_terms, first_lines
 from ..index import Hit, SearchIndex, fts5_available
 from ..matter import (
     LEXICON,
     SAME_MATTER_THRESHOLD,
-    WEAK,
-    About,
-    about,
-    fold,
     matches,
     question_terms,
-    share,
     similarity,
-    terms,
-    thirds,
     tier,
 )
 from ..model import Decision, Status
@@ -43,57 +35,7 @@ from .checks import check_id
 from .workspace import Workspace
 
 SHORTLIST = 500  # candidates the index hands over for scoring, in a vault with more current decisions
-SECTION_CHARS = 400  # of each of `## Question` and `## Ruling`, compared (the start says what it is about)
 CURRENT = (Status.RULED, Status.OPEN)
-
-class Starts(NamedTuple):
-    """The first SECTION_CHARS characters of a decision's sections that say what it is about ("" where none)."""
-
-    question: str
-    ruling: str
-    context: str  # a question's `## Context`: shown, not compared
-    decided: str = ""  # an imported ADR's own decision section (`bodies.adr_decision`): shown, not compared
-
-
-def section_starts(decision: Decision) -> Starts:
-    if "#" not in decision.body:
-        return Starts("", "", "")
-    body = decision.body.replace("\r\n", "\n")
-    # Markdown is parsed only where a code block or comment could hide a heading: it costs milliseconds.
-    found = sections(without_comments(body)) if any(m in body for m in ("```", "~~~", "%%", "    #")) \
-        else _plain_sections(body)
-    question, ruling = found.get("Question", ""), found.get("Ruling", "")
-    # An imported ADR's is its summary above the importer's line (the ADR's preamble below it says nothing)
-    imported_question, imported_ruling = above_import_note(question), above_import_note(ruling)
-    decided = adr_decision(found) if imported_question is not None or imported_ruling is not None else ""
-    return Starts(*(text[:SECTION_CHARS] for text in (
-        question if imported_question is None else imported_question,
-        ruling if imported_ruling is None else imported_ruling, found.get("Context", ""), decided)))
-
-
-def decision_terms(decision: Decision, starts: Starts | None = None) -> frozenset[str]:
-    """What a decision is about: summary, topics and the start of its `## Question` and `## Ruling` sections."""
-    starts = starts or section_starts(decision)
-    return terms("\n".join((decision.summary, *decision.topics, starts.question, starts.ruling)))
-
-
-def first_lines(decision: Decision, starts: Starts | None = None, limit: int = 240) -> str:
-    """The start of what a decision says beyond its summary, on one line (`bodies.preview`'s first lines): its
-    `## Ruling` (an imported ADR's own decision section), or a question's `## Question` (its `## Context` where
-    that is the summary again), less a first line repeating the summary and HTML comments (Obsidian shows
-    neither), links as their text; "" when there is nothing more."""
-    starts = starts or section_starts(decision)
-    said = fold(decision.summary).rstrip(".?! ")
-    found = [starts.ruling] if decision.status is not Status.OPEN and starts.ruling else []
-    for part in (*found, starts.decided, starts.question, starts.context):
-        text = inline_plain(" ".join(preview(_HTML_COMMENT.sub(" ", part), say_more=False)))
-        if fold(text).startswith(said) and _SENTENCE_ENDS.match(text[len(said):]):  # the summary again, then more
-            text = text[len(said):].lstrip(" .?!")
-        if text:
-            return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
-    return ""
-
-
 def described(decision: Decision, why: str = "") -> list[str]:
     """A decision as a refusal shows it for the asker to judge: its id, kind, topics and summary (and why it
     matched), then the first lines of its text, and why a withdrawn question was withdrawn."""
@@ -194,29 +136,6 @@ def not_the_same_flags(ids: Iterable[str]) -> str:
     return " ".join(f"--not-the-same {decision_id}" for decision_id in ids)
 
 
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_SENTENCE_ENDS = re.compile(r"$|[.?!]|\s+[A-Z_*(\[]")  # after the summary: its sentence is over
-
-
-def about_decision(decision: Decision, starts: Starts | None = None) -> About:
-    """A decision as the owner's-message relevance reads it (`matter.about`): its sections' start and reason too."""
-    starts = starts or section_starts(decision)
-    return about(decision.summary, decision.topics, "\n".join((starts.question, starts.ruling, decision.reason or "")))
-
-
-_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
-
-
-def _plain_sections(body: str) -> dict[str, str]:
-    """The text under each heading, to the next heading, of a body with no code and no comments."""
-    found: dict[str, str] = {}
-    marks = list(_HEADING.finditer(body))
-    for position, mark in enumerate(marks):
-        end = marks[position + 1].start() if position + 1 < len(marks) else len(body)
-        found.setdefault(mark.group(1).strip(), body[mark.end():end].strip("\n"))
-    return found
-
-
 @dataclass(frozen=True)
 class Match:
     decision: Decision
@@ -269,51 +188,6 @@ def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], t
     index = SearchIndex(ws.vault, state)
     hits = index.search(query, limit=SHORTLIST, statuses={d.status for d in decisions})
     return [by_id[hit.id] for hit in hits if hit.id in by_id]
-
-
-def same_matter_pairs(decisions: Sequence[Decision], *,
-                      threshold: float = SAME_MATTER_THRESHOLD) -> list[tuple[Decision, Decision, float]]:
-    """Pairs (older, newer, score) of decisions where the newer (the higher number) is the same matter as the older
-    as `rule` scores a ruling given directly: its summary and topics against the older's words (`decision_terms`),
-    at or over `threshold` (the strong tier: what `rule` refuses as the matter of another). Only pairs sharing a
-    word that is not weak are scored. Used by lint (VT044) on current rulings, so that a ruling typed in Obsidian
-    is judged as `rule` judges one."""
-    said = [question_terms(d.summary, d.topics) for d in decisions]
-    described = [decision_terms(d) for d in decisions]
-    # Each set of words as two sets of bits (its strong words, its weak ones): a pair's shared weight is then two
-    # ANDs and two counts, where intersecting the sets took ten times as long (a vault whose rulings share many
-    # words has a hundred thousand pairs to score).
-    bit_of: dict[str, int] = {}
-
-    def bits(found: frozenset[str]) -> tuple[int, int]:
-        strong = weak = 0
-        for term in found:
-            bit = bit_of.setdefault(term, 1 << len(bit_of))
-            if term in WEAK:
-                weak |= bit
-            else:
-                strong |= bit
-        return strong, weak
-    said_bits, described_bits = [bits(found) for found in said], [bits(found) for found in described]
-    whole = [thirds(found) for found in said]
-    by_term: dict[str, list[int]] = {}
-    for position, found in enumerate(described):
-        for term in found - WEAK:
-            by_term.setdefault(term, []).append(position)
-    order = sorted(range(len(decisions)), key=lambda position: decisions[position].number)
-    rank = {position: place for place, position in enumerate(order)}
-    pairs = []
-    for newer, found in enumerate(said):
-        olders = {older for term in found - WEAK for older in by_term.get(term, ())
-                  if len(by_term[term]) <= 200 and rank[older] < rank[newer]}  # a word half the vault uses says nothing
-        for older in olders:
-            shared = 3 * (said_bits[newer][0] & described_bits[older][0]).bit_count() + \
-                (said_bits[newer][1] & described_bits[older][1]).bit_count()  # `thirds` of what both say
-            value = share(shared, whole[newer])
-            if value >= threshold:
-                pairs.append((older, newer, value))
-    pairs.sort(key=lambda p: (rank[p[0]], rank[p[1]]))
-    return [(decisions[older], decisions[newer], value) for older, newer, value in pairs]
 
 
 def rank_hits(ws: Workspace, text: str, hits: Sequence[Hit]) -> list[Hit]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import durable, note_edits, notes
+from ..decision_words import decision_terms
 from ..errors import InconsistentVault, Refused, VaultToolsError
 from ..history import History, new_record
 from ..ledger_lines import Event
@@ -16,7 +17,6 @@ from ..model import Decision, Status, id_matches
 from ..sealing import seal_hash
 from ..topics import topics_match
 from ..vault import VaultState
-from .same import decision_terms
 from .sealed import matches_ledger, unreviewed_edit
 from .workspace import Workspace
 

@@ -1,0 +1,165 @@
+"""What a decision note is about, as the same-matter check reads it: the start of its `## Question` and `## Ruling`
+sections and its words (`matter.terms`), and the pairs of current rulings that say one matter under different
+topics. Pure: decisions in, words and pairs out; `commands/same.py` asks it for `ask` and `rule`, lint (VT044) and
+every reader that flags a ruling that has not said how it stands to another (context, the pages, lookup).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from .bodies import above_import_note, adr_decision, inline_plain, preview, sections, without_comments
+from .links import Resolve, leading_id
+from .matter import SAME_MATTER_THRESHOLD, WEAK, About, about, fold, question_terms, share, terms, thirds
+from .model import Decision, Status
+from .settling import Overlap
+from .topics import topics_match
+
+SECTION_CHARS = 400  # of each of `## Question` and `## Ruling`, compared (the start says what it is about)
+
+class Starts(NamedTuple):
+    """The first SECTION_CHARS characters of a decision's sections that say what it is about ("" where none)."""
+
+    question: str
+    ruling: str
+    context: str  # a question's `## Context`: shown, not compared
+    decided: str = ""  # an imported ADR's own decision section (`bodies.adr_decision`): shown, not compared
+
+
+def first_lines(decision: Decision, starts: Starts | None = None, limit: int = 240) -> str:
+    """The start of what a decision says beyond its summary, on one line (`bodies.preview`'s first lines): its
+    `## Ruling` (an imported ADR's own decision section), or a question's `## Question` (its `## Context` where
+    that is the summary again), less a first line repeating the summary and HTML comments (Obsidian shows
+    neither), links as their text; "" when there is nothing more."""
+    starts = starts or section_starts(decision)
+    said = fold(decision.summary).rstrip(".?! ")
+    found = [starts.ruling] if decision.status is not Status.OPEN and starts.ruling else []
+    for part in (*found, starts.decided, starts.question, starts.context):
+        text = inline_plain(" ".join(preview(_HTML_COMMENT.sub(" ", part), say_more=False)))
+        if fold(text).startswith(said) and _SENTENCE_ENDS.match(text[len(said):]):  # the summary again, then more
+            text = text[len(said):].lstrip(" .?!")
+        if text:
+            return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+    return ""
+
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_SENTENCE_ENDS = re.compile(r"$|[.?!]|\s+[A-Z_*(\[]")  # after the summary: its sentence is over
+
+
+def about_decision(decision: Decision, starts: Starts | None = None) -> About:
+    """A decision as the owner's-message relevance reads it (`matter.about`): its sections' start and reason too."""
+    starts = starts or section_starts(decision)
+    return about(decision.summary, decision.topics, "\n".join((starts.question, starts.ruling, decision.reason or "")))
+
+
+def section_starts(decision: Decision) -> Starts:
+    if "#" not in decision.body:
+        return Starts("", "", "")
+    body = decision.body.replace("\r\n", "\n")
+    # Markdown is parsed only where a code block or comment could hide a heading: it costs milliseconds.
+    found = sections(without_comments(body)) if any(m in body for m in ("```", "~~~", "%%", "    #")) \
+        else _plain_sections(body)
+    question, ruling = found.get("Question", ""), found.get("Ruling", "")
+    # An imported ADR's is its summary above the importer's line (the ADR's preamble below it says nothing)
+    imported_question, imported_ruling = above_import_note(question), above_import_note(ruling)
+    decided = adr_decision(found) if imported_question is not None or imported_ruling is not None else ""
+    return Starts(*(text[:SECTION_CHARS] for text in (
+        question if imported_question is None else imported_question,
+        ruling if imported_ruling is None else imported_ruling, found.get("Context", ""), decided)))
+
+
+def decision_terms(decision: Decision, starts: Starts | None = None) -> frozenset[str]:
+    """What a decision is about: summary, topics and the start of its `## Question` and `## Ruling` sections."""
+    starts = starts or section_starts(decision)
+    return terms("\n".join((decision.summary, *decision.topics, starts.question, starts.ruling)))
+
+
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def _plain_sections(body: str) -> dict[str, str]:
+    """The text under each heading, to the next heading, of a body with no code and no comments."""
+    found: dict[str, str] = {}
+    marks = list(_HEADING.finditer(body))
+    for position, mark in enumerate(marks):
+        end = marks[position + 1].start() if position + 1 < len(marks) else len(body)
+        found.setdefault(mark.group(1).strip(), body[mark.end():end].strip("\n"))
+    return found
+
+
+def same_matter_pairs(decisions: Sequence[Decision], *,
+                      threshold: float = SAME_MATTER_THRESHOLD) -> list[tuple[Decision, Decision, float]]:
+    """Pairs (older, newer, score) of decisions where the newer (the higher number) is the same matter as the older
+    as `rule` scores a ruling given directly: its summary and topics against the older's words (`decision_terms`),
+    at or over `threshold` (the strong tier: what `rule` refuses as the matter of another). Only pairs sharing a
+    word that is not weak are scored. Used by lint (VT044) on current rulings, so that a ruling typed in Obsidian
+    is judged as `rule` judges one."""
+    said = [question_terms(d.summary, d.topics) for d in decisions]
+    described = [decision_terms(d) for d in decisions]
+    # Each set of words as two sets of bits (its strong words, its weak ones): a pair's shared weight is then two
+    # ANDs and two counts, where intersecting the sets took ten times as long (a vault whose rulings share many
+    # words has a hundred thousand pairs to score).
+    bit_of: dict[str, int] = {}
+
+    def bits(found: frozenset[str]) -> tuple[int, int]:
+        strong = weak = 0
+        for term in found:
+            bit = bit_of.setdefault(term, 1 << len(bit_of))
+            if term in WEAK:
+                weak |= bit
+            else:
+                strong |= bit
+        return strong, weak
+    said_bits, described_bits = [bits(found) for found in said], [bits(found) for found in described]
+    whole = [thirds(found) for found in said]
+    by_term: dict[str, list[int]] = {}
+    for position, found in enumerate(described):
+        for term in found - WEAK:
+            by_term.setdefault(term, []).append(position)
+    order = sorted(range(len(decisions)), key=lambda position: decisions[position].number)
+    rank = {position: place for place, position in enumerate(order)}
+    pairs = []
+    for newer, found in enumerate(said):
+        olders = {older for term in found - WEAK for older in by_term.get(term, ())
+                  if len(by_term[term]) <= 200 and rank[older] < rank[newer]}  # a word half the vault uses says nothing
+        for older in olders:
+            shared = 3 * (said_bits[newer][0] & described_bits[older][0]).bit_count() + \
+                (said_bits[newer][1] & described_bits[older][1]).bit_count()  # `thirds` of what both say
+            value = share(shared, whole[newer])
+            if value >= threshold:
+                pairs.append((older, newer, value))
+    pairs.sort(key=lambda p: (rank[p[0]], rank[p[1]]))
+    return [(decisions[older], decisions[newer], value) for older, newer, value in pairs]
+
+
+# Rulings saying the same words, but for a number or a name the words leave out, under their own topics: a routine
+# series of one kind (expense claims by number), each its own matter. The same summary twice is one matter twice.
+LOOK_ALIKES = 3
+
+
+def unsaid_same_matter(decisions: Sequence[Decision], resolve: Resolve) -> list[Overlap]:
+    """Pairs of current rulings on one matter under topics that do not match (`same_matter_pairs`: what `rule` refuses
+    as the matter of another), neither naming the other in `supersedes` or `alongside`: the record does not say which
+    stands. Each as an `Overlap` (newer, older, the older's topic), so every reader of unsaid replacements shows it;
+    lint reports them as VT044 (a pair on one topic is VT016's)."""
+    current = [d for d in decisions if d.status is Status.RULED and not d.conflict]
+    related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
+               if (target := resolve(link) or leading_id(link))}
+    said = {d.id: question_terms(d.summary, d.topics) - {term for topic in d.topics for term in terms(topic)}
+            for d in current}
+    families: dict[frozenset[str], int] = {}
+    for words in said.values():
+        families[words] = families.get(words, 0) + 1
+    found = []
+    for older, newer, _score in same_matter_pairs(current):
+        if (newer.id, older.id) in related or (older.id, newer.id) in related or any(
+                topics_match(mine, theirs) for mine in newer.topics for theirs in older.topics):
+            continue
+        if said[newer.id] == said[older.id] and families[said[newer.id]] >= LOOK_ALIKES and \
+                fold(newer.summary) != fold(older.summary):
+            continue  # a routine series ("Expense 12 approved ...", "Expense 13 ..."): one kind, many matters
+        found.append(Overlap(newer, older, f"{older.topics[0] if older.topics else 'its topic'}, the same matter "
+                                           "by its words"))
+    return found
