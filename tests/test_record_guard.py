@@ -204,13 +204,64 @@ def test_a_fifo_named_like_a_note_does_not_hang_the_hook(record) -> None:
     assert shell("claude", f"rm Notes.md {record['ledger']}", root)
 
 
-def test_the_owners_templates_are_not_guarded_as_decisions(record) -> None:
-    """A template carries `type: decision` for the notes made from it; it is no decision note itself."""
+def test_the_owners_templates_and_view_are_refused_to_the_agent_and_other_templates_are_not(record) -> None:
+    """The templates `init --templates` writes and the Base of `init` are the owner's, as the pages are; a
+    template of the owner's own carries `type: decision` for the notes made from it and is no decision note."""
     root = Path(record["root"])
     write(root / "Templates" / "Question.md", "---\ntype: decision\nstatus: open\ntopics: []\nsummary: \n---\n")
-    assert file_write("claude", "Templates/Question.md", root) is None
+    for rel in ("Templates/Question.md", "Templates/Decision.md", "Pinned/Decisions.base"):
+        reason = file_write("claude", rel, root)
+        assert reason and "the owner's to change" in reason, rel
+    assert "the owner's to change" in shell("claude", "sed -i 's/open/ruled/' Templates/Question.md", root)
     assert file_write("claude", "Templates/Ruling.md", root, content="---\ntype: decision\nstatus: ruled\n---\n") is None
-    assert shell("claude", "sed -i 's/open/ruled/' Templates/Question.md", root) is None
+    assert file_write("claude", "Templates/Meeting.md", root) is None
+
+
+def test_the_guarded_template_names_are_the_packaged_templates() -> None:
+    from vault_tools.agents.guard import _TEMPLATE_NAMES
+    from vault_tools.starter import packaged_templates
+    assert {name.casefold() for name in packaged_templates()} == _TEMPLATE_NAMES
+
+
+def _forms_the_parser_reads(record: dict[str, str], root: Path, source: Path) -> list[str]:
+    """Shell forms that write the record without naming it plainly: quoting, braces, loops, recursive copies and
+    syncs, archives and patches into it, editors without a screen, forced checkouts."""
+    import shutil
+    import tarfile
+    import zipfile
+
+    shutil.copytree(root, source, ignore=shutil.ignore_patterns(".git"))
+    with tarfile.open(source.parent / "old.tar", "w") as archive:
+        archive.add(source / "Decisions", arcname="Decisions")
+    with zipfile.ZipFile(source.parent / "old.zip", "w") as archive:
+        for note in (source / "Decisions").iterdir():
+            archive.write(note, f"Decisions/{note.name}")
+    sealed = record["sealed"]
+    diff = f"--- a/{sealed}\n+++ b/{sealed}\n@@ -1 +1 @@\n-a\n+b\n"
+    (source.parent / "fix.diff").write_text(diff, encoding="utf-8")
+    (source.parent / "plain.diff").write_text(diff.replace("a/", "").replace("b/", ""), encoding="utf-8")
+    return [
+        "rm -rf $'Decisions'", 'rm -rf $"Decisions"', "rm -rf {Decisions,x}", "rm -rf Decisions{,}",
+        "rm -rf $'\\x44ecisions'", 'for f in Decisions/*; do rm "$f"; done', "for f in Decisions/*.md\ndo\n  rm $f\ndone",
+        f"cp -r {source}/Decisions .", f"cp -R {source}/. .", f"rsync -a {source}/ ./",
+        f"tar -xf {source.parent}/old.tar", f"tar xf {source.parent}/old.tar -C .", f"unzip -o {source.parent}/old.zip",
+        f"patch -p1 -i {source.parent}/fix.diff", f"patch -p1 < {source.parent}/fix.diff",
+        f"patch -i {source.parent}/plain.diff", f"git apply {source.parent}/fix.diff",
+        f"vim -es -c '%s/a/b/' -c wq '{sealed}'", f"ed '{sealed}'",
+        "git checkout -f", "git checkout -f main", "git switch -f main", "git read-tree -u --reset HEAD",
+    ]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_shell_forms_that_hide_a_write_to_the_record_are_refused(record, agent, tmp_path) -> None:
+    root = Path(record["root"])
+    for command in _forms_the_parser_reads(record, root, tmp_path / "elsewhere" / "copy"):
+        reason = shell(agent, command, root)
+        assert reason and reason.startswith("This command writes") and "vault-tools" in reason, (command, reason)
+    for harmless in (f"tar -tf {tmp_path}/elsewhere/old.tar", f"unzip -l {tmp_path}/elsewhere/old.zip",
+                     f"cp -r {tmp_path}/elsewhere/copy/Decisions /tmp/", "git apply --check /tmp/none.diff",
+                     "for f in Drafts/*; do rm \"$f\"; done", "echo {a,b}", "git checkout main"):
+        assert shell(agent, harmless, root) is None, harmless
 
 
 @pytest.mark.parametrize("agent", AGENTS)

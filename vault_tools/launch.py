@@ -12,6 +12,7 @@ Anything else, including `--help`, any other spelling of these, or an option giv
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from .errors import PIPE_CLOSED
@@ -89,7 +90,6 @@ def _print_whatever_the_encoding() -> None:
     """A character the output's encoding lacks (a terminal set to ASCII) or a file name that is not UTF-8 is
     printed escaped (`caf\\xe9`) rather than stopping the command with an encoding error. A stream the command
     was started without (`2>&-`: Python leaves it None) takes what is printed there to /dev/null."""
-    import os
 
     if sys.stdout is None:
         sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the process's whole life)
@@ -123,7 +123,6 @@ def script() -> None:
         code = PIPE_CLOSED
     if sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)  # a profiler or coverage writes its report on the ordinary way out
-    import os
 
     reading = sys.modules.get("vault_tools.reading")
     if reading is not None:

@@ -17,7 +17,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..page_names import PAGE_NAMES
+from ..page_names import BASE_FILE, PAGE_NAMES
 from ..record_files import (
     CONFIG,
     KEPT,
@@ -78,6 +78,12 @@ class Guard:
         part = record_part(self.root, rel, lambda: self.pinned_folder) if _may_be_record(rel) else None
         if part is not None:
             return _PART_REASONS[part].format(rel=rel)
+        name = rel.rsplit("/", 1)[-1].casefold()
+        if name == BASE_FILE.casefold() and rel.casefold() == f"{self.pinned_folder}/{BASE_FILE}".casefold():
+            return _OWNERS_VIEW.format(rel=rel)
+        if name in _TEMPLATE_NAMES and self.templates_folder and \
+                rel.casefold() == f"{self.templates_folder}/{name}".casefold():
+            return _OWNERS_TEMPLATE.format(rel=rel)
         if not rel.endswith(".md") or any(piece.startswith(".") for piece in rel.split("/")):
             return None
         found = self._decision_reason(target, rel)
@@ -287,6 +293,15 @@ def _sealed_in_ledger(ledger: bytes, note_id: str | None, rel: str) -> str | Non
             if isinstance(event, dict) and event.get("path") == rel and isinstance(event.get("id"), str):
                 return str(event["id"])
     return None
+
+
+# The owner's view of the record in Obsidian and the templates their notes are made from: written by `init` and
+# `init --templates`, then the owner's to change (a view filtered by an agent hides what the owner should see).
+_TEMPLATE_NAMES = frozenset({"decision.md", "question.md"})  # vault_tools/templates/
+_OWNERS_VIEW = ("{rel} is the owner's view of the decision record in Obsidian (a Base): the owner's to change, "
+                "never an agent's. `vault-tools list` and `vault-tools lookup` show the record.")
+_OWNERS_TEMPLATE = ("{rel} is a template the owner makes decision notes from (`vault-tools init --templates` writes "
+                    "it): the owner's to change. A question is registered with `vault-tools ask`.")
 
 
 # What each of the record's files is, and how it changes instead; `{rel}` is the path as the agent named it.

@@ -54,11 +54,34 @@ _MOVING = {"mv", "cp", "install", "ln", "rsync"}
 _FIND_EXEC = {"-exec", "-execdir", "-ok", "-okdir"}
 
 
+_EDITORS = {"vim", "vi", "nvim", "ex", "ed"}  # run on files without a screen (`vim -es`, `ed file`): they write them
+
+
+_MAX_LISTED = 5000  # files of a copied folder or an archive judged one by one; past that, where they go counts whole
+
+
 _DURATION = re.compile(r"^\d+(\.\d+)?[smhd]?$")
+
+
+_ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")  # bash's $'...': backslash escapes inside
+_LOCALE = re.compile(r'\$"')  # bash's $"...": a translated string, the text as written where none is installed
+
+
+def _plain_quoting(command: str) -> str:
+    """`command` with bash's ANSI-C quoting (`$'Decisions'`, `$'\x44ecisions'`) and locale quoting (`$"Decisions"`)
+    written as plain single and double quotes, as the shell reads them."""
+    def decoded(found: re.Match[str]) -> str:
+        try:
+            text = found.group(1).encode("latin-1", "backslashreplace").decode("unicode_escape")
+        except (UnicodeDecodeError, ValueError):
+            text = found.group(1)
+        return shlex.quote(text)
+    return _LOCALE.sub('"', _ANSI_C.sub(decoded, command))
 
 
 def bash_write_targets(command: str, cwd: Path, depth: int = 0) -> list[Target]:
     """The files and folders a shell command plainly writes, removes or moves."""
+    command = _plain_quoting(command)
     try:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
         lexer.whitespace = " \t\r"
@@ -71,9 +94,11 @@ def bash_write_targets(command: str, cwd: Path, depth: int = 0) -> list[Target]:
     words: list[str] = []
     redirect = False
     here = cwd
+    loops: dict[str, list[str]] = {}  # a `for` variable -> the words it takes
     for token in [*tokens, ";"]:
         if redirect:
-            targets += _expanded(token, here, whole=False, text=True)
+            targets += [t for word in _substituted([token], loops) for t in _expanded(word, here, whole=False,
+                                                                                    text=True)]
             redirect = False
         elif token and set(token) <= set(_PUNCTUATION):
             if ">" in token:
@@ -81,12 +106,27 @@ def bash_write_targets(command: str, cwd: Path, depth: int = 0) -> list[Target]:
             elif set(token) <= {"<"}:
                 words.append(token)  # what a command reads: not a command of its own
             else:
-                found, here = _command_targets(words, here, depth)
-                targets += found
+                if len(words) >= 3 and words[0] == "for" and words[2] == "in":
+                    loops[words[1]] = words[3:]
+                else:
+                    found, here = _command_targets(_substituted(words, loops), here, depth)
+                    targets += found
                 words = []
         else:
             words.append(token)
     return targets
+
+
+def _substituted(words: list[str], loops: dict[str, list[str]]) -> list[str]:
+    """`words` with each `$name` or `${name}` of a `for` loop's variable replaced by every word the loop gives it
+    (`for f in Decisions/*; do rm "$f"; done` removes every note)."""
+    if not loops:
+        return words
+    found = []
+    for word in words:
+        name = word[2:-1] if word.startswith("${") and word.endswith("}") else word[1:] if word.startswith("$") else ""
+        found += loops.get(name, [word]) if name else [word]
+    return found
 
 
 def _strip_prefixes(words: list[str]) -> list[str]:
@@ -148,6 +188,13 @@ def _command_targets(words: list[str], cwd: Path, depth: int) -> tuple[list[Targ
         return each([arg[3:] for arg in args if arg.startswith("of=")], False), cwd
     if name == "git":
         return _git_targets(args, cwd), cwd
+    if name in ("tar", "bsdtar", "gtar", "unzip"):
+        return _archive_targets(name, args, cwd), cwd
+    if name == "patch":
+        return _patch_targets(args, cwd), cwd
+    if name in _EDITORS and (name in ("ed", "ex") or any(arg in ("-e", "-s", "-es", "-E", "-Es") for arg in args)
+                             or any(arg.startswith("+") for arg in args)):
+        return each([arg for arg in plain if not arg.startswith("+")], False, text=True), cwd
     if name == "find":
         return _find_targets(args, cwd), cwd
     if name in _MOVING:
@@ -190,6 +237,13 @@ def _git_targets(args: list[str], cwd: Path) -> list[Target]:
         return [] if "--cached" in options else each(paths)
     if sub == "mv":
         return each(paths)
+    forced = any(arg in ("-f", "--force", "--discard-changes") for arg in options)
+    if sub in ("checkout", "switch") and forced:
+        return everything  # throws away what the work tree holds since the last commit
+    if sub == "read-tree" and any(arg in ("-u", "--reset") for arg in options):
+        return everything
+    if sub == "apply" and not any(arg in ("--check", "--stat", "--numstat", "--summary", "--cached") for arg in options):
+        return [target for patch in paths for target in _patched(patch, where, "1")] or everything
     if sub == "checkout":
         if after_dashes is not None:
             return each(after_dashes)
@@ -243,7 +297,12 @@ def _moving_targets(name: str, args: list[str], plain: list[str], cwd: Path) -> 
         return []
     destination = _expanded(directory, cwd, whole=name == "rsync" and "--delete" in args)
     found = list(destination)
+    recursive = name == "rsync" or any(arg in ("-r", "-R", "--recursive", "-a", "--archive") or (
+        arg.startswith("-") and not arg.startswith("--") and set(arg[1:]) & set("rRa")) for arg in args)
     for source in sources:
+        if recursive and os.path.isdir(os.path.join(cwd, os.path.expanduser(source))):
+            found += _tree_targets(name, source, directory, destination[0].path, cwd)
+            continue
         for brought in _expanded(source, cwd, whole=False):
             into = os.path.join(destination[0].path, os.path.basename(brought.path.rstrip("/")))
             found.append(Target(os.path.join(directory, os.path.basename(brought.shown.rstrip("/"))), into, False,
@@ -258,8 +317,120 @@ def _moving_targets(name: str, args: list[str], plain: list[str], cwd: Path) -> 
     return found
 
 
+def _tree_targets(name: str, source: str, directory: str, into: str, cwd: Path) -> list[Target]:
+    """Each file a recursive copy of the folder `source` brings, where it lands: into `into` itself for `SRC/.`
+    (and, for rsync, `SRC/`), else into `into/<the folder's name>` (into `into` when that folder does not exist
+    and one folder is copied by cp: then it becomes that folder)."""
+    folder = Path(os.path.normpath(os.path.join(cwd, os.path.expanduser(source))))
+    contents = source.endswith(("/.", "/./")) or (name == "rsync" and source.endswith("/"))
+    landing = Path(into) if contents or not os.path.isdir(into) else Path(into) / folder.name
+    found: list[Target] = []
+    for where, folders, files in os.walk(folder):
+        folders[:] = [each for each in folders if each != ".git"]
+        for file in files:
+            if len(found) >= _MAX_LISTED:
+                return [Target(directory, into, True)]
+            path = Path(where) / file
+            landed = landing / path.relative_to(folder)
+            found.append(Target(os.path.join(directory, str(landed.relative_to(into))) if landed != Path(into)
+                                else directory, str(landed), False, source=str(path)))
+    return found
+
+
+_CLUSTER = re.compile(r"-?[A-Za-z]+")  # tar's bundled letters: `xzf`, `-xvf`
+
+
+def _archive_targets(name: str, args: list[str], cwd: Path) -> list[Target]:
+    """The files a `tar -x` or `unzip` extracts, where they land (`-C DIR`, `-d DIR`): read from the archive's
+    list of members; an archive that cannot be read counts as writing its whole destination."""
+    from .archives import member_names  # only for a command that extracts an archive
+
+    def value_of(*options: str) -> str | None:
+        return next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in options), None)
+
+    if name == "unzip":
+        if any(arg in ("-l", "-t", "-v", "-Z") for arg in args):
+            return []  # lists or tests, writes nothing
+        into = value_of("-d") or "."
+        archive = next((arg for arg in args if not arg.startswith("-") and arg != into), None)
+    else:
+        clusters = [(i, arg) for i, arg in enumerate(args) if _CLUSTER.fullmatch(arg) and not arg.startswith("--")
+                    and (i == 0 or arg.startswith("-"))]
+        if not any("x" in arg for _, arg in clusters) and "--extract" not in args and "--get" not in args:
+            return []
+        into = value_of("-C", "--directory") or "."
+        archive = value_of("-f", "--file") or next((args[i + 1] for i, arg in clusters
+                                                    if "f" in arg and i + 1 < len(args)), None)
+    destination = Path(os.path.normpath(cwd / os.path.expanduser(into)))
+    members = member_names(cwd / os.path.expanduser(archive or ""), zipped=name == "unzip", most=_MAX_LISTED)
+    if members is None:
+        return [Target(into, str(destination), True)]
+    if len(members) > _MAX_LISTED:
+        return [Target(into, str(destination), True)]
+    return [Target(os.path.join(into, member), os.path.normpath(destination / member), False) for member in members]
+
+
+def _patch_targets(args: list[str], cwd: Path) -> list[Target]:
+    """The files `patch` changes, read from the patch (`-i FILE`, `< FILE`) in `-d DIR`, or the file it is given;
+    a patch that cannot be read counts as writing the whole folder it works in."""
+    strip = next((arg[2:] for arg in args if arg.startswith("-p") and arg[2:].isdigit()), "0")
+    folder = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-d", "--directory")), ".")
+    where = Path(os.path.normpath(cwd / folder))
+    patch = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-i", "--input", "<")), None)
+    named = [arg for arg in args if not arg.startswith("-") and arg not in (patch, "<", folder)]
+    if named:  # `patch FILE < fix.diff`: the one file it changes
+        return _expanded(named[0], where, whole=False, text=True)
+    return _patched(patch, where, strip) if patch else [Target(".", str(where), True)]
+
+
+def _patched(patch: str, where: Path, strip: str) -> list[Target]:
+    """The files a unified diff names (`--- ` and `+++ ` lines), `strip` leading folders off, under `where`."""
+    try:
+        with open(where / os.path.expanduser(patch), encoding="utf-8", errors="replace") as handle:
+            lines = handle.read(1 << 22).splitlines()
+    except OSError:
+        return [Target(".", str(where), True)]
+    found = []
+    for line in lines:
+        if line.startswith(("+++ ", "--- ")):
+            named = line[4:].split("\t")[0].strip()
+            if named == "/dev/null":
+                continue
+            parts = named.split("/")[int(strip) if strip.isdigit() else 0:]
+            if parts:
+                rel = "/".join(parts)
+                found.append(Target(rel, os.path.normpath(where / rel), False, text=True))
+    return found
+
+
+_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")
+_MAX_WORDS = 256  # words a brace expansion is followed to
+
+
+def braces(word: str) -> list[str]:
+    """`word` with bash's brace expansion done (`{Decisions,x}` is two words, `Decisions{,}` twice one)."""
+    found: list[str] = [word]
+    done: list[str] = []
+    while found and len(done) + len(found) <= _MAX_WORDS:
+        current = found.pop(0)
+        match = _BRACES.search(current)
+        if match is None:
+            done.append(current)
+            continue
+        found += [current[:match.start()] + part + current[match.end():] for part in match.group(1).split(",")]
+    return done + found
+
+
 def _expanded(word: str, cwd: Path, *, whole: bool, text: bool = False) -> list[Target]:
-    """`word` as the shell would pass it: a glob made into the paths it matches (none: the word itself)."""
+    """`word` as the shell would pass it: braces expanded, a glob made into the paths it matches (none: the word
+    itself)."""
+    if "{" in word and "," in word:
+        return [target for each in dict.fromkeys(braces(word)) for target in _expanded_one(each, cwd, whole=whole,
+                                                                                           text=text)]
+    return _expanded_one(word, cwd, whole=whole, text=text)
+
+
+def _expanded_one(word: str, cwd: Path, *, whole: bool, text: bool = False) -> list[Target]:
     typed = os.path.expanduser(word)
     if _GLOB_CHARS & set(typed):
         matches = sorted(glob.glob(typed, root_dir=None if os.path.isabs(typed) else cwd, recursive=True))
