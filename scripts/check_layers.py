@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("domain", ("model", "links", "topics", "settling", "drafts", "dates", "notes", "durable", "note_edits", "pages", "agent_view", "topic_aliases", "ledger_lines", "history", "sealing", "conflicts", "decision_words")),
     ("storage", ("layout", "config", "ledger", "ledger_file", "reading", "vault", "index")),
     ("operations", ("commands", "importers", "starter", "figures", "shapes", "agents.instructions", "agents.json_edit")),
-    ("engines", ("watch", "reconcile", "lint")),
+    ("engines", ("watch", "reconcile", "lint", "tripwire")),
     ("faces", ("cli", "console", "launch", "docs", "agents", "__main__")),
 ]
 # Imports inside functions: at most 90 in all, each with its reason written beside it (start-up time is the only

@@ -148,6 +148,9 @@ def sample_payload(agent: str, event: str, vault: Path) -> tuple[dict[str, objec
         name = "BeforeTool" if agent == "gemini" else "PreToolUse"
         return {**base, "hook_event_name": name, "tool_name": tool, "tool_use_id": "call_1",
                 "tool_input": {"command": WRITES_THE_LEDGER}}, "deny"
+    if event == "post-tool-use":
+        return {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "call_2",
+                "tool_input": {"command": "ls"}, "tool_response": {"stdout": "", "stderr": ""}}, None
     raise SystemExit(f"installed_journey.py has no sample payload for {agent}'s {event}: add one")
 
 

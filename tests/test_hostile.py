@@ -326,9 +326,29 @@ def drop_ledger_line(vault: Path, number: int) -> None:
     ledger.write_text("".join(lines))
 
 
-def test_a_removed_seal_line_is_noticed_without_git_and_the_edit_is_never_sealed(cli, vault):
+def test_a_removed_seal_line_is_put_back_from_this_devices_copy_and_the_edit_is_never_sealed(cli, vault):
+    """The tripwire: the device keeps a copy of its ledger; a line taken out is put back, without git."""
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
+    whole = (vault / ".vault-tools" / "ledger.jsonl").read_bytes()
+    drop_ledger_line(vault, 2)
+    note = only_note(vault, "D-0001")
+    note.write_text(note.read_text().replace("author bio.", "author bio, and nothing else at all."))
+    age(note)
+    linted = cli("lint")
+    assert "VT055" in codes(linted) and "VT027" in codes(linted), linted.out
+    fixed = cli("lint", "--fix")
+    assert "put back 1 ledger line(s) of .vault-tools/ledger.jsonl" in fixed.err
+    assert (vault / ".vault-tools" / "ledger.jsonl").read_bytes().startswith(whole)
+    cli("watch", "--once")  # sealed again: the typed text is kept as a proposed revision, never sealed
+    assert [e["event"] for e in ledger_events(vault)][:2] == ["ruled", "sealed"]
+    assert "nothing else at all" not in note.read_text()
+    assert any("nothing else at all" in path.read_text() for path in (vault / "Decisions").glob("*.md"))
+
+
+def test_a_removed_seal_line_is_noticed_without_git_or_a_copy_and_the_edit_is_never_sealed(cli, vault):
     assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
     assert [e["event"] for e in ledger_events(vault)] == ["ruled", "sealed"]
+    (vault / ".vault-tools" / "ledger-copies" / "ledger.jsonl").unlink()  # a copy this device never made
     drop_ledger_line(vault, 2)
     note = only_note(vault, "D-0001")
     note.write_text(note.read_text().replace("author bio.", "author bio, and nothing else at all."))

@@ -21,11 +21,11 @@ from . import durable
 from .errors import InconsistentVault
 from .history import History, RecordSummary, extend_histories, histories, placed
 from .ledger_file import LedgerFile, Look, start_of_last_line, whole_json
-from .ledger_lines import Event, parse_line
+from .ledger_lines import Event, event_line, parse_line
 from .model import (
     Status,
 )
-from .record_files import KEPT_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER
+from .record_files import KEPT_FOLDER, LEDGER_COPIES_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER
 
 LOCK_FILE = "ledger.lock"
 LOCK_TIMEOUT_SECONDS = 30
@@ -337,6 +337,7 @@ class Ledger:
             events = [placed(event, clock=clock + index) for index, event in enumerate(events, 1)]
         own = self.own
         numbered = own.append(events, durable=not self._sync_later)
+        self._mirrored(own, "".join(event_line(event) for event in events).encode("utf-8"))
         if self._sync_later:
             self._unsynced = own
         # The appended events have the highest clocks, so they come last in the union too.
@@ -350,6 +351,25 @@ class Ledger:
                 self._merged = (self._key_after_append(before[0], own), before[1])
         else:
             self._merged = None
+
+    def copy_of(self, file: LedgerFile) -> Path:
+        """This device's copy of a ledger file (`tripwire`): what the file held when vault-tools last wrote or
+        checked it, so that lines another program took out can be put back, with or without git."""
+        return self.local_dir / LEDGER_COPIES_FOLDER / file.path.name
+
+    def _mirrored(self, file: LedgerFile, payload: bytes) -> None:
+        """What an append wrote, written to the file's copy too (the whole file, for a copy not made yet). A copy
+        left behind by a crash only lacks lines, which never makes the tripwire put any back."""
+        copy = self.copy_of(file)
+        try:
+            if copy.exists():
+                with open(copy, "ab") as handle:
+                    handle.write(payload)
+            else:
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                durable.write_atomic(copy, file.path.read_bytes())
+        except OSError:
+            pass  # a copy is a safeguard: a full disk or a read-only folder must not stop the record's own write
 
     def _key_after_append(self, key: tuple[tuple[str, Any], ...], own: LedgerFile) -> tuple[tuple[str, Any], ...]:
         """The files' key `key` (as the append found them) with this device's file as it is after the append:

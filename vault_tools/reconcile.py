@@ -31,6 +31,7 @@ from .errors import NoteError, VaultToolsError
 from .history import History
 from .ledger_lines import STATUS_AFTER
 from .model import FINAL_STATUSES, Decision, Status
+from .tripwire import put_back_ledgers
 from .vault import StatKey, VaultState
 
 Progress = Callable[[int, int], None]  # (done, total), for a progress bar
@@ -86,9 +87,14 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
     looked at) until one changes nothing. `progress(done, total)` is told how far a
     round has gone. `before_fork` stops the caller's other threads before a child is forked to work ahead
     (see `LiveState.before_fork`). Sealed rulings whose note is gone are written back; with `missing_before`,
-    only those gone since before then (epoch seconds).
+    only those gone since before then (epoch seconds). Before anything, ledger lines another program took out
+    are put back (`tripwire`).
     """
     result = Reconciled()
+    for put_back in put_back_ledgers(ws.vault.ledger):  # lines another program took out of the ledger, first
+        result.actions.append(Action("restored", None, put_back.shown, f"{put_back.lines} ledger line(s) another "
+                                                                       "program took out, put back from this "
+                                                                       "device's copy"))
     with ws.vault.ledger.locked(), ws.vault.ledger.synced_together(), LiveState(ws) as live, \
             durable.sync_threads_kept():
         live.before_fork = before_fork

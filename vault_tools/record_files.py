@@ -8,6 +8,8 @@ from these names. A leaf: the hooks import it on every call, so it imports nothi
 """
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +23,8 @@ KEPT_FOLDER = "kept"  # copies of text vault-tools replaced (an edited page, a t
 WATCH_LOG = "watch.log"  # in STATE_DIR: the watcher's log, rotated (`watch.open_log`; `service` prints where)
 MERGE_COPIES_FOLDER = "merged"  # in STATE_DIR: both sides of a note git's notes driver merged, until filed in kept/
 LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
+LEDGER_COPIES_FOLDER = "ledger-copies"  # in STATE_DIR: this device's copy of each ledger file (`tripwire`)
+LEDGER_STAMP = "checked.json"  # in LEDGER_COPIES_FOLDER: each ledger file's (size, mtime_ns, inode) when checked
 LEDGER_FOLDER = "ledger"  # the shared layout's ledger: one `<device tag>.jsonl` per device
 LEDGER_SUFFIX = ".jsonl"
 DEFAULT_PINNED_FOLDER = "Pinned"
@@ -68,7 +72,7 @@ def record_part(root: Path, rel: str, pinned_folder: Callable[[], str] = lambda:
             return TOPICS
         if rest and (rest[0] == KEPT_FOLDER or (top == STATE_DIR and rest[0] == MERGE_COPIES_FOLDER)):
             return KEPT  # (a merge copy waiting to be filed is one: the watcher records the outcome it holds)
-        if top == STATE_DIR and rest == [LEGACY_LEDGER]:
+        if top == STATE_DIR and (rest == [LEGACY_LEDGER] or (rest and rest[0] == LEDGER_COPIES_FOLDER)):
             return LEDGER
         if top == RECORD_DIR and len(rest) == 2 and rest[0] == LEDGER_FOLDER and rest[1].endswith(LEDGER_SUFFIX):
             return LEDGER
@@ -78,3 +82,37 @@ def record_part(root: Path, rel: str, pinned_folder: Callable[[], str] = lambda:
         return PAGE
     return None
 
+
+
+def file_stat(path: Path) -> list[int] | None:
+    """What a ledger file's stamp keeps of it: size, time and inode (None: not there)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return [found.st_size, found.st_mtime_ns, found.st_ino]
+
+
+def read_stamp(folder: Path) -> dict[str, list[int] | None] | None:
+    try:
+        found = json.loads((folder / LEDGER_STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def ledgers_unchanged(root: Path) -> bool:
+    """Whether no ledger file of the vault at `root` changed, came or went since the tripwire last checked them
+    (`tripwire`): a few stats, nothing of the ledger's reading (the `post-tool-use` hook answers most calls so)."""
+    stamp = read_stamp(root / STATE_DIR / LEDGER_COPIES_FOLDER)
+    if not stamp:
+        return False
+    present = [root / STATE_DIR / LEGACY_LEDGER]
+    try:
+        present += [root / RECORD_DIR / LEDGER_FOLDER / name for name in os.listdir(root / RECORD_DIR / LEDGER_FOLDER)
+                    if name.endswith(LEDGER_SUFFIX)]
+    except OSError:
+        pass
+    if any(str(path) not in stamp for path in present if path.exists()):
+        return False
+    return all(file_stat(Path(path)) == found for path, found in stamp.items())

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from .hooks import CLAUDE_BOUNDS, answer, respond
 
-EVENTS = {"session-start": "SessionStart", "pre-tool-use": "PreToolUse", "user-prompt-submit": "UserPromptSubmit"}
+EVENTS = {"session-start": "SessionStart", "pre-tool-use": "PreToolUse", "user-prompt-submit": "UserPromptSubmit",
+          "post-tool-use": "PostToolUse"}
 
 
 # docs/design/0035-one-hook-engine-a-front-per-agent.md

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..record_files import ledgers_unchanged
 from .guard import Guard, shell_reason
 
 if TYPE_CHECKING:
@@ -89,10 +90,26 @@ def answer(event: str, payload: dict[str, Any], vault: Path | None = None,
             return _session_start(root, bounds)
         if event == "user-prompt-submit":
             return _user_prompt(root, str(payload.get("prompt") or ""), bounds)
+        if event == "post-tool-use":
+            return _post_tool_use(root)
         return _pre_tool_use(root, cwd, str(payload.get("tool_name") or ""), payload.get("tool_input") or {}, bounds,
                              str(payload.get("session_id") or ""))
     except Exception as trouble:  # fail open: a broken note must not stop the agent
         return _warning(f"{type(trouble).__name__}: {trouble}; {_logged(trouble, root)}")
+
+
+def _post_tool_use(root: Path) -> dict[str, Any] | None:
+    """The tripwire after a tool call: ledger lines the call took out are put back, and the agent is told what
+    was undone and how a change is made (`tripwire`). A call that changed no ledger file costs a few stats."""
+    if ledgers_unchanged(root):
+        return None
+    from ..tripwire import put_back_at, told  # the ledger's reading, only when a ledger file changed
+    found = put_back_at(root)
+    if not found:
+        return None
+    said = told(found)
+    return {"decision": "block", "reason": said,
+            "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": said}}
 
 
 def _find_root(vault: Path | None, cwd: Path) -> Path:

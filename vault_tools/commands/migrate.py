@@ -19,7 +19,9 @@ from ..ledger_lines import parse_ledger
 from ..record_files import (
     CONFIG_FILE,
     KEPT_FOLDER,
+    LEDGER_COPIES_FOLDER,
     LEDGER_FOLDER,
+    LEDGER_STAMP,
     LEDGER_SUFFIX,
     LEGACY_LEDGER,
     RECORD_DIR,
@@ -78,6 +80,10 @@ def migrate(root: Path) -> Migrated:
         done.ledger = own.relative_to(root).as_posix()
         if legacy.exists():
             done.lines = _move_lines(text, own, record / LEDGER_FOLDER)
+            # the tripwire's copy goes with it: a copy of the old file would put it back
+            copies = local / LEDGER_COPIES_FOLDER
+            for stale in (copies / LEGACY_LEDGER, copies / LEDGER_STAMP):
+                stale.unlink(missing_ok=True)
             legacy.unlink()
             done.moved.append(f"{STATE_DIR}/{LEGACY_LEDGER} -> {done.ledger} ({done.lines} lines)")
     return done

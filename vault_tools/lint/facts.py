@@ -27,6 +27,7 @@ from ..links import LinkResolver
 from ..model import Decision, Problem, Status
 from ..page_names import OPEN_QUESTIONS, PAGE_NAMES
 from ..sealing import seal_hash, tie_notes
+from ..tripwire import damaged_ledgers
 from ..vault import Vault, VaultState
 from .registry import LEDGER_PATH
 
@@ -69,6 +70,8 @@ class Facts:
     context_overflow: list[str] = field(default_factory=list)  # agent budgets the open questions alone overflow
     open_questions_page: str = "Pinned/Open questions.md"
     merge_drivers_missing: list[str] = field(default_factory=list)  # git merge drivers this clone lacks
+    # Ledger files that lost lines this device's copy holds (`tripwire.damaged_ledgers`): (file, lines lost)
+    ledger_lines_lost: list[tuple[str, int]] = field(default_factory=list)
     # Takes what the `remembered` rules find (made by the function given) from an earlier run when the
     # decision notes, the vault's file names, the ledger, the config and the date are as they were then;
     # with anew=True, makes it again and keeps that.
@@ -274,6 +277,7 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
             # write on its device cuts it off.
             ledger.committed = [line.rstrip("\r") for line in committed.split("\n")][:-1]
         facts.ledger_files.append(ledger)
+    facts.ledger_lines_lost = [(item.shown, item.lines) for item in damaged_ledgers(vault.ledger)]
     facts.properties, facts.property_lines, facts.body_lines = state.properties, state.property_lines, state.body_lines
     stat_keys = state.stat_keys or {}
     for path in [decision.path for decision in state.decisions] + [p for p, d in state.properties.items() if lacks_id(d)]:

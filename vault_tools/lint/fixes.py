@@ -16,6 +16,7 @@ from ..errors import VaultToolsError
 from ..history import histories
 from ..model import Status
 from ..sealing import tie_notes
+from ..tripwire import put_back_ledgers
 from ..vault import Vault
 from .facts import damaged_ledger
 
@@ -26,6 +27,7 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     gone, then rebuild stale pages. Returns (done, not done)."""
     ws = Workspace(vault)
     moment = time.time() if now is None else now
+    put_back = put_back_ledgers(vault.ledger)  # lines another program took out, before anything reads them
     try:
         with vault.ledger.locked():
             given = give_ids(ws, quiet_before=moment - vault.config.settle_seconds)
@@ -58,7 +60,8 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
         done = [f"cut off the torn last line of the ledger (an append a kill cut short), kept as "
                 f"{vault.relative(kept)}" for kept in vault.ledger.torn_lines_kept] + [
             f"gave {item.was} the id {item.id}" + (f" ({item.path})" if item.path != item.was else "")
-            for item in given] + done
+            for item in given] + [f"put back {item.lines} ledger line(s) of {item.shown} another program took out"
+                                  for item in put_back] + done
         not_done += unrecorded
     except VaultToolsError as error:  # a damaged ledger: lint reports it; nothing can be recorded
         done = []

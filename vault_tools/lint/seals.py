@@ -254,6 +254,28 @@ def ledger_history_rewritten(facts: Facts) -> Iterator[Finding]:
         yield from _rewritten(file)
 
 
+@rule("VT055", "ledger-lines-taken-out", ERROR)
+def ledger_lines_taken_out(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Compares each ledger file with the copy this device keeps of it (`.vault-tools/ledger-copies/`, extended
+    by every line vault-tools writes) and reports a file that lost lines the copy holds: taken out, rewritten,
+    or the file emptied or deleted by another program. Git is not needed.
+
+    ## Why
+    The ledger is append-only and written only by vault-tools: a line taken out is a seal, an answer or a
+    closing lost. An agent's command can do it in a way no hook refuses beforehand (`python3 -c`, `git
+    checkout -f`).
+
+    ## How to fix
+    Run `vault-tools lint --fix` or `vault-tools watch --once` (the watcher does it at every pass, and the
+    agent hooks after every tool call): the lost lines are put back from the copy, in their order.
+    """
+    for shown, lost in facts.ledger_lines_lost:
+        yield Finding(shown, None, f"{shown} lost {lost} line(s) this device's copy of it holds; `vault-tools "
+                                   "lint --fix` puts them back")
+
+
 def _rewritten(file: LedgerFacts) -> Iterator[Finding]:
     if file.committed is None:
         return

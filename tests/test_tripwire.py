@@ -1,0 +1,136 @@
+"""The tripwire: whatever an agent's command does to the ledger, the record comes back whole and the agent is told.
+
+Real vaults in both layouts, with and without git; the commands run for real in a shell, as the agent's tool
+would run them (forms the pre-tool-use hook cannot see into), then Claude Code's `post-tool-use` hook or the
+watcher runs."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.git_repo import commit_all, git
+from tests.helpers import TZ, vt_here
+from vault_tools.commands.setup import init_vault
+
+RULING = "The site uses no analytics and no tracking of any kind."
+
+
+@pytest.fixture(params=["hidden", "shared"])
+def vault(request, tmp_path) -> Path:
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    init_vault(root, TZ, shared=request.param == "shared")
+    assert vt_here("rule", "--topic", "analytics", "--summary", RULING, "--source", "chat", cwd=root).code == 0
+    assert vt_here("ask", "Should the newsletter move to a paid platform?", "--topic", "newsletter-platform",
+                   cwd=root).code == 0
+    return root
+
+
+def ledger_file(root: Path) -> Path:
+    shared = sorted((root / "vault-tools" / "ledger").glob("*.jsonl"))
+    return shared[0] if shared else root / ".vault-tools" / "ledger.jsonl"
+
+
+def after_tool(root: Path) -> dict | None:
+    payload = {"hook_event_name": "PostToolUse", "cwd": str(root), "session_id": "s", "tool_name": "Bash",
+               "tool_input": {"command": "..."}, "tool_response": {}}
+    done = vt_here("hook", "claude", "post-tool-use", cwd=root, stdin=json.dumps(payload))
+    assert done.code == 0, done.err
+    return json.loads(done.out) if done.out.strip() else None
+
+
+def agent_runs(command: str, root: Path) -> None:
+    """The agent's shell tool running `command` in the vault (what no hook stopped)."""
+    subprocess.run(["bash", "-c", command], cwd=root, check=True, capture_output=True)
+
+
+# forms the pre-tool-use hook lets through (it cannot see into them), each taking lines out of the ledger
+TAKING_OUT = [
+    "python3 -c \"import sys; p=sys.argv[1]; t=open(p).read(); open(p,'w').write(t.splitlines(True)[0])\" {ledger}",
+    "f={ledger}; : > \"$f\"",
+    "echo {ledger} | xargs rm",
+    "python3 -c \"import sys; p=sys.argv[1]; l=open(p).read().splitlines(True); open(p,'w').writelines(l[1:])\" {ledger}",
+]
+
+
+@pytest.mark.parametrize("command", TAKING_OUT)
+def test_lines_an_agents_command_took_out_are_put_back_and_the_agent_is_told(vault, command):
+    ledger = ledger_file(vault)
+    whole = ledger.read_bytes()
+    assert after_tool(vault) is None  # nothing changed: nothing said
+    agent_runs(command.format(ledger=ledger.relative_to(vault)), vault)
+    assert ledger.exists() is False or ledger.read_bytes() != whole  # the command did take lines out
+    told = after_tool(vault)
+    assert told is not None and told["decision"] == "block"
+    assert "put them back" in told["reason"] and ledger.relative_to(vault).as_posix() in told["reason"]
+    assert "vault-tools ask" in told["reason"]  # and how a change is made
+    assert ledger.read_bytes() == whole  # byte for byte
+    assert after_tool(vault) is None  # told once
+    assert vt_here("lint", cwd=vault).code == 0
+
+
+def test_what_vault_tools_appends_is_the_record_growing_not_a_change_to_undo(vault):
+    ledger = ledger_file(vault)
+    assert after_tool(vault) is None
+    assert vt_here("rule", "D-0002", "--summary", "The newsletter stays on its own free platform.", "--source",
+                   "chat", cwd=vault).code == 0  # the agent's own vault-tools command
+    grown = ledger.read_bytes()
+    assert after_tool(vault) is None and ledger.read_bytes() == grown
+
+
+def test_the_watcher_puts_back_what_no_hook_saw(vault):
+    """The owner's own `git checkout -f`, or a tool with no hook: the next watcher pass puts the lines back."""
+    ledger = ledger_file(vault)
+    whole = ledger.read_bytes()
+    ledger.write_bytes(b"")
+    done = vt_here("watch", "--once", cwd=vault)
+    assert done.code == 0 and "ledger line(s) another program took out" in done.err
+    assert ledger.read_bytes() == whole
+
+
+def test_a_forced_checkout_throwing_away_uncommitted_lines_is_undone_in_a_git_vault(tmp_path):
+    """The shared layout's ledger is carried by git (the hidden layout's is device-local and ignored)."""
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    init_vault(vault, TZ, shared=True)
+    assert vt_here("ask", "Should the newsletter move to a paid platform?", "--topic", "newsletter-platform",
+                   cwd=vault).code == 0
+    git(vault, "init", "-q")
+    assert vt_here("ask", "Should the blog have comments?", "--topic", "blog-comments", cwd=vault).code == 0
+    commit_all(vault)  # this clone's ledger file, committed
+    ledger = next(path for path in (vault / "vault-tools" / "ledger").glob("*.jsonl")
+                  if b"blog-comments" in path.read_bytes())  # the file this clone appends to
+    before = ledger.read_bytes()
+    assert vt_here("rule", "D-0002", "--summary", "The blog has no comments; readers write by email.", "--source",
+                   "chat", cwd=vault).code == 0  # recorded, not committed yet
+    assert ledger.read_bytes() != before and "ledger" in git(vault, "ls-files").stdout
+    recorded = ledger.read_bytes()
+    assert after_tool(vault) is None
+    agent_runs("git checkout -f", vault)
+    assert ledger.read_bytes() != recorded
+    told = after_tool(vault)
+    assert told is not None and "put them back" in told["reason"]
+    assert ledger.read_bytes() == recorded
+
+
+def test_lint_names_lines_taken_out_and_lint_fix_puts_them_back(vault):
+    ledger = ledger_file(vault)
+    whole = ledger.read_bytes()
+    ledger.write_bytes(whole.splitlines(keepends=True)[0])
+    linted = vt_here("lint", cwd=vault)
+    assert linted.code == 1 and "VT055" in linted.out
+    fixed = vt_here("lint", "--fix", cwd=vault)
+    assert "put back" in fixed.err and ledger.read_bytes() == whole
+
+
+def test_init_agent_wires_the_tripwire_after_every_claude_tool_call(tmp_path, vault):
+    project = tmp_path / "project"
+    project.mkdir()
+    assert vt_here("init", "--agent", "claude", "--project", str(project), "--vault", str(vault), cwd=vault).code == 0
+    settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    [entry] = settings["hooks"]["PostToolUse"]
+    assert "matcher" not in entry or entry["matcher"] in ("", "*")
+    assert "vault-tools hook claude post-tool-use" in entry["hooks"][0]["command"]
