@@ -246,7 +246,8 @@ def _forms_the_parser_reads(record: dict[str, str], root: Path, source: Path) ->
         f"cp -r {source}/Decisions .", f"cp -R {source}/. .", f"rsync -a {source}/ ./",
         f"tar -xf {source.parent}/old.tar", f"tar xf {source.parent}/old.tar -C .", f"unzip -o {source.parent}/old.zip",
         f"patch -p1 -i {source.parent}/fix.diff", f"patch -p1 < {source.parent}/fix.diff",
-        f"patch -i {source.parent}/plain.diff", f"git apply {source.parent}/fix.diff",
+        f"patch -i {source.parent}/plain.diff", f"patch -p1 --input={source.parent}/fix.diff",
+        f"git apply {source.parent}/fix.diff",
         f"vim -es -c '%s/a/b/' -c wq '{sealed}'", f"ed '{sealed}'",
         "git checkout -f", "git checkout -f main", "git switch -f main", "git read-tree -u --reset HEAD",
     ]
@@ -260,7 +261,12 @@ def test_shell_forms_that_hide_a_write_to_the_record_are_refused(record, agent, 
         assert reason and reason.startswith("This command writes") and "vault-tools" in reason, (command, reason)
     for harmless in (f"tar -tf {tmp_path}/elsewhere/old.tar", f"unzip -l {tmp_path}/elsewhere/old.zip",
                      f"cp -r {tmp_path}/elsewhere/copy/Decisions /tmp/", "git apply --check /tmp/none.diff",
-                     "for f in Drafts/*; do rm \"$f\"; done", "echo {a,b}", "git checkout main"):
+                     "for f in Drafts/*; do rm \"$f\"; done", "echo {a,b}", "git checkout main",
+                     # what cannot be read beforehand is not refused (the tripwire checks afterwards)
+                     "git apply < /tmp/fix.patch", "cat /tmp/p | git apply", "git diff | git apply -R",
+                     "wget https://example.org/x.tgz && tar -xzf x.tgz", "curl -s https://example.org/x | tar -xz",
+                     "unzip missing.zip", "patch -p1 --input=/tmp/none.diff",
+                     "for f in Decisions/*.md; do grep -c x \"$f\"; done; f=/tmp/s.txt; rm -f \"$f\""):
         assert shell(agent, harmless, root) is None, harmless
 
 

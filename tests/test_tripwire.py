@@ -134,3 +134,57 @@ def test_init_agent_wires_the_tripwire_after_every_claude_tool_call(tmp_path, va
     [entry] = settings["hooks"]["PostToolUse"]
     assert "matcher" not in entry or entry["matcher"] in ("", "*")
     assert "vault-tools hook claude post-tool-use" in entry["hooks"][0]["command"]
+
+
+def test_the_copies_are_this_devices_alone_never_carried_by_git(tmp_path):
+    root = tmp_path / "hidden"
+    (root / ".obsidian").mkdir(parents=True)
+    init_vault(root, TZ, shared=False)
+    assert ".vault-tools/ledger-copies/" in (root / ".gitignore").read_text(encoding="utf-8").splitlines()
+
+
+def test_a_file_arriving_in_pieces_is_never_cut_into_lines(vault):
+    """Another device's file a sync brings in pieces: its last line without a newline is left as it is, and once
+    whole it is the record growing."""
+    other = (vault / "vault-tools" / "ledger" if (vault / "vault-tools" / "ledger").is_dir() else None)
+    ledger = ledger_file(vault)
+    whole = ledger.read_bytes()
+    target = (other / "zz99.jsonl") if other is not None else ledger
+    if other is not None:
+        target.write_bytes(whole[:100])  # the first piece
+    else:
+        ledger.write_bytes(whole + whole.splitlines(keepends=True)[0][:40])  # an append under way
+    assert after_tool(vault) is None
+    target.write_bytes(whole)  # the rest arrives (or the append is cut off)
+    assert after_tool(vault) is None
+    assert target.read_bytes() == whole
+    assert "VT055" not in vt_here("lint", cwd=vault).out
+
+
+def test_crlf_line_endings_are_the_same_lines(vault):
+    """Git for Windows may check the ledger out with CRLF: no line is lost, nothing is doubled."""
+    ledger = ledger_file(vault)
+    crlf = ledger.read_bytes().replace(b"\n", b"\r\n")
+    ledger.write_bytes(crlf)
+    assert after_tool(vault) is None and ledger.read_bytes() == crlf
+
+
+def test_lines_a_branch_switch_takes_away_are_not_put_back(tmp_path):
+    """Lines committed on another branch are not lost: switching branches is not undone (nor can it trap the
+    agent between branches)."""
+    vault = tmp_path / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    init_vault(vault, TZ, shared=True)
+    git(vault, "init", "-q")
+    assert vt_here("ask", "Should the blog have comments?", "--topic", "blog-comments", cwd=vault).code == 0
+    commit_all(vault)
+    git(vault, "branch", "feature")
+    assert vt_here("rule", "D-0001", "--summary", "The blog has no comments; readers write by email.", "--source",
+                   "chat", cwd=vault).code == 0
+    commit_all(vault, "ruled on main")
+    assert after_tool(vault) is None
+    agent_runs("git checkout -q feature", vault)
+    assert after_tool(vault) is None  # main's lines are committed there: nothing to put back
+    assert not git(vault, "status", "--porcelain", "--", "vault-tools/ledger").stdout.strip()
+    agent_runs("git checkout -q -", vault)  # back to the first branch
+    assert after_tool(vault) is None

@@ -358,14 +358,15 @@ class Ledger:
         return self.local_dir / LEDGER_COPIES_FOLDER / file.path.name
 
     def _mirrored(self, file: LedgerFile, payload: bytes) -> None:
-        """What an append wrote, written to the file's copy too (the whole file, for a copy not made yet). A copy
-        left behind by a crash only lacks lines, which never makes the tripwire put any back."""
+        """What an append wrote, written to the file's copy too (the whole file, for a copy not made yet or cut
+        short). A copy left behind by a crash lacks lines, and the tripwire reads whole lines only: it never puts
+        back one that was not written."""
         copy = self.copy_of(file)
         try:
-            if copy.exists():
+            if copy.exists() and _ends_a_line(copy):
                 with open(copy, "ab") as handle:
                     handle.write(payload)
-            else:
+            else:  # no copy yet, or one a kill or a full disk cut short: made again from the file
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 durable.write_atomic(copy, file.path.read_bytes())
         except OSError:
@@ -463,3 +464,13 @@ class Ledger:
 # -- seal hash ----------------------------------------------------------------------
 
 
+
+
+def _ends_a_line(path: Path) -> bool:
+    """Whether a file is empty or ends with a newline (a copy an append can extend)."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return True
+        handle.seek(size - 1)
+        return handle.read(1) == b"\n"

@@ -105,7 +105,7 @@ def ledgers_unchanged(root: Path) -> bool:
     """Whether no ledger file of the vault at `root` changed, came or went since the tripwire last checked them
     (`tripwire`): a few stats, nothing of the ledger's reading (the `post-tool-use` hook answers most calls so)."""
     stamp = read_stamp(root / STATE_DIR / LEDGER_COPIES_FOLDER)
-    if not stamp:
+    if stamp is None:
         return False
     present = [root / STATE_DIR / LEGACY_LEDGER]
     try:
@@ -113,6 +113,6 @@ def ledgers_unchanged(root: Path) -> bool:
                     if name.endswith(LEDGER_SUFFIX)]
     except OSError:
         pass
-    if any(str(path) not in stamp for path in present if path.exists()):
+    if any(os.path.realpath(path) not in stamp for path in present if path.exists()):
         return False
     return all(file_stat(Path(path)) == found for path, found in stamp.items())

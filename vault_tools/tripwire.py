@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,19 +48,19 @@ def put_back_ledgers(ledger: Ledger) -> list[PutBack]:
     the ledger's lock: it is taken only when a file changed since it was last checked."""
     folder = ledger.local_dir / LEDGER_COPIES_FOLDER
     pairs = _pairs(ledger, folder)
-    stamp = {str(path): file_stat(path) for path, _, _ in pairs}
-    if pairs and stamp == read_stamp(folder) and all(copy.exists() for _, copy, _ in pairs):
+    if _stamp(pairs) == read_stamp(folder) and all(copy.exists() for path, copy, _ in pairs if path.exists()):
         return []
     found: list[PutBack] = []
     with ledger.locked():
-        for path, copy, shown in _pairs(ledger, folder):
-            restored = _checked(path, copy)
+        pairs = _pairs(ledger, folder)
+        committed = _Committed(ledger.local_dir.parent)
+        for path, copy, shown in pairs:
+            restored = _checked(path, copy, committed)
             if restored:
                 found.append(PutBack(shown, restored))
-        stamp = {str(path): file_stat(path) for path, _, _ in _pairs(ledger, folder)}
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            durable.write_atomic(folder / LEDGER_STAMP, json.dumps(stamp, sort_keys=True).encode("utf-8"))
+            durable.write_atomic(folder / LEDGER_STAMP, json.dumps(_stamp(pairs), sort_keys=True).encode("utf-8"))
         except OSError:
             pass  # checked again next time
     return found  # the ledger's own caches go by the files' stat: a file written back is read again
@@ -68,17 +69,22 @@ def put_back_ledgers(ledger: Ledger) -> list[PutBack]:
 def damaged_ledgers(ledger: Ledger) -> list[PutBack]:
     """What `put_back_ledgers` would put back, writing nothing (for lint)."""
     folder = ledger.local_dir / LEDGER_COPIES_FOLDER
+    committed = _Committed(ledger.local_dir.parent)
     found = []
     for path, copy, shown in _pairs(ledger, folder):
         try:
-            kept = copy.read_bytes().splitlines(keepends=True)
+            kept = _complete(copy.read_bytes())
         except OSError:
             continue
-        now = set(_lines(path))
-        lost = sum(1 for line in kept if line not in now)
+        lost = _lost(kept, _complete(_read(path)), path, committed)
         if lost:
-            found.append(PutBack(shown, lost))
+            found.append(PutBack(shown, len(lost)))
     return found
+
+
+def _stamp(pairs: list[tuple[Path, Path, str]]) -> dict[str, list[int] | None]:
+    """Each ledger file's stat, by its real path (the hook and the commands may reach the vault by two paths)."""
+    return {os.path.realpath(path): file_stat(path) for path, _, _ in pairs}
 
 
 def _pairs(ledger: Ledger, folder: Path) -> list[tuple[Path, Path, str]]:
@@ -90,20 +96,25 @@ def _pairs(ledger: Ledger, folder: Path) -> list[tuple[Path, Path, str]]:
     except OSError:
         copies = []
     for name in copies:
-        path = ledger.local_dir / LEGACY_LEDGER if name == LEGACY_LEDGER or ledger.shared_dir is None \
-            else ledger.shared_dir / name
+        if ledger.shared_dir is not None and name == LEGACY_LEDGER:
+            continue  # the hidden layout's file, moved into the shared one (`migrate`): never written back
+        path = ledger.local_dir / LEGACY_LEDGER if ledger.shared_dir is None else ledger.shared_dir / name
         if path not in found:
             shown = f"{ledger.shared_dir.parent.name}/{ledger.shared_dir.name}/{name}" \
-                if ledger.shared_dir is not None and path.parent == ledger.shared_dir else f".vault-tools/{name}"
+                if ledger.shared_dir is not None else f".vault-tools/{name}"
             found[path] = (path, folder / name, shown)
     return list(found.values())
 
 
-def _checked(path: Path, copy: Path) -> int:
-    """Put back into `path` the lines of `copy` it lost (how many), or bring `copy` up to `path`."""
-    current = _lines(path)
+def _checked(path: Path, copy: Path, committed: _Committed) -> int:
+    """Put back into `path` the lines of `copy` it lost (how many), or bring `copy` up to `path`. Only whole lines
+    count: a last line without its newline is an append under way (a sync bringing the file in pieces) or cut
+    short by a kill, and is left where it is."""
+    data = _read(path)
+    current = _complete(data)
+    tail = data[len(b"".join(current)):] if not data.endswith(b"\n") else b""
     try:
-        kept = copy.read_bytes().splitlines(keepends=True)
+        kept = _complete(copy.read_bytes())
     except FileNotFoundError:
         kept = None
     if kept is None:
@@ -111,25 +122,74 @@ def _checked(path: Path, copy: Path) -> int:
             copy.parent.mkdir(parents=True, exist_ok=True)
             durable.write_atomic(copy, b"".join(current))
         return 0
-    present = set(current)
-    lost = [line for line in kept if line not in present]
+    lost = _lost(kept, current, path, committed)
     if not lost:
-        if current != kept:
-            durable.write_atomic(copy, b"".join(current))  # the record grew (a pull, an append the copy missed)
+        if current != kept:  # the record grew (a pull, an append the copy missed), or went back with git
+            durable.write_atomic(copy, b"".join(current))
         return 0
-    known = set(kept)
-    whole = kept + [line for line in current if line not in known]
+    present, restored = {_key(line) for line in current}, set(lost)
+    kept_keys = {_key(line) for line in kept}
+    whole = [line for line in kept if _key(line) in present or line in restored] + \
+        [line for line in current if _key(line) not in kept_keys]
     path.parent.mkdir(parents=True, exist_ok=True)
-    durable.write_atomic(path, b"".join(line if line.endswith(b"\n") else line + b"\n" for line in whole))
+    durable.write_atomic(path, b"".join(whole) + tail)
     durable.write_atomic(copy, b"".join(whole))
     return len(lost)
 
 
-def _lines(path: Path) -> list[bytes]:
-    try:
-        return path.read_bytes().splitlines(keepends=True)
-    except FileNotFoundError:
+def _lost(kept: list[bytes], current: list[bytes], path: Path, committed: _Committed) -> list[bytes]:
+    """The copy's lines the file no longer holds (line endings aside: a CRLF checkout holds them all), less those
+    a git commit holds: a line that went with a branch switch or a reset to a commit is not lost."""
+    present = {_key(line) for line in current}
+    missing = [line for line in kept if _key(line) not in present]
+    if not missing:
         return []
+    held = committed.lines(path)
+    return [line for line in missing if _key(line) not in held]
+
+
+class _Committed:
+    """The ledger lines git commits hold, of any branch (asked only when lines are missing)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._found: dict[Path, set[bytes]] = {}
+
+    def lines(self, path: Path) -> set[bytes]:
+        if path not in self._found:
+            self._found[path] = self._read(path)
+        return self._found[path]
+
+    def _read(self, path: Path) -> set[bytes]:
+        try:
+            done = subprocess.run(["git", "log", "--all", "--format=", "-p", "--", str(path)], cwd=self.root,
+                                  capture_output=True, timeout=GIT_SECONDS, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return set()
+        if done.returncode != 0:
+            return set()
+        return {_key(line[1:]) for line in done.stdout.splitlines() if line.startswith(b"+") and
+                not line.startswith(b"+++")}
+
+
+GIT_SECONDS = 10
+
+
+def _key(line: bytes) -> bytes:
+    return line.rstrip(b"\r\n")
+
+
+def _complete(data: bytes) -> list[bytes]:
+    """The whole lines of `data` (each with its newline); a last line without one is left out."""
+    lines = data.splitlines(keepends=True)
+    return lines if not lines or lines[-1].endswith(b"\n") else lines[:-1]
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
 
 
 def told(found: list[PutBack]) -> str:

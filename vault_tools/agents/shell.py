@@ -57,7 +57,7 @@ _FIND_EXEC = {"-exec", "-execdir", "-ok", "-okdir"}
 _EDITORS = {"vim", "vi", "nvim", "ex", "ed"}  # run on files without a screen (`vim -es`, `ed file`): they write them
 
 
-_MAX_LISTED = 5000  # files of a copied folder or an archive judged one by one; past that, where they go counts whole
+_MAX_LISTED = 5000  # files of a copied folder or an archive judged one by one (the tripwire checks the rest)
 
 
 _DURATION = re.compile(r"^\d+(\.\d+)?[smhd]?$")
@@ -109,6 +109,12 @@ def bash_write_targets(command: str, cwd: Path, depth: int = 0) -> list[Target]:
                 if len(words) >= 3 and words[0] == "for" and words[2] == "in":
                     loops[words[1]] = words[3:]
                 else:
+                    if words and words[0] == "done":
+                        found, here = _command_targets(_substituted(words, loops), here, depth)
+                        targets += found
+                        loops = {}  # the loop is over: its variable is any word again
+                        words = []
+                        continue
                     found, here = _command_targets(_substituted(words, loops), here, depth)
                     targets += found
                 words = []
@@ -243,7 +249,8 @@ def _git_targets(args: list[str], cwd: Path) -> list[Target]:
     if sub == "read-tree" and any(arg in ("-u", "--reset") for arg in options):
         return everything
     if sub == "apply" and not any(arg in ("--check", "--stat", "--numstat", "--summary", "--cached") for arg in options):
-        return [target for patch in paths for target in _patched(patch, where, "1")] or everything
+        strip = next((arg[2:] for arg in options if arg.startswith("-p") and arg[2:].isdigit()), "1")
+        return [target for patch in paths for target in _patched(patch, where, strip)]  # from stdin: unread
     if sub == "checkout":
         if after_dashes is not None:
             return each(after_dashes)
@@ -329,7 +336,7 @@ def _tree_targets(name: str, source: str, directory: str, into: str, cwd: Path) 
         folders[:] = [each for each in folders if each != ".git"]
         for file in files:
             if len(found) >= _MAX_LISTED:
-                return [Target(directory, into, True)]
+                return found  # the first files judged; what the rest did is checked afterwards (`tripwire`)
             path = Path(where) / file
             landed = landing / path.relative_to(folder)
             found.append(Target(os.path.join(directory, str(landed.relative_to(into))) if landed != Path(into)
@@ -363,10 +370,8 @@ def _archive_targets(name: str, args: list[str], cwd: Path) -> list[Target]:
                                                     if "f" in arg and i + 1 < len(args)), None)
     destination = Path(os.path.normpath(cwd / os.path.expanduser(into)))
     members = member_names(cwd / os.path.expanduser(archive or ""), zipped=name == "unzip", most=_MAX_LISTED)
-    if members is None:
-        return [Target(into, str(destination), True)]
-    if len(members) > _MAX_LISTED:
-        return [Target(into, str(destination), True)]
+    if members is None or len(members) > _MAX_LISTED:
+        return []  # an archive not there yet (a download before it), from a pipe or too large: checked afterwards
     return [Target(os.path.join(into, member), os.path.normpath(destination / member), False) for member in members]
 
 
@@ -376,11 +381,12 @@ def _patch_targets(args: list[str], cwd: Path) -> list[Target]:
     strip = next((arg[2:] for arg in args if arg.startswith("-p") and arg[2:].isdigit()), "0")
     folder = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-d", "--directory")), ".")
     where = Path(os.path.normpath(cwd / folder))
-    patch = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-i", "--input", "<")), None)
+    patch = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-i", "--input", "<")), None) or \
+        next((arg.split("=", 1)[1] for arg in args if arg.startswith("--input=")), None)
     named = [arg for arg in args if not arg.startswith("-") and arg not in (patch, "<", folder)]
     if named:  # `patch FILE < fix.diff`: the one file it changes
         return _expanded(named[0], where, whole=False, text=True)
-    return _patched(patch, where, strip) if patch else [Target(".", str(where), True)]
+    return _patched(patch, where, strip) if patch else []  # a patch from a pipe or a heredoc: unread
 
 
 def _patched(patch: str, where: Path, strip: str) -> list[Target]:
@@ -389,7 +395,7 @@ def _patched(patch: str, where: Path, strip: str) -> list[Target]:
         with open(where / os.path.expanduser(patch), encoding="utf-8", errors="replace") as handle:
             lines = handle.read(1 << 22).splitlines()
     except OSError:
-        return [Target(".", str(where), True)]
+        return []  # not there yet, or not a file: what it did is checked afterwards (`tripwire`)
     found = []
     for line in lines:
         if line.startswith(("+++ ", "--- ")):

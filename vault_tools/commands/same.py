@@ -74,14 +74,14 @@ class Near:
 
 
 def grouped(matches: Sequence[Match]) -> list[Near]:
-    """`matches` as a refusal lists them, in their order: ALIKE or more matched by the same words with the same
-    score take one entry."""
-    groups: dict[tuple[float, tuple[str, ...]], list[Match]] = {}
+    """`matches` as a refusal lists them, in their order: ALIKE or more of one status matched by the same words with
+    the same score take one entry."""
+    groups: dict[tuple[float, tuple[str, ...], Status], list[Match]] = {}
     for match in matches:
-        groups.setdefault((round(match.score, 9), match.shared), []).append(match)
+        groups.setdefault(_alike(match), []).append(match)
     entries, placed = [], set()
     for match in matches:
-        key = (round(match.score, 9), match.shared)
+        key = _alike(match)
         if key in placed:
             continue
         members = groups[key]
@@ -91,6 +91,12 @@ def grouped(matches: Sequence[Match]) -> list[Near]:
         else:
             entries.append(Near(match))
     return entries
+
+
+def _alike(match: Match) -> tuple[float, tuple[str, ...], Status]:
+    """What look-alikes share: the score, the words matched, and what they are (an open question is never one of a
+    group of rulings: it is answered, not judged)."""
+    return round(match.score, 9), match.shared, match.decision.status
 
 
 def with_look_alikes(judged: Iterable[str], matches: Sequence[Match]) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from ..config import load_config
 from ..dates import machine_timezone, zone
 from ..errors import ConfigError, UsageError
 from ..layout import Layout, git_dir, is_shared
-from ..record_files import CONFIG_FILE, LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR
+from ..record_files import CONFIG_FILE, LEDGER_COPIES_FOLDER, LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR
 
 if TYPE_CHECKING:
     import subprocess
@@ -48,7 +48,7 @@ SHARED_GITATTRIBUTES_LINE = f"{RECORD_DIR}/{LEDGER_FOLDER}/*.jsonl merge=union" 
 # Everything derived: the cache, locks, the watcher's pid and logs, a crash log, and the temp files of
 # writes in progress. Kept copies (`.vault-tools/kept/`) are the owner's text and stay tracked.
 GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/watch.pid", f"{STATE_DIR}/crash.log",
-                   f"{STATE_DIR}/watch.log*", f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}", "vault-tools-crash.log")
+                   f"{STATE_DIR}/watch.log*", f"{STATE_DIR}/{LEDGER_COPIES_FOLDER}/", f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}", "vault-tools-crash.log")
 # The shared layout: `.vault-tools/` is this device's alone, all of it.
 SHARED_GITIGNORE_LINES = (f"{STATE_DIR}/", f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}", "vault-tools-crash.log")
 SYNCTHING_MARKER = ".stfolder"  # Syncthing's folder marker (its docs: users/config.rst, markerName)
