@@ -226,6 +226,8 @@ def hook_calls(vault: Path) -> list[tuple[str, str, str, dict]]:
         ("claude", "pre-tool-use, Edit of a sealed note (denied)", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}}),
         ("claude", "pre-tool-use, Bash", "pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": "grep -r footer . | head"}}),
         ("claude", "pre-tool-use, AskUserQuestion", "pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": question}),
+        ("claude", "post-tool-use, the tripwire, nothing changed", "post-tool-use",
+         {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {}}),
         ("gemini", "before-tool, ask_user", "before-tool", {"tool_name": "ask_user", "tool_input": question}),
         ("gemini", "before-tool, replace of a sealed note (denied)", "before-tool", {"tool_name": "replace", "tool_input": {"file_path": str(sealed)}}),
         ("codex", "session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),

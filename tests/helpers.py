@@ -30,7 +30,7 @@ from vault_tools.commands.ask import ask
 from vault_tools.commands.setup import init_vault
 from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import PossibleMatch
-from vault_tools.ledger import RACY_NANOSECONDS
+from vault_tools.record_files import RACY_NANOSECONDS
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Watcher
 

@@ -31,11 +31,11 @@ from .bodies import without_comments
 from .cjk import cjk_terms, has_cjk, marked_passage, query_forms, runs
 from .conflicts import conflict_line
 from .errors import InconsistentVault
-from .ledger import RACY_NANOSECONDS
 from .links import leading_id, link_target, name_key
 from .matter import words
 from .model import FINAL_STATUSES, Decision, Status, build_decision, statuses_in_effect
 from .notes import StatKey, stat_key
+from .record_files import RACY_NANOSECONDS
 from .vault import Vault, VaultState, iter_markdown
 
 INDEX_FILE = "cache/search-v2.sqlite"  # a new name whenever what is indexed changes

@@ -25,7 +25,7 @@ from .ledger_lines import Event, event_line, parse_line
 from .model import (
     Status,
 )
-from .record_files import KEPT_FOLDER, LEDGER_COPIES_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER
+from .record_files import KEPT_FOLDER, LEDGER_COPIES_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER, RACY_NANOSECONDS
 
 LOCK_FILE = "ledger.lock"
 LOCK_TIMEOUT_SECONDS = 30
@@ -34,7 +34,6 @@ LOCK_TIMEOUT_SECONDS = 30
 # A file or folder looked at within this long of its last change may change again within the same tick of the
 # file system's clock (two seconds on FAT) without its times showing it: what was read of it is not trusted
 # later on its times alone (git treats its index the same way).
-RACY_NANOSECONDS = 2_000_000_000
 
 
 # docs/design/0025-the-shared-layout.md

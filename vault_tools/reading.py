@@ -16,9 +16,9 @@ from . import durable, note_edits, notes
 from .errors import NoteError
 from .handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from .layout import relative
-from .ledger import RACY_NANOSECONDS
 from .model import is_decision_mapping
 from .notes import StatKey
+from .record_files import RACY_NANOSECONDS
 
 # Imports inside functions: only a large first read forks workers; what they need is loaded then.
 

@@ -30,6 +30,9 @@ LEDGER_SUFFIX = ".jsonl"
 DEFAULT_PINNED_FOLDER = "Pinned"
 
 LEDGER, CONFIG, TOPICS, KEPT, PAGE = "ledger", "config", "topics", "kept", "page"
+# A file written within this of a read may have been missed by it (the file system's clock ticks coarsely): what
+# was read that recently is read again next time (the ledger's listing, the note cache, the agents' snapshot)
+RACY_NANOSECONDS = 2_000_000_000
 _PAGE_KEYS = {name.casefold() for name in PAGE_NAMES}
 
 
@@ -45,11 +48,6 @@ def merge_copy_id(file_name: str) -> str | None:
     """The id a kept copy made by the notes merge driver is of, from its file name; None for any other name."""
     head, found, _ = file_name.partition(MERGE_COPY_WORDS)
     return head.split(" ")[0] if found and " " in head else None
-
-
-def ledger_files_shown(shared: bool) -> str:
-    """The ledger's files as a person types them, for a message."""
-    return f"{RECORD_DIR}/{LEDGER_FOLDER}/*{LEDGER_SUFFIX}" if shared else f"{STATE_DIR}/{LEGACY_LEDGER}"
 
 
 def holds_shared_record(root: Path) -> bool:

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..record_files import RACY_NANOSECONDS
 from ..topics import topics_match  # standard library only: nothing to load at start-up
 
 # Imports inside functions: a full read of the vault happens only when the snapshot is stale.
@@ -25,7 +26,6 @@ from ..topics import topics_match  # standard library only: nothing to load at s
 SNAPSHOT_FILE = "agent-snapshot.json"
 FORMAT = 10
 MAX_AGE_SECONDS = 300
-RACY_NANOSECONDS = 2_000_000_000  # a file written in the same tick as the snapshot might be missed
 SKIPPED_FOLDERS = {".trash", "node_modules"}  # as vault.iter_markdown skips them
 
 

@@ -20,10 +20,10 @@ from ..carriers import numbered_original, original_name
 from ..conflicts import copy_settle_hint, describe_conflict, settle_hint
 from ..drafts import being_written, lacks_id, unanswered
 from ..errors import UsageError, VaultToolsError
-from ..ledger import RACY_NANOSECONDS
 from ..model import Decision, Status
 from ..page_names import PAGE_NAMES
 from ..pages import NOTE_MISSING, NOTICE, PageConflict, PageProblem, Pages, Settings, build_pages
+from ..record_files import RACY_NANOSECONDS
 from ..topics import topic_aliases_in_use
 from ..vault import VaultState
 from .missing import not_here_said

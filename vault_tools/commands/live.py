@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .. import durable, notes
 from ..history import History, RecordSummary
 from ..layout import relative
-from ..ledger import RACY_NANOSECONDS
 from ..model import Decision
 from ..notes import StatKey, stat_key
+from ..record_files import RACY_NANOSECONDS
 from ..sealing import tie_notes
 from ..vault import SKIPPED_FOLDERS, VaultState, skipped_folders
 from .workspace import KnownSeal, Workspace

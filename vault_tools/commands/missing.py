@@ -17,16 +17,18 @@ from ..notes import parse_text
 from ..record_files import LEDGER_FOLDER, LEDGER_SUFFIX, RECORD_DIR
 
 if TYPE_CHECKING:
+    from ..history import History
     from ..vault import VaultState
     from .workspace import Workspace
 
 
 # docs/design/0005-a-ruling-ends-only-in-the-ledger.md
 def missing_rulings(ws: Workspace, state: VaultState) -> list[Decision]:
-    """The sealed rulings in force whose note is gone: deleted, moved where notes are not read (the
-    templates folder, a dot-folder), or no longer a decision note. Each is read from the ledger's sealed
-    text, at the path the ledger last recorded for it, marked `note_missing`: a ruling ends only by a retraction or a
-    supersession the ledger records, never by losing its file. Not one whose note is there but cannot
+    """The sealed rulings in force whose note is gone, and the open and withdrawn questions too: deleted, moved
+    where notes are not read (the templates folder, a dot-folder), or no longer a decision note. Each is read from
+    the text the ledger keeps of it (`kept_text`), at the path the ledger last recorded for it, marked
+    `note_missing`: a ruling ends only by a retraction or a supersession the ledger records, a question only by its
+    answer or its withdrawal, never by losing its file. Not one whose note is there but cannot
     be read (it is reported as such), one in conflict, or one whose id another note now holds (lint's
     VT023 names both)."""
     if "missing_rulings" in state.derived:
@@ -36,7 +38,8 @@ def missing_rulings(ws: Workspace, state: VaultState) -> list[Decision]:
         summaries = ws.record_summaries()
     except InconsistentVault:
         summaries = []
-    candidates = [s for s in summaries if s.status is Status.RULED and s.seal_hash and s.conflict is None]
+    candidates = [s for s in summaries if s.conflict is None and (
+        (s.status is Status.RULED and s.seal_hash) or s.status in (Status.OPEN, Status.WITHDRAWN))]
     found: list[Decision] = []
     if candidates:
         if state.decisions:
@@ -52,19 +55,32 @@ def missing_rulings(ws: Workspace, state: VaultState) -> list[Decision]:
             if summary.record in tied or summary.id in held or unreadable & set(summary.paths):
                 continue
             history = known.get(summary.record)
-            seal = history.seal if history is not None else None
-            if history is None or seal is None or not seal.text:
+            text = kept_text(history, summary.status) if history is not None and summary.status else None
+            if history is None or text is None:
                 continue
-            path = history.path or seal.path
+            path = history.path or (history.seal.path if history.seal is not None else None) or summary.paths[-1]
             try:
-                note = parse_text(seal.text.removeprefix("\ufeff"), ws.vault.root / path)
+                note = parse_text(text.removeprefix("\ufeff"), ws.vault.root / path)
             except NoteError:
                 continue
             decision, _ = build_decision(note.data, path=path, body=note.body, key_lines=note.key_lines)
-            if decision is not None and decision.status is Status.RULED:
+            if decision is not None and (decision.reason or "").startswith(TWIN_CLOSED):
+                continue  # one note given two ids: this record was closed and its note removed on purpose
+            if decision is not None and decision.status is summary.status:
                 found.append(replace(decision, note_missing=True))
     state.derived["missing_rulings"] = found
     return found
+
+
+TWIN_CLOSED = "The same note as "  # how the reason of a record closed as a note's second id begins (`twins`)
+
+
+def kept_text(history: History, status: Status) -> str | None:
+    """The text the ledger keeps of a decision as it stands now: a ruling's sealed text; a question's last text
+    (as asked, or as withdrawn)."""
+    if status is Status.RULED:
+        return history.seal.text if history.seal is not None and history.seal.text else None
+    return next((event.text for event in reversed(history.events) if event.text), None)
 
 
 # docs/several-machines.md, "Setting up each device, per carrier"

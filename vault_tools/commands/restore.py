@@ -1,4 +1,5 @@
-"""Writing back a sealed ruling whose note is gone, from the text the ledger sealed.
+"""Writing back a sealed ruling whose note is gone, from the text the ledger sealed (and an open or withdrawn
+question, from the text the ledger keeps of it).
 
 A ruling ends only by a retraction or a supersession the ledger records. Its note deleted (by an agent's `rm`,
 a sync engine, the owner), moved where notes are not read, or turned into something other than a decision note
@@ -14,6 +15,7 @@ from .. import durable
 from ..errors import VaultToolsError
 from ..history import latest_with_id
 from ..vault import VaultState
+from .missing import kept_text
 from .workspace import Workspace
 
 
@@ -47,14 +49,14 @@ def restore_missing(ws: Workspace, state: VaultState, gone_before: float | None 
             result.waiting[ruling.path] = gone_at
             continue
         history = latest_with_id(known, ruling.id)
-        seal = history.seal if history is not None else None
-        if seal is None or not seal.text:
+        text = kept_text(history, ruling.status) if history is not None else None
+        if text is None:
             continue
         try:
             kept = None
             if target.exists():
                 kept = ws.keep_copy(f"{target.stem} (in place of sealed {ruling.id})", target.read_bytes())
-            durable.write_atomic(target, seal.text.encode("utf-8"))
+            durable.write_atomic(target, text.encode("utf-8"))
         except (OSError, VaultToolsError) as error:
             result.failed.append(f"could not write back {ruling.id} at {ruling.path}: "
                                  f"{getattr(error, 'strerror', None) or error}")
@@ -76,6 +78,6 @@ def _changed_at(path: Path) -> float | None:
 
 def describe(item: Restored) -> str:
     """One line for the log and `lint --fix`."""
-    line = (f"wrote back {item.id} at {item.path} from the ledger's sealed text (its note was gone: deleted, moved "
+    line = (f"wrote back {item.id} at {item.path} from the text the ledger keeps (its note was gone: deleted, moved "
             "out of what is read, or no longer a decision note)")
     return line + (f"; what stood there is kept as {item.kept}" if item.kept else "")

@@ -15,7 +15,7 @@ from ..conflicts import conflict_line
 from ..dates import Now, local_now, utc_now, utc_stamp
 from ..drafts import lacks_id
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError, VaultToolsError
-from ..history import Conflict, History, RecordSummary, latest_with_id, new_record
+from ..history import Conflict, History, RecordSummary, new_record
 from ..layout import device_tag, ledger_tags
 from ..ledger_lines import Event
 from ..links import LinkResolver
@@ -132,7 +132,9 @@ class Workspace:
         if not found:
             gone = [d for d in self.missing_rulings(state) if id_matches(decision_id, d.id)]
             if gone:
-                raise NotFound(f"{gone[0].id} is a sealed ruling whose note is missing (last seen at {gone[0].path})",
+                kind = {Status.RULED: "a sealed ruling", Status.OPEN: "an open question"}.get(
+                    gone[0].status, f"a {gone[0].status.value} question")
+                raise NotFound(f"{gone[0].id} is {kind} whose note is missing (last seen at {gone[0].path})",
                                details=["It still stands. `vault-tools lint --fix` (or the watcher) writes its note "
                                         "back from the ledger; then run this again."])
             alike = sorted({d.id for d in state.decisions if id_number(d.id) == id_number(decision_id)})  # D-014
@@ -176,11 +178,6 @@ class Workspace:
             memo = (known, tie_notes(state.decisions, known.values(), lambda d: self.seal_hash_of(state, d)))
             state.derived["history_ties"] = memo
         return memo[1].get(decision.path)
-
-    def record_of_new(self, decision: Decision) -> str:
-        """The record of a note this command has just recorded (the state read before does not have it)."""
-        found = latest_with_id(self.histories(), decision.id)
-        return found.record if found is not None else new_record()
 
     def record_for(self, state: VaultState, decision: Decision, known: dict[str, History] | None = None) -> str:
         """The record identity events about this note carry: its record's, or a new one."""

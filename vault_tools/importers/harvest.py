@@ -247,9 +247,3 @@ def with_block_id(text: str, candidate: Candidate, block_id: str) -> str:
         ending = "\r" if line.endswith("\r") else ""
         lines[last] = line.removesuffix("\r").rstrip(" \t") + f" ^{block_id}" + ending
     return "\n".join(lines)
-
-
-def candidate_json(candidate: Candidate) -> dict[str, Any]:
-    return {"key": candidate.key, "path": candidate.path, "line": candidate.line, "kind": candidate.kind,
-            "text": candidate.text, "heading": candidate.heading, "block_id": candidate.block_id,
-            "topics": list(candidate.topics), "says_ruled": candidate.says_ruled}
