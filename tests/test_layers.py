@@ -71,3 +71,11 @@ def test_every_module_and_function_docs_architecture_names_exists():
         if not hasattr(importlib.import_module(f"vault_tools.{module}"), attribute):
             wrong.append(dotted)
     assert wrong == [], f"docs/architecture.md names what does not exist: {', '.join(wrong)}"
+
+
+def test_this_repositorys_pre_commit_checks_the_layers_as_make_check_does():
+    """A commit that breaks the layers contract is stopped before it is made, not only in CI."""
+    root = Path(__file__).resolve().parents[1]
+    config = (root / ".pre-commit-config.yaml").read_text(encoding="utf-8")
+    makefile = (root / "Makefile").read_text(encoding="utf-8")
+    assert "scripts/check_layers.py" in makefile and "entry: .venv/bin/python scripts/check_layers.py" in config
