@@ -530,7 +530,9 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, monkeypatch: pytest.Monke
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fault injection forks a child to kill -9")
 def test_kill_9_in_the_middle_of_a_large_first_reconcile_loses_nothing(tmp_path, monkeypatch):
-    assert _kill_9_in_a_large_first_reconcile(tmp_path, monkeypatch, runs=3, topics=60, aim=True) >= 1
+    # Five aimed kills: on a machine loaded by the rest of the suite, the first two or three may land before the
+    # first seal or after the last while the aim moves (seen once in three on two cores with three workers)
+    assert _kill_9_in_a_large_first_reconcile(tmp_path, monkeypatch, runs=5, topics=60, aim=True) >= 1
 
 
 @pytest.mark.soak
