@@ -126,27 +126,3 @@ def test_a_rename_carried_as_a_delete_then_a_create_leaves_one_note(vault, seale
         scripted.advance(60)
         assert "restored" not in scripted.kinds() and not sealed.exists() and moved.read_text(encoding="utf-8") == text
     assert vt_here("lint", cwd=vault).code == 0
-
-
-@pytest.mark.parametrize("withdrawn", [False, True])
-def test_an_open_or_withdrawn_question_whose_note_is_deleted_stays_and_is_written_back(vault, withdrawn):
-    """A question ends only by its answer or its withdrawal: deleted, it is still open (or withdrawn, with its
-    reason) in what the agent reads, and the watcher writes its note back from the text the ledger keeps."""
-    question = "Should the newsletter move to a paid platform?"
-    assert vt_here("ask", question, "--topic", "newsletter-platform", cwd=vault).code == 0
-    if withdrawn:
-        assert vt_here("withdraw", "D-0001", "--reason", "The owner keeps the newsletter free for good.",
-                       cwd=vault).code == 0
-    note = next((vault / "Decisions").glob("D-0001 *.md"))
-    text = note.read_text(encoding="utf-8")
-    note.unlink()
-    status = "withdrawn" if withdrawn else "open"
-    listed = json.loads(vt_here("list", "--status", status, "--json", cwd=vault).out)
-    assert [item["id"] for item in listed] == ["D-0001"]
-    assert f"is {'a withdrawn' if withdrawn else 'an open'} question whose note is missing" in \
-        vt_here("show", "D-0001", cwd=vault).err
-    if not withdrawn:
-        assert question in vt_here("context", cwd=vault).out  # still open where the agent reads
-    done = vt_here("watch", "--once", cwd=vault)
-    assert done.code == 0 and "wrote back D-0001" in done.err, done.err
-    assert note.read_text(encoding="utf-8") == text
