@@ -250,6 +250,7 @@ def test_every_reader_says_a_decision_in_conflict_is_in_conflict_with_both_outco
     assert record["status"] != "withdrawn" and "in conflict" in record["conflict"], record
     stats = pulled.vt("stats")[1]
     assert "in conflict: 1" in stats, stats
+    assert json.loads(pulled.vt("stats", "--json")[1])["in_conflict"] == [question]
 
     results = session_calls(pulled.root, [("lookup", {"topics": ["community-call"]}), ("show", {"id": question}),
                                           ("search", {"query": "community call"}), ("gate", {"id": question})])
