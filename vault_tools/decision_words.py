@@ -140,10 +140,18 @@ LOOK_ALIKES = 3
 
 
 def unsaid_same_matter(decisions: Sequence[Decision], resolve: Resolve) -> list[Overlap]:
-    """Pairs of current rulings on one matter under topics that do not match (`same_matter_pairs`: what `rule` refuses
-    as the matter of another), neither naming the other in `supersedes` or `alongside`: the record does not say which
-    stands. Each as an `Overlap` (newer, older, the older's topic), so every reader of unsaid replacements shows it;
-    lint reports them as VT044 (a pair on one topic is VT016's)."""
+    """Pairs of current rulings on one matter under topics that do not match, neither naming the other (see
+    `unsaid_same_matter_pairs`), each as an `Overlap` (newer, older, the older's topic), so every reader of
+    unsaid replacements shows it; lint reports them as VT044 (a pair on one topic is VT016's)."""
+    return [Overlap(newer, older, f"{older.topics[0] if older.topics else 'its topic'}, the same matter by its words")
+            for older, newer, _ in unsaid_same_matter_pairs(decisions, resolve)]
+
+
+def unsaid_same_matter_pairs(decisions: Sequence[Decision],
+                             resolve: Resolve) -> list[tuple[Decision, Decision, float]]:
+    """(older, newer, score) of current rulings on one matter under topics that do not match (`same_matter_pairs`:
+    what `rule` refuses as the matter of another), neither naming the other in `supersedes` or `alongside`: the
+    record does not say which stands."""
     current = [d for d in decisions if d.status is Status.RULED and not d.conflict]
     related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
                if (target := resolve(link) or leading_id(link))}
@@ -153,13 +161,12 @@ def unsaid_same_matter(decisions: Sequence[Decision], resolve: Resolve) -> list[
     for words in said.values():
         families[words] = families.get(words, 0) + 1
     found = []
-    for older, newer, _score in same_matter_pairs(current):
+    for older, newer, score in same_matter_pairs(current):
         if (newer.id, older.id) in related or (older.id, newer.id) in related or any(
                 topics_match(mine, theirs) for mine in newer.topics for theirs in older.topics):
             continue
         if said[newer.id] == said[older.id] and families[said[newer.id]] >= LOOK_ALIKES and \
                 fold(newer.summary) != fold(older.summary):
             continue  # a routine series ("Expense 12 approved ...", "Expense 13 ..."): one kind, many matters
-        found.append(Overlap(newer, older, f"{older.topics[0] if older.topics else 'its topic'}, the same matter "
-                                           "by its words"))
+        found.append((older, newer, score))
     return found

@@ -70,9 +70,6 @@ def missing_rulings(ws: Workspace, state: VaultState) -> list[Decision]:
     return found
 
 
-TWIN_CLOSED = "The same note as "  # how the reason of a record closed as a note's second id begins (`twins`)
-
-
 def kept_text(history: History, status: Status) -> str | None:
     """The text the ledger keeps of a decision as it stands now: a ruling's sealed text; a question's last text
     (as asked, or as withdrawn)."""

@@ -24,7 +24,6 @@ from ..layout import git_dir
 from ..ledger_lines import Event, checksum, event_key
 from ..model import Status
 from ..vault import VaultState
-from .missing import TWIN_CLOSED
 from .workspace import Workspace
 
 MADE = "made:"  # the mark's prefix in a first event's `origin`
@@ -99,7 +98,7 @@ def merge_twin_notes(ws: Workspace, state: VaultState, known: dict[str, History]
 
 
 def twin_reason(kept: str) -> str:
-    return f"{TWIN_CLOSED}{kept}: made once, given an id on two devices before they synced."
+    return f"The same note as {kept}: made once, given an id on two devices before they synced."
 
 
 def _close(ws: Workspace, record: History, note: notes.Note | None, kept: str, in_place: bool) -> str:

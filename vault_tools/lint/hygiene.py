@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..dates import local_date
-from ..decision_words import same_matter_pairs, unsaid_same_matter
+from ..decision_words import unsaid_same_matter_pairs
 from ..drafts import being_written, lacks_id
 from ..model import Decision, Status
-from ..topics import TopicIndex, canonical_topic, topic_signatures, topics_match
+from ..topics import TopicIndex, canonical_topic
 from .facts import Facts, first_line
 from .registry import WARNING, Finding, rule
 
@@ -136,15 +136,7 @@ def same_matter_rulings(facts: Facts) -> Iterator[Finding]:
     current = [d for d in facts.state.decisions if d.status is Status.RULED]
     # a newer ruling's path -> it, and (score, older ruling) for each older one on the same matter
     alike: dict[str, tuple[Decision, list[tuple[float, Decision]]]] = {}
-    # The signatures of each ruling's topics: two rulings whose topics share none have no topic in common
-    signatures = {d.path: frozenset().union(*map(topic_signatures, d.topics)) for d in current}
-    unsaid = {(o.newer.id, o.older.id) for o in unsaid_same_matter(current, facts.resolve)}
-    for older, newer, score in same_matter_pairs(current):
-        if not signatures[older.path].isdisjoint(signatures[newer.path]) and \
-                any(topics_match(a, b) for a in older.topics for b in newer.topics):
-            continue  # one topic: the supersession rules (VT016) speak for these
-        if (newer.id, older.id) not in unsaid:
-            continue  # the newer one says how it stands to the older (supersedes, alongside)
+    for older, newer, score in unsaid_same_matter_pairs(current, facts.resolve):
         alike.setdefault(newer.path, (newer, []))[1].append((score, older))
     for newer, found in alike.values():
         found.sort(key=lambda item: (-item[0], item[1].number))
