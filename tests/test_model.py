@@ -154,3 +154,19 @@ def test_unresolved_overlaps_are_every_pair_of_current_rulings_on_matching_topic
                   reverse=True)
     found = [(o.newer.id, o.older.id, o.topic) for o in unresolved_overlaps(rulings, LinkResolver(rulings), tz)]
     assert len(found) > 50 and found == expected
+
+
+@pytest.mark.parametrize("value, expected", [(True, True), ("yes", True), (False, False), ("no", False),
+                                             ("maybe", None), (["x"], None), (3, None)])
+def test_alongside_all_is_a_checkbox_and_anything_else_is_named_as_wrong(value, expected):
+    """`alongside_all` as Obsidian's Properties panel writes a checkbox (or typed by hand as yes/no); another
+    value is a problem naming the property, never taken as either."""
+    data = {"type": "decision", "id": "D-0001", "status": "ruled", "topics": ["expenses"],
+            "summary": "Expense claim 12 approved: a train ticket.", "ruled_at": "2026-07-17T08:30:00",
+            "ruled_by": "owner", "alongside_all": value}
+    decision, problems = build_decision(data, path="Decisions/D-0001.md")
+    if expected is None:
+        assert any(p.field == "alongside_all" and "must be a checkbox" in p.message and p.code == "VT003"
+                   for p in problems), problems
+    else:
+        assert problems == [] and decision is not None and decision.alongside_all is expected
