@@ -188,3 +188,17 @@ def test_lines_a_branch_switch_takes_away_are_not_put_back(tmp_path):
     assert not git(vault, "status", "--porcelain", "--", "vault-tools/ledger").stdout.strip()
     agent_runs("git checkout -q -", vault)  # back to the first branch
     assert after_tool(vault) is None
+
+
+def test_nothing_is_put_back_while_git_is_in_the_middle_of_a_merge_or_rebase(vault):
+    """A pull, a rebase or a merge rewrites the ledger as it goes: the tripwire waits until it is done."""
+    git(vault, "init", "-q")  # nothing committed: every line is this device's alone
+    ledger = ledger_file(vault)
+    whole = ledger.read_bytes()
+    marker = vault / ".git" / "MERGE_HEAD"
+    marker.write_text("0" * 40 + "\n")
+    ledger.write_bytes(whole.splitlines(keepends=True)[0])
+    assert after_tool(vault) is None and ledger.read_bytes() != whole
+    marker.unlink()
+    told = after_tool(vault)
+    assert told is not None and ledger.read_bytes() == whole

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import durable
+from .layout import git_dir
 from .record_files import LEDGER_COPIES_FOLDER, LEDGER_STAMP, LEDGER_SUFFIX, LEGACY_LEDGER, file_stat, read_stamp
 from .vault import Vault
 
@@ -47,6 +48,8 @@ def put_back_ledgers(ledger: Ledger) -> list[PutBack]:
     """Check every ledger file against this device's copy; put back what was taken out. The caller need not hold
     the ledger's lock: it is taken only when a file changed since it was last checked."""
     folder = ledger.local_dir / LEDGER_COPIES_FOLDER
+    if _git_at_work(ledger.local_dir.parent):
+        return []  # a pull, a rebase or a merge under way rewrites the ledger as it goes: checked once it is done
     pairs = _pairs(ledger, folder)
     if _stamp(pairs) == read_stamp(folder) and all(copy.exists() for path, copy, _ in pairs if path.exists()):
         return []
@@ -173,6 +176,13 @@ class _Committed:
 
 
 GIT_SECONDS = 10
+# What git leaves in its folder while a merge, a rebase, a cherry-pick or a revert is under way
+_GIT_AT_WORK = ("MERGE_HEAD", "rebase-merge", "rebase-apply", "CHERRY_PICK_HEAD", "REVERT_HEAD", "index.lock")
+
+
+def _git_at_work(root: Path) -> bool:
+    found = git_dir(root)
+    return found is not None and any((found / name).exists() for name in _GIT_AT_WORK)
 
 
 def _key(line: bytes) -> bytes:
