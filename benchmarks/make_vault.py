@@ -28,6 +28,7 @@ from vault_tools.vault import Vault
 WORDS = ["article", "footer", "newsletter", "author", "promotion", "reader", "reply", "sign-off", "pricing", "sale", "draft", "edition", "archive", "category", "tag", "editor", "publish", "schedule", "budget", "sponsor", "podcast", "episode", "guest", "review", "policy", "template", "index", "summary", "weekly", "monthly", "plan", "launch", "audience", "growth", "metric", "survey"]
 FOLDERS = ("Projects/Newsletter", "Projects/Blog", "Projects/Podcast/Episodes", "Areas/Publishing",
            "Areas/Finance", "Resources/Reading", "Daily/2025", "Daily/2026", "Meetings", "People")
+BIG_FOLDER = "01 - Community"
 MEAN_BODY_BYTES = 2048
 MAX_BODY_BYTES = 200 * 1024
 
@@ -94,11 +95,12 @@ def oversized_note(number: int) -> str:
 
 
 def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = None, max_open: int | None = None,
-               oversized: bool = False, unsealed: bool = False, shared: bool = False) -> Path:
+               oversized: bool = False, unsealed: bool = False, shared: bool = False, big_folder: int = 0) -> Path:
     """`notes` notes, a tenth of them decisions unless `decisions` says how many (then on top of `notes`);
     about 8% of the decisions are open questions, at most `max_open`. With `unsealed`, nothing is recorded:
     the rulings wait for the watcher, as after an import or on a vault filled by hand. With `shared`, the
-    record is in the shared layout `init` makes (`vault-tools/`, one ledger file per device), else hidden."""
+    record is in the shared layout `init` makes (`vault-tools/`, one ledger file per device), else hidden.
+    With `big_folder`, that many of the ordinary notes are in one folder, `BIG_FOLDER`."""
     rng = random.Random(seed)
     (root / ".obsidian").mkdir(parents=True, exist_ok=True)
     init_vault(root, "UTC", shared=shared)
@@ -130,7 +132,7 @@ def make_vault(root: Path, notes: int, seed: int = 1, decisions: int | None = No
             current.append(title)
         titles.append(title)
     for index in range(notes):
-        folder = root / rng.choice(FOLDERS)
+        folder = root / (BIG_FOLDER if index < big_folder else rng.choice(FOLDERS))
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{rng.choice(WORDS).capitalize()} {rng.choice(WORDS)} {index}"
         (folder / f"{name}.md").write_text(ordinary_note(rng, index, [*titles[-50:], name]), encoding="utf-8")
@@ -154,9 +156,10 @@ def main() -> None:
                         help="leave every ruling unsealed and the ledger empty, for the watcher to reconcile")
     parser.add_argument("--shared", action="store_true",
                         help="the shared layout `init` makes (vault-tools/, a ledger file per device), not the hidden one")
+    parser.add_argument("--big-folder", type=int, default=0, help=f"put this many ordinary notes in {BIG_FOLDER!r}")
     args = parser.parse_args()
     make_vault(args.path, args.notes, args.seed, args.decisions, args.max_open, args.oversized, args.unsealed,
-               args.shared)
+               args.shared, args.big_folder)
     print(f"{args.notes} notes in {args.path}")
 
 

@@ -23,6 +23,7 @@ def pytest_xdist_auto_num_workers(config):
 def no_real_vaults(tmp_path, monkeypatch):
     """No test may walk up into a real vault: discovery stops at the test's temp folder."""
     monkeypatch.setenv("VAULT_TOOLS_CEILING", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))  # the state memo's signing key
     monkeypatch.chdir(tmp_path)
 
 

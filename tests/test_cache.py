@@ -213,7 +213,7 @@ def test_the_reader_writing_the_note_cache_is_waited_for_when_the_command_stops_
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(vault_module.Vault, "_add", interrupted)
+    monkeypatch.setattr(vault_module, "_piece", interrupted)
     with pytest.raises(KeyboardInterrupt):
         Vault(vault).load()
     assert len(reading_module.stores_running) == 1

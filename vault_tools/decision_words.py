@@ -6,6 +6,7 @@ every reader that flags a ruling that has not said how it stands to another (con
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -114,17 +115,23 @@ def same_matter_pairs(decisions: Sequence[Decision], *,
         return strong, weak
     said_bits, described_bits = [bits(found) for found in said], [bits(found) for found in described]
     whole = [thirds(found) for found in said]
-    by_term: dict[str, list[int]] = {}
-    for position, found in enumerate(described):
-        for term in found - WEAK:
-            by_term.setdefault(term, []).append(position)
     order = sorted(range(len(decisions)), key=lambda position: decisions[position].number)
     rank = {position: place for place, position in enumerate(order)}
+    by_term: dict[str, list[int]] = {}  # the ranks of the decisions that use each word, in order
+    for position in order:
+        for term in described[position] - WEAK:
+            by_term.setdefault(term, []).append(rank[position])
+    for term in [term for term, users in by_term.items() if len(users) > 200]:
+        del by_term[term]  # a word half the vault uses says nothing
     pairs = []
     for newer, found in enumerate(said):
-        olders = {older for term in found - WEAK for older in by_term.get(term, ())
-                  if len(by_term[term]) <= 200 and rank[older] < rank[newer]}  # a word half the vault uses says nothing
-        for older in olders:
+        below = rank[newer]
+        olders: set[int] = set()
+        for term in found - WEAK:
+            users = by_term.get(term)
+            if users:
+                olders.update(users[:bisect_left(users, below)])
+        for older in map(order.__getitem__, olders):
             shared = 3 * (said_bits[newer][0] & described_bits[older][0]).bit_count() + \
                 (said_bits[newer][1] & described_bits[older][1]).bit_count()  # `thirds` of what both say
             value = share(shared, whole[newer])

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from . import durable
+from . import durable, state_memo
 from .errors import InconsistentVault
 from .history import History, RecordSummary, extend_histories, histories, placed
 from .ledger_file import LedgerFile, Look, start_of_last_line, whole_json
@@ -28,6 +28,9 @@ from .model import (
 from .record_files import KEPT_FOLDER, LEDGER_COPIES_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER, RACY_NANOSECONDS
 
 LOCK_FILE = "ledger.lock"
+# In the state folder: the ledger's events and histories as a whole read of its files as they are made them
+EVENTS_MEMO = "cache/ledger-events.pickle"
+HISTORIES_MEMO = "cache/ledger-histories.pickle"
 LOCK_TIMEOUT_SECONDS = 30
 
 
@@ -301,10 +304,35 @@ class Ledger:
             key = self._files_key(files)
         if self._merged is not None and self._merged[0] == key:
             return self._merged[1]
+        memo_key = (key, [(file.display_path, file.in_transit_ok) for file in files])
+        remembered = state_memo.recall(self.local_dir / EVENTS_MEMO, memo_key)
+        if remembered is not None:
+            merged, each = remembered
+            assert isinstance(merged, list)
+            for file, (file_key, events) in zip(files, each, strict=True):
+                file.take_read(file_key, events)
+            self._merged = (key, merged)
+            return merged
+        read_at = time.time_ns()
+        merged = self._merge(files)
+        self._merged = (key, merged)
+        if self._read_as(files, key):
+            self._remember(self.local_dir / EVENTS_MEMO, key, memo_key, read_at,
+                           lambda: (merged, [file.as_read() for file in files]))
+        return merged
+
+    def _remember(self, path: Path, key: tuple[tuple[str, Any], ...], memo_key: Any, read_at: int,
+                  value: Callable[[], Any]) -> None:
+        """Keep what was made from the files as `key` found them, unless one was written within the racy window
+        before they were read (a later write in the same clock tick could leave its key as it was)."""
+        stamps = [max(file_key[1], file_key[2]) for _, file_key in key if file_key is not None]
+        if self.local_dir.is_dir() and max(stamps, default=0) < read_at - RACY_NANOSECONDS:
+            state_memo.keep(path, memo_key, value())
+
+    def _merge(self, files: list[LedgerFile]) -> list[Event]:
+        """Every event of `files`, in the ledger's order."""
         if self.shared_dir is None:
-            events = self._legacy.read()  # read positions them by line
-            self._merged = (key, events)
-            return events
+            return self._legacy.read()  # read positions them by line
         ordered: list[tuple[int, int, int, Event]] = []
         for rank, file in enumerate(files):
             for event in file.read():
@@ -316,7 +344,6 @@ class Ledger:
                 continue
             seen.add(event)
             merged.append(placed(event, position=len(merged) + 1))
-        self._merged = (key, merged)
         return merged
 
     def append(self, events: Iterable[Event]) -> None:
@@ -407,14 +434,34 @@ class Ledger:
         key = self.stat_key()
         if memo is not None and memo[0] is not None and memo[0] == key:
             return memo[2]  # the files are as they were: no need to look at their events
+        files = list(self._look.files) if self._look is not None else self.files()
+        files_key = self._look.key if self._look is not None else self._files_key(files)
+        if memo is None:  # a first look in this process: an earlier one may have kept them
+            remembered = state_memo.recall(self.local_dir / HISTORIES_MEMO, files_key)
+            if remembered is not None:
+                count, kept_last, kept = remembered
+                self._histories_memo = (key, count, kept, kept_last)
+                return kept  # type: ignore[no-any-return]
+        read_at = time.time_ns()
         events = self._events()
-        found = None
+        found: dict[str, History] | None = None
         if memo is not None and 0 < memo[1] < len(events) and events[memo[1] - 1] == memo[3]:
             found = extend_histories(memo[2], events[memo[1]:])  # only appended to
         if found is None:
             found = histories(events)
-        self._histories_memo = (key, len(events), found, events[-1] if events else None)
+        last = events[-1] if events else None
+        self._histories_memo = (key, len(events), found, last)
+        if self._read_as(files, files_key):
+            made = found
+            self._remember(self.local_dir / HISTORIES_MEMO, files_key, files_key, read_at,
+                           lambda: (len(events), last, made))
         return found
+
+    @staticmethod
+    def _read_as(files: list[LedgerFile], key: tuple[tuple[str, Any], ...]) -> bool:
+        """Whether each file's events were read from the file as `key` found it."""
+        return len(files) == len(key) and all(
+            (found := file.as_read()) is not None and found[0] == file_key for file, (_, file_key) in zip(files, key, strict=True))
 
     def statuses(self) -> dict[str, Status]:
         """Each id's status where the ledger has one, for readers that know notes by id alone (where two

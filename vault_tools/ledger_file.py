@@ -118,6 +118,14 @@ class LedgerFile:
         self._read_cache = None
         return None
 
+    def as_read(self) -> tuple[StatKey, list[Event]] | None:
+        """The file's key and events as this process last read or wrote it (None: not read whole)."""
+        return self._read_cache
+
+    def take_read(self, key: StatKey, events: list[Event]) -> None:
+        """What a read of the file as `key` finds it gives, known already (a memo of an earlier read)."""
+        self._read_cache = (key, events)
+
     def known_key(self) -> StatKey | None:
         """The stat key of the file as this process last read or wrote it."""
         return self._read_cache[0] if self._read_cache is not None else None

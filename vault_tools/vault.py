@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import durable, notes
+from . import durable, notes, state_memo
 from .carriers import ConflictCopy, find_copies
 from .config import Config, check_folders_on_disk, load_config
 from .errors import ConfigError, NoteError, VaultToolsError
@@ -32,13 +32,14 @@ from .reading import (
     stored_of,
     stores_running,
 )
-from .record_files import RECORD_DIR, STATE_DIR
+from .record_files import RACY_NANOSECONDS, RECORD_DIR, STATE_DIR
 from .topic_aliases import load_aliases
 from .topics import use_topic_aliases
 
 # Set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault.
 CEILING_ENV = "VAULT_TOOLS_CEILING"
 SKIPPED_FOLDERS = {".trash", "node_modules"}
+STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
 
 
 def _ceiling() -> Path | None:
@@ -140,6 +141,45 @@ def _utf8(name: str) -> bool:
 
 
 # docs/design/0011-names-and-output-that-are-not-utf-8.md
+# What one note gives a state: nothing (not a decision note), the error that keeps it from being read, or its
+# parts: the decision it is (None: too broken to be one), its problems, its properties, the line of each and the
+# line its body starts on. Kept in the state memo under the note's stat key.
+NoteParts = tuple[Decision | None, list[Problem], dict[str, Any], dict[str, int], int]
+Piece = NoteError | NoteParts | None
+
+
+def _piece(rel: str, kind: str, payload: dict[str, Any] | None, decided: Decision | None = None) -> Piece:
+    if kind == "other" or payload is None:
+        return None
+    if kind == "broken":
+        kind_of_error = UnreadableNote if payload.get("unreadable") else NoteError
+        return kind_of_error(payload["message"], path=rel, line=payload["line"])
+    decision: Decision | None
+    problems: list[Problem]
+    if decided is not None and decided.path == rel:  # built from these very parts, without a problem
+        decision, problems = decided, []
+    else:
+        decision, problems = build_decision(payload["data"], path=rel, body=payload["body"],
+                                            key_lines=payload["lines"])
+    return decision, problems, payload["data"], payload["lines"], payload["body_line"]
+
+
+def _place(state: VaultState, rel: str, piece: NoteError | NoteParts) -> None:
+    if isinstance(piece, NoteError):
+        state.broken.append(piece)
+        return
+    decision, problems, data, lines, body_line = piece
+    state.properties[rel] = data
+    state.property_lines[rel] = lines
+    state.body_lines[rel] = body_line
+    if problems:
+        state.problems[rel] = problems
+    if decision is not None:
+        state.decisions.append(decision)
+    elif problems:
+        state.broken.append(NoteError("; ".join(map(str, problems)), path=rel, line=problems[0].line))
+
+
 def _misnamed_problem(root: Path, path: str) -> NoteError | None:
     """What to say of a file or folder the walk passed over for its name (see `iter_markdown`): a decision
     note, or a folder holding Markdown files, cannot be read until renamed. Anything else is no concern."""
@@ -250,34 +290,83 @@ class Vault:
         return inside_vault(self.root, path)
 
     def load(self) -> VaultState:
-        """Every decision note, read afresh or from the cache when the file is certainly unchanged."""
+        """Every decision note, from the state memo or the note cache when its file is certainly unchanged, else
+        read afresh."""
         state = VaultState(self.root, self.config)
-        use_topic_aliases(load_aliases(self.record_dir))  # every comparison of topics from here reads them
-        cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
-        cached = cache.load() if cache else {}
+        aliases = load_aliases(self.record_dir)
+        use_topic_aliases(aliases)  # every comparison of topics from here reads them
+        memo_path = self.state_dir / STATE_MEMO
+        # Each note's parts as the last whole read built them, under its stat key (see `_memo_key` for the rest)
+        memo: dict[str, tuple[StatKey, Piece]] = (
+            state_memo.recall(memo_path, self._memo_key(aliases)) or {}) if memo_path.is_file() else {}
+        sqlite_path = self.state_dir / CACHE_FILE
         others: list[str] = []
-        # In the walk's order: path, where it is, and what the cache holds of it when that is still true (None:
-        # it must be read), or why it could not be stat'ed. On a first read there is nothing to compare with:
-        # each note's key is taken as it is opened, by whoever reads it.
-        listed: list[tuple[str, str, CachedNote | OSError | None]] = []
+        walked_at = time.time_ns()
+        # In the walk's order: path, where it is, and its stat key, or why it could not be stat'ed, or None when
+        # there is nothing to compare it with (a first read: each note's key is taken as it is opened)
+        listed: list[tuple[str, str, StatKey | OSError | None]] = []
         misnamed: list[str] = []
+        warm = bool(memo) or sqlite_path.is_file()
         for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files, misnamed):
             state.files.append(rel)
-            if not cached:
-                listed.append((rel, entry.path, None))
-                continue
             try:
-                stat = entry.stat()
+                listed.append((rel, entry.path, notes.stat_key(entry.stat()) if warm else None))
             except OSError as error:
                 listed.append((rel, entry.path, error))
-                continue
-            key = notes.stat_key(stat)
+        pieces: dict[str, Piece] = {rel: memo[rel][1] for rel, _, key in listed
+                                    if key is not None and not isinstance(key, OSError) and rel in memo
+                                    and memo[rel][0] == key}
+        stat_keys: dict[str, StatKey] = {rel: key for rel, _, key in listed if rel in pieces}  # type: ignore[misc]
+        if len(pieces) < len(listed) or len(memo) != len(listed):
+            self._read_into(pieces, stat_keys, listed, state)
+            self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at)
+        state.stat_keys = stat_keys
+        for rel in state.files:
+            piece = pieces.get(rel)
+            if piece is not None:
+                _place(state, rel, piece)
+        state.files += others
+        state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
+        set_aside_conflict_copies(state)
+        return state
+
+    def _memo_key(self, aliases: Any) -> tuple[Any, ...]:
+        """What the state memo is kept under besides each note's stat key: what a note is built with."""
+        return (str(self.root), repr(self.config), repr(aliases))
+
+    def _keep_memo(self, path: Path, aliases: Any, pieces: dict[str, Piece], stat_keys: dict[str, StatKey],
+                   walked_at: int) -> None:
+        """Keep each note's parts under its stat key, but for a note written in the racy window before the walk
+        (a later write in the same clock tick could leave the key as it was): it is read again next time."""
+        if not self.state_dir.is_dir():
+            return  # a clone this device never wrote in: a read writes nothing there
+        trusted_before = walked_at - RACY_NANOSECONDS
+        kept = {rel: (key, piece) for rel, piece in pieces.items()
+                if (key := stat_keys.get(rel)) is not None and max(key[1], key[2]) < trusted_before}
+        state_memo.keep(path, self._memo_key(aliases), kept)
+
+    def _read_into(self, pieces: dict[str, Piece], stat_keys: dict[str, StatKey],
+                   listed: list[tuple[str, str, StatKey | OSError | None]], state: VaultState) -> None:
+        """The parts of every listed note not in `pieces` yet: from the note cache where its file is certainly
+        unchanged, else read (in worker processes for a large first read)."""
+        cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
+        cached = cache.load() if cache else {}
+        held: dict[str, CachedNote] = {}
+        to_read: list[tuple[str, str]] = []
+        for rel, path, key in listed:
             known = cached.pop(rel, None)  # what is left at the end is gone from the vault
-            listed.append((rel, entry.path, known if known is not None and known[0] == key else None))
+            if rel in pieces:
+                continue
+            if isinstance(key, OSError):
+                pieces[rel] = UnreadableNote(f"cannot be read: {key.strerror}", path=rel)
+            elif known is not None and key is not None and known[0] == key:
+                held[rel] = known
+                stat_keys[rel] = key
+            else:
+                to_read.append((rel, path))
         # What is cached is trusted only once the file is older than the racy window at this moment, before
         # any note was read: a write right after a note was read, in the same tick, then never hides
         reading_from = time.time_ns()
-        to_read = [(rel, path) for rel, path, held in listed if held is None]
         gone = list(cached)
 
         def store(rows: Iterable[Stored]) -> None:  # by a reader, while this process goes on; or by this one
@@ -288,31 +377,17 @@ class Vault:
                                          store=store if cache and cache.enabled else None)
         if storing is not None:  # a reader writes the cache while this process goes on: waited for at exit
             stores_running.append(storing)
-        read = iter(results)
-        stat_keys: dict[str, StatKey] = {}
-        state.stat_keys = stat_keys
-        for rel, _, held in listed:
-            if isinstance(held, OSError):
-                state.broken.append(UnreadableNote(f"cannot be read: {held.strerror}", path=rel))
-            elif held is None:
-                kind, payload, stat_key, _ = next(read)
-                if stat_key is not None:  # None: it could not be opened
-                    stat_keys[rel] = stat_key
-                self._add(state, rel, kind, payload)
-            else:
-                if held[0] is not None:  # always: a note is held only while its key is what was cached
-                    stat_keys[rel] = held[0]
-                if held[1] != "other" and held[2] is not None:
-                    payload = json.loads(held[2])
-                    if held[3] is not None:
-                        payload["body"] = held[3]
-                    self._add(state, rel, held[1], payload)
+        for (rel, _), (kind, payload, stat_key, _) in zip(to_read, results, strict=True):
+            if stat_key is not None:  # None: it could not be opened
+                stat_keys[rel] = stat_key
+            pieces[rel] = _piece(rel, kind, payload)
+        for rel, (_, kind, form, body) in held.items():
+            payload = json.loads(form) if kind != "other" and form is not None else None
+            if payload is not None and body is not None:
+                payload["body"] = body
+            pieces[rel] = _piece(rel, kind, payload)
         if cache and storing is None:
             store(map(stored_of, results))
-        state.files += others
-        state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
-        set_aside_conflict_copies(state)
-        return state
 
     def _read_ledger(self) -> None:
         """What the ledger's records stand at, worked out while other processes read the notes: nearly every
@@ -331,36 +406,13 @@ class Vault:
         parsed = written.parsed if written is not None else None
         as_written = parsed is not None and payload is not None and payload.get("data") is parsed.data and \
             payload.get("body") is parsed.body  # the very parse `read_note` handed back for those bytes
-        self._add(state, rel, kind, payload, decided if as_written else None)
+        piece = _piece(rel, kind, payload, decided if as_written else None)
+        if piece is not None:
+            _place(state, rel, piece)
         return state
 
     def read_payload(self, path: str | Path) -> tuple[str, dict[str, Any] | None]:
         return read_payload(self.root, path)
-
-    def _add(self, state: VaultState, rel: str, kind: str, payload: dict[str, Any] | None,
-             decided: Decision | None = None) -> None:
-        if kind == "other" or payload is None:
-            return
-        if kind == "broken":
-            kind_of_error = UnreadableNote if payload.get("unreadable") else NoteError
-            state.broken.append(kind_of_error(payload["message"], path=rel, line=payload["line"]))
-            return
-        decision: Decision | None
-        problems: list[Problem]
-        if decided is not None and decided.path == rel:  # built from these very parts, without a problem
-            decision, problems = decided, []
-        else:
-            decision, problems = build_decision(payload["data"], path=rel, body=payload["body"],
-                                                key_lines=payload["lines"])
-        state.properties[rel] = payload["data"]
-        state.property_lines[rel] = payload["lines"]
-        state.body_lines[rel] = payload["body_line"]
-        if problems:
-            state.problems[rel] = problems
-        if decision is not None:
-            state.decisions.append(decision)
-        elif problems:
-            state.broken.append(NoteError("; ".join(map(str, problems)), path=rel, line=problems[0].line))
 
     def path_of(self, decision: Decision) -> Path:
         path = self._paths.get(decision.path)

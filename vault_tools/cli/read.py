@@ -32,7 +32,7 @@ def show(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decisi
          vault: VaultOption = None,
          json_: JsonOption = False) -> None:
     """One decision note: its properties, its body (Obsidian comments left out) and its ledger history."""
-    ws = workspace(vault)
+    ws = workspace(vault).reads_once()
     decision, history, problems = show_decision(ws, decision_id)
     body = body_view(decision, None if all_ else SHOW_LIMIT)
     if json_:
@@ -73,7 +73,7 @@ def list_(status: Annotated[str | None, typer.Option(metavar="STATUS", help="ope
           topic: Annotated[str | None, typer.Option(metavar="TOPIC", help="Only this topic (near matches count).")] = None,
           vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Decision notes, filtered by status and topic."""
-    ws = workspace(vault)
+    ws = workspace(vault).reads_once()
     found, problems = list_decisions(ws, status, topic)
     if json_:
         print_json([decision_json(d) for d in found])
@@ -105,7 +105,7 @@ def lookup(topics: Annotated[list[str], typer.Argument(metavar="TOPIC...", help=
     """Current rulings on these topics, newest first, each with the start of its ruling and what it superseded;
     then what else became of the topics: an open question, questions withdrawn and rulings retracted (with why).
     Exit 1 when nothing was ever on them and no decision mentions the words."""
-    ws = workspace(vault)
+    ws = workspace(vault).reads_once()
     keys = all(map(is_topic_key, topics))
     found, problems = lookup_topics(ws, topics) if keys else ([], [])
     others = [d for d in (became_of(ws, topics) if keys else [])  # a replaced ruling is in its successor's chain

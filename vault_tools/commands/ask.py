@@ -48,7 +48,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
                 details.append(_ANOTHER_MATTER)
                 raise Refused(f"topic {settled[0].matched[0]} is settled: {len(settled)} current ruling(s)",
                               details=details)
-            withdrawn = [d for d in became_of(ws, asked) if d.status is Status.WITHDRAWN]
+            withdrawn = [d for d in became_of(ws, asked, state) if d.status is Status.WITHDRAWN]
             if withdrawn:  # a question withdrawn is settled as "not to be asked", until something changes
                 last = withdrawn[0]
                 raise Refused(f"{last.id} asked this topic before and was withdrawn: {last.summary}",

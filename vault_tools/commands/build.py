@@ -6,14 +6,13 @@ import hashlib
 import json
 import os
 import stat
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, durable
+from .. import durable
 from ..agent_view import Budget, Context, agent_context, parse_budget
 from ..bodies import sections
 from ..carriers import numbered_original, original_name
@@ -24,6 +23,7 @@ from ..model import Decision, Status
 from ..page_names import PAGE_NAMES
 from ..pages import NOTE_MISSING, NOTICE, PageConflict, PageProblem, Pages, Settings, build_pages
 from ..record_files import RACY_NANOSECONDS
+from ..state_memo import code_fingerprint
 from ..topics import topic_aliases_in_use
 from ..vault import VaultState
 from .missing import not_here_said
@@ -202,30 +202,8 @@ def inputs_key(ws: Workspace, state: VaultState, extra: object = None) -> tuple[
         time.time_ns() - max(stamps, default=0) > RACY_NANOSECONDS
     parts = (decision_notes, keys, [(e.path, e.line, e.message) for e in state.broken],
              [repr(copy) for copy in state.conflict_copies], repr(ledger), repr(ws.config),
-             sorted(topic_aliases_in_use().items()), waiting_line(ws), _code_fingerprint(), extra)
+             sorted(topic_aliases_in_use().items()), waiting_line(ws), code_fingerprint(), extra)
     return hashlib.sha256(json.dumps(parts, default=str).encode("utf-8")).hexdigest(), storable
-
-
-_CODE: list[str] = []
-
-
-def _code_fingerprint() -> str:
-    """The package's version, Python's, where it is installed and its source files by name, size and mtime: pages
-    made by other code (another install, an edit, another Python) are made anew."""
-    if not _CODE:
-
-        package = Path(__file__).resolve().parents[1]
-        found = []
-        for folder, folders, files in os.walk(package):  # os.walk and os.stat: a third of pathlib's 3 ms
-            folders[:] = [name for name in folders if name != "__pycache__"]
-            for name in files:
-                if name.endswith(".py"):
-                    path = os.path.join(folder, name)
-                    info = os.stat(path)
-                    found.append((os.path.relpath(path, package), info.st_size, info.st_mtime_ns))
-        found.sort()
-        _CODE.append(hashlib.sha256(repr((__version__, sys.version, str(package), found)).encode("utf-8")).hexdigest())
-    return _CODE[0]
 
 
 def _write_memo(path: Path, key: str, made: dict[str, object]) -> None:

@@ -15,10 +15,10 @@ from ..links import leading_id
 from ..matter import fold
 from ..model import TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
 from ..pages import PageProblem
-from ..settling import describe_chain, settled_topics, unresolved_overlaps
+from ..settling import Overlap, describe_chain, settled_topics, unresolved_overlaps
 from ..topics import topics_match
 from ..vault import VaultState
-from .build import page_problems
+from .build import page_problems, remembered
 from .checks import check_topics
 from .workspace import Workspace
 
@@ -60,12 +60,12 @@ def lookup(ws: Workspace, topics: Iterable[str]) -> tuple[list[Lookup], list[Pag
     return current_rulings_on(ws, state, asked), page_problems(state)
 
 
-def became_of(ws: Workspace, topics: Iterable[str]) -> list[Decision]:
+def became_of(ws: Workspace, topics: Iterable[str], state: VaultState | None = None) -> list[Decision]:
     """What else became of these topics besides their current rulings: the open questions on them, and the
     questions withdrawn and rulings retracted or superseded there (each with its reason), newest first."""
     asked = check_topics(topics)
     shown = (Status.OPEN, Status.WITHDRAWN, Status.RETRACTED, Status.SUPERSEDED)
-    found = [d for d in ws.decisions_in_effect(ws.state()) if d.status in shown
+    found = [d for d in ws.decisions_in_effect(state or ws.state()) if d.status in shown
              and any(topics_match(topic, theirs) for topic in asked for theirs in d.topics)]
     return sorted(found, key=lambda d: (d.status is not Status.OPEN, -d.number))
 
@@ -129,11 +129,26 @@ def day_said(ws: Workspace, decision: Decision) -> str:
     return f"{local_date(successor.ruled_at, ws.tz).isoformat()} by {successor.id} (ruled {day})"
 
 
+def remembered_same_matter(ws: Workspace, state: VaultState, in_effect: list[Decision]) -> list[Overlap]:
+    """`unsaid_same_matter` of the decisions in effect, kept (`remembered`) while none of them changes: scoring
+    every pair of a thousand rulings is most of what `ask` and `lookup` would take."""
+    def make() -> list[tuple[int, int, str]]:
+        place = {id(decision): index for index, decision in enumerate(in_effect)}
+        return [(place[id(overlap.newer)], place[id(overlap.older)], overlap.topic)
+                for overlap in unsaid_same_matter(in_effect, state.resolver())]
+
+    kept = remembered(ws, state, "unsaid same matter", make)
+    try:
+        return [Overlap(in_effect[newer], in_effect[older], str(topic)) for newer, older, topic in kept]
+    except (TypeError, ValueError, IndexError):  # kept by hand or damaged: made again
+        return unsaid_same_matter(in_effect, state.resolver())
+
+
 def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...]) -> list[Lookup]:
     in_effect = ws.decisions_in_effect(state)
     by_id, resolve = {d.id: d for d in in_effect}, state.resolver()
     not_said: dict[str, list[Decision]] = {}
-    for overlap in unresolved_overlaps(in_effect, resolve, ws.tz) + unsaid_same_matter(in_effect, resolve):
+    for overlap in unresolved_overlaps(in_effect, resolve, ws.tz) + remembered_same_matter(ws, state, in_effect):
         not_said.setdefault(overlap.newer.id, []).append(overlap.older)
         not_said.setdefault(overlap.older.id, []).append(overlap.newer)
     alongside: dict[str, list[Decision]] = {}

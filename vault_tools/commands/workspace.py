@@ -75,11 +75,24 @@ class Workspace:
         self.decided_as_known: Callable[[notes.Note], tuple[Decision, str | None] | None] | None = None
         # What sealing that very ruling needs, worked out already (see `LiveState.seal_as_known`)
         self.seal_as_known: Callable[[Decision], KnownSeal | None] | None = None
+        # A command that only reads sets it (`reads_once`): the state is read once and kept for the whole command
+        self._kept_state: VaultState | None = None
+        self._keeps_state = False
 
     # reading
 
     def state(self) -> VaultState:
-        return self.vault.load()
+        if not self._keeps_state:
+            return self.vault.load()
+        if self._kept_state is None:
+            self._kept_state = self.vault.load()
+        return self._kept_state
+
+    def reads_once(self) -> Workspace:
+        """For a command that only reads: every `state()` after the first gives the vault as the first read
+        found it (one command, one answer, one walk of the vault)."""
+        self._keeps_state = True
+        return self
 
     def edited(self, note: notes.Note, changes: Mapping[str, Any]) -> notes.Note:
         """`note_edits.edited`: the note with `changes` made, parsed to check them."""

@@ -1,0 +1,128 @@
+"""The state memo (`vault_tools.state_memo`): what a whole read of the vault and the ledger gave, kept signed under
+`.vault-tools/cache/` so the next command takes it when nothing changed. It must never change an answer: not
+after a change (a note edited in place, a note made a decision, a line another clone appended), not after
+`rm -rf .vault-tools/cache`, and a memo this user did not sign (a cloned vault carrying one) is never unpickled."""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+
+import pytest
+
+from tests.helpers import PAST_RACY_SECONDS, ClockAhead, decision, vt_here, write
+from vault_tools import ledger as ledger_module
+from vault_tools import state_memo
+from vault_tools import vault as vault_module
+from vault_tools.commands.close import withdraw
+from vault_tools.commands.workspace import Workspace
+from vault_tools.topic_aliases import load_aliases
+from vault_tools.vault import STATE_MEMO, Vault
+
+READS = (("lookup", "article-footer", "--json"), ("show", "D-0002", "--json"), ("list", "--json"),
+         ("search", "footer", "--json"), ("context", "--json"), ("lookup", "pricing", "--json"))
+
+
+@pytest.fixture
+def aged(monkeypatch):
+    """Every file the test wrote counts as past the racy window, so a memo is kept (as on a real machine a
+    moment later)."""
+    monkeypatch.setattr(vault_module, "time", ClockAhead(PAST_RACY_SECONDS))
+    monkeypatch.setattr(ledger_module, "time", ClockAhead(PAST_RACY_SECONDS))
+
+
+def answers(vault) -> list[tuple[int, str]]:
+    return [(found.code, found.out) for found in (vt_here(*args, cwd=vault) for args in READS)]
+
+
+def small_vault(vault):
+    decision(vault, 1, topics=("article-footer",), summary="Footers carry the unsubscribe link.")
+    decision(vault, 2, topics=("pricing",), summary="Prices are shown with tax.")
+    decision(vault, 3, status="open", topics=("sponsor-policy",), summary="May sponsors choose the slot?")
+    write(vault / "Notes" / "Plain.md", "---\ntags: [x]\n---\nA plain note about footers.\n")
+    assert vt_here("seal", cwd=vault).code == 0
+
+
+def test_answers_are_the_same_from_the_memo_cold_and_after_the_cache_is_removed(vault, aged):
+    small_vault(vault)
+    first = answers(vault)
+    assert (vault / ".vault-tools" / STATE_MEMO).is_file()
+    assert (vault / ".vault-tools" / ledger_module.EVENTS_MEMO).is_file()
+    assert answers(vault) == first  # from the memos
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    assert answers(vault) == first  # read afresh
+    assert answers(vault) == first
+
+
+def test_a_note_made_a_decision_in_place_is_seen_at_once(vault, aged):
+    small_vault(vault)
+    assert vt_here("lookup", "glossary", cwd=vault).code == 1
+    plain = vault / "Notes" / "Plain.md"
+    write(plain, "---\ntype: decision\nid: D-0004\nstatus: ruled\ntopics: [glossary]\nsummary: Terms are defined "
+                 "once.\nruled_at: 2026-07-01T10:00:00\nruled_by: owner\n---\n## Ruling\n\nOnce.\n")
+    listed = json.loads(vt_here("list", "--topic", "glossary", "--json", cwd=vault).out)
+    assert [(item["id"], item["status"]) for item in listed] == [("D-0004", "ruled")]
+
+
+def test_a_ruling_edited_in_place_at_the_same_size_is_read_again(vault, aged):
+    small_vault(vault)
+    assert "unsubscribe" in vt_here("show", "D-0001", cwd=vault).out
+    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text.replace("unsubscribe", "UNSUBSCRIBE"), encoding="utf-8")
+    assert "UNSUBSCRIBE" in vt_here("show", "D-0001", "--json", cwd=vault).out
+
+
+def test_a_line_another_process_appended_to_the_ledger_is_seen(vault, aged):
+    small_vault(vault)
+    assert vt_here("show", "D-0003", cwd=vault).code == 0
+    ws = Workspace(Vault(vault))  # another process's write, as far as the memo can tell
+    withdraw(ws, "D-0003", "The sponsor left the newsletter.")
+    shown = json.loads(vt_here("show", "D-0003", "--json", cwd=vault).out)
+    assert shown["status"] == "withdrawn"
+    assert [event["event"] for event in shown["history"]][-1] == "withdrawn"
+
+
+class Planted:
+    """What a hostile memo would run if it were unpickled."""
+
+    def __reduce__(self):
+        return (os.mkdir, (os.environ["PLANTED_AT"],))
+
+
+@pytest.mark.parametrize("signed_by", ["nobody", "another user"])
+def test_a_memo_this_user_did_not_sign_is_never_unpickled(vault, aged, tmp_path, monkeypatch, signed_by):
+    small_vault(vault)
+    expected = answers(vault)
+    marker = tmp_path / "ran"
+    monkeypatch.setenv("PLANTED_AT", str(marker))
+    payload = pickle.dumps((state_memo.code_fingerprint(), None, Planted()))
+    signature = b"\0" * state_memo.SIGNATURE_BYTES
+    if signed_by == "another user":
+        signature = state_memo._sign(b"k" * 32, payload)
+    for memo in (STATE_MEMO, ledger_module.EVENTS_MEMO, ledger_module.HISTORIES_MEMO):
+        (vault / ".vault-tools" / memo).write_bytes(signature + payload)
+    assert answers(vault) == expected
+    assert not marker.exists()
+
+
+def test_without_a_home_for_the_key_the_commands_read_the_vault(vault, aged, monkeypatch, tmp_path):
+    small_vault(vault)
+    expected = answers(vault)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    assert answers(vault) == expected
+    assert not (vault / ".vault-tools" / STATE_MEMO).exists()
+
+
+def test_a_note_written_within_the_racy_window_is_not_kept(vault):
+    """No clock moved ahead: every note was just written, so none is kept (a write in the same tick could
+    leave its stat key as it was); the answer is read from the notes."""
+    small_vault(vault)
+    assert vt_here("lookup", "article-footer", cwd=vault).code == 0
+    read = Vault(vault)
+    kept = state_memo.recall(vault / ".vault-tools" / STATE_MEMO, read._memo_key(load_aliases(read.record_dir)))
+    assert kept == {}

@@ -1,0 +1,126 @@
+"""What a whole read gave (the vault's decisions, the ledger's events), kept under `.vault-tools/cache/` so that the
+next command, when nothing changed, takes it in a few milliseconds instead of reading and checking it all again.
+
+A memo is a pickle: the fastest way Python has to bring back a million objects. A pickle can run code when it is
+loaded, and a vault is carried by git and sync engines from other machines, so a memo is signed with a key only
+this user has (`~/.cache/vault-tools/memo-key`, made on first use, readable by the user alone); one that is not
+signed so, not this version's, or not for what is asked, is never unpickled. Derived data, as every cache: any
+trouble (no home folder, a read-only vault, a damaged file) means reading the vault as if there were none, and
+`rm -rf .vault-tools/cache` changes no answer. docs/performance.md says what is kept and when it is thrown away.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import pickle
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+MEMO_FOLDER = "cache"  # in the state folder (`.vault-tools/`), beside the note cache
+SIGNATURE_BYTES = 32
+
+
+def _user_key() -> bytes | None:
+    """This user's signing key, made on first use; None where there is no home to keep it in."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "vault-tools", "memo-key")
+    try:
+        with open(path, "rb") as handle:
+            key = handle.read()
+        if len(key) >= 32:
+            return key
+    except OSError:
+        pass
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fresh = secrets.token_bytes(32)
+        temp = f"{path}.{os.getpid()}.tmp"
+        descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(fresh)
+        try:
+            os.link(temp, path)  # the first process to make one wins; the others read it
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temp)
+        with open(path, "rb") as handle:
+            key = handle.read()
+        return key if len(key) >= 32 else None
+    except OSError:
+        return None
+
+
+_CODE: list[str] = []
+
+
+def code_fingerprint() -> str:
+    """The package's version, Python's, where it is installed and its source files by name, size and mtime: what
+    other code kept (another install, an edit, another Python) is made anew."""
+    if not _CODE:
+        package = os.path.dirname(os.path.abspath(__file__))
+        found = []
+        for folder, folders, files in os.walk(package):  # os.walk and os.stat: a third of pathlib's 3 ms
+            folders[:] = [name for name in folders if name != "__pycache__"]
+            for name in files:
+                if name.endswith(".py"):
+                    path = os.path.join(folder, name)
+                    info = os.stat(path)
+                    found.append((os.path.relpath(path, package), info.st_size, info.st_mtime_ns))
+        found.sort()
+        _CODE.append(hashlib.sha256(repr((__version__, sys.version, package, found)).encode("utf-8")).hexdigest())
+    return _CODE[0]
+
+
+def _sign(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, hashlib.blake2b).digest()[:SIGNATURE_BYTES]
+
+
+def recall(path: Path, key: Any) -> Any | None:
+    """What was kept at `path` under `key` (compared with ==), or None when there is none to trust."""
+    secret = _user_key()
+    if secret is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    signature, payload = data[:SIGNATURE_BYTES], data[SIGNATURE_BYTES:]
+    if len(signature) < SIGNATURE_BYTES or not hmac.compare_digest(signature, _sign(secret, payload)):
+        return None
+    try:
+        stamp, kept_key, value = pickle.loads(payload)
+    except Exception:
+        return None
+    if stamp != code_fingerprint() or kept_key != key:
+        return None
+    return value
+
+
+def keep(path: Path, key: Any, value: Any) -> None:
+    """Keep `value` at `path` under `key`, signed; quietly nothing when it cannot be (derived data)."""
+    secret = _user_key()
+    if secret is None:
+        return
+    try:
+        payload = pickle.dumps((code_fingerprint(), key, value), protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        return
+    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temp, "wb") as handle:
+            handle.write(_sign(secret, payload))
+            handle.write(payload)
+        os.replace(temp, path)
+    except OSError:
+        try:
+            temp.unlink(missing_ok=True)
+        except OSError:
+            pass
