@@ -60,6 +60,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.judgments import report as judgments_report
+from benchmarks.make_vault import BIG_FOLDER, make_vault
 from benchmarks.owner_messages import report as owner_messages_report
 from benchmarks.same_question import report as same_question_report
 
@@ -624,6 +625,76 @@ def import_table(notes: int, adrs: int, repeat: int, workdir: Path) -> str:
         f"{'yes' if imported <= target else 'NO'} ({imported / target:.2f} of it) |"])
 
 
+AGENT_COMMAND_TARGET_S = 0.150  # issue: each of the agent's commands, warm, on a vault of this size
+AGENT_HOOK_TARGET_S = 0.100
+
+
+def agent_commands_table(workdir: Path, repeat: int, notes: int = 5500, decisions: int = 1000,
+                         big_folder: int = 1000) -> str:
+    """The commands an agent runs many times a session, and every hook, on a vault the size of a real one the
+    owner keeps (6,500 notes, 1,000 decisions, a folder of 1,000 notes; the shared layout `init` makes), warm:
+    each run paired with a run of `vault-tools version` just before it. `rule` records a new ruling each run
+    (warm after the one before: what the first call after a change pays); `ask` is refused as the same matter
+    (it writes nothing)."""
+    vault = workdir / "agent-commands"
+    make_vault(vault, notes, decisions=decisions, shared=True, big_folder=big_folder)
+    in_vault = ["--vault", str(vault)]
+    ruling = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: ruled" in p.read_text())
+    front = ruling.read_text(encoding="utf-8").split("---")[1]
+    ruling_id = next(line.split(": ", 1)[1] for line in front.splitlines() if line.startswith("id: "))
+    topic = next(line.split("[", 1)[1].rstrip("]") for line in front.splitlines() if line.startswith("topics: "))
+    summary = next(line.split(": ", 1)[1].strip('"') for line in front.splitlines() if line.startswith("summary: "))
+    rules = iter(range(1, 1000))
+
+    def rule_args() -> list[str]:
+        number = next(rules)
+        return [*VAULT_TOOLS, "rule", "--topic", f"bench-quokka-{number}", "--summary",
+                f"Quokka {number} zebroid {number} heliograph number {number} stands.", *in_vault]
+
+    commands = {
+        "ask, refused as the same matter": ([*VAULT_TOOLS, "ask", summary, "--topic", f"other-{topic}", *in_vault], 1),
+        "rule, a new ruling": (None, 0),
+        "lookup": ([*VAULT_TOOLS, "lookup", topic, *in_vault], 0),
+        "show": ([*VAULT_TOOLS, "show", ruling_id, *in_vault], 0),
+        "search": ([*VAULT_TOOLS, "search", "pricing metric", *in_vault], 0),
+        "context": ([*VAULT_TOOLS, "context", *in_vault], 0),
+    }
+    time.sleep(2.1)  # past the racy window: what is read now is kept as it is on any later day
+    for args, _ in commands.values():
+        subprocess.run(args or rule_args(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2.1)
+    for args, _ in commands.values():  # the memos are kept now, past the racy window
+        subprocess.run(args or rule_args(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results: dict[str, Measure] = {}
+    for name, (args, code) in commands.items():
+        if args is None:
+            results[name] = Measure()
+            for _ in range(repeat):
+                yardstick = timed([*VAULT_TOOLS, "version"])[0]
+                seconds, peak, _ = timed(rule_args(), expect=0)
+                results[name].seconds.append(seconds)
+                results[name].ratios.append(seconds / yardstick)
+                results[name].peak_mb = max(results[name].peak_mb, peak)
+        else:
+            results[name] = measure(args, repeat, expect=code, against=[*VAULT_TOOLS, "version"])
+    hooks = measure_hooks(vault, repeat)
+    rm_folder = {"tool_name": "Bash", "tool_input": {"command": f'rm -rf "{BIG_FOLDER}"'}}
+    hooks["hook pre-tool-use, Bash rm -rf of a folder of 1,000 notes"] = measure(
+        [*VAULT_TOOLS, "hook", "claude", "pre-tool-use"], repeat,
+        stdin=json.dumps({"cwd": str(vault), **rm_folder}).encode(), against=[*VAULT_TOOLS, "version"])
+    start = measure([*VAULT_TOOLS, "version"], repeat)
+    lines = [f"### The agent's commands, {notes + decisions:,} notes ({decisions:,} decisions, a folder of "
+             f"{big_folder:,} notes), warm", "",
+             f"start-up, `vault-tools version` in the same run: {start.median:.3f} s", "",
+             "| command | median s | min | max | x start-up | target s | met |", "|---|---:|---:|---:|---:|---:|---|"]
+    for name, found in [*results.items(), *hooks.items()]:
+        target = AGENT_HOOK_TARGET_S if name.startswith("hook") else AGENT_COMMAND_TARGET_S
+        lines.append(f"| {name} | {found.median:.3f} | {min(found.seconds):.3f} | {max(found.seconds):.3f} | "
+                     f"{found.ratio:.1f} | {target:.3f} | {'yes' if found.median <= target else 'no'} |")
+    shutil.rmtree(vault)
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
@@ -639,10 +710,13 @@ def main() -> None:
     parser.add_argument("--imports", default="10000:2000",
                         help="NOTES:ADRS to time `import adr` of ADRS generated ADRs into a NOTES-note vault ('' for none)")
     parser.add_argument("--only-imports", action="store_true", help="only the import table")
+    parser.add_argument("--agent-commands", default="5500:1000:1000",
+                        help="NOTES:DECISIONS:BIG_FOLDER of the vault the agent's commands are timed on ('' for none)")
+    parser.add_argument("--only-agent-commands", action="store_true", help="only the agent's commands table")
     args = parser.parse_args()
-    only = args.only_context or args.only_reconcile or args.only_imports
+    only = args.only_context or args.only_reconcile or args.only_imports or args.only_agent_commands
     sizes = [] if only else [int(size) for size in args.sizes.split(",")]
-    context_sizes = [] if args.only_reconcile or args.only_imports else \
+    context_sizes = [] if args.only_reconcile or args.only_imports or args.only_agent_commands else \
         [int(size) for size in args.context_sizes.split(",") if size]
     print(f"# vault-tools benchmark: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, {platform.system()} {platform.release()}{load_average()}")
@@ -655,6 +729,12 @@ def main() -> None:
     compileall.compile_dir(Path(__file__).resolve().parents[1] / "vault_tools", quiet=1)
     all_results = {}
     with tempfile.TemporaryDirectory(prefix="vault-tools-bench-") as workdir:
+        if args.agent_commands and (args.only_agent_commands or not only):
+            notes, decisions, big_folder = (int(part) for part in args.agent_commands.split(":"))
+            print()
+            print(agent_commands_table(Path(workdir), args.repeat, notes, decisions, big_folder), flush=True)
+        if args.only_agent_commands:
+            return
         reconcile_sizes = [int(size) for size in args.reconcile.split(",") if size]
         for size in reconcile_sizes if args.only_reconcile else []:
             reconcile_tables(size, args, Path(workdir))

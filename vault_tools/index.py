@@ -120,6 +120,8 @@ class SearchIndex:
         self.state = state
         self.path = vault.state_dir / INDEX_FILE
         self.notices: list[str] = []
+        self._synced = False  # brought up to date once: one command asks it more than once of the same notes
+        self._docs_in_effect: tuple[dict[int, _Doc], dict[int, Status]] | None = None  # as of that once
 
     # -- keeping it current
 
@@ -142,7 +144,9 @@ class SearchIndex:
         """The index brought up to date with the notes; built afresh when missing or damaged."""
         try:
             connection = self._connect()
-            self._sync(connection)
+            if not self._synced:
+                self._sync(connection)
+                self._synced = True
             return connection
         except sqlite3.DatabaseError as error:
             if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
@@ -153,6 +157,7 @@ class SearchIndex:
         self.notices.append(f"the search index (.vault-tools/{INDEX_FILE}) was damaged; it was built again")
         connection = self._connect()
         self._sync(connection)
+        self._synced = True
         return connection
 
     def _sync(self, connection: sqlite3.Connection) -> None:
@@ -238,6 +243,13 @@ class SearchIndex:
 
     # -- asking it
 
+    def _docs_and_statuses(self, connection: sqlite3.Connection) -> tuple[dict[int, _Doc], dict[int, Status]]:
+        """Every indexed decision, and each one's status in effect: worked out once for an index brought up to date."""
+        if self._docs_in_effect is None:
+            docs = self._docs(connection)
+            self._docs_in_effect = (docs, self.statuses(docs))
+        return self._docs_in_effect
+
     def _docs(self, connection: sqlite3.Connection) -> dict[int, _Doc]:
         return {row[0]: _Doc(row[0], row[1], row[2], Status(row[3]), row[4], row[5], tuple(json.loads(row[6])),
                              tuple(json.loads(row[7])))
@@ -269,8 +281,7 @@ class SearchIndex:
             return []
         wanted = set(statuses) if statuses is not None else (set(Status) if history else set(CURRENT))
         with closing(self.open()) as connection:
-            docs = self._docs(connection)
-            in_effect = self.statuses(docs)
+            docs, in_effect = self._docs_and_statuses(connection)
             weights = ", ".join(str(w) for w in WEIGHTS)
             ranked = connection.execute(f"SELECT rowid, bm25(search, {weights}) FROM search WHERE search MATCH ? "
                                         "ORDER BY 2", (query,)).fetchall()
@@ -292,6 +303,17 @@ class SearchIndex:
         return [Hit(docs[rowid].id, docs[rowid].path, in_effect[rowid], docs[rowid].summary, docs[rowid].topics,
                     snippets.get(rowid, docs[rowid].summary), -rank, conflicts.get(docs[rowid].id))
                 for rowid, rank in chosen]
+
+    def count(self, text: str, statuses: Iterable[Status]) -> int:
+        """How many decisions whose status in effect is one of `statuses` match `text`."""
+        query = fts_query(text)
+        if query is None:
+            return 0
+        wanted = set(statuses)
+        with closing(self.open()) as connection:
+            docs, in_effect = self._docs_and_statuses(connection)
+            matched = connection.execute("SELECT rowid FROM search WHERE search MATCH ?", (query,)).fetchall()
+        return sum(1 for (rowid,) in matched if rowid in docs and in_effect[rowid] in wanted)
 
     def conflicts(self) -> dict[str, str]:
         """Each id whose record is in conflict -> what every reader says of it."""

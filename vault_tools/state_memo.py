@@ -11,10 +11,9 @@ trouble (no home folder, a read-only vault, a damaged file) means reading the va
 from __future__ import annotations
 
 import hashlib
-import hmac
+import hmac  # compare_digest
 import os
 import pickle
-import secrets
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ def _user_key() -> bytes | None:
         pass
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fresh = secrets.token_bytes(32)
+        fresh = os.urandom(32)
         temp = f"{path}.{os.getpid()}.tmp"
         descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "wb") as handle:
@@ -78,7 +77,7 @@ def code_fingerprint() -> str:
 
 
 def _sign(key: bytes, payload: bytes) -> bytes:
-    return hmac.new(key, payload, hashlib.blake2b).digest()[:SIGNATURE_BYTES]
+    return hashlib.blake2b(payload, key=key[:64], digest_size=SIGNATURE_BYTES).digest()  # keyed: a MAC of its own
 
 
 def recall(path: Path, key: Any) -> Any | None:

@@ -5,7 +5,17 @@ from collections.abc import Iterable
 
 from ..cjk import text_size
 from ..errors import UsageError
-from ..model import ID_PATTERN, MAX_SUMMARY, MAX_TEXT, MAX_TOPIC_CHARS, MAX_TOPICS, MIN_TEXT, TOPIC_PATTERN
+from ..model import (
+    ID_PATTERN,
+    MAX_SUMMARY,
+    MAX_TEXT,
+    MAX_TOPIC_CHARS,
+    MAX_TOPICS,
+    MIN_TEXT,
+    TERM_KEY_PATTERN,
+    TERM_PREFIX,
+    TOPIC_PATTERN,
+)
 
 
 def check_id(value: str) -> str:
@@ -56,3 +66,17 @@ def check_text(name: str, value: str | None, *, required: bool = False) -> str |
     if len(value) > most:
         raise UsageError(f"{name} must be at most {most:,} characters ({len(value):,} given)")
     return value
+
+
+def parse_terms(option: str, given: Iterable[str]) -> dict[str, str]:
+    """`KEY=VALUE` pairs (a term's key may be given with or without `term_`), refused when malformed."""
+    terms: dict[str, str] = {}
+    for item in given:
+        key, equals, value = item.partition("=")
+        key = key.strip().removeprefix(TERM_PREFIX)
+        if not equals or not TERM_KEY_PATTERN.match(key) or not value.strip():
+            raise UsageError(f"{option} {item!r}: expected KEY=VALUE with a lowercase key like budget=500")
+        if key in terms:
+            raise UsageError(f"{option}: {key} is given twice")
+        terms[key] = value.strip()
+    return terms

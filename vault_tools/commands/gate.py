@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..history import History
 from ..model import TERM_PREFIX, Decision, Status
 from ..vault import VaultState
-from .rule import parse_terms
+from .checks import parse_terms
 from .sealed import matches_ledger
 from .workspace import Workspace
 

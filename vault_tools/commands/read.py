@@ -10,7 +10,7 @@ from ..dates import local_date
 from ..decision_words import unsaid_same_matter
 from ..errors import UsageError
 from ..history import History
-from ..index import Hit, SearchIndex, SearchResult, fts5_available, fts_query, notice_once, scan
+from ..index import CURRENT, SearchIndex, SearchResult, fts5_available, fts_query, notice_once, scan
 from ..links import leading_id
 from ..matter import fold
 from ..model import TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
@@ -90,24 +90,24 @@ def search(ws: Workspace, query: str, *, history: bool = False, limit: int = 20)
         in_effect = ws.decisions_in_effect(ws.state())
         result.hits = scan(in_effect, query, history=history, limit=limit)
         if not history:
-            result.notices += _closed_also(query, scan(in_effect, query, history=True, limit=CLOSED_COUNTED))
+            every = scan(in_effect, query, history=True, limit=CLOSED_COUNTED)
+            result.notices += _closed_also(query, sum(hit.historical for hit in every))
         return result
     index = SearchIndex(ws.vault)
     hits = index.search(query, history=history, limit=limit)
     notices = list(index.notices)
     if not history:
-        notices += _closed_also(query, index.search(query, history=True, limit=CLOSED_COUNTED))
+        notices += _closed_also(query, index.count(query, set(Status) - set(CURRENT)))
     return SearchResult(hits, notices)
 
 
 CLOSED_COUNTED = 1000  # matches looked at for the closed decisions a search without --history counts
 
 
-def _closed_also(query: str, every: list[Hit]) -> list[str]:
+def _closed_also(query: str, closed: int) -> list[str]:
     """What a search without `--history` says of the superseded, withdrawn and retracted decisions that also
     match: how many, and the command that shows them (an agent looking for a question withdrawn as settled
     would otherwise conclude nothing was ever decided)."""
-    closed = sum(hit.historical for hit in every)
     if not closed:
         return []
     return [f"{closed} closed decision(s) (superseded, withdrawn or retracted) also match: "

@@ -12,12 +12,12 @@ from ..dates import instant, local_date, parse_day_option, parse_option, to_vaul
 from ..drafts import unanswered
 from ..errors import PossibleMatch, Refused, UsageError
 from ..matter import POSSIBLE_MATCH_THRESHOLD
-from ..model import MAX_TEXT, MIN_TEXT, TERM_KEY_PATTERN, TERM_PREFIX, Decision, Status, transition_problem
+from ..model import MAX_TEXT, MIN_TEXT, TERM_PREFIX, Decision, Status, transition_problem
 from ..note_edits import sections
 from ..scope import problem as scope_problem
 from ..topics import topics_match
 from ..vault import VaultState
-from .checks import check_id, check_name, check_text, check_topics
+from .checks import check_id, check_name, check_text, check_topics, parse_terms
 from .read import current_rulings_on, settled_line
 from .same import grouped, judged_ids, near_lines, not_the_same_flags, same_matter, with_look_alikes
 from .seal import seal_events, seal_targets_first
@@ -120,20 +120,6 @@ def _ruling_section(body: str) -> str:
     """The `## Ruling` section of `--body`: the text under that heading, unless the text has the heading
     already (an agent passing the section whole), then the text as given, never two headings."""
     return body.strip("\n") + "\n" if _RULING_HEADING.search(body) else sections(("Ruling", body))
-
-
-def parse_terms(option: str, given: Iterable[str]) -> dict[str, str]:
-    """`KEY=VALUE` pairs (a term's key may be given with or without `term_`), refused when malformed."""
-    terms: dict[str, str] = {}
-    for item in given:
-        key, equals, value = item.partition("=")
-        key = key.strip().removeprefix(TERM_PREFIX)
-        if not equals or not TERM_KEY_PATTERN.match(key) or not value.strip():
-            raise UsageError(f"{option} {item!r}: expected KEY=VALUE with a lowercase key like budget=500")
-        if key in terms:
-            raise UsageError(f"{option}: {key} is given twice")
-        terms[key] = value.strip()
-    return terms
 
 
 # docs/design/0003-rule-seals-at-once.md
