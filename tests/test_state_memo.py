@@ -97,7 +97,7 @@ def test_a_memo_this_user_did_not_sign_is_never_unpickled(vault, aged, tmp_path,
     expected = answers(vault)
     marker = tmp_path / "ran"
     monkeypatch.setenv("PLANTED_AT", str(marker))
-    payload = pickle.dumps((state_memo.code_fingerprint(), None, Planted()))
+    payload = pickle.dumps((state_memo.code_fingerprint(), None)) + pickle.dumps(Planted())
     signature = b"\0" * state_memo.SIGNATURE_BYTES
     if signed_by == "another user":
         signature = state_memo._sign(b"k" * 32, payload)

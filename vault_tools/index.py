@@ -35,7 +35,7 @@ from .links import leading_id, link_target, name_key
 from .matter import words
 from .model import FINAL_STATUSES, Decision, Status, build_decision, statuses_in_effect
 from .notes import StatKey, stat_key
-from .record_files import RACY_NANOSECONDS
+from .record_files import RACY_NANOSECONDS, settled_by
 from .vault import Vault, VaultState, iter_markdown
 
 INDEX_FILE = "cache/search-v2.sqlite"  # a new name whenever what is indexed changes
@@ -183,7 +183,7 @@ class SearchIndex:
         for rel, full_path, key in listing:
             seen.add(rel)
             row = stored.get(rel)
-            if row is not None and tuple(row[:4]) == key and row[4] - max(key[1], key[2]) > RACY_NANOSECONDS:
+            if row is not None and tuple(row[:4]) == key and settled_by(key, row[4]):
                 continue
             changed.append((rel, full_path, key))
         gone = [path for path in stored if path not in seen]

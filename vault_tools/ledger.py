@@ -25,7 +25,7 @@ from .ledger_lines import Event, event_line, parse_line
 from .model import (
     Status,
 )
-from .record_files import KEPT_FOLDER, LEDGER_COPIES_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER, RACY_NANOSECONDS
+from .record_files import KEPT_FOLDER, LEDGER_COPIES_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER, RACY_NANOSECONDS, settled_by
 
 LOCK_FILE = "ledger.lock"
 # In the state folder: the ledger's events and histories as a whole read of its files as they are made them
@@ -304,8 +304,9 @@ class Ledger:
             key = self._files_key(files)
         if self._merged is not None and self._merged[0] == key:
             return self._merged[1]
+        first = self._merged is None  # after it, a file unchanged since is not read again: no memo needed
         memo_key = (key, [(file.display_path, file.in_transit_ok) for file in files])
-        remembered = state_memo.recall(self.local_dir / EVENTS_MEMO, memo_key)
+        remembered = state_memo.recall(self.local_dir / EVENTS_MEMO, memo_key) if first else None
         if remembered is not None:
             merged, each = remembered
             assert isinstance(merged, list)
@@ -316,7 +317,7 @@ class Ledger:
         read_at = time.time_ns()
         merged = self._merge(files)
         self._merged = (key, merged)
-        if self._read_as(files, key):
+        if first and self._read_as(files, key):
             self._remember(self.local_dir / EVENTS_MEMO, key, memo_key, read_at,
                            lambda: (merged, [file.as_read() for file in files]))
         return merged
@@ -325,8 +326,7 @@ class Ledger:
                   value: Callable[[], Any]) -> None:
         """Keep what was made from the files as `key` found them, unless one was written within the racy window
         before they were read (a later write in the same clock tick could leave its key as it was)."""
-        stamps = [max(file_key[1], file_key[2]) for _, file_key in key if file_key is not None]
-        if self.local_dir.is_dir() and max(stamps, default=0) < read_at - RACY_NANOSECONDS:
+        if self.local_dir.is_dir() and all(settled_by(file_key, read_at) for _, file_key in key if file_key is not None):
             state_memo.keep(path, memo_key, value())
 
     def _merge(self, files: list[LedgerFile]) -> list[Event]:
@@ -451,7 +451,7 @@ class Ledger:
             found = histories(events)
         last = events[-1] if events else None
         self._histories_memo = (key, len(events), found, last)
-        if self._read_as(files, files_key):
+        if memo is None and self._read_as(files, files_key):
             made = found
             self._remember(self.local_dir / HISTORIES_MEMO, files_key, files_key, read_at,
                            lambda: (len(events), last, made))

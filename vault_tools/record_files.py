@@ -33,6 +33,13 @@ LEDGER, CONFIG, TOPICS, KEPT, PAGE = "ledger", "config", "topics", "kept", "page
 # A file written within this of a read may have been missed by it (the file system's clock ticks coarsely): what
 # was read that recently is read again next time (the ledger's listing, the note cache, the agents' snapshot)
 RACY_NANOSECONDS = 2_000_000_000
+
+
+def settled_by(key: tuple[int, int, int, int], at_ns: int) -> bool:
+    """Whether a file whose stat key (size, mtime, ctime, inode) is `key` was left alone past the racy window by
+    `at_ns`: only then may what was read of it be trusted later on its key alone (a write in the same clock
+    tick as the read could leave the key as it was)."""
+    return at_ns - max(key[1], key[2]) > RACY_NANOSECONDS
 _PAGE_KEYS = {name.casefold() for name in PAGE_NAMES}
 
 

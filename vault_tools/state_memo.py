@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac  # compare_digest
+import io
 import os
 import pickle
 import sys
@@ -20,13 +21,21 @@ from typing import Any
 
 from . import __version__
 
-MEMO_FOLDER = "cache"  # in the state folder (`.vault-tools/`), beside the note cache
 SIGNATURE_BYTES = 32
+
+
+_KEYS: dict[str, bytes | None] = {}  # by where the key is kept: read once per process
 
 
 def _user_key() -> bytes | None:
     """This user's signing key, made on first use; None where there is no home to keep it in."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if base not in _KEYS:
+        _KEYS[base] = _read_or_make_key(base)
+    return _KEYS[base]
+
+
+def _read_or_make_key(base: str) -> bytes | None:
     path = os.path.join(base, "vault-tools", "memo-key")
     try:
         with open(path, "rb") as handle:
@@ -81,7 +90,9 @@ def _sign(key: bytes, payload: bytes) -> bytes:
 
 
 def recall(path: Path, key: Any) -> Any | None:
-    """What was kept at `path` under `key` (compared with ==), or None when there is none to trust."""
+    """What was kept at `path` under `key` (compared with ==), or None when there is none to trust. The code
+    stamp and the key come first in the file, so a memo of other inputs is told apart without unpickling what
+    it keeps."""
     secret = _user_key()
     if secret is None:
         return None
@@ -94,12 +105,12 @@ def recall(path: Path, key: Any) -> Any | None:
     if len(signature) < SIGNATURE_BYTES or not hmac.compare_digest(signature, _sign(secret, payload)):
         return None
     try:
-        stamp, kept_key, value = pickle.loads(payload)
-    except Exception:
+        reader = pickle.Unpickler(io.BytesIO(payload))
+        if reader.load() != (code_fingerprint(), key):
+            return None
+        return reader.load()
+    except Exception:  # signed by this user, but made by code that no longer loads: not taken
         return None
-    if stamp != code_fingerprint() or kept_key != key:
-        return None
-    return value
 
 
 def keep(path: Path, key: Any, value: Any) -> None:
@@ -108,7 +119,8 @@ def keep(path: Path, key: Any, value: Any) -> None:
     if secret is None:
         return
     try:
-        payload = pickle.dumps((code_fingerprint(), key, value), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps((code_fingerprint(), key), protocol=pickle.HIGHEST_PROTOCOL) + \
+            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return
     temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")

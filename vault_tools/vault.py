@@ -32,7 +32,7 @@ from .reading import (
     stored_of,
     stores_running,
 )
-from .record_files import RACY_NANOSECONDS, RECORD_DIR, STATE_DIR
+from .record_files import RECORD_DIR, STATE_DIR, settled_by
 from .topic_aliases import load_aliases
 from .topics import use_topic_aliases
 
@@ -140,7 +140,6 @@ def _utf8(name: str) -> bool:
     return True
 
 
-# docs/design/0011-names-and-output-that-are-not-utf-8.md
 # What one note gives a state: nothing (not a decision note), the error that keeps it from being read, or its
 # parts: the decision it is (None: too broken to be one), its problems, its properties, the line of each and the
 # line its body starts on. Kept in the state memo under the note's stat key.
@@ -180,6 +179,7 @@ def _place(state: VaultState, rel: str, piece: NoteError | NoteParts) -> None:
         state.broken.append(NoteError("; ".join(map(str, problems)), path=rel, line=problems[0].line))
 
 
+# docs/design/0011-names-and-output-that-are-not-utf-8.md
 def _misnamed_problem(root: Path, path: str) -> NoteError | None:
     """What to say of a file or folder the walk passed over for its name (see `iter_markdown`): a decision
     note, or a folder holding Markdown files, cannot be read until renamed. Anything else is no concern."""
@@ -340,9 +340,8 @@ class Vault:
         (a later write in the same clock tick could leave the key as it was): it is read again next time."""
         if not self.state_dir.is_dir():
             return  # a clone this device never wrote in: a read writes nothing there
-        trusted_before = walked_at - RACY_NANOSECONDS
         kept = {rel: (key, piece) for rel, piece in pieces.items()
-                if (key := stat_keys.get(rel)) is not None and max(key[1], key[2]) < trusted_before}
+                if (key := stat_keys.get(rel)) is not None and settled_by(key, walked_at)}
         state_memo.keep(path, self._memo_key(aliases), kept)
 
     def _read_into(self, pieces: dict[str, Piece], stat_keys: dict[str, StatKey],
