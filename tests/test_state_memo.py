@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers import PAST_RACY_SECONDS, ClockAhead, decision, vt_here, write
 from vault_tools import ledger as ledger_module
+from vault_tools import ledger_file as ledger_file_module
 from vault_tools import state_memo
 from vault_tools import vault as vault_module
 from vault_tools.commands.close import withdraw
@@ -47,12 +48,30 @@ def small_vault(vault):
 def test_answers_are_the_same_from_the_memo_cold_and_after_the_cache_is_removed(vault, aged):
     small_vault(vault)
     first = answers(vault)
-    assert (vault / ".vault-tools" / STATE_MEMO).is_file()
+    read = Vault(vault)
+    kept = state_memo.recall(vault / ".vault-tools" / STATE_MEMO, read._memo_key(load_aliases(read.record_dir)))
+    assert "Notes/Plain.md" in kept
+    assert sum(1 for rel in kept if rel.startswith("Decisions/")) == 3  # each decision note's parts
     assert (vault / ".vault-tools" / ledger_module.EVENTS_MEMO).is_file()
     assert answers(vault) == first  # from the memos
     shutil.rmtree(vault / ".vault-tools" / "cache")
     assert answers(vault) == first  # read afresh
     assert answers(vault) == first
+
+
+def test_a_warm_command_builds_no_decision_and_parses_no_ledger_line(vault, aged, monkeypatch):
+    """What the memos are for: with nothing changed, the next command takes the decisions and the ledger's events
+    and histories as kept, without building or parsing any of them again."""
+    small_vault(vault)
+    expected = answers(vault)
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("worked out again, though nothing changed")
+
+    monkeypatch.setattr(vault_module, "build_decision", not_again)
+    monkeypatch.setattr(ledger_file_module, "parse_ledger", not_again)
+    monkeypatch.setattr(ledger_module, "histories", not_again)
+    assert answers(vault) == expected
 
 
 def test_a_note_made_a_decision_in_place_is_seen_at_once(vault, aged):
