@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("storage", ("layout", "config", "ledger", "ledger_file", "reading", "state_memo", "vault", "index")),
     ("operations", ("commands", "importers", "starter", "figures", "shapes", "agents.instructions", "agents.json_edit")),
     ("engines", ("watch", "reconcile", "lint", "tripwire")),
-    ("faces", ("cli", "console", "launch", "docs", "agents", "__main__")),
+    ("faces", ("cli", "console", "answers", "launch", "docs", "agents", "__main__")),
 ]
 # Imports inside functions: at most 90 in all, each with its reason written beside it (start-up time is the only
 # good one: what a hook or a quick command does not need waits until it is needed).

@@ -33,7 +33,8 @@ def test_the_quick_commands_take_exactly_the_parameters_the_parser_declares(name
     ["build", "--help"], ["build", "--vault"], ["build", "--vault", ""], ["build", "--vault", "--json"],
     ["build", "--json", "--json"], ["build", "--vault", "a", "--vault", "b"], ["build", "extra"],
     ["build", "--check=yes"], ["context", "--budget="], ["lint", "--", "note.md"], ["lint", "-h"],
-    ["version"], ["lookup", "article-footer"], [],
+    ["version"], ["lookup"], ["lookup", "--full", "--full", "x"], ["show"], ["show", "D-0001", "D-0002"],
+    ["search", "x", "--limit", "many"], ["search", "x", "--limit=-3"], ["search", "--limit", "3"], [],
 ])
 def test_anything_not_plainly_theirs_goes_to_the_parser(args):
     assert quick_arguments(args) is None
@@ -44,10 +45,18 @@ def test_plain_arguments_are_read_as_the_parser_reads_them():
         "lint", {"paths": ["a.md", "Notes/b.md"], "strict": True, "format_": "github", "vault": "V"})
     assert quick_arguments(["context", "--hook", "--budget", "claude-hook"]) == (
         "context", {"hook": True, "budget": "claude-hook"})
+    assert quick_arguments(["show", "D-0007", "--json"]) == ("show", {"decision_id": "D-0007", "json_": True})
+    assert quick_arguments(["lookup", "article-footer", "pricing", "--full"]) == (
+        "lookup", {"topics": ["article-footer", "pricing"], "full": True})
+    assert quick_arguments(["search", "footer", "link", "--limit", "3", "--history"]) == (
+        "search", {"query": ["footer", "link"], "limit": 3, "history": True})
 
 
-def test_a_quick_command_never_imports_the_parser(vault):
-    code = ("import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', 'context', '--vault', "
+@pytest.mark.parametrize("command", [["context"], ["show", "D-0001"], ["lookup", "article-footer"],
+                                     ["search", "footer"]])
+def test_a_quick_command_never_imports_the_parser(vault, command):
+    assert vt("rule", "--topic", "article-footer", "--summary", FOOTER_R, "--source", "chat", cwd=vault).code == 0
+    code = (f"import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', *{command!r}, '--vault', "
             f"{str(vault)!r}]\ntry:\n    main()\nexcept SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
             "print(sorted(name for name in sys.modules if name.split('.')[0] in ('typer', 'click', 'rich')))")
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -61,7 +70,11 @@ def test_the_quick_answers_are_the_parsers_answers(cli, vault, monkeypatch):
     assert cli("rule", "--topic", "article-footer", "--summary", FOOTER_R, "--source", "chat").code == 0
     decision(vault, 2, "ruled", ("newsletter-footer",))  # not sealed, and lacking a source: findings to report
     for args in (["context", "--json"], ["context", "--budget", "memory-file"], ["build", "--check"],
-                 ["lint", "--format", "github"], ["lint", "--json", "--strict"], ["build", "--today", "someday"]):
+                 ["lint", "--format", "github"], ["lint", "--json", "--strict"], ["build", "--today", "someday"],
+                 ["show", "D-0001"], ["show", "D-0001", "--json", "--all"], ["show", "D-0099"], ["show", "nonsense"],
+                 ["lookup", "article-footer"], ["lookup", "article-footer", "newsletter-footer", "--json", "--full"],
+                 ["lookup", "nothing-here"], ["lookup", "footer", "link"], ["search", "footer"],
+                 ["search", "footer", "--history", "--limit", "1", "--json"], ["search", "zzzz"]):
         parsed = cli(*args)
         quick = vt(*args, cwd=vault)
         assert (quick.code, quick.out, quick.err) == (parsed.code, parsed.out, parsed.err), args

@@ -25,8 +25,9 @@ from vault_tools.cli import run
 from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import NoteError
 from vault_tools.history import histories
-from vault_tools.layout import device_tag
+from vault_tools.layout import CLONE_FILE, _where, device_tag
 from vault_tools.ledger_lines import event_key
+from vault_tools.model import CLONE_TAG_ALPHABET, CLONE_TAG_LENGTH
 from vault_tools.sealing import tie_notes
 from vault_tools.vault import Vault
 
@@ -97,10 +98,13 @@ class Clone:
         return {d.path: (self.root / d.path).read_text(encoding="utf-8") for d in state.decisions}
 
 
-def make_origin(tmp_path: Path, capsys: pytest.CaptureFixture[str], settle_seconds: int | None = None) -> Clone:
+def make_origin(tmp_path: Path, capsys: pytest.CaptureFixture[str], settle_seconds: int | None = None,
+                tag: str | None = None) -> Clone:
     root = tmp_path / "origin"
     (root / ".obsidian").mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
+    if tag:
+        given_tag(root, tag)
     origin = Clone(root, capsys)
     origin.vt("init", "--timezone", TZ)
     config = root / "vault-tools" / "config.yaml"  # the watcher looks at a pulled note at once
@@ -112,12 +116,21 @@ def make_origin(tmp_path: Path, capsys: pytest.CaptureFixture[str], settle_secon
     return origin
 
 
-def clone(origin: Clone, name: str) -> Clone:
+def clone(origin: Clone, name: str, tag: str | None = None) -> Clone:
     root = origin.root.parent / name
     git(origin.root.parent, "clone", "-q", str(origin.root), name)
+    if tag:
+        given_tag(root, tag)
     made = Clone(root, origin.capsys)
     made.vt("init")  # the merge drivers live in each clone's own .git/config
     return made
+
+
+def given_tag(root: Path, tag: str) -> None:
+    """Give a clone the device tag `tag` before it draws one: new ids end with it and the shared layout's ledger
+    files are named and read in its order, so a seeded run is the same run whatever tags chance would draw."""
+    where = _where(root)  # as `device_tag` keys the tag it keeps in the git directory
+    (root / ".git" / CLONE_FILE).write_text(json.dumps({"tag": tag, "for": where}), encoding="utf-8")
 
 
 def _words(text: str) -> tuple[str, str]:
@@ -529,8 +542,10 @@ def test_random_work_on_several_clones_merges_without_loss(tmp_path, capsys):
 
 def _random_work_on_clones(tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: int, budget: float) -> None:
     rng = random.Random(seed)
-    origin = make_origin(tmp_path, capsys, settle_seconds=0)  # what the owner typed is sealed by the next watcher
-    clones = [clone(origin, name) for name in "ABC"[:rng.choice((2, 3))]]
+    tags = ["".join(rng.choice(CLONE_TAG_ALPHABET) for _ in range(CLONE_TAG_LENGTH)) for _ in range(4)]
+    # what the owner typed is sealed by the next watcher
+    origin = make_origin(tmp_path, capsys, settle_seconds=0, tag=tags[0])
+    clones = [clone(origin, name, tags[number]) for number, name in enumerate("ABC"[:rng.choice((2, 3))], 1)]
     deadline = time.monotonic() + budget
     words = ["podcast", "shop", "survey", "footer", "archive", "sponsor", "events", "merch"]
     counter = 0

@@ -3,9 +3,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vault_tools import bodies
 from vault_tools.bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT, sections, view, without_comments
 
-from .helpers import vt_here, write
+from .helpers import CORPORA, vt_here, write
 
 CONDITION = "Not this year: we wait until online sales pass 10,000 EUR a month."
 NOTE = f"""---
@@ -111,3 +116,42 @@ def test_body_view_cuts_on_a_line_boundary_and_counts_what_it_left_out():
 def test_comments_inside_inline_code_are_text():
     assert without_comments("Keep `%%literal%%` but drop %%this%%.") == "Keep `%%literal%%` but drop ."
     assert sections("## A\n\none\n\n## A\n\ntwo\n") == {"A": "one"}
+
+
+LINES = ["## Ruling", "# Question", "### Context ###", "## Why ##  ", "#hashtag", "#5 bolt", "## ##", "#", "##",
+         "  ## Indented a little", "####### seven", "Plain text with # inside.", "- item", "- ## heading item",
+         "1. ## numbered", "* star", "", " ", "***", "___", "| a | b |", "Text [[link]] and `code #`.",
+         "> [!note] callout", "    ## code heading", "\t## tab", "```", "~~~", "<div>", "---", "===",
+         "## Heading with \\# escape", "## Émigré ünïcödé", "Setext title", "%% comment %%", "## Trailing #hash",
+         "> ## quoted heading", "> text in a quote", ">> nested quote", "> ```", "> ---", ">     quoted code",
+         "> - ## quoted item heading", ">\ttab", "> > ## deep heading", "  > indented quote"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(LINES), max_size=12))
+def test_a_body_read_without_markdown_finds_the_headings_markdown_finds(lines):
+    """Headings are found by a plain reading only where it cannot differ from CommonMark's (markdown-it's)."""
+    body = "\n".join(lines)
+    if not bodies._NEEDS_COMMONMARK.search(body):
+        assert bodies._plain_headings(body.split("\n")) == bodies._markdown_headings(body)
+
+
+def test_the_plain_reading_is_taken_for_an_ordinary_ruling():
+    body = "## Question\n\nWhich day?\n\n## Ruling\n\nThursday, at 07:00.\n- once a week\n"
+    assert not bodies._NEEDS_COMMONMARK.search(body)
+    assert bodies.sections(body) == {"Question": "Which day?", "Ruling": "Thursday, at 07:00.\n- once a week"}
+
+
+@pytest.mark.skipif(not CORPORA.is_dir(), reason="the real notes of ../shared/corpora are not beside this checkout")
+def test_on_real_notes_the_plain_reading_finds_what_markdown_finds():
+    """Every note of the corpora (vaults, ADRs, frontmatter edge cases) that the plain reading takes: the same
+    headings as markdown-it. About a third of them take it."""
+    taken = 0
+    for path in sorted(CORPORA.rglob("*.md")):
+        text = path.read_bytes().decode("utf-8", errors="replace").replace("\r\n", "\n")
+        if text.startswith("---\n") and (end := text.find("\n---", 4)) > 0:
+            text = text[end + 4:]
+        if not bodies._NEEDS_COMMONMARK.search(text):
+            taken += 1
+            assert bodies._plain_headings(text.split("\n")) == bodies._markdown_headings(text), path
+    assert taken > 1000

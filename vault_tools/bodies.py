@@ -102,16 +102,43 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"\x00(\d+)\x00", lambda match: spans[int(match.group(1))], cleaned)
 
 
-def sections(body: str) -> dict[str, str]:
-    """The text under each heading, to the next heading of the same or a higher level; headings in code do not count.
-    A heading met twice keeps its first section."""
-    lines = body.split("\n")
-    headings: list[tuple[int, int, str]] = []  # (line, level, text)
+# A line that makes a body need CommonMark's reading to find its headings: a fence, an indented or tabbed line
+# (code, or a list item's continuation), HTML, a setext underline (or a thematic break that could be one), a list
+# item opening with a heading, a heading holding a backslash escape; and any of these, or a heading, in a block
+# quote (an Obsidian callout is one: its plain lines need no parser). A body with none of them has
+# its headings where its ATX heading lines are (tests/test_show_body.py checks it against markdown-it).
+_RISKY = r"(?: {0,3}(?:```|~~~|<|=+[ \t]*$|-+[ \t]*$|(?:[-+*]|\d{1,9}[.)])[ \t]+#)| {4}|\t)"
+_NEEDS_COMMONMARK = re.compile(rf"^{_RISKY}|^(?: {{0,3}}>[ ]?)+(?:{_RISKY}| {{0,3}}#)|^ {{0,3}}#{{1,6}}[ \t].*\\", re.M)
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+
+
+def _plain_headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(line, level, text) of each ATX heading of a body `_NEEDS_COMMONMARK` finds nothing in."""
+    found = []
+    for number, line in enumerate(lines):
+        if "#" in line and (match := _ATX.match(line)):
+            text = (match.group(2) or "").strip()
+            found.append((number, len(match.group(1)), "" if text.strip("#") == "" else text))
+    return found
+
+
+def _markdown_headings(body: str) -> list[tuple[int, int, str]]:
+    """(line, level, text) of each heading as CommonMark reads the body."""
+    headings = []
     tokens = _tokens(body)
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and token.map:  # type: ignore[attr-defined]
             level = int(token.tag[1:])  # type: ignore[attr-defined]
             headings.append((token.map[0], level, tokens[index + 1].content.strip()))  # type: ignore[attr-defined]
+    return headings
+
+
+def sections(body: str) -> dict[str, str]:
+    """The text under each heading, to the next heading of the same or a higher level; headings in code do not count.
+    A heading met twice keeps its first section. Markdown is parsed only where a plain reading could be wrong: the
+    parser's import alone is a third of what `show` takes on a large vault."""
+    lines = body.split("\n")
+    headings = _markdown_headings(body) if _NEEDS_COMMONMARK.search(body) else _plain_headings(lines)
     found: dict[str, str] = {}
     for position, (line, level, text) in enumerate(headings):
         end = next((other for other, other_level, _ in headings[position + 1:] if other_level <= level), len(lines))

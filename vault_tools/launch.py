@@ -4,14 +4,15 @@ An agent waits on every hook call, and importing the full command line (typer) c
 take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, printing only the hook's JSON;
 `vault-tools version` (or `--version`) prints the version; git's merge driver, `vault-tools merge-note BASE OURS THEIRS SHOWN`,
 runs once per conflicting decision note of a pull and is answered from here too. `build`, `context`,
-`lint` and `watch`, which pre-commit, CI and agents run on every commit, session or pull, are answered from
-here when every argument is one of theirs, spelt plainly (`QUICK`); their bodies are in `console`, which
-`cli` calls too.
+`lint` and `watch`, which pre-commit, CI and agents run on every commit, session or pull, and `show`, `lookup`
+and `search`, which an agent runs many times a session, are answered from here when every argument is one of
+theirs, spelt plainly (`QUICK`); their bodies are in `console` and `answers`, which `cli` calls too.
 Anything else, including `--help`, any other spelling of these, or an option given twice, goes to
 `cli.main`, which parses it (and reports a mistake) as every other command.
 """
 from __future__ import annotations
 
+import importlib  # loaded already by Python's start-up: costs nothing here
 import os
 import sys
 
@@ -52,7 +53,17 @@ QUICK: dict[str, tuple[dict[str, str], dict[str, str], str | None]] = {
     "lint": ({"--fix": "fix", "--strict": "strict", "--json": "json_"},
              {"--format": "format_", "--explain": "explain", "--today": "today", "--vault": "vault"}, "paths"),
     "watch": ({"--once": "once", "--json": "json_"}, {"--vault": "vault"}, None),
+    "show": ({"--all": "all_", "--json": "json_"}, {"--vault": "vault"}, "decision_id"),
+    "lookup": ({"--full": "full", "--json": "json_"}, {"--vault": "vault"}, "topics"),
+    "search": ({"--history": "history", "--json": "json_"}, {"--limit": "limit", "--vault": "vault"}, "query"),
 }
+# The module holding each quick command's body (`console` unless named here): the reading commands an agent runs
+# many times a session are in `answers`.
+QUICK_BODIES = {"show": "answers", "lookup": "answers", "search": "answers"}
+# Those whose positional argument is one value, not a list; and those that need at least one.
+ONE_ARGUMENT = {"show"}
+ARGUMENT_REQUIRED = {"show", "lookup", "search"}
+WHOLE_NUMBER_OPTIONS = {"--limit"}  # given to the command as an int (anything else: the parser says why not)
 
 
 def quick_arguments(args: list[str]) -> tuple[str, dict[str, object]] | None:
@@ -72,7 +83,12 @@ def quick_arguments(args: list[str]) -> tuple[str, dict[str, object]] | None:
             text = value if equals else next(rest, None)
             if not text or text.startswith("-"):
                 return None  # missing, empty or looking like an option: the parser says what it makes of it
-            key, found_value = options[name], text
+            if name in WHOLE_NUMBER_OPTIONS:
+                if not text.isascii() or not text.isdigit():
+                    return None
+                key, found_value = options[name], int(text)
+            else:
+                key, found_value = options[name], text
         elif positional is not None and not token.startswith("-") and token:
             given.append(token)
             continue
@@ -81,8 +97,10 @@ def quick_arguments(args: list[str]) -> tuple[str, dict[str, object]] | None:
         if key in found:
             return None
         found[key] = found_value
+    if (args[0] in ARGUMENT_REQUIRED and not given) or (args[0] in ONE_ARGUMENT and len(given) > 1):
+        return None
     if given:
-        found[positional or ""] = given
+        found[positional or ""] = given[0] if args[0] in ONE_ARGUMENT else given
     return args[0], found
 
 
@@ -145,7 +163,8 @@ def main() -> None:
     if quick is not None:
         from . import console
         command, parameters = quick
-        sys.exit(console.exit_code_of(lambda: getattr(console, command)(**parameters)))
+        body = getattr(importlib.import_module(f"{__package__}.{QUICK_BODIES.get(command, 'console')}"), command)
+        sys.exit(console.exit_code_of(lambda: body(**parameters)))
     if args in (["version"], ["--version"]):
         from . import __version__
         sys.stdout.write(__version__ + "\n")

@@ -51,11 +51,9 @@ def read_body(body: str | None) -> str | None:
 
 
 def decision_line(decision: Decision, ws: Workspace) -> str:
-    from ..commands.read import day_said
+    from ..answers import decision_line as line  # the reading commands' module: loaded by every family using it
 
-    line = f"{decision.id}  {decision.status.value:<10} {day_said(ws, decision)}  [{', '.join(decision.topics)}]  " \
-        f"{decision.summary}"
-    return line + (f"\n    ! {decision.conflict}" if decision.conflict else "")
+    return line(decision, ws)
 
 
 # -- commands -----------------------------------------------------------------------
