@@ -16,6 +16,7 @@ from vault_tools import ledger as ledger_module
 from vault_tools import ledger_file as ledger_file_module
 from vault_tools import state_memo
 from vault_tools import vault as vault_module
+from vault_tools.commands import same as same_module
 from vault_tools.commands.close import withdraw
 from vault_tools.commands.workspace import Workspace
 from vault_tools.topic_aliases import load_aliases
@@ -31,6 +32,7 @@ def aged(monkeypatch):
     moment later)."""
     monkeypatch.setattr(vault_module, "time", ClockAhead(PAST_RACY_SECONDS))
     monkeypatch.setattr(ledger_module, "time", ClockAhead(PAST_RACY_SECONDS))
+    monkeypatch.setattr(same_module, "time", ClockAhead(PAST_RACY_SECONDS))
 
 
 def answers(vault) -> list[tuple[int, str]]:
@@ -72,6 +74,25 @@ def test_a_warm_command_builds_no_decision_and_parses_no_ledger_line(vault, aged
     monkeypatch.setattr(ledger_file_module, "parse_ledger", not_again)
     monkeypatch.setattr(ledger_module, "histories", not_again)
     assert answers(vault) == expected
+
+
+def test_the_same_matter_check_takes_each_decisions_words_from_the_memo(vault, aged, monkeypatch):
+    """`ask` refused as the same matter, warm: the words of the decisions it scores are not read again, and the
+    refusal is the same; a ruling edited since is read again (its new words count)."""
+    small_vault(vault)
+    monkeypatch.setattr(same_module, "SHORTLIST", 1)  # shortlisted by the index, as on a large vault
+    question = ("Do footers carry the unsubscribe link?", "--topic", "email-footer")
+    first = vt_here("ask", *question, cwd=vault)
+    assert first.code == 1 and "D-0001" in first.err
+    scored: list[str] = []
+    real = same_module.decision_terms
+    monkeypatch.setattr(same_module, "decision_terms", lambda d: scored.append(d.id) or real(d))
+    assert vt_here("ask", *question, cwd=vault) == first
+    assert scored == []
+    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    note.write_text(note.read_text(encoding="utf-8").replace("unsubscribe link", "postal address"), encoding="utf-8")
+    assert vt_here("ask", *question, cwd=vault) != first
+    assert scored == ["D-0001"]
 
 
 def test_a_note_made_a_decision_in_place_is_seen_at_once(vault, aged):

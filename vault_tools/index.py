@@ -275,7 +275,9 @@ class SearchIndex:
         return dict(zip(rowids, found, strict=True))
 
     def search(self, text: str, *, history: bool = False, limit: int = 20,
-               statuses: Iterable[Status] | None = None) -> list[Hit]:
+               statuses: Iterable[Status] | None = None, passages: bool = True) -> list[Hit]:
+        """The decisions matching `text`, best first; each with the passage that matched (unless `passages` is
+        False: then the summary, for a caller that only ranks them)."""
         query = fts_query(text)
         if query is None:
             return []
@@ -289,10 +291,10 @@ class SearchIndex:
             if not chosen:
                 return []
             marks = ",".join("?" * len(chosen))
-            snippets = dict(connection.execute(
+            snippets = {} if not passages else dict(connection.execute(
                 f"SELECT rowid, snippet(search, -1, '**', '**', '…', {SNIPPET_TOKENS}) FROM search "
                 f"WHERE search MATCH ? AND rowid IN ({marks})", (query, *(rowid for rowid, _ in chosen))).fetchall())
-            if has_cjk(text):  # the best column may be the index's pairs: the passage is taken from the text itself
+            if passages and has_cjk(text):  # the best column may be the index's pairs: the passage is taken from the text itself
                 for rowid, summary, body, reason in connection.execute(
                         f"SELECT rowid, summary, body, reason FROM search WHERE rowid IN ({marks})",
                         tuple(rowid for rowid, _ in chosen)).fetchall():

@@ -15,10 +15,12 @@ tests/data/same_question_pairs.jsonl; `make bench` prints their figures (design 
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import state_memo
 from ..decision_words import decision_terms, first_lines
 from ..index import Hit, SearchIndex, fts5_available
 from ..matter import (
@@ -30,11 +32,13 @@ from ..matter import (
     tier,
 )
 from ..model import Decision, Status
+from ..record_files import settled_by
 from ..vault import VaultState
 from .checks import check_id
 from .workspace import Workspace
 
 SHORTLIST = 500  # candidates the index hands over for scoring, in a vault with more current decisions
+TERMS_MEMO = "cache/decision-terms.pickle"  # in the state folder: each decision note's words, under its stat key
 CURRENT = (Status.RULED, Status.OPEN)
 def described(decision: Decision, why: str = "") -> list[str]:
     """A decision as a refusal shows it for the asker to judge: its id, kind, topics and summary (and why it
@@ -176,10 +180,35 @@ def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[st
     ways against one: `matter.matches`)."""
     wanted, skipped = set(statuses), set(ignore)
     in_effect = [d for d in ws.decisions_in_effect(state) if d.status in wanted and d.id not in skipped]
-    candidates = ((d, decision_terms(d), d.number) for d in shortlist(ws, state, in_effect, text, topics))
+    listed = shortlist(ws, state, in_effect, text, topics)
+    described = remembered_terms(ws, state, listed)
+    candidates = ((d, described[index], d.number) for index, d in enumerate(listed))
     return [Match(found.decision, found.score, found.shared, found.text_alone)
             for found in matches(text, topics, candidates, threshold,
                                  (lambda d: d.status is Status.OPEN) if ruling else None)]
+
+
+def remembered_terms(ws: Workspace, state: VaultState, decisions: Sequence[Decision]) -> list[frozenset[str]]:
+    """`decision_terms` of each decision, kept (`state_memo`) under its note's stat key: reading the words of the
+    hundreds of decisions the index shortlists is most of what the check would take."""
+    path = ws.vault.state_dir / TERMS_MEMO
+    kept: dict[str, tuple[Any, frozenset[str]]] = state_memo.recall(path, "decision terms") or {}
+    keys = state.stat_keys or {}
+    now = time.time_ns()
+    found, grown = [], False
+    for decision in decisions:
+        key = keys.get(decision.path)
+        entry = kept.get(decision.path)
+        if key is not None and entry is not None and entry[0] == key:
+            found.append(entry[1])
+            continue
+        words = decision_terms(decision)
+        found.append(words)
+        if key is not None and settled_by(key, now):
+            kept[decision.path], grown = (key, words), True
+    if grown and ws.vault.state_dir.is_dir():  # notes gone from the vault are left out
+        state_memo.keep(path, "decision terms", {rel: entry for rel, entry in kept.items() if rel in keys})
+    return found
 
 
 def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], text: str,
@@ -192,7 +221,7 @@ def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], t
     query = " ".join((text, *topics, *asked, *(w for w, c in LEXICON.items() if c in asked)))
     by_id = {d.id: d for d in decisions}
     index = SearchIndex(ws.vault, state)
-    hits = index.search(query, limit=SHORTLIST, statuses={d.status for d in decisions})
+    hits = index.search(query, limit=SHORTLIST, statuses={d.status for d in decisions}, passages=False)
     return [by_id[hit.id] for hit in hits if hit.id in by_id]
 
 
