@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,75 @@ def test_nothing_is_put_back_while_git_is_in_the_middle_of_a_merge_or_rebase(vau
     marker.unlink()
     told = after_tool(vault)
     assert told is not None and ledger.read_bytes() == whole
+
+
+# -- the settings: the config and the merged topics --------------------------------------------------------------
+
+def agent_call(root: Path, command: str) -> dict | None:
+    """One Bash call of an agent, as Claude Code makes it: pre-tool-use (which lets it through), the command run
+    in a shell, then post-tool-use; the post-tool-use answer."""
+    payload = {"cwd": str(root), "session_id": "s", "tool_name": "Bash", "tool_input": {"command": command}}
+    before = vt_here("hook", "claude", "pre-tool-use", cwd=root, stdin=json.dumps(payload))
+    assert before.code == 0 and "deny" not in before.out, before.out
+    agent_runs(command, root)
+    done = vt_here("hook", "claude", "post-tool-use", cwd=root,
+                   stdin=json.dumps({**payload, "hook_event_name": "PostToolUse", "tool_response": {}}))
+    assert done.code == 0, done.err
+    return json.loads(done.out) if done.out.strip() else None
+
+
+def settings_of(root: Path) -> tuple[Path, Path]:
+    folder = root / "vault-tools" if (root / "vault-tools" / "config.yaml").exists() else root / ".vault-tools"
+    return folder / "config.yaml", folder / "topics.yaml"
+
+
+def test_the_config_an_agents_command_changed_is_put_back_and_what_it_wrote_kept(vault):
+    config, _ = settings_of(vault)
+    before = config.read_bytes()
+    answer = agent_call(vault, "python3 -c \"import sys; open(sys.argv[1],'a').write('settle_seconds: 0\\n')\" "
+                               f"{config.relative_to(vault)}")
+    assert config.read_bytes() == before
+    assert answer is not None and answer["decision"] == "block"
+    assert "config.yaml" in answer["reason"] and "put them back" in answer["reason"]
+    kept = list((config.parent / "kept").glob("config.yaml as an agent's command left it *.txt"))
+    assert len(kept) == 1 and kept[0].read_bytes() == before + b"settle_seconds: 0\n"
+
+
+def test_merged_topics_an_agents_command_wrote_are_taken_away(vault):
+    _, topics = settings_of(vault)
+    assert not topics.exists()
+    answer = agent_call(vault, "python3 -c \"import sys; open(sys.argv[1],'w').write('analytics: [platform]\\n')\" "
+                               f"{topics.relative_to(vault)}")
+    assert not topics.exists()
+    assert answer is not None and "topics.yaml" in answer["reason"]
+
+
+def test_the_owners_edit_between_two_calls_stays(vault):
+    config, _ = settings_of(vault)
+    assert agent_call(vault, "ls") is None
+    config.write_text(config.read_text(encoding="utf-8") + "stale_after_days: 21\n", encoding="utf-8")  # by hand
+    assert agent_call(vault, "ls") is None
+    assert config.read_text(encoding="utf-8").endswith("stale_after_days: 21\n")
+
+
+def test_a_call_no_pre_tool_use_saw_puts_nothing_back(vault):
+    """A Read (no pre-tool-use hook is wired for it) during which the owner edits the config: nothing tells the
+    owner's edit from the call's, so the edit stays."""
+    config, _ = settings_of(vault)
+    assert agent_call(vault, "ls") is None
+    config.write_text(config.read_text(encoding="utf-8") + "recent_days: 45\n", encoding="utf-8")
+    read = {"cwd": str(vault), "session_id": "s", "tool_name": "Read", "tool_input": {"file_path": "Home.md"},
+            "hook_event_name": "PostToolUse", "tool_response": {}}
+    done = vt_here("hook", "claude", "post-tool-use", cwd=vault, stdin=json.dumps(read))
+    assert done.code == 0 and done.out.strip() == ""
+    assert config.read_text(encoding="utf-8").endswith("recent_days: 45\n")
+
+
+def test_vault_tools_own_write_of_the_topics_during_a_call_stays(vault):
+    """The agent runs vault-tools, which merges topics (as a ticked review proposal does): its write is the
+    record's own."""
+    _, topics = settings_of(vault)
+    merge = (f"{sys.executable} -c \"from pathlib import Path; from vault_tools.topic_aliases import add_alias; "
+             f"add_alias(Path('{topics.parent}'), 'analytics', 'site-analytics')\"")
+    assert agent_call(vault, merge) is None
+    assert "site-analytics" in topics.read_text(encoding="utf-8")

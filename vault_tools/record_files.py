@@ -25,6 +25,8 @@ MERGE_COPIES_FOLDER = "merged"  # in STATE_DIR: both sides of a note git's notes
 LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
 LEDGER_COPIES_FOLDER = "ledger-copies"  # in STATE_DIR: this device's copy of each ledger file (`tripwire`)
 LEDGER_STAMP = "checked.json"  # in LEDGER_COPIES_FOLDER: each ledger file's (size, mtime_ns, inode) when checked
+SETTINGS_COPIES_FOLDER = "settings-copies"  # in STATE_DIR: this device's copy of the config and merged topics
+SETTINGS_STAMP = "checked.json"  # in SETTINGS_COPIES_FOLDER: the agent call it was taken for, and the files' stats
 LEDGER_FOLDER = "ledger"  # the shared layout's ledger: one `<device tag>.jsonl` per device
 LEDGER_SUFFIX = ".jsonl"
 DEFAULT_PINNED_FOLDER = "Pinned"
@@ -121,3 +123,65 @@ def ledgers_unchanged(root: Path) -> bool:
     if any(os.path.realpath(path) not in stamp for path in present if path.exists()):
         return False
     return all(file_stat(Path(path)) == found for path, found in stamp.items())
+
+
+# -- the settings an agent's call may not change (`tripwire.put_back_settings`) ---------------------------------
+
+def settings_files(root: Path) -> list[Path]:
+    """The config and the merged topics of the vault at `root`, where its layout keeps them."""
+    folder = root / RECORD_DIR if holds_shared_record(root) else root / STATE_DIR
+    return [folder / CONFIG_FILE, folder / TOPICS_FILE]
+
+
+def settings_stamp(root: Path) -> dict[str, object] | None:
+    try:
+        found = json.loads((root / STATE_DIR / SETTINGS_COPIES_FOLDER / SETTINGS_STAMP).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def remember_settings(root: Path, call: str | None) -> None:
+    """The settings as they are before an agent's call (`call`: what tells that call apart), or after vault-tools
+    wrote them (`call` None: the call under way, if any, stays the one stamped): what changed since the last look
+    is the owner's, and is copied. A few stats when nothing changed; nothing at all in a vault never set up."""
+    folder = root / STATE_DIR / SETTINGS_COPIES_FOLDER
+    if not folder.parent.is_dir():
+        return
+    stamp = settings_stamp(root) or {}
+    files = settings_files(root)
+    now = {path.name: file_stat(path) for path in files}
+    try:
+        if stamp.get("files") != now:
+            folder.mkdir(exist_ok=True)
+            for path in files:
+                _copy(path, folder / path.name)
+        if stamp.get("files") != now or (call is not None and stamp.get("call") != call):
+            _write(folder / SETTINGS_STAMP, json.dumps({"call": call if call is not None else stamp.get("call"),
+                                                        "files": now}).encode("utf-8"))
+    except OSError:
+        pass  # a safeguard: a read-only state folder must not stop the agent
+
+
+def settings_changed_during(root: Path, call: str) -> bool:
+    """Whether the settings changed since `remember_settings` was told of this very call (not of another: a call
+    no hook looked at before it ran, such as a Read, says nothing of who changed them)."""
+    stamp = settings_stamp(root)
+    if stamp is None or stamp.get("call") != call:
+        return False
+    return stamp.get("files") != {path.name: file_stat(path) for path in settings_files(root)}
+
+
+def _copy(source: Path, target: Path) -> None:
+    try:
+        data = source.read_bytes()
+    except FileNotFoundError:
+        target.unlink(missing_ok=True)
+        return
+    _write(target, data)
+
+
+def _write(path: Path, data: bytes) -> None:
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_bytes(data)
+    os.replace(temp, path)

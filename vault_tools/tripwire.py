@@ -11,6 +11,9 @@ every agent tool call (the `post-tool-use` hook) and at every watcher pass:
 - a file holding every line of its copy, and more, is the record growing (an append a crash kept from the copy, a
   pull): the copy takes the new lines.
 
+The config and the merged topics are put back only across one agent call (`put_back_settings`): copied by the
+pre-tool-use hook as the call begins (`record_files.remember_settings`), checked by post-tool-use for that call.
+
 A vault without git is covered as well as one with it. What is checked is remembered by the files' sizes and
 times (`record_files.LEDGER_STAMP`), so a call that changed nothing costs a few stats. Docs: docs/agents.md ("The tripwire").
 """
@@ -19,13 +22,27 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import durable
 from .layout import git_dir
-from .record_files import LEDGER_COPIES_FOLDER, LEDGER_STAMP, LEDGER_SUFFIX, LEGACY_LEDGER, file_stat, read_stamp
+from .record_files import (
+    KEPT_FOLDER,
+    LEDGER_COPIES_FOLDER,
+    LEDGER_STAMP,
+    LEDGER_SUFFIX,
+    LEGACY_LEDGER,
+    SETTINGS_COPIES_FOLDER,
+    STATE_DIR,
+    file_stat,
+    read_stamp,
+    remember_settings,
+    settings_files,
+    settings_stamp,
+)
 from .vault import Vault
 
 if TYPE_CHECKING:
@@ -200,6 +217,45 @@ def _read(path: Path) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         return b""
+
+
+def put_back_settings(root: Path, call: str) -> list[str]:
+    """The config and merged topics as they were before the agent's call `call`, where the call changed them
+    (`record_files.remember_settings` copied them then): what the call left is kept under `kept/`, never lost.
+    Each as shown, with where that copy is."""
+    stamp = settings_stamp(root)
+    files = stamp.get("files") if stamp is not None and stamp.get("call") == call else None
+    if not isinstance(files, dict):
+        return []
+    copies = root / STATE_DIR / SETTINGS_COPIES_FOLDER
+    found = []
+    for path in settings_files(root):
+        before = files.get(path.name)
+        if file_stat(path) == before:
+            continue
+        left = _read(path) if path.exists() else None
+        wanted = _read(copies / path.name) if before is not None else None
+        if before is not None and not (copies / path.name).exists():
+            continue  # no copy to put back (a state folder cleared meanwhile): lint still checks the file
+        shown = path.relative_to(root).as_posix()
+        if left is not None:
+            kept = path.parent / KEPT_FOLDER / f"{path.name} as an agent's command left it {time.strftime('%Y-%m-%d %H%M%S')} {os.getpid()}.txt"
+            durable.write_atomic(kept, left)
+            shown += f" (what the command left is kept in {kept.relative_to(root).as_posix()})"
+        if wanted is None:
+            path.unlink(missing_ok=True)
+        else:
+            durable.write_atomic(path, wanted)
+        found.append(shown)
+    remember_settings(root, None)
+    return found
+
+
+def told_settings(found: list[str]) -> str:
+    """What the agent is told of settings put back."""
+    return (f"A command changed the owner's vault-tools settings, and vault-tools put them back: {'; '.join(found)}. "
+            "The config and the merged topics are the owner's; a change to them is the owner's to make (topics are "
+            "merged by ticking a proposal of `vault-tools review`).")
 
 
 def told(found: list[PutBack]) -> str:

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..record_files import ledgers_unchanged
+from ..record_files import ledgers_unchanged, remember_settings, settings_changed_during
 from .guard import Guard, shell_reason
 
 if TYPE_CHECKING:
@@ -91,23 +92,35 @@ def answer(event: str, payload: dict[str, Any], vault: Path | None = None,
         if event == "user-prompt-submit":
             return _user_prompt(root, str(payload.get("prompt") or ""), bounds)
         if event == "post-tool-use":
-            return _post_tool_use(root)
+            return _post_tool_use(root, call_of(payload))
+        remember_settings(root, call_of(payload))  # what the settings are as this call begins
         return _pre_tool_use(root, cwd, str(payload.get("tool_name") or ""), payload.get("tool_input") or {}, bounds,
                              str(payload.get("session_id") or ""))
     except Exception as trouble:  # fail open: a broken note must not stop the agent
         return _warning(f"{type(trouble).__name__}: {trouble}; {_logged(trouble, root)}")
 
 
-def _post_tool_use(root: Path) -> dict[str, Any] | None:
-    """The tripwire after a tool call: ledger lines the call took out are put back, and the agent is told what
-    was undone and how a change is made (`tripwire`). A call that changed no ledger file costs a few stats."""
-    if ledgers_unchanged(root):
+def call_of(payload: dict[str, Any]) -> str:
+    """What tells one tool call apart, the same before it (pre-tool-use) and after it (post-tool-use)."""
+    said = json.dumps([payload.get("session_id"), payload.get("tool_name"), payload.get("tool_input")],
+                      sort_keys=True, default=str)
+    data = said.encode("utf-8")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data)}"  # zlib: hashlib would cost a hook 3 ms
+
+
+def _post_tool_use(root: Path, call: str) -> dict[str, Any] | None:
+    """The tripwire after a tool call: ledger lines the call took out are put back, and the settings it changed
+    (the config, the merged topics) as they were when it began; the agent is told what was undone and how a
+    change is made (`tripwire`). A call that changed neither costs a few stats."""
+    settings_changed = settings_changed_during(root, call)
+    if ledgers_unchanged(root) and not settings_changed:
         return None
-    from ..tripwire import put_back_at, told  # the ledger's reading, only when a ledger file changed
-    found = put_back_at(root)
-    if not found:
+    from ..tripwire import put_back_at, put_back_settings, told, told_settings  # only when a file changed
+    found = [] if ledgers_unchanged(root) else put_back_at(root)
+    settings = put_back_settings(root, call) if settings_changed else []
+    said = "\n".join(([told(found)] if found else []) + ([told_settings(settings)] if settings else []))
+    if not said:
         return None
-    said = told(found)
     return {"decision": "block", "reason": said,
             "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": said}}
 

@@ -27,6 +27,7 @@ from ..record_files import (
     RECORD_DIR,
     STATE_DIR,
     TOPICS_FILE,
+    remember_settings,
 )
 from ..vault import Vault
 from .setup import init_vault
@@ -75,6 +76,7 @@ def migrate(root: Path) -> Migrated:
                     _move(path, record / KEPT_FOLDER / path.relative_to(local / KEPT_FOLDER), root, done)
             _remove_empty_folders(local / KEPT_FOLDER)
         done.changed = init_vault(root, shared=True)
+        remember_settings(root, None)  # the settings moved: the tripwire knows them where they are now
         tag = device_tag(root, shared=True)
         own = record / LEDGER_FOLDER / f"{tag}{LEDGER_SUFFIX}"
         done.ledger = own.relative_to(root).as_posix()

@@ -15,7 +15,16 @@ from ..config import load_config
 from ..dates import machine_timezone, zone
 from ..errors import ConfigError, UsageError
 from ..layout import Layout, git_dir, is_shared
-from ..record_files import CONFIG_FILE, LEDGER_COPIES_FOLDER, LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR
+from ..record_files import (
+    CONFIG_FILE,
+    LEDGER_COPIES_FOLDER,
+    LEDGER_FOLDER,
+    LEGACY_LEDGER,
+    RECORD_DIR,
+    SETTINGS_COPIES_FOLDER,
+    STATE_DIR,
+    remember_settings,
+)
 
 if TYPE_CHECKING:
     import subprocess
@@ -48,7 +57,8 @@ SHARED_GITATTRIBUTES_LINE = f"{RECORD_DIR}/{LEDGER_FOLDER}/*.jsonl merge=union" 
 # Everything derived: the cache, locks, the watcher's pid and logs, a crash log, and the temp files of
 # writes in progress. Kept copies (`.vault-tools/kept/`) are the owner's text and stay tracked.
 GITIGNORE_LINES = (f"{STATE_DIR}/cache/", f"{STATE_DIR}/*.lock", f"{STATE_DIR}/watch.pid", f"{STATE_DIR}/crash.log",
-                   f"{STATE_DIR}/watch.log*", f"{STATE_DIR}/{LEDGER_COPIES_FOLDER}/", f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}", "vault-tools-crash.log")
+                   f"{STATE_DIR}/watch.log*", f"{STATE_DIR}/{LEDGER_COPIES_FOLDER}/",
+                   f"{STATE_DIR}/{SETTINGS_COPIES_FOLDER}/", f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}", "vault-tools-crash.log")
 # The shared layout: `.vault-tools/` is this device's alone, all of it.
 SHARED_GITIGNORE_LINES = (f"{STATE_DIR}/", f"{durable.TEMP_PREFIX}*{durable.TEMP_SUFFIX}", "vault-tools-crash.log")
 SYNCTHING_MARKER = ".stfolder"  # Syncthing's folder marker (its docs: users/config.rst, markerName)
@@ -222,6 +232,7 @@ def init_vault(root: Path, timezone: str | None = None, *, shared: bool | None =
         if templates and templates != "Templates":  # Obsidian's own setting decides what is skipped
             text = text.replace("# templates_folder: Templates ", f"templates_folder: {json.dumps(templates)}")
         durable.write_atomic(config, text.encode())
+        remember_settings(root, None)  # vault-tools' own write: the tripwire does not take it back
         changed.append(layout.config_shown)
     if shared:
         if not layout.ledger_dir.is_dir():
