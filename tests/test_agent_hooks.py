@@ -7,11 +7,13 @@ Gemini CLI's (packages/core/src/hooks/types.ts); see docs/agents.md, "Formats, v
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import FOOTER, sealed_path, vt, vt_here, write
+from vault_tools.commands.setup import init_vault
 
 
 def codex(event: str, payload: dict, cwd: Path, process: bool = False) -> dict | None:
@@ -147,3 +149,23 @@ def test_gemini_lets_other_calls_through_and_a_broken_vault_only_warns(footer_va
     sealed = sealed_path(footer_vault, "D-0001").relative_to(footer_vault).as_posix()
     assert gemini("before-tool", {"hook_event_name": "BeforeTool", "tool_name": "write_file",
                                   "tool_input": {"file_path": sealed, "content": "x"}}, footer_vault)["decision"] == "deny"
+
+
+def test_a_hook_finds_a_clone_of_the_shared_layout_as_the_command_line_does(tmp_path) -> None:
+    """A fresh clone on an agent's server: `vault-tools/` came with git, but neither `.vault-tools/` (never
+    committed) nor `.obsidian/` (left out of the repository). The command line finds the vault there; so must
+    the hooks, or the record is open to the agent's edits."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    init_vault(root, "UTC", shared=True)
+    assert vt_here("rule", "--topic", "analytics", "--summary", "The site uses no analytics at all.", "--source",
+                   "chat", cwd=root).code == 0
+    sealed = next((root / "Decisions").glob("*.md"))
+    shutil.rmtree(root / ".vault-tools")
+    (root / "Notes").mkdir()
+    payload = {"cwd": str(root / "Notes"), "tool_name": "Edit", "tool_input": {"file_path": str(sealed)}}
+    answer = json.loads(vt_here("hook", "claude", "pre-tool-use", cwd=root / "Notes",
+                                stdin=json.dumps(payload)).out)
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    listed = vt_here("list", "--json", cwd=root / "Notes")
+    assert listed.code == 0 and [item["status"] for item in json.loads(listed.out)] == ["ruled"]

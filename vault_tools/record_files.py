@@ -59,6 +59,23 @@ def merge_copy_id(file_name: str) -> str | None:
     return head.split(" ")[0] if found and " " in head else None
 
 
+CEILING_ENV = "VAULT_TOOLS_CEILING"  # set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault
+
+
+def vault_above(here: Path, normal: Callable[[Path], Path]) -> Path | None:
+    """The nearest folder from `here` up that is a vault (it holds `.vault-tools/`, `.obsidian/` or a shared
+    record), not above `$VAULT_TOOLS_CEILING`; None when there is none. `normal` makes a path comparable (the
+    command line resolves symbolic links, the hooks keep them as the agent gave them): `here` is given so."""
+    ceiling = os.environ.get(CEILING_ENV)
+    stop = normal(Path(ceiling)) if ceiling else None
+    for folder in (here, *here.parents):
+        if (folder / STATE_DIR).is_dir() or (folder / ".obsidian").is_dir() or holds_shared_record(folder):
+            return folder
+        if folder == stop:
+            break
+    return None
+
+
 def holds_shared_record(root: Path) -> bool:
     """Whether `vault-tools/` holds a record (a folder of that name holding none is the owner's)."""
     folder = root / RECORD_DIR

@@ -32,19 +32,12 @@ from .reading import (
     stored_of,
     stores_running,
 )
-from .record_files import RECORD_DIR, STATE_DIR, settled_by
+from .record_files import RECORD_DIR, settled_by, vault_above
 from .topic_aliases import load_aliases
 from .topics import use_topic_aliases
 
-# Set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault.
-CEILING_ENV = "VAULT_TOOLS_CEILING"
 SKIPPED_FOLDERS = {".trash", "node_modules"}
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
-
-
-def _ceiling() -> Path | None:
-    value = os.environ.get(CEILING_ENV)
-    return Path(value).resolve() if value else None
 
 
 def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
@@ -54,12 +47,9 @@ def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
             raise ConfigError("is not a folder", path=str(explicit))
         return root
     here = (start or Path.cwd()).resolve()
-    ceiling = _ceiling()
-    for folder in (here, *here.parents):
-        if (folder / STATE_DIR).is_dir() or (folder / ".obsidian").is_dir() or is_shared(folder):
-            return folder
-        if ceiling is not None and folder == ceiling:
-            break
+    found = vault_above(here, Path.resolve)
+    if found is not None:
+        return found
     raise ConfigError("no vault found here or above (no .vault-tools/ or .obsidian/ folder); pass --vault PATH",
                       path=str(here))
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..record_files import ledgers_unchanged, remember_settings, settings_changed_during
+from ..record_files import ledgers_unchanged, remember_settings, settings_changed_during, vault_above
 from .guard import Guard, shell_reason
 
 if TYPE_CHECKING:
@@ -126,20 +126,17 @@ def _post_tool_use(root: Path, call: str) -> dict[str, Any] | None:
 
 
 def _find_root(vault: Path | None, cwd: Path) -> Path:
-    """The vault, found as `vault.find_vault` finds it, without importing what reading a vault needs
-    (most hook calls never read it)."""
+    """The vault, found as `vault.find_vault` finds it (`record_files.vault_above`), without importing what
+    reading a vault needs (most hook calls never read it)."""
     if vault is not None:
         root = vault if vault.is_absolute() else cwd / vault
         if not root.is_dir():
             raise VaultUnreadable(f"{vault} is not a folder")
         return Path(os.path.abspath(root))
-    ceiling = os.environ.get("VAULT_TOOLS_CEILING")
     here = Path(os.path.abspath(cwd))
-    for folder in (here, *here.parents):
-        if (folder / ".vault-tools").is_dir() or (folder / ".obsidian").is_dir():
-            return folder
-        if ceiling and folder == Path(os.path.abspath(ceiling)):
-            break
+    found = vault_above(here, lambda path: Path(os.path.abspath(path)))
+    if found is not None:
+        return found
     raise VaultUnreadable(f"no vault found at {here} or above (no .vault-tools/ or .obsidian/ folder)")
 
 
