@@ -10,12 +10,11 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import NoteError
-from .notes import BOM
+from .notes import BOM, Written
 
 TEMP_PREFIX, TEMP_SUFFIX = ".vault-tools-", ".tmp"  # the names write_atomic gives its temp files
 
@@ -36,16 +35,6 @@ def _mode_for(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
-
-
-@dataclass(frozen=True)
-class Written:
-    """A file `write_atomic` wrote: its path and bytes, and the note they parse to where the writer had
-    parsed it (`read_note` then need not parse them again)."""
-
-    path: Path
-    data: bytes
-    parsed: Note | None = None
 
 
 _recorders: ContextVar[tuple[list[Written], ...]] = ContextVar("note_write_recorders", default=())

@@ -21,8 +21,6 @@ from .errors import NoteError
 if TYPE_CHECKING:
     import yaml
 
-    from .durable import Written
-
 # Imports inside functions: PyYAML is loaded only when a note's frontmatter is not plain enough to read without it.
 
 BOM = "\ufeff"
@@ -102,6 +100,16 @@ class Note:
     body: str
     data: Any = None  # parsed frontmatter (a mapping for a well-formed note)
     key_lines: dict[str, int] = field(default_factory=dict)  # 1-based file lines
+
+
+@dataclass(frozen=True)
+class Written:
+    """A file `durable.write_atomic` wrote: its path and bytes, and the note they parse to where the writer had
+    parsed it (`read_note` then need not parse them again)."""
+
+    path: Path
+    data: bytes
+    parsed: Note | None = None
 
 
 def newline_of(text: str) -> str:

@@ -12,7 +12,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from . import durable, note_edits, notes
+from . import note_edits, notes
 from .errors import NoteError
 from .handover import Receiver, can_fork, free_processors, hand_over, record, widen
 from .layout import relative
@@ -312,13 +312,13 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
                 os.waitpid(pid, 0)
 
 
-def read_payload(root: Path, path: str | Path, written: durable.Written | None = None) -> tuple[str, dict[str, Any] | None]:
+def read_payload(root: Path, path: str | Path, written: notes.Written | None = None) -> tuple[str, dict[str, Any] | None]:
     """What one note is: ("other", None), ("decision", its parts) or ("broken", the error)."""
     kind, payload, _ = _read_keyed(root, path, written)
     return kind, payload
 
 
-def _read_keyed(root: Path, path: str | Path, written: durable.Written | None = None,
+def _read_keyed(root: Path, path: str | Path, written: notes.Written | None = None,
                 ) -> tuple[str, dict[str, Any] | None, StatKey | None]:
     key = None
     try:
@@ -338,7 +338,7 @@ def _read_keyed(root: Path, path: str | Path, written: durable.Written | None = 
 
 
 def read_decision_note(root: Path, path: Path, data: bytes | None = None,
-                       written: durable.Written | None = None) -> notes.Note | None:
+                       written: notes.Written | None = None) -> notes.Note | None:
     """The note if its frontmatter says `type: decision` (parsed from `data` when its bytes were read
     already, see `notes.read_note` for `written`); raises NoteError if it cannot be read."""
     rel = relative(root, path)

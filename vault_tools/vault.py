@@ -386,7 +386,7 @@ class Vault:
         except (VaultToolsError, OSError):
             pass  # said when asked again
 
-    def read_one(self, rel: str, written: durable.Written | None = None, decided: Decision | None = None) -> VaultState:
+    def read_one(self, rel: str, written: notes.Written | None = None, decided: Decision | None = None) -> VaultState:
         """One note read as `load` reads it, in a state of its own: how a process that wrote it (`written`, its
         last write there) reads it again. `decided` is the decision `written.parsed` is, where the writer built it:
         taken when the file still holds what was written (not built again)."""

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import note_edits, notes
 from ..drafts import unanswered
@@ -42,7 +43,40 @@ from .supersede import superseded_changes
 from .workspace import KnownSeal
 
 if TYPE_CHECKING:
-    from .live import LiveState
+    from ..history import History
+    from ..notes import StatKey
+    from ..vault import VaultState
+    from .workspace import Workspace
+
+
+class LiveView(Protocol):
+    """What working ahead asks of the reconcile's live view (`live.LiveState` is one): typed so, this module does
+    not import the live view, which starts it."""
+
+    @property
+    def ws(self) -> Workspace: ...
+
+    @property
+    def state(self) -> VaultState: ...
+
+    @property
+    def reshaped_at(self) -> int: ...
+
+    @property
+    def read_keys(self) -> Mapping[str, StatKey]: ...
+
+    @property
+    def before_fork(self) -> Callable[[Mapping[str, StatKey], list[str]], None] | None: ...
+
+    def decision_at(self, rel: str) -> Decision | None: ...
+
+    def is_unchanged(self, rel: str) -> bool: ...
+
+    def history_of(self, decision: Decision) -> History | None: ...
+
+    def unchanged_text(self, rel: str) -> str | None: ...
+
+    def note_as_read(self, path: Path) -> notes.Note | None: ...
 
 # Fewer quiet rulings than this are sealed sooner than a child is forked and handed its work.
 MIN_RULINGS = 100
@@ -59,7 +93,7 @@ class WorkAhead:
     """A child working out, for the quiet rulings `rels` (in the order they are met), what sealing each needs
     (see the module's docstring), and what it handed back so far."""
 
-    def __init__(self, live: LiveState, rels: Sequence[str]) -> None:
+    def __init__(self, live: LiveView, rels: Sequence[str]) -> None:
         self.live = live
         self.texts: dict[str, str] = {}  # rel -> the note's text, read while its file had its unchanged key
         # rel -> the text of a ruling to be marked superseded, for its successor: apart, as the ruling's own
@@ -195,7 +229,7 @@ class WorkAhead:
         forget_encoded_ahead()
 
 
-def _worth(live: LiveState, rel: str) -> bool:
+def _worth(live: LiveView, rel: str) -> bool:
     """Whether sealing the note at `rel` would take what the child works out: a ruling not sealed yet whose
     stamps are there, valid, unchanged since the vault was read."""
     decision = live.decision_at(rel)
@@ -207,7 +241,7 @@ def _worth(live: LiveState, rel: str) -> bool:
     return history is None or history.seal is None
 
 
-def _child(live: LiveState, rulings: list[str], reading: int, writing: int) -> None:
+def _child(live: LiveView, rulings: list[str], reading: int, writing: int) -> None:
     """In the forked child: each ruling's text, seal hash and supersessions' edits, handed over ruling by ruling
     (the pipe blocks when full: the reconcile takes them as it goes). A ruling the child cannot work out
     (unreadable, an edit refused) is left to the reconcile, which says why."""
@@ -227,7 +261,7 @@ def _child(live: LiveState, rulings: list[str], reading: int, writing: int) -> N
         os._exit(0)
 
 
-def _ruling_ahead(live: LiveState, rel: str, resolve: LinkResolver,
+def _ruling_ahead(live: LiveView, rel: str, resolve: LinkResolver,
                   by_id: Mapping[str, Decision]) -> list[tuple[Any, ...]]:
     decision, text = live.decision_at(rel), live.unchanged_text(rel)
     if decision is None or text is None:

@@ -68,7 +68,7 @@ class LiveState:
         self.version = 0
         self.touched_at: dict[str, int] = {}
         self.reshaped_at = 0
-        self._recorded: list[durable.Written] = []
+        self._recorded: list[notes.Written] = []
         self._exit = contextlib.ExitStack()
         self._ledger_key = self.state.ledger_seen = self._ledger_stat()
         events = ws.vault.ledger.read()
@@ -252,7 +252,7 @@ class LiveState:
         """Whether the note at `rel`, its record or the set of notes changed after `version`."""
         return self.reshaped_at > version or self.touched_at.get(rel, 0) > version
 
-    def _reread(self, rels: list[str], last_writes: dict[str, durable.Written]) -> set[str]:
+    def _reread(self, rels: list[str], last_writes: dict[str, notes.Written]) -> set[str]:
         """Read the notes at `rels` again (what this process last wrote at each is `last_writes`); returns the
         ids whose ties must be worked out again."""
         state = self.state

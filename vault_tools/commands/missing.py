@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InconsistentVault, NoteError
 from ..layout import device_tag, ledger_tags
@@ -17,13 +17,25 @@ from ..notes import parse_text
 from ..record_files import LEDGER_FOLDER, LEDGER_SUFFIX, RECORD_DIR
 
 if TYPE_CHECKING:
-    from ..history import History
-    from ..vault import VaultState
-    from .workspace import Workspace
+    from ..history import History, RecordSummary
+    from ..vault import Vault, VaultState
+
+
+class RecordReader(Protocol):
+    """What finding the missing rulings asks of the workspace (`Workspace` is one): typed so, this module does not
+    import the workspace, which imports it."""
+
+    vault: Vault
+
+    def record_summaries(self) -> list[RecordSummary]: ...
+
+    def summary_of(self, state: VaultState, decision: Decision) -> RecordSummary | None: ...
+
+    def histories(self) -> dict[str, History]: ...
 
 
 # docs/design/0005-a-ruling-ends-only-in-the-ledger.md
-def missing_rulings(ws: Workspace, state: VaultState) -> list[Decision]:
+def missing_rulings(ws: RecordReader, state: VaultState) -> list[Decision]:
     """The sealed rulings in force whose note is gone: deleted, moved where notes are not read (the templates
     folder, a dot-folder), or no longer a decision note. Each is read from the text the ledger keeps of it
     (`kept_text`), at the path the ledger last recorded for it, marked `note_missing`: a ruling ends only by a
