@@ -8,7 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FOOTER, decision, hook, sealed_path, snapshot, vt, vt_here, write
+from tests.helpers import (
+    FOOTER,
+    PAST_RACY_SECONDS,
+    ClockAhead,
+    decision,
+    hook,
+    sealed_path,
+    snapshot,
+    vt,
+    vt_here,
+    write,
+)
+from vault_tools.agents.snapshot import SNAPSHOT_FILE
+from vault_tools.topic_aliases import add_alias
 
 
 def denied(answer: dict | None) -> str:
@@ -550,3 +563,17 @@ def test_the_instructions_ask_once_and_say_how_to_go_on_after_a_possible_match(v
     asking = next(line for line in section.splitlines() if "Before asking the owner" in line)
     assert "vault-tools ask" in asking and "lookup" not in section.split("- When the owner decides")[0]
     assert "--not-the-same ID" in section and "--reask-reason" in section
+
+
+def test_the_hooks_snapshot_is_made_again_when_the_owner_merges_topics(footer_vault, monkeypatch) -> None:
+    """What a ruling settles depends on the topics the owner merged: the snapshot the hooks answer from is kept
+    while nothing it depends on changed, the merged topics among them."""
+    monkeypatch.setattr("vault_tools.agents.snapshot.time", ClockAhead(PAST_RACY_SECONDS))  # just written: as old
+    kept = footer_vault / ".vault-tools" / "cache" / SNAPSHOT_FILE
+    hook("session-start", {}, footer_vault)
+    made = json.loads(kept.read_text(encoding="utf-8"))["made_at"]
+    hook("session-start", {}, footer_vault)
+    assert json.loads(kept.read_text(encoding="utf-8"))["made_at"] == made  # answered from the snapshot
+    add_alias(footer_vault / ".vault-tools", "article-footer", "newsletter-footer")
+    hook("session-start", {}, footer_vault)
+    assert json.loads(kept.read_text(encoding="utf-8"))["made_at"] != made

@@ -125,19 +125,25 @@ def read_stamp(folder: Path) -> dict[str, list[int] | None] | None:
     return found if isinstance(found, dict) else None
 
 
+def ledger_paths(root: Path) -> list[str]:
+    """Where the ledger of the vault at `root` may be: the hidden layout's one file, then every device's file of
+    the shared layout by name (whether or not each is there; `Ledger.files` reads them, keeping what it listed)."""
+    found = [os.path.join(root, STATE_DIR, LEGACY_LEDGER)]
+    folder = os.path.join(root, RECORD_DIR, LEDGER_FOLDER)
+    try:
+        found += sorted(os.path.join(folder, name) for name in os.listdir(folder) if name.endswith(LEDGER_SUFFIX))
+    except OSError:
+        pass
+    return found
+
+
 def ledgers_unchanged(root: Path) -> bool:
     """Whether no ledger file of the vault at `root` changed, came or went since the tripwire last checked them
     (`tripwire`): a few stats, nothing of the ledger's reading (the `post-tool-use` hook answers most calls so)."""
     stamp = read_stamp(root / STATE_DIR / LEDGER_COPIES_FOLDER)
     if stamp is None:
         return False
-    present = [root / STATE_DIR / LEGACY_LEDGER]
-    try:
-        present += [root / RECORD_DIR / LEDGER_FOLDER / name for name in os.listdir(root / RECORD_DIR / LEDGER_FOLDER)
-                    if name.endswith(LEDGER_SUFFIX)]
-    except OSError:
-        pass
-    if any(os.path.realpath(path) not in stamp for path in present if path.exists()):
+    if any(os.path.realpath(path) not in stamp for path in ledger_paths(root) if os.path.exists(path)):
         return False
     return all(file_stat(Path(path)) == found for path, found in stamp.items())
 

@@ -5,7 +5,7 @@ call), so the hooks keep a snapshot of what they need: the current rulings with 
 settles, the open questions, and the session-start text. It is derived data, checked before each
 use against everything that can change it without touching any other note: the folder listing
 of the vault (a note added, removed or renamed changes its folder's mtime), the size and mtime of
-every decision note, the ledger and the config, and the day. A plain note turned into a decision
+every decision note, the ledger, the config and the merged topics, and the day. A plain note turned into a decision
 note by editing its properties in place changes none of these; it is seen at the next full read,
 which happens at least every `MAX_AGE_SECONDS`.
 """
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..record_files import RACY_NANOSECONDS
+from ..record_files import CONFIG_FILE, RACY_NANOSECONDS, RECORD_DIR, STATE_DIR, TOPICS_FILE, ledger_paths
 from ..topics import topics_match  # standard library only: nothing to load at start-up
 
 # Imports inside functions: a full read of the vault happens only when the snapshot is stale.
@@ -94,16 +94,12 @@ def _fingerprint(root: Path, skipped: set[str], notes: list[str], known: list[st
         folders = {prefix: stamp[1] if stamp else -1 for prefix, stamp in stamps.items()}
     else:
         folders = _folders(root, skipped)
-    state_dir = os.path.join(root, ".vault-tools")
-    record_dir = os.path.join(root, "vault-tools")  # the shared layout: every device's ledger file
-    ledgers = [os.path.join(state_dir, "ledger.jsonl")]
-    try:
-        ledgers += sorted(os.path.join(record_dir, "ledger", name) for name in os.listdir(os.path.join(record_dir, "ledger")))
-    except OSError:
-        pass
+    state_dir = os.path.join(root, STATE_DIR)
+    record_dir = os.path.join(root, RECORD_DIR)
     return {"folders": folders, "notes": {rel: _stat(os.path.join(root, rel)) for rel in notes},
-            "ledger": [[path, _stat(path)] for path in ledgers],
-            "config": [_stat(os.path.join(state_dir, "config.yaml")), _stat(os.path.join(record_dir, "config.yaml"))]}
+            "ledger": [[path, _stat(path)] for path in ledger_paths(root)],
+            "config": [_stat(os.path.join(folder, name)) for folder in (state_dir, record_dir)
+                       for name in (CONFIG_FILE, TOPICS_FILE)]}  # the merged topics change what a ruling settles
 
 
 def _folders(root: Path, skipped: set[str]) -> dict[str, int]:
