@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 from tests.helpers import PAST_RACY_SECONDS, ClockAhead, decision, vt_here, write
+from vault_tools import decision_words
 from vault_tools import ledger as ledger_module
 from vault_tools import ledger_file as ledger_file_module
 from vault_tools import state_memo
@@ -84,15 +85,20 @@ def test_the_same_matter_check_takes_each_decisions_words_from_the_memo(vault, a
     question = ("Do footers carry the unsubscribe link?", "--topic", "email-footer")
     first = vt_here("ask", *question, cwd=vault)
     assert first.code == 1 and "D-0001" in first.err
-    scored: list[str] = []
-    real = same_module.decision_terms
-    monkeypatch.setattr(same_module, "decision_terms", lambda d: scored.append(d.id) or real(d))
+    scored: list[str] = []  # the summaries of the decisions whose words are read again (not taken as kept)
+    real = decision_words.terms
+
+    def reading(text: str) -> frozenset[str]:
+        if "\n" in text:  # a decision's summary, topics and sections (`decision_terms`), not a topic alone
+            scored.append(text.split("\n")[0])
+        return real(text)
+    monkeypatch.setattr(decision_words, "terms", reading)
     assert vt_here("ask", *question, cwd=vault) == first
     assert scored == []
     note = next((vault / "Decisions").glob("D-0001 *.md"))
     note.write_text(note.read_text(encoding="utf-8").replace("unsubscribe link", "postal address"), encoding="utf-8")
     assert vt_here("ask", *question, cwd=vault) != first
-    assert scored == ["D-0001"]
+    assert scored == ["Footers carry the postal address."]
 
 
 def test_a_note_made_a_decision_in_place_is_seen_at_once(vault, aged):

@@ -72,9 +72,27 @@ def section_starts(decision: Decision) -> Starts:
 
 
 def decision_terms(decision: Decision, starts: Starts | None = None) -> frozenset[str]:
-    """What a decision is about: summary, topics and the start of its `## Question` and `## Ruling` sections."""
+    """What a decision is about: summary, topics and the start of its `## Question` and `## Ruling` sections.
+    Worked out once per decision (object) in a process, or taken as `known_terms` was told them."""
+    known = _TERMS.get(id(decision))
+    if known is not None and known[0] is decision:
+        return known[1]
     starts = starts or section_starts(decision)
-    return terms("\n".join((decision.summary, *decision.topics, starts.question, starts.ruling)))
+    found = terms("\n".join((decision.summary, *decision.topics, starts.question, starts.ruling)))
+    known_terms(decision, found)
+    return found
+
+
+# id(decision) -> (the decision, its words): the decision is kept with them, so an id is never another's
+_TERMS: dict[int, tuple[Decision, frozenset[str]]] = {}
+TERMS_REMEMBERED = 50_000  # a watcher running for weeks reads many versions of each note: forgotten past this
+
+
+def known_terms(decision: Decision, found: frozenset[str]) -> None:
+    """`decision_terms` of `decision` are `found` (worked out by an earlier run, kept on disk)."""
+    if len(_TERMS) >= TERMS_REMEMBERED:
+        _TERMS.clear()
+    _TERMS[id(decision)] = (decision, found)
 
 
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)

@@ -28,6 +28,7 @@ from ..topics import topic_aliases_in_use
 from ..vault import VaultState
 from .missing import not_here_said
 from .review_notes import waiting_line
+from .same import remember_terms
 from .workspace import Workspace, blocking_problems
 
 
@@ -116,7 +117,9 @@ def config_budget(ws: Workspace) -> Budget:
 
 def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
     state = state or ws.state()
-    return build_pages(ws.decisions_in_effect(state), state.resolver(), ws.tz, settings(ws),
+    in_effect = ws.decisions_in_effect(state)
+    remember_terms(ws, state, [decision for decision in in_effect if decision.status is Status.RULED])  # the pairs
+    return build_pages(in_effect, state.resolver(), ws.tz, settings(ws),
                        problems_of(ws, state), conflicts=page_conflicts(ws, state),
                        review_waiting=waiting_line(ws))
 

@@ -20,6 +20,7 @@ from ..topics import topics_match
 from ..vault import VaultState
 from .build import page_problems, remembered
 from .checks import check_topics
+from .same import remember_terms
 from .workspace import Workspace
 
 
@@ -133,6 +134,7 @@ def remembered_same_matter(ws: Workspace, state: VaultState, in_effect: list[Dec
     """`unsaid_same_matter` of the decisions in effect, kept (`remembered`) while none of them changes: scoring
     every pair of a thousand rulings is most of what `ask` and `lookup` would take."""
     def make() -> list[tuple[int, int, str]]:
+        remember_terms(ws, state, [decision for decision in in_effect if decision.status is Status.RULED])
         place = {id(decision): index for index, decision in enumerate(in_effect)}
         return [(place[id(overlap.newer)], place[id(overlap.older)], overlap.topic)
                 for overlap in unsaid_same_matter(in_effect, state.resolver())]

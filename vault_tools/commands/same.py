@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import state_memo
-from ..decision_words import decision_terms, first_lines
+from ..decision_words import decision_terms, first_lines, known_terms
 from ..index import Hit, SearchIndex, fts5_available
 from ..matter import (
     LEXICON,
@@ -181,34 +181,33 @@ def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[st
     wanted, skipped = set(statuses), set(ignore)
     in_effect = [d for d in ws.decisions_in_effect(state) if d.status in wanted and d.id not in skipped]
     listed = shortlist(ws, state, in_effect, text, topics)
-    described = remembered_terms(ws, state, listed)
-    candidates = ((d, described[index], d.number) for index, d in enumerate(listed))
+    remember_terms(ws, state, listed)
+    candidates = ((d, decision_terms(d), d.number) for d in listed)
     return [Match(found.decision, found.score, found.shared, found.text_alone)
             for found in matches(text, topics, candidates, threshold,
                                  (lambda d: d.status is Status.OPEN) if ruling else None)]
 
 
-def remembered_terms(ws: Workspace, state: VaultState, decisions: Sequence[Decision]) -> list[frozenset[str]]:
-    """`decision_terms` of each decision, kept (`state_memo`) under its note's stat key: reading the words of the
-    hundreds of decisions the index shortlists is most of what the check would take."""
+def remember_terms(ws: Workspace, state: VaultState, decisions: Sequence[Decision]) -> None:
+    """Make `decision_terms` of each decision known (`known_terms`) from what an earlier run kept under its note's
+    stat key, and keep those worked out now: reading the words of hundreds of decisions is most of what the
+    same-matter check takes, and of what the pairs nobody recorded take (`decision_words.unsaid_same_matter`)."""
     path = ws.vault.state_dir / TERMS_MEMO
     kept: dict[str, tuple[Any, frozenset[str]]] = state_memo.recall(path, "decision terms") or {}
     keys = state.stat_keys or {}
     now = time.time_ns()
-    found, grown = [], False
+    grown = False
     for decision in decisions:
         key = keys.get(decision.path)
         entry = kept.get(decision.path)
         if key is not None and entry is not None and entry[0] == key:
-            found.append(entry[1])
+            known_terms(decision, entry[1])
             continue
         words = decision_terms(decision)
-        found.append(words)
         if key is not None and settled_by(key, now):
             kept[decision.path], grown = (key, words), True
     if grown and ws.vault.state_dir.is_dir():  # notes gone from the vault are left out
         state_memo.keep(path, "decision terms", {rel: entry for rel, entry in kept.items() if rel in keys})
-    return found
 
 
 def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], text: str,
