@@ -12,10 +12,9 @@ import shutil
 import pytest
 
 from tests.helpers import PAST_RACY_SECONDS, ClockAhead, decision, vt_here, write
-from vault_tools import decision_words
+from vault_tools import decision_words, state_memo
 from vault_tools import ledger as ledger_module
 from vault_tools import ledger_file as ledger_file_module
-from vault_tools import state_memo
 from vault_tools import vault as vault_module
 from vault_tools.commands import same as same_module
 from vault_tools.commands.close import withdraw
