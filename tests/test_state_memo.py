@@ -171,3 +171,25 @@ def test_a_note_written_within_the_racy_window_is_not_kept(vault):
     read = Vault(vault)
     kept = state_memo.recall(vault / ".vault-tools" / STATE_MEMO, read._memo_key(load_aliases(read.record_dir)))
     assert kept == {}
+
+
+def test_after_an_append_the_next_command_reads_only_the_lines_appended(vault, aged, monkeypatch):
+    """The first command after a ruling was recorded elsewhere (another process) takes the ledger's events as kept
+    and parses only the line added since; what it finds is what a read of the whole ledger finds."""
+    small_vault(vault)
+    expected = answers(vault)
+    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
+    parsed: list[str] = []
+    real = ledger_file_module.parse_ledger
+
+    def parse(text: str, *args, **kwargs):
+        parsed.append(text)
+        return real(text, *args, **kwargs)
+    monkeypatch.setattr(ledger_file_module, "parse_ledger", parse)
+    shown = json.loads(vt_here("show", "D-0003", "--json", cwd=vault).out)
+    assert shown["status"] == "withdrawn" and shown["history"][-1]["event"] == "withdrawn"
+    assert len(parsed) == 1 and parsed[0].count("\n") == 1 and '"withdrawn"' in parsed[0]
+    monkeypatch.setattr(ledger_file_module, "parse_ledger", real)
+    after = answers(vault)
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    assert answers(vault) == after != expected

@@ -305,22 +305,27 @@ class Ledger:
         if self._merged is not None and self._merged[0] == key:
             return self._merged[1]
         first = self._merged is None  # after it, a file unchanged since is not read again: no memo needed
-        memo_key = (key, [(file.display_path, file.in_transit_ok) for file in files])
+        memo_key = self._memo_key(files)
         remembered = state_memo.recall(self.local_dir / EVENTS_MEMO, memo_key) if first else None
         if remembered is not None:
-            merged, each = remembered
-            assert isinstance(merged, list)
-            for file, (file_key, events) in zip(files, each, strict=True):
-                file.take_read(file_key, events)
-            self._merged = (key, merged)
-            return merged
+            kept_key, kept_merged, each = remembered
+            for file, read in zip(files, each, strict=True):
+                file.take_read(read)  # as it is, or the start of what it holds now (appended to since)
+            if kept_key == key:
+                self._merged = (key, kept_merged)
+                return kept_merged  # type: ignore[no-any-return]
         read_at = time.time_ns()
         merged = self._merge(files)
         self._merged = (key, merged)
         if first and self._read_as(files, key):
             self._remember(self.local_dir / EVENTS_MEMO, key, memo_key, read_at,
-                           lambda: (merged, [file.as_read() for file in files]))
+                           lambda: (key, merged, [file.as_read() for file in files]))
         return merged
+
+    @staticmethod
+    def _memo_key(files: list[LedgerFile]) -> list[tuple[str, bool]]:
+        """What the ledger's memos are kept under: its files (the keys each was read as are kept inside)."""
+        return [(file.display_path, file.in_transit_ok) for file in files]
 
     def _remember(self, path: Path, key: tuple[tuple[str, Any], ...], memo_key: Any, read_at: int,
                   value: Callable[[], Any]) -> None:
@@ -437,11 +442,14 @@ class Ledger:
         files = list(self._look.files) if self._look is not None else self.files()
         files_key = self._look.key if self._look is not None else self._files_key(files)
         if memo is None:  # a first look in this process: an earlier one may have kept them
-            remembered = state_memo.recall(self.local_dir / HISTORIES_MEMO, files_key)
+            remembered = state_memo.recall(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
             if remembered is not None:
-                count, kept_last, kept = remembered
-                self._histories_memo = (key, count, kept, kept_last)
-                return kept  # type: ignore[no-any-return]
+                kept_key, count, kept_last, kept = remembered
+                memo = (kept_key, count, kept, kept_last)  # extended below when lines were appended since
+                if kept_key == files_key:
+                    self._histories_memo = (key, count, kept, kept_last)
+                    return kept  # type: ignore[no-any-return]
+        first = self._histories_memo is None
         read_at = time.time_ns()
         events = self._events()
         found: dict[str, History] | None = None
@@ -451,17 +459,17 @@ class Ledger:
             found = histories(events)
         last = events[-1] if events else None
         self._histories_memo = (key, len(events), found, last)
-        if memo is None and self._read_as(files, files_key):
+        if first and self._read_as(files, files_key):
             made = found
-            self._remember(self.local_dir / HISTORIES_MEMO, files_key, files_key, read_at,
-                           lambda: (len(events), last, made))
+            self._remember(self.local_dir / HISTORIES_MEMO, files_key, self._memo_key(files), read_at,
+                           lambda: (files_key, len(events), last, made))
         return found
 
     @staticmethod
     def _read_as(files: list[LedgerFile], key: tuple[tuple[str, Any], ...]) -> bool:
         """Whether each file's events were read from the file as `key` found it."""
         return len(files) == len(key) and all(
-            (found := file.as_read()) is not None and found[0] == file_key for file, (_, file_key) in zip(files, key, strict=True))
+            (found := file.as_read()) is not None and found.key == file_key for file, (_, file_key) in zip(files, key, strict=True))
 
     def statuses(self) -> dict[str, Status]:
         """Each id's status where the ledger has one, for readers that know notes by id alone (where two

@@ -4,6 +4,7 @@ knowing when it changed. `ledger` reads every device's file as one ledger and ap
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -36,6 +37,20 @@ def start_of_last_line(handle: BinaryIO, size: int, chunk: int = 65536) -> int:
     return 0
 
 
+class FileRead(NamedTuple):
+    """A ledger file as one read found it: its stat key, its events, the digest of its bytes (None: not known, or a
+    last line still in transit) and how many lines they hold."""
+
+    key: StatKey
+    events: list[Event]
+    digest: bytes | None
+    lines: int
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
 class LedgerFile:
     """One ledger file: read verified (again only when it changed), appended to under the caller's lock."""
 
@@ -45,7 +60,7 @@ class LedgerFile:
         self.display_path = display_path
         # Another device's file, as a carrier brings it: a torn last line is the part still on its way.
         self.in_transit_ok = in_transit_ok
-        self._read_cache: tuple[StatKey, list[Event]] | None = None
+        self._read_cache: FileRead | None = None
         # Kept open between appends that are made durable later (`Ledger.synced_together`), with its inode
         self._handle: tuple[BinaryIO, int] | None = None
 
@@ -53,23 +68,31 @@ class LedgerFile:
         key = self.stat_key()
         if key is None:
             return []
-        if self._read_cache is not None and self._read_cache[0] == key:
-            return list(self._read_cache[1])
+        cached = self._read_cache
+        if cached is not None and cached.key == key:
+            return list(cached.events)
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
             return []
+        start = 0
+        if cached is not None and cached.digest is not None and key[3] == cached.key[3] and \
+                len(raw) > cached.key[0] and _digest(raw[:cached.key[0]]) == cached.digest:
+            start = cached.key[0]  # only appended to since: the lines after what was read are read
         try:
-            text = raw.decode("utf-8")
+            text = raw[start:].decode("utf-8")
         except UnicodeDecodeError:
             raise InconsistentVault("ledger is not UTF-8", path=self.display_path) from None
         if self.in_transit_ok and not text.endswith("\n") and "\n" in text:
             text = text[:text.rindex("\n") + 1]
         elif self.in_transit_ok and "\n" not in text:
             text = ""
-        events = parse_ledger(text, self.display_path, source=self.display_path)
+        before = cached.events if start and cached is not None else []
+        lines = cached.lines if start and cached is not None else 0
+        events = before + parse_ledger(text, self.display_path, source=self.display_path, first_line=lines + 1)
         if len(raw) == key[0]:  # not appended to while being read
-            self._read_cache = (key, events)
+            whole = raw.endswith(b"\n") or not raw  # a part still in transit is read again with the rest
+            self._read_cache = FileRead(key, events, _digest(raw) if whole else None, raw.count(b"\n"))
         return list(events)
 
     def append(self, events: list[Event], *, durable: bool = True) -> list[Event] | None:
@@ -83,7 +106,7 @@ class LedgerFile:
         before = self.stat_key()
         handle = self._open(before)
         size = handle.seek(0, os.SEEK_END)
-        ours = self._read_cache is not None and self._read_cache[0] == before  # ends with a line read or written
+        ours = self._read_cache is not None and self._read_cache.key == before  # ends with a line read or written
         if size > 0 and not ours:
             handle.seek(-1, os.SEEK_END)
             if handle.read(1) != b"\n":
@@ -107,28 +130,31 @@ class LedgerFile:
                 self.close()
         # What was read before plus what was just written is the file now: no need to read it all again.
         if ours and self._read_cache is not None and before is not None and size == before[0]:
-            first_line = (self._read_cache[1][-1].line or 0) + 1 if self._read_cache[1] else 1
+            first_line = (self._read_cache.events[-1].line or 0) + 1 if self._read_cache.events else 1
             numbered = [placed(event, line=first_line + index, source=self.display_path,
                                 position=first_line + index) for index, event in enumerate(events)]
             after = self.stat_key()
             if after is not None and after[0] == size + len(payload):
-                self._read_cache[1].extend(numbered)  # never handed out: `read` gives copies
-                self._read_cache = (after, self._read_cache[1])
+                self._read_cache.events.extend(numbered)  # never handed out: `read` gives copies
+                # the bytes' digest is not carried over: a later process reading this file reads it whole
+                self._read_cache = FileRead(after, self._read_cache.events, None,
+                                            self._read_cache.lines + payload.count(b"\n"))
                 return numbered
         self._read_cache = None
         return None
 
-    def as_read(self) -> tuple[StatKey, list[Event]] | None:
-        """The file's key and events as this process last read or wrote it (None: not read whole)."""
+    def as_read(self) -> FileRead | None:
+        """The file as this process last read or wrote it (None: not read whole)."""
         return self._read_cache
 
-    def take_read(self, key: StatKey, events: list[Event]) -> None:
-        """What a read of the file as `key` finds it gives, known already (a memo of an earlier read)."""
-        self._read_cache = (key, events)
+    def take_read(self, read: FileRead) -> None:
+        """What a read of the file as `read.key` finds it gives, known already (a memo of an earlier read): taken
+        as it is while the file is so, or as the start of what it holds once lines were appended."""
+        self._read_cache = read
 
     def known_key(self) -> StatKey | None:
         """The stat key of the file as this process last read or wrote it."""
-        return self._read_cache[0] if self._read_cache is not None else None
+        return self._read_cache.key if self._read_cache is not None else None
 
     def _open(self, key: StatKey | None) -> BinaryIO:
         """The file to append to: the one kept open, while it is still the file at this path."""

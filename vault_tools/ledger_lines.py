@@ -178,13 +178,16 @@ def parse_line(text: str, number: int, where: str, source: str | None = None) ->
 TORN = "torn last line (a write was interrupted)"
 
 
-def scan_ledger(text: str, where: str, source: str | None = None) -> tuple[list[Event], list[tuple[int, str]]]:
-    """Every event that can be read, and every damaged line as (line number, what is wrong)."""
+def scan_ledger(text: str, where: str, source: str | None = None,
+                first_line: int = 1) -> tuple[list[Event], list[tuple[int, str]]]:
+    """Every event that can be read, and every damaged line as (line number, what is wrong); `text` begins at
+    line `first_line` of its file."""
     events: list[Event] = []
     damage: list[tuple[int, str]] = []
     lines = text.split("\n")
-    for number, line in enumerate(lines, 1):
-        if number == len(lines):
+    last = first_line + len(lines) - 1
+    for number, line in enumerate(lines, first_line):
+        if number == last:
             if line:
                 damage.append((number, TORN))
             break
@@ -197,9 +200,10 @@ def scan_ledger(text: str, where: str, source: str | None = None) -> tuple[list[
     return events, damage
 
 
-def parse_ledger(text: str, where: str, source: str | None = None) -> list[Event]:
-    """All events in `text`; raises on a torn last line or a damaged one."""
-    events, damage = scan_ledger(text, where, source)
+def parse_ledger(text: str, where: str, source: str | None = None, first_line: int = 1) -> list[Event]:
+    """All events in `text` (which begins at line `first_line` of its file); raises on a torn last line or a
+    damaged one."""
+    events, damage = scan_ledger(text, where, source, first_line)
     if damage:
         number, message = damage[0]
         if message == TORN:
