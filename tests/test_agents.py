@@ -277,8 +277,9 @@ def test_init_agent_adds_its_parts_once_and_remove_takes_exactly_them_out(vault,
         assert hooks["PreToolUse"][0] == CODEX_HOOKS["hooks"]["PreToolUse"][0]
         assert hooks["PreToolUse"][1] == {"matcher": "Bash|apply_patch", "hooks": [
             {"type": "command", "command": "vault-tools hook codex pre-tool-use", "timeout": 10}]}
-        assert [h["command"] for g in hooks["SessionStart"] + hooks["UserPromptSubmit"] for h in g["hooks"]] == \
-            ["vault-tools hook codex session-start", "vault-tools hook codex user-prompt-submit"]
+        assert [h["command"] for g in hooks["SessionStart"] + hooks["UserPromptSubmit"] + hooks["PostToolUse"]
+                for h in g["hooks"]] == ["vault-tools hook codex session-start", "vault-tools hook codex user-prompt-submit",
+                                         "vault-tools hook codex post-tool-use"]
     elif agent == "gemini":
         assert "vault-tools context" in (vault / "GEMINI.md").read_text()
         data = json.loads((vault / ".gemini" / "settings.json").read_text())

@@ -137,6 +137,36 @@ def test_init_agent_wires_the_tripwire_after_every_claude_tool_call(tmp_path, va
     assert "vault-tools hook claude post-tool-use" in entry["hooks"][0]["command"]
 
 
+def test_init_agent_wires_the_tripwire_after_every_codex_tool_call(tmp_path, vault):
+    assert vt_here("init", "--agent", "codex", "--vault", str(vault), cwd=vault).code == 0
+    hooks = json.loads((vault / ".codex" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
+    [entry] = hooks["PostToolUse"]
+    assert "matcher" not in entry
+    assert entry["hooks"][0]["command"] == "vault-tools hook codex post-tool-use"
+
+
+# What Codex's PostToolUse output parser takes (openai/codex, codex-rs/hooks/src/schema.rs,
+# PostToolUseCommandOutputWire with deny_unknown_fields; output_parser.rs refuses suppressOutput)
+CODEX_POST_TOOL_USE_KEYS = {"continue", "stopReason", "systemMessage", "decision", "reason", "hookSpecificOutput"}
+CODEX_POST_TOOL_USE_SPECIFIC = {"hookEventName", "additionalContext", "updatedMCPToolOutput"}
+
+
+def test_codex_is_told_in_the_shape_its_parser_takes_and_the_ledger_put_back(vault):
+    ledger = ledger_file(vault)
+    whole = ledger.read_bytes()
+    payload = {"cwd": str(vault), "session_id": "c1", "turn_id": "t1", "hook_event_name": "PreToolUse",
+               "tool_name": "Bash", "tool_use_id": "call_1", "tool_input": {"command": "python3 -c ..."}}
+    assert vt_here("hook", "codex", "pre-tool-use", cwd=vault, stdin=json.dumps(payload)).code == 0
+    agent_runs(TAKING_OUT[0].format(ledger=ledger.relative_to(vault)), vault)
+    done = vt_here("hook", "codex", "post-tool-use", cwd=vault,
+                   stdin=json.dumps({**payload, "hook_event_name": "PostToolUse", "tool_response": "ok"}))
+    answer = json.loads(done.out)
+    assert set(answer) <= CODEX_POST_TOOL_USE_KEYS and set(answer["hookSpecificOutput"]) <= CODEX_POST_TOOL_USE_SPECIFIC
+    assert answer["decision"] == "block" and answer["reason"].strip()
+    assert answer["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    assert ledger.read_bytes() == whole
+
+
 def test_the_copies_are_this_devices_alone_never_carried_by_git(tmp_path):
     root = tmp_path / "hidden"
     (root / ".obsidian").mkdir(parents=True)

@@ -10,6 +10,9 @@ answers are those of hooks.py, with three differences (sources in docs/agents.md
 - edits arrive as `apply_patch`, `tool_input.command` holding the patch, whose `*** Add File:`,
   `*** Update File:`, `*** Delete File:` and `*** Move to:` lines name the files it writes;
 - Codex has no question tool a hook sees, so there is nothing to refuse there.
+
+Its PostToolUse takes Claude Code's answer too (`{"decision": "block", "reason": ...}` with `additionalContext`;
+only `suppressOutput` is refused there): the tripwire answers it as it answers Claude Code.
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from typing import Any
 
 from . import hooks
 
-EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit", "pre-tool-use": "PreToolUse"}
+EVENTS = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit", "pre-tool-use": "PreToolUse",
+          "post-tool-use": "PostToolUse"}
 PATCH_TOOL = "apply_patch"
 PATCH_START = "*** Begin Patch"
 PATCH_FILE_LINES = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
@@ -56,8 +60,7 @@ def _patch(payload: dict[str, Any], patch: str, vault: Path | None) -> dict[str,
     refusal wins; otherwise the rulings that govern the files, together."""
     calls = [{**payload, "tool_name": "Write", "tool_input": {"file_path": target, "content": added}}
              for target, added in patch_targets(patch)]
-    if payload.get("tool_name") != PATCH_TOOL:
-        calls.append(payload)  # the shell command may write other files besides
+    calls.append(payload)  # the shell command may write other files besides; and the call as the tripwire knows it
     contexts: list[str] = []
     warnings: list[str] = []
     for call in calls:

@@ -46,7 +46,8 @@ HOOKS = {
     # Codex: a matcher of names and `|` is an exact list; Write and Edit would also select apply_patch.
     "codex": HookSet((("SessionStart", None, "session-start"),
                       ("UserPromptSubmit", None, "user-prompt-submit"),
-                      ("PreToolUse", "Bash|apply_patch", "pre-tool-use")),
+                      ("PreToolUse", "Bash|apply_patch", "pre-tool-use"),
+                      ("PostToolUse", None, "post-tool-use")),  # the tripwire, after every tool call
                      timeout=10),  # seconds
     # Gemini CLI: a tool matcher is a regular expression searched in the name, so it is anchored.
     "gemini": HookSet((("SessionStart", None, "session-start"),
