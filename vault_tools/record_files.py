@@ -42,6 +42,8 @@ def settled_by(key: tuple[int, int, int, int], at_ns: int) -> bool:
     `at_ns`: only then may what was read of it be trusted later on its key alone (a write in the same clock
     tick as the read could leave the key as it was)."""
     return at_ns - max(key[1], key[2]) > RACY_NANOSECONDS
+
+
 _PAGE_KEYS = {name.casefold() for name in PAGE_NAMES}
 
 
@@ -205,6 +207,7 @@ def _copy(source: Path, target: Path) -> None:
 
 
 def _write(path: Path, data: bytes) -> None:
+    """Through a temp file, without `durable` (which a hook must not load): a torn copy is made again next time."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temp.write_bytes(data)
     os.replace(temp, path)

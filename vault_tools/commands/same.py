@@ -195,10 +195,11 @@ def remember_terms(ws: Workspace, state: VaultState, decisions: Sequence[Decisio
     path = ws.vault.state_dir / TERMS_MEMO
     kept: dict[str, tuple[Any, frozenset[str]]] = state_memo.recall(path, "decision terms") or {}
     keys = state.stat_keys or {}
+    read = {id(decision) for decision in state.decisions}  # a ruling read from the ledger has no note of its own
     now = time.time_ns()
     grown = False
     for decision in decisions:
-        key = keys.get(decision.path)
+        key = keys.get(decision.path) if id(decision) in read else None
         entry = kept.get(decision.path)
         if key is not None and entry is not None and entry[0] == key:
             known_terms(decision, entry[1])
