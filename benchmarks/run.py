@@ -231,6 +231,8 @@ def hook_calls(vault: Path) -> list[tuple[str, str, str, dict]]:
          {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {}}),
         ("gemini", "before-tool, ask_user", "before-tool", {"tool_name": "ask_user", "tool_input": question}),
         ("gemini", "before-tool, replace of a sealed note (denied)", "before-tool", {"tool_name": "replace", "tool_input": {"file_path": str(sealed)}}),
+        ("gemini", "after-tool, the tripwire, nothing changed", "after-tool",
+         {"hook_event_name": "AfterTool", "tool_name": "run_shell_command", "tool_input": {"command": "ls"}, "tool_response": {}}),
         ("codex", "session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),
         ("codex", "pre-tool-use, apply_patch of a sealed note (denied)", "pre-tool-use", {"tool_name": "apply_patch", "tool_input": {"command": patch}}),
         ("codex", "post-tool-use, the tripwire, nothing changed", "post-tool-use",

@@ -290,8 +290,10 @@ def test_init_agent_adds_its_parts_once_and_remove_takes_exactly_them_out(vault,
             "matcher": "^(write_file|replace|run_shell_command|ask_user)$", "hooks": [
                 {"name": "vault-tools before-tool", "type": "command", "command": "vault-tools hook gemini before-tool",
                  "timeout": 10000}]}]
-        assert [h["command"] for g in data["hooks"]["SessionStart"] + data["hooks"]["BeforeAgent"] for h in g["hooks"]] \
-            == ["vault-tools hook gemini session-start", "vault-tools hook gemini before-agent"]
+        assert [h["command"] for g in data["hooks"]["SessionStart"] + data["hooks"]["BeforeAgent"]
+                + data["hooks"]["AfterTool"] for h in g["hooks"]] == \
+            ["vault-tools hook gemini session-start", "vault-tools hook gemini before-agent",
+             "vault-tools hook gemini after-tool"]
     else:
         rules = (vault / ".cursor" / "rules" / "vault-tools.mdc").read_text()
         assert rules.startswith("---\ndescription: ") and "alwaysApply: true" in rules

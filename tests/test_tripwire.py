@@ -167,6 +167,38 @@ def test_codex_is_told_in_the_shape_its_parser_takes_and_the_ledger_put_back(vau
     assert ledger.read_bytes() == whole
 
 
+def test_gemini_is_told_beside_what_its_tool_returned_and_the_ledger_put_back(vault):
+    """Gemini CLI's AfterTool: a `decision` would put the reason in place of the tool's result (docs/hooks/
+    reference.md of google-gemini/gemini-cli), so what was put back is appended as additionalContext."""
+    ledger = ledger_file(vault)
+    whole = ledger.read_bytes()
+    payload = {"cwd": str(vault), "session_id": "g1", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+               "tool_input": {"command": "python3 -c ..."}}
+    assert vt_here("hook", "gemini", "before-tool", cwd=vault, stdin=json.dumps(payload)).code == 0
+    agent_runs(TAKING_OUT[0].format(ledger=ledger.relative_to(vault)), vault)
+    done = vt_here("hook", "gemini", "after-tool", cwd=vault, stdin=json.dumps(
+        {**payload, "hook_event_name": "AfterTool", "tool_response": {"llmContent": "done", "returnDisplay": "done"}}))
+    answer = json.loads(done.out)
+    assert "decision" not in answer and "reason" not in answer
+    assert answer["hookSpecificOutput"]["hookEventName"] == "AfterTool"
+    assert "put them back" in answer["hookSpecificOutput"]["additionalContext"]
+    assert ledger.read_bytes() == whole
+
+
+def test_gemini_puts_back_the_settings_its_shell_command_changed(vault):
+    config = vault / "vault-tools" / "config.yaml" if (vault / "vault-tools").is_dir() else vault / ".vault-tools" / "config.yaml"
+    before = config.read_bytes()
+    command = f"python3 -c \"import sys; open(sys.argv[1],'a').write('debounce_ms: 1\\n')\" {config.relative_to(vault)}"
+    payload = {"cwd": str(vault), "session_id": "g2", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+               "tool_input": {"command": command}}
+    assert "deny" not in vt_here("hook", "gemini", "before-tool", cwd=vault, stdin=json.dumps(payload)).out
+    agent_runs(command, vault)
+    done = vt_here("hook", "gemini", "after-tool", cwd=vault,
+                   stdin=json.dumps({**payload, "hook_event_name": "AfterTool", "tool_response": {}}))
+    assert "config.yaml" in json.loads(done.out)["hookSpecificOutput"]["additionalContext"]
+    assert config.read_bytes() == before
+
+
 def test_the_copies_are_this_devices_alone_never_carried_by_git(tmp_path):
     root = tmp_path / "hidden"
     (root / ".obsidian").mkdir(parents=True)

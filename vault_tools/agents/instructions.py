@@ -52,7 +52,8 @@ HOOKS = {
     # Gemini CLI: a tool matcher is a regular expression searched in the name, so it is anchored.
     "gemini": HookSet((("SessionStart", None, "session-start"),
                        ("BeforeAgent", None, "before-agent"),
-                       ("BeforeTool", "^(write_file|replace|run_shell_command|ask_user)$", "before-tool")),
+                       ("BeforeTool", "^(write_file|replace|run_shell_command|ask_user)$", "before-tool"),
+                       ("AfterTool", None, "after-tool")),  # the tripwire, after every tool call
                       timeout=10_000, named=True),  # milliseconds
 }
 
