@@ -151,6 +151,9 @@ def sample_payload(agent: str, event: str, vault: Path) -> tuple[dict[str, objec
     if event == "post-tool-use":
         return {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "call_2",
                 "tool_input": {"command": "ls"}, "tool_response": {"stdout": "", "stderr": ""}}, None
+    if event == "after-tool":
+        return {**base, "hook_event_name": "AfterTool", "tool_name": "run_shell_command",
+                "tool_input": {"command": "ls"}, "tool_response": {"llmContent": "", "returnDisplay": ""}}, None
     raise SystemExit(f"installed_journey.py has no sample payload for {agent}'s {event}: add one")
 
 

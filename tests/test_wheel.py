@@ -72,3 +72,16 @@ def test_every_module_and_template_is_in_the_wheel_and_imports_from_it(tmp_path)
     assert set(imported) == expected
     outside = {name: file for name, file in imported.items() if not file.startswith(str(tmp_path / "site"))}
     assert outside == {}, "modules imported from somewhere other than the wheel"
+
+
+def test_the_installed_journey_has_a_payload_for_every_hook_event_of_every_agent(tmp_path, monkeypatch) -> None:
+    """`make journey` calls every hook of the installed package with a sample payload; an event added without one
+    stops it in CI only. Checked here, with the suite."""
+    from tests.helpers import load_script
+    from vault_tools.agents import HOOK_AGENTS, hook_module
+
+    journey = load_script(REPOSITORY / "scripts" / "installed_journey.py", "installed_journey", monkeypatch)
+    for agent in HOOK_AGENTS:
+        for event, name in hook_module(agent).EVENTS.items():
+            payload, _ = journey.sample_payload(agent, event, tmp_path)
+            assert payload["hook_event_name"] == name, (agent, event)
