@@ -196,6 +196,17 @@ def is_decision_mapping(data: Any) -> bool:
 
 # -- building a Decision from frontmatter ------------------------------------------
 
+class _Problems(list[Problem]):
+    """The problems found in one note's frontmatter, each placed on its key's line where known."""
+
+    def __init__(self, lines: Mapping[str, int]) -> None:
+        super().__init__()
+        self.lines = lines
+
+    def add(self, name: str | None, message: str, code: str) -> None:
+        self.append(Problem(name, message, self.lines.get(name) if name else None, code))
+
+
 def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
                    key_lines: Mapping[str, int] | None = None) -> tuple[Decision | None, list[Problem]]:
     """Turn a parsed frontmatter mapping into a Decision, with every problem found.
@@ -204,132 +215,33 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
     (no valid id or status); otherwise a Decision, possibly with problems.
     """
     lines = dict(key_lines or {})
-    problems: list[Problem] = []
-
-    def problem(name: str | None, message: str, code: str) -> None:
-        problems.append(Problem(name, message, lines.get(name) if name else None, code))
-
-    values: dict[str, Any] = {}
+    problems = _Problems(lines)
     for name in ALWAYS_REQUIRED:
         if data.get(name) in (None, "", []):
-            problem(name, "is required", "VT002")
-
-    for name in TEXT_FIELDS:
-        value = data.get(name)
-        if value is None or name == "type":
-            continue
-        if isinstance(value, list | dict | Mapping):
-            problem(name, f"must be text, not a {'list' if isinstance(value, list) else 'mapping'}", "VT003")
-            continue
-        values[name] = str(value).strip()
-
-    for name in DATETIME_FIELDS:
-        if data.get(name) in (None, ""):
-            continue
-        try:
-            values[name] = parse_datetime(data[name])
-        except ValueError:
-            problem(name, f"must be a date and time like 2026-07-17T08:30:00, not {data[name]!r}", "VT003")
-
-    for name in DATE_FIELDS:
-        if data.get(name) in (None, ""):
-            continue
-        try:
-            values[name] = parse_date(data[name])
-        except ValueError:
-            problem(name, f"must be a date like 2026-07-17, not {data[name]!r}", "VT003")
-
-    for name in LIST_FIELDS:
-        value = data.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, list):
-            problem(name, "must be a list", "VT003")
-            continue
-        items = []
-        for item in value:
-            if not isinstance(item, str) or not item.strip():
-                problem(name, f"items must be text, not {item!r}", "VT003")
-                continue
-            items.append(item.strip())
-        values[name] = tuple(items)
-
-    for name in BOOL_FIELDS:
-        value = data.get(name)
-        if value in (None, "", False):
-            continue
-        if not is_pinned(value) and not (isinstance(value, str) and value.strip().lower() in ("false", "no")):
-            problem(name, f"must be a checkbox (true or false), not {value!r}", "VT003")
-            continue
-        values[name] = is_pinned(value)
-
-    terms: dict[str, str] = {}
-    for name, value in data.items():
-        if not isinstance(name, str) or not name.startswith(TERM_PREFIX) or value in (None, ""):
-            continue
-        key = name[len(TERM_PREFIX):]
-        if not TERM_KEY_PATTERN.match(key):
-            problem(name, f"a term is named term_ and a lowercase key like term_budget, not {name!r}", "VT003")
-        elif isinstance(value, list | dict | Mapping):
-            problem(name, "a term holds one value (text, number, checkbox or date), not a list", "VT003")
-        else:
-            terms[key] = term_text(value)
+            problems.add(name, "is required", "VT002")
+    values = _typed_values(data, problems)
+    terms = _terms(data, problems)
 
     decision_id = values.get("id")
     if decision_id is not None and not ID_PATTERN.match(decision_id):
-        problem("id", f"must look like D-0007, not {decision_id!r}", "VT003")
+        problems.add("id", f"must look like D-0007, not {decision_id!r}", "VT003")
         decision_id = None
-
     status = None
     if "status" in values:
         try:
             status = Status(str(values["status"]).strip().casefold())  # `Ruled` is meant as `ruled`
         except ValueError:
             allowed = ", ".join(s.value for s in Status)
-            problem("status", f"unknown status {values['status']!r} (expected one of: {allowed})", "VT006")
-
-    for topic in values.get("topics", ()):
-        if not TOPIC_PATTERN.match(topic):
-            problem("topics", f"{topic!r} is not a kebab-case key (like article-footer)", "VT004")
-    if "topics" in data and data.get("topics") == []:
-        pass  # reported as required above
-
-    summary = values.get("summary")
-    if summary is not None:
-        if "\n" in summary:
-            problem("summary", "must be one line", "VT003")
-        if text_size(summary) < MIN_TEXT:
-            problem("summary", f"must be at least {MIN_TEXT} characters ({len(summary)} given)", "VT005")
-    for name in ("reason", "reask_reason"):
-        text = values.get(name)
-        if text is not None and text_size(text) < MIN_TEXT:
-            problem(name, f"must be at least {MIN_TEXT} characters ({len(text)} given)", "VT005")
-
-    for name in TEXT_FIELDS:
-        most = MAX_SUMMARY if name == "summary" else MAX_TEXT
-        if name in values and len(values[name]) > most:
-            problem(name, f"must be at most {most:,} characters ({len(values[name]):,} given)", "VT009")
-    for name, most in (("topics", MAX_TOPICS), ("supersedes", MAX_SUPERSEDES)):
-        if len(values.get(name, ())) > most:
-            problem(name, f"must list at most {most} ({len(values[name]):,} given)", "VT009")
-    long_topics = [t for t in values.get("topics", ()) if len(t) > MAX_TOPIC_CHARS]
-    if long_topics:
-        problem("topics", f"a topic must be at most {MAX_TOPIC_CHARS} characters ({len(long_topics[0]):,} given)",
-                "VT009")
-
-    if status is not None:
-        for name in REQUIRED_BY_STATUS[status]:
-            if name not in values:
-                problem(name, f"is required when status is {status.value}", "VT002")
-
+            problems.add("status", f"unknown status {values['status']!r} (expected one of: {allowed})", "VT006")
+    _check_values(values, status, problems)
     if decision_id is None or status is None:
-        return None, problems
+        return None, list(problems)
 
     decision = Decision(
         id=decision_id,
         status=status,
         topics=values.get("topics", ()),
-        summary=summary or "",
+        summary=values.get("summary") or "",
         path=path,
         body=body,
         asked_at=values.get("asked_at"),
@@ -351,7 +263,112 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         pinned=is_pinned(data.get(PINNED)),
         key_lines=lines,
     )
-    return decision, problems
+    return decision, list(problems)
+
+
+def _typed_values(data: Mapping[str, Any], problems: _Problems) -> dict[str, Any]:
+    """Each known property read as its type (text, date, list, checkbox); one of the wrong type is a problem."""
+    values: dict[str, Any] = {}
+    for name in TEXT_FIELDS:
+        value = data.get(name)
+        if value is None or name == "type":
+            continue
+        if isinstance(value, list | dict | Mapping):
+            problems.add(name, f"must be text, not a {'list' if isinstance(value, list) else 'mapping'}", "VT003")
+            continue
+        values[name] = str(value).strip()
+
+    for name in DATETIME_FIELDS:
+        if data.get(name) in (None, ""):
+            continue
+        try:
+            values[name] = parse_datetime(data[name])
+        except ValueError:
+            problems.add(name, f"must be a date and time like 2026-07-17T08:30:00, not {data[name]!r}", "VT003")
+
+    for name in DATE_FIELDS:
+        if data.get(name) in (None, ""):
+            continue
+        try:
+            values[name] = parse_date(data[name])
+        except ValueError:
+            problems.add(name, f"must be a date like 2026-07-17, not {data[name]!r}", "VT003")
+
+    for name in LIST_FIELDS:
+        value = data.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            problems.add(name, "must be a list", "VT003")
+            continue
+        items = []
+        for item in value:
+            if not isinstance(item, str) or not item.strip():
+                problems.add(name, f"items must be text, not {item!r}", "VT003")
+                continue
+            items.append(item.strip())
+        values[name] = tuple(items)
+
+    for name in BOOL_FIELDS:
+        value = data.get(name)
+        if value in (None, "", False):
+            continue
+        if not is_pinned(value) and not (isinstance(value, str) and value.strip().lower() in ("false", "no")):
+            problems.add(name, f"must be a checkbox (true or false), not {value!r}", "VT003")
+            continue
+        values[name] = is_pinned(value)
+    return values
+
+
+def _terms(data: Mapping[str, Any], problems: _Problems) -> dict[str, str]:
+    """The `term_*` properties, keyed without the prefix, each one value as `gate` compares it."""
+    terms: dict[str, str] = {}
+    for name, value in data.items():
+        if not isinstance(name, str) or not name.startswith(TERM_PREFIX) or value in (None, ""):
+            continue
+        key = name[len(TERM_PREFIX):]
+        if not TERM_KEY_PATTERN.match(key):
+            problems.add(name, f"a term is named term_ and a lowercase key like term_budget, not {name!r}", "VT003")
+        elif isinstance(value, list | dict | Mapping):
+            problems.add(name, "a term holds one value (text, number, checkbox or date), not a list", "VT003")
+        else:
+            terms[key] = term_text(value)
+    return terms
+
+
+def _check_values(values: Mapping[str, Any], status: Status | None, problems: _Problems) -> None:
+    """The rules across values: topic keys, one-line summaries, lengths, what each status requires."""
+    for topic in values.get("topics", ()):
+        if not TOPIC_PATTERN.match(topic):
+            problems.add("topics", f"{topic!r} is not a kebab-case key (like article-footer)", "VT004")
+
+    summary = values.get("summary")
+    if summary is not None:
+        if "\n" in summary:
+            problems.add("summary", "must be one line", "VT003")
+        if text_size(summary) < MIN_TEXT:
+            problems.add("summary", f"must be at least {MIN_TEXT} characters ({len(summary)} given)", "VT005")
+    for name in ("reason", "reask_reason"):
+        text = values.get(name)
+        if text is not None and text_size(text) < MIN_TEXT:
+            problems.add(name, f"must be at least {MIN_TEXT} characters ({len(text)} given)", "VT005")
+
+    for name in TEXT_FIELDS:
+        most = MAX_SUMMARY if name == "summary" else MAX_TEXT
+        if name in values and len(values[name]) > most:
+            problems.add(name, f"must be at most {most:,} characters ({len(values[name]):,} given)", "VT009")
+    for name, most in (("topics", MAX_TOPICS), ("supersedes", MAX_SUPERSEDES)):
+        if len(values.get(name, ())) > most:
+            problems.add(name, f"must list at most {most} ({len(values[name]):,} given)", "VT009")
+    long_topics = [t for t in values.get("topics", ()) if len(t) > MAX_TOPIC_CHARS]
+    if long_topics:
+        problems.add("topics",
+                     f"a topic must be at most {MAX_TOPIC_CHARS} characters ({len(long_topics[0]):,} given)", "VT009")
+
+    if status is not None:
+        for name in REQUIRED_BY_STATUS[status]:
+            if name not in values:
+                problems.add(name, f"is required when status is {status.value}", "VT002")
 
 
 def term_text(value: Any) -> str:
