@@ -9,7 +9,7 @@ import datetime as dt
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .dates import local_date
 from .decision_words import unsaid_same_matter
@@ -285,136 +285,200 @@ def agent_context(decisions: Sequence[Decision], resolve: Resolve, today: dt.dat
     `recent_days`, then newest; within each, one of each family of look-alike rulings before the second of any.
     The last line counts what was left out. Ages are computed against `today`: this is not a file.
     """
-    by_id = {d.id: d for d in decisions}
+    parts = _ContextParts.of(decisions, resolve, today, tz, settings, problems, conflicts)
+    shown = _fitting(parts, budget)
+    text = parts.render(shown)
+    return Context(text=text, budget=budget, usage=measure(text), open_questions=parts.questions[:shown.questions],
+                   questions_left_out=len(parts.questions) - shown.questions,
+                   problems=parts.problems[:shown.problems],
+                   problems_left_out=len(parts.problem_lines) - shown.problems, topics=parts.topics[:shown.topics],
+                   topics_left_out=len(parts.topics) - shown.topics,
+                   rulings=[(r, parts.why[r.id]) for r in parts.ordered[:shown.rulings]],
+                   rulings_left_out=len(parts.current) - shown.rulings,
+                   overlaps=parts.overlaps, conflicts=list(conflicts))
 
-    def targets(decision: Decision) -> list[Decision]:
-        return [by_id[t] for t in (resolve(link_text) for link_text in decision.supersedes) if t in by_id]
 
+@dataclass(frozen=True)
+class _Shown:
+    """How many of each part a context shows."""
+
+    questions: int = 0
+    problems: int = 0
+    topics: int = 0
+    rulings: int = 0
+    overlaps: int = 0
+
+
+def _fitting(parts: _ContextParts, budget: Budget) -> _Shown:
+    """As many of each part as fit, in order: questions, overlaps, problems, topics, then rulings (each part
+    only once all before it fit)."""
+    def fits(shown: _Shown) -> bool:
+        return budget.fits(measure(parts.render(shown)))
+
+    if not fits(_Shown()):
+        frame = measure(parts.render(_Shown()))
+        raise UsageError(f"the budget {budget.name} ({budget.describe()}) is too small for even an empty context "
+                         f"({frame.chars:,} characters, {frame.lines} lines, {frame.tokens:,} tokens)")
+    shown = _Shown(questions=largest_fitting(len(parts.questions), lambda n: fits(_Shown(questions=n))))
+    if shown.questions < len(parts.questions):
+        return shown
+    shown = replace(shown, overlaps=largest_fitting(min(MAX_OVERLAPS_LISTED, len(parts.overlap_lines)),
+                                                    lambda n: fits(replace(shown, overlaps=n))))
+    shown = replace(shown, problems=largest_fitting(min(PROBLEMS_LISTED, len(parts.problem_lines)),
+                                                    lambda n: fits(replace(shown, problems=n))))
+    shown = replace(shown, topics=largest_fitting(len(parts.topics), lambda n: fits(replace(shown, topics=n))))
+    if shown.topics < len(parts.topics):
+        return shown
+    return replace(shown, rulings=largest_fitting(len(parts.ordered), lambda n: fits(replace(shown, rulings=n))))
+
+
+@dataclass
+class _ContextParts:
+    """Every line a context may show, made once; `render` takes as many of each as asked."""
+
+    today: dt.date
+    questions: list[Decision]
+    question_lines: list[str]
+    conflicts: Sequence[PageConflict]
+    overlaps: list[Overlap]
+    overlap_lines: Lines[Overlap]
+    problems: list[PageProblem]
+    problem_lines: list[str]
+    topics: list[str]
+    cut_lines: list[str]  # rulings whose topic list is cut
+    current: list[Decision]
+    ordered: list[Decision]  # the current rulings, most likely to matter first
+    ruling_lines: Lines[Decision]
+    why: dict[str, list[str]]  # why each ruling is listed
+
+    @classmethod
+    def of(cls, decisions: Sequence[Decision], resolve: Resolve, today: dt.date, tz: dt.tzinfo, settings: Settings,
+           problems: Sequence[PageProblem], conflicts: Sequence[PageConflict]) -> _ContextParts:
+        by_id = {d.id: d for d in decisions}
+
+        def targets(decision: Decision) -> list[Decision]:
+            return [by_id[t] for t in (resolve(link_text) for link_text in decision.supersedes) if t in by_id]
+
+        questions = _questions_in_order(decisions, tz)
+        question_lines = [_agent_question_line(q, targets(q) if q.supersedes else [], today, tz, settings)
+                          for q in questions]
+        current = [d for d in decisions if d.status is Status.RULED]
+        topics, cut_lines = _settled_topic_index(current, by_id, resolve)
+        why = {ruling.id: _why_listed(ruling, today, tz, settings) for ruling in current}
+        family_place = _families(current, tz)
+
+        def priority(ruling: Decision) -> tuple[int, int, dt.datetime, int, str]:
+            rank = next((place for place, reason in enumerate(WHY_RANK) if reason in why[ruling.id]), len(WHY_RANK))
+            moment, number, decision_id = newest_first_key(ruling, tz)
+            return -rank, -family_place[ruling.id], moment, number, decision_id
+
+        ordered = sorted(current, key=priority, reverse=True)
+        overlaps = unresolved_overlaps(decisions, resolve, tz) + unsaid_same_matter(decisions, resolve)
+        unsaid = unsaid_notes(overlaps)
+        ruling_lines = Lines(ordered, lambda r: _agent_ruling_line(r, [t.id for t in targets(r)], why[r.id], tz,
+                                                                     unsaid.get(r.id, ())))
+        overlap_lines = Lines(overlaps, lambda o: (
+            f"- {o.newer.id} ({ruled_day(o.newer, tz)}: {plain(o.newer.summary, note_id=o.newer.id)}) has not "
+            f"said whether it replaces {o.older.id} ({ruled_day(o.older, tz)}: "
+            f"{plain(o.older.summary, note_id=o.older.id)}) on {plain(o.topic, TOPIC_LIMIT)}"))
+        problem_list = sorted(problems, key=lambda p: (p.path, p.line or 0))
+        problem_lines = [f"- {plain(p.path, FIELD_LIMIT)}{f':{p.line}' if p.line else ''} {plain(p.message)}"
+                         for p in problem_list]
+        return cls(today, questions, question_lines, conflicts, overlaps, overlap_lines, problem_list, problem_lines,
+                   topics, cut_lines, current, ordered, ruling_lines, why)
+
+    def render(self, shown: _Shown) -> str:
+        out = [f"# Decisions in effect (vault-tools, {self.today.isoformat()})", "",
+               "The current rulings below are the owner's answers in force. `vault-tools lookup TOPIC` prints a "
+               "topic's rulings; a new question is registered with `vault-tools ask`.", ""]
+        self._questions_and_troubles(out, shown)
+        if out[-1]:
+            out.append("")
+        if self.topics:
+            out += [f"## Settled topics ({len(self.topics):,}): each has a current ruling", ""]
+            out += _index_lines(self.topics[:shown.topics], len(self.topics) - shown.topics)
+            out += self.cut_lines[:PROBLEMS_LISTED]
+            if len(self.cut_lines) > PROBLEMS_LISTED:
+                out.append(f"{len(self.cut_lines) - PROBLEMS_LISTED:,} more rulings with over-long topic lists: "
+                           "`vault-tools lint`")
+            out += ["", f"## Rulings ({shown.rulings:,} of {len(self.current):,} listed; most likely to matter first)",
+                    ""]
+            out += self.ruling_lines.first(shown.rulings)
+            if out[-1]:
+                out.append("")
+        else:
+            out += ["## Settled topics: none yet", ""]
+        out.append(self._left_out(shown))
+        return "\n".join(out) + "\n"
+
+    def _questions_and_troubles(self, out: list[str], shown: _Shown) -> None:
+        """The open questions, then conflicts, overlaps and unreadable notes: what an agent must not miss."""
+        questions, overlap_lines, problem_lines = self.questions, self.overlap_lines, self.problem_lines
+        if questions:
+            out += [f"## Open questions ({len(questions)}): the owner has not ruled on these yet", ""]
+            out += self.question_lines[:shown.questions]
+            if shown.questions < len(questions):
+                out.append(f"- {len(questions) - shown.questions:,} more open questions not shown (budget): "
+                           "`vault-tools list --status open`")
+        else:
+            out += ["## Open questions: none", ""]
+        if self.conflicts:
+            out += ["", f"## Conflicts ({len(self.conflicts)}): two clones recorded outcomes that cannot both stand; "
+                    "the owner decides", ""]
+            out += [f"- {c.id} {plain(c.what, note_id=c.id)} · settle: {c.settle}" for c in self.conflicts]
+        if overlap_lines:
+            out += ["", f"## Not said whether it replaces ({len(overlap_lines)}): neither ruling is the plain answer "
+                    "until the owner says which stands", ""]
+            out += overlap_lines.first(shown.overlaps)
+            if shown.overlaps < len(overlap_lines):
+                out.append(f"- {len(overlap_lines) - shown.overlaps:,} more pairs: `vault-tools lint`")
+        if problem_lines and (questions or overlap_lines):
+            out.append("")
+        if problem_lines:
+            out += [f"## Decision notes unreadable or missing ({len(problem_lines)}): a ruling may be hiding in them",
+                    ""]
+            out += problem_lines[:shown.problems]
+            if shown.problems < len(problem_lines):
+                out.append(f"- {len(problem_lines) - shown.problems:,} more: `vault-tools lint`")
+
+    def _left_out(self, shown: _Shown) -> str:
+        current, topics = self.current, self.topics
+        left = []
+        if len(current) - shown.rulings:
+            left.append(f"{len(current) - shown.rulings:,} of {len(current):,} current rulings")
+        if len(topics) - shown.topics:
+            left.append(f"{len(topics) - shown.topics:,} of {len(topics):,} topic names")
+        if shown.questions < len(self.questions):
+            left.append(f"{len(self.questions) - shown.questions:,} open questions")
+        if shown.problems < len(self.problem_lines):
+            left.append(f"{len(self.problem_lines) - shown.problems:,} unreadable or missing notes")
+        if shown.overlaps < len(self.overlap_lines):
+            left.append(f"{len(self.overlap_lines) - shown.overlaps:,} pairs of rulings not saying whether one "
+                        "replaces the other")
+        summary = "Left out: " + ", ".join(left) + "." if left else "Left out: nothing."
+        return f"{summary} `vault-tools lookup TOPIC` shows the rulings on a topic and what they replaced."
+
+
+def _questions_in_order(decisions: Sequence[Decision], tz: dt.tzinfo) -> list[Decision]:
+    """Open questions, most urgent first: those due by date, then the rest as asked, then proposed revisions."""
     open_notes = [d for d in decisions if d.status is Status.OPEN]
     dated = sorted((q for q in open_notes if q.due and not q.supersedes), key=lambda q: (q.due, asked_key(q, tz)))
     undated = sorted((q for q in open_notes if not q.due and not q.supersedes), key=lambda q: asked_key(q, tz))
     revisions = sorted((q for q in open_notes if q.supersedes), key=lambda q: asked_key(q, tz))
-    questions = [*dated, *undated, *revisions]
-    question_lines = [_agent_question_line(q, targets(q) if q.supersedes else [], today, tz, settings) for q in questions]
+    return [*dated, *undated, *revisions]
 
-    current = [d for d in decisions if d.status is Status.RULED]
+
+def _settled_topic_index(current: Sequence[Decision], by_id: dict[str, Decision],
+                         resolve: Resolve) -> tuple[list[str], list[str]]:
+    """Every topic a current ruling settles (at most TOPICS_INDEXED_PER_NOTE from one ruling), and a line for each
+    ruling whose list was cut."""
     named: set[str] = set()
-    over_long: list[tuple[str, int]] = []  # rulings whose topic list is cut: (id, topics not named)
+    over_long: list[tuple[str, int]] = []  # (id, topics not named)
     for ruling in current:
         settles = list(settled_topics(ruling, by_id, resolve))  # its own topics first
         named.update(settles[:TOPICS_INDEXED_PER_NOTE])
         if len(settles) > TOPICS_INDEXED_PER_NOTE:
             over_long.append((ruling.id, len(settles) - TOPICS_INDEXED_PER_NOTE))
-    topics = sorted(named)
     cut_lines = [f"{ruling_id} settles {count:,} more topics than named here (an over-long list): "
                  f"`vault-tools show {ruling_id}`" for ruling_id, count in sorted(over_long)]
-    chosen = {ruling.id: _why_listed(ruling, today, tz, settings) for ruling in current}
-
-    family_place = _families(current, tz)
-
-    def priority(ruling: Decision) -> tuple[int, int, dt.datetime, int, str]:
-        why = chosen[ruling.id]
-        rank = next((position for position, reason in enumerate(WHY_RANK) if reason in why), len(WHY_RANK))
-        moment, number, decision_id = newest_first_key(ruling, tz)
-        return -rank, -family_place[ruling.id], moment, number, decision_id
-
-    ordered = sorted(current, key=priority, reverse=True)
-    overlaps = unresolved_overlaps(decisions, resolve, tz) + unsaid_same_matter(decisions, resolve)
-    unsaid = unsaid_notes(overlaps)
-    ruling_lines = Lines(ordered, lambda r: _agent_ruling_line(r, [t.id for t in targets(r)], chosen[r.id], tz,
-                                                                 unsaid.get(r.id, ())))
-    overlap_lines_ = Lines(overlaps, lambda o: (
-        f"- {o.newer.id} ({ruled_day(o.newer, tz)}: {plain(o.newer.summary, note_id=o.newer.id)}) has not "
-        f"said whether it replaces {o.older.id} ({ruled_day(o.older, tz)}: "
-        f"{plain(o.older.summary, note_id=o.older.id)}) on {plain(o.topic, TOPIC_LIMIT)}"))
-    problem_list = sorted(problems, key=lambda p: (p.path, p.line or 0))
-    problem_lines = [f"- {plain(p.path, FIELD_LIMIT)}{f':{p.line}' if p.line else ''} {plain(p.message)}"
-                     for p in problem_list]
-
-    def render(n_questions: int, n_problems: int, n_topics: int, n_rulings: int, n_overlaps: int = 0) -> str:
-        out = [f"# Decisions in effect (vault-tools, {today.isoformat()})", "",
-               "The current rulings below are the owner's answers in force. `vault-tools lookup TOPIC` prints a "
-               "topic's rulings; a new question is registered with `vault-tools ask`.", ""]
-        if questions:
-            out += [f"## Open questions ({len(questions)}): the owner has not ruled on these yet", ""]
-            out += question_lines[:n_questions]
-            if n_questions < len(questions):
-                out.append(f"- {len(questions) - n_questions:,} more open questions not shown (budget): "
-                           "`vault-tools list --status open`")
-        else:
-            out += ["## Open questions: none", ""]
-        if conflicts:
-            out += ["", f"## Conflicts ({len(conflicts)}): two clones recorded outcomes that cannot both stand; "
-                    "the owner decides", ""]
-            out += [f"- {c.id} {plain(c.what, note_id=c.id)} · settle: {c.settle}" for c in conflicts]
-        if overlap_lines_:
-            out += ["", f"## Not said whether it replaces ({len(overlap_lines_)}): neither ruling is the plain answer "
-                    "until the owner says which stands", ""]
-            out += overlap_lines_.first(n_overlaps)
-            if n_overlaps < len(overlap_lines_):
-                out.append(f"- {len(overlap_lines_) - n_overlaps:,} more pairs: `vault-tools lint`")
-        if problem_lines and (questions or overlap_lines_):
-            out.append("")
-        if problem_lines:
-            out += [f"## Decision notes unreadable or missing ({len(problem_lines)}): a ruling may be hiding in them", ""]
-            out += problem_lines[:n_problems]
-            if n_problems < len(problem_lines):
-                out.append(f"- {len(problem_lines) - n_problems:,} more: `vault-tools lint`")
-        if out[-1]:
-            out.append("")
-        if topics:
-            out += [f"## Settled topics ({len(topics):,}): each has a current ruling", ""]
-            out += _index_lines(topics[:n_topics], len(topics) - n_topics)
-            out += cut_lines[:PROBLEMS_LISTED]
-            if len(cut_lines) > PROBLEMS_LISTED:
-                out.append(f"{len(cut_lines) - PROBLEMS_LISTED:,} more rulings with over-long topic lists: "
-                           "`vault-tools lint`")
-            out += ["", f"## Rulings ({n_rulings:,} of {len(current):,} listed; most likely to matter first)", ""]
-            out += ruling_lines.first(n_rulings)
-            if out[-1]:
-                out.append("")
-        else:
-            out += ["## Settled topics: none yet", ""]
-        left = []
-        if len(current) - n_rulings:
-            left.append(f"{len(current) - n_rulings:,} of {len(current):,} current rulings")
-        if len(topics) - n_topics:
-            left.append(f"{len(topics) - n_topics:,} of {len(topics):,} topic names")
-        if n_questions < len(questions):
-            left.append(f"{len(questions) - n_questions:,} open questions")
-        if n_problems < len(problem_lines):
-            left.append(f"{len(problem_lines) - n_problems:,} unreadable or missing notes")
-        if n_overlaps < len(overlap_lines_):
-            left.append(f"{len(overlap_lines_) - n_overlaps:,} pairs of rulings not saying whether one replaces the other")
-        summary = "Left out: " + ", ".join(left) + "." if left else "Left out: nothing."
-        out.append(f"{summary} `vault-tools lookup TOPIC` shows the rulings on a topic and what they replaced.")
-        return "\n".join(out) + "\n"
-
-    def fits(text: str) -> bool:
-        return budget.fits(measure(text))
-
-    if not fits(render(0, 0, 0, 0)):
-        frame = measure(render(0, 0, 0, 0))
-        raise UsageError(f"the budget {budget.name} ({budget.describe()}) is too small for even an empty context "
-                         f"({frame.chars:,} characters, {frame.lines} lines, {frame.tokens:,} tokens)")
-    n_questions = largest_fitting(len(questions), lambda n: fits(render(n, 0, 0, 0)))
-    n_problems = 0
-    n_topics = 0
-    n_rulings = 0
-    n_overlaps = 0
-    if n_questions == len(questions):
-        n_overlaps = largest_fitting(min(MAX_OVERLAPS_LISTED, len(overlap_lines_)),
-                                      lambda n: fits(render(n_questions, 0, 0, 0, n)))
-        n_problems = largest_fitting(min(PROBLEMS_LISTED, len(problem_lines)),
-                                      lambda n: fits(render(n_questions, n, 0, 0, n_overlaps)))
-        n_topics = largest_fitting(len(topics), lambda n: fits(render(n_questions, n_problems, n, 0, n_overlaps)))
-        if n_topics == len(topics):
-            n_rulings = largest_fitting(len(ordered), lambda n: fits(render(n_questions, n_problems, n_topics, n,
-                                                                              n_overlaps)))
-    text = render(n_questions, n_problems, n_topics, n_rulings, n_overlaps)
-    return Context(text=text, budget=budget, usage=measure(text), open_questions=questions[:n_questions],
-                   questions_left_out=len(questions) - n_questions, problems=problem_list[:n_problems],
-                   problems_left_out=len(problem_lines) - n_problems, topics=topics[:n_topics],
-                   topics_left_out=len(topics) - n_topics,
-                   rulings=[(r, chosen[r.id]) for r in ordered[:n_rulings]], rulings_left_out=len(current) - n_rulings,
-                   overlaps=overlaps, conflicts=list(conflicts))
+    return sorted(named), cut_lines
