@@ -6,11 +6,14 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import pickle
+import select
+import signal
 import sqlite3
 from collections.abc import Callable, Iterable
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import note_edits, notes
 from .errors import NoteError
@@ -19,8 +22,6 @@ from .layout import relative
 from .model import is_decision_mapping
 from .notes import StatKey
 from .record_files import RACY_NANOSECONDS
-
-# Imports inside functions: only a large first read forks workers; what they need is loaded then.
 
 CACHE_FILE = "cache/notes-v5.sqlite"  # a new name whenever what is cached changes (v5: keys as JSON writes them)
 
@@ -184,86 +185,115 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
     a first read of 10,000 notes. With `store`, the first child, once it has handed its chunks over, is sent
     every other chunk as the cache stores it and calls `store` (writing the note cache of 10,000 notes takes
     a tenth of their first read, which this process spends on the pages meanwhile)."""
-    import pickle
-    import select
-    import signal
+    shared = _SharedRead(root, paths, store)
+    try:
+        shared.fork_readers(readers - 1)
+        shared.hand_out()
+        storing, read_there = shared.take_back(meanwhile)
+        for start in shared.starts:  # taken by a child that failed
+            if start not in shared.found:
+                shared.read_chunk(start)
+        if storing is not None and not shared.send_rows(storing, read_there):
+            storing = None  # it went away: the caller stores them
+        return [item for start in shared.starts for item in shared.found[start]], storing
+    finally:  # also on Ctrl-C or an error here: the children still reading go with the command
+        shared.close()
 
-    size = max(READ_CHUNK, -(-len(paths) // 8192))
-    starts = range(0, len(paths), size)
-    handing_out, handed = os.pipe()
-    children: list[tuple[int, int]] = []  # (pid, the pipe its chunks come back through)
-    running: set[int] = set()
-    found: dict[int, list[Read]] = {}
 
-    def take_chunk() -> int | None:
+class _SharedRead:
+    """One read of many notes shared with forked children: the pipes, the children and the chunks read."""
+
+    def __init__(self, root: Path, paths: list[str], store: Callable[[list[Stored]], None] | None) -> None:
+        self.root, self.paths, self.store = root, paths, store
+        self.size = max(READ_CHUNK, -(-len(paths) // 8192))
+        self.starts = range(0, len(paths), self.size)
+        self.handing_out, self.handed = os.pipe()
+        self.children: list[tuple[int, int]] = []  # (pid, the pipe its chunks come back through)
+        self.running: set[int] = set()
+        self.found: dict[int, list[Read]] = {}
+        # the chunks the storing child did not read go to it through this pipe
+        self.rows_in, self.rows_out = os.pipe() if store is not None else (-1, -1)
+
+    def read_chunk(self, start: int) -> None:
+        self.found[start] = _read_share(self.root, self.paths[start:start + self.size])
+
+    def take_chunk(self) -> int | None:
         """Read the next chunk not taken yet; its start, or None when every chunk is taken."""
-        number = os.read(handing_out, _CHUNK_BYTES)  # whole: the numbers go in by whole pieces (see below)
+        number = os.read(self.handing_out, _CHUNK_BYTES)  # whole: the numbers go in by whole pieces (`hand_out`)
         if len(number) != _CHUNK_BYTES:
             return None
         start = int.from_bytes(number, "big")
-        found[start] = _read_share(root, paths[start:start + size])
+        self.read_chunk(start)
         return start
 
-    rows_in, rows_out = os.pipe() if store is not None else (-1, -1)  # the chunks the storing child did not read
-    try:
-        for child in range(readers - 1):
+    def fork_readers(self, count: int) -> None:
+        for child in range(count):
             reading, writing = os.pipe()
             widen(writing)
             pid = os.fork()
-            if pid == 0:  # the child: read, hand over, leave without running the parent's exit handlers
-                code = 1
-                try:
-                    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to act on
-                    stores_running.clear()  # the parent's to wait for, not this child's
-                    os.close(reading)
-                    os.close(handed)  # only the command hands chunks out: its close says they are all out
-                    if rows_out >= 0:
-                        os.close(rows_out)
-                    # Each chunk is handed over as soon as it is read, as far as the pipe takes it without
-                    # waiting: the command then has nearly all of it when it is done with its own chunks.
-                    os.set_blocking(writing, False)
-                    waiting = bytearray()
-                    while (start := take_chunk()) is not None:
-                        waiting += record((start, found[start]))
-                        hand_over(writing, waiting)
-                    waiting += record(None)  # the end: all was handed over
-                    os.set_blocking(writing, True)
-                    hand_over(writing, waiting)
-                    os.close(writing)
-                    if store is not None and child == 0:
-                        with os.fdopen(rows_in, "rb") as coming:
-                            others: dict[int, list[Stored]] = pickle.load(coming)
-                        store([row for start in starts for row in (
-                            others[start] if start in others else map(stored_of, found[start]))])
-                    code = 0
-                finally:
-                    os._exit(code)
+            if pid == 0:
+                self._read_as_child(child, reading, writing)
             os.close(writing)  # only the child writes: its exit ends the pipe
-            children.append((pid, reading))
-            running.add(pid)
-        if rows_in >= 0:
-            os.close(rows_in)
-            rows_in = -1
-        # The chunks' numbers, written in pieces of at most PIPE_BUF bytes (each goes in whole or not at all,
-        # so no reader ever gets part of a number). When the pipe is full (a user past the kernel's pipe quota
-        # gets one page), this process reads the last chunk not handed out yet itself, never one from the
-        # pipe: it holds the pipe's only writing end, so a read there could wait for ever.
-        unsent = list(starts)
+            self.children.append((pid, reading))
+            self.running.add(pid)
+        if self.rows_in >= 0:
+            os.close(self.rows_in)
+            self.rows_in = -1
+
+    def _read_as_child(self, child: int, reading: int, writing: int) -> NoReturn:
+        """The child: read, hand over, leave without running the parent's exit handlers."""
+        code = 1
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to act on
+            stores_running.clear()  # the parent's to wait for, not this child's
+            os.close(reading)
+            os.close(self.handed)  # only the command hands chunks out: its close says they are all out
+            if self.rows_out >= 0:
+                os.close(self.rows_out)
+            # Each chunk is handed over as soon as it is read, as far as the pipe takes it without
+            # waiting: the command then has nearly all of it when it is done with its own chunks.
+            os.set_blocking(writing, False)
+            waiting = bytearray()
+            while (start := self.take_chunk()) is not None:
+                waiting += record((start, self.found[start]))
+                hand_over(writing, waiting)
+            waiting += record(None)  # the end: all was handed over
+            os.set_blocking(writing, True)
+            hand_over(writing, waiting)
+            os.close(writing)
+            if self.store is not None and child == 0:
+                with os.fdopen(self.rows_in, "rb") as coming:
+                    others: dict[int, list[Stored]] = pickle.load(coming)
+                self.store([row for start in self.starts for row in (
+                    others[start] if start in others else map(stored_of, self.found[start]))])
+            code = 0
+        finally:
+            os._exit(code)
+
+    def hand_out(self) -> None:
+        """The chunks' numbers, written in pieces of at most PIPE_BUF bytes (each goes in whole or not at all,
+        so no reader ever gets part of a number). When the pipe is full (a user past the kernel's pipe quota
+        gets one page), this process reads the last chunk not handed out yet itself, never one from the
+        pipe: it holds the pipe's only writing end, so a read there could wait for ever."""
+        unsent = list(self.starts)
         sent = 0
         per_piece = select.PIPE_BUF // _CHUNK_BYTES
-        os.set_blocking(handed, False)
+        os.set_blocking(self.handed, False)
         while sent < len(unsent):
             piece = unsent[sent:sent + per_piece]
             try:
-                os.write(handed, b"".join(start.to_bytes(_CHUNK_BYTES, "big") for start in piece))
+                os.write(self.handed, b"".join(start.to_bytes(_CHUNK_BYTES, "big") for start in piece))
                 sent += len(piece)
             except BlockingIOError:
-                start = unsent.pop()
-                found[start] = _read_share(root, paths[start:start + size])
-        os.close(handed)  # every chunk is out: a reader that finds the pipe empty is done
-        handed = -1
-        handing_back = [Receiver(reading) for _, reading in children]
-        chunks: list[dict[int, list[Read]]] = [{} for _ in children]  # what each child handed over so far
+                self.read_chunk(unsent.pop())
+        os.close(self.handed)  # every chunk is out: a reader that finds the pipe empty is done
+        self.handed = -1
+
+    def take_back(self, meanwhile: Callable[[], None] | None) -> tuple[int | None, dict[int, list[Read]]]:
+        """Read chunks here too while taking in what the children hand over, then wait for them; the pid of
+        the child that goes on to store the cache (None if none) and the chunks it read."""
+        handing_back = [Receiver(reading) for _, reading in self.children]
+        chunks: list[dict[int, list[Read]]] = [{} for _ in self.children]  # what each child handed over so far
         for handed_over in handing_back:
             os.set_blocking(handed_over.fd, False)
         if meanwhile is not None:
@@ -271,43 +301,45 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
         while True:
             for handed_over, got in zip(handing_back, chunks, strict=True):
                 got.update(handed_over.take_in())
-            if take_chunk() is None:
+            if self.take_chunk() is None:
                 break
         storing: int | None = None
         read_there: dict[int, list[Read]] = {}
-        for child, ((pid, _), handed_over, got) in enumerate(zip(children, handing_back, chunks, strict=True)):
+        for child, ((pid, _), handed_over, got) in enumerate(zip(self.children, handing_back, chunks, strict=True)):
             os.set_blocking(handed_over.fd, True)
             got.update(handed_over.take_in())  # the rest, to its end
-            if store is not None and child == 0 and handed_over.whole:
+            if self.store is not None and child == 0 and handed_over.whole:
                 storing, read_there = pid, got  # it goes on: it stores what the others send it
-                found.update(read_there)
+                self.found.update(read_there)
                 continue
             _, status = os.waitpid(pid, 0)
-            running.discard(pid)
+            self.running.discard(pid)
             if os.waitstatus_to_exitcode(status) == 0 and handed_over.whole:
-                found.update(got)
-        for start in starts:  # taken by a child that failed
-            if start not in found:
-                found[start] = _read_share(root, paths[start:start + size])
-        if storing is not None:
-            try:
-                with os.fdopen(rows_out, "wb", closefd=False) as sending:
-                    pickle.dump({start: list(map(stored_of, found[start])) for start in starts
-                                 if start not in read_there}, sending, protocol=pickle.HIGHEST_PROTOCOL)
-                running.discard(storing)
-            except OSError:  # it went away: the caller stores them
-                storing = None
-        return [item for start in starts for item in found[start]], storing
-    finally:  # also on Ctrl-C or an error here: the children still reading go with the command
-        os.close(handing_out)
-        if handed >= 0:
-            os.close(handed)
-        for end in (rows_in, rows_out):
+                self.found.update(got)
+        return storing, read_there
+
+    def send_rows(self, storing: int, read_there: dict[int, list[Read]]) -> bool:
+        """Send the storing child every chunk it did not read; False if it went away."""
+        try:
+            with os.fdopen(self.rows_out, "wb", closefd=False) as sending:
+                pickle.dump({start: list(map(stored_of, self.found[start])) for start in self.starts
+                             if start not in read_there}, sending, protocol=pickle.HIGHEST_PROTOCOL)
+        except OSError:
+            return False
+        self.running.discard(storing)
+        return True
+
+    def close(self) -> None:
+        """Close every pipe end still open; kill the children still reading and wait for them."""
+        os.close(self.handing_out)
+        if self.handed >= 0:
+            os.close(self.handed)
+        for end in (self.rows_in, self.rows_out):
             if end >= 0:
                 os.close(end)
-        for pid, reading in children:
+        for pid, reading in self.children:
             os.close(reading)
-            if pid in running:
+            if pid in self.running:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
 
