@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,21 @@ class DecisionServer(MCPServer):
     def workspace(self) -> Workspace:
         return Workspace(Vault(self.root))
 
+    def call(self, action: Callable[[Workspace], Any]) -> Any:
+        """`action` on a new workspace; a refusal becomes the tool's error, as the command line prints it."""
+        try:
+            return action(self.workspace())
+        except VaultToolsError as error:
+            raise _refusal(error) from None
+
+    def write(self, action: Callable[[Workspace], Any]) -> Any:
+        """A change to the record, then the pinned pages rebuilt as the command line does after it."""
+        def change(ws: Workspace) -> Any:
+            done = action(ws)
+            _say(refresh_pages(ws))
+            return done
+        return self.call(change)
+
     async def list_resources(self) -> list[MCPResource]:
         state = self.workspace().state()
         listed = await super().list_resources()
@@ -101,20 +117,13 @@ def _say(lines: list[str]) -> None:
 
 def build_server(root: Path) -> DecisionServer:
     server = DecisionServer(root)
+    _add_reading_tools(server)
+    _add_writing_tools(server)
+    return server
 
-    def call(action: Any) -> Any:
-        try:
-            return action(server.workspace())
-        except VaultToolsError as error:
-            raise _refusal(error) from None
 
-    def write(action: Any) -> Any:
-        """A change to the record, then the pinned pages rebuilt as the command line does after it."""
-        def change(ws: Workspace) -> Any:
-            done = action(ws)
-            _say(refresh_pages(ws))
-            return done
-        return call(change)
+def _add_reading_tools(server: DecisionServer) -> None:
+    call = server.call
 
     @server.tool()
     def context(budget: str | int = "config") -> str:
@@ -145,6 +154,18 @@ def build_server(root: Path) -> DecisionServer:
         """One decision note: its properties, its body and sections, its ledger history."""
         decision, history, problems = call(lambda ws: show_decision(ws, id))
         return dict(show_json(decision, history, problems, body_view(decision, None if all else SHOW_LIMIT)))
+
+    @server.resource("decision://{id}", name="decision", mime_type="text/markdown",
+                     description="A decision note as it is on disk: properties and text.")
+    def decision(id: str) -> str:
+        def read(ws: Workspace) -> str:
+            found = ws.find(ws.state(), id)
+            return ws.vault.path_of(found).read_text(encoding="utf-8-sig")
+        return str(call(read))
+
+
+def _add_writing_tools(server: DecisionServer) -> None:
+    call, write = server.call, server.write
 
     @server.tool()
     def ask(question: str, topics: list[str], body: str | None = None, due: str | None = None,
@@ -179,16 +200,6 @@ def build_server(root: Path) -> DecisionServer:
         """Whether a ruling is current, sealed and grants every required KEY=VALUE term exactly; passed is false
         with the reasons in failures otherwise. Check before acting on a ruling."""
         return dict(gate_json(call(lambda ws: check_gate(ws, id, require or []))))
-
-    @server.resource("decision://{id}", name="decision", mime_type="text/markdown",
-                     description="A decision note as it is on disk: properties and text.")
-    def decision(id: str) -> str:
-        def read(ws: Workspace) -> str:
-            found = ws.find(ws.state(), id)
-            return ws.vault.path_of(found).read_text(encoding="utf-8-sig")
-        return str(call(read))
-
-    return server
 
 
 def serve(root: Path) -> None:
