@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from .dates import local_date
 from .decision_words import unsaid_same_matter
 from .errors import UsageError
-from .links import Resolve
+from .links import WIKILINK, Resolve
 from .model import Decision, Status, newest_first_key
 from .pages import (
     IN_CONFLICT,
@@ -145,14 +145,12 @@ PROBLEMS_LISTED = 10
 INDEX_WIDTH = 160
 
 
-_WIKILINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
-
-
 # docs/design/0015-one-note-cannot-starve-the-rest.md
 def plain(text: str, limit: int = FIELD_LIMIT, note_id: str | None = None) -> str:
     """Owner's text on one line, without wikilink syntax (a link shows its alias or its target), cut past
     `limit` characters with a marker saying where the rest is."""
-    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), " ".join(text.split()))
+    text = WIKILINK.sub(lambda m: (m["alias"][1:] if m["alias"] else m["target"] + (m["part"] or "")).strip(),
+                        " ".join(text.split()))
     for pair, single in (("[[", "["), ("]]", "]")):
         while pair in text:
             text = text.replace(pair, single)

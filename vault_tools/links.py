@@ -12,12 +12,14 @@ if TYPE_CHECKING:
     from .model import Decision
 
 
-_LINK = re.compile(r"^\s*\[\[(?P<target>[^\]|#^]*)(?:[#^][^\]|]*)?(?:\|[^\]]*)?\]\]\s*$")
+# The one wikilink grammar: `[[target#heading|alias]]` or `[[target^block]]`. A target holds none of `[ ] | # ^`
+# (Obsidian refuses those in a note's name); `part` starts with `#` or `^`, `alias` with `|`.
+WIKILINK = re.compile(r"\[\[(?P<target>[^\[\]|#^]*)(?P<part>[#^][^\[\]|]*)?(?P<alias>\|[^\[\]]*)?\]\]")
 
 
 def link_target(link: str) -> str:
     """`[[Folder/D-0003 Title#Ruling|alias]]` -> `D-0003 Title`; a bare id stays as is."""
-    match = _LINK.match(link)
+    match = WIKILINK.fullmatch(link.strip())
     target = match.group("target") if match else link.strip()
     target = target.strip().rsplit("/", 1)[-1]
     return target.removesuffix(".md")
@@ -108,7 +110,7 @@ class NoteIndex:
                                      []).append(path)
 
     def __call__(self, link: str) -> str | None:
-        match = _LINK.match(link)
+        match = WIKILINK.fullmatch(link.strip())
         target = (match.group("target") if match else link).strip().removesuffix(".md")
         if not target:
             return None

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 from .dates import instant
 from .ledger_lines import canonical_json
-from .links import Resolve, leading_id, link_target, name_key
+from .links import WIKILINK, Resolve, leading_id, link_target, name_key
 from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Status
 
 
@@ -87,15 +87,12 @@ def normalise_body(body: str) -> str:
     return body.replace("\r\n", "\n").replace("\r", "\n").strip("\n") + "\n"
 
 
-_WIKILINK = re.compile(r"\[\[([^\[\]|]*?)(\|[^\[\]]*)?\]\]")
-
-
 # Where Obsidian shows `[[...]]` as typed, not as a link.
 _VERBATIM_TOKENS = frozenset({"fence", "code_block", "code_inline", "html_block", "html_inline"})
 
 
 def _wikilink_rule(state: Any, silent: bool) -> bool:
-    match = _WIKILINK.match(state.src, state.pos)
+    match = WIKILINK.match(state.src, state.pos)
     if not match:
         return False
     if not silent:
@@ -118,7 +115,7 @@ def wikilinks(text: str) -> list[re.Match[str]]:
     code spans, fenced or indented code, or HTML. Read with markdown-it-py's tokens; when the
     tokens cannot be matched up with the text (a link inside a link's title, say), every `[[...]]`
     counts as typed text, so that changing any of them shows."""
-    found = list(_WIKILINK.finditer(text)) if "[[" in text else []
+    found = list(WIKILINK.finditer(text)) if "[[" in text else []
     if not found:
         return []
     seen: list[tuple[str, bool]] = []  # every `[[...]]` the tokens hold, in reading order: (text, is a link)
@@ -127,7 +124,7 @@ def wikilinks(text: str) -> list[re.Match[str]]:
             if token.type == "wikilink":
                 seen.append((token.content, True))
             elif token.type in _VERBATIM_TOKENS:
-                seen += [(match.group(0), False) for match in _WIKILINK.finditer(token.content)]
+                seen += [(match.group(0), False) for match in WIKILINK.finditer(token.content)]
     if [raw for raw, _ in seen] != [match.group(0) for match in found]:
         return []
     return [match for match, (_, is_link) in zip(found, seen, strict=True) if is_link]

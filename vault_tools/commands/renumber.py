@@ -9,15 +9,13 @@ from typing import Any
 from .. import durable, note_edits, notes
 from ..errors import NoteError, Refused, UsageError
 from ..history import History, new_record
-from ..links import LinkResolver, name_key
+from ..links import WIKILINK, LinkResolver, name_key
 from ..model import Decision
 from ..sealing import seal_hash
 from ..vault import VaultState
 from .checks import check_id, check_name
 from .workspace import Workspace
 
-# A wikilink, with its target, then an optional heading or block part, then an optional alias.
-_WIKILINK = re.compile(r"\[\[(?P<target>[^\[\]|#^]*)(?P<part>[#^][^\[\]|]*)?(?P<alias>\|[^\[\]]*)?\]\]")
 LINK_FIELDS = ("supersedes", "superseded_by", "source")
 
 
@@ -73,7 +71,7 @@ def renumber(ws: Workspace, decision_id: str, path: str | None = None, actor: st
                     return match.group(0)
                 folder = match.group("target").rsplit("/", 1)[0] + "/" if "/" in match.group("target") else ""
                 return f"[[{folder}{new_title}{match.group('part') or ''}{match.group('alias') or ''}]]"
-            return _WIKILINK.sub(swap, value)
+            return WIKILINK.sub(swap, value)
 
         resolver = LinkResolver([*others, renamed])
         plans: list[tuple[Decision, notes.Note, str, Decision]] = []
