@@ -52,48 +52,9 @@ def renumber(ws: Workspace, decision_id: str, path: str | None = None, actor: st
                               path=target.path)
         text = note_edits.with_fields(note, {"id": new_id})
         renamed = ws.parse_new(new_file, text)
-        # The links to it, in every other decision note: by its file name as written, exactly, or as
-        # Obsidian compares names when no other note has that exact name.
         others = [d for d in state.decisions if d.path != target.path]
-        old_title, new_title = target.title, renamed.title
-        exact_elsewhere = any(d.title == old_title for d in others)
-
-        def points_here(link_target: str) -> bool:
-            written = link_target.strip().rsplit("/", 1)[-1].removesuffix(".md")
-            if written == old_title:
-                return True
-            return not exact_elsewhere and name_key(written) == name_key(old_title) and \
-                not any(d.title == written for d in others)
-
-        def relink(value: str) -> str:
-            def swap(match: re.Match[str]) -> str:
-                if not points_here(match.group("target")):
-                    return match.group(0)
-                folder = match.group("target").rsplit("/", 1)[0] + "/" if "/" in match.group("target") else ""
-                return f"[[{folder}{new_title}{match.group('part') or ''}{match.group('alias') or ''}]]"
-            return WIKILINK.sub(swap, value)
-
         resolver = LinkResolver([*others, renamed])
-        plans: list[tuple[Decision, notes.Note, str, Decision]] = []
-        for other in others:
-            other_note = ws.read(ws.vault.path_of(other))
-            changes: dict[str, Any] = {}
-            data = other_note.data if hasattr(other_note.data, "get") else {}
-            for key in LINK_FIELDS:
-                value = data.get(key)
-                if isinstance(value, str) and relink(value) != value:
-                    changes[key] = relink(value)
-                elif isinstance(value, list) and any(isinstance(v, str) and relink(v) != v for v in value):
-                    changes[key] = [relink(v) if isinstance(v, str) else v for v in value]
-            new_body = relink(other_note.body)
-            if not changes and new_body == other_note.body:
-                continue
-            try:
-                other_text = note_edits.with_fields(other_note, changes) if changes else other_note.text
-            except NoteError as error:
-                raise Refused(f"cannot rewrite its links to {decision_id}: {error.message}", path=other.path) from None
-            other_text = other_text[:len(other_text) - len(other_note.body)] + new_body
-            plans.append((other, other_note, other_text, ws.parse_new(ws.vault.path_of(other), other_text)))
+        plans = _relinks(ws, others, target.title, renamed.title, decision_id)
         # Write: the renamed note first (a new file, then the old one goes), then the links, then the ledger.
         if new_file != old_file:
             durable.create_note(new_file, note_edits.file_text(note, text))
@@ -117,6 +78,51 @@ def renumber(ws: Workspace, decision_id: str, path: str | None = None, actor: st
                                        hash=seal_hash(updated, resolver, ws.tz), successor=new_id))
         ws.vault.ledger.append(events)
         return done
+
+
+def _relinks(ws: Workspace, others: list[Decision], old_title: str, new_title: str,
+             decision_id: str) -> list[tuple[Decision, notes.Note, str, Decision]]:
+    """Each other decision note whose links name the renumbered one, with its text relinked: (the decision, its
+    note, the new text, the decision that text makes). A link names it by its file name as written, exactly,
+    or as Obsidian compares names when no other note has that exact name."""
+    exact_elsewhere = any(d.title == old_title for d in others)
+
+    def points_here(link_target: str) -> bool:
+        written = link_target.strip().rsplit("/", 1)[-1].removesuffix(".md")
+        if written == old_title:
+            return True
+        return not exact_elsewhere and name_key(written) == name_key(old_title) and \
+            not any(d.title == written for d in others)
+
+    def relink(value: str) -> str:
+        def swap(match: re.Match[str]) -> str:
+            if not points_here(match.group("target")):
+                return match.group(0)
+            folder = match.group("target").rsplit("/", 1)[0] + "/" if "/" in match.group("target") else ""
+            return f"[[{folder}{new_title}{match.group('part') or ''}{match.group('alias') or ''}]]"
+        return WIKILINK.sub(swap, value)
+
+    plans: list[tuple[Decision, notes.Note, str, Decision]] = []
+    for other in others:
+        other_note = ws.read(ws.vault.path_of(other))
+        changes: dict[str, Any] = {}
+        data = other_note.data if hasattr(other_note.data, "get") else {}
+        for key in LINK_FIELDS:
+            value = data.get(key)
+            if isinstance(value, str) and relink(value) != value:
+                changes[key] = relink(value)
+            elif isinstance(value, list) and any(isinstance(v, str) and relink(v) != v for v in value):
+                changes[key] = [relink(v) if isinstance(v, str) else v for v in value]
+        new_body = relink(other_note.body)
+        if not changes and new_body == other_note.body:
+            continue
+        try:
+            other_text = note_edits.with_fields(other_note, changes) if changes else other_note.text
+        except NoteError as error:
+            raise Refused(f"cannot rewrite its links to {decision_id}: {error.message}", path=other.path) from None
+        other_text = other_text[:len(other_text) - len(other_note.body)] + new_body
+        plans.append((other, other_note, other_text, ws.parse_new(ws.vault.path_of(other), other_text)))
+    return plans
 
 
 def _choose(ws: Workspace, state: VaultState, sharing: list[Decision], known: dict[str, History],
