@@ -110,17 +110,25 @@ def parse(root: Path, now: dt.datetime | None = None) -> Parsed:
         adr = _read(path, rel, parsed)
         if adr is not None:
             adrs.append(adr)
-    by_path = {adr.rel.casefold(): adr for adr in adrs}
-    by_number: dict[tuple[str, int], _Adr] = {}
-    for adr in adrs:
-        by_number.setdefault((adr.folder, int(adr.number)), adr)
-
     common = _common_folder([adr.folder for adr in adrs])
     for adr in adrs:
         record = _record(adr, base, common, parsed)
         if record is not None:
             adr.record = record
             parsed.records.append(record)
+    _chain(parsed, _supersession_edges(adrs, parsed))
+    _partly_without_target(adrs, parsed)
+    parsed.records = _ordered(parsed.records)
+    return parsed
+
+
+def _supersession_edges(adrs: list[_Adr], parsed: Parsed) -> dict[str, set[str]]:
+    """Successor key -> predecessor keys, from what each ADR says it supersedes or was superseded by; a
+    reference to no ADR found is a remark, one that supersedes in part a question to review."""
+    by_path = {adr.rel.casefold(): adr for adr in adrs}
+    by_number: dict[tuple[str, int], _Adr] = {}
+    for adr in adrs:
+        by_number.setdefault((adr.folder, int(adr.number)), adr)
 
     def resolve(adr: _Adr, ref: str) -> _Adr | None:
         if ref.endswith(".md") or "/" in ref:
@@ -140,7 +148,7 @@ def parse(root: Path, now: dt.datetime | None = None) -> Parsed:
         number = _ADR_NUMBER.search(ref)
         return by_number.get((adr.folder, int(number.group(1)))) if number else None
 
-    edges: dict[str, set[str]] = {}  # successor key -> predecessor keys
+    edges: dict[str, set[str]] = {}
     for adr in adrs:
         if adr.record is None:
             continue
@@ -167,6 +175,12 @@ def parse(root: Path, now: dt.datetime | None = None) -> Parsed:
                 key=review_key, record=adr.record.key, others=(target.record.key,),
                 text=f"{adr.record.label} says it in part supersedes {target.record.label} ({target.title}): "
                      f"which parts of {target.record.label} still stand?"))
+    return edges
+
+
+def _chain(parsed: Parsed, edges: dict[str, set[str]]) -> None:
+    """Link each successor to what it supersedes; a superseded ADR with no successor found becomes a question
+    to review, never a ruling in force on the importer's guess."""
     by_key = {r.key: r for r in parsed.records}
     for successor_key, predecessors in edges.items():
         successor = by_key[successor_key]
@@ -176,16 +190,13 @@ def parse(root: Path, now: dt.datetime | None = None) -> Parsed:
         names = ", ".join(by_key[k].label for k in sorted(predecessors))
         successor.reason = f"{successor.label} ({successor.title}) supersedes {names}, as the ADRs record"
     for record in parsed.records:
-        if record.status == SUPERSEDED and record.superseded_by is None:  # never current on the importer's guess
+        if record.status == SUPERSEDED and record.superseded_by is None:
             record.status, record.asked_at, record.ruled_at = OPEN, record.ruled_at, None
             record.summary = record.question = (f"Does {record.label} still stand ({record.title})? It is marked "
                                                 "superseded, and no ADR says what replaced it.")
             record.remarks = [remark for remark in record.remarks if not remark.startswith("has no date")]
             record.remarks.append("is marked superseded, but no successor was found: imported as a question to "
                                   "review")
-    _partly_without_target(adrs, parsed)
-    parsed.records = _ordered(parsed.records)
-    return parsed
 
 
 def _common_folder(folders: list[str]) -> tuple[str, ...]:
