@@ -57,18 +57,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
                          "give it or --alongside ID, not both")
     if superseded_ids and reason is None:
         raise UsageError("--supersedes needs --reason saying why (at least 20 characters)")
-    when: dt.datetime | dt.date = to_vault_time(parse_option("--ruled-at", ruled_at) or ws.now_local(), ws.tz)
-    if instant(when, ws.tz) > instant(ws.now_local(), ws.tz) + CLOCK_SLACK:
-        raise UsageError(f"--ruled-at {ruled_at} is in the future: a ruling is recorded when the owner has decided")
-    revisit_day = parse_day_option("--revisit-by", revisit_by)
     actor = check_name(ruled_by) or ws.config.default_ruler
-    changes: dict[str, Any] = {"status": Status.RULED.value, "summary": summary, "ruled_at": when,
-                               "ruled_by": actor}
-    for name, value in (("source", source), ("revisit_if", revisit_if), ("revisit_by", revisit_day)):
-        if isinstance(value, str) and len(value) > MAX_TEXT:
-            raise UsageError(f"--{name.replace('_', '-')} must be at most {MAX_TEXT:,} characters ({len(value):,} given)")
-        if value:
-            changes[name] = value
+    changes = _ruling_properties(ws, summary, actor, ruled_at, source, revisit_if, revisit_by)
     direct_topics = check_topics(topics) if decision_id is None else None
     changes.update({TERM_PREFIX + key: value for key, value in parse_terms("--term", terms).items()})
     globs = list(dict.fromkeys(pattern.strip() for pattern in scope))
@@ -100,17 +90,40 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         if list(not_the_same):
             raise UsageError("--not-the-same is for a ruling given directly; an answer is recorded on its question")
-        question = ws.find(state, decision_id)
-        ws.check_writable(state, question)
-        problem = transition_problem(ws.status_of(state, question), Status.RULED)
-        if problem:
-            raise Refused(f"{question.id} {problem}", path=question.path)
-        path = ws.vault.path_of(question)
-        note = ws.read(path)
-        text = note_edits.with_fields(note, changes)
-        if body:
-            text = text.rstrip("\r\n") + note.newline * 2 + _ruling_section(body).replace("\n", note.newline)
-        return write_ruling(ws, state, path, note, text, actor, reason, question)
+        return _answer(ws, state, decision_id, changes, body, actor, reason)
+
+
+def _ruling_properties(ws: Workspace, summary: str, actor: str, ruled_at: str | None, source: str | None,
+                       revisit_if: str | None, revisit_by: str | None) -> dict[str, Any]:
+    """The properties every ruling is written with, each option checked: never ruled in the future."""
+    when: dt.datetime | dt.date = to_vault_time(parse_option("--ruled-at", ruled_at) or ws.now_local(), ws.tz)
+    if instant(when, ws.tz) > instant(ws.now_local(), ws.tz) + CLOCK_SLACK:
+        raise UsageError(f"--ruled-at {ruled_at} is in the future: a ruling is recorded when the owner has decided")
+    revisit_day = parse_day_option("--revisit-by", revisit_by)
+    changes: dict[str, Any] = {"status": Status.RULED.value, "summary": summary, "ruled_at": when,
+                               "ruled_by": actor}
+    for name, value in (("source", source), ("revisit_if", revisit_if), ("revisit_by", revisit_day)):
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            raise UsageError(f"--{name.replace('_', '-')} must be at most {MAX_TEXT:,} characters ({len(value):,} given)")
+        if value:
+            changes[name] = value
+    return changes
+
+
+def _answer(ws: Workspace, state: VaultState, decision_id: str, changes: dict[str, Any], body: str | None,
+            actor: str, reason: str | None) -> Decision:
+    """The ruling written into the open question it answers."""
+    question = ws.find(state, decision_id)
+    ws.check_writable(state, question)
+    problem = transition_problem(ws.status_of(state, question), Status.RULED)
+    if problem:
+        raise Refused(f"{question.id} {problem}", path=question.path)
+    path = ws.vault.path_of(question)
+    note = ws.read(path)
+    text = note_edits.with_fields(note, changes)
+    if body:
+        text = text.rstrip("\r\n") + note.newline * 2 + _ruling_section(body).replace("\n", note.newline)
+    return write_ruling(ws, state, path, note, text, actor, reason, question)
 
 
 _RULING_HEADING = re.compile(r"^##[ \t]+Ruling[ \t]*$", re.MULTILINE | re.IGNORECASE)
