@@ -21,6 +21,34 @@ from ..vault import Vault
 from .facts import damaged_ledger
 
 
+def _due_to_seal(ws: Workspace, moment: float, given_paths: set[str], not_done: list[str]) -> list[str]:
+    """The ids of rulings not sealed yet whose quiet window has passed (or that were just given their id, having
+    been left alone already); one whose `sealed` line is lost is named in `not_done` instead."""
+    vault = ws.vault
+    state = vault.load()
+    try:
+        events = vault.ledger.read()
+    except VaultToolsError:  # damaged (reported by VT024): what can be read
+        events = damaged_ledger(vault)[0]
+    known = histories(events)
+    ties = tie_notes(state.decisions, known.values(), lambda d: ws.seal_hash_of(state, d))
+    due = []
+    for decision in sorted(state.decisions, key=lambda d: d.order):
+        history = ties.get(decision.path)
+        if decision.status is not Status.RULED or (history is not None and history.sealed):
+            continue
+        if history is not None and history.seal_lost:
+            not_done.append(f"could not seal {decision.id}: its `sealed` line is missing from the ledger (VT027)")
+            continue
+        try:
+            age = moment - vault.path_of(decision).stat().st_mtime
+        except OSError:
+            continue
+        if age >= vault.config.settle_seconds or decision.path in given_paths:
+            due.append(decision.id)
+    return due
+
+
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
     """Record retractions and relations the owner typed into sealed rulings, finish operations a kill or a
     full disk interrupted, seal rulings past their settle window, write back sealed rulings whose note is
@@ -33,28 +61,8 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
             given = give_ids(ws, quiet_before=moment - vault.config.settle_seconds)
     except VaultToolsError:
         given = []
-    state = vault.load()
-    try:
-        events = vault.ledger.read()
-    except VaultToolsError:  # damaged (reported by VT024): what can be read
-        events = damaged_ledger(vault)[0]
-    known = histories(events)
-    ties = tie_notes(state.decisions, known.values(), lambda d: ws.seal_hash_of(state, d))
-    due = []
     not_done: list[str] = []
-    for decision in sorted(state.decisions, key=lambda d: d.order):
-        history = ties.get(decision.path)
-        if decision.status is not Status.RULED or (history is not None and history.sealed):
-            continue
-        if history is not None and history.seal_lost:
-            not_done.append(f"could not seal {decision.id}: its `sealed` line is missing from the ledger (VT027)")
-            continue
-        try:
-            age = moment - vault.path_of(decision).stat().st_mtime
-        except OSError:
-            continue
-        if age >= vault.config.settle_seconds or decision.path in {item.path for item in given}:
-            due.append(decision.id)  # (a note just given its id had been left alone already)
+    due = _due_to_seal(ws, moment, {item.path for item in given}, not_done)
     try:
         done, unrecorded = apply_owner_steps(ws)
         done = [f"cut off the torn last line of the ledger (an append a kill cut short), kept as "
