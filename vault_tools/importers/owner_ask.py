@@ -113,16 +113,7 @@ def parse(root: Path) -> Parsed:
             continue
         rulings[row["id"]] = (number, row)
 
-    # Which ask each ruling answers: named on either side.
-    answered_by: dict[str, str] = {}
-    for ask_id, (_, row) in asks.items():
-        if row.get("status") == "answered" and isinstance(row.get("rulingId"), str):
-            answered_by[row["rulingId"]] = ask_id
-    for ruling_id, (_, row) in rulings.items():
-        named = _text(row, "askId", "answers", "questionId")
-        if named and ruling_id not in answered_by:
-            answered_by[ruling_id] = named
-
+    answered_by = _answered_by(asks, rulings)
     shown_rulings = prefix + RULINGS_FILE
     imported: set[str] = set()  # the rulings that become records
     for ruling_id, (number, row) in rulings.items():
@@ -141,7 +132,31 @@ def parse(root: Path) -> Parsed:
             record.remarks.append(f"says it answers {answers}, which is not in {ASKS_FILE}")
         parsed.records.append(record)
 
-    shown_asks = prefix + ASKS_FILE
+    _import_asks(parsed, prefix + ASKS_FILE, asks, rulings, answered_by, imported)
+    _supersessions(parsed, rulings)
+    parsed.records.sort(key=lambda r: (_sort_time(r.ruled_at or r.asked_at), r.key))
+    return parsed
+
+
+def _answered_by(asks: dict[str, tuple[int, dict[str, Any]]],
+                 rulings: dict[str, tuple[int, dict[str, Any]]]) -> dict[str, str]:
+    """Which ask each ruling answers (ruling id -> ask id): named on either side, the ask's word first."""
+    answered_by: dict[str, str] = {}
+    for ask_id, (_, row) in asks.items():
+        if row.get("status") == "answered" and isinstance(row.get("rulingId"), str):
+            answered_by[row["rulingId"]] = ask_id
+    for ruling_id, (_, row) in rulings.items():
+        named = _text(row, "askId", "answers", "questionId")
+        if named and ruling_id not in answered_by:
+            answered_by[ruling_id] = named
+    return answered_by
+
+
+def _import_asks(parsed: Parsed, shown_asks: str, asks: dict[str, tuple[int, dict[str, Any]]],
+                 rulings: dict[str, tuple[int, dict[str, Any]]], answered_by: dict[str, str],
+                 imported: set[str]) -> None:
+    """The open and withdrawn asks as records; an answered one is the question of its imported ruling, or
+    skipped saying why it could not be."""
     for ask_id, (number, row) in asks.items():
         status = row.get("status")
         where = f"{shown_asks}:{number}"
@@ -159,10 +174,6 @@ def parse(root: Path) -> Parsed:
         record = _ask(ask_id, row, status, where, parsed)
         if record is not None:
             parsed.records.append(record)
-
-    _supersessions(parsed, rulings)
-    parsed.records.sort(key=lambda r: (_sort_time(r.ruled_at or r.asked_at), r.key))
-    return parsed
 
 
 def _unknown_fields(rows: list[tuple[int, dict[str, Any]]], known: set[str], shown: str, parsed: Parsed) -> None:
