@@ -216,15 +216,19 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     notes = sorted({*state.properties, *(e.path for e in state.broken if e.path)})
     fingerprint = _fingerprint(root, skipped, notes)
     if started_ns - _newest_ns(fingerprint) > RACY_NANOSECONDS:
-        data = {"format": FORMAT, "made_at": time.time(), "session_budget": session_budget,
-                "day_ends_at": _day_ends_at(ws.now_local()), "skipped": sorted(skipped),
-                "fingerprint": fingerprint, "session_text": snapshot.session_text,
-                "scope_root": snapshot.scope_root, "scope_on_read": snapshot.scope_on_read,
-                "rulings": [r._asdict() for r in rulings], "questions": [q._asdict() for q in questions],
-                "documents": documents}
-        try:
-            from ..durable import write_atomic
-            write_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
-        except OSError:
-            pass  # derived data: a read-only vault just answers from full reads
+        _keep(path, snapshot, {"format": FORMAT, "made_at": time.time(), "session_budget": session_budget,
+                               "day_ends_at": _day_ends_at(ws.now_local()), "skipped": sorted(skipped),
+                               "fingerprint": fingerprint})
     return snapshot
+
+
+def _keep(path: Path, snapshot: Snapshot, stamp: dict[str, Any]) -> None:
+    """Write the snapshot with what tells whether it is still current (`stamp`)."""
+    data = {**stamp, "session_text": snapshot.session_text, "scope_root": snapshot.scope_root,
+            "scope_on_read": snapshot.scope_on_read, "rulings": [r._asdict() for r in snapshot.rulings],
+            "questions": [q._asdict() for q in snapshot.questions], "documents": snapshot.documents}
+    try:
+        from ..durable import write_atomic
+        write_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+    except OSError:
+        pass  # derived data: a read-only vault just answers from full reads
