@@ -1,6 +1,6 @@
 """The layers contract: each module of `vault_tools` imports only modules of its own layer or below, no import
 cycle ties modules together, and each module is of one concern (a docstring that says it; no module over 600
-lines). `make check` runs it; it prints each breach and exits 1.
+lines, no function over 80 and at most five over 60). `make check` runs it; it prints each breach and exits 1.
 
 Layers, lowest first (docs/architecture.md says what each is for): leaves, domain, storage, operations,
 engines, faces. Imports under `if TYPE_CHECKING:` are not imports at run time and are not counted, but for
@@ -30,6 +30,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # A module whose every import inside a function has the same reason says it once, in a line starting so.
 MODULE_REASON = "# Imports inside functions:"
 MAX_LINES = 600  # no module longer
+MAX_FUNCTION_LINES = 80  # no function longer (nested functions count in the one that holds them)
+LONG_FUNCTION_LINES = 60  # and at most MAX_LONG_FUNCTIONS longer than this
+MAX_LONG_FUNCTIONS = 5
 MAX_FUNCTION_IMPORTS = 90
 MAX_WITHOUT_REASON = 0
 
@@ -168,6 +171,7 @@ def _shape(paths: list[Path]) -> list[str]:
     modules over 450 lines was dropped: it decided where code went, not what belonged together.)"""
     found = []
     lengths = {}
+    long_functions = []
     for path in paths:
         text = path.read_text(encoding="utf-8")
         shown = f"vault_tools/{path.relative_to(PACKAGE)}"
@@ -176,6 +180,16 @@ def _shape(paths: list[Path]) -> list[str]:
         lengths[shown] = text.count("\n")
         if lengths[shown] > MAX_LINES:
             found.append(f"{shown}: {lengths[shown]} lines; at most {MAX_LINES}: split it by concern")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                if size > MAX_FUNCTION_LINES:
+                    found.append(f"{shown}:{node.lineno}: {node.name} is {size} lines; at most {MAX_FUNCTION_LINES}")
+                elif size > LONG_FUNCTION_LINES:
+                    long_functions.append(f"{shown}:{node.lineno}: {node.name} ({size} lines)")
+    if len(long_functions) > MAX_LONG_FUNCTIONS:
+        found.append(f"{len(long_functions)} functions over {LONG_FUNCTION_LINES} lines; at most {MAX_LONG_FUNCTIONS}: "
+                     + ", ".join(long_functions))
     return found
 
 
