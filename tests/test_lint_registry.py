@@ -11,8 +11,8 @@ import pytest
 
 import vault_tools
 from vault_tools import lint
-from vault_tools.commands.workspace import blocking_problems
 from vault_tools.lint import registry
+from vault_tools.services.workspace import blocking_problems
 from vault_tools.vault import Vault
 
 from .helpers import make_vault, write
@@ -93,15 +93,22 @@ def test_each_rule_has_a_stable_code_and_its_doc_beside_it(code: str) -> None:
 # -- problems carry their rule's code ---------------------------------------------------------------
 
 def problem_calls(source: str) -> list[ast.Call]:
-    return [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name) and node.func.id in ("problem", "Problem")]
+    """Each `Problem(...)`, `problem(...)` and `problems.add(...)` call (the last two take the code third)."""
+    return [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and node.func.id in ("problem", "Problem"))
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == "add"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "problems"))]
+
+
+def _made_by_problem(call: ast.Call) -> bool:
+    return not (isinstance(call.func, ast.Name) and call.func.id == "Problem")
 
 
 def codes_given_by_the_model() -> set[str]:
     codes = set()
     for name in PROBLEM_MAKERS:
         for call in problem_calls((PACKAGE / name).read_text(encoding="utf-8")):
-            if call.func.id == "problem":  # type: ignore[attr-defined]
+            if _made_by_problem(call):
                 code = call.args[2] if len(call.args) > 2 else None
                 if isinstance(code, ast.Constant):
                     codes.add(code.value)
@@ -112,7 +119,7 @@ def codes_given_by_the_model() -> set[str]:
 def test_every_place_that_makes_a_problem_names_a_rule_that_reports_it(name: str) -> None:
     for call in problem_calls((PACKAGE / name).read_text(encoding="utf-8")):
         where = f"{name}:{call.lineno}"
-        if call.func.id == "Problem":  # type: ignore[attr-defined]
+        if not _made_by_problem(call):
             assert len(call.args) >= 4 or any(k.arg == "code" for k in call.keywords), f"{where}: Problem without a code"
         else:
             code = call.args[2] if len(call.args) > 2 else None
