@@ -35,9 +35,9 @@ from vault_tools.agents import hooks
 from vault_tools.commands.ask import ask
 from vault_tools.commands.rule import rule
 from vault_tools.commands.setup import init_vault
-from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import PossibleMatch, Refused
 from vault_tools.reconcile import reconcile
+from vault_tools.services.workspace import Workspace
 from vault_tools.topics import topics_match
 from vault_tools.vault import Vault
 

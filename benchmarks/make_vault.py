@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vault_tools.commands.seal import seal
 from vault_tools.commands.setup import init_vault
-from vault_tools.commands.workspace import Workspace
+from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 
 WORDS = ["article", "footer", "newsletter", "author", "promotion", "reader", "reply", "sign-off", "pricing", "sale", "draft", "edition", "archive", "category", "tag", "editor", "publish", "schedule", "budget", "sponsor", "podcast", "episode", "guest", "review", "policy", "template", "index", "summary", "weekly", "monthly", "plan", "launch", "audience", "growth", "metric", "survey"]

@@ -32,8 +32,8 @@ from vault_tools.commands.ask import ask
 from vault_tools.commands.close import retract, withdraw
 from vault_tools.commands.rule import rule
 from vault_tools.commands.setup import init_vault
-from vault_tools.commands.workspace import Workspace
 from vault_tools.reconcile import reconcile
+from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 
 SET = Path(__file__).resolve().parent.parent / "tests" / "data" / "owner_messages.json"

@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "__init__", "agents.__init__")),
     ("domain", ("model", "links", "topics", "settling", "drafts", "dates", "notes", "durable", "note_edits", "pages", "agent_view", "topic_aliases", "ledger_lines", "history", "sealing", "conflicts", "decision_words")),
     ("storage", ("layout", "config", "ledger", "ledger_file", "reading", "state_memo", "vault", "index")),
+    ("services", ("services",)),
     ("operations", ("commands", "importers", "starter", "figures", "shapes", "agents.instructions", "agents.json_edit")),
     ("engines", ("watch", "reconcile", "lint", "tripwire")),
     ("faces", ("cli", "console", "answers", "launch", "docs", "agents", "__main__")),

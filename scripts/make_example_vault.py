@@ -43,12 +43,12 @@ from vault_tools.commands.build import build
 from vault_tools.commands.close import retract, withdraw
 from vault_tools.commands.rule import rule
 from vault_tools.commands.setup import init_vault
-from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import PossibleMatch
 from vault_tools.layout import DEVICE_FOLDER, device_tag
 from vault_tools.model import Decision, id_number
 from vault_tools.reconcile import reconcile
 from vault_tools.record_files import LEDGER_FOLDER, LEGACY_LEDGER, RECORD_DIR, STATE_DIR
+from vault_tools.services.workspace import Workspace
 from vault_tools.starter import install_base, install_templates
 from vault_tools.vault import Vault
 

@@ -28,9 +28,9 @@ import pytest
 
 from vault_tools.commands.ask import ask
 from vault_tools.commands.setup import init_vault
-from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import PossibleMatch
 from vault_tools.record_files import RACY_NANOSECONDS
+from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Watcher
 
@@ -250,7 +250,7 @@ def past_the_racy_window(monkeypatch: pytest.MonkeyPatch) -> None:
     now on (`LiveState`, as a reconcile starts) reads the wall clock `PAST_RACY_SECONDS` ahead, so it knows each
     decision note it reads unchanged since before it read the vault (as on a real first start), without the
     test sleeping. What is written after the view is made is seen as written after it, as it would be."""
-    from vault_tools.commands import live
+    from vault_tools.services import live
 
     monkeypatch.setattr(live, "time", ClockAhead(PAST_RACY_SECONDS))
 

@@ -226,7 +226,7 @@ def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_
     notes in the same order, and the same records; a damaged ledger read meanwhile is said when asked, as
     without."""
     from vault_tools.commands.seal import seal
-    from vault_tools.commands.workspace import Workspace
+    from vault_tools.services.workspace import Workspace
 
     for number in range(1, 121):
         decision(vault, number, status="open" if number % 3 else "ruled", topics=(f"topic-{number}",))
@@ -399,7 +399,7 @@ def test_pages_are_not_remembered_from_inputs_written_within_the_racy_window(cli
 def test_the_pages_are_made_anew_when_only_the_ledger_or_the_config_changed(cli, vault, monkeypatch):
     """A pull can bring ledger lines (another clone's steps) or a config without touching any note."""
     from vault_tools.commands import build as build_module
-    from vault_tools.commands.workspace import Workspace
+    from vault_tools.services.workspace import Workspace
     decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
     assert cli("ask", "Should the blog keep comments open?", "--topic", "blog-comments").code == 0
 
@@ -542,9 +542,9 @@ def test_a_watchers_view_behind_the_ledger_is_never_remembered(tmp_path, monkeyp
 
     from vault_tools.cli import run
     from vault_tools.commands import build as build_module
-    from vault_tools.commands.live import LiveState
     from vault_tools.commands.setup import init_vault
-    from vault_tools.commands.workspace import Workspace
+    from vault_tools.services.live import LiveState
+    from vault_tools.services.workspace import Workspace
     monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
     trust_the_cache_at_once(monkeypatch)
     laptop, phone = tmp_path / "laptop", tmp_path / "phone"

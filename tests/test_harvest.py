@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools.commands.workspace import Workspace
 from vault_tools.importers.harvest import find
+from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 

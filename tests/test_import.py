@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools.commands.workspace import Workspace
 from vault_tools.history import histories_by_id
 from vault_tools.importers import adr
+from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 
 from .helpers import CORPORA, snapshot, write

@@ -22,13 +22,13 @@ import pytest
 
 from vault_tools import note_edits, notes
 from vault_tools.cli import run
-from vault_tools.commands.workspace import Workspace
 from vault_tools.errors import NoteError
 from vault_tools.history import histories
 from vault_tools.layout import CLONE_FILE, _where, device_tag
 from vault_tools.ledger_lines import event_key
 from vault_tools.model import CLONE_TAG_ALPHABET, CLONE_TAG_LENGTH
 from vault_tools.sealing import tie_notes
+from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 
 from .git_repo import git, git_env

@@ -31,7 +31,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from vault_tools.cli import run
-from vault_tools.commands.workspace import Workspace
+from vault_tools.services.workspace import Workspace
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 README = REPOSITORY / "README.md"

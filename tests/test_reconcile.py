@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from vault_tools import durable, lint, note_edits, notes
-from vault_tools.commands.workspace import Workspace
 from vault_tools.history import histories_by_id
 from vault_tools.ledger import Ledger
+from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
@@ -275,8 +275,8 @@ def test_a_ruling_sealed_from_the_note_cache_is_sealed_as_read_afresh(cli, vault
     """A large reconcile seals a note it read from the cache without parsing it again, when the file is
     certainly unchanged; what it records must be what parsing the file gives: the file's bytes and the same
     seal hash, for a BOM, CRLF, a date with an offset, quoted and plain values alike."""
-    import vault_tools.commands.live as live_module
     import vault_tools.reading as reading_module
+    from vault_tools.services import live as live_module
     monkeypatch.setattr(reading_module, "RACY_NANOSECONDS", 0)  # trust the cache and the file times at once
     monkeypatch.setattr(live_module, "RACY_NANOSECONDS", 0)
     text = ("\ufeff---\r\ntype: decision\r\nid: D-0001\r\nstatus: ruled\r\ntopics: [article-footer, \"promotion\"]\r\n"
@@ -456,8 +456,8 @@ def test_a_note_the_live_view_knows_unchanged_is_what_reading_it_gives(tmp_path,
     only while the file still holds what was read: equal, field for field, to reading it now."""
     import shutil
 
-    from vault_tools.commands import live as live_module
-    from vault_tools.commands.live import LiveState
+    from vault_tools.services import live as live_module
+    from vault_tools.services.live import LiveState
 
     vault = tmp_path / "example-vault"
     shutil.copytree(Path(__file__).resolve().parents[1] / "example-vault", vault)
@@ -482,7 +482,7 @@ def test_a_note_the_live_view_knows_unchanged_is_what_reading_it_gives(tmp_path,
 def test_a_ruling_with_keys_json_writes_otherwise_is_marked_superseded_from_the_note_cache(tmp_path, monkeypatch):
     """The note cache keeps properties as JSON, which writes a nested `true:` key as "true": a ruling read from
     it is still marked superseded, its edit checked against a fresh parse."""
-    from vault_tools.commands import live as live_module
+    from vault_tools.services import live as live_module
 
     from .helpers import make_vault
 
@@ -514,9 +514,9 @@ def test_a_ruling_with_keys_json_writes_otherwise_is_marked_superseded_from_the_
 def test_a_live_view_takes_no_look_at_the_ledger_from_before_it(tmp_path, monkeypatch):
     """A look at the ledger's files is kept a little while within one live view, never into the next one: a
     device's ledger file made in between (by another process) is seen by the next view at once."""
-    from vault_tools.commands import live as live_module
-    from vault_tools.commands.live import LiveState
     from vault_tools.commands.setup import init_vault
+    from vault_tools.services import live as live_module
+    from vault_tools.services.live import LiveState
 
     from .helpers import TZ, vt
 
@@ -539,25 +539,25 @@ def test_a_live_view_takes_no_look_at_the_ledger_from_before_it(tmp_path, monkey
 # the work the child hands over counted: what the reconcile took from it, and what it worked out itself. It
 # starts past the racy window, as on a real first start: its view reads the wall clock that much ahead (as
 # `past_the_racy_window` has it in this process), so it knows each note unchanged since it read the vault.
-_AHEAD_RUN = clock_ahead_source("vault_tools.commands.live") + """
+_AHEAD_RUN = clock_ahead_source("vault_tools.services.live") + """
 import collections, json, sys
-import vault_tools.commands.ahead as ahead
-import vault_tools.commands.live as live
-import vault_tools.commands.workspace as workspace
+from vault_tools.services import prefetch
+from vault_tools.services import live
+from vault_tools.services import workspace
 from vault_tools import launch
 
 vault, mode, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
 counts = collections.Counter()
-ahead.free_processors = lambda: 2  # whatever else the machine runs meanwhile (the rest of the suite)
+prefetch.free_processors = lambda: 2  # whatever else the machine runs meanwhile (the rest of the suite)
 if mode == "no child":
-    ahead.MIN_RULINGS = 10 ** 9
+    prefetch.MIN_RULINGS = 10 ** 9
 if mode == "fork fails":  # a process limit reached, or memory short
     import errno, os
 
     def fork():
         raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
     os.fork = fork
-forked = ahead.WorkAhead.__init__
+forked = prefetch.WorkAhead.__init__
 
 def start(self, live_view, rels):
     forked(self, live_view, rels)
@@ -575,8 +575,8 @@ def start(self, live_view, rels):
         import os, signal
         os.kill(self._pid, signal.SIGKILL)
 
-ahead.WorkAhead.__init__ = start
-took_in, taking = ahead.WorkAhead.take_in, [False]
+prefetch.WorkAhead.__init__ = start
+took_in, taking = prefetch.WorkAhead.take_in, [False]
 
 def take_in(self):
     taking[0] = True
@@ -585,7 +585,7 @@ def take_in(self):
     finally:
         taking[0] = False
 
-ahead.WorkAhead.take_in = take_in
+prefetch.WorkAhead.take_in = take_in
 remembered = workspace.Workspace.remember_seal_hash
 
 def remember(self, state, decision, digest):
@@ -709,8 +709,8 @@ def _fed_by_hand(live, rel: str):
     to fork one): (the work ahead, the end to write records to)."""
     import os
 
-    from vault_tools.commands.ahead import WorkAhead
     from vault_tools.handover import Receiver
+    from vault_tools.services.prefetch import WorkAhead
 
     ahead = WorkAhead(live, [rel])
     read_end, write_end = os.pipe()
@@ -724,12 +724,12 @@ def test_what_the_child_hands_over_for_a_note_since_written_again_is_not_taken(t
     since (the view read it again): none of them is taken, each is worked out from the note as it is now."""
     import os
 
-    from vault_tools.commands.ahead import edit_key
-    from vault_tools.commands.live import LiveState
-    from vault_tools.commands.supersede import superseded_changes
-    from vault_tools.commands.workspace import KnownSeal
     from vault_tools.handover import record
     from vault_tools.ledger_lines import encode_text
+    from vault_tools.model import superseded_changes
+    from vault_tools.services.live import LiveState
+    from vault_tools.services.prefetch import edit_key
+    from vault_tools.services.workspace import KnownSeal
 
     _, path, successor, ws, rel = _ruling_and_its_successor(tmp_path, monkeypatch)
     with LiveState(ws) as live:
@@ -763,12 +763,13 @@ def test_what_is_worked_out_ahead_from_links_is_taken_only_while_they_resolve_as
     `superseded` event's hash is worked out again. So do the ids the successor's links resolve to."""
     import os
 
-    from vault_tools.commands.ahead import edit_key
-    from vault_tools.commands.live import LiveState
-    from vault_tools.commands.supersede import plan_superseded, superseded_changes, superseded_event
-    from vault_tools.commands.workspace import KnownSeal
+    from vault_tools.commands.supersede import plan_superseded, superseded_event
     from vault_tools.handover import record
     from vault_tools.ledger_lines import encode_text
+    from vault_tools.model import superseded_changes
+    from vault_tools.services.live import LiveState
+    from vault_tools.services.prefetch import edit_key
+    from vault_tools.services.workspace import KnownSeal
 
     vault, path, successor, ws, rel = _ruling_and_its_successor(tmp_path, monkeypatch)
     for came in (False, True):
@@ -805,8 +806,8 @@ def test_a_note_read_back_as_written_is_what_its_writer_said_and_one_saved_since
     hash): reading the note back, the view takes both while the file holds what was written, and works both
     out again from the file when someone saved it in between. The hash was worked out under the links as
     they were: once a note came in between, the decision is taken but the hash is worked out again."""
-    from vault_tools.commands.live import LiveState
-    from vault_tools.commands.supersede import superseded_changes
+    from vault_tools.model import superseded_changes
+    from vault_tools.services.live import LiveState
 
     from .helpers import make_vault
 

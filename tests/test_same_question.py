@@ -16,10 +16,10 @@ from benchmarks.judgments import (
     split_figures,
 )
 from benchmarks.same_question import TARGET_FALSE_REFUSALS, figures, load_pairs
-from vault_tools.commands.workspace import Workspace
 from vault_tools.ledger_lines import parse_ledger
 from vault_tools.matter import POSSIBLE_MATCH_THRESHOLD, SAME_MATTER_THRESHOLD
 from vault_tools.reconcile import reconcile
+from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 
 from .helpers import decision, snapshot, vt_here

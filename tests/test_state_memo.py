@@ -18,7 +18,7 @@ from vault_tools import ledger_file as ledger_file_module
 from vault_tools import vault as vault_module
 from vault_tools.commands import same as same_module
 from vault_tools.commands.close import withdraw
-from vault_tools.commands.workspace import Workspace
+from vault_tools.services.workspace import Workspace
 from vault_tools.topic_aliases import load_aliases
 from vault_tools.vault import STATE_MEMO, Vault
 

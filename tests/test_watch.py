@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from vault_tools import lint, note_edits, notes
-from vault_tools.commands.workspace import Workspace
 from vault_tools.history import histories_by_id
 from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import scan_ledger
 from vault_tools.sealing import seal_hash
+from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import IDLE_WAKE_SECONDS, Debouncer, Watcher, is_ignored
 
@@ -550,14 +550,14 @@ def test_an_observing_watcher_forks_for_a_large_reconcile_and_notices_what_was_s
     """A watcher observes the vault with a thread of its own, and a child is forked only with no other thread
     running: for a first reconcile of hundreds of rulings it stops observing, forks, and starts observing again
     once the pass is done. What the owner saved while it did not observe is noticed all the same."""
-    from vault_tools.commands import ahead
+    from vault_tools.services import prefetch
 
     from .helpers import make_vault, write
     vault = make_vault(tmp_path / "vault")
     _large_first_reconcile(vault, topics=60)
     write(vault / "Daily" / "2026-12-02.md", "A note of the day before.\n")
     past_the_racy_window(monkeypatch)  # the reconcile knows each ruling unchanged since it read the vault
-    monkeypatch.setattr(ahead, "free_processors", lambda: 2)  # whatever else this machine runs now
+    monkeypatch.setattr(prefetch, "free_processors", lambda: 2)  # whatever else this machine runs now
     threads_at_fork: list[int] = []
 
     class OwnerSaving(Watcher):

@@ -13,11 +13,11 @@ from .commands.read import lookup as lookup_topics
 from .commands.read import search as search_decisions
 from .commands.read import show as show_decision
 from .commands.same import rank_hits
-from .commands.workspace import Workspace
 from .console import out, print_json, stderr, workspace
 from .dates import local_date
 from .history import History
 from .model import Decision, Status
+from .services.workspace import Workspace
 from .shapes import decision_json, lookup_json, show_json
 
 

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .commands.workspace import Workspace
 from .dates import parse_day_option
 from .errors import PIPE_CLOSED, InconsistentVault, VaultToolsError
 from .layout import git_dir
 from .record_files import STATE_DIR
+from .services.workspace import Workspace
 from .shapes import decision_json
 from .vault import Vault
 
@@ -272,7 +272,7 @@ class Progress:
             from rich.progress import Progress as Bar
 
             # Drawn when told how far the work has gone, not from a thread of its own: a process running
-            # another thread forks no child (a large reconcile's child working ahead, see `commands.ahead`)
+            # another thread forks no child (a large reconcile's child working ahead, see `services.prefetch`)
             self._bar = Bar(console=stderr.console, transient=True, auto_refresh=False)
             self._bar.start()
         return self

@@ -125,7 +125,7 @@ def event_line(event: Event) -> str:
     return f'{body[:-1]}{SUM_MARK}{checksum(body)}"}}\n'
 
 
-# Texts of events about to be appended, as JSON, worked out ahead (by a child: see `commands.ahead`) so that
+# Texts of events about to be appended, as JSON, worked out ahead (by a child: see `services.prefetch`) so that
 # their lines need not encode them again: at 50,000 notes, encoding texts was a tenth of a first reconcile.
 # Keyed by the text itself (the same object, so its hash is worked out once); each is used once.
 _encoded_ahead: dict[str, str] = {}

@@ -384,6 +384,11 @@ def term_text(value: Any) -> str:
 
 # -- lifecycle ----------------------------------------------------------------------
 
+def superseded_changes(new: Decision, reason: str) -> dict[str, str]:
+    """What marking a ruling superseded by `new` changes in its note."""
+    return {"status": Status.SUPERSEDED.value, "superseded_by": f"[[{new.title}]]", "reason": reason}
+
+
 def status_in_effect(status: Status, recorded: Status | None, replaced: bool) -> Status:
     """Where a note stands for everything that reads it: the ledger's final statuses win over what the
     note says (a retracted ruling set back to `ruled` by hand is still retracted), and a ruling named in

@@ -15,9 +15,7 @@ from . import durable, note_edits, notes
 from .commands.amend import apply_owner_step, owner_step
 from .commands.close import finish_interrupted_close, hand_made_events
 from .commands.ids import awaiting_ids, give_ids
-from .commands.live import LiveState
 from .commands.merge_copies import file_merge_copies, merge_copies, record_merge_outcomes
-from .commands.missing import ledgers_not_here, not_here_said
 from .commands.repair import pending_chain
 from .commands.restore import describe, restore_missing
 from .commands.revise import merge_twin_revisions, reject_edit
@@ -25,12 +23,14 @@ from .commands.seal import seal_one
 from .commands.sealed import matches_ledger
 from .commands.supersede import EditedSinceSealed, PendingWrites, supersede_now
 from .commands.twins import merge_twin_notes
-from .commands.workspace import Workspace
 from .drafts import being_written, lacks_id
 from .errors import NoteError, VaultToolsError
 from .history import History
 from .ledger_lines import STATUS_AFTER
 from .model import FINAL_STATUSES, Decision, Status
+from .services.live import LiveState
+from .services.missing import ledgers_not_here, not_here_said
+from .services.workspace import Workspace
 from .tripwire import put_back_ledgers
 from .vault import StatKey, VaultState
 

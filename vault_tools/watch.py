@@ -27,11 +27,11 @@ from .commands.harvest import harvest_changed
 from .commands.review import write_review
 from .commands.review_notes import last_review_day, waiting_reviews
 from .commands.stats import stats, write_stats_page
-from .commands.workspace import Workspace
 from .errors import ConfigError, Unfinished, VaultToolsError
 from .notes import stat_key
 from .reconcile import Action, Progress, Reconciled, reconcile
 from .record_files import STATE_DIR, WATCH_LOG
+from .services.workspace import Workspace
 from .vault import StatKey, notes_changed_since
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
@@ -264,7 +264,7 @@ class Watcher:
         `paths` (what woke it) and `everything` only document the call: reconcile
         always looks at the whole vault, leaving notes still being typed for later.
 
-        A reconcile with hundreds of rulings to seal forks a child to work ahead (`commands.ahead`), which
+        A reconcile with hundreds of rulings to seal forks a child to work ahead (`services.prefetch`), which
         a running observer would forbid and slow down (it would also be told of each note the reconcile
         writes): the observer is stopped then, and started again once the pass is done, every note that
         changed since the vault was read noticed as the observer would have.

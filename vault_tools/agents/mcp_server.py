@@ -33,8 +33,8 @@ from ..commands.read import lookup as lookup_topics
 from ..commands.read import search as search_decisions
 from ..commands.read import show as show_decision
 from ..commands.rule import rule as record_ruling
-from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
+from ..services.workspace import Workspace
 from ..shapes import decision_json, gate_json, lookup_json, show_json
 from ..vault import Vault
 

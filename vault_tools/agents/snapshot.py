@@ -163,10 +163,10 @@ def _from_json(data: dict[str, Any]) -> Snapshot:
 
 def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     from ..commands.build import as_the_agent_reads, context
-    from ..commands.workspace import Workspace
     from ..dates import local_date
     from ..decision_words import about_decision, decision_terms, first_lines, section_starts
     from ..model import Decision, Status, newest_first_key
+    from ..services.workspace import Workspace
     from ..settling import settled_topics  # a full read, only when the snapshot is stale
     from ..vault import Vault
 

@@ -14,8 +14,8 @@ from .. import console
 from ..errors import UsageError, VaultToolsError
 
 if TYPE_CHECKING:
-    from ..commands.workspace import Workspace
     from ..model import Decision
+    from ..services.workspace import Workspace
 
 # Imports inside functions: what one command needs is loaded when it runs: start-up (see `cli`).
 

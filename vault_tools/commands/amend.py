@@ -19,12 +19,12 @@ from ..errors import Refused, UsageError
 from ..history import History, seal_text_without_bom
 from ..model import MIN_TEXT, Decision, Status, build_decision
 from ..sealing import seal_hash, seal_payload
+from ..services.checks import check_id, check_text
+from ..services.workspace import Workspace
 from ..settling import duplicate_ids
 from ..vault import VaultState
-from .checks import check_id, check_text
 from .sealed import matches_ledger, unreviewed_edit
 from .supersede import apply_superseded, plan_superseded, refuse_an_unrelated_target, supersede_targets
-from .workspace import Workspace
 
 RELATION_FIELDS = frozenset({"alongside", "supersedes"})
 BESIDE_ALL = "alongside_all"  # the checkbox: beside every current ruling on its topics

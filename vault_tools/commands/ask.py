@@ -10,12 +10,12 @@ from ..errors import PossibleMatch, Refused
 from ..matter import POSSIBLE_MATCH_THRESHOLD
 from ..model import MIN_TEXT, Decision, Status
 from ..note_edits import sections
+from ..services.checks import check_name, check_text, check_topics
+from ..services.workspace import Workspace
 from ..topics import topics_match
 from ..vault import VaultState
-from .checks import check_name, check_text, check_topics
 from .read import became_of, current_rulings_on, settled_line
 from .same import Match, Near, grouped, judged_ids, near_lines, not_the_same_flags, same_matter, with_look_alikes
-from .workspace import Workspace
 
 
 def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None = None, due: str | None = None,

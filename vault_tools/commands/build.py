@@ -23,13 +23,13 @@ from ..model import Decision, Status
 from ..page_names import PAGE_NAMES
 from ..pages import NOTE_MISSING, NOTICE, PageConflict, PageProblem, Pages, Settings, build_pages
 from ..record_files import RACY_NANOSECONDS
+from ..services.missing import not_here_said
+from ..services.workspace import Workspace, blocking_problems
 from ..state_memo import code_fingerprint
 from ..topics import topic_aliases_in_use
 from ..vault import VaultState
-from .missing import not_here_said
 from .review_notes import waiting_line
 from .same import remember_terms
-from .workspace import Workspace, blocking_problems
 
 
 @dataclass

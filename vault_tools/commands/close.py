@@ -11,11 +11,11 @@ from ..history import History, new_record, seal_text_without_bom
 from ..ledger_lines import Event
 from ..model import MIN_TEXT, Decision, Status, transition_problem
 from ..sealing import seal_hash
+from ..services.checks import check_name, check_text
+from ..services.workspace import Workspace
 from ..vault import VaultState
-from .checks import check_name, check_text
 from .sealed import unreviewed_edit
 from .twins import made_origin
-from .workspace import Workspace
 
 
 def withdraw(ws: Workspace, decision_id: str, reason: str | None, actor: str | None = None) -> Decision:

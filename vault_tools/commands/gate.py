@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 from ..history import History
 from ..model import TERM_PREFIX, Decision, Status
+from ..services.checks import parse_terms
+from ..services.workspace import Workspace
 from ..vault import VaultState
-from .checks import parse_terms
 from .sealed import matches_ledger
-from .workspace import Workspace
 
 
 @dataclass

@@ -10,9 +10,9 @@ from pathlib import Path
 from ..errors import UsageError
 from ..model import Decision, newest_first_key
 from ..scope import governing, root_of, scope_path
+from ..services.workspace import Workspace
 from ..settling import unresolved_overlaps
 from ..vault import VaultState
-from .workspace import Workspace
 
 GIT_TIMEOUT_SECONDS = 20
 

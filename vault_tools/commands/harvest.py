@@ -23,11 +23,11 @@ from ..importers import (  # one foreign format's reader, loaded for its import 
 from ..importers import harvest as harvesting  # one foreign format's reader, loaded for its import only
 from ..model import MIN_TEXT, Decision, Status
 from ..note_edits import sections
+from ..services.workspace import Workspace
 from ..vault import VaultState, iter_markdown
 from .build import build
 from .import_ import Outcome, imported_ids
 from .rule import rule
-from .workspace import Workspace
 
 
 @dataclass

@@ -28,9 +28,9 @@ from ..history import History
 from ..ledger_lines import Event
 from ..links import LinkResolver, leading_id
 from ..model import Decision, Status, build_decision, id_matches
+from ..services.checks import check_id, check_topics
+from ..services.workspace import Workspace
 from ..topics import topics_match
-from .checks import check_id, check_topics
-from .workspace import Workspace
 
 # Events that change where a record stands, for `changed`.
 LIFECYCLE_EVENTS = ("asked", "ruled", "superseded", "withdrawn", "retracted", "imported", "amended")

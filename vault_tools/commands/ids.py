@@ -20,9 +20,9 @@ from ..layout import git_dir
 from ..links import link_target
 from ..model import format_id, id_number, note_title
 from ..sealing import wikilinks
+from ..services.workspace import Workspace
 from ..vault import VaultState, iter_markdown
 from .setup import run_git
-from .workspace import Workspace
 
 _UNTITLED = re.compile(r"^Untitled( \d+)?$")  # the names Obsidian gives a new note
 

@@ -35,15 +35,15 @@ from ..importers import (  # one foreign format's reader, loaded for its import 
 from ..model import MIN_TEXT, Decision, Status, newest_first_key
 from ..note_edits import sections
 from ..sealing import seal_hash
+from ..services.live import LiveState
+from ..services.workspace import Workspace
 from ..settling import settled_topics
 from ..topics import TopicIndex
 from ..vault import VaultState
 from .build import build
 from .ids import id_after
-from .live import LiveState
 from .seal import seal_events
 from .supersede import SupersedePlan, plan_superseded, supersede_targets, superseded_event
-from .workspace import Workspace
 
 MAX_NAME = 100
 

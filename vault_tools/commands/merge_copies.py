@@ -24,8 +24,8 @@ from ..links import linked_ids
 from ..model import Status, build_decision
 from ..record_files import KEPT_FOLDER, merge_copy_id
 from ..sealing import seal_hash
+from ..services.workspace import Workspace
 from ..vault import VaultState
-from .workspace import Workspace
 
 ORIGIN = "merge:"  # an event recorded from a merge copy names it: `merge:<file name>`
 

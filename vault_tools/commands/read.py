@@ -15,13 +15,13 @@ from ..links import leading_id
 from ..matter import fold
 from ..model import TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
 from ..pages import PageProblem
+from ..services.checks import check_topics
+from ..services.workspace import Workspace
 from ..settling import Overlap, describe_chain, settled_topics, unresolved_overlaps
 from ..topics import topics_match
 from ..vault import VaultState
 from .build import page_problems, remembered
-from .checks import check_topics
 from .same import remember_terms
-from .workspace import Workspace
 
 
 @dataclass

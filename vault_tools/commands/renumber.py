@@ -12,9 +12,9 @@ from ..history import History, new_record
 from ..links import WIKILINK, LinkResolver, name_key
 from ..model import Decision
 from ..sealing import seal_hash
+from ..services.checks import check_id, check_name
+from ..services.workspace import Workspace
 from ..vault import VaultState
-from .checks import check_id, check_name
-from .workspace import Workspace
 
 LINK_FIELDS = ("supersedes", "superseded_by", "source")
 

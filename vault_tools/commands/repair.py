@@ -4,11 +4,11 @@ from __future__ import annotations
 from .. import note_edits
 from ..errors import VaultToolsError
 from ..model import TOOK_EFFECT, Decision, Status
+from ..services.workspace import Workspace
 from ..vault import VaultState
 from .close import finish_interrupted_close
 from .sealed import matches_ledger, seal_holds
 from .supersede import pending_supersessions, supersede_now
-from .workspace import Workspace
 
 MAX_STEPS = 200
 

@@ -14,9 +14,9 @@ from typing import NamedTuple
 from .. import durable
 from ..errors import VaultToolsError
 from ..history import latest_with_id
+from ..services.missing import kept_text
+from ..services.workspace import Workspace
 from ..vault import VaultState
-from .missing import kept_text
-from .workspace import Workspace
 
 
 class Restored(NamedTuple):

@@ -20,13 +20,13 @@ from ..ledger_lines import Event
 from ..links import Resolve, leading_id
 from ..model import Decision, Status, newest_first_key
 from ..pages import escape, link
+from ..services.workspace import Workspace
 from ..settling import unresolved_overlaps
 from ..topic_aliases import SHOWN as TOPICS_SHOWN
 from ..topic_aliases import add_alias
 from ..topics import TopicIndex, canonical_topic
 from ..vault import VaultState
 from .review_notes import ITEM_LINE, PROPOSAL_MARKER, REVIEW_PREFIX, WAITING, review_folder, waiting_reviews
-from .workspace import Workspace
 
 AskFunction = Callable[..., Decision]
 NOTICE = ("> Proposals from `vault-tools review`. Nothing here has changed a decision. Tick what you accept, "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import notes
 from ..errors import VaultToolsError
-from .workspace import Workspace
+from ..services.workspace import Workspace
 
 REVIEW_PREFIX = "Review "
 

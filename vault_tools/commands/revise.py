@@ -14,9 +14,9 @@ from ..layout import git_dir
 from ..ledger_lines import STATUS_AFTER, Event, event_key
 from ..model import Decision, Status, build_decision, is_ledger_property
 from ..sealing import seal_hash
+from ..services.workspace import Workspace
 from ..vault import VaultState
 from .sealed import seal_holds
-from .workspace import Workspace
 
 
 @dataclass(frozen=True)

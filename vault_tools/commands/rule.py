@@ -15,9 +15,10 @@ from ..matter import POSSIBLE_MATCH_THRESHOLD
 from ..model import MAX_TEXT, MIN_TEXT, TERM_PREFIX, Decision, Status, transition_problem
 from ..note_edits import sections
 from ..scope import problem as scope_problem
+from ..services.checks import check_id, check_name, check_text, check_topics, parse_terms
+from ..services.workspace import Workspace
 from ..topics import topics_match
 from ..vault import VaultState
-from .checks import check_id, check_name, check_text, check_topics, parse_terms
 from .read import current_rulings_on, settled_line
 from .same import grouped, judged_ids, near_lines, not_the_same_flags, same_matter, with_look_alikes
 from .seal import seal_events, seal_targets_first
@@ -29,7 +30,6 @@ from .supersede import (
     refuse_an_unrelated_target,
     supersede_targets,
 )
-from .workspace import Workspace
 
 CLOCK_SLACK = dt.timedelta(minutes=5)  # two machines' clocks differ a little; a ruling is never dated later
 

@@ -33,9 +33,9 @@ from ..matter import (
 )
 from ..model import Decision, Status
 from ..record_files import settled_by
+from ..services.checks import check_id
+from ..services.workspace import Workspace
 from ..vault import VaultState
-from .checks import check_id
-from .workspace import Workspace
 
 SHORTLIST = 500  # candidates the index hands over for scoring, in a vault with more current decisions
 TERMS_MEMO = "cache/decision-terms.pickle"  # in the state folder: each decision note's words, under its stat key

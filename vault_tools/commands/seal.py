@@ -13,10 +13,11 @@ from ..ledger_lines import Event
 from ..links import linked_ids
 from ..model import FINAL_STATUSES, Decision, Status
 from ..sealing import seal_hash
+from ..services.checks import check_id
+from ..services.live import LiveState
+from ..services.workspace import KnownSeal, Workspace
 from ..vault import VaultState
-from .checks import check_id
 from .ids import give_ids
-from .live import LiveState
 from .supersede import (
     PendingWrites,
     answered_questions,
@@ -27,7 +28,6 @@ from .supersede import (
     supersede_targets,
 )
 from .twins import made_origin
-from .workspace import KnownSeal, Workspace
 
 
 def seal(ws: Workspace, decision_ids: Iterable[str] = (),

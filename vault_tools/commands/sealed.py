@@ -9,8 +9,8 @@ from ..history import History
 from ..ledger_lines import Event
 from ..model import Decision, Status, build_decision
 from ..sealing import retargeted_links
+from ..services.workspace import Workspace
 from ..vault import VaultState
-from .workspace import Workspace
 
 
 def matches_ledger(ws: Workspace, state: VaultState, decision: Decision, history: History) -> bool:

@@ -14,9 +14,9 @@ from ..history import CLOSING_EVENTS, History
 from ..ledger_lines import Event, event_key
 from ..model import Decision, Status
 from ..sealing import seal_hash
+from ..services.checks import check_id, check_name, check_text
+from ..services.workspace import Workspace
 from ..vault import VaultState
-from .checks import check_id, check_name, check_text
-from .workspace import Workspace
 
 
 @dataclass

@@ -13,12 +13,12 @@ from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import unresolved_link
 from ..matter import named_ids, question_terms, shares_substance
-from ..model import Decision, Status, id_matches
+from ..model import Decision, Status, id_matches, superseded_changes
 from ..sealing import seal_hash
+from ..services.workspace import Workspace
 from ..topics import topics_match
 from ..vault import VaultState
 from .sealed import matches_ledger, unreviewed_edit
-from .workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -127,11 +127,6 @@ def close_answered(ws: Workspace, state: VaultState, answer: Decision, questions
         events.append(ws.event("withdrawn", closed, actor, record=history.record if history else new_record(),
                                reason=changes["reason"], text=note_edits.file_text(note, text)))
     return events
-
-
-def superseded_changes(new: Decision, reason: str) -> dict[str, str]:
-    """What marking a ruling superseded by `new` changes in its note."""
-    return {"status": Status.SUPERSEDED.value, "superseded_by": f"[[{new.title}]]", "reason": reason}
 
 
 def plan_superseded(ws: Workspace, state: VaultState, old: Decision, new: Decision, reason: str) -> SupersedePlan:

@@ -23,8 +23,8 @@ from ..history import History
 from ..layout import git_dir
 from ..ledger_lines import Event, checksum, event_key
 from ..model import Status
+from ..services.workspace import Workspace
 from ..vault import VaultState
-from .workspace import Workspace
 
 MADE = "made:"  # the mark's prefix in a first event's `origin`
 _ID_LINE = re.compile(r"""^["']?id["']?[ \t]*:[^\r\n]*(\r?\n|$)""", re.MULTILINE)

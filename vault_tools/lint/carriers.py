@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..commands.missing import ledgers_not_here, not_here_said
 from ..commands.twins import twin_notes
 from ..conflicts import copy_settle_hint
 from ..model import Status
+from ..services.missing import ledgers_not_here, not_here_said
 from .facts import Facts
 from .registry import ERROR, Finding, rule
 

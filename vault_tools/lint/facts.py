@@ -17,7 +17,6 @@ from typing import Any
 
 from ..commands.build import build, context, page_path, remembered
 from ..commands.setup import merge_drivers_missing
-from ..commands.workspace import Workspace
 from ..config import Config
 from ..drafts import lacks_id
 from ..errors import InconsistentVault
@@ -27,6 +26,7 @@ from ..links import LinkResolver
 from ..model import Decision, Problem, Status
 from ..page_names import OPEN_QUESTIONS, PAGE_NAMES
 from ..sealing import seal_hash, tie_notes
+from ..services.workspace import Workspace
 from ..tripwire import damaged_ledgers
 from ..vault import Vault, VaultState
 from .registry import LEDGER_PATH

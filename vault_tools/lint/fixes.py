@@ -11,11 +11,11 @@ from ..commands.repair import finish_interrupted
 from ..commands.restore import describe, restore_missing
 from ..commands.seal import seal
 from ..commands.twins import merge_twin_notes
-from ..commands.workspace import Workspace
 from ..errors import VaultToolsError
 from ..history import histories
 from ..model import Status
 from ..sealing import tie_notes
+from ..services.workspace import Workspace
 from ..tripwire import put_back_ledgers
 from ..vault import Vault
 from .facts import damaged_ledger

@@ -9,8 +9,8 @@ import datetime as dt
 import re
 from collections.abc import Iterator
 
-from ..commands.workspace import STAMPED_FIELDS
 from ..model import DATE_FIELDS, DATETIME_FIELDS, Problem, Status, near_field_name
+from ..services.workspace import STAMPED_FIELDS
 from ..settling import duplicate_ids
 from .facts import Facts, first_line
 from .registry import ERROR, IGNORE_PROPERTY, Finding, ignore_problems, rule

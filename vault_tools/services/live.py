@@ -33,7 +33,7 @@ from ..vault import SKIPPED_FOLDERS, VaultState, skipped_folders
 from .workspace import KnownSeal, Workspace
 
 if TYPE_CHECKING:
-    from .ahead import WorkAhead  # a child works ahead only in a large reconcile
+    from .prefetch import WorkAhead  # a child works ahead only in a large reconcile
 
 T = TypeVar("T")
 # How long a look at the ledger's files stands for a live view while this process appends nothing: events
@@ -110,9 +110,9 @@ class LiveState:
 
     def work_ahead(self, rels: Iterable[str]) -> None:
         """Have a child work out what sealing the quiet rulings among `rels` needs, in that order, while this
-        process goes through them (see `commands.ahead`); stopped when the view is done with."""
+        process goes through them (see `services.prefetch`); stopped when the view is done with."""
         if self.ahead is None:
-            from .ahead import WorkAhead  # a child works ahead only in a large reconcile
+            from .prefetch import WorkAhead  # a child works ahead only in a large reconcile
 
             self.ahead = WorkAhead(self, list(rels))
             self._exit.callback(self.ahead.close)
@@ -159,10 +159,10 @@ class LiveState:
         return rel in self._unchanged
 
     def edited_as_known(self, note: notes.Note, changes: Mapping[str, Any]) -> notes.Note | None:
-        """`note` with `changes` made, as a child made it ahead for that very text (see `commands.ahead`)."""
+        """`note` with `changes` made, as a child made it ahead for that very text (see `services.prefetch`)."""
         if self.ahead is None:
             return None
-        from .ahead import edit_key  # a child works ahead only in a large reconcile
+        from .prefetch import edit_key  # a child works ahead only in a large reconcile
 
         rel = self._relative(note.path)
         return self.ahead.edit_of(edit_key(rel, note.text, changes)) if rel is not None else None

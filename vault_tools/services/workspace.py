@@ -50,7 +50,7 @@ def blocking_problems(problems: Iterable[Problem]) -> list[Problem]:
 
 
 class KnownSeal(NamedTuple):
-    """What sealing a ruling needs that was worked out already for that very note (see `commands.ahead`)."""
+    """What sealing a ruling needs that was worked out already for that very note (see `services.prefetch`)."""
 
     unanswered: str | None  # why it does not hold an answer yet (`drafts.unanswered`); None: it does
     record: str  # the identity its record is given if the ledger has none yet (random, as `new_record`'s)
@@ -241,7 +241,7 @@ class Workspace:
 
     def missing_rulings(self, state: VaultState) -> list[Decision]:
         """The sealed rulings in force whose note is gone, each read from the ledger's sealed text and marked
-        `note_missing` (see `commands.missing`); worked out once per read of the vault."""
+        `note_missing` (see `services.missing`); worked out once per read of the vault."""
         return missing_rulings(self, state)
 
     def ledgers_not_here(self, state: VaultState) -> dict[str, list[Decision]]:
@@ -261,7 +261,7 @@ class Workspace:
         return hashes[key]
 
     def remember_seal_hash(self, state: VaultState, decision: Decision, digest: str) -> None:
-        """The seal hash of a note of `state` worked out elsewhere (see `commands.ahead`), as `seal_hash_of`
+        """The seal hash of a note of `state` worked out elsewhere (see `services.prefetch`), as `seal_hash_of`
         keeps it."""
         state.derived.setdefault("seal_hashes", {}).setdefault((decision.id, decision.path), digest)
 
