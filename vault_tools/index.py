@@ -33,12 +33,12 @@ from .conflicts import conflict_line
 from .errors import InconsistentVault
 from .links import leading_id, link_target, name_key
 from .matter import words
-from .model import FINAL_STATUSES, Decision, Status, build_decision, statuses_in_effect
+from .model import FINAL_STATUSES, Decision, Status, build_decision, held_statuses_in_effect
 from .notes import StatKey, stat_key
 from .record_files import RACY_NANOSECONDS, settled_by
 from .vault import Vault, VaultState, iter_markdown
 
-INDEX_FILE = "cache/search-v2.sqlite"  # a new name whenever what is indexed changes
+INDEX_FILE = "cache/search-v3.sqlite"  # a new name whenever what is indexed changes
 NOTICE_FILE = "cache/search-without-fts5.notice"
 NO_FTS5_ENV = "VAULT_TOOLS_NO_FTS5"  # set to 1 to search as a Python build without FTS5 does
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -108,6 +108,7 @@ class _Doc:
     summary: str
     topics: tuple[str, ...]
     supersedes: tuple[str, ...]
+    held: bool  # see `model.CONFIRMED`
 
 
 class SearchIndex:
@@ -134,7 +135,7 @@ class SearchIndex:
             CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INT, mtime_ns INT, ctime_ns INT, inode INT,
                                               indexed_at_ns INT, doc INT);
             CREATE TABLE IF NOT EXISTS docs (rowid INTEGER PRIMARY KEY, id TEXT, path TEXT, status TEXT, title TEXT,
-                                             summary TEXT, topics TEXT, supersedes TEXT);
+                                             summary TEXT, topics TEXT, supersedes TEXT, held INT);
             CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
             CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5({", ".join(COLUMNS)}, tokenize='{TOKENIZER}');
         """)
@@ -233,9 +234,9 @@ class SearchIndex:
         if decision is None:
             return None
         cursor = connection.execute(
-            "INSERT INTO docs (id, path, status, title, summary, topics, supersedes) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO docs (id, path, status, title, summary, topics, supersedes, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (decision.id, rel, decision.status.value, decision.title, decision.summary,
-             json.dumps(decision.topics), json.dumps(decision.supersedes)))
+             json.dumps(decision.topics), json.dumps(decision.supersedes), int(decision.held)))
         rowid = cursor.lastrowid
         connection.execute("INSERT INTO search (rowid, summary, topics, body, reason, cjk) VALUES (?, ?, ?, ?, ?, ?)",
                            (rowid, *document_fields(decision)))
@@ -247,17 +248,20 @@ class SearchIndex:
         """Every indexed decision, and each one's status in effect: worked out once for an index brought up to date."""
         if self._docs_in_effect is None:
             docs = self._docs(connection)
-            self._docs_in_effect = (docs, self.statuses(docs))
+            statuses = self.statuses(docs)
+            self._docs_in_effect = ({rowid: doc for rowid, doc in docs.items() if statuses[rowid] is not None},
+                                    {rowid: status for rowid, status in statuses.items() if status is not None})
         return self._docs_in_effect
 
     def _docs(self, connection: sqlite3.Connection) -> dict[int, _Doc]:
         return {row[0]: _Doc(row[0], row[1], row[2], Status(row[3]), row[4], row[5], tuple(json.loads(row[6])),
-                             tuple(json.loads(row[7])))
-                for row in connection.execute("SELECT rowid, id, path, status, title, summary, topics, supersedes "
-                                              "FROM docs")}
+                             tuple(json.loads(row[7])), bool(row[8]))
+                for row in connection.execute("SELECT rowid, id, path, status, title, summary, topics, supersedes, "
+                                              "held FROM docs")}
 
-    def statuses(self, docs: dict[int, _Doc]) -> dict[int, Status]:
-        """Each indexed note's status in effect (the ledger's word and supersession by a current ruling)."""
+    def statuses(self, docs: dict[int, _Doc]) -> dict[int, Status | None]:
+        """Each indexed note's status in effect (the ledger's word and supersession by a current ruling); None for
+        one held for the owner that is in no reader's view (`model.held_statuses_in_effect`)."""
         try:
             recorded = self.vault.ledger.statuses()
         except InconsistentVault:
@@ -270,8 +274,8 @@ class SearchIndex:
             return target if target in ids else ""
 
         rowids = list(docs)
-        found = statuses_in_effect([(doc.id, doc.status, recorded.get(doc.id), [named(link) for link in doc.supersedes])
-                                    for doc in docs.values()])
+        found = held_statuses_in_effect([(doc.id, doc.status, recorded.get(doc.id),
+                                          [named(link) for link in doc.supersedes], doc.held) for doc in docs.values()])
         return dict(zip(rowids, found, strict=True))
 
     def search(self, text: str, *, history: bool = False, limit: int = 20,

@@ -69,6 +69,17 @@ TERM_KEY_PATTERN = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*$")
 # sets and clears it at any time, on sealed rulings too, like `tags`.
 PINNED = "pinned"
 
+# The checkbox vault-tools adds, unticked, to a decision note an agent's tool call changed as only the owner may
+# (an answer, a retraction, a withdrawal, a ruling written by hand): the change is held, out of every reader's
+# view and never sealed or recorded, until the owner ticks it in Obsidian (docs/agents.md, "Held for the owner").
+# Not a ledger field, not sealed.
+CONFIRMED = "confirmed_by_owner"
+
+
+def is_unticked(value: Any) -> bool:
+    """A checkbox left unticked (`false`), or the text `false` / `no` typed by hand; not an absent property."""
+    return value is False or (isinstance(value, str) and value.strip().lower() in ("false", "no"))
+
 
 def is_pinned(value: Any) -> bool:
     """An Obsidian checkbox (`pinned: true`), or the text `true` / `yes` typed by hand (also what a checkbox of
@@ -143,6 +154,7 @@ class Decision:
     due: dt.date | None = None
     terms: Mapping[str, str] = field(default_factory=dict)  # term key (without `term_`) -> value as text
     pinned: bool = False  # the owner's `pinned: true`: always listed in full in the agent's view
+    held: bool = False  # `confirmed_by_owner: false`: a change an agent's call made, held until the owner ticks it
     key_lines: Mapping[str, int] = field(default_factory=dict, compare=False, repr=False)
     # Set by `Workspace.decisions_in_effect`: a sealed ruling whose note is gone, read from the ledger's sealed
     # text (it stands until the ledger records its end, see `missing_rulings`); outcomes two clones recorded
@@ -261,6 +273,7 @@ def build_decision(data: Mapping[str, Any], *, path: str, body: str = "",
         due=values.get("due"),
         terms=terms,
         pinned=is_pinned(data.get(PINNED)),
+        held=is_unticked(data.get(CONFIRMED)),
         key_lines=lines,
     )
     return decision, list(problems)
@@ -417,6 +430,22 @@ def statuses_in_effect(notes: Sequence[tuple[str, Status, Status | None, Iterabl
                 if status_in_effect(status, recorded, False) in TOOK_EFFECT
                 for target in targets if target and target != note_id}
     return [status_in_effect(status, recorded, note_id in replaced) for note_id, status, recorded, _ in notes]
+
+
+def held_statuses_in_effect(notes: Sequence[tuple[str, Status, Status | None, Iterable[str], bool]]) \
+        -> list[Status | None]:
+    """`statuses_in_effect`, for notes that may be held for the owner (the last of each tuple: `held`, see
+    `CONFIRMED`): a held note stands as the ledger recorded it, its `supersedes` not applied, and one the ledger
+    never recorded is in no reader's view (None) unless it is an open question."""
+    rows = []
+    hidden = set()
+    for place, (note_id, status, recorded, targets, held) in enumerate(notes):
+        if held:
+            if recorded is None and status is not Status.OPEN:
+                hidden.add(place)
+            status, targets = recorded or status, ()
+        rows.append((note_id, status, recorded, targets))
+    return [None if place in hidden else status for place, status in enumerate(statuses_in_effect(rows))]
 
 
 def can_move(current: Status, new: Status) -> bool:

@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 from .dates import local_date
 from .decision_words import unsaid_same_matter
 from .links import Resolve
-from .model import Decision, Status, newest_first_key
+from .model import CONFIRMED, Decision, Status, newest_first_key
 from .page_names import (
     ARCHIVE,
     BASE_FILE,
@@ -149,9 +149,15 @@ def asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int, str]
     return newest_first_key(question, tz)
 
 
+HELD_FOR_YOU = "Held for you"
+HELD_STEPS = {"ruled": "ruled", "retracted": "retracted", "related": "related to other rulings",
+              "withdrawn": "withdrawn"}
+
+
 def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple[Decision, list[Decision]]],
                         problems: Sequence[PageProblem], tz: dt.tzinfo, overlaps: Sequence[Overlap] = (),
-                        conflicts: Sequence[PageConflict] = (), review_waiting: str | None = None) -> str:
+                        conflicts: Sequence[PageConflict] = (), review_waiting: str | None = None,
+                        held: Sequence[tuple[Decision, str]] = ()) -> str:
     """Every open question: those with a due date first, soonest first, then the rest oldest first.
 
     Dates only, no ages or overdue marks: the page changes when a note does, never because a day
@@ -169,7 +175,15 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
                       + ("it replaces" if len(overlaps) == 1 else "they replace") + " another")
     if conflicts:
         counts.append(plural(len(conflicts), "conflict"))
+    if held:
+        counts.append(f"{len(held)} held for you")
     out += [", ".join(counts) + ".", ""]
+    if held:
+        out += [f"## {HELD_FOR_YOU}", "", f"Changed during an agent's command as only you may. Nothing here counts "
+                f"until you tick `{CONFIRMED}` in the note; if it is not yours, put the note back.", ""]
+        out += [f"- {link(decision)} {HELD_STEPS.get(step, step)}: {escape(decision.summary)}"
+                for decision, step in held]
+        out.append("")
     if conflicts:
         out += ["## Conflicts", "", "Two clones of the vault recorded outcomes that cannot both stand; both are kept "
                 "until the owner decides:", ""]
@@ -424,7 +438,8 @@ def latest_ruling_day(decisions: Iterable[Decision], tz: dt.tzinfo) -> dt.date |
 # docs/design/0013-pages-depend-on-the-notes-alone.md
 def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
                 settings: Settings, problems: Sequence[PageProblem] = (),
-                conflicts: Sequence[PageConflict] = (), review_waiting: str | None = None) -> Pages:
+                conflicts: Sequence[PageConflict] = (), review_waiting: str | None = None,
+                held: Sequence[tuple[Decision, str]] = ()) -> Pages:
     by_id = {d.id: d for d in decisions}
 
     def targets(decision: Decision) -> list[Decision]:
@@ -444,7 +459,7 @@ def build_pages(decisions: Sequence[Decision], resolve: Resolve, tz: dt.tzinfo,
     recent = recent_supersessions(history, successor_of, latest - dt.timedelta(days=settings.recent_days)
                                   if latest else None, tz)
 
-    open_page = open_questions_page(questions, revisions, problems, tz, overlaps, conflicts, review_waiting)
+    open_page = open_questions_page(questions, revisions, problems, tz, overlaps, conflicts, review_waiting, held)
     # What an agent loads from the pages is the two one after the other.
     open_lines, open_bytes = size(open_page + AGENT_SEPARATOR)
 

@@ -8,12 +8,14 @@ it. The same code runs at the watcher's start, after each quiet period and in `w
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from . import durable, note_edits, notes
 from .commands.amend import apply_owner_step, owner_step
 from .commands.close import finish_interrupted_close, hand_made_events
+from .commands.held import HELD_WHY, is_held
 from .commands.ids import awaiting_ids, give_ids
 from .commands.merge_copies import file_merge_copies, merge_copies, record_merge_outcomes
 from .commands.repair import pending_chain
@@ -28,6 +30,7 @@ from .errors import NoteError, VaultToolsError
 from .history import History
 from .ledger_lines import STATUS_AFTER
 from .model import FINAL_STATUSES, Decision, Status
+from .record_files import agent_calls_began, changed_during_agent_call
 from .services.live import LiveState
 from .services.missing import ledgers_not_here, not_here_said
 from .services.workspace import Workspace
@@ -61,6 +64,7 @@ class Reconciled:
     touched: set[str] = field(default_factory=set)  # vault-relative paths written
     busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
     busy_agreeing: set[str] = field(default_factory=set)  # notes of `busy` that agree with the ledger as they are
+    in_agent_call: set[str] = field(default_factory=set)  # notes of `busy` an agent's call under way changed
     settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
     waiting_on: set[str] = field(default_factory=set)  # rulings of those that wait for a note they supersede
     state: VaultState | None = None  # the vault as reconciling left it
@@ -115,6 +119,7 @@ class _Reconcile:
                  settle_before: float | None, progress: Progress | None = None,
                  missing_before: float | None = None) -> None:
         self.ws = ws
+        self.agent_calls: list[int] = []  # when each agent tool call under way began (ns): see `commands.held`
         self.missing_before = missing_before
         self.live = live
         self.result = result
@@ -149,6 +154,7 @@ class _Reconcile:
         self.not_here = {decision.id: tag for tag, found in
                          ledgers_not_here(self.ws.vault.root, self.state.decisions, known_ids).items()
                          for decision in found}
+        self.agent_calls = agent_calls_began(self.ws.vault.root)
         for _ in range(MAX_RECONCILE_ROUNDS):
             if not self.round():
                 break
@@ -280,6 +286,7 @@ class _Reconcile:
         """Each note due, in order, on the current state; True when a note or the ledger was written."""
         state, result = self.state, self.result
         result.busy.clear()
+        result.in_agent_call.clear()
         for error in state.broken:
             if lacks_id(state.properties.get(error.path or "")):  # being written: what it still needs
                 self.invalid(None, error.path, being_written(state.problems.get(error.path or "", [])))
@@ -292,6 +299,9 @@ class _Reconcile:
                 continue
             if mtime > self.quiet_before:
                 result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
+            elif changed_during_agent_call(os.path.join(state.root, decision.path), self.agent_calls):
+                result.busy[decision.path] = time.time()  # the agent's call looks at it first: again after it
+                result.in_agent_call.add(decision.path)
             elif self.due(decision):
                 quiet.append((decision.path, mtime))
         try:
@@ -373,6 +383,9 @@ class _Reconcile:
             conflict = history.conflict
             self.invalid(decision.id, decision.path, f"in conflict ({' / '.join(conflict.outcomes)}, recorded on "
                          f"different clones); left alone until settled (vault-tools settle {decision.id} ...)")
+            return
+        if decision.held and is_held(self.ws, self.state, decision, history):
+            self.invalid(decision.id, decision.path, HELD_WHY)  # the owner's to confirm
             return
         # A sealed note whose id was changed in place: the note at its path is that note, edited.
         lost = self.live.lost_at(decision.path) if history is None else None

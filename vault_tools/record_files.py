@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
+from time import time_ns
 
 from .page_names import PAGE_NAMES
 
@@ -211,3 +213,112 @@ def _write(path: Path, data: bytes) -> None:
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temp.write_bytes(data)
     os.replace(temp, path)
+
+
+# -- the agent's tool calls under way (`commands.held`) --------------------------------------------------------
+
+AGENT_CALLS = "agent-calls.json"  # in STATE_DIR: each agent tool call under way -> when it began (ns)
+# A call whose post-tool-use never came (the agent was killed) stops counting as under way after this long: Claude
+# Code's longest Bash call is 10 minutes.
+MAX_CALL_SECONDS = 900
+
+
+def _agent_calls(root: Path) -> dict[str, int]:
+    try:
+        found = json.loads((root / STATE_DIR / AGENT_CALLS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    oldest = time_ns() - MAX_CALL_SECONDS * 1_000_000_000
+    return {call: began for call, began in found.items() if isinstance(began, int) and began > oldest} \
+        if isinstance(found, dict) else {}
+
+
+def begin_agent_call(root: Path, call: str) -> None:
+    """Note that the agent's tool call `call` begins now (pre-tool-use): a decision note it changes is not taken as
+    the owner's step until post-tool-use has looked at it."""
+    if not (root / STATE_DIR).is_dir():
+        return
+    calls = _agent_calls(root)
+    calls[call] = time_ns()
+    try:
+        _write(root / STATE_DIR / AGENT_CALLS, json.dumps(calls).encode("utf-8"))
+    except OSError:
+        pass  # a safeguard: a read-only state folder must not stop the agent
+
+
+def agent_call_began(root: Path, call: str) -> int | None:
+    """When the call `call` under way began (None: no pre-tool-use saw it begin)."""
+    return _agent_calls(root).get(call)
+
+
+def end_agent_call(root: Path, call: str) -> int | None:
+    """When the call `call` began (None: no pre-tool-use saw it), no longer under way."""
+    calls = _agent_calls(root)
+    began = calls.pop(call, None)
+    if began is not None:
+        try:
+            _write(root / STATE_DIR / AGENT_CALLS, json.dumps(calls).encode("utf-8"))
+        except OSError:
+            pass
+    return began
+
+
+def agent_calls_began(root: Path) -> list[int]:
+    """When each agent tool call under way began (ns): empty when no agent is at work."""
+    return sorted(_agent_calls(root).values())
+
+
+def changed_during_agent_call(path: str | Path, began: list[int]) -> bool:
+    """Whether the file at `path` changed since an agent's call under way began (its ctime: no tool can set it
+    back, as `touch -d` does the mtime)."""
+    if not began:
+        return False
+    try:
+        return os.stat(path).st_ctime_ns >= began[0]
+    except OSError:
+        return False
+
+
+_DECISION_TYPE = re.compile(rb"^type:[ \t]*[\"']?decision[\"']?[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
+
+
+def decision_notes_changed_since(root: Path, began: int) -> list[str]:
+    """The notes (vault-relative) whose file changed since `began` (ns, by ctime) and whose properties, at a
+    glance, say `type: decision`: what an agent's call may have changed of the record. One walk of the vault's
+    folders (dot-folders, the record's folder and `node_modules` skipped) and a stat of each note; no note is
+    parsed here (`commands.held` reads those found)."""
+    found: list[str] = []
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                if entry.name.startswith(".") or entry.name == "node_modules" or \
+                        (entry.name == RECORD_DIR and folder == str(root)):
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.name.endswith(".md") and entry.stat(follow_symlinks=False).st_ctime_ns >= began \
+                            and _says_decision(entry.path):
+                        found.append(os.path.relpath(entry.path, root).replace(os.sep, "/"))
+                except OSError:
+                    continue
+    return sorted(found)
+
+
+def _says_decision(path: str) -> bool:
+    try:
+        with open(path, "rb") as file:
+            head = file.read(16384)
+    except OSError:
+        return False
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    if not head.startswith(b"---"):
+        return False
+    end = head.find(b"\n---", 3)
+    return bool(_DECISION_TYPE.search(head[:end] if end >= 0 else head))

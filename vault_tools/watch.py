@@ -373,6 +373,10 @@ class Watcher:
         for rel, mtime in sorted(result.busy.items()):
             if rel in result.busy_agreeing:
                 continue
+            if rel in result.in_agent_call:
+                left.append(f"{rel}: changed during an agent's command still under way; looked at once it is done "
+                            "(the tripwire after it holds what only the owner may do)")
+                continue
             left.append(f"{rel}: saved {max(now - mtime, 0):.0f} s ago; looked at once left alone for "
                         f"{self.debounce:g} s (debounce_ms)")
         for rel, when in sorted(result.settle_deadlines.items(), key=lambda item: (item[1], item[0])):

@@ -26,7 +26,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..record_files import ledgers_unchanged, remember_settings, settings_changed_during, vault_above
+from ..record_files import (
+    agent_call_began,
+    begin_agent_call,
+    decision_notes_changed_since,
+    end_agent_call,
+    ledgers_unchanged,
+    remember_settings,
+    settings_changed_during,
+    vault_above,
+)
 from .guard import Guard, shell_reason
 
 if TYPE_CHECKING:
@@ -94,6 +103,7 @@ def answer(event: str, payload: dict[str, Any], vault: Path | None = None,
         if event == "post-tool-use":
             return _post_tool_use(root, call_of(payload))
         remember_settings(root, call_of(payload))  # what the settings are as this call begins
+        begin_agent_call(root, call_of(payload))  # the notes it changes are looked at before they count
         return _pre_tool_use(root, cwd, str(payload.get("tool_name") or ""), payload.get("tool_input") or {}, bounds,
                              str(payload.get("session_id") or ""))
     except Exception as trouble:  # fail open: a broken note must not stop the agent
@@ -110,15 +120,24 @@ def call_of(payload: dict[str, Any]) -> str:
 
 def _post_tool_use(root: Path, call: str) -> dict[str, Any] | None:
     """The tripwire after a tool call: ledger lines the call took out are put back, and the settings it changed
-    (the config, the merged topics) as they were when it began; the agent is told what was undone and how a
-    change is made (`tripwire`). A call that changed neither costs a few stats."""
+    (the config, the merged topics) as they were when it began; a decision note it changed as only the owner may
+    is held for the owner (`commands.held`); the agent is told what was undone or held and how a change is made
+    (`tripwire`). A call that changed none of them costs a few stats and a walk of the vault's folders."""
+    began = agent_call_began(root, call)
+    changed_notes = decision_notes_changed_since(root, began) if began is not None else []
     settings_changed = settings_changed_during(root, call)
-    if ledgers_unchanged(root) and not settings_changed:
+    if ledgers_unchanged(root) and not settings_changed and not changed_notes:
+        end_agent_call(root, call)
         return None
     from ..tripwire import put_back_at, put_back_settings, told, told_settings  # only when a file changed
     found = [] if ledgers_unchanged(root) else put_back_at(root)
     settings = put_back_settings(root, call) if settings_changed else []
     said = "\n".join(([told(found)] if found else []) + ([told_settings(settings)] if settings else []))
+    if changed_notes:
+        from ..commands import held  # only when a decision note changed
+        holding = held.hold_changes_at(root, changed_notes)
+        said = "\n".join(filter(None, [said, held.told(holding) if holding else ""]))
+    end_agent_call(root, call)  # only now: until the notes are held, the watcher leaves them alone
     if not said:
         return None
     return {"decision": "block", "reason": said,

@@ -28,6 +28,7 @@ from ..services.workspace import Workspace, blocking_problems
 from ..state_memo import code_fingerprint
 from ..topics import topic_aliases_in_use
 from ..vault import VaultState
+from .held import owner_like_step
 from .review_notes import waiting_line
 from .same import remember_terms
 
@@ -121,7 +122,19 @@ def pages(ws: Workspace, state: VaultState | None = None) -> Pages:
     remember_terms(ws, state, [decision for decision in in_effect if decision.status is Status.RULED])  # the pairs
     return build_pages(in_effect, state.resolver(), ws.tz, settings(ws),
                        problems_of(ws, state), conflicts=page_conflicts(ws, state),
-                       review_waiting=waiting_line(ws))
+                       review_waiting=waiting_line(ws), held=held_for_the_owner(ws, state))
+
+
+def held_for_the_owner(ws: Workspace, state: VaultState) -> list[tuple[Decision, str]]:
+    """Each note whose change waits for the owner's tick (`commands.held`), as written, with the step it holds."""
+    if not any(decision.held for decision in state.decisions):
+        return []  # nearly always
+    found = []
+    for decision in sorted(state.decisions, key=lambda d: d.order):
+        step = owner_like_step(ws, state, decision, ws.history_of(state, decision)) if decision.held else None
+        if step is not None:
+            found.append((decision, step))
+    return found
 
 
 MEMO_FILE = "cache/memo-v2"  # a new name whenever what is kept changes

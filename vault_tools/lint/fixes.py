@@ -14,6 +14,7 @@ from ..commands.twins import merge_twin_notes
 from ..errors import VaultToolsError
 from ..history import histories
 from ..model import Status
+from ..record_files import agent_calls_began, changed_during_agent_call
 from ..sealing import tie_notes
 from ..services.workspace import Workspace
 from ..tripwire import put_back_ledgers
@@ -33,10 +34,13 @@ def _due_to_seal(ws: Workspace, moment: float, given_paths: set[str], not_done: 
     known = histories(events)
     ties = tie_notes(state.decisions, known.values(), lambda d: ws.seal_hash_of(state, d))
     due = []
+    calls = agent_calls_began(vault.root)
     for decision in sorted(state.decisions, key=lambda d: d.order):
         history = ties.get(decision.path)
         if decision.status is not Status.RULED or (history is not None and history.sealed):
             continue
+        if decision.held or changed_during_agent_call(vault.path_of(decision), calls):
+            continue  # held for the owner (`commands.held`), or the agent's call looks at it first
         if history is not None and history.seal_lost:
             not_done.append(f"could not seal {decision.id}: its `sealed` line is missing from the ledger (VT027)")
             continue

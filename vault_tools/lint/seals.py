@@ -37,8 +37,8 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
     """
     settle = facts.config.settle_seconds
     for decision in facts.state.decisions:
-        if decision.status is not Status.RULED or facts.sealed(decision):
-            continue
+        if decision.status is not Status.RULED or facts.sealed(decision) or decision.held:
+            continue  # (a held ruling is VT056's)
         history = facts.history_of(decision)
         if history is not None and history.seal_lost:
             continue  # VT027
@@ -274,6 +274,43 @@ def ledger_lines_taken_out(facts: Facts) -> Iterator[Finding]:
     for shown, lost in facts.ledger_lines_lost:
         yield Finding(shown, None, f"{shown} lost {lost} line(s) this device's copy of it holds; `vault-tools "
                                    "lint --fix` puts them back")
+
+
+@rule("VT056", "held-for-the-owner", WARNING)
+def held_for_the_owner(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports a decision note whose change waits for the owner: an answer, a retraction, a withdrawal, a relation
+    or a whole ruling written during an agent's tool call, which the tripwire after that call marked with an
+    unticked `confirmed_by_owner` checkbox. Until it is ticked no reader takes the change as in effect (the
+    question stays open, the ruling in force, a ruling written so is in no one's view) and nothing seals it.
+
+    ## Why
+    Made in Obsidian these steps are the owner's, recorded "by owner". Made by a command an agent ran, the same
+    bytes would be recorded so too: an agent could answer the owner's question, or retract a ruling, in the
+    owner's name. Nothing tells an answer the owner typed while the command ran from one the command wrote, so
+    both wait for one tick.
+
+    ## How to fix
+    Read the note. If the change is yours, tick `confirmed_by_owner` in Obsidian's properties (or set it to
+    `true`); the watcher then records it as any step of yours. If not, put the note back (`git checkout --
+    PATH`, or undo the change by hand) and remove the property.
+    """
+    for decision in facts.state.decisions:
+        if not decision.held:
+            continue
+        history = facts.history_of(decision)
+        if history is not None and history.conflict is not None:
+            continue
+        if history is not None and history.seal is not None:
+            pending = decision.status is not history.status or \
+                seal_hash(decision, facts.resolve, facts.config.tz) != history.seal.hash
+        else:
+            pending = decision.status is not (history.status if history is not None else Status.OPEN)
+        if pending:
+            yield Finding(decision.path, first_line(decision, "confirmed_by_owner"),
+                          f"{decision.id} was changed during an agent's command ({decision.status.value}); held "
+                          "until you tick `confirmed_by_owner` in Obsidian")
 
 
 def _rewritten(file: LedgerFacts) -> Iterator[Finding]:

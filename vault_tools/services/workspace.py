@@ -26,10 +26,10 @@ from ..model import (
     Status,
     build_decision,
     format_id,
+    held_statuses_in_effect,
     id_matches,
     id_number,
     note_title,
-    statuses_in_effect,
 )
 from ..record_files import KEPT_FOLDER
 from ..sealing import seal_hash, tie_notes
@@ -222,11 +222,11 @@ class Workspace:
             summary = self.summary_of(state, decision)
             return summary.status if summary is not None and summary.conflict is None else None
 
-        statuses = statuses_in_effect([(decision.id, decision.status, recorded(decision),
-                                        [resolve(link) or "" for link in decision.supersedes])
-                                       for decision in state.decisions])
+        statuses = held_statuses_in_effect([(decision.id, decision.status, recorded(decision),
+                                             [resolve(link) or "" for link in decision.supersedes], decision.held)
+                                            for decision in state.decisions])
         in_effect = [decision if status is decision.status else replace(decision, status=status)
-                     for decision, status in zip(state.decisions, statuses, strict=True)]
+                     for decision, status in zip(state.decisions, statuses, strict=True) if status is not None]
         in_effect = [self.with_conflict(state, decision) for decision in in_effect]
         in_effect += self.missing_rulings(state)
         state.derived["in_effect"] = in_effect

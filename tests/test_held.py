@@ -1,0 +1,200 @@
+"""Steps only the owner may take, made to decision notes during an agent's tool call, are held until the owner ticks
+them (`commands.held`): never sealed or recorded "by owner" meanwhile, in no reader's view, shown to the owner.
+
+Real vaults in both layouts; the agent's commands run for real in a shell between Claude Code's pre-tool-use and
+post-tool-use hooks; the watcher's pass is `watch --once`; the owner's edits are plain writes made outside a call."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import TZ, vt_here
+from vault_tools import notes
+from vault_tools.commands.setup import init_vault
+
+RULING = "The site uses no analytics and no tracking of any kind."
+ANSWER = "The newsletter moves to Buttondown in January."
+
+
+@pytest.fixture(params=["hidden", "shared"])
+def vault(request, tmp_path) -> Path:
+    root = tmp_path / "vault"
+    (root / ".obsidian").mkdir(parents=True)
+    init_vault(root, TZ, shared=request.param == "shared")
+    config = next(path for path in (root / "vault-tools" / "config.yaml", root / ".vault-tools" / "config.yaml")
+                  if path.exists())
+    with open(config, "a", encoding="utf-8") as handle:  # the watcher's pass seals a quiet ruling at once
+        handle.write("debounce_ms: 0\nsettle_seconds: 0\n")
+    assert vt_here("rule", "--topic", "analytics", "--summary", RULING, "--source", "chat", cwd=root).code == 0
+    assert vt_here("ask", "Should the newsletter move to a paid platform?", "--topic", "newsletter-platform",
+                   cwd=root).code == 0
+    return root
+
+
+def payload(root: Path, command: str) -> dict:
+    return {"cwd": str(root), "session_id": "s", "tool_name": "Bash", "tool_input": {"command": command}}
+
+
+def call_begins(root: Path, command: str) -> None:
+    before = vt_here("hook", "claude", "pre-tool-use", cwd=root, stdin=json.dumps(payload(root, command)))
+    assert before.code == 0 and "deny" not in before.out, before.out
+
+
+def call_ends(root: Path, command: str) -> dict | None:
+    done = vt_here("hook", "claude", "post-tool-use", cwd=root,
+                   stdin=json.dumps({**payload(root, command), "hook_event_name": "PostToolUse", "tool_response": {}}))
+    assert done.code == 0, done.err
+    return json.loads(done.out) if done.out.strip() else None
+
+
+def agent_call(root: Path, command: str) -> dict | None:
+    """One Bash call as Claude Code makes it: pre-tool-use, the command in a shell, post-tool-use's answer."""
+    call_begins(root, command)
+    subprocess.run(["bash", "-c", command], cwd=root, check=True, capture_output=True)
+    return call_ends(root, command)
+
+
+def note_of(root: Path, decision_id: str) -> Path:
+    return next(path for path in (root / "Decisions").glob("*.md")
+                if re.search(rf"^id: {decision_id}(-\w+)?$", path.read_text(), re.MULTILINE))
+
+
+def answered(text: str) -> str:
+    """A question's note as typed to answer it: status ruled, the answer as its summary."""
+    return (text.replace("status: open", "status: ruled\nruled_by: owner\nsource: chat")
+            .replace("summary: Should the newsletter move to a paid platform?", f"summary: {ANSWER}"))
+
+
+def writes(path: Path, text: str) -> str:
+    """A shell command that writes `text` to `path` without any form the pre-tool-use hook reads."""
+    return (f"{sys.executable} -c \"import sys; open(sys.argv[1], 'w').write(sys.argv[2])\" "
+            f"{shlex.quote(str(path))} {shlex.quote(text)}")
+
+
+def ledger_events(root: Path) -> list[dict]:
+    files = sorted((root / "vault-tools" / "ledger").glob("*.jsonl")) or [root / ".vault-tools" / "ledger.jsonl"]
+    return [json.loads(line) for path in files for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def short(decision_id: str) -> str:
+    """An id without its clone tag (the shared layout's ids carry one)."""
+    return decision_id[:6]
+
+
+def context_of(root: Path) -> dict:
+    return json.loads(vt_here("context", "--json", cwd=root).out)
+
+
+def ticked(root: Path, decision_id: str) -> None:
+    """The owner ticks the checkbox in Obsidian, outside any agent's call."""
+    path = note_of(root, decision_id)
+    path.write_text(path.read_text(encoding="utf-8").replace("confirmed_by_owner: false", "confirmed_by_owner: true"),
+                    encoding="utf-8")
+
+
+@pytest.mark.parametrize("writer", ["agent's command", "owner in Obsidian during the call"])
+def test_an_answer_written_during_an_agents_call_is_held_and_the_owners_once_ticked(vault, writer):
+    question = note_of(vault, "D-0002")
+    command = writes(question, answered(question.read_text(encoding="utf-8")))
+    if writer == "agent's command":
+        told = agent_call(vault, command)
+    else:  # nothing tells the owner's save during the call from the command's: both are held alike
+        call_begins(vault, "make test")
+        question.write_text(answered(question.read_text(encoding="utf-8")), encoding="utf-8")
+        told = call_ends(vault, "make test")
+    assert told is not None and told["decision"] == "block"
+    assert "D-0002" in told["reason"] and "(ruled" in told["reason"] and "confirmed_by_owner" in told["reason"]
+    assert notes.read_note(question).data["confirmed_by_owner"] is False
+    assert ANSWER in question.read_text(encoding="utf-8")  # every word typed is kept
+
+    assert vt_here("watch", "--once", cwd=vault).code == 0  # settle_seconds 0: it would seal an owner's answer
+    assert not [e for e in ledger_events(vault) if short(e["id"]) == "D-0002" and e["event"] != "asked"]
+    context = context_of(vault)
+    assert [short(q["id"]) for q in context["open_questions"]] == ["D-0002"]  # still the owner's open question
+    assert [short(r["id"]) for r in context["rulings"]] == ["D-0001"]
+    lint = vt_here("lint", cwd=vault)
+    assert "VT056" in lint.out and "D-0002" in lint.out
+    page = next((vault / "Pinned").glob("Open questions*.md")).read_text(encoding="utf-8")
+    assert "confirmed_by_owner" in page and "D-0002" in page
+
+    ticked(vault, "D-0002")
+    assert vt_here("watch", "--once", cwd=vault).code == 0
+    sealed = [e for e in ledger_events(vault) if short(e["id"]) == "D-0002" and e["event"] == "sealed"]
+    assert len(sealed) == 1
+    assert {short(r["id"]) for r in context_of(vault)["rulings"]} == {"D-0001", "D-0002"}
+    assert "VT056" not in vt_here("lint", cwd=vault).out
+
+
+def test_a_retraction_written_during_a_call_waits_for_the_call_and_is_then_held(vault):
+    """The watcher passes while the call is under way (a long script): it leaves the note alone, where it would
+    apply a retraction typed in Obsidian; post-tool-use then holds it, and the ruling stays in force."""
+    ruling = note_of(vault, "D-0001")
+    text = ruling.read_text(encoding="utf-8")
+    command = writes(ruling, text.replace("status: ruled", "status: retracted\nreason: The analytics ruling no "
+                                                           "longer stands after the site moved hosts."))
+    call_begins(vault, command)
+    subprocess.run(["bash", "-c", command], cwd=vault, check=True, capture_output=True)
+    events = ledger_events(vault)
+    during = vt_here("watch", "--once", cwd=vault)  # during the call: left for after it, and said so
+    assert during.code == 1 and "changed during an agent's command still under way" in during.err
+    vt_here("lint", "--fix", cwd=vault)  # pre-commit inside the call
+    assert ledger_events(vault) == events
+    told = call_ends(vault, command)
+    assert told is not None and "D-0001" in told["reason"] and "(retracted" in told["reason"]
+    assert vt_here("watch", "--once", cwd=vault).code == 0
+    assert ledger_events(vault) == events
+    assert [short(r["id"]) for r in context_of(vault)["rulings"]] == ["D-0001"]
+    assert "status: retracted" in ruling.read_text(encoding="utf-8")  # kept as typed, for the owner
+
+
+def test_a_ruling_note_an_agent_made_is_in_no_readers_view_and_never_sealed(vault):
+    forged = vault / "Decisions" / "D-0003 Comments.md"
+    text = ("---\ntype: decision\nid: D-0003\nstatus: ruled\ntopics: [comments]\nruled_by: owner\nsource: chat\n"
+            "summary: Comments stay closed on every article for good.\n---\n## Ruling\n\nClosed.\n")
+    told = agent_call(vault, writes(forged, text))
+    assert told is not None and "D-0003" in told["reason"] and "(ruled" in told["reason"]
+    assert vt_here("watch", "--once", cwd=vault).code == 0
+    assert not [e for e in ledger_events(vault) if short(e["id"]) == "D-0003"]
+    assert "D-0003" not in json.dumps(context_of(vault))
+    assert vt_here("lookup", "comments", cwd=vault).out.count("D-0003") == 0
+    sealing = vt_here("seal", "D-0003", cwd=vault)
+    assert sealing.code != 0 and "confirmed_by_owner" in sealing.err
+
+
+def test_the_agent_ticking_the_box_is_held_again(vault):
+    question = note_of(vault, "D-0002")
+    agent_call(vault, writes(question, answered(question.read_text(encoding="utf-8"))))
+    held = question.read_text(encoding="utf-8")
+    told = agent_call(vault, writes(question, held.replace("confirmed_by_owner: false", "confirmed_by_owner: true")))
+    assert told is not None and "D-0002" in told["reason"]
+    assert question.read_text(encoding="utf-8") == held
+    assert vt_here("watch", "--once", cwd=vault).code == 0
+    assert [short(q["id"]) for q in context_of(vault)["open_questions"]] == ["D-0002"]
+
+
+def test_what_the_agent_records_through_vault_tools_is_not_held(vault):
+    told = agent_call(vault, f"{sys.executable} -m vault_tools rule D-0002 --summary '{ANSWER}' --source chat")
+    assert told is None
+    assert "confirmed_by_owner" not in note_of(vault, "D-0002").read_text(encoding="utf-8")
+    assert {short(r["id"]) for r in context_of(vault)["rulings"]} == {"D-0001", "D-0002"}
+
+
+def test_an_ordinary_note_an_agent_edits_holds_nothing(vault):
+    assert agent_call(vault, writes(vault / "Notes.md", "# Notes\n\nThe agent's own notes.\n")) is None
+    question = note_of(vault, "D-0002")
+    edited = question.read_text(encoding="utf-8").replace("## Question", "## Question\n\nA clearer question.")
+    assert agent_call(vault, writes(question, edited)) is None  # an open question edited: anyone may
+
+
+def test_the_owners_answer_outside_a_call_is_sealed_as_ever(vault):
+    question = note_of(vault, "D-0002")
+    assert agent_call(vault, "ls") is None
+    question.write_text(answered(question.read_text(encoding="utf-8")), encoding="utf-8")
+    assert vt_here("watch", "--once", cwd=vault).code == 0
+    assert [e["event"] for e in ledger_events(vault) if short(e["id"]) == "D-0002"][-1] == "sealed"

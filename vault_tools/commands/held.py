@@ -1,0 +1,94 @@
+"""Steps only the owner may take, made to decision notes during an agent's tool call: held until the owner confirms.
+
+An answer, a retraction, a withdrawal, a relation added to a sealed ruling, or a ruling written by hand: made in
+Obsidian they are the owner's, recorded as such. Made by a command an agent ran (a `cp -r`, a script), the same
+bytes would be recorded "by owner" too. So the tripwire after each agent call (`hook AGENT post-tool-use`) adds
+an unticked `confirmed_by_owner` checkbox to each decision note the call changed so (`hold_changes`). While it is
+unticked the change is held: no reader takes it as in effect (`Workspace.decisions_in_effect` uses what the ledger
+recorded), nothing seals or records it (`is_held`), and the open-questions page and lint (VT056) show it. The
+owner ticks it in Obsidian to make the change theirs. An answer the owner typed during the call is held the same
+way, as nothing tells the two apart; ticking it is one click. While a call is under way, the watcher, `seal` and
+`lint --fix` leave the notes it changed alone (`record_files.changed_during_agent_call`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import durable, note_edits
+from ..errors import NoteError
+from ..history import History
+from ..model import CONFIRMED, FINAL_STATUSES, Decision, Status
+from ..services.workspace import Workspace
+from ..vault import Vault, VaultState
+from .amend import owner_step
+
+HELD_WHY = (f"held: changed during an agent's command as only the owner may; tick `{CONFIRMED}` in Obsidian to "
+            "make it yours, or put the note back")
+
+
+@dataclass(frozen=True)
+class Held:
+    id: str
+    path: str
+    step: str  # what it would be recorded as: ruled, retracted, related, withdrawn
+
+
+def owner_like_step(ws: Workspace, state: VaultState, decision: Decision, history: History | None) -> str | None:
+    """What reconciling this note would record as the owner's own step, or None (nothing, or what anyone may do:
+    a question asked or edited, an in-place edit of a sealed ruling, which becomes a proposed revision)."""
+    if history is not None and history.conflict is not None:
+        return None
+    if history is not None and history.seal is not None:
+        step = owner_step(ws, state, decision, history)
+        return step.kind if step is not None and step.kind != "incomplete" else None
+    if history is not None and history.status in FINAL_STATUSES:
+        return None
+    if decision.status is Status.RULED:
+        return "ruled"
+    if decision.status is Status.WITHDRAWN and (history is None or history.status is not Status.WITHDRAWN):
+        return "withdrawn"
+    return None
+
+
+def is_held(ws: Workspace, state: VaultState, decision: Decision, history: History | None) -> bool:
+    """Whether this note's change waits for the owner's tick: unticked, and a step only the owner may take."""
+    return decision.held and owner_like_step(ws, state, decision, history) is not None
+
+
+def hold_changes(ws: Workspace, paths: Iterable[str]) -> list[Held]:
+    """Hold each of these decision notes (vault-relative) whose change is a step only the owner may take: add
+    `confirmed_by_owner: false`, every other byte kept. A note held already, or one ticked by the call itself,
+    is held (again)."""
+    wanted = set(paths)
+    held: list[Held] = []
+    state = ws.state()
+    known = ws.histories()
+    for decision in sorted((d for d in state.decisions if d.path in wanted), key=lambda d: d.order):
+        step = owner_like_step(ws, state, decision, ws.history_of(state, decision, known))
+        if step is None:
+            continue
+        held.append(Held(decision.id, decision.path, step))
+        if decision.held:
+            continue
+        note = ws.read(ws.vault.path_of(decision))
+        try:
+            durable.write_note(note, note_edits.with_fields(note, {CONFIRMED: False}))
+        except NoteError:
+            continue  # properties it cannot edit without changing the owner's bytes: lint reports the note
+    return held
+
+
+def hold_changes_at(root: Path, paths: Iterable[str]) -> list[Held]:
+    """`hold_changes` in the vault at `root` (for the hooks, which open no workspace otherwise)."""
+    return hold_changes(Workspace(Vault(root)), paths)
+
+
+def told(held: list[Held]) -> str:
+    """What the agent is told of changes held."""
+    said = "; ".join(f"{item.id} ({item.step}, {item.path})" for item in held)
+    return (f"A command in this tool call changed decision notes as only the owner may: {said}. vault-tools held "
+            f"the change: until the owner ticks `{CONFIRMED}` in Obsidian no reader takes it as in effect and "
+            "nothing seals it. An answer the owner gave you is recorded with `vault-tools rule`, a question with "
+            "`vault-tools ask`, a question dropped with `vault-tools withdraw`.")
