@@ -126,3 +126,43 @@ def test_a_rename_carried_as_a_delete_then_a_create_leaves_one_note(vault, seale
         scripted.advance(60)
         assert "restored" not in scripted.kinds() and not sealed.exists() and moved.read_text(encoding="utf-8") == text
     assert vt_here("lint", cwd=vault).code == 0
+
+
+QUESTION = "Should the newsletter move to a paid platform?"
+
+
+@pytest.mark.parametrize("closing", ["open", "withdrawn"])
+@pytest.mark.parametrize("way", ["deleted", "moved into Obsidian's trash"])
+def test_a_question_whose_note_goes_stays_in_view_and_is_written_back(vault, closing, way) -> None:
+    """An open question (or a withdrawn one) is the owner's as much as a ruling: its note deleted, every reader
+    keeps it from the text the ledger keeps, lint names it, and the watcher writes the note back."""
+    assert vt_here("ask", QUESTION, "--topic", "newsletter-platform", cwd=vault).code == 0
+    if closing == "withdrawn":
+        assert vt_here("withdraw", "D-0001", "--reason", "The owner settled this on the phone, no ruling needed.",
+                       cwd=vault).code == 0
+    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    original = note.read_bytes()
+    lose(way, note, vault)
+    context = json.loads(vt_here("context", "--json", cwd=vault).out)
+    assert [q["id"] for q in context["open_questions"]] == (["D-0001"] if closing == "open" else [])
+    page = vt_here("build", cwd=vault)
+    assert page.code == 0
+    assert "D-0001 (" + closing + " question): its note is missing" in \
+        (vault / "Pinned" / "Open questions.md").read_text(encoding="utf-8")
+    lint = vt_here("lint", cwd=vault)
+    assert lint.code == 1 and "VT057" in lint.out and "D-0001" in lint.out
+    done = vt("watch", "--once", cwd=vault)
+    assert done.code == 0, done.out + done.err
+    assert note.read_bytes() == original
+    assert vt_here("lint", cwd=vault).code == 0
+
+
+def test_a_question_whose_note_lives_on_under_another_name_is_not_written_back(vault) -> None:
+    """Renamed by hand (or renumbered on another clone), the note is the question's own: nothing is written at
+    the old path."""
+    assert vt_here("ask", QUESTION, "--topic", "newsletter-platform", cwd=vault).code == 0
+    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    note.rename(vault / "Decisions" / "Newsletter platform.md")
+    assert vt("watch", "--once", cwd=vault).code in (0, 1)
+    assert not note.exists()
+    assert [p.name for p in (vault / "Decisions").glob("*.md")] == ["Newsletter platform.md"]

@@ -96,6 +96,9 @@ MAX_SHOWN_TOPICS = 10
 
 # What every reader says of a sealed ruling whose note is gone (`Workspace.missing_rulings`).
 NOTE_MISSING = "its note is missing; it stands as sealed in the ledger (`vault-tools lint --fix` writes it back)"
+# ... and of an open or withdrawn question whose note is gone by every name it had.
+QUESTION_NOTE_MISSING = ("its note is missing; it stands as the ledger recorded it (`vault-tools lint --fix` writes it "
+                         "back)")
 # ... and of a ruling whose record two clones closed differently (`Decision.conflict`), in a list of rulings.
 IN_CONFLICT = "IN CONFLICT: neither outcome stands until the owner settles it (see Conflicts)"
 

@@ -21,7 +21,16 @@ from ..drafts import being_written, lacks_id, unanswered
 from ..errors import UsageError, VaultToolsError
 from ..model import Decision, Status
 from ..page_names import PAGE_NAMES
-from ..pages import NOTE_MISSING, NOTICE, PageConflict, PageProblem, Pages, Settings, build_pages
+from ..pages import (
+    NOTE_MISSING,
+    NOTICE,
+    QUESTION_NOTE_MISSING,
+    PageConflict,
+    PageProblem,
+    Pages,
+    Settings,
+    build_pages,
+)
 from ..record_files import RACY_NANOSECONDS
 from ..services.missing import not_here_said
 from ..services.workspace import Workspace, blocking_problems
@@ -68,7 +77,10 @@ def page_problems(state: VaultState, recorded: Mapping[str, Status] | None = Non
             why = unanswered(decision) if recorded.get(decision.id) is None or recorded[decision.id] is Status.OPEN else None
             if why:
                 found.append(PageProblem(decision.path, decision.line_of("summary"), why[:MAX_PROBLEM_CHARS]))
-    found += [PageProblem(ruling.path, None, f"{ruling.id} (sealed ruling): {NOTE_MISSING}") for ruling in missing]
+    found += [PageProblem(ruling.path, None, f"{ruling.id} (sealed ruling): {NOTE_MISSING}"
+                          if ruling.status is Status.RULED else
+                          f"{ruling.id} ({ruling.status.value} question): {QUESTION_NOTE_MISSING}")
+              for ruling in missing]
     found += [PageProblem(decision.path, decision.line_of("id"), f"{decision.id} was {not_here_said(tag)}")
               for tag, decisions in (not_here or {}).items() for decision in decisions]
     return found

@@ -72,6 +72,8 @@ class Facts:
     merge_drivers_missing: list[str] = field(default_factory=list)  # git merge drivers this clone lacks
     # Ledger files that lost lines this device's copy holds (`tripwire.damaged_ledgers`): (file, lines lost)
     ledger_lines_lost: list[tuple[str, int]] = field(default_factory=list)
+    # Open and withdrawn questions whose note is gone by every name (`Workspace.missing_rulings`), as kept
+    missing_questions: list[Decision] = field(default_factory=list)
     # Takes what the `remembered` rules find (made by the function given) from an earlier run when the
     # decision notes, the vault's file names, the ledger, the config and the date are as they were then;
     # with anew=True, makes it again and keeps that.
@@ -278,6 +280,7 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
             ledger.committed = [line.rstrip("\r") for line in committed.split("\n")][:-1]
         facts.ledger_files.append(ledger)
     facts.ledger_lines_lost = [(item.shown, item.lines) for item in damaged_ledgers(vault.ledger)]
+    facts.missing_questions = [d for d in ws.missing_rulings(state) if d.status is not Status.RULED]
     facts.properties, facts.property_lines, facts.body_lines = state.properties, state.property_lines, state.body_lines
     stat_keys = state.stat_keys or {}
     for path in [decision.path for decision in state.decisions] + [p for p, d in state.properties.items() if lacks_id(d)]:

@@ -276,6 +276,29 @@ def ledger_lines_taken_out(facts: Facts) -> Iterator[Finding]:
                                    "lint --fix` puts them back")
 
 
+@rule("VT057", "question-note-missing", ERROR)
+def question_note_missing(facts: Facts) -> Iterator[Finding]:
+    """
+    ## What it does
+    Reports an open or withdrawn question the ledger recorded whose note is gone by every name it had: no note
+    holds any id its record had, and nothing stands at any path the ledger recorded for it.
+
+    ## Why
+    A question is the owner's: deleted, it would drop out of the open-questions page and the agent's view, and
+    the agent would ask it again or act as if it were settled. Until its note is back every reader keeps it,
+    read from the text the ledger keeps of it (as asked, or as withdrawn).
+
+    ## How to fix
+    `vault-tools lint --fix` (and the watcher, on its own) writes the note back from that text at the path
+    the ledger last recorded. To drop an open question, keep the note and run `vault-tools withdraw ID --reason
+    ...`.
+    """
+    for question in facts.missing_questions:
+        yield Finding(question.path, None, f"{question.id} ({question.status.value} question) has no note: it was "
+                                           "deleted or moved away; `vault-tools lint --fix` writes it back from "
+                                           "the ledger")
+
+
 @rule("VT056", "held-for-the-owner", WARNING)
 def held_for_the_owner(facts: Facts) -> Iterator[Finding]:
     """
