@@ -337,3 +337,86 @@ def test_vault_tools_own_write_of_the_topics_during_a_call_stays(vault):
              f"add_alias(Path('{topics.parent}'), 'analytics', 'site-analytics')\"")
     assert agent_call(vault, merge) is None
     assert "site-analytics" in topics.read_text(encoding="utf-8")
+
+
+# -- every form that passes the pre-tool-use hook, end to end ---------------------------------------------------
+
+def _answer_the_question(text: str) -> str:
+    return text.replace("status: open", "status: ruled\nruled_by: owner\nsource: chat").replace(
+        "summary: Should the newsletter move to a paid platform?",
+        "summary: The newsletter moves to Buttondown in January.")
+
+
+def _forms_that_pass(root: Path, elsewhere: Path) -> dict[str, str]:
+    """Commands the pre-tool-use hook lets through (it cannot read what they write), each changing the record a
+    way: the ledger, the notes, the settings; as an answer, a retraction, a forged ruling, a deletion."""
+    import tarfile
+
+    question = next(p for p in (root / "Decisions").glob("*.md") if "status: open" in p.read_text())
+    ruling = next(p for p in (root / "Decisions").glob("*.md") if "status: ruled" in p.read_text())
+    answered = elsewhere / "answered" / "Decisions" / question.name
+    answered.parent.mkdir(parents=True)
+    answered.write_text(_answer_the_question(question.read_text(encoding="utf-8")), encoding="utf-8")
+    with tarfile.open(elsewhere / "answered.tar", "w") as archive:
+        archive.add(answered, arcname=f"Decisions/{question.name}")
+    diff = subprocess.run(["diff", "-u", f"Decisions/{question.name}", str(answered)], cwd=root,
+                          capture_output=True, text=True).stdout
+    (elsewhere / "answer.diff").write_text(diff, encoding="utf-8")
+    retracted = ruling.read_text(encoding="utf-8").replace(
+        "status: ruled", "status: retracted\nreason: The analytics ruling was never the owner's own word.")
+    (elsewhere / "retracted.md").write_text(retracted, encoding="utf-8")
+    forged = ("---\ntype: decision\nid: D-0009\nstatus: ruled\ntopics: [comments]\nruled_by: owner\nsource: chat\n"
+              "summary: Comments stay closed on every article for good.\n---\n## Ruling\n\nClosed.\n")
+    (elsewhere / "forged.md").write_text(forged, encoding="utf-8")
+    ledger = ledger_file(root).relative_to(root)
+    config, _ = settings_of(root)
+    python = f"{sys.executable} -c"
+    return {
+        "ledger rewritten by a script": f"{python} \"import sys; open(sys.argv[1],'w').write('')\" {ledger}",
+        "notes removed by a variable path": 'f=Decisions; rm -rf "$f"',
+        "notes removed through xargs": "echo Decisions/*.md | tr ' ' '\\n' | head -5 | xargs -d '\\n' rm -f; "
+                                       "ls Decisions | while read n; do rm -f \"Decisions/$n\"; done",
+        "question answered by a patch from a pipe": f"cat {elsewhere}/answer.diff | patch -p0 -s",
+        "question answered by an archive from a pipe": f"cat {elsewhere}/answered.tar | tar -x",
+        "ruling retracted by a script": f"{python} \"import shutil,sys; shutil.copy(sys.argv[1], sys.argv[2])\" "
+                                        f"{elsewhere}/retracted.md '{ruling.relative_to(root)}'",
+        "ruling forged by a script": f"{python} \"import shutil,sys; shutil.copy(sys.argv[1], sys.argv[2])\" "
+                                     f"{elsewhere}/forged.md 'Decisions/D-0009 Comments.md'",
+        "config rewritten by a script": f"{python} \"import sys; open(sys.argv[1],'a').write('settle_seconds: 0\\n')\" "
+                                        f"{config.relative_to(root)}",
+    }
+
+
+FORMS = ["ledger rewritten by a script", "notes removed by a variable path", "notes removed through xargs",
+         "question answered by a patch from a pipe", "question answered by an archive from a pipe",
+         "ruling retracted by a script", "ruling forged by a script", "config rewritten by a script"]
+
+
+@pytest.mark.parametrize("with_git", [False, True], ids=["no git", "git"])
+@pytest.mark.parametrize("form", FORMS)
+def test_each_form_that_passes_the_guard_leaves_the_record_whole_after_the_call(vault, tmp_path, form, with_git):
+    """Through pre-tool-use (which lets it through), the command, post-tool-use and the watcher's pass: the
+    ledger, the config and each note are byte for byte as before, or the note is held for the owner (an answer,
+    a retraction, a forged ruling: `commands.held`), and what the agent reads is what it read before."""
+    if with_git:
+        git(vault, "init", "-q")
+        commit_all(vault, "the vault")
+    command = _forms_that_pass(vault, tmp_path / "elsewhere")[form]
+    ledger, (config, _) = ledger_file(vault), settings_of(vault)
+    before = {path: path.read_bytes() for path in [ledger, config, *(vault / "Decisions").glob("*.md")]}
+    read_before = vt_here("context", "--json", cwd=vault).out
+    told = agent_call(vault, command)
+    assert told is not None and told["decision"] == "block", form  # the agent is told
+    assert vt_here("watch", "--once", cwd=vault).code in (0, 1)
+    held = []
+    for path, data in before.items():
+        now = path.read_bytes()
+        if now != data:  # held, never taken as the owner's: the unticked box, the typed words kept
+            assert b"confirmed_by_owner: false" in now, (form, path)
+            held.append(path)
+    assert held == [] or form.startswith(("question answered", "ruling retracted")), form
+    forged = vault / "Decisions" / "D-0009 Comments.md"
+    assert not forged.exists() or b"confirmed_by_owner: false" in forged.read_bytes()
+    assert sorted(vault.joinpath("Decisions").glob("*.md")) == sorted(
+        [p for p in before if p.parent.name == "Decisions"] + ([forged] if forged.exists() else []))
+    assert vt_here("context", "--json", cwd=vault).out == read_before, form

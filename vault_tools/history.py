@@ -4,7 +4,7 @@ kept, and the conflicts two clones' outcomes make. Pure: events in, histories ou
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -396,3 +396,31 @@ def latest_with_id(known: Mapping[str, History], decision_id: str) -> History | 
     """The newest record that has this id now (an id named inside an event, like a successor)."""
     found = [history for history in known.values() if history.id == decision_id]
     return max(found, key=lambda h: (h.events[0].position or h.events[0].line or 0, h.events[0].at)) if found else None
+
+
+# -- one note given two ids (`commands.twins`) ---------------------------------------------------------------
+
+MADE = "made:"  # the mark's prefix in a first event's `origin` (`commands.twins.made_origin`)
+
+
+@dataclass(frozen=True)
+class Twins:
+    """The records one note became on two or more devices."""
+
+    records: tuple[History, ...]  # in the order every device keeps them: the first event's checksum
+
+    @property
+    def ids(self) -> list[str]:
+        return [record.id for record in self.records]
+
+
+def twin_notes(known: dict[str, History]) -> Iterator[Twins]:
+    """Each note that two or more records began from, by the mark of their first events."""
+    by_mark: dict[str, list[History]] = {}
+    for history in known.values():
+        first = history.events[0] if history.events else None
+        if first is not None and first.origin and first.origin.startswith(MADE):
+            by_mark.setdefault(first.origin, []).append(history)
+    for records in by_mark.values():
+        if len({record.id for record in records}) > 1:
+            yield Twins(tuple(sorted(records, key=lambda record: event_key(record.events[0]))))

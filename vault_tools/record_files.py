@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 from time import time_ns
+from typing import NamedTuple
 
 from .page_names import PAGE_NAMES
 
@@ -282,16 +283,24 @@ def changed_during_agent_call(path: str | Path, began: list[int]) -> bool:
 _DECISION_TYPE = re.compile(rb"^type:[ \t]*[\"']?decision[\"']?[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
 
 
-def decision_notes_changed_since(root: Path, began: int) -> list[str]:
+class NotesChanged(NamedTuple):
+    decision_notes: list[str]  # vault-relative: changed, and saying `type: decision`
+    folders_changed: bool  # a note may have gone: removed, moved or renamed
+
+
+def decision_notes_changed_since(root: Path, began: int) -> NotesChanged:
     """The notes (vault-relative) whose file changed since `began` (ns, by ctime) and whose properties, at a
-    glance, say `type: decision`: what an agent's call may have changed of the record. One walk of the vault's
-    folders (dot-folders, the record's folder and `node_modules` skipped) and a stat of each note; no note is
-    parsed here (`commands.held` reads those found)."""
+    glance, say `type: decision`, and whether a folder changed (a note removed, moved or renamed): what an
+    agent's call may have changed of the record. One walk of the vault's folders (dot-folders, the record's
+    folder and `node_modules` skipped) and a stat of each note; no note is parsed here (`commands.held` reads
+    those found)."""
     found: list[str] = []
+    folders_changed = False
     stack = [str(root)]
     while stack:
         folder = stack.pop()
         try:
+            folders_changed = folders_changed or os.stat(folder).st_ctime_ns >= began
             entries = os.scandir(folder)
         except OSError:
             continue
@@ -308,7 +317,7 @@ def decision_notes_changed_since(root: Path, began: int) -> list[str]:
                         found.append(os.path.relpath(entry.path, root).replace(os.sep, "/"))
                 except OSError:
                     continue
-    return sorted(found)
+    return NotesChanged(sorted(found), folders_changed)
 
 
 def _says_decision(path: str) -> bool:

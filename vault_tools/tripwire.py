@@ -159,13 +159,14 @@ def _checked(path: Path, copy: Path, committed: _Committed) -> int:
 
 def _lost(kept: list[bytes], current: list[bytes], path: Path, committed: _Committed) -> list[bytes]:
     """The copy's lines the file no longer holds (line endings aside: a CRLF checkout holds them all), less those
-    a git commit holds: a line that went with a branch switch or a reset to a commit is not lost."""
+    a git commit holds but the commit checked out does not: a line that went with a branch switch or a reset to
+    a commit is not lost; one the checked-out commit holds and the file lost (a script emptied it) is."""
     present = {_key(line) for line in current}
     missing = [line for line in kept if _key(line) not in present]
     if not missing:
         return []
-    held = committed.lines(path)
-    return [line for line in missing if _key(line) not in held]
+    held, checked_out = committed.lines(path), committed.head_lines(path)
+    return [line for line in missing if _key(line) not in held or _key(line) in checked_out]
 
 
 class _Committed:
@@ -179,6 +180,16 @@ class _Committed:
         if path not in self._found:
             self._found[path] = self._read(path)
         return self._found[path]
+
+    def head_lines(self, path: Path) -> set[bytes]:
+        """The lines of the file in the commit checked out (HEAD)."""
+        try:
+            relative = path.resolve().relative_to(self.root.resolve()).as_posix()
+            done = subprocess.run(["git", "show", f"HEAD:./{relative}"], cwd=self.root, capture_output=True,
+                                  timeout=GIT_SECONDS, check=False)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return set()
+        return {_key(line) for line in done.stdout.splitlines()} if done.returncode == 0 else set()
 
     def _read(self, path: Path) -> set[bytes]:
         try:

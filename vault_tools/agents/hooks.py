@@ -124,19 +124,22 @@ def _post_tool_use(root: Path, call: str) -> dict[str, Any] | None:
     is held for the owner (`commands.held`); the agent is told what was undone or held and how a change is made
     (`tripwire`). A call that changed none of them costs a few stats and a walk of the vault's folders."""
     began = agent_call_began(root, call)
-    changed_notes = decision_notes_changed_since(root, began) if began is not None else []
+    changed = decision_notes_changed_since(root, began) if began is not None else None
+    changed_notes = changed.decision_notes if changed is not None else []
     settings_changed = settings_changed_during(root, call)
-    if ledgers_unchanged(root) and not settings_changed and not changed_notes:
+    folders_changed = changed is not None and changed.folders_changed
+    if ledgers_unchanged(root) and not settings_changed and not changed_notes and not folders_changed:
         end_agent_call(root, call)
         return None
     from ..tripwire import put_back_at, put_back_settings, told, told_settings  # only when a file changed
     found = [] if ledgers_unchanged(root) else put_back_at(root)
     settings = put_back_settings(root, call) if settings_changed else []
     said = "\n".join(([told(found)] if found else []) + ([told_settings(settings)] if settings else []))
-    if changed_notes:
-        from ..commands import held  # only when a decision note changed
-        holding = held.hold_changes_at(root, changed_notes)
-        said = "\n".join(filter(None, [said, held.told(holding) if holding else ""]))
+    if changed_notes or folders_changed:
+        from ..commands import held  # only when a decision note changed, or a note may have gone
+        holding, restored = held.after_call(root, changed_notes, folders_changed)
+        said = "\n".join(filter(None, [said, held.told(holding) if holding else "",
+                                        held.told_restored(restored) if restored else ""]))
     end_agent_call(root, call)  # only now: until the notes are held, the watcher leaves them alone
     if not said:
         return None

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 from ..commands.history import changed as changes_between
 from ..commands.history import export_jsonl, export_markdown, export_records, rulings_as_of, text_diff
 from ..commands.history import history as record_history
-from ..commands.twins import MADE
+from ..history import MADE
 from .common import JsonOption, RecordedOption, VaultOption, app, decision_line, out, print_json, stderr, workspace
 
 

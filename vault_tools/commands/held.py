@@ -23,6 +23,7 @@ from ..model import CONFIRMED, FINAL_STATUSES, Decision, Status
 from ..services.workspace import Workspace
 from ..vault import Vault, VaultState
 from .amend import owner_step
+from .restore import Restored, restore_missing
 
 HELD_WHY = (f"held: changed during an agent's command as only the owner may; tick `{CONFIRMED}` in Obsidian to "
             "make it yours, or put the note back")
@@ -80,9 +81,22 @@ def hold_changes(ws: Workspace, paths: Iterable[str]) -> list[Held]:
     return held
 
 
-def hold_changes_at(root: Path, paths: Iterable[str]) -> list[Held]:
-    """`hold_changes` in the vault at `root` (for the hooks, which open no workspace otherwise)."""
-    return hold_changes(Workspace(Vault(root)), paths)
+def after_call(root: Path, paths: Iterable[str], notes_may_be_gone: bool) -> tuple[list[Held], list[Restored]]:
+    """After an agent's call, in the vault at `root`: `hold_changes` of the decision notes it changed, and, when a
+    note may have gone (`notes_may_be_gone`), the sealed rulings and questions whose note it took away written
+    back from the ledger (`restore.restore_missing`)."""
+    ws = Workspace(Vault(root))
+    held = hold_changes(ws, paths) if paths else []
+    restored = restore_missing(ws, ws.state()).done if notes_may_be_gone else []
+    return held, restored
+
+
+def told_restored(restored: list[Restored]) -> str:
+    """What the agent is told of notes written back."""
+    said = "; ".join(f"{item.id} ({item.path})" for item in restored)
+    return (f"A command in this tool call took away decision notes, and vault-tools wrote them back from the ledger: "
+            f"{said}. A ruling ends only by `vault-tools retract` or a ruling that supersedes it, a question by "
+            "`vault-tools withdraw` or an answer (`vault-tools rule`).")
 
 
 def told(held: list[Held]) -> str:

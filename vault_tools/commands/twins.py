@@ -13,49 +13,23 @@ sides are left to the owner; lint names them (VT054).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 from .. import durable, note_edits, notes
 from ..dates import utc_stamp
 from ..errors import NoteError
-from ..history import History
+from ..history import MADE, History, twin_notes
 from ..layout import git_dir
-from ..ledger_lines import Event, checksum, event_key
+from ..ledger_lines import Event, checksum
 from ..model import Status
 from ..services.workspace import Workspace
 from ..vault import VaultState
 
-MADE = "made:"  # the mark's prefix in a first event's `origin`
 _ID_LINE = re.compile(r"""^["']?id["']?[ \t]*:[^\r\n]*(\r?\n|$)""", re.MULTILINE)
 
 
 def made_origin(text: str) -> str:
     """The mark of a note as the owner made it: the same on every device that gave the same note an id."""
     return MADE + checksum(_ID_LINE.sub("", text.removeprefix(notes.BOM), count=1))
-
-
-@dataclass(frozen=True)
-class Twins:
-    """The records one note became on two or more devices."""
-
-    records: tuple[History, ...]  # in the order every device keeps them: the first event's checksum
-
-    @property
-    def ids(self) -> list[str]:
-        return [record.id for record in self.records]
-
-
-def twin_notes(known: dict[str, History]) -> Iterator[Twins]:
-    """Each note that two or more records began from, by the mark of their first events."""
-    by_mark: dict[str, list[History]] = {}
-    for history in known.values():
-        first = history.events[0] if history.events else None
-        if first is not None and first.origin and first.origin.startswith(MADE):
-            by_mark.setdefault(first.origin, []).append(history)
-    for records in by_mark.values():
-        if len({record.id for record in records}) > 1:
-            yield Twins(tuple(sorted(records, key=lambda record: event_key(record.events[0]))))
 
 
 def _untouched(ws: Workspace, state: VaultState, record: History) -> notes.Note | bool | None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..commands.twins import twin_notes
 from ..conflicts import copy_settle_hint
+from ..history import twin_notes
 from ..model import Status
 from ..services.missing import ledgers_not_here, not_here_said
 from .facts import Facts

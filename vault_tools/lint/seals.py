@@ -8,10 +8,10 @@ from pathlib import Path
 
 from .. import notes
 from ..commands.sealed import retargeted
-from ..commands.twins import twin_notes
 from ..conflicts import describe_conflict, settle_hint
 from ..drafts import unanswered
 from ..errors import NoteError
+from ..history import twin_notes
 from ..ledger_lines import Event
 from ..model import Decision, Status, build_decision
 from ..sealing import normalise_body, seal_hash, seal_payload

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import InconsistentVault, NoteError
+from ..history import twin_notes
 from ..layout import device_tag, ledger_tags
 from ..model import ID_PATTERN, Decision, Status, build_decision
 from ..notes import parse_text
@@ -62,22 +63,21 @@ def missing_rulings(ws: RecordReader, state: VaultState) -> list[Decision]:
             known = ws.histories()
         except InconsistentVault:
             known = {}
+        # a note given two ids, one record closed by `commands.twins`: its note went with it on purpose
+        twins_closed = {record.record for twins in twin_notes(known) for record in twins.records
+                        if record.status in (Status.WITHDRAWN, Status.RETRACTED)}
         for summary in candidates:
-            if summary.record in tied or summary.id in held or unreadable & set(summary.paths):
+            if summary.record in tied or summary.id in held or unreadable & set(summary.paths) or \
+                    summary.record in twins_closed:
                 continue
-            history = known.get(summary.record)
-            text = kept_text(history, summary.status) if history is not None and summary.status else None
-            if history is None or text is None:
+            history, status = known.get(summary.record), summary.status
+            if history is None or status is None or kept_text(history, status) is None:
                 continue
             if summary.status is not Status.RULED and not _gone_everywhere(history, summary, held, ws.vault.root):
                 continue
             path = history.path or (history.seal.path if history.seal is not None else None) or summary.paths[-1]
-            try:
-                note = parse_text(text.removeprefix("\ufeff"), ws.vault.root / path)
-            except NoteError:
-                continue
-            decision, _ = build_decision(note.data, path=path, body=note.body, key_lines=note.key_lines)
-            if decision is not None and decision.status is summary.status:
+            decision = recorded_version(history, status, path, ws.vault.root)
+            if decision is not None and decision.status is status:
                 found.append(replace(decision, note_missing=True))
     state.derived["missing_rulings"] = found
     return found
@@ -94,6 +94,20 @@ def _gone_everywhere(history: History, summary: RecordSummary, ids_present: set[
         return False
     paths = {event.path for event in history.events if event.path} | set(summary.paths)
     return not any((root / path).exists() for path in paths)
+
+
+def recorded_version(history: History, status: Status, path: str, root: Path) -> Decision | None:
+    """The decision as the ledger keeps its text (`kept_text`), read as a note at `path`; None where the ledger
+    keeps none, or it cannot be read."""
+    text = kept_text(history, status)
+    if text is None:
+        return None
+    try:
+        note = parse_text(text.removeprefix("\ufeff"), root / path)
+    except NoteError:
+        return None
+    decision, _ = build_decision(note.data, path=path, body=note.body, key_lines=note.key_lines)
+    return decision
 
 
 def kept_text(history: History, status: Status) -> str | None:

@@ -37,7 +37,7 @@ from ..settling import duplicate_ids, supersedes_cycle
 from ..topics import topics_match
 from ..vault import UnreadableNote, Vault, VaultState
 from .checks import check_id
-from .missing import ledgers_not_here, missing_rulings
+from .missing import ledgers_not_here, missing_rulings, recorded_version
 
 # Missing on a hand-ruled note until sealing stamps them: not a reason to block other writes.
 STAMPED_FIELDS = ("ruled_at", "ruled_by")
@@ -227,10 +227,20 @@ class Workspace:
                                             for decision in state.decisions])
         in_effect = [decision if status is decision.status else replace(decision, status=status)
                      for decision, status in zip(state.decisions, statuses, strict=True) if status is not None]
+        in_effect = [self.as_recorded(state, decision) if decision.held else decision for decision in in_effect]
         in_effect = [self.with_conflict(state, decision) for decision in in_effect]
         in_effect += self.missing_rulings(state)
         state.derived["in_effect"] = in_effect
         return in_effect
+
+    def as_recorded(self, state: VaultState, decision: Decision) -> Decision:
+        """A note held for the owner (`commands.held`) as the ledger keeps it: a ruling's sealed text, a question's
+        last recorded text, at the note's path, still marked held; the note itself where the ledger keeps none."""
+        history = self.history_of(state, decision)
+        if history is None or history.status is None:
+            return decision
+        kept = recorded_version(history, history.status, decision.path, self.vault.root)
+        return replace(kept, status=decision.status, held=True) if kept is not None else decision
 
     def with_conflict(self, state: VaultState, decision: Decision) -> Decision:
         """The decision, marked with the conflict its record is in, if any."""
