@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import functools
 import json
 import math
 import os
@@ -227,15 +228,15 @@ def hook_calls(vault: Path) -> list[tuple[str, str, str, dict]]:
         ("claude", "pre-tool-use, Edit of a sealed note (denied)", "pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}}),
         ("claude", "pre-tool-use, Bash", "pre-tool-use", {"tool_name": "Bash", "tool_input": {"command": "grep -r footer . | head"}}),
         ("claude", "pre-tool-use, AskUserQuestion", "pre-tool-use", {"tool_name": "AskUserQuestion", "tool_input": question}),
-        ("claude", "post-tool-use, the tripwire, nothing changed", "post-tool-use",
+        ("claude", "post-tool-use, the tripwire, nothing changed (after its pre-tool-use)", "post-tool-use",
          {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {}}),
         ("gemini", "before-tool, ask_user", "before-tool", {"tool_name": "ask_user", "tool_input": question}),
         ("gemini", "before-tool, replace of a sealed note (denied)", "before-tool", {"tool_name": "replace", "tool_input": {"file_path": str(sealed)}}),
-        ("gemini", "after-tool, the tripwire, nothing changed", "after-tool",
+        ("gemini", "after-tool, the tripwire, nothing changed (after its before-tool)", "after-tool",
          {"hook_event_name": "AfterTool", "tool_name": "run_shell_command", "tool_input": {"command": "ls"}, "tool_response": {}}),
         ("codex", "session-start", "session-start", {"hook_event_name": "SessionStart", "source": "startup"}),
         ("codex", "pre-tool-use, apply_patch of a sealed note (denied)", "pre-tool-use", {"tool_name": "apply_patch", "tool_input": {"command": patch}}),
-        ("codex", "post-tool-use, the tripwire, nothing changed", "post-tool-use",
+        ("codex", "post-tool-use, the tripwire, nothing changed (after its pre-tool-use)", "post-tool-use",
          {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": "ok"}),
     ]
 
@@ -255,8 +256,13 @@ def measure_hooks(vault: Path, repeat: int) -> dict[str, Measure]:
             subprocess.run([*args, "session-start"], input=first, stdout=subprocess.DEVNULL, check=True)
             warmed = agent == "codex"
         label = f"hook {name}" if agent == "claude" else f"hook {agent} {name}"
-        results[label] = measure([*args, event], repeat, stdin=json.dumps({"cwd": str(vault), **payload}).encode(),
-                                 against=BARE_PYTHON)
+        stdin = json.dumps({"cwd": str(vault), **payload}).encode()
+        # The tripwire after a call its pre-tool-use hook saw begin, as an agent runs them: it then walks the vault
+        # for decision notes the call changed (`commands.held`); the call before it is not timed.
+        before_event = {"post-tool-use": "pre-tool-use", "after-tool": "before-tool"}.get(event)
+        begin = functools.partial(subprocess.run, [*args, before_event], input=stdin, stdout=subprocess.DEVNULL,
+                                  check=True) if before_event else None
+        results[label] = measure([*args, event], repeat, before=begin, stdin=stdin, against=BARE_PYTHON)
     return results
 
 

@@ -6,10 +6,12 @@ post-tool-use hooks; the watcher's pass is `watch --once`; the owner's edits are
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,8 +24,10 @@ RULING = "The site uses no analytics and no tracking of any kind."
 ANSWER = "The newsletter moves to Buttondown in January."
 
 
-@pytest.fixture(params=["hidden", "shared"])
+@pytest.fixture(params=["hidden", "shared", "hidden, after a session start"])
 def vault(request, tmp_path) -> Path:
+    """Both layouts; and a vault whose hooks' snapshot was made (a session started), whose list of the decision
+    notes the tripwire then stats instead of every note."""
     root = tmp_path / "vault"
     (root / ".obsidian").mkdir(parents=True)
     init_vault(root, TZ, shared=request.param == "shared")
@@ -34,7 +38,18 @@ def vault(request, tmp_path) -> Path:
     assert vt_here("rule", "--topic", "analytics", "--summary", RULING, "--source", "chat", cwd=root).code == 0
     assert vt_here("ask", "Should the newsletter move to a paid platform?", "--topic", "newsletter-platform",
                    cwd=root).code == 0
+    if request.param.endswith("session start"):
+        aged(root)
+        started = vt_here("hook", "claude", "session-start", cwd=root, stdin=json.dumps({"cwd": str(root)}))
+        assert started.code == 0 and (root / ".vault-tools" / "cache" / "decision-paths.json").exists()
     return root
+
+
+def aged(root: Path) -> None:
+    """Every file and folder of the vault saved a minute ago: past the racy window, so the hooks keep a snapshot."""
+    then = time.time() - 60
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, (then, then), follow_symlinks=False)
 
 
 def payload(root: Path, command: str) -> dict:
@@ -198,3 +213,26 @@ def test_the_owners_answer_outside_a_call_is_sealed_as_ever(vault):
     question.write_text(answered(question.read_text(encoding="utf-8")), encoding="utf-8")
     assert vt_here("watch", "--once", cwd=vault).code == 0
     assert [e["event"] for e in ledger_events(vault) if short(e["id"]) == "D-0002"][-1] == "sealed"
+
+
+@pytest.mark.parametrize("then", ["watch --once", "lint --fix"])
+def test_a_plain_note_made_a_ruling_in_place_during_a_call_is_held_by_the_next_pass(vault, then):
+    """The tripwire stats the decision notes it knows and the notes of folders that changed: a plain note a script
+    made a decision note in place is not among them. The watcher's next pass (or `lint --fix`) sees it changed
+    while a call was under way, and holds it as the tripwire would have."""
+    plain = vault / "Decisions" / "Comments.md"
+    plain.write_text("# Comments\n\nWhat readers said about comments.\n", encoding="utf-8")
+    aged(vault)
+    assert vt_here("hook", "claude", "session-start", cwd=vault, stdin=json.dumps({"cwd": str(vault)})).code == 0
+    ruling = ("---\ntype: decision\nid: D-0003\nstatus: ruled\ntopics: [comments]\nruled_by: owner\nsource: chat\n"
+              "summary: Comments stay closed on every article for good.\n---\n## Ruling\n\nClosed.\n")
+    fd_write = (f"{sys.executable} -c \"import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY|os.O_TRUNC); "
+                f"os.write(fd, sys.argv[2].encode()); os.close(fd)\" {shlex.quote(str(plain))} {shlex.quote(ruling)}")
+    assert (vault / ".vault-tools" / "cache" / "decision-paths.json").exists()
+    assert agent_call(vault, fd_write) is None  # in place: the folder does not change, the tripwire does not see it
+    done = vt_here(*then.split(), cwd=vault)
+    assert "D-0003" in done.out + done.err
+    assert "confirmed_by_owner: false" in plain.read_text(encoding="utf-8")
+    assert vt_here("watch", "--once", cwd=vault).code in (0, 1)
+    assert not [e for e in ledger_events(vault) if short(e["id"]) == "D-0003"]
+    assert "D-0003" not in json.dumps(context_of(vault))

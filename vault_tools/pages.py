@@ -152,6 +152,26 @@ def asked_key(question: Decision, tz: dt.tzinfo) -> tuple[dt.datetime, int, str]
     return newest_first_key(question, tz)
 
 
+def _held_section(held: Sequence[tuple[Decision, str]]) -> list[str]:
+    if not held:
+        return []
+    return [f"## {HELD_FOR_YOU}", "", f"Changed during an agent's command as only you may. Nothing here counts "
+            f"until you tick `{CONFIRMED}` in the note; if it is not yours, put the note back.", "",
+            *(f"- {link(decision)} {HELD_STEPS.get(step, step)}: {escape(decision.summary)}" for decision, step in held),
+            ""]
+
+
+def _conflicts_section(conflicts: Sequence[PageConflict]) -> list[str]:
+    if not conflicts:
+        return []
+    out = ["## Conflicts", "", "Two clones of the vault recorded outcomes that cannot both stand; both are kept "
+           "until the owner decides:", ""]
+    for conflict in conflicts:
+        name = link(conflict.note) if conflict.note else conflict.id
+        out.append(f"- {name} {escape(conflict.what)} · settle: `{conflict.settle.replace('`', '')}`")
+    return [*out, ""]
+
+
 HELD_FOR_YOU = "Held for you"
 HELD_STEPS = {"ruled": "ruled", "retracted": "retracted", "related": "related to other rulings",
               "withdrawn": "withdrawn"}
@@ -181,19 +201,7 @@ def open_questions_page(questions: Sequence[Decision], revisions: Sequence[tuple
     if held:
         counts.append(f"{len(held)} held for you")
     out += [", ".join(counts) + ".", ""]
-    if held:
-        out += [f"## {HELD_FOR_YOU}", "", f"Changed during an agent's command as only you may. Nothing here counts "
-                f"until you tick `{CONFIRMED}` in the note; if it is not yours, put the note back.", ""]
-        out += [f"- {link(decision)} {HELD_STEPS.get(step, step)}: {escape(decision.summary)}"
-                for decision, step in held]
-        out.append("")
-    if conflicts:
-        out += ["## Conflicts", "", "Two clones of the vault recorded outcomes that cannot both stand; both are kept "
-                "until the owner decides:", ""]
-        for conflict in conflicts:
-            name = link(conflict.note) if conflict.note else conflict.id
-            out.append(f"- {name} {escape(conflict.what)} · settle: `{conflict.settle.replace('`', '')}`")
-        out.append("")
+    out += _held_section(held) + _conflicts_section(conflicts)
     if review_waiting:  # the owner's side of the review: proposals to tick (`vault-tools review`)
         out += [f"> [!todo] {review_waiting}", ""]
     for heading, items in (("Due by a date", dated), ("Open", undated)):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from . import durable, note_edits, notes
 from .commands.amend import apply_owner_step, owner_step
 from .commands.close import finish_interrupted_close, hand_made_events
-from .commands.held import HELD_WHY, is_held
+from .commands.held import HELD_WHY, hold_one, is_held
 from .commands.ids import awaiting_ids, give_ids
 from .commands.merge_copies import file_merge_copies, merge_copies, record_merge_outcomes
 from .commands.repair import pending_chain
@@ -30,7 +30,7 @@ from .errors import NoteError, VaultToolsError
 from .history import History
 from .ledger_lines import STATUS_AFTER
 from .model import FINAL_STATUSES, Decision, Status
-from .record_files import agent_calls_began, changed_during_agent_call
+from .record_files import NO_CALLS, agent_calls
 from .services.live import LiveState
 from .services.missing import ledgers_not_here, not_here_said
 from .services.workspace import Workspace
@@ -119,7 +119,7 @@ class _Reconcile:
                  settle_before: float | None, progress: Progress | None = None,
                  missing_before: float | None = None) -> None:
         self.ws = ws
-        self.agent_calls: list[int] = []  # when each agent tool call under way began (ns): see `commands.held`
+        self.agent_calls = NO_CALLS  # the agent's tool calls under way and ended: see `commands.held`
         self.missing_before = missing_before
         self.live = live
         self.result = result
@@ -154,7 +154,7 @@ class _Reconcile:
         self.not_here = {decision.id: tag for tag, found in
                          ledgers_not_here(self.ws.vault.root, self.state.decisions, known_ids).items()
                          for decision in found}
-        self.agent_calls = agent_calls_began(self.ws.vault.root)
+        self.agent_calls = agent_calls(self.ws.vault.root)
         for _ in range(MAX_RECONCILE_ROUNDS):
             if not self.round():
                 break
@@ -299,7 +299,7 @@ class _Reconcile:
                 continue
             if mtime > self.quiet_before:
                 result.busy[decision.path] = mtime  # still being typed: left for the next quiet period
-            elif changed_during_agent_call(os.path.join(state.root, decision.path), self.agent_calls):
+            elif self.agent_calls.under_way_at(os.path.join(state.root, decision.path)):
                 result.busy[decision.path] = time.time()  # the agent's call looks at it first: again after it
                 result.in_agent_call.add(decision.path)
             elif self.due(decision):
@@ -386,6 +386,10 @@ class _Reconcile:
             return
         if decision.held and is_held(self.ws, self.state, decision, history):
             self.invalid(decision.id, decision.path, HELD_WHY)  # the owner's to confirm
+            return
+        if self.agent_calls.changed_during(self.ws.vault.path_of(decision)) and \
+                hold_one(self.ws, self.state, decision, history) is not None:  # no hook held it: a plain note made one
+            self.act("held", decision.id, decision.path, HELD_WHY)
             return
         # A sealed note whose id was changed in place: the note at its path is that note, edited.
         lost = self.live.lost_at(decision.path) if history is None else None

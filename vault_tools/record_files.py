@@ -216,68 +216,100 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(temp, path)
 
 
-# -- the agent's tool calls under way (`commands.held`) --------------------------------------------------------
+# -- the agent's tool calls, under way and just ended (`commands.held`) ---------------------------------------
 
-AGENT_CALLS = "agent-calls.json"  # in STATE_DIR: each agent tool call under way -> when it began (ns)
+AGENT_CALLS = "agent-calls.json"  # in STATE_DIR: {"open": {call: began}, "ended": [[began, ended], ...]} (ns)
 # A call whose post-tool-use never came (the agent was killed) stops counting as under way after this long: Claude
 # Code's longest Bash call is 10 minutes.
 MAX_CALL_SECONDS = 900
+# Calls that ended are remembered a day (at most MAX_ENDED_CALLS): a watcher started later, or a `lint --fix`,
+# still holds what one of them changed.
+KEPT_CALL_SECONDS = 86_400
+MAX_ENDED_CALLS = 500
+DECISION_PATHS = "cache/decision-paths.json"  # in STATE_DIR: the decision notes as last read (hooks' snapshot)
+_NS = 1_000_000_000
 
 
-def _agent_calls(root: Path) -> dict[str, int]:
+class AgentCalls(NamedTuple):
+    """The agent's tool calls this device's hooks saw: under way (call -> when it began), and ended."""
+
+    open: dict[str, int]
+    ended: list[tuple[int, int]]
+
+    def under_way_at(self, path: str | Path) -> bool:
+        """Whether the file at `path` changed since a call under way began (by its ctime: no program sets it back,
+        as `touch -d` does the mtime)."""
+        changed = _ctime(path) if self.open else None
+        return changed is not None and changed >= min(self.open.values())
+
+    def changed_during(self, path: str | Path) -> bool:
+        """Whether the file at `path` last changed while a call was under way, or since one under way began."""
+        if not self.open and not self.ended:
+            return False
+        changed = _ctime(path)
+        if changed is None:
+            return False
+        return (bool(self.open) and changed >= min(self.open.values())) or \
+            any(began <= changed <= ended for began, ended in self.ended)
+
+
+NO_CALLS = AgentCalls({}, [])
+
+
+def _ctime(path: str | Path) -> int | None:
+    try:
+        return os.stat(path).st_ctime_ns
+    except OSError:
+        return None
+
+
+def agent_calls(root: Path) -> AgentCalls:
+    """The calls under way and those that ended in the last KEPT_CALL_SECONDS; none when no agent worked here."""
     try:
         found = json.loads((root / STATE_DIR / AGENT_CALLS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    oldest = time_ns() - MAX_CALL_SECONDS * 1_000_000_000
-    return {call: began for call, began in found.items() if isinstance(began, int) and began > oldest} \
-        if isinstance(found, dict) else {}
+        now = time_ns()
+        return AgentCalls({call: began for call, began in found["open"].items()
+                           if isinstance(began, int) and began > now - MAX_CALL_SECONDS * _NS},
+                          [(began, ended) for began, ended in found["ended"] if ended > now - KEPT_CALL_SECONDS * _NS])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return NO_CALLS
 
 
-def begin_agent_call(root: Path, call: str) -> None:
-    """Note that the agent's tool call `call` begins now (pre-tool-use): a decision note it changes is not taken as
-    the owner's step until post-tool-use has looked at it."""
-    if not (root / STATE_DIR).is_dir():
-        return
-    calls = _agent_calls(root)
-    calls[call] = time_ns()
+def _keep_calls(root: Path, calls: AgentCalls) -> None:
     try:
-        _write(root / STATE_DIR / AGENT_CALLS, json.dumps(calls).encode("utf-8"))
+        _write(root / STATE_DIR / AGENT_CALLS, json.dumps({"open": calls.open, "ended": calls.ended}).encode("utf-8"))
     except OSError:
         pass  # a safeguard: a read-only state folder must not stop the agent
 
 
+def begin_agent_call(root: Path, call: str) -> None:
+    """Note that the agent's tool call `call` begins now (pre-tool-use): a decision note it changes is not taken as
+    the owner's step (see `commands.held`)."""
+    if not (root / STATE_DIR).is_dir():
+        return
+    calls = agent_calls(root)
+    _keep_calls(root, AgentCalls({**calls.open, call: time_ns()}, calls.ended))
+
+
 def agent_call_began(root: Path, call: str) -> int | None:
     """When the call `call` under way began (None: no pre-tool-use saw it begin)."""
-    return _agent_calls(root).get(call)
+    return agent_calls(root).open.get(call)
 
 
-def end_agent_call(root: Path, call: str) -> int | None:
-    """When the call `call` began (None: no pre-tool-use saw it), no longer under way."""
-    calls = _agent_calls(root)
-    began = calls.pop(call, None)
-    if began is not None:
-        try:
-            _write(root / STATE_DIR / AGENT_CALLS, json.dumps(calls).encode("utf-8"))
-        except OSError:
-            pass
-    return began
-
-
-def agent_calls_began(root: Path) -> list[int]:
-    """When each agent tool call under way began (ns): empty when no agent is at work."""
-    return sorted(_agent_calls(root).values())
-
-
-def changed_during_agent_call(path: str | Path, began: list[int]) -> bool:
-    """Whether the file at `path` changed since an agent's call under way began (its ctime: no tool can set it
-    back, as `touch -d` does the mtime)."""
-    if not began:
-        return False
-    try:
-        return os.stat(path).st_ctime_ns >= began[0]
-    except OSError:
-        return False
+def end_agent_call(root: Path, call: str) -> None:
+    """The call `call` is no longer under way: remembered as ended (a window overlapping the last one joins it)."""
+    calls = agent_calls(root)
+    began = calls.open.get(call)
+    if began is None:
+        return
+    ended = sorted([*calls.ended, (began, time_ns())])
+    joined: list[tuple[int, int]] = []
+    for window in ended:
+        if joined and window[0] <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], window[1]))
+        else:
+            joined.append(window)
+    _keep_calls(root, AgentCalls({c: b for c, b in calls.open.items() if c != call}, joined[-MAX_ENDED_CALLS:]))
 
 
 _DECISION_TYPE = re.compile(rb"^type:[ \t]*[\"']?decision[\"']?[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
@@ -290,20 +322,26 @@ class NotesChanged(NamedTuple):
 
 def decision_notes_changed_since(root: Path, began: int) -> NotesChanged:
     """The notes (vault-relative) whose file changed since `began` (ns, by ctime) and whose properties, at a
-    glance, say `type: decision`, and whether a folder changed (a note removed, moved or renamed): what an
-    agent's call may have changed of the record. One walk of the vault's folders (dot-folders, the record's
-    folder and `node_modules` skipped) and a stat of each note; no note is parsed here (`commands.held` reads
-    those found)."""
-    found: list[str] = []
+    glance, say `type: decision`, and whether a folder changed (a note added, removed, moved or renamed): what
+    an agent's call may have changed of the record. The decision notes as last read (`DECISION_PATHS`) are
+    stat'ed, and every note of a folder that changed; without that list, every note. Dot-folders, the record's
+    folder and `node_modules` are skipped; no note is parsed here (`commands.held` reads those found). A plain
+    note made a decision note in place is not found here: the watcher holds it (`commands.held`)."""
+    try:
+        known: list[str] | None = json.loads((root / STATE_DIR / DECISION_PATHS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = None
+    found = {rel for rel in known or () if (_ctime(root / rel) or 0) >= began and _says_decision(str(root / rel))}
     folders_changed = False
     stack = [str(root)]
     while stack:
         folder = stack.pop()
         try:
-            folders_changed = folders_changed or os.stat(folder).st_ctime_ns >= began
+            changed = os.stat(folder).st_ctime_ns >= began
             entries = os.scandir(folder)
         except OSError:
             continue
+        folders_changed = folders_changed or changed
         with entries:
             for entry in entries:
                 if entry.name.startswith(".") or entry.name == "node_modules" or \
@@ -312,9 +350,9 @@ def decision_notes_changed_since(root: Path, began: int) -> NotesChanged:
                 try:
                     if entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
-                    elif entry.name.endswith(".md") and entry.stat(follow_symlinks=False).st_ctime_ns >= began \
-                            and _says_decision(entry.path):
-                        found.append(os.path.relpath(entry.path, root).replace(os.sep, "/"))
+                    elif (changed or known is None) and entry.name.endswith(".md") and \
+                            entry.stat(follow_symlinks=False).st_ctime_ns >= began and _says_decision(entry.path):
+                        found.add(os.path.relpath(entry.path, root).replace(os.sep, "/"))
                 except OSError:
                     continue
     return NotesChanged(sorted(found), folders_changed)

@@ -18,7 +18,15 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..record_files import CONFIG_FILE, RACY_NANOSECONDS, RECORD_DIR, STATE_DIR, TOPICS_FILE, ledger_paths
+from ..record_files import (
+    CONFIG_FILE,
+    DECISION_PATHS,
+    RACY_NANOSECONDS,
+    RECORD_DIR,
+    STATE_DIR,
+    TOPICS_FILE,
+    ledger_paths,
+)
 from ..topics import topics_match  # standard library only: nothing to load at start-up
 
 # Imports inside functions: a full read of the vault happens only when the snapshot is stale.
@@ -230,5 +238,8 @@ def _keep(path: Path, snapshot: Snapshot, stamp: dict[str, Any]) -> None:
     try:
         from ..durable import write_atomic
         write_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        # the decision notes as read, for the tripwire after each call (`record_files.decision_notes_changed_since`)
+        write_atomic(path.parent.parent / DECISION_PATHS, json.dumps(list(stamp["fingerprint"]["notes"]),
+                                                                     ensure_ascii=False).encode("utf-8"))
     except OSError:
         pass  # derived data: a read-only vault just answers from full reads

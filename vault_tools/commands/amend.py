@@ -18,7 +18,7 @@ from ..cjk import text_size
 from ..errors import Refused, UsageError
 from ..history import History, seal_text_without_bom
 from ..model import MIN_TEXT, Decision, Status, build_decision
-from ..record_files import agent_calls_began, changed_during_agent_call
+from ..record_files import agent_calls
 from ..sealing import seal_hash, seal_payload
 from ..services.checks import check_id, check_text
 from ..services.workspace import Workspace
@@ -134,14 +134,14 @@ def apply_owner_steps(ws: Workspace) -> tuple[list[str], list[str]]:
         state = ws.state()
         known = ws.histories()
         duplicated = duplicate_ids(state.decisions)
-        calls = agent_calls_began(ws.vault.root)
+        calls = agent_calls(ws.vault.root)
         for decision in sorted(state.decisions, key=lambda d: d.order):
             history = ws.history_of(state, decision, known)
             if decision.id in duplicated or (history is not None and history.conflict is not None):
                 continue  # left alone until renumbered or settled
             if history is None or history.seal is None or matches_ledger(ws, state, decision, history):
                 continue
-            if decision.held or changed_during_agent_call(ws.vault.path_of(decision), calls):
+            if decision.held or calls.changed_during(ws.vault.path_of(decision)):
                 continue  # held for the owner (`commands.held`), or the agent's call looks at it first
             step = owner_step(ws, state, decision, history)
             if step is None:

@@ -20,6 +20,7 @@ from .. import durable, note_edits
 from ..errors import NoteError
 from ..history import History
 from ..model import CONFIRMED, FINAL_STATUSES, Decision, Status
+from ..record_files import NO_CALLS, agent_calls
 from ..services.workspace import Workspace
 from ..vault import Vault, VaultState
 from .amend import owner_step
@@ -58,27 +59,40 @@ def is_held(ws: Workspace, state: VaultState, decision: Decision, history: Histo
     return decision.held and owner_like_step(ws, state, decision, history) is not None
 
 
-def hold_changes(ws: Workspace, paths: Iterable[str]) -> list[Held]:
-    """Hold each of these decision notes (vault-relative) whose change is a step only the owner may take: add
-    `confirmed_by_owner: false`, every other byte kept. A note held already, or one ticked by the call itself,
-    is held (again)."""
-    wanted = set(paths)
-    held: list[Held] = []
-    state = ws.state()
-    known = ws.histories()
-    for decision in sorted((d for d in state.decisions if d.path in wanted), key=lambda d: d.order):
-        step = owner_like_step(ws, state, decision, ws.history_of(state, decision, known))
-        if step is None:
-            continue
-        held.append(Held(decision.id, decision.path, step))
-        if decision.held:
-            continue
+def hold_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None) -> Held | None:
+    """Hold this decision note if its change is a step only the owner may take: add `confirmed_by_owner: false`,
+    every other byte kept (a note held already stays as it is; one ticked is unticked). None: nothing to hold."""
+    step = owner_like_step(ws, state, decision, history)
+    if step is None:
+        return None
+    if not decision.held:
         note = ws.read(ws.vault.path_of(decision))
         try:
             durable.write_note(note, note_edits.with_fields(note, {CONFIRMED: False}))
         except NoteError:
-            continue  # properties it cannot edit without changing the owner's bytes: lint reports the note
-    return held
+            return None  # properties it cannot edit without changing the owner's bytes: lint reports the note
+    return Held(decision.id, decision.path, step)
+
+
+def hold_changes(ws: Workspace, paths: Iterable[str]) -> list[Held]:
+    """`hold_one` for each of these decision notes (vault-relative): those an agent's call changed."""
+    wanted = set(paths)
+    state = ws.state()
+    known = ws.histories()
+    found = (hold_one(ws, state, decision, ws.history_of(state, decision, known))
+             for decision in sorted((d for d in state.decisions if d.path in wanted), key=lambda d: d.order))
+    return [held for held in found if held is not None]
+
+
+def hold_agent_changes(ws: Workspace) -> list[Held]:
+    """`hold_one` for every decision note that last changed during an agent's call (`record_files.agent_calls`),
+    for `lint --fix`: what no hook held (a plain note made a decision note in place, a call no hook ended)."""
+    calls = agent_calls(ws.vault.root)
+    if calls == NO_CALLS:
+        return []
+    state = ws.state()
+    changed = [d.path for d in state.decisions if not d.held and calls.changed_during(ws.vault.path_of(d))]
+    return hold_changes(ws, changed) if changed else []
 
 
 def after_call(root: Path, paths: Iterable[str], notes_may_be_gone: bool) -> tuple[list[Held], list[Restored]]:

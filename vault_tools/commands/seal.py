@@ -12,7 +12,7 @@ from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import linked_ids
 from ..model import CONFIRMED, FINAL_STATUSES, Decision, Status
-from ..record_files import agent_calls_began, changed_during_agent_call
+from ..record_files import AgentCalls, agent_calls
 from ..sealing import seal_hash
 from ..services.checks import check_id
 from ..services.live import LiveState
@@ -51,7 +51,7 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = (),
                     raise Refused(f"{decision.id} is {status.value}; only a ruling can be sealed", path=decision.path)
             pending = PendingWrites(ws)  # their events and the notes they supersede, written together
             in_order = [decision.path for decision in sorted(state.decisions, key=lambda d: d.order)]
-            calls = agent_calls_began(ws.vault.root)  # the agent's calls under way: see `commands.held`
+            calls = agent_calls(ws.vault.root)  # the agent's calls: see `commands.held`
             live.work_ahead(in_order)
             try:
                 for rel in in_order:
@@ -88,13 +88,14 @@ def seal(ws: Workspace, decision_ids: Iterable[str] = (),
 
 
 def _to_seal(ws: Workspace, state: VaultState, decision: Decision, history: History | None, wanted: set[str],
-             calls: list[int]) -> bool:
+             calls: AgentCalls) -> bool:
     if decision.status is not Status.RULED or (history and (history.sealed or history.status in FINAL_STATUSES)):
         return False
-    if decision.held or changed_during_agent_call(ws.vault.path_of(decision), calls):
+    if decision.held or calls.changed_during(ws.vault.path_of(decision)):
         if decision.id in wanted:
             raise Refused(f"{decision.id} was changed during an agent's command: it is the owner's to confirm "
-                          f"(tick `{CONFIRMED}` in Obsidian), not sealed as the owner's ruling", path=decision.path)
+                          f"(tick `{CONFIRMED}` in Obsidian, or add `{CONFIRMED}: true`), not sealed as the owner's "
+                          "ruling", path=decision.path)
         return False
     if (wanted and decision.id not in wanted) or decision.id in ws.duplicated(state):
         return False  # a duplicated id is sealed once it is renumbered (lint names both notes)

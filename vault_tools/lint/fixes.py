@@ -6,18 +6,19 @@ import time
 
 from ..commands.amend import apply_owner_steps
 from ..commands.build import build
-from ..commands.ids import give_ids
+from ..commands.held import Held, hold_agent_changes
+from ..commands.ids import Given, give_ids
 from ..commands.repair import finish_interrupted
 from ..commands.restore import describe, restore_missing
 from ..commands.seal import seal
 from ..commands.twins import merge_twin_notes
 from ..errors import VaultToolsError
 from ..history import histories
-from ..model import Status
-from ..record_files import agent_calls_began, changed_during_agent_call
+from ..model import CONFIRMED, Status
+from ..record_files import agent_calls
 from ..sealing import tie_notes
 from ..services.workspace import Workspace
-from ..tripwire import put_back_ledgers
+from ..tripwire import PutBack, put_back_ledgers
 from ..vault import Vault
 from .facts import damaged_ledger
 
@@ -34,12 +35,12 @@ def _due_to_seal(ws: Workspace, moment: float, given_paths: set[str], not_done: 
     known = histories(events)
     ties = tie_notes(state.decisions, known.values(), lambda d: ws.seal_hash_of(state, d))
     due = []
-    calls = agent_calls_began(vault.root)
+    calls = agent_calls(vault.root)
     for decision in sorted(state.decisions, key=lambda d: d.order):
         history = ties.get(decision.path)
         if decision.status is not Status.RULED or (history is not None and history.sealed):
             continue
-        if decision.held or changed_during_agent_call(vault.path_of(decision), calls):
+        if decision.held or calls.changed_during(vault.path_of(decision)):
             continue  # held for the owner (`commands.held`), or the agent's call looks at it first
         if history is not None and history.seal_lost:
             not_done.append(f"could not seal {decision.id}: its `sealed` line is missing from the ledger (VT027)")
@@ -53,6 +54,16 @@ def _due_to_seal(ws: Workspace, moment: float, given_paths: set[str], not_done: 
     return due
 
 
+def _said_first(vault: Vault, given: list[Given], put_back: list[PutBack], held: list[Held]) -> list[str]:
+    """What `fix` did before recording the owner's steps, as it says it."""
+    return [f"cut off the torn last line of the ledger (an append a kill cut short), kept as {vault.relative(kept)}"
+            for kept in vault.ledger.torn_lines_kept] + [
+        f"gave {item.was} the id {item.id}" + (f" ({item.path})" if item.path != item.was else "") for item in given] + [
+        f"put back {item.lines} ledger line(s) of {item.shown} another program took out" for item in put_back] + [
+        f"held {item.id} ({item.step}, {item.path}): changed during an agent's command, it waits for the owner's "
+        f"tick of `{CONFIRMED}`" for item in held]
+
+
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
     """Record retractions and relations the owner typed into sealed rulings, finish operations a kill or a
     full disk interrupted, seal rulings past their settle window, write back sealed rulings whose note is
@@ -60,6 +71,10 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     ws = Workspace(vault)
     moment = time.time() if now is None else now
     put_back = put_back_ledgers(vault.ledger)  # lines another program took out, before anything reads them
+    try:
+        held = hold_agent_changes(ws)  # what an agent's call changed as only the owner may, before anything seals
+    except VaultToolsError:
+        held = []
     try:
         with vault.ledger.locked():
             given = give_ids(ws, quiet_before=moment - vault.config.settle_seconds)
@@ -69,11 +84,7 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
     due = _due_to_seal(ws, moment, {item.path for item in given}, not_done)
     try:
         done, unrecorded = apply_owner_steps(ws)
-        done = [f"cut off the torn last line of the ledger (an append a kill cut short), kept as "
-                f"{vault.relative(kept)}" for kept in vault.ledger.torn_lines_kept] + [
-            f"gave {item.was} the id {item.id}" + (f" ({item.path})" if item.path != item.was else "")
-            for item in given] + [f"put back {item.lines} ledger line(s) of {item.shown} another program took out"
-                                  for item in put_back] + done
+        done = _said_first(vault, given, put_back, held) + done
         not_done += unrecorded
     except VaultToolsError as error:  # a damaged ledger: lint reports it; nothing can be recorded
         done = []
