@@ -236,3 +236,24 @@ def test_a_plain_note_made_a_ruling_in_place_during_a_call_is_held_by_the_next_p
     assert vt_here("watch", "--once", cwd=vault).code in (0, 1)
     assert not [e for e in ledger_events(vault) if short(e["id"]) == "D-0003"]
     assert "D-0003" not in json.dumps(context_of(vault))
+
+
+def test_a_change_by_another_mcp_servers_tool_is_held(vault, tmp_path):
+    """Claude Code runs pre-tool-use for every MCP tool (`mcp__SERVER__TOOL`) too, so a file server's write of
+    the owner's question is known as the agent's."""
+    project = tmp_path / "project"
+    project.mkdir()
+    assert vt_here("init", "--agent", "claude", "--vault", str(vault), cwd=project).code == 0
+    settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    matcher = next(group["matcher"] for group in settings["hooks"]["PreToolUse"]
+                   if "vault-tools" in group["hooks"][0]["command"])
+    assert re.fullmatch(matcher, "mcp__filesystem__write_file")
+    question = note_of(vault, "D-0002")
+    call = {"cwd": str(vault), "session_id": "s", "tool_name": "mcp__filesystem__write_file",
+            "tool_input": {"path": str(question), "content": "..."}}
+    assert vt_here("hook", "claude", "pre-tool-use", cwd=vault, stdin=json.dumps(call)).code == 0
+    question.write_text(answered(question.read_text(encoding="utf-8")), encoding="utf-8")  # what the tool did
+    done = vt_here("hook", "claude", "post-tool-use", cwd=vault,
+                   stdin=json.dumps({**call, "hook_event_name": "PostToolUse", "tool_response": {}}))
+    assert "D-0002" in json.loads(done.out)["reason"]
+    assert "confirmed_by_owner: false" in question.read_text(encoding="utf-8")

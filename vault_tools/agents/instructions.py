@@ -40,7 +40,7 @@ class HookSet:
 HOOKS = {
     "claude": HookSet((("SessionStart", None, "session-start"),
                        ("UserPromptSubmit", None, "user-prompt-submit"),
-                       ("PreToolUse", "Write|Edit|MultiEdit|NotebookEdit|Bash|AskUserQuestion", "pre-tool-use"),
+                       ("PreToolUse", "Write|Edit|MultiEdit|NotebookEdit|Bash|AskUserQuestion|mcp__.*", "pre-tool-use"),
                        ("PostToolUse", None, "post-tool-use")),  # the tripwire, after every tool call
                       timeout=10),  # seconds
     # Codex: a matcher of names and `|` is an exact list; Write and Edit would also select apply_patch.
