@@ -11,7 +11,7 @@ import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import durable, notes, state_memo
 from .carriers import ConflictCopy, find_copies
@@ -35,6 +35,9 @@ from .reading import (
 from .record_files import RECORD_DIR, settled_by, vault_above
 from .topic_aliases import load_aliases
 from .topics import use_topic_aliases
+
+if TYPE_CHECKING:
+    from .history import History, RecordSummary
 
 SKIPPED_FOLDERS = {".trash", "node_modules"}
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
@@ -189,6 +192,27 @@ class UnreadableNote(NoteError):
 
 
 @dataclass
+class Derived:
+    """What the services work out from one read of the vault, kept with it: each None (or empty) until first
+    asked. `services.live` keeps some of it current as it writes, and forgets the rest (`forget`)."""
+
+    in_effect: list[Decision] | None = None  # `Workspace.decisions_in_effect`
+    missing_rulings: list[Decision] | None = None  # `services.missing.missing_rulings`
+    summary_ties: Mapping[str, RecordSummary] | None = None  # note path -> its record's summary (`Workspace.summary_of`)
+    history_ties: tuple[dict[str, History], dict[str, History]] | None = None  # (histories, note path -> its record)
+    seal_hashes: dict[tuple[str, str], str] = field(default_factory=dict)  # (id, path) -> seal hash
+    seal_holds: dict[str, dict[tuple[str, str | None], bool]] = field(default_factory=dict)  # `commands.sealed`
+    duplicate_ids: dict[str, list[Decision]] | None = None  # `Workspace.duplicated`
+    note_index: NoteIndex | None = None  # `VaultState.note_index`
+
+    def forget(self, keep: Collection[str]) -> None:
+        """Forget all but the fields named in `keep`."""
+        for name, value in vars(Derived()).items():
+            if name not in keep:
+                setattr(self, name, value)
+
+
+@dataclass
 class VaultState:
     """The decision notes of a vault as read now, with the notes that could not be read."""
 
@@ -208,7 +232,7 @@ class VaultState:
     conflict_copies: list[ConflictCopy] = field(default_factory=list)
     _by_id: dict[str, Decision] | None = field(default=None, repr=False, compare=False)
     _resolver: LinkResolver | None = field(default=None, repr=False, compare=False)
-    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # memos of other modules
+    derived: Derived = field(default_factory=lambda: Derived(), repr=False, compare=False)  # what others work out
     # Each note's (size, mtime_ns, ctime_ns, inode) as the read found it: what a derived index checks itself
     # against without walking the vault again; None once the state was changed after the read.
     stat_keys: dict[str, StatKey] | None = field(default_factory=dict, repr=False, compare=False)
@@ -231,10 +255,9 @@ class VaultState:
         return self.by_id().get(decision_id)
 
     def note_index(self) -> NoteIndex:
-        found = self.derived.get("note_index")
-        if not isinstance(found, NoteIndex):
-            found = self.derived["note_index"] = NoteIndex(self.files)
-        return found
+        if self.derived.note_index is None:
+            self.derived.note_index = NoteIndex(self.files)
+        return self.derived.note_index
 
 
 StatKey = notes.StatKey

@@ -58,7 +58,7 @@ def retargeted(state: VaultState, decision: Decision, seal: Event) -> list[str]:
 def seal_holds(ws: Workspace, state: VaultState, decision: Decision, seal: Event) -> bool:
     """The note still means what was sealed: the same seal hash, and every link to a note that is not a
     decision still names the note it named (or followed that note when it was renamed or moved)."""
-    by_path: dict[str, dict[tuple[str, str | None], bool]] = state.derived.setdefault("seal_holds", {})
+    by_path = state.derived.seal_holds
     memo = by_path.setdefault(decision.path, {})  # by path: a process that rewrites a note forgets its entries
     key = (decision.id, seal.hash)
     if key not in memo:

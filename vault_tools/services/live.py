@@ -289,21 +289,17 @@ class LiveState:
         if reshaped:  # a note came, went or changed its id: links between notes may name other notes now
             self.reshaped_at = self.version
             state._by_id = state._resolver = None  # rebuilt on first use
-            for key in list(state.derived):
-                if key not in ("history_ties", "summary_ties"):
-                    del state.derived[key]
+            state.derived.forget(keep=("history_ties", "summary_ties"))
             ids = {d.id for d in state.decisions} | {h.id for h in self.known.values()}
-        for key in list(state.derived):
-            if key not in _KEPT:
-                del state.derived[key]
+        state.derived.forget(keep=_KEPT)
         return ids
 
     def _forget(self, rel: str, old: Decision | None) -> None:
         """What was worked out from the note at `rel` as it was."""
         derived = self.state.derived
-        derived.get("seal_holds", {}).pop(rel, None)
+        derived.seal_holds.pop(rel, None)
         if old is not None:
-            derived.get("seal_hashes", {}).pop((old.id, rel), None)
+            derived.seal_hashes.pop((old.id, rel), None)
 
     def _replace(self, rel: str, new: Decision, fresh: VaultState) -> None:
         state = self.state
@@ -314,10 +310,10 @@ class LiveState:
         group = self._notes_by_id[new.id]
         group[group.index(old)] = new
         state.by_id()[new.id] = group[-1]  # as `by_id` builds it: the last note with that id
-        duplicated = state.derived.get("duplicate_ids")
+        duplicated = state.derived.duplicate_ids
         if duplicated is not None and new.id in duplicated:
             duplicated[new.id] = list(group)
-        state.derived.get("seal_hashes", {}).pop((new.id, rel), None)
+        state.derived.seal_hashes.pop((new.id, rel), None)
         state.properties[rel] = fresh.properties[rel]
         state.property_lines[rel] = fresh.property_lines[rel]
         state.body_lines[rel] = fresh.body_lines[rel]
@@ -342,7 +338,7 @@ class LiveState:
             self._files.discard(rel)
             state.files.remove(rel)
             self._notes_end -= 1
-            self.state.derived.pop("note_index", None)
+            self.state.derived.note_index = None
 
     def _insert(self, rel: str, fresh: VaultState) -> None:
         state = self.state
@@ -362,7 +358,7 @@ class LiveState:
             at = bisect.bisect(state.files, walk_key(rel), hi=self._notes_end, key=walk_key)
             state.files.insert(at, rel)
             self._notes_end += 1
-            self.state.derived.pop("note_index", None)
+            self.state.derived.note_index = None
 
     def _read_ledger(self) -> set[str] | None:
         """The records the events appended since the last look belong to; None when the ledger changed
@@ -451,8 +447,8 @@ class LiveState:
 
     def _install(self) -> None:
         """Hand the ties to the workspace's readers (`history_of`, `summary_of`) as their memos of this state."""
-        self.state.derived["history_ties"] = (self.known, self.ties)
-        self.state.derived["summary_ties"] = self._summary_ties
+        self.state.derived.history_ties = (self.known, self.ties)
+        self.state.derived.summary_ties = self._summary_ties
 
     def summary(self, rel: str) -> RecordSummary:
         history = self.ties[rel]

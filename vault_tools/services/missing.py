@@ -43,9 +43,8 @@ def missing_rulings(ws: RecordReader, state: VaultState) -> list[Decision]:
     retraction or a supersession the ledger records, never by losing its file. Not one whose note is there but cannot
     be read (it is reported as such), one in conflict, or one whose id another note now holds (lint's
     VT023 names both)."""
-    if "missing_rulings" in state.derived:
-        memo: list[Decision] = state.derived["missing_rulings"]
-        return memo
+    if state.derived.missing_rulings is not None:
+        return state.derived.missing_rulings
     try:
         summaries = ws.record_summaries()
     except InconsistentVault:
@@ -56,7 +55,7 @@ def missing_rulings(ws: RecordReader, state: VaultState) -> list[Decision]:
     if candidates:
         if state.decisions:
             ws.summary_of(state, state.decisions[0])  # ties every note to its record
-        tied = {summary.record for summary in state.derived.get("summary_ties", {}).values()}
+        tied = {summary.record for summary in (state.derived.summary_ties or {}).values()}
         held = {d.id for d in state.decisions}
         unreadable = {e.path for e in state.broken if e.path}
         try:
@@ -79,7 +78,7 @@ def missing_rulings(ws: RecordReader, state: VaultState) -> list[Decision]:
             decision = recorded_version(history, status, path, ws.vault.root)
             if decision is not None and decision.status is status:
                 found.append(replace(decision, note_missing=True))
-    state.derived["missing_rulings"] = found
+    state.derived.missing_rulings = found
     return found
 
 

@@ -175,10 +175,10 @@ class Workspace:
 
     def summary_of(self, state: VaultState, decision: Decision) -> RecordSummary | None:
         """What the ledger says of the record this note is (None: not in the ledger yet)."""
-        if "summary_ties" not in state.derived:
-            state.derived["summary_ties"] = tie_notes(state.decisions, self.record_summaries(),
+        if state.derived.summary_ties is None:
+            state.derived.summary_ties = tie_notes(state.decisions, self.record_summaries(),
                                                       lambda d: self.seal_hash_of(state, d))
-        tied: dict[str, RecordSummary] = state.derived["summary_ties"]
+        tied = state.derived.summary_ties
         return tied.get(decision.path)
 
     def history_of(self, state: VaultState, decision: Decision,
@@ -186,10 +186,10 @@ class Workspace:
         """The record this note is, with its events; None when the ledger has no record of it.
         Tied by id and the paths and content the ledger knows, never by id alone (see `tie_notes`)."""
         known = self.histories() if known is None else known
-        memo: tuple[dict[str, History], dict[str, History]] | None = state.derived.get("history_ties")
+        memo = state.derived.history_ties
         if memo is None or memo[0] is not known:
             memo = (known, tie_notes(state.decisions, known.values(), lambda d: self.seal_hash_of(state, d)))
-            state.derived["history_ties"] = memo
+            state.derived.history_ties = memo
         return memo[1].get(decision.path)
 
     def record_for(self, state: VaultState, decision: Decision, known: dict[str, History] | None = None) -> str:
@@ -213,9 +213,8 @@ class Workspace:
         final statuses win over what a note says (a retracted ruling set back to `ruled` by hand
         is still retracted), and a ruling named in a ruling's `supersedes` is no longer current,
         even before sealing marks it."""
-        if "in_effect" in state.derived:
-            memo: list[Decision] = state.derived["in_effect"]
-            return memo
+        if state.derived.in_effect is not None:
+            return state.derived.in_effect
         resolve = state.resolver()
 
         def recorded(decision: Decision) -> Status | None:
@@ -230,7 +229,7 @@ class Workspace:
         in_effect = [self.as_recorded(state, decision) if decision.held else decision for decision in in_effect]
         in_effect = [self.with_conflict(state, decision) for decision in in_effect]
         in_effect += self.missing_rulings(state)
-        state.derived["in_effect"] = in_effect
+        state.derived.in_effect = in_effect
         return in_effect
 
     def as_recorded(self, state: VaultState, decision: Decision) -> Decision:
@@ -264,7 +263,7 @@ class Workspace:
 
     def seal_hash_of(self, state: VaultState, decision: Decision) -> str:
         """The seal hash of a note as it is now, computed once per read of the vault."""
-        hashes: dict[tuple[str, str], str] = state.derived.setdefault("seal_hashes", {})
+        hashes = state.derived.seal_hashes
         key = (decision.id, decision.path)  # ids are not unique in a vault that lint would flag
         if key not in hashes:
             hashes[key] = seal_hash(decision, state.resolver(), self.tz)
@@ -273,7 +272,7 @@ class Workspace:
     def remember_seal_hash(self, state: VaultState, decision: Decision, digest: str) -> None:
         """The seal hash of a note of `state` worked out elsewhere (see `services.prefetch`), as `seal_hash_of`
         keeps it."""
-        state.derived.setdefault("seal_hashes", {}).setdefault((decision.id, decision.path), digest)
+        state.derived.seal_hashes.setdefault((decision.id, decision.path), digest)
 
     def status_of(self, state: VaultState, decision: Decision) -> Status:
         """The status a lifecycle step starts from: what the ledger recorded for the note where it has a word,
@@ -363,9 +362,9 @@ class Workspace:
 
     def duplicated(self, state: VaultState) -> dict[str, list[Decision]]:
         """The ids more than one note has, with those notes; computed once per read of the vault."""
-        if "duplicate_ids" not in state.derived:
-            state.derived["duplicate_ids"] = duplicate_ids(state.decisions)
-        found: dict[str, list[Decision]] = state.derived["duplicate_ids"]
+        if state.derived.duplicate_ids is None:
+            state.derived.duplicate_ids = duplicate_ids(state.decisions)
+        found = state.derived.duplicate_ids
         return found
 
     # docs/design/0026-ids-and-record-identity.md
