@@ -13,6 +13,7 @@ Pure: text in, words and scores out. Two measures use these words:
 """
 from __future__ import annotations
 
+import enum
 import math
 import re
 import unicodedata
@@ -291,15 +292,22 @@ def as_said(text: str, found: Iterable[str]) -> tuple[str, ...]:
     return tuple(said)
 
 
+class Tier(enum.Enum):
+    """How close a question is to one decision, as the same-matter check answers."""
+
+    SAME = "same"  # the same matter: refused, naming the decision
+    POSSIBLE = "possible"  # it may be: refused once, the decision shown for the asker to judge
+
+
 def tier(with_topics: float, text_alone: float, strong: float = SAME_MATTER_THRESHOLD,
-         possible: float = POSSIBLE_MATCH_THRESHOLD) -> str | None:
+         possible: float = POSSIBLE_MATCH_THRESHOLD) -> Tier | None:
     """The same-matter check's answer for a question scored against one decision, with its topic keys and
-    without them: "same" (refused) when it is the same matter with them; "possible" (refused, the decision shown
-    for the asker to judge) when with them or by its text alone it may be; None when neither. A question with no
-    topic keys (the agents' question tools) is scored the same both ways."""
+    without them: SAME when it is the same matter with them; POSSIBLE when with them or by its text alone it may
+    be; None when neither. A question with no topic keys (the agents' question tools) is scored the same both
+    ways."""
     if with_topics >= strong:
-        return "same"
-    return "possible" if max(with_topics, text_alone) >= possible else None
+        return Tier.SAME
+    return Tier.POSSIBLE if max(with_topics, text_alone) >= possible else None
 
 
 def order(score: float, asked: frozenset[str], theirs: frozenset[str], number: int) -> tuple[float, float, int]:

@@ -29,7 +29,7 @@ class Near(NamedTuple):
 
     @property
     def strong(self) -> bool:
-        return matter.tier(self.score, self.score) == "same"
+        return matter.tier(self.score, self.score) is matter.Tier.SAME
 
 
 def scored(message: str, snapshot: Snapshot) -> list[tuple[float, Item]]:

@@ -26,6 +26,7 @@ from ..index import Hit, SearchIndex, fts5_available
 from ..matter import (
     LEXICON,
     SAME_MATTER_THRESHOLD,
+    Tier,
     matches,
     question_terms,
     similarity,
@@ -156,7 +157,7 @@ class Match:
     @property
     def strong(self) -> bool:
         """The same matter (the check refuses); else a possible match (shown to the asker to judge)."""
-        return tier(self.score, self.text_alone) == "same"
+        return tier(self.score, self.text_alone) is Tier.SAME
 
     @property
     def why(self) -> str:
