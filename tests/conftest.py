@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.clones import clone, make_origin
 from tests.helpers import FOOTER, Result, judged, make_vault
 from vault_tools.cli import run
 
@@ -112,3 +113,10 @@ def owner_messages_vault(tmp_path_factory) -> tuple[Path, dict[str, str]]:
             ids = make_vault(shared / "vault", load()[0])
             made.write_text(json.dumps(ids), encoding="utf-8")
     return shared / "vault", json.loads(made.read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def two(tmp_path, capsys):
+    """Two clones, A and B, of one vault carried by git (tests/clones.py)."""
+    origin = make_origin(tmp_path, capsys)
+    return clone(origin, "A"), clone(origin, "B")

@@ -27,7 +27,7 @@ from .helpers import hook
 
 
 @pytest.fixture(scope="module")
-def record(owner_messages_vault, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+def messages_vault(owner_messages_vault, tmp_path_factory) -> tuple[Path, dict[str, str]]:
     """A copy of the set's vault: (root, topic -> id)."""
     root = tmp_path_factory.mktemp("owner-messages") / "vault"
     shutil.copytree(owner_messages_vault[0], root)
@@ -35,8 +35,8 @@ def record(owner_messages_vault, tmp_path_factory) -> tuple[Path, dict[str, str]
 
 
 @pytest.fixture(scope="module")
-def given(record):
-    return answers(record[0], load()[1])
+def given(messages_vault):
+    return answers(messages_vault[0], load()[1])
 
 
 def told(root: Path, message: str) -> str:
@@ -44,11 +44,11 @@ def told(root: Path, message: str) -> str:
     return answer["hookSpecificOutput"]["additionalContext"] if answer else ""
 
 
-def test_the_hook_brings_in_what_the_figures_count(record, given):
+def test_the_hook_brings_in_what_the_figures_count(messages_vault, given):
     """The figures are taken from the hook's matcher on one reading of the snapshot; the hook's own answer names
     the same decisions in the same order."""
     for message, ids in given[::9]:
-        assert brought_in(record[0], message.text) == ids, message.text
+        assert brought_in(messages_vault[0], message.text) == ids, message.text
 
 
 def test_the_set_is_large_and_a_quarter_of_it_is_about_nothing():
@@ -63,15 +63,15 @@ def test_the_set_is_large_and_a_quarter_of_it_is_about_nothing():
     assert len({m.text for m in messages}) == len(messages)
 
 
-def test_the_floor_is_the_one_chosen_on_the_tuning_part(record):
-    root, ids = record
+def test_the_floor_is_the_one_chosen_on_the_tuning_part(messages_vault):
+    root, ids = messages_vault
     tuning = [m for m in load()[1] if not m.held_out]
     assert choose_floor(root, tuning, ids) == (matter.MESSAGE_FLOOR, matter.MESSAGE_SHARE)
 
 
-def test_the_figures_do_not_get_worse_than_measured(given, record):
+def test_the_figures_do_not_get_worse_than_measured(given, messages_vault):
     """The figures quoted in docs/design/0042-what-the-agent-is-told-follows-the-matter.md."""
-    _, ids = record
+    _, ids = messages_vault
     whole = figures(given, ids)
     assert whole.recall >= 0.92 and whole.noise <= 0.11 and whole.precision >= 0.87
     # (the held-out third is every third message in the order of a hash of its text: a message added to the set
@@ -80,15 +80,15 @@ def test_the_figures_do_not_get_worse_than_measured(given, record):
     assert held_out.recall >= 0.85 and held_out.noise <= 0.11 and held_out.precision >= 0.85
 
 
-def test_the_ruling_in_force_comes_with_an_open_question_or_a_proposal_on_its_matter(given, record):
+def test_the_ruling_in_force_comes_with_an_open_question_or_a_proposal_on_its_matter(given, messages_vault):
     """A message whose nearest decision is a proposed revision, an open question or a closed decision on a ruled
     matter brings the ruling in force beside it, every time; the set holds such messages."""
-    with_it, such = with_the_ruling_in_force(record[0], given)
+    with_it, such = with_the_ruling_in_force(messages_vault[0], given)
     assert such >= 5 and with_it == such
 
 
-def test_a_proposed_revision_is_shown_as_not_in_force_beside_the_ruling_it_would_revise(record):
-    root, ids = record
+def test_a_proposed_revision_is_shown_as_not_in_force_beside_the_ruling_it_would_revise(messages_vault):
+    root, ids = messages_vault
     said = told(root, "Make an AI-drawn header picture for the piece on typesetting.")
     ruling, proposal = ids["ai-images"], ids["ai-images-revision"]
     assert f"- A proposed revision of {ruling} since" in said and f"({proposal}), not in force" in said
@@ -101,8 +101,8 @@ def test_a_proposed_revision_is_shown_as_not_in_force_beside_the_ruling_it_would
 
 @pytest.mark.xfail(strict=True, reason="3 of 29 unrelated messages bring something (10% is 2.9), and no floor "
                                        "words can set keeps the recall when it leaves them out: see design 0042")
-def test_the_figures_meet_the_target(given, record):
-    whole = figures(given, record[1])
+def test_the_figures_meet_the_target(given, messages_vault):
+    whole = figures(given, messages_vault[1])
     assert whole.recall >= TARGET_RECALL and whole.noise <= TARGET_NOISE and whole.precision >= TARGET_PRECISION
 
 
@@ -119,8 +119,8 @@ def test_the_figures_meet_the_target(given, record):
     # a service named by its name, against a question naming two others of its kind
     ("Is Beehiiv any good for us?", "newsletter-platform", "Buttondown is simple and cheap"),
 ])
-def test_the_owners_message_brings_in_the_decision_on_its_matter_first(record, message, topic, said):
-    root, ids = record
+def test_the_owners_message_brings_in_the_decision_on_its_matter_first(messages_vault, message, topic, said):
+    root, ids = messages_vault
     text = told(root, message)
     first = next(line for line in text.splitlines() if line.startswith("- "))
     assert f"({ids[topic]}" in first, text
@@ -130,38 +130,38 @@ def test_the_owners_message_brings_in_the_decision_on_its_matter_first(record, m
 @pytest.mark.parametrize("message", ["Translate the intro of the last article into Portuguese",
                                      "Add the new article to the sitemap", "Put 100 euros into ads",
                                      "Make the headings in the draft bold"])
-def test_a_message_about_nothing_recorded_brings_nothing(record, message):
+def test_a_message_about_nothing_recorded_brings_nothing(messages_vault, message):
     """A generic word ("article"), a bare number (100 against "Expense 100") or a word of a title ('The second
     draft') is not a matter."""
-    assert told(record[0], message) == ""
+    assert told(messages_vault[0], message) == ""
 
 
-def test_a_name_that_is_an_everyday_word_is_a_name_only_with_a_capital(record):
-    root, ids = record
+def test_a_name_that_is_an_everyday_word_is_a_name_only_with_a_capital(messages_vault):
+    root, ids = messages_vault
     assert f"({ids['social-platforms']};" in told(root, "Should we post on Threads as well?")
     assert f"({ids['social-platforms']};" not in told(root, "Reply to the email thread from the printer")
     assert f"({ids['social-platforms']};" not in told(root, "Threads in the forum are too long, trim them")
 
 
-def test_look_alike_rulings_take_one_place_and_leave_room_for_the_one_on_the_matter(record):
-    root, ids = record
+def test_look_alike_rulings_take_one_place_and_leave_room_for_the_one_on_the_matter(messages_vault):
+    root, ids = messages_vault
     text = told(root, "When is the next podcast episode out?")
     assert re.search(r"\(9 more alike: D-\d+", text)
     assert f"({ids['podcast-schedule']};" in text
     assert len([line for line in text.splitlines() if line.startswith("- ")]) <= matter.MESSAGE_MAX
 
 
-def test_the_answer_stays_within_the_hook_bound_and_is_json(record):
-    answer = hook("user-prompt-submit", {"prompt": "What goes at the bottom of each article? " * 200}, record[0])
+def test_the_answer_stays_within_the_hook_bound_and_is_json(messages_vault):
+    answer = hook("user-prompt-submit", {"prompt": "What goes at the bottom of each article? " * 200}, messages_vault[0])
     assert answer is None or len(json.dumps(answer, ensure_ascii=False)) <= 9500
 
 
-def test_no_word_that_five_decisions_use_brings_one_in_alone(record):
+def test_no_word_that_five_decisions_use_brings_one_in_alone(messages_vault):
     """A word used by five or more of the vault's decisions (article, newsletter, episode...) is generic here:
     a message saying only it brings nothing, even where it is a word of a topic key."""
     from vault_tools.agents import snapshot
-    kept = snapshot.load(record[0], "claude-hook")
+    kept = snapshot.load(messages_vault[0], "claude-hook")
     common = [word for word, count in kept.documents.items() if count >= 5 and word.isalpha()]
     assert len(common) >= 10
     for word in common:
-        assert told(record[0], f"{word}?") == "", word
+        assert told(messages_vault[0], f"{word}?") == "", word

@@ -18,7 +18,7 @@ AGENTS = ("claude", "codex", "gemini")
 
 
 @pytest.fixture(params=["hidden", "shared"])
-def record(request, tmp_path) -> dict[str, str]:
+def guarded(request, tmp_path) -> dict[str, str]:
     """A vault in the layout `init` makes today (shared) or made before (hidden): a sealed ruling, an open
     question, the pages, merged topics and a kept copy. Returns the vault and its record's paths."""
     root = tmp_path / "vault"
@@ -81,40 +81,40 @@ def shell(agent: str, command: str, root: Path) -> str | None:
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_every_record_file_refuses_the_agents_file_tools(record, agent) -> None:
-    root = Path(record["root"])
+def test_every_record_file_refuses_the_agents_file_tools(guarded, agent) -> None:
+    root = Path(guarded["root"])
     for part in ("ledger", "config", "topics", "kept", "page", "sealed", "question"):
-        reason = file_write(agent, record[part], root)
-        assert reason and record[part] in reason and "vault-tools" in reason, (part, reason)
+        reason = file_write(agent, guarded[part], root)
+        assert reason and guarded[part] in reason and "vault-tools" in reason, (part, reason)
         if agent == "codex":
-            assert file_write(agent, record[part], root, delete=True), part
-    assert "--supersedes D-0001" in file_write(agent, record["sealed"], root)
-    assert "vault-tools rule D-0002" in file_write(agent, record["question"], root)
-    for free in ("Drafts/new.md", f"{record['record_dir']}/notes.txt", "Pinned/My own page.md"):
+            assert file_write(agent, guarded[part], root, delete=True), part
+    assert "--supersedes D-0001" in file_write(agent, guarded["sealed"], root)
+    assert "vault-tools rule D-0002" in file_write(agent, guarded["question"], root)
+    for free in ("Drafts/new.md", f"{guarded['record_dir']}/notes.txt", "Pinned/My own page.md"):
         assert file_write(agent, free, root) is None, free
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_shell_commands_that_write_remove_or_move_the_record_are_refused(record, agent) -> None:
-    root = Path(record["root"])
+def test_shell_commands_that_write_remove_or_move_the_record_are_refused(guarded, agent) -> None:
+    root = Path(guarded["root"])
     commands = [
-        f"echo '{{}}' >> {record['ledger']}", f"rm -rf {record['record_dir']}", "rm -rf Decisions", "rm Decisions/*",
+        f"echo '{{}}' >> {guarded['ledger']}", f"rm -rf {guarded['record_dir']}", "rm -rf Decisions", "rm Decisions/*",
         "sed -i 's/analytics/tracking/' Decisions/*.md", "truncate -s0 Decisions/*.md", "git rm -r Decisions",
-        f"mv {record['config']} /tmp/elsewhere.yaml", "cd Decisions && rm -f *.md", "bash -c 'rm -rf Decisions'",
-        "find Decisions -name '*.md' -delete", f"shred -u '{record['sealed']}'", "rm -rf ../vault",
-        f"cat /dev/null > '{record['topics']}'", f"unlink '{record['kept']}'", "rm -rf Pinned",
+        f"mv {guarded['config']} /tmp/elsewhere.yaml", "cd Decisions && rm -f *.md", "bash -c 'rm -rf Decisions'",
+        "find Decisions -name '*.md' -delete", f"shred -u '{guarded['sealed']}'", "rm -rf ../vault",
+        f"cat /dev/null > '{guarded['topics']}'", f"unlink '{guarded['kept']}'", "rm -rf Pinned",
         # as agents write them: several lines, shell keywords, runners with options, `-lc`
-        f"echo start\nrm {record['ledger']}", f"if true; then rm {record['ledger']}; fi",
-        f"for f in x; do rm {record['ledger']}; done", f"{{ rm {record['ledger']}; }}", f"! rm {record['ledger']}",
-        f"bash -lc 'rm {record['ledger']}'", f"timeout 5 rm {record['ledger']}", f"nice -n 5 rm {record['ledger']}",
-        f"sudo -u owner rm {record['ledger']}", f"env A=1 B=2 rm {record['ledger']}",
-        f"sort -o {record['ledger']} {record['ledger']}", f"rsync -a --delete /tmp/ {record['record_dir']}/",
-        f"pushd {record['record_dir']} && rm config.yaml",
+        f"echo start\nrm {guarded['ledger']}", f"if true; then rm {guarded['ledger']}; fi",
+        f"for f in x; do rm {guarded['ledger']}; done", f"{{ rm {guarded['ledger']}; }}", f"! rm {guarded['ledger']}",
+        f"bash -lc 'rm {guarded['ledger']}'", f"timeout 5 rm {guarded['ledger']}", f"nice -n 5 rm {guarded['ledger']}",
+        f"sudo -u owner rm {guarded['ledger']}", f"env A=1 B=2 rm {guarded['ledger']}",
+        f"sort -o {guarded['ledger']} {guarded['ledger']}", f"rsync -a --delete /tmp/ {guarded['record_dir']}/",
+        f"pushd {guarded['record_dir']} && rm config.yaml",
         # git putting back or throwing away what the record holds since the last commit
-        f"git checkout -- {record['ledger']}", "git checkout -- .", f"git restore {record['ledger']}",
-        "git stash -u", "git reset --hard", "git clean -fdx", f"git -C {record['record_dir']} rm config.yaml",
+        f"git checkout -- {guarded['ledger']}", "git checkout -- .", f"git restore {guarded['ledger']}",
+        "git stash -u", "git reset --hard", "git clean -fdx", f"git -C {guarded['record_dir']} rm config.yaml",
         # names as a case-insensitive file system (macOS, Windows) finds them
-        f"rm {record['config'].upper()}", "rm 'pinned/decisions log.md'",
+        f"rm {guarded['config'].upper()}", "rm 'pinned/decisions log.md'",
     ]
     for command in commands:
         reason = shell(agent, command, root)
@@ -122,22 +122,22 @@ def test_shell_commands_that_write_remove_or_move_the_record_are_refused(record,
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_reading_the_record_and_writing_elsewhere_pass(record, agent) -> None:
-    root = Path(record["root"])
-    for command in (f"cat {record['ledger']}", "grep -r analytics Decisions", f"cp {record['config']} /tmp/copy.yaml",
+def test_reading_the_record_and_writing_elsewhere_pass(guarded, agent) -> None:
+    root = Path(guarded["root"])
+    for command in (f"cat {guarded['ledger']}", "grep -r analytics Decisions", f"cp {guarded['config']} /tmp/copy.yaml",
                     "git log -p -- Decisions", "rm -rf .vault-tools/cache", "ls Decisions/*.md | wc -l",
                     "echo hi > Drafts.md", "rm -rf Drafts", "find . -name '*.md' -exec grep -l analytics {} +",
                     "find Decisions -type f -exec wc -l {} \\;", "find . -name '*.tmp' -delete",
-                    f"perl -Mstrict -ne 'print' {record['ledger']}", "git rm --cached -r .", "git stash list",
+                    f"perl -Mstrict -ne 'print' {guarded['ledger']}", "git rm --cached -r .", "git stash list",
                     "git checkout -b drafts", "git restore --staged .", "cp Drafts.md Decisions/",
                     "mv Drafts.md Notes.md"):
         assert shell(agent, command, root) is None, command
 
 
 @pytest.mark.parametrize("agent", ["claude", "gemini"])
-def test_a_new_decision_note_written_by_hand_is_refused(record, agent) -> None:
+def test_a_new_decision_note_written_by_hand_is_refused(guarded, agent) -> None:
     """A note an agent writes with `type: decision` would skip `ask`'s refusal on a settled topic."""
-    root = Path(record["root"])
+    root = Path(guarded["root"])
     note = ("---\ntype: decision\nstatus: open\ntopics: [analytics]\n"
             "summary: Should the site add analytics after all?\n---\n")
     reason = file_write(agent, "Decisions/Analytics again.md", root, content=note)
@@ -145,19 +145,19 @@ def test_a_new_decision_note_written_by_hand_is_refused(record, agent) -> None:
     assert file_write(agent, "Drafts/plain.md", root, content="---\ntype: note\n---\ntext\n") is None
 
 
-def test_an_emptied_ledger_still_denies_the_sealed_ruling(record) -> None:
+def test_an_emptied_ledger_still_denies_the_sealed_ruling(guarded) -> None:
     """With its ledger gone, a note that says it was ruled is taken as sealed: the agent cannot empty the
     ledger and then edit the ruling as if it were new."""
-    root = Path(record["root"])
-    (root / record["ledger"]).unlink()
-    assert "D-0001" in file_write("claude", record["sealed"], root)
+    root = Path(guarded["root"])
+    (root / guarded["ledger"]).unlink()
+    assert "D-0001" in file_write("claude", guarded["sealed"], root)
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_a_plain_note_made_a_decision_note_by_any_route_is_refused(record, agent) -> None:
+def test_a_plain_note_made_a_decision_note_by_any_route_is_refused(guarded, agent) -> None:
     """Forging a ruling: a note that says `type: decision`, written past `ask` and `rule`, would be sealed as
     the owner's by the watcher."""
-    root = Path(record["root"])
+    root = Path(guarded["root"])
     write(root / "Notes" / "plain.md", "---\ntype: note\n---\nSome text.\n")
     forged = "---\ntype: decision\nstatus: ruled\ntopics: [analytics]\nsummary: Analytics are fine after all.\n---\n"
     write(root / "Drafts" / "forged.md", forged)
@@ -178,36 +178,36 @@ def test_a_plain_note_made_a_decision_note_by_any_route_is_refused(record, agent
         assert "vault-tools ask" in _refusal(agent, _hook(agent, event, payload, root))
 
 
-def test_a_decision_note_with_crlf_or_quoted_keys_is_still_guarded(record) -> None:
-    root = Path(record["root"])
-    sealed = root / record["sealed"]
+def test_a_decision_note_with_crlf_or_quoted_keys_is_still_guarded(guarded) -> None:
+    root = Path(guarded["root"])
+    sealed = root / guarded["sealed"]
     sealed.write_bytes(sealed.read_bytes().replace(b"\n", b"\r\n"))
     quoted = write(root / "Decisions" / "Quoted.md", '---\n"type": decision\n"id": D-0099\n"status": open\n---\n')
-    for rel in (record["sealed"], quoted.relative_to(root).as_posix()):
+    for rel in (guarded["sealed"], quoted.relative_to(root).as_posix()):
         assert file_write("claude", rel, root), rel
         assert shell("claude", f"rm '{rel}'", root), rel
 
 
-def test_links_into_the_record_do_not_open_a_way_around_it(record) -> None:
-    root = Path(record["root"])
-    (root / "LL").symlink_to(root / record["record_dir"])
-    (root / "alias.jsonl").symlink_to(root / record["ledger"])
+def test_links_into_the_record_do_not_open_a_way_around_it(guarded) -> None:
+    root = Path(guarded["root"])
+    (root / "LL").symlink_to(root / guarded["record_dir"])
+    (root / "alias.jsonl").symlink_to(root / guarded["ledger"])
     for command in ("echo x > alias.jsonl", "rm -rf LL/", "echo x > LL/config.yaml", "echo x > LL/../Pinned/../" +
-                    record["config"], f"ln {record['ledger']} hard.jsonl"):
+                    guarded["config"], f"ln {guarded['ledger']} hard.jsonl"):
         assert shell("claude", command, root), command
     assert file_write("claude", "alias.jsonl", root)
 
 
-def test_a_fifo_named_like_a_note_does_not_hang_the_hook(record) -> None:
-    root = Path(record["root"])
+def test_a_fifo_named_like_a_note_does_not_hang_the_hook(guarded) -> None:
+    root = Path(guarded["root"])
     os.mkfifo(root / "Notes.md")
-    assert shell("claude", f"rm Notes.md {record['ledger']}", root)
+    assert shell("claude", f"rm Notes.md {guarded['ledger']}", root)
 
 
-def test_the_owners_templates_and_view_are_refused_to_the_agent_and_other_templates_are_not(record) -> None:
+def test_the_owners_templates_and_view_are_refused_to_the_agent_and_other_templates_are_not(guarded) -> None:
     """The templates `init --templates` writes and the Base of `init` are the owner's, as the pages are; a
     template of the owner's own carries `type: decision` for the notes made from it and is no decision note."""
-    root = Path(record["root"])
+    root = Path(guarded["root"])
     write(root / "Templates" / "Question.md", "---\ntype: decision\nstatus: open\ntopics: []\nsummary: \n---\n")
     for rel in ("Templates/Question.md", "Templates/Decision.md", "Pinned/Decisions.base"):
         reason = file_write("claude", rel, root)
@@ -223,7 +223,7 @@ def test_the_guarded_template_names_are_the_packaged_templates() -> None:
     assert {name.casefold() for name in packaged_templates()} == _TEMPLATE_NAMES
 
 
-def _forms_the_parser_reads(record: dict[str, str], root: Path, source: Path) -> list[str]:
+def _forms_the_parser_reads(guarded: dict[str, str], root: Path, source: Path) -> list[str]:
     """Shell forms that write the record without naming it plainly: quoting, braces, loops, recursive copies and
     syncs, archives and patches into it, editors without a screen, forced checkouts."""
     import shutil
@@ -236,7 +236,7 @@ def _forms_the_parser_reads(record: dict[str, str], root: Path, source: Path) ->
     with zipfile.ZipFile(source.parent / "old.zip", "w") as archive:
         for note in (source / "Decisions").iterdir():
             archive.write(note, f"Decisions/{note.name}")
-    sealed = record["sealed"]
+    sealed = guarded["sealed"]
     diff = f"--- a/{sealed}\n+++ b/{sealed}\n@@ -1 +1 @@\n-a\n+b\n"
     (source.parent / "fix.diff").write_text(diff, encoding="utf-8")
     (source.parent / "plain.diff").write_text(diff.replace("a/", "").replace("b/", ""), encoding="utf-8")
@@ -254,9 +254,9 @@ def _forms_the_parser_reads(record: dict[str, str], root: Path, source: Path) ->
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_shell_forms_that_hide_a_write_to_the_record_are_refused(record, agent, tmp_path) -> None:
-    root = Path(record["root"])
-    for command in _forms_the_parser_reads(record, root, tmp_path / "elsewhere" / "copy"):
+def test_shell_forms_that_hide_a_write_to_the_record_are_refused(guarded, agent, tmp_path) -> None:
+    root = Path(guarded["root"])
+    for command in _forms_the_parser_reads(guarded, root, tmp_path / "elsewhere" / "copy"):
         reason = shell(agent, command, root)
         assert reason and reason.startswith("This command writes") and "vault-tools" in reason, (command, reason)
     for harmless in (f"tar -tf {tmp_path}/elsewhere/old.tar", f"unzip -l {tmp_path}/elsewhere/old.zip",
@@ -271,10 +271,10 @@ def test_shell_forms_that_hide_a_write_to_the_record_are_refused(record, agent, 
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_a_merge_copy_waiting_to_be_filed_is_guarded_as_a_kept_copy(record, agent) -> None:
+def test_a_merge_copy_waiting_to_be_filed_is_guarded_as_a_kept_copy(guarded, agent) -> None:
     """The watcher records the outcome a merge copy holds: an agent that could write one there would record a
     ruling in the owner's name."""
-    root = Path(record["root"])
+    root = Path(guarded["root"])
     copy = ".vault-tools/merged/D-0002 ruled as a merge found it 0123456789ab.md"
     reason = file_write(agent, copy, root, content="an outcome, as the watcher would read it\n")
     assert reason and "vault-tools" in reason
