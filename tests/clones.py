@@ -17,7 +17,7 @@ from vault_tools.cli import run
 from vault_tools.errors import NoteError
 from vault_tools.history import histories
 from vault_tools.layout import CLONE_FILE, _where
-from vault_tools.sealing import tie_notes
+from vault_tools.record_ties import tie_notes
 from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 

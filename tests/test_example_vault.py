@@ -12,8 +12,8 @@ import pytest
 from vault_tools import note_edits, notes
 from vault_tools.dates import local_date
 from vault_tools.history import History, histories_by_id
+from vault_tools.meaning import seal_hash
 from vault_tools.model import Decision, Status
-from vault_tools.sealing import seal_hash
 from vault_tools.starter import packaged_templates
 from vault_tools.vault import Vault, VaultState
 

@@ -12,8 +12,8 @@ from vault_tools.errors import InconsistentVault
 from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import Event, parse_ledger
 from vault_tools.links import LinkResolver
+from vault_tools.meaning import seal_hash
 from vault_tools.model import Status, build_decision
-from vault_tools.sealing import seal_hash
 
 from .helpers import write
 

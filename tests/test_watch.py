@@ -23,7 +23,7 @@ from vault_tools import lint, note_edits, notes
 from vault_tools.history import histories_by_id
 from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import scan_ledger
-from vault_tools.sealing import seal_hash
+from vault_tools.meaning import seal_hash
 from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import IDLE_WAKE_SECONDS, Debouncer, Watcher, is_ignored

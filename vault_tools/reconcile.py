@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from . import durable, note_edits, notes
+from .commands.agreement import matches_ledger
 from .commands.amend import apply_owner_step, owner_step
 from .commands.close import finish_interrupted_close, hand_made_events
 from .commands.held import HELD_WHY, hold_one, is_held
@@ -22,7 +23,6 @@ from .commands.repair import pending_chain
 from .commands.restore import describe, restore_missing
 from .commands.revise import merge_twin_revisions, reject_edit
 from .commands.seal import seal_one
-from .commands.sealed import matches_ledger
 from .commands.supersede import EditedSinceSealed, PendingWrites, supersede_now
 from .commands.twins import merge_twin_notes
 from .drafts import being_written, lacks_id

@@ -201,7 +201,7 @@ class Derived:
     summary_ties: Mapping[str, RecordSummary] | None = None  # note path -> its record's summary (`Workspace.summary_of`)
     history_ties: tuple[dict[str, History], dict[str, History]] | None = None  # (histories, note path -> its record)
     seal_hashes: dict[tuple[str, str], str] = field(default_factory=dict)  # (id, path) -> seal hash
-    seal_holds: dict[str, dict[tuple[str, str | None], bool]] = field(default_factory=dict)  # `commands.sealed`
+    seal_holds: dict[str, dict[tuple[str, str | None], bool]] = field(default_factory=dict)  # `commands.agreement`
     duplicate_ids: dict[str, list[Decision]] | None = None  # `Workspace.duplicated`
     note_index: NoteIndex | None = None  # `VaultState.note_index`
 

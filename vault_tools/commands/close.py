@@ -9,12 +9,12 @@ from ..cjk import text_size
 from ..errors import InconsistentVault, NoteError, Refused
 from ..history import History, new_record, seal_text_without_bom
 from ..ledger_lines import Event
+from ..meaning import seal_hash
 from ..model import MIN_TEXT, Decision, Status, transition_problem
-from ..sealing import seal_hash
 from ..services.checks import check_name, check_text
 from ..services.workspace import Workspace
 from ..vault import VaultState
-from .sealed import unreviewed_edit
+from .agreement import unreviewed_edit
 from .twins import made_origin
 
 

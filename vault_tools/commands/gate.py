@@ -9,7 +9,7 @@ from ..model import TERM_PREFIX, Decision, Status
 from ..services.checks import parse_terms
 from ..services.workspace import Workspace
 from ..vault import VaultState
-from .sealed import matches_ledger
+from .agreement import matches_ledger
 
 
 @dataclass

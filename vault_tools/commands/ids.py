@@ -18,8 +18,8 @@ from ..drafts import lacks_id, still_missing
 from ..errors import NoteError
 from ..layout import git_dir
 from ..links import link_target
+from ..meaning import wikilinks
 from ..model import format_id, id_number, note_title
-from ..sealing import wikilinks
 from ..services.workspace import Workspace
 from ..vault import VaultState, iter_markdown
 from .setup import run_git

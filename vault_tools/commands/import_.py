@@ -32,9 +32,9 @@ from ..importers import (  # one foreign format's reader, loaded for its import 
     Skipped,
     first_sentence,
 )
+from ..meaning import seal_hash
 from ..model import MIN_TEXT, Decision, Status, newest_first_key
 from ..note_edits import sections
-from ..sealing import seal_hash
 from ..services.live import LiveState
 from ..services.workspace import Workspace
 from ..settling import settled_topics

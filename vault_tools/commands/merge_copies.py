@@ -21,9 +21,9 @@ from ..errors import NoteError
 from ..history import History, latest_with_id, properties_of
 from ..ledger_lines import Event
 from ..links import linked_ids
+from ..meaning import seal_hash
 from ..model import Status, build_decision
 from ..record_files import KEPT_FOLDER, merge_copy_id
-from ..sealing import seal_hash
 from ..services.workspace import Workspace
 from ..vault import VaultState
 

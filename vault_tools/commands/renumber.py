@@ -10,8 +10,8 @@ from .. import durable, note_edits, notes
 from ..errors import NoteError, Refused, UsageError
 from ..history import History, new_record
 from ..links import WIKILINK, LinkResolver, name_key
+from ..meaning import seal_hash
 from ..model import Decision
-from ..sealing import seal_hash
 from ..services.checks import check_id, check_name
 from ..services.workspace import Workspace
 from ..vault import VaultState

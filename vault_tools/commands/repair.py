@@ -6,8 +6,8 @@ from ..errors import VaultToolsError
 from ..model import TOOK_EFFECT, Decision, Status
 from ..services.workspace import Workspace
 from ..vault import VaultState
+from .agreement import matches_ledger, seal_holds
 from .close import finish_interrupted_close
-from .sealed import matches_ledger, seal_holds
 from .supersede import pending_supersessions, supersede_now
 
 MAX_STEPS = 200

@@ -12,11 +12,11 @@ from ..dates import utc_stamp
 from ..history import History, latest_with_id, new_record, seal_text_without_bom
 from ..layout import git_dir
 from ..ledger_lines import STATUS_AFTER, Event, event_key
+from ..meaning import seal_hash
 from ..model import Decision, Status, build_decision, is_ledger_property
-from ..sealing import seal_hash
 from ..services.workspace import Workspace
 from ..vault import VaultState
-from .sealed import seal_holds
+from .agreement import seal_holds
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from ..errors import InconsistentVault, NoteError, Refused, VaultToolsError
 from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import linked_ids
+from ..meaning import seal_hash
 from ..model import CONFIRMED, FINAL_STATUSES, Decision, Status
 from ..record_files import AgentCalls, agent_calls
-from ..sealing import seal_hash
 from ..services.checks import check_id
 from ..services.live import LiveState
 from ..services.workspace import KnownSeal, Workspace

@@ -12,8 +12,8 @@ from ..conflicts import keep_choices
 from ..errors import NoteError, Refused, UsageError
 from ..history import CLOSING_EVENTS, History
 from ..ledger_lines import Event, event_key
+from ..meaning import seal_hash
 from ..model import Decision, Status
-from ..sealing import seal_hash
 from ..services.checks import check_id, check_name, check_text
 from ..services.workspace import Workspace
 from ..vault import VaultState

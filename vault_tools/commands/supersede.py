@@ -13,12 +13,12 @@ from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import unresolved_link
 from ..matter import named_ids, question_terms, shares_substance
+from ..meaning import seal_hash
 from ..model import Decision, Status, id_matches, superseded_changes
-from ..sealing import seal_hash
 from ..services.workspace import Workspace
 from ..topics import topics_match
 from ..vault import VaultState
-from .sealed import matches_ledger, unreviewed_edit
+from .agreement import matches_ledger, unreviewed_edit
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ facts, kept with its doc in the module of its family:
 
     schema.py        VT001-VT009  each note readable, its properties well-formed and within limits
     supersession.py  VT010-VT016  supersedes / superseded_by form one chain; a new ruling says what it replaces
-    seals.py         VT020-VT029  seals hold, notes agree with the ledger, the ledger is append-only and
+    record_rules.py  VT020-VT029  seals hold, notes agree with the ledger, the ledger is append-only and
                               keeps its seal lines, clones' outcomes do not conflict; a ruling holds an
                               answer before it is sealed
     pinned.py        VT030-VT033  pinned pages current, the agent's view within budget, git set up
@@ -24,7 +24,7 @@ renders reports, `--explain` and the README's rule table.
 from __future__ import annotations
 
 # The families register their rules on import (in whatever order an import sorter leaves them).
-from . import carriers, hygiene, pinned, schema, scopes, seals, supersession  # noqa: F401
+from . import carriers, hygiene, pinned, record_rules, schema, scopes, supersession  # noqa: F401
 from .facts import TOOK_EFFECT, Facts, committed_text, first_line, gather, read_ledger
 from .fixes import fix
 from .formats import (

@@ -23,9 +23,10 @@ from ..errors import InconsistentVault
 from ..history import History, histories
 from ..ledger_lines import TORN, Event, scan_ledger
 from ..links import LinkResolver
+from ..meaning import seal_hash
 from ..model import Decision, Problem, Status
 from ..page_names import OPEN_QUESTIONS, PAGE_NAMES
-from ..sealing import seal_hash, tie_notes
+from ..record_ties import tie_notes
 from ..services.workspace import Workspace
 from ..tripwire import damaged_ledgers
 from ..vault import Vault, VaultState
@@ -118,7 +119,7 @@ class Facts:
 
     @cached_property
     def ties(self) -> dict[str, History]:
-        """Each note's record, by the note's path (see `sealing.tie_notes`)."""
+        """Each note's record, by the note's path (see `record_ties.tie_notes`)."""
         return tie_notes(self.state.decisions, self.histories.values(),
                          lambda d: seal_hash(d, self.resolve, self.config.tz))
 

@@ -16,7 +16,7 @@ from ..errors import VaultToolsError
 from ..history import histories
 from ..model import CONFIRMED, Status
 from ..record_files import agent_calls
-from ..sealing import tie_notes
+from ..record_ties import tie_notes
 from ..services.workspace import Workspace
 from ..tripwire import PutBack, put_back_ledgers
 from ..vault import Vault

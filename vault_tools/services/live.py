@@ -28,7 +28,7 @@ from ..layout import relative
 from ..model import Decision
 from ..notes import StatKey, stat_key
 from ..record_files import RACY_NANOSECONDS
-from ..sealing import tie_notes
+from ..record_ties import tie_notes
 from ..vault import SKIPPED_FOLDERS, VaultState, skipped_folders
 from .workspace import KnownSeal, Workspace
 

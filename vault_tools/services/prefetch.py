@@ -37,8 +37,8 @@ from ..handover import Receiver, can_fork, free_processors, hand_over, record, w
 from ..history import new_record
 from ..ledger_lines import encode_text, encoded_ahead, forget_encoded_ahead
 from ..links import LinkResolver, linked_ids
+from ..meaning import seal_hash
 from ..model import Decision, Status, superseded_changes
-from ..sealing import seal_hash
 from .workspace import KnownSeal
 
 if TYPE_CHECKING:

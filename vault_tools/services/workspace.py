@@ -19,6 +19,7 @@ from ..history import Conflict, History, RecordSummary, new_record
 from ..layout import device_tag, ledger_tags
 from ..ledger_lines import Event
 from ..links import LinkResolver
+from ..meaning import seal_hash
 from ..model import (
     ID_PATTERN,
     Decision,
@@ -32,7 +33,7 @@ from ..model import (
     note_title,
 )
 from ..record_files import KEPT_FOLDER
-from ..sealing import seal_hash, tie_notes
+from ..record_ties import tie_notes
 from ..settling import duplicate_ids, supersedes_cycle
 from ..topics import topics_match
 from ..vault import UnreadableNote, Vault, VaultState

@@ -1,4 +1,5 @@
-"""What a sealed note must still say: the ledger's seal and the lifecycle fields the tool wrote."""
+"""Whether a note agrees with the ledger: a sealed note still says what its seal and the lifecycle fields the tool
+wrote say (`matches_ledger`, `seal_holds`), and which edits of it are not reviewed yet."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,8 +8,8 @@ from .. import notes
 from ..errors import NoteError
 from ..history import History
 from ..ledger_lines import Event
+from ..meaning import retargeted_links
 from ..model import Decision, Status, build_decision
-from ..sealing import retargeted_links
 from ..services.workspace import Workspace
 from ..vault import VaultState
 

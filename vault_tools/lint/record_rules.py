@@ -7,14 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import notes
-from ..commands.sealed import retargeted
+from ..commands.agreement import retargeted
 from ..conflicts import describe_conflict, settle_hint
 from ..drafts import unanswered
 from ..errors import NoteError
 from ..history import twin_notes
 from ..ledger_lines import Event
+from ..meaning import normalise_body, seal_hash, seal_payload
 from ..model import Decision, Status, build_decision
-from ..sealing import normalise_body, seal_hash, seal_payload
 from .facts import Facts, LedgerFacts, first_line
 from .registry import ERROR, LEDGER_PATH, WARNING, Finding, rule
 

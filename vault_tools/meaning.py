@@ -1,5 +1,6 @@
-"""What a seal covers, and which record a note is: the hash of a note's meaning (links by the id they resolve
-to, the body with line endings normalised) and the tie of each note to its ledger record. Pure.
+"""What a seal covers: the meaning of a note (its sealed properties' values, links by the id they resolve to, the
+body with line endings normalised), its hash, and the links that name another note than when it was sealed.
+Pure. Which record a note is: `record_ties`.
 """
 from __future__ import annotations
 
@@ -7,80 +8,12 @@ import datetime as dt
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from .dates import instant
 from .ledger_lines import canonical_json
 from .links import WIKILINK, Resolve, leading_id, link_target, name_key
 from .model import SEALED_FIELDS, SEALED_WHEN_SET, Decision, Status
-
-
-class RecordLike(Protocol):
-    """What tying a note to its record needs of a record (a History or its remembered summary)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def record(self) -> str: ...
-    @property
-    def paths(self) -> list[str]: ...
-    @property
-    def seal_hash(self) -> str | None: ...
-
-
-R = TypeVar("R", bound=RecordLike)
-
-
-def tie_notes(decisions: Sequence[Decision], records: Iterable[R],
-              content_hash: Callable[[Decision], str]) -> dict[str, R]:
-    """Each note's record, by the note's path; a note with none is not in the ledger yet.
-
-    A note is tied by its id and what the ledger says of its paths and content, never by its id
-    alone when two notes or two records share the id: the exact path it was last written at, then
-    any path it had, then the same name as Obsidian compares names, then the sealed content. A note
-    that matches no record of its id gets none, so no seal is ever compared with or restored onto it.
-    """
-    records_by_id: dict[str, list[R]] = {}
-    for record in records:
-        records_by_id.setdefault(record.id, []).append(record)
-    notes_by_id: dict[str, list[Decision]] = {}
-    for decision in decisions:
-        notes_by_id.setdefault(decision.id, []).append(decision)
-    tied: dict[str, R] = {}
-    for decision_id, notes in notes_by_id.items():
-        candidates = records_by_id.get(decision_id, [])
-        if not candidates:
-            continue
-        if len(notes) == 1 and len(candidates) == 1:
-            tied[notes[0].path] = candidates[0]
-            continue
-        scored = []
-        for note in notes:
-            for index, record in enumerate(candidates):
-                score = _tie_score(note, record, content_hash)
-                if score:
-                    scored.append((-score, note.path, index, note, record))
-        used: set[str] = set()
-        for _, _, _, note, record in sorted(scored, key=lambda item: item[:3]):
-            if note.path not in tied and record.record not in used:
-                tied[note.path] = record
-                used.add(record.record)
-    return tied
-
-
-def _tie_score(note: Decision, record: RecordLike, content_hash: Callable[[Decision], str]) -> int:
-    paths = record.paths
-    if paths and note.path == paths[0]:
-        return 5
-    if note.path in paths:
-        return 4
-    key = name_key(note.path)
-    if any(name_key(path) == key for path in paths):
-        return 3
-    if record.seal_hash and content_hash(note) == record.seal_hash:
-        return 2
-    return 0
 
 
 def normalise_body(body: str) -> str:
