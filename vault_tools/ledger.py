@@ -31,6 +31,7 @@ LOCK_FILE = "ledger.lock"
 # In the state folder: the ledger's events and histories as a whole read of its files as they are made them
 EVENTS_MEMO = "cache/ledger-events.pickle"
 HISTORIES_MEMO = "cache/ledger-histories.pickle"
+RECORDS_MEMO = "cache/ledger-records.json"  # each record's summary (`summaries`), JSON
 LOCK_TIMEOUT_SECONDS = 30
 
 
@@ -330,7 +331,10 @@ class Ledger:
     def _remember(self, path: Path, key: tuple[tuple[str, Any], ...], memo_key: Any, read_at: int,
                   value: Callable[[], Any]) -> None:
         """Keep what was made from the files as `key` found them, unless one was written within the racy window
-        before they were read (a later write in the same clock tick could leave its key as it was)."""
+        before they were read (a later write in the same clock tick could leave its key as it was). Not on a
+        first read with no cache at all (a new clone, a cleared cache): the next command keeps it."""
+        if not path.exists() and not (self.local_dir / RECORDS_MEMO).exists():
+            return
         if self.local_dir.is_dir() and all(settled_by(file_key, read_at) for _, file_key in key if file_key is not None):
             state_memo.keep(path, memo_key, value())
 
@@ -491,7 +495,7 @@ class Ledger:
         return list(found)
 
     def _summaries_of(self, key: Any) -> list[RecordSummary]:
-        memo = self.local_dir / "cache" / "ledger-records.json"
+        memo = self.local_dir / RECORDS_MEMO
         try:
             stored = json.loads(memo.read_text(encoding="utf-8"))
             if stored.get("key") == key:

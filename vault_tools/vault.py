@@ -332,7 +332,8 @@ class Vault:
         stat_keys: dict[str, StatKey] = {rel: key for rel, _, key in listed if rel in pieces}  # type: ignore[misc]
         if len(pieces) < len(listed) or len(memo) != len(listed):
             self._read_into(pieces, stat_keys, listed, state)
-            self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at)
+            if warm:  # a first read stores the note cache (in a child, meanwhile); the next one keeps the memo
+                self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at)
         state.stat_keys = stat_keys
         for rel in state.files:
             piece = pieces.get(rel)
