@@ -41,7 +41,7 @@ def vault(request, tmp_path) -> Path:
     if request.param.endswith("session start"):
         aged(root)
         started = vt_here("hook", "claude", "session-start", cwd=root, stdin=json.dumps({"cwd": str(root)}))
-        assert started.code == 0 and (root / ".vault-tools" / "cache" / "decision-paths.json").exists()
+        assert started.code == 0 and (root / ".vault-tools" / "cache" / "decision-paths-v2.json").exists()
     return root
 
 
@@ -228,7 +228,7 @@ def test_a_plain_note_made_a_ruling_in_place_during_a_call_is_held_by_the_next_p
               "summary: Comments stay closed on every article for good.\n---\n## Ruling\n\nClosed.\n")
     fd_write = (f"{sys.executable} -c \"import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY|os.O_TRUNC); "
                 f"os.write(fd, sys.argv[2].encode()); os.close(fd)\" {shlex.quote(str(plain))} {shlex.quote(ruling)}")
-    assert (vault / ".vault-tools" / "cache" / "decision-paths.json").exists()
+    assert (vault / ".vault-tools" / "cache" / "decision-paths-v2.json").exists()
     assert agent_call(vault, fd_write) is None  # in place: the folder does not change, the tripwire does not see it
     done = vt_here(*then.split(), cwd=vault)
     assert "D-0003" in done.out + done.err
@@ -257,3 +257,21 @@ def test_a_change_by_another_mcp_servers_tool_is_held(vault, tmp_path):
                    stdin=json.dumps({**call, "hook_event_name": "PostToolUse", "tool_response": {}}))
     assert "D-0002" in json.loads(done.out)["reason"]
     assert "confirmed_by_owner: false" in question.read_text(encoding="utf-8")
+
+
+def test_the_same_answer_copied_in_by_cp_r_is_held_even_where_the_guard_failed_open(vault, tmp_path):
+    """`cp -r` of a folder holding an answered copy of the owner's question: the pre-tool-use hook refuses it;
+    had it let it through (a hook fails open on its own error), the call still never answers in the owner's name."""
+    question = note_of(vault, "D-0002")
+    source = tmp_path / "elsewhere" / "Decisions"
+    source.mkdir(parents=True)
+    (source / question.name).write_text(answered(question.read_text(encoding="utf-8")), encoding="utf-8")
+    command = f"cp -r {shlex.quote(str(source))} ."
+    refused = vt_here("hook", "claude", "pre-tool-use", cwd=vault, stdin=json.dumps(payload(vault, command)))
+    assert "deny" in refused.out  # the guard reads cp -r
+    subprocess.run(["bash", "-c", command], cwd=vault, check=True, capture_output=True)  # run all the same
+    told = call_ends(vault, command)
+    assert told is not None and "D-0002" in told["reason"]
+    assert vt_here("watch", "--once", cwd=vault).code in (0, 1)
+    assert not [e for e in ledger_events(vault) if short(e["id"]) == "D-0002" and e["event"] != "asked"]
+    assert [short(q["id"]) for q in context_of(vault)["open_questions"]] == ["D-0002"]

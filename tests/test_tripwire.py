@@ -384,12 +384,15 @@ def _forms_that_pass(root: Path, elsewhere: Path) -> dict[str, str]:
                                      f"{elsewhere}/forged.md 'Decisions/D-0009 Comments.md'",
         "config rewritten by a script": f"{python} \"import sys; open(sys.argv[1],'a').write('settle_seconds: 0\\n')\" "
                                         f"{config.relative_to(root)}",
+        "open-questions page rewritten by a script": f"{python} \"import sys; open(sys.argv[1],'w').write('# Nothing')\" "
+                                                     "'Pinned/Open questions.md'",
     }
 
 
 FORMS = ["ledger rewritten by a script", "notes removed by a variable path", "notes removed through xargs",
          "question answered by a patch from a pipe", "question answered by an archive from a pipe",
-         "ruling retracted by a script", "ruling forged by a script", "config rewritten by a script"]
+         "ruling retracted by a script", "ruling forged by a script", "config rewritten by a script",
+         "open-questions page rewritten by a script"]
 
 
 @pytest.mark.parametrize("with_git", [False, True], ids=["no git", "git"])
@@ -403,12 +406,17 @@ def test_each_form_that_passes_the_guard_leaves_the_record_whole_after_the_call(
         commit_all(vault, "the vault")
     command = _forms_that_pass(vault, tmp_path / "elsewhere")[form]
     ledger, (config, _) = ledger_file(vault), settings_of(vault)
-    before = {path: path.read_bytes() for path in [ledger, config, *(vault / "Decisions").glob("*.md")]}
+    page = vault / "Pinned" / "Open questions.md"
+    before = {path: path.read_bytes() for path in [ledger, config, page, *(vault / "Decisions").glob("*.md")]}
     read_before = vt_here("context", "--json", cwd=vault).out
     told = agent_call(vault, command)
     assert told is not None and told["decision"] == "block", form  # the agent is told
     assert vt_here("watch", "--once", cwd=vault).code in (0, 1)
     held = []
+    holding = form.startswith(("question answered", "ruling retracted", "ruling forged"))
+    page_now = page.read_bytes().decode("utf-8")
+    assert ("## Held for you" in page_now) if holding else page_now.encode("utf-8") == before.pop(page), form
+    before.pop(page, None)  # where something is held, the page says so
     for path, data in before.items():
         now = path.read_bytes()
         if now != data:  # held, never taken as the owner's: the unticked box, the typed words kept

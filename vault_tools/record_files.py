@@ -226,7 +226,8 @@ MAX_CALL_SECONDS = 900
 # still holds what one of them changed.
 KEPT_CALL_SECONDS = 86_400
 MAX_ENDED_CALLS = 500
-DECISION_PATHS = "cache/decision-paths.json"  # in STATE_DIR: the decision notes as last read (hooks' snapshot)
+# In STATE_DIR: {"notes": the decision notes as last read, "pages": where the pinned pages are} (hooks' snapshot)
+DECISION_PATHS = "cache/decision-paths-v2.json"
 _NS = 1_000_000_000
 
 
@@ -318,6 +319,7 @@ _DECISION_TYPE = re.compile(rb"^type:[ \t]*[\"']?decision[\"']?[ \t]*\r?$", re.I
 class NotesChanged(NamedTuple):
     decision_notes: list[str]  # vault-relative: changed, and saying `type: decision`
     folders_changed: bool  # a note may have gone: removed, moved or renamed
+    pages_changed: bool = False  # a pinned page was written
 
 
 def decision_notes_changed_since(root: Path, began: int) -> NotesChanged:
@@ -328,9 +330,12 @@ def decision_notes_changed_since(root: Path, began: int) -> NotesChanged:
     folder and `node_modules` are skipped; no note is parsed here (`commands.held` reads those found). A plain
     note made a decision note in place is not found here: the watcher holds it (`commands.held`)."""
     try:
-        known: list[str] | None = json.loads((root / STATE_DIR / DECISION_PATHS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = None
+        listed = json.loads((root / STATE_DIR / DECISION_PATHS).read_text(encoding="utf-8"))
+        known: list[str] | None = list(listed["notes"])
+        pages = [str(page) for page in listed["pages"]]
+    except (OSError, ValueError, KeyError, TypeError):  # no snapshot yet: every note, the pages where they go
+        known, pages = None, [f"{DEFAULT_PINNED_FOLDER}/{name}.md" for name in PAGE_NAMES]
+    pages_changed = any((_ctime(root / page) or 0) >= began for page in pages)
     found = {rel for rel in known or () if (_ctime(root / rel) or 0) >= began and _says_decision(str(root / rel))}
     folders_changed = False
     stack = [str(root)]
@@ -355,7 +360,7 @@ def decision_notes_changed_since(root: Path, began: int) -> NotesChanged:
                         found.add(os.path.relpath(entry.path, root).replace(os.sep, "/"))
                 except OSError:
                     continue
-    return NotesChanged(sorted(found), folders_changed)
+    return NotesChanged(sorted(found), folders_changed, pages_changed)
 
 
 def _says_decision(path: str) -> bool:

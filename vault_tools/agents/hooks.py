@@ -128,18 +128,22 @@ def _post_tool_use(root: Path, call: str) -> dict[str, Any] | None:
     changed_notes = changed.decision_notes if changed is not None else []
     settings_changed = settings_changed_during(root, call)
     folders_changed = changed is not None and changed.folders_changed
-    if ledgers_unchanged(root) and not settings_changed and not changed_notes and not folders_changed:
+    pages_changed = changed is not None and changed.pages_changed
+    if ledgers_unchanged(root) and not settings_changed and not changed_notes and not folders_changed \
+            and not pages_changed:
         end_agent_call(root, call)
         return None
     from ..tripwire import put_back_at, put_back_settings, told, told_settings  # only when a file changed
     found = [] if ledgers_unchanged(root) else put_back_at(root)
     settings = put_back_settings(root, call) if settings_changed else []
     said = "\n".join(([told(found)] if found else []) + ([told_settings(settings)] if settings else []))
-    if changed_notes or folders_changed:
-        from ..commands import held  # only when a decision note changed, or a note may have gone
-        holding, restored = held.after_call(root, changed_notes, folders_changed)
-        said = "\n".join(filter(None, [said, held.told(holding) if holding else "",
-                                        held.told_restored(restored) if restored else ""]))
+    if changed_notes or folders_changed or pages_changed:
+        from ..commands import build, held  # only when a decision note or a page changed, or a note may have gone
+        after = held.after_call(root, changed_notes, folders_changed)
+        rebuilt = build.build(after.ws).written if pages_changed or after.held or after.restored else []
+        said = "\n".join(filter(None, [said, held.told(after.held) if after.held else "",
+                                        held.told_restored(after.restored) if after.restored else "",
+                                        held.told_rebuilt(rebuilt) if pages_changed and rebuilt else ""]))
     end_agent_call(root, call)  # only now: until the notes are held, the watcher leaves them alone
     if not said:
         return None

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..page_names import PAGE_NAMES
 from ..record_files import (
     CONFIG_FILE,
     DECISION_PATHS,
@@ -226,7 +227,8 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     if started_ns - _newest_ns(fingerprint) > RACY_NANOSECONDS:
         _keep(path, snapshot, {"format": FORMAT, "made_at": time.time(), "session_budget": session_budget,
                                "day_ends_at": _day_ends_at(ws.now_local()), "skipped": sorted(skipped),
-                               "fingerprint": fingerprint})
+                               "fingerprint": fingerprint,
+                               "pages": [f"{ws.config.pinned_folder.strip('/')}/{name}.md" for name in PAGE_NAMES]})
     return snapshot
 
 
@@ -239,7 +241,7 @@ def _keep(path: Path, snapshot: Snapshot, stamp: dict[str, Any]) -> None:
         from ..durable import write_atomic
         write_atomic(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
         # the decision notes as read, for the tripwire after each call (`record_files.decision_notes_changed_since`)
-        write_atomic(path.parent.parent / DECISION_PATHS, json.dumps(list(stamp["fingerprint"]["notes"]),
-                                                                     ensure_ascii=False).encode("utf-8"))
+        write_atomic(path.parent.parent / DECISION_PATHS, json.dumps(
+            {"notes": list(stamp["fingerprint"]["notes"]), "pages": stamp["pages"]}, ensure_ascii=False).encode("utf-8"))
     except OSError:
         pass  # derived data: a read-only vault just answers from full reads

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import durable, note_edits
 from ..errors import NoteError
@@ -95,14 +96,20 @@ def hold_agent_changes(ws: Workspace) -> list[Held]:
     return hold_changes(ws, changed) if changed else []
 
 
-def after_call(root: Path, paths: Iterable[str], notes_may_be_gone: bool) -> tuple[list[Held], list[Restored]]:
+class AfterCall(NamedTuple):
+    ws: Workspace  # the vault, for the pages to be built again (`commands.build`) where anything changed
+    held: list[Held]
+    restored: list[Restored]
+
+
+def after_call(root: Path, paths: Iterable[str], notes_may_be_gone: bool) -> AfterCall:
     """After an agent's call, in the vault at `root`: `hold_changes` of the decision notes it changed, and, when a
     note may have gone (`notes_may_be_gone`), the sealed rulings and questions whose note it took away written
     back from the ledger (`restore.restore_missing`)."""
     ws = Workspace(Vault(root))
     held = hold_changes(ws, paths) if paths else []
     restored = restore_missing(ws, ws.state()).done if notes_may_be_gone else []
-    return held, restored
+    return AfterCall(ws, held, restored)
 
 
 def told_restored(restored: list[Restored]) -> str:
@@ -111,6 +118,13 @@ def told_restored(restored: list[Restored]) -> str:
     return (f"A command in this tool call took away decision notes, and vault-tools wrote them back from the ledger: "
             f"{said}. A ruling ends only by `vault-tools retract` or a ruling that supersedes it, a question by "
             "`vault-tools withdraw` or an answer (`vault-tools rule`).")
+
+
+def told_rebuilt(rebuilt: list[str]) -> str:
+    """What the agent is told of pages built again."""
+    return (f"The pinned pages are built from the decision notes, and vault-tools built them again: {', '.join(rebuilt)} "
+            "(what a command wrote there is kept under `kept/`). They change when a decision does: `vault-tools "
+            "ask`, `rule`, `withdraw`, `retract`.")
 
 
 def told(held: list[Held]) -> str:
