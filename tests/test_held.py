@@ -275,3 +275,18 @@ def test_the_same_answer_copied_in_by_cp_r_is_held_even_where_the_guard_failed_o
     assert vt_here("watch", "--once", cwd=vault).code in (0, 1)
     assert not [e for e in ledger_events(vault) if short(e["id"]) == "D-0002" and e["event"] != "asked"]
     assert [short(q["id"]) for q in context_of(vault)["open_questions"]] == ["D-0002"]
+
+
+def test_a_commit_inside_the_call_is_refused_by_lint_until_the_change_is_held(vault):
+    """An agent's command that answers the question and commits (`git commit` runs the pre-commit lint) inside
+    the same call: lint fails, so the answer never reaches another clone unmarked; once the tripwire held it,
+    lint only warns."""
+    question = note_of(vault, "D-0002")
+    command = writes(question, answered(question.read_text(encoding="utf-8")))
+    call_begins(vault, command)
+    subprocess.run(["bash", "-c", command], cwd=vault, check=True, capture_output=True)
+    during = vt_here("lint", cwd=vault)
+    assert during.code == 1 and "VT056 error" in during.out and "not held yet" in during.out
+    call_ends(vault, command)
+    after = vt_here("lint", cwd=vault)
+    assert "VT056 warning" in after.out and "VT056 error" not in after.out

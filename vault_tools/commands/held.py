@@ -85,6 +85,22 @@ def hold_changes(ws: Workspace, paths: Iterable[str]) -> list[Held]:
     return [held for held in found if held is not None]
 
 
+def agent_steps_not_held(ws: Workspace, state: VaultState) -> list[tuple[Decision, str]]:
+    """Each decision note that last changed during an agent's call (under way, or ended) as only the owner may,
+    not held yet, with the step it would be recorded as (for lint: a commit made inside the call would carry
+    it to other clones as the owner's)."""
+    calls = agent_calls(ws.vault.root)
+    if calls == NO_CALLS:
+        return []
+    found = []
+    for decision in state.decisions:
+        if not decision.held and calls.changed_during(ws.vault.path_of(decision)):
+            step = owner_like_step(ws, state, decision, ws.history_of(state, decision))
+            if step is not None:
+                found.append((decision, step))
+    return found
+
+
 def hold_agent_changes(ws: Workspace) -> list[Held]:
     """`hold_one` for every decision note that last changed during an agent's call (`record_files.agent_calls`),
     for `lint --fix`: what no hook held (a plain note made a decision note in place, a call no hook ended)."""

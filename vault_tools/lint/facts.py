@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..commands.build import build, context, page_path, remembered
+from ..commands.held import agent_steps_not_held
 from ..commands.setup import merge_drivers_missing
 from ..config import Config
 from ..drafts import lacks_id
@@ -75,6 +76,8 @@ class Facts:
     ledger_lines_lost: list[tuple[str, int]] = field(default_factory=list)
     # Open and withdrawn questions whose note is gone by every name (`Workspace.missing_rulings`), as kept
     missing_questions: list[Decision] = field(default_factory=list)
+    # Decision notes an agent's call changed as only the owner may, not held yet (`commands.held`): (note, step)
+    agent_steps: list[tuple[Decision, str]] = field(default_factory=list)
     # Takes what the `remembered` rules find (made by the function given) from an earlier run when the
     # decision notes, the vault's file names, the ledger, the config and the date are as they were then;
     # with anew=True, makes it again and keeps that.
@@ -282,6 +285,7 @@ def gather(vault: Vault, *, today: dt.date | None = None, now: float | None = No
         facts.ledger_files.append(ledger)
     facts.ledger_lines_lost = [(item.shown, item.lines) for item in damaged_ledgers(vault.ledger)]
     facts.missing_questions = [d for d in ws.missing_rulings(state) if d.status is not Status.RULED]
+    facts.agent_steps = agent_steps_not_held(ws, state)
     facts.properties, facts.property_lines, facts.body_lines = state.properties, state.property_lines, state.body_lines
     stat_keys = state.stat_keys or {}
     for path in [decision.path for decision in state.decisions] + [p for p, d in state.properties.items() if lacks_id(d)]:

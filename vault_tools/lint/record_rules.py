@@ -314,11 +314,20 @@ def held_for_the_owner(facts: Facts) -> Iterator[Finding]:
     owner's name. Nothing tells an answer the owner typed while the command ran from one the command wrote, so
     both wait for one tick.
 
+    It is an error while the change is not held yet (the note changed during an agent's call, under way or
+    ended, and no hook or watcher pass has marked it): a commit made then, inside the agent's command, would
+    carry it to the other clones as the owner's step.
+
     ## How to fix
     Read the note. If the change is yours, tick `confirmed_by_owner` in Obsidian's properties (or set it to
     `true`); the watcher then records it as any step of yours. If not, put the note back (`git checkout --
-    PATH`, or undo the change by hand) and remove the property.
+    PATH`, or undo the change by hand) and remove the property. A change not held yet is held by `vault-tools
+    lint --fix`, the watcher's next pass, or the agent's post-tool-use hook when its call ends.
     """
+    for decision, step in facts.agent_steps:
+        yield Finding(decision.path, first_line(decision, "status"),
+                      f"{decision.id} was changed during an agent's command ({step}) and is not held yet: it is not "
+                      "the owner's step until they confirm it; `vault-tools lint --fix` holds it", ERROR)
     for decision in facts.state.decisions:
         if not decision.held:
             continue
