@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import TZ, vt_here
-from vault_tools import notes
+from vault_tools import notes, record_files
 from vault_tools.commands.setup import init_vault
 
 RULING = "The site uses no analytics and no tracking of any kind."
@@ -290,3 +290,73 @@ def test_a_commit_inside_the_call_is_refused_by_lint_until_the_change_is_held(va
     call_ends(vault, command)
     after = vt_here("lint", cwd=vault)
     assert "VT056 warning" in after.out and "VT056 error" not in after.out
+
+
+def test_a_call_whose_post_tool_use_never_came_is_held_once_it_lapses(vault, monkeypatch):
+    """A Bash call that fails (Claude Code then sends no PostToolUse) or is interrupted: while it counts as under
+    way the watcher leaves the note alone; once it lapses (15 minutes) it counts as a call that ended, and the
+    watcher's next pass holds the step instead of taking it as the owner's."""
+    question = note_of(vault, "D-0002")
+    command = writes(question, answered(question.read_text(encoding="utf-8")))
+    call_begins(vault, command)
+    subprocess.run(["bash", "-c", command], cwd=vault, check=True, capture_output=True)
+    monkeypatch.setattr(record_files, "MAX_CALL_SECONDS", 1)  # as if 15 minutes had passed
+    time.sleep(1.2)
+    done = vt_here("watch", "--once", cwd=vault)
+    assert "D-0002" in done.out + done.err
+    assert "confirmed_by_owner: false" in question.read_text(encoding="utf-8")
+    assert not [e for e in ledger_events(vault) if short(e["id"]) == "D-0002" and e["event"] != "asked"]
+
+
+def test_parallel_calls_each_keep_their_start(vault):
+    """Claude Code runs the hooks of parallel tool calls at once: each call's start is kept (the file is locked
+    while one hook reads, changes and writes it)."""
+    commands = [f"echo {n}" for n in range(6)]
+    started = [subprocess.Popen([sys.executable, "-m", "vault_tools", "hook", "claude", "pre-tool-use"], cwd=vault,
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, env={**os.environ})
+               for _ in commands]
+    for process, command in zip(started, commands, strict=True):
+        process.stdin.write(json.dumps(payload(vault, command)).encode())
+        process.stdin.close()
+    assert all(process.wait(timeout=30) == 0 for process in started)
+    calls = json.loads((vault / ".vault-tools" / "agent-calls.json").read_text(encoding="utf-8"))
+    assert len(calls["open"]) == len(commands)
+
+
+def test_every_reader_says_what_is_held(vault):
+    """`gate` refuses a held ruling the ledger never saw (it is no one's ruling), `show` prints the note as written
+    and says how every other reader takes it."""
+    forged = vault / "Decisions" / "D-0003 Comments.md"
+    agent_call(vault, writes(forged, "---\ntype: decision\nid: D-0003\nstatus: ruled\ntopics: [comments]\n"
+                                     "ruled_by: owner\nsource: chat\nsummary: Comments stay closed on every article.\n"
+                                     "---\n## Ruling\n\nClosed.\n"))
+    gated = vt_here("gate", "D-0003", cwd=vault)
+    assert gated.code == 1 and "not a ruling" in gated.err
+    question = note_of(vault, "D-0002")
+    agent_call(vault, writes(question, answered(question.read_text(encoding="utf-8"))))
+    shown = json.loads(vt_here("show", "D-0002", "--json", cwd=vault).out)
+    assert any("read everywhere else as open" in problem["message"] for problem in shown["problems"])
+
+
+def test_a_merge_copy_written_during_a_call_is_never_recorded_as_the_owners(vault):
+    """The watcher records the outcome a merge copy git's notes driver kept; one an agent's command put there is
+    not recorded."""
+    question = note_of(vault, "D-0002")
+    decision_id = re.search(r"^id: (\S+)$", question.read_text(encoding="utf-8"), re.MULTILINE).group(1)
+    kept = next(p for p in (vault / "vault-tools" / "kept", vault / ".vault-tools" / "kept") if p.parent.is_dir())
+    copy = kept / f"{decision_id} ruled as a merge found it 2026-12-06 120000 ab12.md"
+    agent_call(vault, f"mkdir -p {shlex.quote(str(kept))} && " + writes(copy, answered(question.read_text(encoding="utf-8"))))
+    vt_here("watch", "--once", cwd=vault)
+    assert not [e for e in ledger_events(vault) if short(e["id"]) == "D-0002" and e["event"] != "asked"]
+
+
+def test_a_note_whose_properties_end_with_yamls_document_end_is_held_too(vault):
+    """YAML's document end marker (`...`) before the closing fence: the checkbox goes before it, so the note stays
+    readable and held."""
+    question = note_of(vault, "D-0002")
+    text = answered(question.read_text(encoding="utf-8")).replace("\n---\n", "\n...\n---\n", 1)
+    told = agent_call(vault, writes(question, text))
+    assert told is not None and "D-0002" in told["reason"]
+    written = question.read_text(encoding="utf-8")
+    assert "confirmed_by_owner: false\n...\n---\n" in written
+    assert [short(q["id"]) for q in context_of(vault)["open_questions"]] == ["D-0002"]

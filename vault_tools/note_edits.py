@@ -148,7 +148,10 @@ def edited(note: Note, changes: Mapping[str, Any]) -> Note:
         start, end = spans[name]
         lines[start:end] = rendered(name, changes[name], lines[start:end])
     additions = [line for name, value in changes.items() if name not in spans for line in rendered(name, value, [])]
-    frontmatter = "".join(lines) + "".join(additions)
+    # New keys go before YAML's document end marker, if the properties end with one: after it is not YAML.
+    last = max((at for at, line in enumerate(lines) if line.strip()), default=-1)
+    end = last if last >= 0 and lines[last].rstrip("\r\n") == "..." else len(lines)
+    frontmatter = "".join(lines[:end]) + "".join(additions) + "".join(lines[end:])
     prefix_end = note.text.index("\n") + 1  # the opening fence, as written
     fence_start = len(note.text) - len(note.body)
     closing = note.text[prefix_end + len(note.frontmatter):fence_start]

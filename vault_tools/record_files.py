@@ -8,10 +8,11 @@ from these names. A leaf: the hooks import it on every call, so it imports nothi
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from time import time_ns
 from typing import NamedTuple
@@ -265,15 +266,40 @@ def _ctime(path: str | Path) -> int | None:
 
 
 def agent_calls(root: Path) -> AgentCalls:
-    """The calls under way and those that ended in the last KEPT_CALL_SECONDS; none when no agent worked here."""
+    """The calls under way and those that ended in the last KEPT_CALL_SECONDS; none when no agent worked here. A
+    call whose post-tool-use never came (it failed, it was interrupted) ends MAX_CALL_SECONDS after it began:
+    what it changed is held by the watcher's next pass then, never taken as the owner's."""
     try:
         found = json.loads((root / STATE_DIR / AGENT_CALLS).read_text(encoding="utf-8"))
-        now = time_ns()
+        now, longest = time_ns(), MAX_CALL_SECONDS * _NS
+        lapsed = [(began, began + longest) for began in found["open"].values()
+                  if isinstance(began, int) and began <= now - longest]
         return AgentCalls({call: began for call, began in found["open"].items()
-                           if isinstance(began, int) and began > now - MAX_CALL_SECONDS * _NS},
-                          [(began, ended) for began, ended in found["ended"] if ended > now - KEPT_CALL_SECONDS * _NS])
+                           if isinstance(began, int) and began > now - longest},
+                          [(began, ended) for began, ended in [*found["ended"], *lapsed]
+                           if ended > now - KEPT_CALL_SECONDS * _NS])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return NO_CALLS
+
+
+@contextlib.contextmanager
+def _calls_locked(root: Path) -> Iterator[None]:
+    """The calls' file to itself while one hook reads, changes and writes it: parallel tool calls run their hooks
+    at once (an advisory lock on a file beside it, where the system has one; a lock that cannot be taken does
+    not stop the agent)."""
+    try:
+        import fcntl  # POSIX: the hooks run on Linux and macOS; elsewhere without a lock
+
+        handle = open(root / STATE_DIR / (AGENT_CALLS + ".lock"), "a+b")  # noqa: SIM115
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
 
 
 def _keep_calls(root: Path, calls: AgentCalls) -> None:
@@ -288,8 +314,9 @@ def begin_agent_call(root: Path, call: str) -> None:
     the owner's step (see `commands.held`)."""
     if not (root / STATE_DIR).is_dir():
         return
-    calls = agent_calls(root)
-    _keep_calls(root, AgentCalls({**calls.open, call: time_ns()}, calls.ended))
+    with _calls_locked(root):
+        calls = agent_calls(root)
+        _keep_calls(root, AgentCalls({**calls.open, call: time_ns()}, calls.ended))
 
 
 def agent_call_began(root: Path, call: str) -> int | None:
@@ -299,18 +326,19 @@ def agent_call_began(root: Path, call: str) -> int | None:
 
 def end_agent_call(root: Path, call: str) -> None:
     """The call `call` is no longer under way: remembered as ended (a window overlapping the last one joins it)."""
-    calls = agent_calls(root)
-    began = calls.open.get(call)
-    if began is None:
-        return
-    ended = sorted([*calls.ended, (began, time_ns())])
-    joined: list[tuple[int, int]] = []
-    for window in ended:
-        if joined and window[0] <= joined[-1][1]:
-            joined[-1] = (joined[-1][0], max(joined[-1][1], window[1]))
-        else:
-            joined.append(window)
-    _keep_calls(root, AgentCalls({c: b for c, b in calls.open.items() if c != call}, joined[-MAX_ENDED_CALLS:]))
+    with _calls_locked(root):
+        calls = agent_calls(root)
+        began = calls.open.get(call)
+        if began is None:
+            return
+        ended = sorted([*calls.ended, (began, time_ns())])
+        joined: list[tuple[int, int]] = []
+        for window in ended:
+            if joined and window[0] <= joined[-1][1]:
+                joined[-1] = (joined[-1][0], max(joined[-1][1], window[1]))
+            else:
+                joined.append(window)
+        _keep_calls(root, AgentCalls({c: b for c, b in calls.open.items() if c != call}, joined[-MAX_ENDED_CALLS:]))
 
 
 _DECISION_TYPE = re.compile(rb"^type:[ \t]*[\"']?decision[\"']?[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..errors import Refused
 from ..history import History
 from ..model import TERM_PREFIX, Decision, Status
 from ..services.checks import parse_terms
@@ -31,6 +32,9 @@ def gate(ws: Workspace, decision_id: str, requirements: Iterable[str] = ()) -> G
     state = ws.state()
     found = ws.find(state, decision_id)
     in_effect = {d.id: d for d in ws.decisions_in_effect(state)}
+    if found.id not in in_effect:  # held for the owner, and never recorded: no one's ruling yet
+        raise Refused(f"{found.id} was written during an agent's command and waits for the owner's confirmation "
+                      "(`confirmed_by_owner`): it is not a ruling", path=found.path)
     ruling = in_effect[found.id]
     result = GateResult(ruling, required)
     history = ws.history_of(state, found) or History(ruling.id)

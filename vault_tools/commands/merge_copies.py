@@ -23,7 +23,7 @@ from ..ledger_lines import Event
 from ..links import linked_ids
 from ..meaning import seal_hash
 from ..model import Status, build_decision
-from ..record_files import KEPT_FOLDER, merge_copy_id
+from ..record_files import KEPT_FOLDER, agent_calls, merge_copy_id
 from ..services.workspace import Workspace
 from ..vault import VaultState
 
@@ -76,8 +76,13 @@ def record_merge_outcomes(ws: Workspace, state: VaultState, known: dict[str, His
     done: list[Recorded] = []
     origins = {event.origin for history in known.values() for event in history.events
                if event.origin and event.origin.startswith(ORIGIN)}
+    calls = agent_calls(ws.vault.root)
     for decision_id, path in merge_copies(ws):
         if ORIGIN + path.name in origins:
+            continue
+        if calls.changed_during(path):  # an agent's call wrote it (a script, a pull it ran): never the owner's step
+            done.append(Recorded(decision_id, ws.vault.relative(path), "unknown",
+                                 "was written during an agent's command, so is not recorded; the owner files it"))
             continue
         history = latest_with_id(known, decision_id)
         if history is None or history.path is None:

@@ -13,7 +13,7 @@ from ..history import History
 from ..index import CURRENT, SearchIndex, SearchResult, fts5_available, fts_query, notice_once, scan
 from ..links import leading_id
 from ..matter import fold
-from ..model import TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
+from ..model import CONFIRMED, TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
 from ..pages import PageProblem
 from ..services.checks import check_topics
 from ..services.workspace import Workspace
@@ -36,9 +36,18 @@ class Lookup:
 
 
 def show(ws: Workspace, decision_id: str) -> tuple[Decision, History, list[Problem]]:
+    """The note as written, its history and its problems; a change held for the owner is one of them, saying
+    how every other reader takes the note (`commands.held`)."""
     state = ws.state()
     decision = ws.with_conflict(state, ws.find(state, decision_id))
-    return decision, ws.history_of(state, decision) or History(decision.id), state.problems.get(decision.path, [])
+    problems = list(state.problems.get(decision.path, []))
+    if decision.held:
+        in_effect = next((d.status for d in ws.decisions_in_effect(state) if d.path == decision.path), None)
+        if in_effect is not decision.status:
+            read_as = f"read everywhere else as {in_effect.value}" if in_effect else "in no reader's view"
+            problems.append(Problem(CONFIRMED, f"held: changed during an agent's command, {read_as} until the owner "
+                                               f"ticks `{CONFIRMED}`", decision.line_of(CONFIRMED), "VT056"))
+    return decision, ws.history_of(state, decision) or History(decision.id), problems
 
 
 def list_decisions(ws: Workspace, status: str | None = None,
