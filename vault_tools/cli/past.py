@@ -12,18 +12,16 @@ from ..shapes import decision_json, when
 if TYPE_CHECKING:
     pass
 
-from ..commands.history import changed as changes_between
-from ..commands.history import export_jsonl, export_markdown, export_records, rulings_as_of, text_diff
-from ..commands.history import history as record_history
+from ..commands.history import changed, export_jsonl, export_markdown, export_records, history, rulings_as_of, text_diff
 from ..history import MADE
 from .common import JsonOption, RecordedOption, VaultOption, app, decision_line, out, print_json, stderr, workspace
 
 
-@app.command()
-def history(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
+@app.command("history")
+def history_command(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A decision id, like D-0007.")],
             vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Every version and lifecycle event of a decision, oldest first, with what each changed in its text."""
-    found = record_history(workspace(vault), decision_id)
+    found = history(workspace(vault), decision_id)
     if json_:
         items, before = [], None
         for version in found.versions:
@@ -80,15 +78,15 @@ def as_of(date: Annotated[str, typer.Argument(metavar="DATE", help="A date (its 
         out(decision_line(standing.decision, ws))
 
 
-@app.command()
-def changed(since: Annotated[str, typer.Option("--since", metavar="DATE", help="From this date (its start) or "
+@app.command("changed")
+def changed_command(since: Annotated[str, typer.Option("--since", metavar="DATE", help="From this date (its start) or "
                                                                                 "date and time.")],
             until: Annotated[str | None, typer.Option("--until", metavar="DATE", help="Up to this date (its end) "
                                                                                       "or date and time (default: now).")] = None,
             vault: VaultOption = None, json_: JsonOption = False) -> None:
     """What was asked, ruled, superseded, withdrawn or retracted in a period, by when the vault recorded it."""
     ws = workspace(vault)
-    found = changes_between(ws, since, until)
+    found = changed(ws, since, until)
     if json_:
         print_json([{"event": c.event.event, "id": c.event.id, "at": c.event.at, "actor": c.event.actor,
                 "summary": c.summary, "reason": c.event.reason, "successor": c.event.successor,

@@ -7,7 +7,7 @@ import typer
 
 from .. import answers, console
 from ..bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
-from ..commands.gate import gate as check_gate
+from ..commands.gate import gate
 from ..commands.read import list_decisions
 from ..shapes import decision_json, gate_json
 from .common import JsonOption, TodayOption, VaultOption, app, decision_line, out, print_json, stderr, workspace
@@ -87,13 +87,13 @@ def context(budget: Annotated[str, typer.Option(
     console.context(budget, hook, today, vault, json_)
 
 
-@app.command()
-def gate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruling a script relies on, like D-0007.")],
+@app.command("gate")
+def gate_command(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruling a script relies on, like D-0007.")],
          require: Annotated[list[str], typer.Option("--require", metavar="KEY=VALUE", help="A term the ruling must grant "
                                                     "exactly (its property term_KEY); repeatable.")] = [],  # noqa: B006
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """For scripts: exit 0 only if ID is a current, sealed ruling granting every --require exactly; else exit 1 saying why."""
-    result = check_gate(workspace(vault), decision_id, require)
+    result = gate(workspace(vault), decision_id, require)
     if json_:
         print_json(gate_json(result))
     elif result.passed:

@@ -15,14 +15,13 @@ if TYPE_CHECKING:
     pass
 
 from ..commands.agent_setup import init_agent
-from ..commands.amend import relate as relate_rulings
-from ..commands.ask import ask as ask_question
-from ..commands.close import retract as retract_ruling
-from ..commands.close import withdraw as withdraw_question
-from ..commands.migrate import migrate as move
+from ..commands.amend import relate
+from ..commands.ask import ask
+from ..commands.close import retract, withdraw
+from ..commands.migrate import migrate
 from ..commands.read import became_of
-from ..commands.rule import rule as record_ruling
-from ..commands.seal import seal as seal_rulings
+from ..commands.rule import rule
+from ..commands.seal import seal
 from ..commands.setup import carriers_note, init_vault, make_vault_folder
 from ..config import load_config
 from ..record_files import CONFIG_FILE
@@ -94,11 +93,11 @@ def init(vault: VaultOption = None,
     out(carriers_note(root) + INIT_SNIPPETS)
 
 
-@app.command()
-def migrate(vault: VaultOption = None, json_: JsonOption = False) -> None:
+@app.command("migrate")
+def migrate_command(vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Move the record from .vault-tools/ to vault-tools/, where every sync engine carries it (byte for byte; safe to run again)."""
     root = find_vault(vault)
-    done = move(root)
+    done = migrate(root)
     if json_:
         print_json({"already": done.already, "moved": done.moved, "ledger_lines": done.lines, "ledger": done.ledger,
                "changed": done.changed})
@@ -134,8 +133,8 @@ Wire your agent in (its instructions, hooks and MCP server), from the project it
   vault-tools init --agent claude      # or codex, gemini, cursor; --remove takes it out again"""
 
 
-@app.command()
-def ask(summary: Annotated[str, typer.Argument(help="The question, one line of at least 20 characters.")],
+@app.command("ask")
+def ask_command(summary: Annotated[str, typer.Argument(help="The question, one line of at least 20 characters.")],
         topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC", help="Topic key (kebab-case); repeatable.")],
         body: Annotated[str | None, typer.Option(help="Context for the owner; - reads stdin.")] = None,
         due: Annotated[str | None, typer.Option(metavar="DATE", help="Date an answer is needed by (2026-07-17).")] = None,
@@ -150,7 +149,7 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
     may say it, the nearest decisions are shown with their text: if none is the matter, ask again with
     --not-the-same for each."""
     ws = workspace(vault)
-    decision = ask_question(ws, summary, topic, body=read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
+    decision = ask(ws, summary, topic, body=read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
                             not_the_same=not_the_same)
     refresh_pages(ws)
     if json_:
@@ -163,8 +162,8 @@ def ask(summary: Annotated[str, typer.Argument(help="The question, one line of a
                          markup=False)
 
 
-@app.command()
-def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
+@app.command("rule")
+def rule_command(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
                                                                 help="The question being answered.")] = None,
          summary: Annotated[str, typer.Option(help="The ruling, one line of at least 20 characters.")] = ...,  # type: ignore[assignment]
          topic: Annotated[list[str], typer.Option("--topic", "-t", metavar="TOPIC", help="Topic of a ruling given directly; repeatable.")] = [],  # noqa: B006
@@ -191,7 +190,7 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
     question under other topics: all of them are listed with their text and the words matched (look-alikes
     grouped); say which way it goes, or --not-the-same for each entry."""
     ws = workspace(vault)
-    decision = record_ruling(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
+    decision = rule(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
                             supersedes=supersedes, alongside=alongside, alongside_all=alongside_all, reason=reason,
                             body=read_body(body), revisit_if=revisit_if, revisit_by=revisit_by, terms=term, scope=scope,
                             not_the_same=not_the_same)
@@ -204,37 +203,37 @@ def rule(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]",
             out(f"  supersedes {link}")
 
 
-@app.command()
-def withdraw(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The open question to drop.")],
+@app.command("withdraw")
+def withdraw_command(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The open question to drop.")],
              reason: ReasonOption,
              by: ByOption = None, vault: VaultOption = None) -> None:
     """Drop an open question that will not be answered."""
     ws = workspace(vault)
-    decision = withdraw_question(ws, decision_id, reason, by)
+    decision = withdraw(ws, decision_id, reason, by)
     refresh_pages(ws)
     out(f"{decision.id} withdrawn")
 
 
-@app.command()
-def retract(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruling recorded in error.")],
+@app.command("retract")
+def retract_command(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The ruling recorded in error.")],
             reason: ReasonOption,
             by: ByOption = None, vault: VaultOption = None) -> None:
     """Declare a ruling wrong (recorded in error), with no replacement."""
     ws = workspace(vault)
-    decision = retract_ruling(ws, decision_id, reason, by)
+    decision = retract(ws, decision_id, reason, by)
     refresh_pages(ws)
     out(f"{decision.id} retracted")
 
 
-@app.command()
-def relate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A current, sealed ruling.")],
+@app.command("relate")
+def relate_command(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A current, sealed ruling.")],
            alongside: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling that stands beside it; repeatable.")] = [],  # noqa: B006
            supersedes: Annotated[list[str], typer.Option(metavar="ID", help="A current ruling it replaces; repeatable.")] = [],  # noqa: B006
            reason: Annotated[str | None, typer.Option(help="Why it supersedes (at least 20 characters).")] = None,
            vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Say how a ruling stands to other current rulings on its topic: it replaces them, or they stand beside it."""
     ws = workspace(vault)
-    decision = relate_rulings(ws, decision_id, alongside=alongside, supersedes=supersedes, reason=reason)
+    decision = relate(ws, decision_id, alongside=alongside, supersedes=supersedes, reason=reason)
     refresh_pages(ws)
     if json_:
         print_json(decision_json(decision))
@@ -245,14 +244,14 @@ def relate(decision_id: Annotated[str, typer.Argument(metavar="ID", help="A curr
         out(f"{decision.id} stands alongside {link}")
 
 
-@app.command()
-def seal(decision_ids: Annotated[list[str] | None, typer.Argument(
+@app.command("seal")
+def seal_command(decision_ids: Annotated[list[str] | None, typer.Argument(
         metavar="[ID]...", help="Only these rulings (default: every ruled note not sealed yet).")] = None,
          vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Seal ruled notes now instead of waiting for the settle window."""
     ws = workspace(vault)
     not_sealed: list[tuple[Decision, VaultToolsError]] = []
-    sealed = seal_rulings(ws, decision_ids or [], not_sealed)
+    sealed = seal(ws, decision_ids or [], not_sealed)
     refresh_pages(ws)
     if json_:
         print_json([decision_json(d) for d in sealed])

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     pass
 
 from ..agents import HOOK_AGENTS, hook_module
-from ..commands import service as services
+from ..commands import service
 from ..commands.govern import check_changed, governed
 from ..errors import Unfinished
 from ..record_files import WATCH_LOG
@@ -138,8 +138,8 @@ def lint_command(
 SERVICE_ACTIONS = ("install", "remove", "status")
 
 
-@app.command()
-def service(action: Annotated[str, typer.Argument(metavar="ACTION", help="install, remove or status.")],
+@app.command("service")
+def service_command(action: Annotated[str, typer.Argument(metavar="ACTION", help="install, remove or status.")],
             no_start: Annotated[bool, typer.Option("--no-start", help="install: write the unit but neither enable "
                                                                      "nor start it.")] = False,
             vault: VaultOption = None, json_: JsonOption = False) -> None:
@@ -154,22 +154,22 @@ def service(action: Annotated[str, typer.Argument(metavar="ACTION", help="instal
         raise usage_error(f"unknown action {action!r} (expected one of: {', '.join(SERVICE_ACTIONS)})")
     if no_start and action != "install":
         raise usage_error("--no-start goes with install only")
-    services.unit_kind(sys.platform)  # first: on another platform nothing is looked at or written
+    service.unit_kind(sys.platform)  # first: on another platform nothing is looked at or written
     ws = workspace(vault)
-    unit = services.build_unit(sys.platform, os.path.abspath(sys.executable), ws.vault.root,
+    unit = service.build_unit(sys.platform, os.path.abspath(sys.executable), ws.vault.root,
                                ws.vault.state_dir / WATCH_LOG, Path.home(), os.environ,
                                os.getuid())
     about: dict[str, object] = {"kind": unit.kind, "name": unit.name, "unit": str(unit.path),
                                 "vault": str(unit.vault), "logs": list(unit.logs)}
     if action == "install":
-        _service_install(services.install(unit, start=not no_start), about, json_)
+        _service_install(service.install(unit, start=not no_start), about, json_)
     elif action == "remove":
-        _service_remove(services.remove(unit), about, json_)
+        _service_remove(service.remove(unit), about, json_)
     else:
-        _service_status(services.status(unit), about, json_)
+        _service_status(service.status(unit), about, json_)
 
 
-def _service_install(done: services.Installed, about: dict[str, object], json_: bool) -> None:
+def _service_install(done: service.Installed, about: dict[str, object], json_: bool) -> None:
     unit = done.unit
     if json_:
         print_json({**about, "written": done.written, "started": done.started, "problem": done.problem or None,
@@ -188,7 +188,7 @@ def _service_install(done: services.Installed, about: dict[str, object], json_: 
                          f"`{unit.start_line()}`")
 
 
-def _service_remove(done: services.Removed, about: dict[str, object], json_: bool) -> None:
+def _service_remove(done: service.Removed, about: dict[str, object], json_: bool) -> None:
     unit = done.unit
     if json_:
         print_json({**about, "removed": done.removed, "stopped": done.stopped, "problem": done.problem or None})
@@ -203,7 +203,7 @@ def _service_remove(done: services.Removed, about: dict[str, object], json_: boo
                      f"`{unit.stop_line()}`", markup=False)
 
 
-def _service_status(found: services.Status, about: dict[str, object], json_: bool) -> None:
+def _service_status(found: service.Status, about: dict[str, object], json_: bool) -> None:
     unit = found.unit
     if json_:
         print_json({**about, "installed": found.installed, "up_to_date": found.up_to_date,

@@ -12,15 +12,13 @@ from .. import console
 if TYPE_CHECKING:
     pass
 
-from ..commands import review as reviews
-from ..commands.gitmerge import merge_note as merge
-from ..commands.harvest import harvest as harvest_notes
+from ..commands import review
+from ..commands.gitmerge import merge_note
+from ..commands.harvest import harvest
 from ..commands.import_ import import_records, parse_source
-from ..commands.renumber import renumber as renumber_note
-from ..commands.settle import settle as settle_conflict
-from ..commands.settle import settle_copy
-from ..commands.stats import stats as compute_stats
-from ..commands.stats import write_stats_page
+from ..commands.renumber import renumber
+from ..commands.settle import settle, settle_copy
+from ..commands.stats import stats, write_stats_page
 from ..figures import summary_lines
 from .common import (
     ByOption,
@@ -69,8 +67,8 @@ def import_command(
                  f"{len(result.already)} imported before, {len(result.skipped)} skipped", markup=False)
 
 
-@app.command()
-def harvest(
+@app.command("harvest")
+def harvest_command(
         paths: Annotated[list[Path] | None, typer.Argument(metavar="[PATH]...", help="Notes or folders to read "
                                                                                     "(default: the whole vault).")] = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be proposed; write nothing.")] = False,
@@ -91,7 +89,7 @@ def harvest(
                                       "Record it as ruled?", default=False, err=True))
 
     with progress:
-        result = harvest_notes(ws, paths or [], dry_run=dry_run, link_back=link_back, confirm_ids=confirm,
+        result = harvest(ws, paths or [], dry_run=dry_run, link_back=link_back, confirm_ids=confirm,
                                confirm=ask_owner if interactive else None, progress=progress)
     if json_:
         print_json(result.as_json())
@@ -112,14 +110,14 @@ def harvest(
                  f"{len(result.already)} harvested before, {len(result.skipped)} skipped", markup=False)
 
 
-@app.command()
-def stats(since: Annotated[str | None, typer.Option(metavar="DATE", help="Count only questions asked and rulings "
+@app.command("stats")
+def stats_command(since: Annotated[str | None, typer.Option(metavar="DATE", help="Count only questions asked and rulings "
                                                                          "ruled on or after this day (2026-07-01).")] = None,
           write: Annotated[bool, typer.Option("--write", help="Also write the Pinned/Stats.md page, with charts.")] = False,
           today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """The record's own figures: rulings, questions, time to answer, re-asks, supersessions, topics, who recorded what."""
     ws = workspace(vault)
-    figures = compute_stats(ws, day_option("--since", since), today_from(today))
+    figures = stats(ws, day_option("--since", since), today_from(today))
     if write:
         written, kept = write_stats_page(ws, figures)
         stderr.print(f"wrote {written}", markup=False)
@@ -140,14 +138,14 @@ def stats(since: Annotated[str | None, typer.Option(metavar="DATE", help="Count 
             out(f"  {actor}: " + ", ".join(f"{kind} {count}" for kind, count in counts.items()))
 
 
-@app.command()
-def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owner ticked in the waiting review, "
+@app.command("review")
+def review_command(apply: Annotated[bool, typer.Option("--apply", help="Do what the owner ticked in the waiting review, "
                                                                 "each through its command, and mark it applied.")] = False,
            today: TodayOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Write proposals for the owner to tick (topics to merge, rulings to relate, stale questions); never changes a decision."""
     ws = workspace(vault)
     if apply:
-        applied = reviews.apply_review(ws)
+        applied = review.apply_review(ws)
         refresh_pages(ws)
         if json_:
             print_json({"note": applied.note, "done": applied.done, "not_done": applied.not_done})
@@ -161,7 +159,7 @@ def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owne
         if applied.not_done:
             raise typer.Exit(1)
         return
-    written = reviews.write_review(ws, today_from(today))
+    written = review.write_review(ws, today_from(today))
     if written.written:
         refresh_pages(ws)  # the open-questions page says a review is waiting
     if json_:
@@ -176,8 +174,8 @@ def review(apply: Annotated[bool, typer.Option("--apply", help="Do what the owne
          "tick what you accept, then run `vault-tools review --apply`")
 
 
-@app.command()
-def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The decision in conflict.")],
+@app.command("settle")
+def settle_command(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The decision in conflict.")],
            keep: Annotated[str, typer.Option(metavar="OUTCOME", help="What stands: ruled or withdrawn (a question "
                                              "ruled on one clone and withdrawn on another), or the id of the ruling "
                                              "that stays its successor (a ruling superseded twice); with --copy: "
@@ -199,7 +197,7 @@ def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The de
         out(f"{settled.original}: kept the {settled.kept}; removed {settled.removed}")
         stderr.print(f"the text not kept is in {settled.kept_copy}", markup=False)
         return
-    done = settle_conflict(ws, decision_id, keep, reason, by)
+    done = settle(ws, decision_id, keep, reason, by)
     refresh_pages(ws)
     if json_:
         print_json({"id": done.decision.id, "kept": done.kept, "retracted": done.retracted, "kept_copy": done.kept_copy})
@@ -211,14 +209,14 @@ def settle(decision_id: Annotated[str, typer.Argument(metavar="ID", help="The de
         stderr.print(f"the note's previous text is kept in {done.kept_copy}", markup=False)
 
 
-@app.command()
-def renumber(decision_id: Annotated[str, typer.Argument(metavar="ID", help="An id two notes share.")],
+@app.command("renumber")
+def renumber_command(decision_id: Annotated[str, typer.Argument(metavar="ID", help="An id two notes share.")],
              path: Annotated[str | None, typer.Option("--path", metavar="NOTE", help="The note to give a new id "
                                                       "(default: the one the ledger has no record of).")] = None,
              by: ByOption = None, vault: VaultOption = None, json_: JsonOption = False) -> None:
     """Give one of two notes that share an id a new id: its file name and the links to it follow."""
     ws = workspace(vault)
-    done = renumber_note(ws, decision_id, path, by)
+    done = renumber(ws, decision_id, path, by)
     refresh_pages(ws)
     if json_:
         print_json({"old_id": done.old_id, "new_id": done.new_id, "path": done.path, "old_path": done.old_path,
@@ -230,11 +228,11 @@ def renumber(decision_id: Annotated[str, typer.Argument(metavar="ID", help="An i
 
 
 @app.command("merge-note")
-def merge_note(base: Annotated[Path, typer.Argument(help="The common ancestor (git's %O).")],
+def merge_note_command(base: Annotated[Path, typer.Argument(help="The common ancestor (git's %O).")],
                ours: Annotated[Path, typer.Argument(help="This clone's version, merged in place (%A).")],
                theirs: Annotated[Path, typer.Argument(help="The other clone's version (%B).")],
                shown: Annotated[str, typer.Argument(help="The note's path in the repository (%P).")]) -> None:
     """git's merge driver for decision notes (set up by init); not for use by hand."""
-    code = merge(base, ours, theirs, shown)
+    code = merge_note(base, ours, theirs, shown)
     if code:
         raise typer.Exit(code)
