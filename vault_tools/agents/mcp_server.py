@@ -24,15 +24,11 @@ from mcp_types import Resource as MCPResource
 from mcp_types import Tool as MCPTool
 
 from ..bodies import SHOW_LIMIT
-from ..commands.ask import ask as ask_question
-from ..commands.build import context as agent_context
-from ..commands.build import refresh_pages
-from ..commands.gate import gate as check_gate
-from ..commands.read import body_view
-from ..commands.read import lookup as lookup_topics
-from ..commands.read import search as search_decisions
-from ..commands.read import show as show_decision
-from ..commands.rule import rule as record_ruling
+from ..commands.ask import ask
+from ..commands.build import context, refresh_pages
+from ..commands.gate import gate
+from ..commands.read import body_view, lookup, search, show
+from ..commands.rule import rule
 from ..errors import VaultToolsError
 from ..services.workspace import Workspace
 from ..shapes import decision_json, gate_json, lookup_json, show_json
@@ -125,34 +121,34 @@ def build_server(root: Path) -> DecisionServer:
 def _add_reading_tools(server: DecisionServer) -> None:
     call = server.call
 
-    @server.tool()
-    def context(budget: str | int = "config") -> str:
+    @server.tool(name="context")
+    def context_tool(budget: str | int = "config") -> str:
         """The open questions, settled topics and rulings, as an agent reads them at the start of a session.
         budget: what the reader loads without cutting, as `context --budget` takes it: claude-hook (9,500
         characters), codex-hook (2,400 tokens), memory-file (200 lines, 25,000 bytes), config (the vault's own;
         the default) or a number of characters."""
-        return str(call(lambda ws: agent_context(ws, str(budget)).text))
+        return str(call(lambda ws: context(ws, str(budget)).text))
 
-    @server.tool()
-    def lookup(topics: list[str], full: bool = False) -> list[dict[str, Any]]:
+    @server.tool(name="lookup")
+    def lookup_tool(topics: list[str], full: bool = False) -> list[dict[str, Any]]:
         """The current rulings on these topics (near spellings count), newest first, each with the start of its
         ruling text (the whole text with full=true) and the rulings it superseded."""
-        found, _problems = call(lambda ws: lookup_topics(ws, topics))
+        found, _problems = call(lambda ws: lookup(ws, topics))
         return list(lookup_json(found, full))
 
-    @server.tool()
-    def search(query: str, history: bool = False, limit: int = 20) -> list[dict[str, Any]]:
+    @server.tool(name="search")
+    def search_tool(query: str, history: bool = False, limit: int = 20) -> list[dict[str, Any]]:
         """Decisions whose words match the query (any of its words; accents and word endings do not matter),
         best first: current rulings and open questions, and with history=true superseded, withdrawn and
         retracted ones too (marked historical). Each with the passage that matched. For text that is not a
         topic key; for a topic, lookup is exact."""
-        result = call(lambda ws: search_decisions(ws, query, history=history, limit=limit))
+        result = call(lambda ws: search(ws, query, history=history, limit=limit))
         return [hit.as_json() for hit in result.hits]
 
-    @server.tool()
-    def show(id: str, all: bool = False) -> dict[str, Any]:
+    @server.tool(name="show")
+    def show_tool(id: str, all: bool = False) -> dict[str, Any]:
         """One decision note: its properties, its body and sections, its ledger history."""
-        decision, history, problems = call(lambda ws: show_decision(ws, id))
+        decision, history, problems = call(lambda ws: show(ws, id))
         return dict(show_json(decision, history, problems, body_view(decision, None if all else SHOW_LIMIT)))
 
     @server.resource("decision://{id}", name="decision", mime_type="text/markdown",
@@ -167,19 +163,19 @@ def _add_reading_tools(server: DecisionServer) -> None:
 def _add_writing_tools(server: DecisionServer) -> None:
     call, write = server.call, server.write
 
-    @server.tool()
-    def ask(question: str, topics: list[str], body: str | None = None, due: str | None = None,
+    @server.tool(name="ask")
+    def ask_tool(question: str, topics: list[str], body: str | None = None, due: str | None = None,
             reask_reason: str | None = None, not_the_same: list[str] | None = None) -> dict[str, Any]:
         """Register a question for the owner. Refused when a current ruling settles its topic or says the same
         matter (the refusal names it) unless reask_reason says what changed, and when a question on the topic
         is already open. Refused too when it may be the matter of decisions already recorded: the refusal shows
         them; read them, and if none is this matter, ask again naming each in not_the_same (kept in the ledger)."""
-        decision = write(lambda ws: ask_question(ws, question, topics, body=body, due=due, reask_reason=reask_reason,
+        decision = write(lambda ws: ask(ws, question, topics, body=body, due=due, reask_reason=reask_reason,
                                                  not_the_same=not_the_same or ()))
         return dict(decision_json(decision))
 
-    @server.tool()
-    def rule(summary: str, question_id: str | None = None, topics: list[str] | None = None,
+    @server.tool(name="rule")
+    def rule_tool(summary: str, question_id: str | None = None, topics: list[str] | None = None,
              source: str | None = None, supersedes: list[str] | None = None, alongside: list[str] | None = None,
              alongside_all: bool = False, reason: str | None = None, body: str | None = None,
              terms: list[str] | None = None, not_the_same: list[str] | None = None) -> dict[str, Any]:
@@ -189,17 +185,17 @@ def _add_writing_tools(server: DecisionServer) -> None:
         directly that is or may be the matter of a ruling or open question under other topics is refused with
         them: say which way it goes, or name each in not_the_same (kept in the ledger) when none is this matter.
         terms: KEY=VALUE pairs the ruling grants, for gate."""
-        decision = write(lambda ws: record_ruling(ws, question_id, summary, topics=topics or [], source=source,
+        decision = write(lambda ws: rule(ws, question_id, summary, topics=topics or [], source=source,
                                                   supersedes=supersedes or [], alongside=alongside or [],
                                                   alongside_all=alongside_all, reason=reason, body=body, terms=terms or [],
                                                   not_the_same=not_the_same or []))
         return dict(decision_json(decision))
 
-    @server.tool()
-    def gate(id: str, require: list[str] | None = None) -> dict[str, Any]:
+    @server.tool(name="gate")
+    def gate_tool(id: str, require: list[str] | None = None) -> dict[str, Any]:
         """Whether a ruling is current, sealed and grants every required KEY=VALUE term exactly; passed is false
         with the reasons in failures otherwise. Check before acting on a ruling."""
-        return dict(gate_json(call(lambda ws: check_gate(ws, id, require or []))))
+        return dict(gate_json(call(lambda ws: gate(ws, id, require or []))))
 
 
 def serve(root: Path) -> None:
