@@ -87,10 +87,10 @@ def today_option(value: str | None) -> dt.date | None:
 
 def build(check: bool = False, today: str | None = None, vault: Path | str | None = None,
           json_: bool = False) -> None:
-    from .commands.build import build as build_pages
+    from .commands.build import build  # the operation, in place of this command's own name here
     today_option(today)  # still checked: a bad date is a usage error
     ws = workspace(vault)
-    result = build_pages(ws, check=check, remembered=True)
+    result = build(ws, check=check, remembered=True)
     pages = result.pages
     if json_:
         print_json({"written": result.written, "stale": result.stale, "kept": result.kept,
@@ -129,14 +129,16 @@ def budget_json(pages: Any) -> dict[str, Any]:
 
 def context(budget: str = "config", hook: bool = False, today: str | None = None, vault: Path | str | None = None,
             json_: bool = False) -> None:
-    from .commands.build import context as agent_context
-    from .commands.build import remembered
+    from .commands.build import (
+        context,  # the operation, in place of this command's own name here
+        remembered,
+    )
     ws = workspace(vault)
     day = today_option(today) or ws.today()
     state = ws.state()
 
     def shown() -> dict[str, Any]:
-        found = agent_context(ws, budget, day, state)
+        found = context(ws, budget, day, state)
         return {"overflow": found.questions_overflow, "left_out": found.questions_left_out,
                 "shown": context_json(found) if json_ else found.text}
 
@@ -182,13 +184,13 @@ def context_json(found: Any) -> dict[str, Any]:
 def lint(paths: list[Path] | list[str] | None = None, fix: bool = False, strict: bool = False,
          format_: str = "text", explain: str | None = None, today: str | None = None,
          vault: Path | str | None = None, json_: bool = False) -> None:
-    from . import lint as lint_rules  # imported here: the other commands start faster without it
+    from . import lint  # here, in place of this command's own name: the other commands start faster without it
     if explain is not None:
-        out(lint_rules.explain(explain).rstrip("\n"))
+        out(lint.explain(explain).rstrip("\n"))
         return
-    output = "json" if json_ else lint_rules.check_format(format_)
+    output = "json" if json_ else lint.check_format(format_)
     ws = workspace(vault)
-    result = lint_rules.run_lint(ws.vault, paths=[Path(path) for path in paths or []], fix=fix, strict=strict,
+    result = lint.run_lint(ws.vault, paths=[Path(path) for path in paths or []], fix=fix, strict=strict,
                                  today=today_option(today), output_format=output)
     if output == "json":
         print_json(result.as_json())

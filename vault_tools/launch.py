@@ -173,8 +173,8 @@ def main() -> None:
         _merge_note(*args[1:])
     found = _hook_arguments(args)
     if found is None:
-        from .cli import main as cli_main
-        cli_main()
+        from . import cli
+        cli.main()
         return
     from pathlib import Path
 

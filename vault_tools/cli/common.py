@@ -51,9 +51,9 @@ def read_body(body: str | None) -> str | None:
 
 
 def decision_line(decision: Decision, ws: Workspace) -> str:
-    from ..answers import decision_line as line  # the reading commands' module: loaded by every family using it
+    from .. import answers  # the reading commands' module: loaded by every family using it
 
-    return line(decision, ws)
+    return answers.decision_line(decision, ws)
 
 
 # -- commands -----------------------------------------------------------------------

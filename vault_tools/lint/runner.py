@@ -11,8 +11,8 @@ from typing import Any
 
 from ..errors import UsageError
 from ..vault import Vault
+from . import fixes
 from .facts import Facts, gather
-from .fixes import fix as fix_vault
 from .formats import check_format, format_github, format_text, report_json, summary, workspace_file
 from .registry import IGNORE_PROPERTY, RULES, SEVERITIES, Diagnostic, Report, check_config, ignored_codes
 
@@ -142,7 +142,7 @@ def run_lint(vault: Vault, *, paths: Iterable[Path] = (), fix: bool = False, str
     check_format(output_format)
     check_config(vault.config)
     scopes = report_paths(vault.root, paths, cwd)
-    fixed: tuple[list[str], list[str]] = fix_vault(vault, today=today) if fix else ([], [])
+    fixed: tuple[list[str], list[str]] = fixes.fix(vault, today=today) if fix else ([], [])
     report = lint(gather(vault, today=today), scopes)
     report.fixed, report.not_fixed = fixed
     if output_format == "github":
