@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TZ, vt_here
+from tests.helpers import TZ, vt_here, write
 from vault_tools import notes, record_files
 from vault_tools.commands.setup import init_vault
 
@@ -360,3 +360,68 @@ def test_a_note_whose_properties_end_with_yamls_document_end_is_held_too(vault):
     written = question.read_text(encoding="utf-8")
     assert "confirmed_by_owner: false\n...\n---\n" in written
     assert [short(q["id"]) for q in context_of(vault)["open_questions"]] == ["D-0002"]
+
+
+def test_what_the_agent_is_told_stays_short_whatever_the_call_changed(vault):
+    """Forty rulings forged in one call: the agent is told ten by name and the rest counted, within the hook's
+    limit."""
+    script = ";".join(
+        f"open('Decisions/D-{n:04d} Forged.md','w').write('---\\\\ntype: decision\\\\nid: D-{n:04d}\\\\nstatus: ruled\\\\n"
+        f"topics: [forged-{n}]\\\\nsummary: Forged ruling number {n} says nothing the owner said.\\\\n---\\\\n')"
+        for n in range(100, 140))
+    told = agent_call(vault, f'{sys.executable} -c "{script}"')
+    assert told is not None and "and 30 more" in told["reason"]
+    assert len(json.dumps(told)) < 9_500
+    assert sum("confirmed_by_owner: false" in p.read_text() for p in (vault / "Decisions").glob("*Forged.md")) == 40
+
+
+def test_the_calls_the_tripwire_keeps_are_guarded_as_the_ledger_is(vault):
+    calls = vault / ".vault-tools" / "agent-calls.json"
+    for command in (f"rm {calls}", "rm -f .vault-tools/agent-calls.json", "echo '{}' > .vault-tools/agent-calls.json"):
+        denied = vt_here("hook", "claude", "pre-tool-use", cwd=vault, stdin=json.dumps(payload(vault, command)))
+        assert "deny" in denied.out, command
+    write = {"cwd": str(vault), "session_id": "s", "tool_name": "Write",
+             "tool_input": {"file_path": str(calls), "content": "{}"}}
+    assert "deny" in vt_here("hook", "claude", "pre-tool-use", cwd=vault, stdin=json.dumps(write)).out
+
+
+@pytest.mark.parametrize("damage", ["not json", "[1, 2]", '{"open": 3, "ended": "x"}', ""])
+def test_a_damaged_calls_file_stops_nothing(vault, damage):
+    """The calls' file is this device's state: damaged, it is read as no call, and written anew by the next one."""
+    (vault / ".vault-tools" / "agent-calls.json").write_text(damage, encoding="utf-8")
+    question = note_of(vault, "D-0002")
+    told = agent_call(vault, writes(question, answered(question.read_text(encoding="utf-8"))))
+    assert told is not None and "D-0002" in told["reason"]  # the call after it is known again
+    assert vt_here("watch", "--once", cwd=vault).code in (0, 1)
+    assert vt_here("lint", cwd=vault).code in (0, 1)
+
+
+@pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
+def test_a_held_answer_travels_held_to_another_clone_and_is_the_owners_once_ticked_there(tmp_path, capsys, rebase):
+    """An agent's call answers the owner's question on the agent's clone (A): held there, committed, pulled by the
+    owner's clone (B, merge or rebase, with a note the owner typed before B's watcher ran): B's watcher does not
+    record it; the owner ticks it on B, and it is sealed there and, pulled back, on A. Every typed word is kept."""
+    from tests.clones import clone, make_origin
+
+    origin = make_origin(tmp_path, capsys, settle_seconds=0)
+    a, b = clone(origin, "A"), clone(origin, "B")
+    asked = a.ask("Should the newsletter move to a paid platform?", "newsletter-platform")
+    a.commit("asked")
+    b.pull(a, rebase)
+    question = note_of(a.root, asked[:6])
+    agent_call(a.root, writes(question, answered(question.read_text(encoding="utf-8"))))
+    assert "confirmed_by_owner: false" in question.read_text(encoding="utf-8")
+    a.commit("the agent's answer, held")
+    typed = write(b.root / "Notes" / "Call notes.md", "The owner's own words, typed on B before its watcher ran.\n")
+    b.pull(a, rebase)
+    on_b = note_of(b.root, asked[:6])
+    assert ANSWER in on_b.read_text(encoding="utf-8") and typed.read_text(encoding="utf-8").startswith("The owner's")
+    assert not [e for e in ledger_events(b.root) if e["id"] == asked and e["event"] != "asked"]
+    assert [q["id"] for q in json.loads(b.vt("context", "--json")[1])["open_questions"]] == [asked]
+    ticked(b.root, asked[:6])
+    b.vt("watch", "--once")
+    assert "sealed" in [e["event"] for e in ledger_events(b.root) if e["id"] == asked]  # (files in tag order)
+    b.commit("the owner's answer")
+    a.pull(b, rebase)
+    assert "sealed" in [e["event"] for e in ledger_events(a.root) if e["id"] == asked]
+    assert ANSWER in note_of(a.root, asked[:6]).read_text(encoding="utf-8")

@@ -30,6 +30,7 @@ LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
 LEDGER_COPIES_FOLDER = "ledger-copies"  # in STATE_DIR: this device's copy of each ledger file (`tripwire`)
 LEDGER_STAMP = "checked.json"  # in LEDGER_COPIES_FOLDER: each ledger file's (size, mtime_ns, inode) when checked
 SETTINGS_COPIES_FOLDER = "settings-copies"  # in STATE_DIR: this device's copy of the config and merged topics
+AGENT_CALLS = "agent-calls.json"  # in STATE_DIR: {"open": {call: began}, "ended": [[began, ended], ...]} (ns)
 SETTINGS_STAMP = "checked.json"  # in SETTINGS_COPIES_FOLDER: the agent call it was taken for, and the files' stats
 LEDGER_FOLDER = "ledger"  # the shared layout's ledger: one `<device tag>.jsonl` per device
 LEDGER_SUFFIX = ".jsonl"
@@ -49,6 +50,8 @@ def settled_by(key: tuple[int, int, int, int], at_ns: int) -> bool:
 
 
 _PAGE_KEYS = {name.casefold() for name in PAGE_NAMES}
+# In STATE_DIR, what the tripwire keeps to check the record against (see below): guarded as the ledger is
+_TRIPWIRE_STATE = {LEDGER_COPIES_FOLDER, SETTINGS_COPIES_FOLDER, AGENT_CALLS, AGENT_CALLS + ".lock"}
 
 
 MERGE_COPY_WORDS = " as a merge found it"  # the middle of a kept copy's name that git's notes driver made
@@ -102,8 +105,8 @@ def record_part(root: Path, rel: str, pinned_folder: Callable[[], str] = lambda:
             return TOPICS
         if rest and (rest[0] == KEPT_FOLDER or (top == STATE_DIR and rest[0] == MERGE_COPIES_FOLDER)):
             return KEPT  # (a merge copy waiting to be filed is one: the watcher records the outcome it holds)
-        if top == STATE_DIR and (rest == [LEGACY_LEDGER] or (rest and rest[0] == LEDGER_COPIES_FOLDER)):
-            return LEDGER
+        if top == STATE_DIR and (rest == [LEGACY_LEDGER] or (rest and rest[0] in _TRIPWIRE_STATE)):
+            return LEDGER  # (and what the tripwire checks the record against: its copies, the agent's calls)
         if top == RECORD_DIR and len(rest) == 2 and rest[0] == LEDGER_FOLDER and rest[1].endswith(LEDGER_SUFFIX):
             return LEDGER
         return None
@@ -219,7 +222,6 @@ def _write(path: Path, data: bytes) -> None:
 
 # -- the agent's tool calls, under way and just ended (`commands.held`) ---------------------------------------
 
-AGENT_CALLS = "agent-calls.json"  # in STATE_DIR: {"open": {call: began}, "ended": [[began, ended], ...]} (ns)
 # A call whose post-tool-use never came (the agent was killed) stops counting as under way after this long: Claude
 # Code's longest Bash call is 10 minutes.
 MAX_CALL_SECONDS = 900

@@ -130,10 +130,18 @@ def after_call(root: Path, paths: Iterable[str], notes_may_be_gone: bool) -> Aft
 
 def told_restored(restored: list[Restored]) -> str:
     """What the agent is told of notes written back."""
-    said = "; ".join(f"{item.id} ({item.path})" for item in restored)
+    said = _named([f"{item.id} ({item.path})" for item in restored])
     return (f"A command in this tool call took away decision notes, and vault-tools wrote them back from the ledger: "
             f"{said}. A ruling ends only by `vault-tools retract` or a ruling that supersedes it, a question by "
             "`vault-tools withdraw` or an answer (`vault-tools rule`).")
+
+
+TOLD_MOST = 10  # notes named in what the agent is told; the rest counted (a hook's answer has a hard limit)
+
+
+def _named(items: list[str]) -> str:
+    more = len(items) - TOLD_MOST
+    return "; ".join(items[:TOLD_MOST]) + (f"; and {more:,} more (`vault-tools lint` lists them)" if more > 0 else "")
 
 
 def told_rebuilt(rebuilt: list[str]) -> str:
@@ -145,7 +153,7 @@ def told_rebuilt(rebuilt: list[str]) -> str:
 
 def told(held: list[Held]) -> str:
     """What the agent is told of changes held."""
-    said = "; ".join(f"{item.id} ({item.step}, {item.path})" for item in held)
+    said = _named([f"{item.id} ({item.step}, {item.path})" for item in held])
     return (f"A command in this tool call changed decision notes as only the owner may: {said}. vault-tools held "
             f"the change: until the owner ticks `{CONFIRMED}` in Obsidian no reader takes it as in effect and "
             "nothing seals it. An answer the owner gave you is recorded with `vault-tools rule`, a question with "
