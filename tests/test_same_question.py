@@ -1,9 +1,11 @@
 """`ask` catches the same question under another topic key; the check's figures on the labelled pairs."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -22,7 +24,7 @@ from vault_tools.reconcile import reconcile
 from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 
-from .helpers import decision, snapshot, vt_here
+from .helpers import TZ, decision, snapshot, vt_here
 
 LEDGER = ".vault-tools/ledger.jsonl"
 FOOTER = "Every article footer carries the author bio."
@@ -302,7 +304,12 @@ def test_superseding_a_ruling_on_another_matter_by_a_mistyped_id_is_refused(cli,
     # on the day the replaced ruling was made: a day alone is not "before" it
     assert cli("rule", "--topic", "publishing-calendar", "--summary", "The newsletter goes out on Tuesdays at "
                "08:00.", "--source", "chat", "--supersedes", "D-0004", "--reason", "The owner moved it again the "
-               "same day.", "--ruled-at", str(__import__("datetime").date.today())).code == 0
+               "same day.", "--ruled-at", today_in_the_vault()).code == 0
+
+
+def today_in_the_vault() -> str:
+    """The vault's day (zone `TZ`), which is not the machine's for some hours of each day."""
+    return dt.datetime.now(ZoneInfo(TZ)).date().isoformat()
 
 
 # -- lookup ----------------------------------------------------------------------------------------
