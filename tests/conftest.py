@@ -25,6 +25,8 @@ def no_real_vaults(tmp_path, monkeypatch):
     """No test may walk up into a real vault: discovery stops at the test's temp folder."""
     monkeypatch.setenv("VAULT_TOOLS_CEILING", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))  # the state memo's signing key
+    monkeypatch.setenv("VAULT_TOOLS_NO_RESIDENT", "1")  # no watcher a test starts keeps a resident process, but in
+    # tests/test_resident.py
     monkeypatch.chdir(tmp_path)
 
 

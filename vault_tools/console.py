@@ -216,6 +216,8 @@ def watch(once: bool = False, vault: Path | str | None = None, json_: bool = Fal
             watcher.run_once()  # an error it raises was logged already; its exit code says what kind of trouble
         return
     previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    from . import resident  # here: only the watcher keeps a resident process
+    answering = resident.start(ws.vault.root)  # answers the agent's commands while this watches
     try:
         with Progress("reconciling", not json_) as progress:  # a first reconcile of a large vault takes a while
             watcher.progress = progress
@@ -225,6 +227,7 @@ def watch(once: bool = False, vault: Path | str | None = None, json_: bool = Fal
         stderr.print(log_line, markup=False)
         watcher.run()
     finally:
+        resident.stop(answering)
         watcher.release()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

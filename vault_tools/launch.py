@@ -155,10 +155,19 @@ def script() -> None:
     os._exit(code)
 
 
+# The agent's commands the vault's resident process answers, when `vault-tools watch` keeps one (`resident`).
+RESIDENT_COMMANDS = {"ask", "rule", "lookup", "show", "search", "context"}
+
+
 # docs/design/0024-start-up-time.md
 def main() -> None:
     _print_whatever_the_encoding()
     args = sys.argv[1:]
+    if args and args[0] in RESIDENT_COMMANDS:
+        from .resident import answer_there  # here: only the agent's commands ask the vault's resident process
+        answered = answer_there(args)
+        if answered is not None:
+            sys.exit(answered)
     quick = quick_arguments(args)
     if quick is not None:
         from . import console

@@ -96,13 +96,8 @@ def recall(path: Path, key: Any) -> Any | None:
     secret = _user_key()
     if secret is None:
         return None
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    signature, payload = data[:SIGNATURE_BYTES], data[SIGNATURE_BYTES:]
-    if len(signature) < SIGNATURE_BYTES or not hmac.compare_digest(signature, _sign(secret, payload)):
+    payload = _signed_payload(path, secret)
+    if payload is None:
         return None
     try:
         stream = io.BytesIO(payload)
@@ -111,6 +106,33 @@ def recall(path: Path, key: Any) -> Any | None:
         return pickle.load(stream)  # a pickler of its own: each pickle numbers its objects from 0
     except Exception:  # signed by this user, but made by code that no longer loads: not taken
         return None
+
+
+# A process that answers command after command (the resident process) keeps the last payload of each memo it
+# found signed, under the file's stat key, and takes it again while the file is the same file, unchanged: the
+# read and the check of its signature are then not paid again. A one-command process keeps none.
+KEEP_SIGNED_PAYLOADS = False
+_PAYLOADS: dict[Path, tuple[tuple[int, int, int, int], bytes, bytes]] = {}  # path -> stat key, secret, payload
+
+
+def _signed_payload(path: Path, secret: bytes) -> bytes | None:
+    """The memo at `path` without its signature, when this user's key signed it; None otherwise."""
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            stat_key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+            kept = _PAYLOADS.get(path)
+            if kept is not None and kept[0] == stat_key and kept[1] == secret:
+                return kept[2]
+            data = handle.read()
+    except OSError:
+        return None
+    signature, payload = data[:SIGNATURE_BYTES], data[SIGNATURE_BYTES:]
+    if len(signature) < SIGNATURE_BYTES or not hmac.compare_digest(signature, _sign(secret, payload)):
+        return None
+    if KEEP_SIGNED_PAYLOADS:
+        _PAYLOADS[path] = (stat_key, secret, payload)
+    return payload
 
 
 def keep(path: Path, key: Any, value: Any) -> None:

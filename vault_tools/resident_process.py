@@ -1,0 +1,219 @@
+"""The vault's resident process (`python -m vault_tools.resident_process ROOT WATCHER_PID`, which `resident.start`
+runs): it answers the agent's commands (`launch.RESIDENT_COMMANDS`) sent by the console script over a Unix
+socket, each one as the console script would have answered it in its own process, without paying for
+Python's start-up and the package's imports again
+(docs/design/0048-a-resident-process-answers-the-agents-commands.md).
+
+What it answers is what the front door gives, run here with the command's own arguments, working folder,
+environment and umask, its output caught in the caller's encodings: the state it keeps between commands is
+the caches every process keeps, each trusted only while the files it came from are unchanged. One command at
+a time. It stops when the watcher that started it does, and when the code installed is no longer its own.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from typing import Any
+
+from . import answers, cli, console, launch, state_memo  # noqa: F401  (loaded now, not on the first command)
+from .resident import NO_RESIDENT_ENV, private_folder, socket_path
+from .state_memo import code_fingerprint
+
+REQUEST_LIMIT = 16 * 1024 * 1024  # a command's arguments and environment; what is longer is not a command
+
+
+def serve(root: str, parent: int) -> None:
+    """Answer commands for the vault at `root` until the process `parent` ends, this one is told to stop, or
+    another resident process takes the socket."""
+    path = socket_path(root)
+    if path is None:
+        return
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not private_folder(folder):
+        return  # another user's folder, or one others may enter: no socket of ours goes there
+    stopping = signal.signal(signal.SIGTERM, _stop_between_commands)
+    listening = None
+    try:
+        listening = _listen(path)
+        if listening is None:
+            return
+        listener = listening[0]
+        _warm_up()
+        stamp = code_fingerprint()
+        while os.getppid() == parent and not _told_to_stop:
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                _busy.append(True)
+                try:
+                    if not _answer(connection, stamp):
+                        break
+                finally:
+                    _busy.clear()
+    except SystemExit:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, stopping)
+        if listening is not None:
+            _remove_if_ours(path, *listening)
+
+
+_busy: list[bool] = []
+_told_to_stop: list[bool] = []
+
+
+def _stop_between_commands(*_: object) -> None:
+    """SIGTERM: out now when waiting; after the command it runs otherwise (a ruling is not cut in the middle)."""
+    if not _busy:
+        raise SystemExit(0)
+    _told_to_stop.append(True)
+
+
+def _listen(path: str) -> tuple[socket.socket, int] | None:
+    """A socket listening at `path`, and the inode of the file it made there (fstat of a socket gives the
+    socket's own); None when another resident process answers there already."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+        probe.close()
+        listener.close()
+        return None  # one answers there already (a second watcher of the same vault)
+    except OSError:
+        probe.close()
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # left by a resident process that was killed
+    try:
+        listener.bind(path)
+        listener.listen(16)
+        bound = os.stat(path).st_ino
+    except OSError:
+        listener.close()
+        return None
+    listener.settimeout(1.0)  # each second: is the watcher still there?
+    return listener, bound
+
+
+def _remove_if_ours(path: str, listener: socket.socket, bound: int) -> None:
+    """Close `listener` and remove its socket file, unless another resident process has bound that path since."""
+    listener.close()
+    try:
+        if os.stat(path).st_ino == bound:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _warm_up() -> None:
+    """typer's command group of each command it answers that needs one, made now, not on the first command."""
+    for name in sorted(launch.RESIDENT_COMMANDS - set(launch.QUICK)):
+        cli._parser([name])  # typer's command group for each, made once
+
+
+def _answer(connection: socket.socket, stamp: str) -> bool:
+    """Run one command sent on `connection` and send its answer; False when this process should end (its code
+    is no longer the code installed)."""
+    connection.settimeout(5.0)
+    try:
+        request = json.loads(_read_all(connection).decode("utf-8", "surrogateescape"))
+        argv, cwd, env = request["argv"], request["cwd"], request["env"]
+        if not (_same_user(connection) and isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+            return True
+    except (OSError, ValueError, KeyError, TypeError):
+        return True  # not a command: nothing was run
+    if request.get("code") != stamp:
+        _send(connection, {"stale": True}, b"", b"")
+        return False
+    code, out, err = _run(argv, cwd, env, int(request.get("umask", 0o22)), request.get("encodings") or [])
+    connection.settimeout(None)
+    with contextlib.suppress(OSError):
+        _send(connection, {"exit": code}, out, err)
+    return True
+
+
+def _read_all(connection: socket.socket) -> bytes:
+    chunks, size = [], 0
+    while chunk := connection.recv(1 << 16):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > REQUEST_LIMIT:
+            raise ValueError("request too long")
+    return b"".join(chunks)
+
+
+def _same_user(connection: socket.socket) -> bool:
+    """The peer runs as this user (where the system says; the socket's folder already lets no one else in)."""
+    peer_credentials = getattr(socket, "SO_PEERCRED", None)
+    if peer_credentials is None:
+        return True
+    credentials = connection.getsockopt(socket.SOL_SOCKET, peer_credentials, struct.calcsize("3i"))
+    return bool(struct.unpack("3i", credentials)[1] == os.getuid())
+
+
+def _send(connection: socket.socket, head: dict[str, Any], out: bytes, err: bytes) -> None:
+    connection.sendall(json.dumps({**head, "out": len(out), "err": len(err)}).encode("utf-8") + b"\n" + out + err)
+
+
+def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: list[str]) -> tuple[int, bytes, bytes]:
+    """The front door run with the command's arguments, folder, environment and umask: its exit code and the
+    bytes it printed to each stream, in that stream's encoding (as the command's own process prints them)."""
+    saved_env, saved_argv, saved_stdin, saved_cwd = dict(os.environ), sys.argv, sys.stdin, os.getcwd()
+    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+    out, err = (io.TextIOWrapper(stream, encoding=_encoding(encodings, index), errors="backslashreplace",
+                                 write_through=True) for index, stream in enumerate((out_bytes, err_bytes)))
+    saved_umask = os.umask(umask)
+    try:
+        os.environ.clear()
+        os.environ.update({**env, NO_RESIDENT_ENV: "1"})  # the front door must not ask this very process
+        time.tzset()
+        os.chdir(cwd)
+        sys.argv, sys.stdin = ["vault-tools", *argv], io.StringIO("")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                launch.main()
+                code = 0
+            except SystemExit as done:
+                code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+            except BaseException:  # the command's own process would have ended so
+                err.write(traceback.format_exc())
+                code = 1
+    except OSError as error:  # the command's folder is gone
+        return 2, b"", f"error: {cwd}: {error.strerror or error}\n".encode()
+    finally:
+        os.umask(saved_umask)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        time.tzset()
+        sys.argv, sys.stdin = saved_argv, saved_stdin
+        with contextlib.suppress(OSError):
+            os.chdir(saved_cwd)
+    out.flush()
+    err.flush()
+    return code, out_bytes.getvalue(), err_bytes.getvalue()
+
+
+def _encoding(encodings: list[str], index: int) -> str:
+    given = encodings[index] if index < len(encodings) and isinstance(encodings[index], str) else "utf-8"
+    try:
+        return io.TextIOWrapper(io.BytesIO(), encoding=given).encoding
+    except LookupError:
+        return "utf-8"
+
+
+if __name__ == "__main__":
+    state_memo.KEEP_SIGNED_PAYLOADS = True
+    gc.set_threshold(launch.YOUNG_COLLECTION_AFTER, *gc.get_threshold()[1:])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the watcher's terminal stops the watcher, which stops this
+    serve(sys.argv[1], int(sys.argv[2]))
