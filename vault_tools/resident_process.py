@@ -52,16 +52,15 @@ def serve(root: str, parent: int) -> None:
         stamp = code_fingerprint()
         while os.getppid() == parent and not _told_to_stop:
             try:
+                _waiting.append(True)
                 connection, _ = listener.accept()
             except TimeoutError:
                 continue
+            finally:
+                _waiting.clear()
             with connection:
-                _busy.append(True)
-                try:
-                    if not _answer(connection, stamp):
-                        break
-                finally:
-                    _busy.clear()
+                if not _answer(connection, stamp):
+                    break
     except SystemExit:
         pass
     finally:
@@ -70,15 +69,16 @@ def serve(root: str, parent: int) -> None:
             _remove_if_ours(path, *listening)
 
 
-_busy: list[bool] = []
+_waiting: list[bool] = []  # waiting for a command: nothing is under way
 _told_to_stop: list[bool] = []
 
 
 def _stop_between_commands(*_: object) -> None:
-    """SIGTERM: out now when waiting; after the command it runs otherwise (a ruling is not cut in the middle)."""
-    if not _busy:
-        raise SystemExit(0)
+    """SIGTERM: out at once while waiting for a command; otherwise once what is under way is done (a ruling is
+    not cut in the middle, nor the socket left behind)."""
     _told_to_stop.append(True)
+    if _waiting:
+        raise SystemExit(0)
 
 
 def _listen(path: str) -> tuple[socket.socket, int] | None:
