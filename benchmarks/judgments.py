@@ -179,7 +179,7 @@ def make_vault(root: Path, name: str) -> dict[str, str]:
         (folder / f"{item['id']}.md").write_text(f"---\n{front}\n---\n## {section}\n{item['summary']}\n",
                                                  encoding="utf-8")
     later = time.time() + 1
-    reconcile(Workspace(Vault(root)), quiet_before=later, settle_before=later)
+    reconcile(Workspace(Vault(root)), quiet_before=later, seal_before=later)
     return {item["id"]: item["id"] for item in items}
 
 

@@ -96,7 +96,7 @@ def _typed_into(root: Path, ws: Workspace, ruling_id: str, summary: str) -> str:
     old = next(line for line in text.splitlines() if line.startswith("summary:"))
     note.write_text(text.replace(old, f"summary: {summary}", 1), encoding="utf-8")
     later = time.time() + 1  # past the quiet window: the owner has stopped typing
-    reconcile(ws, quiet_before=later, settle_before=later)
+    reconcile(ws, quiet_before=later, seal_before=later)
     state = Workspace(Vault(root)).state()
     return next(d.id for d in state.decisions if d.status.value == "open" and d.summary == summary)
 

@@ -188,7 +188,7 @@ def watcher_latency(vault: Path, saves: int, debounce_ms: int = 200) -> tuple[li
     """Seconds from a save of an open question to its page being rewritten, minus the debounce."""
     config = vault / ".vault-tools" / "config.yaml"
     original = config.read_text()
-    config.write_text(original + f"debounce_ms: {debounce_ms}\nsettle_seconds: 600\n")
+    config.write_text(original + f"debounce_ms: {debounce_ms}\nseal_delay_seconds: 600\n")
     question = next(p for p in sorted((vault / "Decisions").glob("D-*.md")) if "status: open" in p.read_text())
     page = vault / "Pinned" / "Open questions.md"
     watcher = subprocess.Popen([*VAULT_TOOLS, "watch", "--vault", str(vault)], stderr=subprocess.PIPE, text=True)
@@ -271,7 +271,7 @@ def measure_hooks(vault: Path, repeat: int) -> dict[str, Measure]:
 
 def unsealed_vault(size: int, workdir: Path, shared: bool = False) -> tuple[Path, int]:
     """A vault of `size` notes whose rulings are all unsealed and whose ledger is empty, every note left alone
-    for an hour (past the debounce and the settle window); and how many rulings it holds."""
+    for an hour (past the debounce and the sealing delay); and how many rulings it holds."""
     vault = workdir / f"unsealed-{size}{'-shared' if shared else ''}"
     subprocess.run([sys.executable, str(Path(__file__).with_name("make_vault.py")), str(vault), "--notes", str(size),
                     "--unsealed", *(["--shared"] if shared else [])], check=True, stdout=subprocess.DEVNULL)

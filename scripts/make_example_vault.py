@@ -143,8 +143,8 @@ def owner_adds_properties(ws: Workspace, decision_id: str, properties: dict[str,
 
 
 def watcher_pass(ws: Workspace) -> None:
-    """What the watcher does once the owner has stopped typing and the settle window has passed."""
-    reconcile(ws, quiet_before=float("inf"), settle_before=float("inf"))
+    """What the watcher does once the owner has stopped typing and the sealing delay has passed."""
+    reconcile(ws, quiet_before=float("inf"), seal_before=float("inf"))
 
 
 def record_decisions(ws: Workspace, clock: StoryClock) -> None:

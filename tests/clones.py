@@ -90,7 +90,7 @@ class Clone:
         return {d.path: (self.root / d.path).read_text(encoding="utf-8") for d in state.decisions}
 
 
-def make_origin(tmp_path: Path, capsys: pytest.CaptureFixture[str], settle_seconds: int | None = None,
+def make_origin(tmp_path: Path, capsys: pytest.CaptureFixture[str], seal_delay_seconds: int | None = None,
                 tag: str | None = None) -> Clone:
     root = tmp_path / "origin"
     (root / ".obsidian").mkdir(parents=True)
@@ -101,7 +101,7 @@ def make_origin(tmp_path: Path, capsys: pytest.CaptureFixture[str], settle_secon
     origin.vt("init", "--timezone", TZ)
     config = root / "vault-tools" / "config.yaml"  # the watcher looks at a pulled note at once
     config.write_text(config.read_text(encoding="utf-8") + "debounce_ms: 0\n" +
-                      (f"settle_seconds: {settle_seconds}\n" if settle_seconds is not None else ""), encoding="utf-8")
+                      (f"seal_delay_seconds: {seal_delay_seconds}\n" if seal_delay_seconds is not None else ""), encoding="utf-8")
     origin.rule("--topic", "newsletter-day", "--summary", NEWSLETTER_DAY)
     origin.rule("--topic", "blog-comments", "--summary", BLOG_COMMENTS)
     origin.commit("init")

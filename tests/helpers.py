@@ -261,9 +261,9 @@ REAL_TIMEOUT = 30  # seconds a real-observer test waits for the watcher before i
 
 
 def configure(vault: Path, debounce_ms: int = 300, settle: float = 1) -> None:
-    """The vault's config: zone Asia/Tokyo, the watcher's debounce and settle window as given."""
+    """The vault's config: zone Asia/Tokyo, the watcher's debounce and sealing delay as given."""
     (vault / ".vault-tools" / "config.yaml").write_text(
-        f"timezone: Asia/Tokyo\ndebounce_ms: {debounce_ms}\nsettle_seconds: {settle}\n")
+        f"timezone: Asia/Tokyo\ndebounce_ms: {debounce_ms}\nseal_delay_seconds: {settle}\n")
 
 
 def obsidian_save(path: Path, text: str) -> None:

@@ -210,11 +210,27 @@ def test_init_with_an_unknown_timezone_writes_nothing(tmp_path):
     assert sorted(p.name for p in (tmp_path / "v").iterdir()) == [".obsidian"]
 
 
-def test_settle_seconds_may_be_a_fraction(vault):
+def test_seal_delay_seconds_may_be_a_fraction(vault):
     from vault_tools.config import load_config
 
-    (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nsettle_seconds: 0.5\n")
-    assert load_config(vault).settle_seconds == 0.5
+    (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nseal_delay_seconds: 0.5\n")
+    assert load_config(vault).seal_delay_seconds == 0.5
+
+
+@pytest.mark.parametrize("layout", ["plain", "full"])  # read by libyaml, and by ruamel.yaml (a "!" in a comment)
+def test_a_config_written_with_the_former_name_settle_seconds_still_sets_the_sealing_delay(vault, cli, layout):
+    from vault_tools.config import load_config
+
+    comment = "  # written before the key was renamed!" if layout == "full" else ""
+    config = vault / ".vault-tools" / "config.yaml"
+    config.write_text(f"timezone: Asia/Tokyo\nsettle_seconds: 5{comment}\n")
+    assert load_config(vault).seal_delay_seconds == 5
+    config.write_text(f"timezone: Asia/Tokyo\nsettle_seconds: -5{comment}\n")
+    assert "seal_delay_seconds must be at least 0" in cli("lint").err
+    config.write_text(f"timezone: Asia/Tokyo\nseal_delay_seconds: 5\nsettle_seconds: 9{comment}\n")
+    refused = cli("lint")
+    assert refused.code == 2 and refused.err.strip() == ("error: .vault-tools/config.yaml:3: settle_seconds is the "
+                                                         "former name of seal_delay_seconds: keep one of them")
 
 
 # -- a note the record could not read back is never written ---------------------------------------------

@@ -22,7 +22,7 @@ def new_vault(tmp_path: Path) -> Path:
     done = vt_here("init", "--timezone", "Asia/Tokyo", cwd=root)
     assert done.code == 0, done.err
     config = root / "vault-tools" / "config.yaml"
-    config.write_text(config.read_text(encoding="utf-8") + "debounce_ms: 0\nsettle_seconds: 0\n", encoding="utf-8")
+    config.write_text(config.read_text(encoding="utf-8") + "debounce_ms: 0\nseal_delay_seconds: 0\n", encoding="utf-8")
     return root
 
 

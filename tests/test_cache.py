@@ -489,7 +489,7 @@ def test_lint_findings_inside_the_settle_window_are_found_again_when_it_ends(vau
     ruling = decision(vault, 1, "ruled", summary="Comments stay closed on every post, always.")
     write(vault / "Decisions" / "Draft.md", "---\ntype: decision\nstatus: open\ntopics: [podcast]\n---\n")
     saved = ruling.stat().st_mtime
-    settle = Vault(vault).config.settle_seconds
+    settle = Vault(vault).config.seal_delay_seconds
 
     def found(now: float) -> dict[str, str]:
         return {d.code: d.severity for d in lint(gather(Vault(vault), now=now)).diagnostics

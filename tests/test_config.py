@@ -14,7 +14,7 @@ from tests.helpers import SCALARS, typed
 from vault_tools.config import _parse_config, _parse_config_fully, _quick_config, load_config
 from vault_tools.errors import ConfigError
 
-CONFIG_KEYS = ["timezone", "settle_seconds", "decisions_folder", "harvest_on_change", "budget", "lint", "1", "true",
+CONFIG_KEYS = ["timezone", "seal_delay_seconds", "decisions_folder", "harvest_on_change", "budget", "lint", "1", "true",
                "<<", '"quoted key"', "x y", "? [a]"]
 NUMBERS = ["0", "120", "08", "012", "-3", "+4", "1_000", "0b11", "0o17", "0x1f", "1.5", "1.", ".5", "1e3", "1E3",
            ".5e3", "-.inf", ".NaN", "12:30", "2026-07-17", "2026-07-17 08:30:00", "=", "<<", "~", "Yes", "off"]
@@ -70,7 +70,7 @@ def test_the_quick_way_reads_a_config_as_ruamel_yaml_does_wherever_it_answers(te
     assert quick == full, text
 
 
-@pytest.mark.parametrize("text", ["timezone: UTC\nsettle_seconds: 5\n", "settle_seconds: 0.5\ndebounce_ms: 08\n",
+@pytest.mark.parametrize("text", ["timezone: UTC\nseal_delay_seconds: 5\n", "seal_delay_seconds: 0.5\ndebounce_ms: 08\n",
                                   "lint:\n  VT043: off\nbudget:\n  lines: 100\n", "harvest_on_change: true\n",
                                   "decisions_folder: 'Work decisions'  # quoted\n", "timezone: Asia/Tokyo\n"])
 def test_the_settings_people_write_take_the_quick_way(text):
@@ -79,7 +79,7 @@ def test_the_settings_people_write_take_the_quick_way(text):
 
 
 @pytest.mark.parametrize(("text", "message", "line"), [
-    ("settle_seconds: 1_000\n", None, None),  # ruamel.yaml reads 1000: so do we
+    ("seal_delay_seconds: 1_000\n", None, None),  # ruamel.yaml reads 1000: so do we
     ("decisions_folder: 2024-01-01\n", "decisions_folder must be str, not datetime.date(2024, 1, 1)", 1),
     ("timezone: UTC\nbudget:\n  lines: 100\n  lines: 200\n", "invalid YAML: found duplicate key \"lines\"", 4),
     ("timezone: UTC\ntimezone: UTC\n", "invalid YAML: found duplicate key \"timezone\"", 2),
@@ -105,9 +105,9 @@ def test_a_plain_config_is_read_without_importing_ruamel_yaml(tmp_path):
     """ruamel.yaml costs more to import than the whole read of a plain config, on every command that finds no
     config in its cache (a fresh clone, CI)."""
     (tmp_path / ".vault-tools").mkdir()
-    (tmp_path / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nsettle_seconds: 30\n")
+    (tmp_path / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nseal_delay_seconds: 30\n")
     code = ("import sys; from pathlib import Path; from vault_tools.config import load_config; "
-            f"c = load_config(Path({str(tmp_path)!r})); print(c.timezone, c.settle_seconds, 'ruamel' in sys.modules)")
+            f"c = load_config(Path({str(tmp_path)!r})); print(c.timezone, c.seal_delay_seconds, 'ruamel' in sys.modules)")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            cwd=Path(__file__).resolve().parent.parent).stdout
     assert shown.split() == ["Asia/Tokyo", "30.0", "False"]
@@ -121,13 +121,13 @@ def test_parse_config_names_each_keys_line_either_way():
 
 
 @pytest.mark.parametrize("text", [
-    "settle_seconds: 5\x85debounce_ms: 9\n",  # NEL: a line break to libyaml only
-    "# team settings\u2028\ntimezone: Asia/Tokyo\nsettle_seconds: -1\n",  # LS: every later line shifts
+    "seal_delay_seconds: 5\x85debounce_ms: 9\n",  # NEL: a line break to libyaml only
+    "# team settings\u2028\ntimezone: Asia/Tokyo\nseal_delay_seconds: -1\n",  # LS: every later line shifts
     "# c\n\ufefftimezone: Asia/Tokyo\n",  # a BOM that is not the first character
-    "settle_seconds: 5\n\ufeff",
+    "seal_delay_seconds: 5\n\ufeff",
     "decisions_folder: !\n",  # a bare tag on nothing: text to libyaml, nothing to ruamel.yaml
     "decisions_folder: |# the folder\n  Work\n",  # a block scalar's header running into a comment
-    "timezone: UTC\rsettle_seconds: 5\r",  # a CR alone
+    "timezone: UTC\rseal_delay_seconds: 5\r",  # a CR alone
 ])
 def test_what_libyaml_reads_otherwise_is_left_to_ruamel_yaml(tmp_path, text):
     assert _quick_config(text) is None

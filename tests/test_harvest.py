@@ -143,13 +143,13 @@ def test_too_short_to_stand_alone_is_skipped_with_why(cli, vault):
 def test_the_watcher_harvests_changed_notes_only_when_switched_on(vault):
     write(vault / "Daily" / "2026-07-17.md", "- #decision The newsletter goes out on Thursdays from now on\n")
     ws = Workspace(Vault(vault))
-    watcher = Watcher(ws, on_actions=lambda actions: None, debounce_seconds=0, settle_seconds=0)
+    watcher = Watcher(ws, on_actions=lambda actions: None, debounce_seconds=0, seal_delay_seconds=0)
     watcher.process(paths=["Daily/2026-07-17.md"])
     assert ws.state().decisions == []  # off by default
     config = vault / ".vault-tools" / "config.yaml"
     config.write_text(config.read_text() + "harvest_on_change: true\n")
     ws = Workspace(Vault(vault))
-    watcher = Watcher(ws, on_actions=lambda actions: None, debounce_seconds=0, settle_seconds=0)
+    watcher = Watcher(ws, on_actions=lambda actions: None, debounce_seconds=0, seal_delay_seconds=0)
     actions = watcher.process(paths=["Daily/2026-07-17.md"])
     assert [a.kind for a in actions][:1] == ["harvested"]
     assert [d.summary for d in ws.state().decisions] == ["The newsletter goes out on Thursdays from now on"]

@@ -34,7 +34,7 @@ def vault(request, tmp_path) -> Path:
     config = next(path for path in (root / "vault-tools" / "config.yaml", root / ".vault-tools" / "config.yaml")
                   if path.exists())
     with open(config, "a", encoding="utf-8") as handle:  # the watcher's pass seals a quiet ruling at once
-        handle.write("debounce_ms: 0\nsettle_seconds: 0\n")
+        handle.write("debounce_ms: 0\nseal_delay_seconds: 0\n")
     assert vt_here("rule", "--topic", "analytics", "--summary", RULING, "--source", "chat", cwd=root).code == 0
     assert vt_here("ask", "Should the newsletter move to a paid platform?", "--topic", "newsletter-platform",
                    cwd=root).code == 0
@@ -128,7 +128,7 @@ def test_an_answer_written_during_an_agents_call_is_held_and_the_owners_once_tic
     assert notes.read_note(question).data["confirmed_by_owner"] is False
     assert ANSWER in question.read_text(encoding="utf-8")  # every word typed is kept
 
-    assert vt_here("watch", "--once", cwd=vault).code == 0  # settle_seconds 0: it would seal an owner's answer
+    assert vt_here("watch", "--once", cwd=vault).code == 0  # seal_delay_seconds 0: it would seal an owner's answer
     assert not [e for e in ledger_events(vault) if short(e["id"]) == "D-0002" and e["event"] != "asked"]
     context = context_of(vault)
     assert [short(q["id"]) for q in context["open_questions"]] == ["D-0002"]  # still the owner's open question
@@ -403,7 +403,7 @@ def test_a_held_answer_travels_held_to_another_clone_and_is_the_owners_once_tick
     record it; the owner ticks it on B, and it is sealed there and, pulled back, on A. Every typed word is kept."""
     from tests.clones import clone, make_origin
 
-    origin = make_origin(tmp_path, capsys, settle_seconds=0)
+    origin = make_origin(tmp_path, capsys, seal_delay_seconds=0)
     a, b = clone(origin, "A"), clone(origin, "B")
     asked = a.ask("Should the newsletter move to a paid platform?", "newsletter-platform")
     a.commit("asked")

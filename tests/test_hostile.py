@@ -257,7 +257,7 @@ def set_config(vault: Path, text: str) -> None:
     ("decisions_folder: .hidden", "hidden folder"),
     ("pinned_folder: Meta\ntemplates_folder: Meta/Templates", "overlap"),
     ("templates_folder: ''", "must name a folder"),
-    ("settle_seconds: -5", "settle_seconds must be at least 0"),
+    ("seal_delay_seconds: -5", "seal_delay_seconds must be at least 0"),
     ("budget:\n  bytes: 0", "budget.bytes must be at least 1"),
     ("lint:\n  VT999: off", "'VT999' names no rule"),
 ])
@@ -369,7 +369,7 @@ def test_a_ruling_whose_ledger_line_was_tampered_is_not_promised_a_seal(cli, vau
     ledger.write_text(ledger.read_text().replace('"owner"', '"0wner"'))
     result = cli("lint")
     assert "VT024" in codes(result)
-    assert "sealed when the settle window" not in result.out and "ledger is damaged" in result.out, result.out
+    assert "sealed when the sealing delay" not in result.out and "ledger is damaged" in result.out, result.out
 
 
 # -- 12: temp files a kill left behind -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ def _from_template(vault, name: str, template: str, **fill: str) -> None:
     for key, value in fill.items():
         text = text.replace(f"{key}: []", f"{key}: [{value}]", 1)
     path = write(vault / "Decisions" / f"{name}.md", text)
-    past = time.time() - 600  # left alone for longer than the settle window
+    past = time.time() - 600  # left alone for longer than the sealing delay
     os.utime(path, (past, past))
 
 

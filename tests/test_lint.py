@@ -323,7 +323,7 @@ def test_fix_seals_settled_rulings_rebuilds_pages_and_keeps_the_owners_text(cli,
     assert fixed.code == 0, fixed.out
     assert "sealed D-0001" in fixed.err and "rebuilt Pinned/Decisions log.md" in fixed.err
     assert old.read_text() == old_text and fresh.read_text() == fresh_text
-    assert ": VT020 warning: D-0002 is ruled but not sealed yet" in fixed.out  # inside its settle window
+    assert ": VT020 warning: D-0002 is ruled but not sealed yet" in fixed.out  # inside its sealing delay
     assert json.loads(cli("show", "D-0001", "--json").out)["sealed"] is True
     assert json.loads(cli("show", "D-0002", "--json").out)["sealed"] is False
 

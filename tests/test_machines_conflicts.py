@@ -148,7 +148,7 @@ def test_a_ruling_kept_by_a_settlement_and_retracted_where_it_was_made_ends_retr
 def test_an_answer_typed_then_retracted_before_any_watcher_saw_it_is_put_to_the_owner(tmp_path, capsys):
     """On a device with no watcher (a phone), the owner types an answer, then retracts it: the record never
     held the ruling, so the retraction cannot be applied; lint says so on that note and nothing typed is lost."""
-    origin = make_origin(tmp_path, capsys, settle_seconds=0)
+    origin = make_origin(tmp_path, capsys, seal_delay_seconds=0)
     question = origin.ask("Which city hosts the spring meetup this year?", "meetup-city")
     origin.commit("asked")
     path = next(p for p in (origin.root / "Decisions").iterdir() if p.name.startswith(question + " "))

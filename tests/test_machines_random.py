@@ -31,7 +31,7 @@ def _random_work_on_clones(tmp_path: Path, capsys: pytest.CaptureFixture[str], s
     rng = random.Random(seed)
     tags = ["".join(rng.choice(CLONE_TAG_ALPHABET) for _ in range(CLONE_TAG_LENGTH)) for _ in range(4)]
     # what the owner typed is sealed by the next watcher
-    origin = make_origin(tmp_path, capsys, settle_seconds=0, tag=tags[0])
+    origin = make_origin(tmp_path, capsys, seal_delay_seconds=0, tag=tags[0])
     clones = [clone(origin, name, tags[number]) for number, name in enumerate("ABC"[:rng.choice((2, 3))], 1)]
     deadline = time.monotonic() + budget
     words = ["podcast", "shop", "survey", "footer", "archive", "sponsor", "events", "merch"]

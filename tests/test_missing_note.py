@@ -99,7 +99,7 @@ def test_a_ruling_the_ledger_closed_is_not_brought_back(vault, sealed, closing) 
 
 def test_a_running_watcher_waits_the_settle_window_before_writing_a_note_back(vault, sealed) -> None:
     """The owner halfway through retyping `type`, or a sync engine between the two halves of a rename, is
-    not answered at once: the note goes back once its absence has lasted the settle window."""
+    not answered at once: the note goes back once its absence has lasted the sealing delay."""
     configure(vault, debounce_ms=300, settle=30)
     original = sealed.read_bytes()
     with Scripted(vault) as scripted:

@@ -124,7 +124,7 @@ def test_unresolved_overlaps_are_every_pair_of_current_rulings_on_matching_topic
 
     from vault_tools.links import LinkResolver
     from vault_tools.model import newest_first_key
-    from vault_tools.settling import unresolved_overlaps
+    from vault_tools.ruling_graph import unresolved_overlaps
     rng = random.Random(11)
     topics = ["article-footer", "article-footers", "footer-article", "artcle-footer", "pricing", "pricing-sales",
               "reader-reply", "raeder-reply", "sale-draft", "sael-draft", "newsletter", "archive-policy"]

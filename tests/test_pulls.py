@@ -313,7 +313,7 @@ def test_a_note_from_a_template_numbered_on_both_clones_keeps_one_record_after_p
     """The owner's note without an id is committed on A and pulled by B before either watcher numbered it; each
     watcher gives it an id. After pulls both ways, both clones hold one open question, the other closed in its note
     (withdrawn in place in git: a removed note would stop a pull), and nothing typed is lost."""
-    origin = make_origin(tmp_path, capsys, settle_seconds=0)
+    origin = make_origin(tmp_path, capsys, seal_delay_seconds=0)
     a, b = clone(origin, "A"), clone(origin, "B")
     typed = "---\ntype: decision\nid:\nstatus: open\ntopics: [back-issues]\nsummary: Should the shop sell printed back issues?\n---\n"
     (a.root / "Decisions" / "Untitled.md").write_text(typed, encoding="utf-8")

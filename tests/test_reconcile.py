@@ -237,7 +237,7 @@ def test_the_state_a_reconcile_keeps_is_the_vault_as_read_afresh(cli, vault):
     write(vault / "Daily" / "2026-11-30.md", "Thought about [[D-0003 Note]] today.\n")
     quiet(vault)
     ws = Workspace(Vault(vault))
-    done = reconcile(ws, quiet_before=time.time(), settle_before=time.time())
+    done = reconcile(ws, quiet_before=time.time(), seal_before=time.time())
     assert {"id-given", "edit-rejected", "sealed", "recorded"} <= {a.kind for a in done.actions}
     kept, fresh = done.state, Vault(vault).load()
     assert kept is not None
@@ -260,12 +260,12 @@ def test_watch_once_names_what_it_left_and_exits_1(cli, vault):
     chains(vault, 1)
     quiet(vault)
     ruled = decision(vault, 3, "ruled", ("pricing",), "The spring sale is fifteen percent off.")
-    past = time.time() - 30  # left alone for longer than the debounce, not yet for the settle window
+    past = time.time() - 30  # left alone for longer than the debounce, not yet for the sealing delay
     os.utime(ruled, (past, past))
     left = cli("watch", "--once")
     assert left.code == 1, left.err
     assert "left 1 decision note not reconciled:" in left.err
-    assert "Decisions/D-0003 Note.md: ruled; sealed once left alone for 120 s (settle_seconds)" in left.err
+    assert "Decisions/D-0003 Note.md: ruled; sealed once left alone for 120 s (seal_delay_seconds)" in left.err
     assert events(vault).count("sealed") == 2  # the rest was done
     assert cli("seal").code == 0
     assert cli("watch", "--once").code == 0

@@ -20,7 +20,7 @@ WHY = "Readers complained about the signup line under every article."
 
 
 def _saved_a_while_ago(path, text: str) -> None:
-    """The owner's save, quiet for longer than the watcher's debounce and settle window."""
+    """The owner's save, quiet for longer than the watcher's debounce and sealing delay."""
     path.write_text(text)
     past = time.time() - 600
     os.utime(path, (past, past))

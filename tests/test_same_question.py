@@ -157,7 +157,7 @@ def write_rulings(vault: Path, rulings: list[tuple[str, str]]) -> None:
     for number, (topic, summary) in enumerate(rulings, start=1):
         decision(vault, number, topics=(topic,), summary=summary, title=f"D-{number:04d}")
     later = time.time() + 1  # past the quiet window: the notes are not being typed
-    reconcile(Workspace(Vault(vault)), quiet_before=later, settle_before=later)
+    reconcile(Workspace(Vault(vault)), quiet_before=later, seal_before=later)
 
 
 # -- rule given directly ---------------------------------------------------------------------------

@@ -58,7 +58,7 @@ class VaultMachine(RuleBasedStateMachine):
         self.base = Path(tempfile.mkdtemp(prefix="vault-tools-soak-"))
         self.root = make_vault(self.base / "vault")
         config = self.root / ".vault-tools" / "config.yaml"
-        config.write_text(config.read_text() + "settle_seconds: 0\ndebounce_ms: 0\n"
+        config.write_text(config.read_text() + "seal_delay_seconds: 0\ndebounce_ms: 0\n"
                           f"budget:\n  lines: {BUDGET_LINES}\n  bytes: {BUDGET_BYTES}\n")
         write(self.root / "Designs" / "Design A.md", "The first design.\n")
         write(self.root / "Designs" / "Design B.md", "The second design.\n")

@@ -24,7 +24,7 @@ from vault_tools.vault import Vault
 from .helpers import TZ, decision, judged, write
 from .sync_sim import CARRIERS, Cloud, Device
 
-QUICK = "settle_seconds: 0\ndebounce_ms: 0\n"
+QUICK = "seal_delay_seconds: 0\ndebounce_ms: 0\n"
 
 
 def vt(device: Device, *args: str) -> tuple[int, str]:
@@ -41,7 +41,7 @@ def vt(device: Device, *args: str) -> tuple[int, str]:
 
 
 def watch(device: Device) -> None:
-    """One pass of the device's watcher, as `watch` runs it when files change (the settle window is 0)."""
+    """One pass of the device's watcher, as `watch` runs it when files change (the sealing delay is 0)."""
     past = time.time() - 5
     for path in device.root.rglob("*.md"):  # the owner stopped typing a while ago
         os.utime(path, (past, past))

@@ -290,13 +290,13 @@ def settings_of(root: Path) -> tuple[Path, Path]:
 def test_the_config_an_agents_command_changed_is_put_back_and_what_it_wrote_kept(vault):
     config, _ = settings_of(vault)
     before = config.read_bytes()
-    answer = agent_call(vault, "python3 -c \"import sys; open(sys.argv[1],'a').write('settle_seconds: 0\\n')\" "
+    answer = agent_call(vault, "python3 -c \"import sys; open(sys.argv[1],'a').write('seal_delay_seconds: 0\\n')\" "
                                f"{config.relative_to(vault)}")
     assert config.read_bytes() == before
     assert answer is not None and answer["decision"] == "block"
     assert "config.yaml" in answer["reason"] and "put them back" in answer["reason"]
     kept = list((config.parent / "kept").glob("config.yaml as an agent's command left it *.txt"))
-    assert len(kept) == 1 and kept[0].read_bytes() == before + b"settle_seconds: 0\n"
+    assert len(kept) == 1 and kept[0].read_bytes() == before + b"seal_delay_seconds: 0\n"
 
 
 def test_merged_topics_an_agents_command_wrote_are_taken_away(vault):
@@ -382,7 +382,7 @@ def _forms_that_pass(root: Path, elsewhere: Path) -> dict[str, str]:
                                         f"{elsewhere}/retracted.md '{ruling.relative_to(root)}'",
         "ruling forged by a script": f"{python} \"import shutil,sys; shutil.copy(sys.argv[1], sys.argv[2])\" "
                                      f"{elsewhere}/forged.md 'Decisions/D-0009 Comments.md'",
-        "config rewritten by a script": f"{python} \"import sys; open(sys.argv[1],'a').write('settle_seconds: 0\\n')\" "
+        "config rewritten by a script": f"{python} \"import sys; open(sys.argv[1],'a').write('seal_delay_seconds: 0\\n')\" "
                                         f"{config.relative_to(root)}",
         "open-questions page rewritten by a script": f"{python} \"import sys; open(sys.argv[1],'w').write('# Nothing')\" "
                                                      "'Pinned/Open questions.md'",

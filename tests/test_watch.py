@@ -130,7 +130,7 @@ def test_typing_at_obsidian_speed_with_default_scale_timings_is_not_sealed_mid_r
             scripted.advance(1.5)
             assert "sealed" not in scripted.kinds()
         scripted.advance_until(lambda: "sealed" in scripted.kinds(), limit=20)
-        assert scripted.when("sealed") >= last_save + 4  # the settle window counts from the last save
+        assert scripted.when("sealed") >= last_save + 4  # the sealing delay counts from the last save
     assert path.read_text().endswith("part 3.")
     assert "edit-rejected" not in scripted.kinds()
 

@@ -30,7 +30,7 @@ from .pages import (
     ruled_day,
     unsaid_notes,
 )
-from .settling import Overlap, settled_topics, unresolved_overlaps
+from .ruling_graph import Overlap, settled_topics, unresolved_overlaps
 
 
 @dataclass(frozen=True)

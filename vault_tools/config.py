@@ -30,7 +30,7 @@ class Config:
     decisions_folder: str = "Decisions"
     pinned_folder: str = "Pinned"
     templates_folder: str = "Templates"
-    settle_seconds: float = 120.0  # a float: `settle_seconds: 0.5` is as valid as `120`
+    seal_delay_seconds: float = 120.0  # a float: `seal_delay_seconds: 0.5` is as valid as `120`
     debounce_ms: int = 2000
     stale_after_days: int = 14
     recent_days: int = 30
@@ -55,7 +55,8 @@ CONFIG_DOC = {
     "decisions_folder": "folder where new decision notes are created",
     "pinned_folder": "folder of the generated pages",
     "templates_folder": "Obsidian templates folder, skipped when scanning",
-    "settle_seconds": "quiet time after a note becomes ruled before the watcher seals it",
+    "seal_delay_seconds": "the sealing delay: quiet time after a note becomes ruled before the watcher seals it "
+                          "(`settle_seconds`, its former name, is read too)",
     "debounce_ms": "quiet time after a save before the watcher looks at a note",
     "stale_after_days": "a question open longer than this is marked stale",
     "recent_days": "how long a superseded ruling stays on the decisions log",
@@ -198,14 +199,20 @@ def _read_config(raw: bytes, shown: str) -> Config:
     def line_of(key: str) -> int | None:
         if key in data:
             return line_of_key(key)
+        former = next((name for name, now in FORMER_NAMES.items() if now == key and name in data), None)
+        if former is not None:
+            return line_of_key(former)
         if key.startswith("budget_") and "budget" in data:
             return line_of_key("budget")
         return None
 
     known = {f.name: f for f in fields(Config)}
     values: dict[str, Any] = {}
-    for key, value in data.items():
-        line = line_of_key(key)
+    for written, value in data.items():
+        line = line_of_key(written)
+        key = FORMER_NAMES.get(written, written) if isinstance(written, str) else written
+        if key in values or (key != written and key in data):
+            raise ConfigError(f"{written} is the former name of {key}: keep one of them", path=shown, line=line)
         if key == "budget" and hasattr(value, "items"):
             for sub, sub_value in value.items():
                 if sub not in ("lines", "bytes"):
@@ -241,9 +248,12 @@ def _read_config(raw: bytes, shown: str) -> Config:
 
 FOLDER_KEYS = ("decisions_folder", "pinned_folder", "templates_folder")
 
+# Keys read under their former name, as configs written before were (docs/configuration.md says so).
+FORMER_NAMES = {"settle_seconds": "seal_delay_seconds"}
+
 
 # The least each number may be: a negative wait or a budget of nothing is a typo.
-NUMBER_LIMITS = {"settle_seconds": 0, "debounce_ms": 0, "stale_after_days": 0, "recent_days": 0,
+NUMBER_LIMITS = {"seal_delay_seconds": 0, "debounce_ms": 0, "stale_after_days": 0, "recent_days": 0,
                  "reminder_days": 0, "budget_lines": 1, "budget_bytes": 1}
 
 

@@ -223,7 +223,7 @@ def watch(once: bool = False, vault: Path | str | None = None, json_: bool = Fal
             watcher.progress = progress
             watcher.start()
         watcher.progress = None
-        log_line = f"watching {ws.vault.root} (debounce {watcher.debounce:g} s, settle {watcher.settle:g} s)"
+        log_line = f"watching {ws.vault.root} (debounce {watcher.debounce:g} s, seal delay {watcher.seal_delay:g} s)"
         stderr.print(log_line, markup=False)
         watcher.run()
     finally:

@@ -14,7 +14,7 @@ from .bodies import above_import_note, adr_decision, inline_plain, preview, sect
 from .links import Resolve, leading_id
 from .matter import SAME_MATTER_THRESHOLD, WEAK, About, about, fold, question_terms, share, terms, thirds
 from .model import Decision, Status
-from .settling import Overlap
+from .ruling_graph import Overlap
 from .topics import topics_match
 
 SECTION_CHARS = 400  # of each of `## Question` and `## Ruling`, compared (the start says what it is about)

@@ -65,25 +65,25 @@ class Reconciled:
     busy: dict[str, float] = field(default_factory=dict)  # path -> mtime of a note still being typed
     busy_agreeing: set[str] = field(default_factory=set)  # notes of `busy` that agree with the ledger as they are
     in_agent_call: set[str] = field(default_factory=set)  # notes of `busy` an agent's call under way changed
-    settle_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
+    seal_deadlines: dict[str, float] = field(default_factory=dict)  # path -> when it may be sealed (epoch s)
     waiting_on: set[str] = field(default_factory=set)  # rulings of those that wait for a note they supersede
     state: VaultState | None = None  # the vault as reconciling left it
     # What could not be done just now (a note that could not be read, rounds that ran out): with `busy` and
-    # `settle_deadlines`, what was left for a later reconcile. What the owner has to fix or decide is not in it.
+    # `seal_deadlines`, what was left for a later reconcile. What the owner has to fix or decide is not in it.
     unresolved: list[Action] = field(default_factory=list)
     # path -> when the note of a sealed ruling went from there, too recently to write it back (epoch s)
     missing_since: dict[str, float] = field(default_factory=dict)
 
 
 # docs/design/0018-the-reconcile-reads-the-vault-once.md
-def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None,
+def reconcile(ws: Workspace, *, quiet_before: float, seal_before: float | None,
               progress: Progress | None = None,
               before_fork: Callable[[Mapping[str, StatKey], list[str]], None] | None = None,
               missing_before: float | None = None) -> Reconciled:
     """Bring notes and ledger into agreement, as if every change had been seen live.
 
     Notes modified after `quiet_before` (epoch seconds) are still being typed and
-    are left for later. Ruled notes unchanged since `settle_before` are sealed;
+    are left for later. Ruled notes unchanged since `seal_before` are sealed;
     `None` means seal nothing and only say when they will be. The vault is read
     once; after each change the notes it wrote and the events it appended are read
     again (`LiveState`), so every decision is taken on the current state. Rounds go
@@ -103,7 +103,7 @@ def reconcile(ws: Workspace, *, quiet_before: float, settle_before: float | None
             durable.sync_threads_kept():
         live.before_fork = before_fork
         ws.remove_stale_temps(live.state)
-        _Reconcile(ws, live, result, quiet_before, settle_before, progress, missing_before).run()
+        _Reconcile(ws, live, result, quiet_before, seal_before, progress, missing_before).run()
         result.state = live.state
     return result
 
@@ -116,7 +116,7 @@ class _Reconcile:
     notes). A round that changes nothing ends the reconcile."""
 
     def __init__(self, ws: Workspace, live: LiveState, result: Reconciled, quiet_before: float,
-                 settle_before: float | None, progress: Progress | None = None,
+                 seal_before: float | None, progress: Progress | None = None,
                  missing_before: float | None = None) -> None:
         self.ws = ws
         self.agent_calls = NO_CALLS  # the agent's tool calls under way and ended: see `commands.held`
@@ -125,7 +125,7 @@ class _Reconcile:
         self.result = result
         self.progress = progress
         self.quiet_before = quiet_before
-        self.settle_before = settle_before
+        self.seal_before = seal_before
         self.reported: set[tuple[str | None, str]] = set()
         # What could not be reconciled, by the note (or step) it was found at; looked at again, it is found anew
         self.found: dict[str, dict[tuple[str | None, str], Action]] = {}
@@ -145,7 +145,7 @@ class _Reconcile:
         return self.live.state
 
     def run(self) -> None:
-        if self.settle_before is not None:  # ids for notes made without one, once left alone to settle
+        if self.seal_before is not None:  # ids for notes made without one, once left alone for the sealing delay
             self.give_ids()
         self.merge_twin_revisions()
         self.merge_twin_notes()
@@ -163,13 +163,13 @@ class _Reconcile:
             self.invalid(None, None, f"still changing notes after {MAX_RECONCILE_ROUNDS} rounds through the vault; "
                                      "the last changes are in the log above", left=True)
         self.restore_missing()
-        self.result.settle_deadlines = {rel: when for rel, when in self.deadlines.items()
+        self.result.seal_deadlines = {rel: when for rel, when in self.deadlines.items()
                                         if rel in self.seen and self.live.decision_at(rel) is not None}
         for rel in awaiting_ids(self.state):  # finished but for its id: wake up when it may be given one
             saved = self.mtime_of(rel)
             if saved is not None:
-                self.result.settle_deadlines[rel] = saved + self.ws.config.settle_seconds
-        self.result.waiting_on = self.waiting_on & self.result.settle_deadlines.keys()
+                self.result.seal_deadlines[rel] = saved + self.ws.config.seal_delay_seconds
+        self.result.waiting_on = self.waiting_on & self.result.seal_deadlines.keys()
         self.result.busy_agreeing = {rel for rel in self.result.busy if self.agrees(rel)}
         self.result.unresolved = [action for found in self.found.values() for action in found.values()]
 
@@ -208,8 +208,8 @@ class _Reconcile:
         return True
 
     def give_ids(self) -> None:
-        assert self.settle_before is not None
-        given = give_ids(self.ws, quiet_before=self.settle_before, state=self.state)
+        assert self.seal_before is not None
+        given = give_ids(self.ws, quiet_before=self.seal_before, state=self.state)
         for item in given:
             self.saved_at[item.path] = item.saved_at  # the owner's last save, before the id was written
             self.result.touched.add(item.was)
@@ -411,14 +411,14 @@ class _Reconcile:
                             "ask again as a new question", path=decision.path, line=decision.line_of("status"))
         if decision.status is Status.RULED:
             waiting_on = ws.targets_paths(self.state, decision) & set(self.result.busy)
-            if self.settle_before is None or mtime > self.settle_before or waiting_on:
-                self.deadlines[decision.path] = mtime + ws.config.settle_seconds
+            if self.seal_before is None or mtime > self.seal_before or waiting_on:
+                self.deadlines[decision.path] = mtime + ws.config.seal_delay_seconds
                 if waiting_on:
                     self.waiting_on.add(decision.path)
                 return
             sealed = seal_one(ws, self.state, decision, history, self.live.unchanged_text(decision.path),
                               pending=self.pending)
-            self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the settle window")
+            self.act("sealed", sealed.id, sealed.path, "ruled and quiet for the sealing delay")
             return
         # Below, only the ledger is written.
         if (history is None or history.status is None) and decision.status in (Status.OPEN, Status.WITHDRAWN):

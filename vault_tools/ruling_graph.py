@@ -1,4 +1,4 @@
-"""What rulings settle across the vault: the topics each current ruling settles (its own and those of the rulings
+"""The rulings as a graph: the topics each current ruling settles (its own and those of the rulings
 it superseded, transitively), the chain it settled them through, pairs of current rulings on one topic that say
 nothing of each other, supersession cycles and duplicated ids. Pure.
 """

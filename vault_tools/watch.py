@@ -1,7 +1,7 @@
 """The watcher: a watchdog observer, a per-file debouncer, and when to reconcile.
 
 The watcher decides *when*: after a file has been quiet for `debounce_ms` (each save restarts its wait, so
-nothing is touched while the owner types), and for a ruling after `settle_seconds`; `reconcile` decides *what*.
+nothing is touched while the owner types), and for a ruling after `seal_delay_seconds`; `reconcile` decides *what*.
 Its own writes are recognised by content hash and cause no work.
 """
 from __future__ import annotations
@@ -93,13 +93,13 @@ def _digest(path: Path) -> str | None:
 
 @dataclass
 class Schedule:
-    """What the loop waits for: debounced paths and rulings settling."""
+    """What the loop waits for: debounced paths and rulings in their sealing delay."""
 
     debouncer: Debouncer
-    settle: dict[str, float] = field(default_factory=dict)  # path -> epoch second it may be sealed
+    seal_at: dict[str, float] = field(default_factory=dict)  # path -> epoch second it may be sealed
 
     def next_deadline(self) -> float | None:
-        deadlines = [d for d in (self.debouncer.next_deadline(), min(self.settle.values(), default=None)) if d]
+        deadlines = [d for d in (self.debouncer.next_deadline(), min(self.seal_at.values(), default=None)) if d]
         return min(deadlines) if deadlines else None
 
 
@@ -107,14 +107,14 @@ class Watcher:
     """Watches one vault. `start()` takes the lock and reconciles; `run()` loops until `stop()`."""
 
     def __init__(self, ws: Workspace, *, on_actions: Callable[[list[Action]], None], clock: EpochClock = time.time,
-                 debounce_seconds: float | None = None, settle_seconds: float | None = None) -> None:
+                 debounce_seconds: float | None = None, seal_delay_seconds: float | None = None) -> None:
         self.ws = ws
         self.vault = ws.vault
         self.on_actions = on_actions  # told what each pass did, together (a first reconcile: thousands)
         self.clock = clock
         config = ws.config
         self.debounce = config.debounce_ms / 1000 if debounce_seconds is None else debounce_seconds
-        self.settle = config.settle_seconds if settle_seconds is None else settle_seconds
+        self.seal_delay = config.seal_delay_seconds if seal_delay_seconds is None else seal_delay_seconds
         self.schedule = Schedule(Debouncer(self.debounce, clock))
         self._reported_invalid: set[tuple[str | None, str]] = set()
         self.last_error: VaultToolsError | None = None  # what stopped the last pass, if anything
@@ -185,7 +185,7 @@ class Watcher:
 
     def step(self) -> list[Action]:
         """What the loop does each time it wakes, at the clock's current time: process the vault
-        if a path has been quiet for the debounce time or a ruling's settle window has passed.
+        if a path has been quiet for the debounce time or a ruling's sealing delay has passed.
 
         The loop calls it after each wait; a test calls it directly with a scripted clock,
         after feeding `notice()` the paths an observer would have reported.
@@ -193,8 +193,8 @@ class Watcher:
         with self._condition:
             due = self.schedule.debouncer.due()
             now = self.clock()
-            settled = [p for p, when in self.schedule.settle.items() if when <= now]
-        if due or settled or self.review_due():
+            sealable = [p for p, when in self.schedule.seal_at.items() if when <= now]
+        if due or sealable or self.review_due():
             return self.process(paths=due)
         return []
 
@@ -323,12 +323,12 @@ class Watcher:
             if paths and self.ws.config.harvest_on_change:
                 actions += [Action("harvested", d.id, d.path, "a decision written in passing, proposed as a question")
                             for d in harvest_changed(self.ws, paths)]
-            # `watch --once` writes back every ruling whose note is gone; a running watcher waits the settle
-            # window first (see `commands.restore`)
-            result = reconcile(self.ws, quiet_before=now - self.debounce, settle_before=now - self.settle,
+            # `watch --once` writes back every ruling whose note is gone; a running watcher waits the sealing delay
+            # first (see `commands.restore`)
+            result = reconcile(self.ws, quiet_before=now - self.debounce, seal_before=now - self.seal_delay,
                                progress=self.progress if everything else None,
                                before_fork=self._stop_observing if self._observer is not None else None,
-                               missing_before=None if self._last_pass else now - self.settle)
+                               missing_before=None if self._last_pass else now - self.seal_delay)
             self._pass_touched = result.touched
             actions += result.actions
             actions += self._scheduled_review()
@@ -359,16 +359,16 @@ class Watcher:
         if built.written:
             actions.append(Action("pages", None, None, "rebuilt " + ", ".join(built.written)))
         with self._condition:
-            self.schedule.settle = {**{rel: gone + self.settle for rel, gone in result.missing_since.items()},
-                                    **result.settle_deadlines}
+            self.schedule.seal_at = {**{rel: gone + self.seal_delay for rel, gone in result.missing_since.items()},
+                                    **result.seal_deadlines}
             for relative, mtime in result.busy.items():
                 self.schedule.debouncer.touch(relative, at=mtime)
         self._report(actions)
         return actions
 
     def _left(self, result: Reconciled, now: float) -> list[str]:
-        """What a reconcile left for later, and why: notes still being typed, rulings inside their settle
-        window, notes it could not reconcile."""
+        """What a reconcile left for later, and why: notes still being typed, rulings inside their sealing delay,
+        notes it could not reconcile."""
         left = [f"{action.path or 'the vault'}: {action.why}" for action in result.unresolved]
         for rel, mtime in sorted(result.busy.items()):
             if rel in result.busy_agreeing:
@@ -379,12 +379,12 @@ class Watcher:
                 continue
             left.append(f"{rel}: saved {max(now - mtime, 0):.0f} s ago; looked at once left alone for "
                         f"{self.debounce:g} s (debounce_ms)")
-        for rel, when in sorted(result.settle_deadlines.items(), key=lambda item: (item[1], item[0])):
+        for rel, when in sorted(result.seal_deadlines.items(), key=lambda item: (item[1], item[0])):
             at = dt.datetime.fromtimestamp(when).astimezone(self.ws.tz).strftime("%H:%M:%S")
             if rel in result.waiting_on:
                 left.append(f"{rel}: ruled; sealed once the notes it supersedes are left alone")
             else:
-                left.append(f"{rel}: ruled; sealed once left alone for {self.settle:g} s (settle_seconds), at {at}, "
+                left.append(f"{rel}: ruled; sealed once left alone for {self.seal_delay:g} s (seal_delay_seconds), at {at}, "
                             "or now with `vault-tools seal`")
         return left
 

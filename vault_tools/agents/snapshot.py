@@ -175,8 +175,8 @@ def _rebuild(root: Path, path: Path, session_budget: str) -> Snapshot:
     from ..dates import local_date
     from ..decision_words import about_decision, decision_terms, first_lines, section_starts
     from ..model import Decision, Status, newest_first_key
+    from ..ruling_graph import settled_topics  # a full read, only when the snapshot is stale
     from ..services.workspace import Workspace
-    from ..settling import settled_topics  # a full read, only when the snapshot is stale
     from ..vault import Vault
 
     ws = Workspace(Vault(root))

@@ -248,7 +248,7 @@ def relate_command(decision_id: Annotated[str, typer.Argument(metavar="ID", help
 def seal_command(decision_ids: Annotated[list[str] | None, typer.Argument(
         metavar="[ID]...", help="Only these rulings (default: every ruled note not sealed yet).")] = None,
          vault: VaultOption = None, json_: JsonOption = False) -> None:
-    """Seal ruled notes now instead of waiting for the settle window."""
+    """Seal ruled notes now instead of waiting for the sealing delay."""
     ws = workspace(vault)
     not_sealed: list[tuple[Decision, VaultToolsError]] = []
     sealed = seal(ws, decision_ids or [], not_sealed)

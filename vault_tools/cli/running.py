@@ -123,7 +123,7 @@ def lint_command(
         paths: Annotated[list[Path] | None, typer.Argument(
             metavar="PATH", help="Report only findings in these files or folders (the whole vault is "
                                  "still checked for consistency).")] = None,
-        fix: Annotated[bool, typer.Option("--fix", help="Seal rulings past their settle window, cut off a torn "
+        fix: Annotated[bool, typer.Option("--fix", help="Seal rulings past their sealing delay, cut off a torn "
                                                          "last ledger line and rebuild stale pages first; never "
                                                          "edits what the owner wrote.")] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,

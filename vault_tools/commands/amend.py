@@ -20,9 +20,9 @@ from ..history import History, seal_text_without_bom
 from ..meaning import seal_hash, seal_payload
 from ..model import MIN_TEXT, Decision, Status, build_decision
 from ..record_files import agent_calls
+from ..ruling_graph import duplicate_ids
 from ..services.checks import check_id, check_text
 from ..services.workspace import Workspace
-from ..settling import duplicate_ids
 from ..vault import VaultState
 from .agreement import matches_ledger, unreviewed_edit
 from .supersede import apply_superseded, plan_superseded, refuse_an_unrelated_target, supersede_targets

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..model import Decision, newest_first_key
+from ..ruling_graph import unresolved_overlaps
 from ..scope import governing, root_of, scope_path
 from ..services.workspace import Workspace
-from ..settling import unresolved_overlaps
 from ..vault import VaultState
 
 GIT_TIMEOUT_SECONDS = 20

@@ -35,9 +35,9 @@ from ..importers import (  # one foreign format's reader, loaded for its import 
 from ..meaning import seal_hash
 from ..model import MIN_TEXT, Decision, Status, newest_first_key
 from ..note_edits import sections
+from ..ruling_graph import settled_topics
 from ..services.live import LiveState
 from ..services.workspace import Workspace
-from ..settling import settled_topics
 from ..topics import TopicIndex
 from ..vault import VaultState
 from .build import build

@@ -15,9 +15,9 @@ from ..links import leading_id
 from ..matter import fold
 from ..model import CONFIRMED, TOPIC_PATTERN, Decision, Problem, Status, newest_first_key
 from ..pages import PageProblem
+from ..ruling_graph import Overlap, describe_chain, settled_topics, unresolved_overlaps
 from ..services.checks import check_topics
 from ..services.workspace import Workspace
-from ..settling import Overlap, describe_chain, settled_topics, unresolved_overlaps
 from ..topics import topics_match
 from ..vault import VaultState
 from .build import page_problems, remembered

@@ -34,7 +34,7 @@ class Restoring(NamedTuple):
 # docs/design/0005-a-ruling-ends-only-in-the-ledger.md
 def restore_missing(ws: Workspace, state: VaultState, gone_before: float | None = None) -> Restoring:
     """Write back every sealed ruling in force whose note is gone (`Workspace.missing_rulings`); with
-    `gone_before` (epoch s), only those gone since before then. A running watcher waits the settle window: a
+    `gone_before` (epoch s), only those gone since before then. A running watcher waits the sealing delay: a
     sync engine that carries a rename as a delete and, seconds later, a create, or an owner halfway through
     typing `type`, is not answered with a second copy of the ruling."""
     result = Restoring([], [], {})

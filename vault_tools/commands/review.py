@@ -20,8 +20,8 @@ from ..ledger_lines import Event
 from ..links import Resolve, leading_id
 from ..model import Decision, Status, newest_first_key
 from ..pages import escape, link
+from ..ruling_graph import unresolved_overlaps
 from ..services.workspace import Workspace
-from ..settling import unresolved_overlaps
 from ..topic_aliases import SHOWN as TOPICS_SHOWN
 from ..topic_aliases import add_alias
 from ..topics import TopicIndex, canonical_topic

@@ -35,7 +35,7 @@ timezone: {timezone}          # dates in notes are written in this zone
 # decisions_folder: Decisions  # where new decision notes go
 # pinned_folder: Pinned        # generated pages
 # templates_folder: Templates  # skipped when scanning
-# settle_seconds: 120          # quiet time before the watcher seals a ruling
+# seal_delay_seconds: 120          # quiet time before the watcher seals a ruling
 # debounce_ms: 2000            # quiet time after a save before the watcher looks
 # stale_after_days: 14         # questions open longer are marked stale
 # recent_days: 30              # superseded rulings stay on the log this long

@@ -83,7 +83,7 @@ class Facts:
     # with anew=True, makes it again and keeps that.
     remember: Callable[..., Any] | None = None
     # The first moment a remembered rule would find otherwise with nothing changed but the clock (a note
-    # inside its settle window leaving it); None: never.
+    # inside its sealing delay leaving it); None: never.
     findings_change_at: float | None = None
 
     def changes_at(self, moment: float) -> None:

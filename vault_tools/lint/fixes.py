@@ -49,7 +49,7 @@ def _due_to_seal(ws: Workspace, moment: float, given_paths: set[str], not_done: 
             age = moment - vault.path_of(decision).stat().st_mtime
         except OSError:
             continue
-        if age >= vault.config.settle_seconds or decision.path in given_paths:
+        if age >= vault.config.seal_delay_seconds or decision.path in given_paths:
             due.append(decision.id)
     return due
 
@@ -66,7 +66,7 @@ def _said_first(vault: Vault, given: list[Given], put_back: list[PutBack], held:
 
 def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None) -> tuple[list[str], list[str]]:
     """Record retractions and relations the owner typed into sealed rulings, finish operations a kill or a
-    full disk interrupted, seal rulings past their settle window, write back sealed rulings whose note is
+    full disk interrupted, seal rulings past their sealing delay, write back sealed rulings whose note is
     gone, then rebuild stale pages. Returns (done, not done)."""
     ws = Workspace(vault)
     moment = time.time() if now is None else now
@@ -77,7 +77,7 @@ def fix(vault: Vault, *, today: dt.date | None = None, now: float | None = None)
         held = []
     try:
         with vault.ledger.locked():
-            given = give_ids(ws, quiet_before=moment - vault.config.settle_seconds)
+            given = give_ids(ws, quiet_before=moment - vault.config.seal_delay_seconds)
     except VaultToolsError:
         given = []
     not_done: list[str] = []

@@ -160,9 +160,9 @@ def note_being_written(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
     Reports a decision note with no id yet (made from a template or by hand) that has been left alone
-    for longer than `settle_seconds`: what it still lacks (topics, a summary of 20 characters or more),
+    for longer than `seal_delay_seconds`: what it still lacks (topics, a summary of 20 characters or more),
     or, when nothing is missing, that its id has not been given yet. While the owner is still typing
-    (saved within `settle_seconds`), nothing is reported; the other rules say nothing of such a note.
+    (saved within `seal_delay_seconds`), nothing is reported; the other rules say nothing of such a note.
 
     ## Why
     The owner never types an id: the watcher, `lint --fix` and `seal` give one to a finished note. A
@@ -177,8 +177,8 @@ def note_being_written(facts: Facts) -> Iterator[Finding]:
         if not lacks_id(data):
             continue
         saved = facts.mtimes.get(path)
-        if saved is not None and facts.now - saved < facts.config.settle_seconds:
-            facts.changes_at(saved + facts.config.settle_seconds)
+        if saved is not None and facts.now - saved < facts.config.seal_delay_seconds:
+            facts.changes_at(saved + facts.config.seal_delay_seconds)
             continue  # still being typed
         yield Finding(path, facts.property_lines.get(path, {}).get("id", 1),
                       being_written(facts.state.problems.get(path, [])))

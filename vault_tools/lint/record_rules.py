@@ -19,11 +19,11 @@ from .facts import Facts, LedgerFacts, first_line
 from .registry import ERROR, LEDGER_PATH, WARNING, Finding, rule
 
 
-@rule("VT020", "unsealed-ruling", ERROR, "error (warning inside the settle window)", remembered=True)
+@rule("VT020", "unsealed-ruling", ERROR, "error (warning inside the sealing delay)", remembered=True)
 def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
-    Reports a ruled note that the ledger has not sealed. Inside the settle window (`settle_seconds`
+    Reports a ruled note that the ledger has not sealed. Inside the sealing delay (`seal_delay_seconds`
     after the note was last saved) it is a warning: the owner may still be fixing typos, and the
     watcher seals it when the window ends. After that it is an error.
 
@@ -35,7 +35,7 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
     Run `vault-tools seal ID` (or `vault-tools lint --fix`, which seals rulings past the window), or
     keep `vault-tools watch` running.
     """
-    settle = facts.config.settle_seconds
+    delay = facts.config.seal_delay_seconds
     for decision in facts.state.decisions:
         if decision.status is not Status.RULED or facts.sealed(decision) or decision.held:
             continue  # (a held ruling is VT056's)
@@ -48,10 +48,10 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
             yield Finding(decision.path, where, f"{decision.id} is ruled but the ledger shows no seal, and the ledger "
                                                 "is damaged (VT024): its seal may be on a damaged line; it cannot be "
                                                 "sealed until the ledger is restored")
-        elif facts.now - saved < settle:
-            facts.changes_at(saved + settle)
+        elif facts.now - saved < delay:
+            facts.changes_at(saved + delay)
             yield Finding(decision.path, where, f"{decision.id} is ruled but not sealed yet; it is sealed when "
-                                                f"the settle window ({settle:g} s) ends", WARNING)
+                                                f"the sealing delay ({delay:g} s) ends", WARNING)
         else:
             yield Finding(decision.path, where, f"{decision.id} is ruled but not sealed; "
                                                 f"run `vault-tools seal {decision.id}`")
@@ -383,7 +383,7 @@ def ruling_without_answer(facts: Facts) -> Iterator[Finding]:
 
     ## How to fix
     Rewrite `summary` as the answer, one line that makes sense on its own. The watcher seals the ruling
-    once it is left alone for the settle window, or run `vault-tools seal ID`.
+    once it is left alone for the sealing delay, or run `vault-tools seal ID`.
     """
     for decision in facts.state.decisions:
         if decision.status is not Status.RULED or facts.sealed(decision):

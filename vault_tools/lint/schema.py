@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterator
 
 from ..model import DATE_FIELDS, DATETIME_FIELDS, Problem, Status, near_field_name
+from ..ruling_graph import duplicate_ids
 from ..services.workspace import STAMPED_FIELDS
-from ..settling import duplicate_ids
 from .facts import Facts, first_line
 from .registry import ERROR, IGNORE_PROPERTY, Finding, ignore_problems, rule
 

@@ -7,7 +7,7 @@ from ..importers import IMPORT_ACTOR
 from ..links import unresolved_link
 from ..matter import named_ids
 from ..model import FINAL_STATUSES, Decision, Status, id_matches
-from ..settling import supersedes_cycle, unresolved_overlaps
+from ..ruling_graph import supersedes_cycle, unresolved_overlaps
 from .facts import TOOK_EFFECT, Facts, first_line
 from .registry import ERROR, WARNING, Finding, rule
 

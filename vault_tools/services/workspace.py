@@ -34,7 +34,7 @@ from ..model import (
 )
 from ..record_files import KEPT_FOLDER
 from ..record_ties import tie_notes
-from ..settling import duplicate_ids, supersedes_cycle
+from ..ruling_graph import duplicate_ids, supersedes_cycle
 from ..topics import topics_match
 from ..vault import UnreadableNote, Vault, VaultState
 from .checks import check_id
