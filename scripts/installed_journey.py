@@ -9,7 +9,7 @@ folder outside the checkout, so that nothing can be imported from the source tre
 
 `make journey` does all three. Every step runs the installed console script in a subprocess, in a new vault
 (its path has a space), and checks its exit code and what it printed: `init`, `init --templates`, `ask`,
-`rule`, `watch --once`, `lint`, `context`, every hook event of every agent with a sample payload, `init
+`rule`, `watch --once`, `lint`, `context`, the resident process `watch` keeps, every hook event of every agent with a sample payload, `init
 --agent` for each agent, the MCP server listing its tools, and the demo's story (scripts/demo.py). Before
 them, every module of the installed package is imported and must come from the environment, not from the
 checkout. Prints one line per step; exits 1 when any step failed.
@@ -130,6 +130,46 @@ def ask_and_rule(journey: Journey) -> str | None:
         journey.run("ask", "On which day is the newsletter sent?", "--topic", "newsletter-schedule"), code=1)
 
 
+def resident_answers(journey: Journey) -> str | None:
+    """`watch` keeps a resident process that answers the agent's commands as their own process does."""
+    import contextlib
+    import io
+    import os
+    import time
+
+    from vault_tools import resident
+
+    watcher = subprocess.Popen([journey.command, "watch"], cwd=journey.vault, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        path = Path(resident.socket_path(str(journey.vault.resolve())) or "")
+        deadline = time.monotonic() + TIMEOUT_SECONDS
+        while not path.is_socket():
+            if watcher.poll() is not None or time.monotonic() > deadline:
+                return f"no resident process listened at {path}"
+            time.sleep(0.1)
+        for args in (["context"], ["lookup", "newsletter-schedule"]):
+            out = io.BytesIO()
+            stream = io.TextIOWrapper(out, encoding="utf-8", write_through=True)  # closes `out` when collected
+            saved = Path.cwd()
+            os.chdir(journey.vault)
+            try:
+                with contextlib.redirect_stdout(stream):
+                    code = resident.answer_there(args)
+            finally:
+                os.chdir(saved)
+            alone = subprocess.run([journey.command, *args], cwd=journey.vault, capture_output=True,
+                                   env={**os.environ, resident.NO_RESIDENT_ENV: "1"}, timeout=TIMEOUT_SECONDS)
+            if code is None:
+                return f"{' '.join(args)}: the resident process did not answer"
+            if (code, out.getvalue()) != (alone.returncode, alone.stdout):  # `stream` is alive: `out` is open
+                return f"{' '.join(args)}: answered otherwise than in its own process"
+        return None
+    finally:
+        watcher.terminate()
+        watcher.wait(timeout=TIMEOUT_SECONDS)
+
+
 # -- the agents' side -----------------------------------------------------------------------------------------
 
 def sample_payload(agent: str, event: str, vault: Path) -> tuple[dict[str, object], str | None]:
@@ -223,6 +263,8 @@ def main() -> int:
         journey.step("watch --once", lambda: expect(journey.run("watch", "--once")))
         journey.step("lint", lambda: expect(journey.run("lint")))
         journey.step("context", lambda: expect(journey.run("context"), says=RULING))
+        journey.step("watch keeps a resident process that answers as a command's own process",
+                     lambda: resident_answers(journey))
         from vault_tools.agents import HOOK_AGENTS, hook_module
 
         for agent in HOOK_AGENTS:
