@@ -8,6 +8,7 @@ import json
 import os
 import pickle
 import shutil
+import time
 
 import pytest
 
@@ -16,6 +17,8 @@ from vault_tools import decision_words, state_memo
 from vault_tools import ledger as ledger_module
 from vault_tools import ledger_file as ledger_file_module
 from vault_tools import vault as vault_module
+from vault_tools.commands import build as build_module
+from vault_tools.commands import read as read_module
 from vault_tools.commands import same as same_module
 from vault_tools.commands.close import withdraw
 from vault_tools.services.workspace import Workspace
@@ -33,6 +36,7 @@ def aged(monkeypatch):
     monkeypatch.setattr(vault_module, "time", ClockAhead(PAST_RACY_SECONDS))
     monkeypatch.setattr(ledger_module, "time", ClockAhead(PAST_RACY_SECONDS))
     monkeypatch.setattr(same_module, "time", ClockAhead(PAST_RACY_SECONDS))
+    monkeypatch.setattr(build_module, "time", ClockAhead(PAST_RACY_SECONDS))  # what `remembered` keeps
 
 
 def answers(vault) -> list[tuple[int, str]]:
@@ -73,6 +77,8 @@ def test_a_warm_command_builds_no_decision_and_parses_no_ledger_line(vault, aged
     monkeypatch.setattr(vault_module, "build_decision", not_again)
     monkeypatch.setattr(ledger_file_module, "parse_ledger", not_again)
     monkeypatch.setattr(ledger_module, "histories", not_again)
+    monkeypatch.setattr(read_module, "unresolved_overlaps", not_again)  # `lookup` takes the pairs as kept
+    monkeypatch.setattr(read_module, "unsaid_same_matter", not_again)
     assert answers(vault) == expected
 
 
@@ -193,3 +199,50 @@ def test_after_an_append_the_next_command_reads_only_the_lines_appended(vault, a
     after = answers(vault)
     shutil.rmtree(vault / ".vault-tools" / "cache")
     assert answers(vault) == after != expected
+
+
+def test_after_a_few_notes_changed_only_they_are_looked_up_in_the_note_cache(vault, aged, monkeypatch):
+    """The first command after an edit, a deletion and a note made a decision takes every other note from the
+    memo and asks the note cache for the changed ones only; its answers are those of a cold read, and the cache
+    forgets the deleted note."""
+    small_vault(vault)
+    answers(vault)
+    answers(vault)
+    note = next((vault / "Decisions").glob("D-0002*.md"))
+    note.write_text(note.read_text(encoding="utf-8").replace("Prices are shown with tax.",
+                                                             "Prices are shown with tax and in euros."))
+    next((vault / "Decisions").glob("D-0003*.md")).unlink()
+    plain = vault / "Notes" / "Plain.md"
+    plain.write_text("---\ntype: decision\nstatus: open\ntopics: [reader-mail]\nsummary: \"Do we answer reader "
+                     "mail within a day?\"\n---\n")
+    asked: list[object] = []
+    load = vault_module.NoteCache.load
+
+    def load_recorded(self, only=None):
+        asked.append(None if only is None else sorted(only))
+        return load(self, only)
+
+    monkeypatch.setattr(vault_module.NoteCache, "load", load_recorded)
+    changed = answers(vault)
+    assert asked and all(paths == [note.relative_to(vault).as_posix(), "Notes/Plain.md"] for paths in asked)
+    monkeypatch.setattr(vault_module.NoteCache, "load", load)
+    stored = vault_module.NoteCache(vault / ".vault-tools" / vault_module.CACHE_FILE).load()
+    assert "Notes/Plain.md" in stored and not any(path.startswith("Decisions/D-0003") for path in stored)
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    assert changed == answers(vault)  # a cold read
+    assert "euros" in changed[0][1] + changed[1][1] and "reader-mail" not in changed[0][1]
+
+
+def test_a_read_after_writing_a_note_keeps_the_memo_it_took(vault, aged):
+    """A command that reads the vault again after writing a note (a ruling's pages) finds only that note new,
+    written within the racy window: the memo would hold what it holds already, and is not written again."""
+    small_vault(vault)
+    answers(vault)
+    memo = vault / ".vault-tools" / STATE_MEMO
+    before = memo.stat()
+    new = decision(vault, 4, topics=("reader-mail",), summary="Reader mail is answered within a day.")
+    now_ahead = time.time_ns() + int(PAST_RACY_SECONDS * 1e9)  # as the clock ahead reads it: just written
+    os.utime(new, ns=(now_ahead, now_ahead))
+    assert vt_here("lookup", "reader-mail", cwd=vault).out.count("D-0004") >= 1
+    after = memo.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)

@@ -10,7 +10,7 @@ import pickle
 import select
 import signal
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any, NoReturn
@@ -53,29 +53,31 @@ class NoteCache:
                            "ctime_ns INT, inode INT, cached_at_ns INT) WITHOUT ROWID")
         return connection
 
-    def load(self) -> dict[str, CachedNote]:
-        """Every cached note by vault-relative path."""
+    def load(self, only: list[str] | None = None) -> dict[str, CachedNote]:
+        """Every cached note by vault-relative path; with `only`, those of these paths (a few notes changed
+        since the whole read was kept: the rest of the cache is not read)."""
         finish_stores()  # what a reader is still writing is read too
         if not self.path.exists():  # made when the notes read are saved (by a reader, on a first read)
             self._forget_older_caches()
             return {}
+        found: dict[str, CachedNote] = {}
         try:
             with closing(self._connect()) as connection:
-                rows = connection.execute(
-                    "SELECT path, size, mtime_ns, ctime_ns, inode, cached_at_ns - max(mtime_ns, ctime_ns) > ?, kind, "
-                    "payload, body FROM notes", (RACY_NANOSECONDS,))
-                found: dict[str, CachedNote] = {
-                    path: ((size, mtime, ctime, inode) if trusted else None, kind, payload, body)
-                    for path, size, mtime, ctime, inode, trusted, kind, payload, body in rows}
-                rows = connection.execute(
-                    "SELECT path, size, mtime_ns, ctime_ns, inode, cached_at_ns - max(mtime_ns, ctime_ns) > ? "
-                    "FROM ordinary", (RACY_NANOSECONDS,))
-                found.update((path, ((size, mtime, ctime, inode) if trusted else None, "other", None, None))
-                             for path, size, mtime, ctime, inode, trusted in rows)
+                for where, given in _paths_among(only):
+                    rows = connection.execute(
+                        "SELECT path, size, mtime_ns, ctime_ns, inode, cached_at_ns - max(mtime_ns, ctime_ns) > ?, "
+                        f"kind, payload, body FROM notes{where}", (RACY_NANOSECONDS, *given))
+                    found.update((path, ((size, mtime, ctime, inode) if trusted else None, kind, payload, body))
+                                 for path, size, mtime, ctime, inode, trusted, kind, payload, body in rows)
+                    rows = connection.execute(
+                        "SELECT path, size, mtime_ns, ctime_ns, inode, cached_at_ns - max(mtime_ns, ctime_ns) > ? "
+                        f"FROM ordinary{where}", (RACY_NANOSECONDS, *given))
+                    found.update((path, ((size, mtime, ctime, inode) if trusted else None, "other", None, None))
+                                 for path, size, mtime, ctime, inode, trusted in rows)
         except (sqlite3.Error, OSError):
             self.enabled = False
             return {}
-        self.held = len(found)
+        self.held = len(found) if only is None else max(len(found), 1)  # `save` then looks in both tables
         return found
 
     def _forget_older_caches(self) -> None:
@@ -108,6 +110,20 @@ class NoteCache:
                     connection.executemany(f"DELETE FROM {table} WHERE path = ?", [(path,) for path in gone])
         except (sqlite3.Error, OSError):
             self.enabled = False
+
+
+def _paths_among(only: list[str] | None) -> Iterator[tuple[str, list[str]]]:
+    """The WHERE clause (and its values) of each query for the notes at `only`, in SQLite's limit of values
+    per statement; one query for every note when `only` is None."""
+    if only is None:
+        yield "", []
+        return
+    for start in range(0, len(only), PATHS_PER_QUERY):
+        chunk = only[start:start + PATHS_PER_QUERY]
+        yield f" WHERE path IN ({', '.join('?' * len(chunk))})", chunk
+
+
+PATHS_PER_QUERY = 500  # SQLite takes at least 999 values per statement
 
 
 # Notes to read before reading them in several processes pays for starting those (a first read of a large vault).

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .history import History, RecordSummary
 
 SKIPPED_FOLDERS = {".trash", "node_modules"}
+FEW_CHANGED = 200  # notes changed since the state memo, at most, for which the note cache is read note by note
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
 
 
@@ -310,8 +311,9 @@ class Vault:
         use_topic_aliases(aliases)  # every comparison of topics from here reads them
         memo_path = self.state_dir / STATE_MEMO
         # Each note's parts as the last whole read built them, under its stat key (see `_memo_key` for the rest)
-        memo: dict[str, tuple[StatKey, Piece]] = (
-            state_memo.recall(memo_path, self._memo_key(aliases)) or {}) if memo_path.is_file() else {}
+        recalled: dict[str, tuple[StatKey, Piece]] | None = (
+            state_memo.recall(memo_path, self._memo_key(aliases)) if memo_path.is_file() else None)
+        memo = recalled or {}
         sqlite_path = self.state_dir / CACHE_FILE
         others: list[str] = []
         walked_at = time.time_ns()
@@ -331,9 +333,9 @@ class Vault:
                                     and memo[rel][0] == key}
         stat_keys: dict[str, StatKey] = {rel: key for rel, _, key in listed if rel in pieces}  # type: ignore[misc]
         if len(pieces) < len(listed) or len(memo) != len(listed):
-            self._read_into(pieces, stat_keys, listed, state)
+            self._read_into(pieces, stat_keys, listed, state, memo.keys())
             if warm:  # a first read stores the note cache (in a child, meanwhile); the next one keeps the memo
-                self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at)
+                self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at, recalled)
         state.stat_keys = stat_keys
         for rel in state.files:
             piece = pieces.get(rel)
@@ -349,21 +351,35 @@ class Vault:
         return (str(self.root), repr(self.config), repr(aliases))
 
     def _keep_memo(self, path: Path, aliases: Any, pieces: dict[str, Piece], stat_keys: dict[str, StatKey],
-                   walked_at: int) -> None:
+                   walked_at: int, memo: dict[str, tuple[StatKey, Piece]] | None) -> None:
         """Keep each note's parts under its stat key, but for a note written in the racy window before the walk
-        (a later write in the same clock tick could leave the key as it was): it is read again next time."""
+        (a later write in the same clock tick could leave the key as it was): it is read again next time. Not
+        written again when it would hold what `memo`, the one read, holds (the notes read afresh were all
+        written in the racy window: a command reading the vault again after writing a note)."""
         if not self.state_dir.is_dir():
             return  # a clone this device never wrote in: a read writes nothing there
         kept = {rel: (key, piece) for rel, piece in pieces.items()
                 if (key := stat_keys.get(rel)) is not None and settled_by(key, walked_at)}
+        if memo is not None and kept.keys() == memo.keys() and all(memo[rel][0] == key for rel, (key, _) in kept.items()):
+            return  # the same notes under the same stat keys: the same parts
         state_memo.keep(path, self._memo_key(aliases), kept)
 
     def _read_into(self, pieces: dict[str, Piece], stat_keys: dict[str, StatKey],
-                   listed: list[tuple[str, str, StatKey | OSError | None]], state: VaultState) -> None:
+                   listed: list[tuple[str, str, StatKey | OSError | None]], state: VaultState,
+                   remembered: Collection[str] = ()) -> None:
         """The parts of every listed note not in `pieces` yet: from the note cache where its file is certainly
-        unchanged, else read (in worker processes for a large first read)."""
+        unchanged, else read (in worker processes for a large first read). `remembered`: the notes the state
+        memo held; when it held nearly all, only the others are looked up in the note cache, and the notes it
+        held that are gone now are the ones the cache forgets."""
         cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
-        cached = cache.load() if cache else {}
+        missing = [rel for rel, _, _ in listed if rel not in pieces]
+        if cache and remembered and len(missing) <= FEW_CHANGED:
+            cached = cache.load(only=missing)
+            listed_paths = {rel for rel, _, _ in listed}
+            gone_since = [rel for rel in remembered if rel not in listed_paths]
+        else:
+            cached = cache.load() if cache else {}
+            gone_since = []
         held: dict[str, CachedNote] = {}
         to_read: list[tuple[str, str]] = []
         for rel, path, key in listed:
@@ -380,7 +396,7 @@ class Vault:
         # What is cached is trusted only once the file is older than the racy window at this moment, before
         # any note was read: a write right after a note was read, in the same tick, then never hides
         reading_from = time.time_ns()
-        gone = list(cached)
+        gone = list(cached) + gone_since
 
         def store(rows: Iterable[Stored]) -> None:  # by a reader, while this process goes on; or by this one
             assert cache is not None

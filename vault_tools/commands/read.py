@@ -139,27 +139,30 @@ def day_said(ws: Workspace, decision: Decision) -> str:
     return f"{local_date(successor.ruled_at, ws.tz).isoformat()} by {successor.id} (ruled {day})"
 
 
-def remembered_same_matter(ws: Workspace, state: VaultState, in_effect: list[Decision]) -> list[Overlap]:
-    """`unsaid_same_matter` of the decisions in effect, kept (`remembered`) while none of them changes: scoring
-    every pair of a thousand rulings is most of what `ask` and `lookup` would take."""
+def remembered_overlaps(ws: Workspace, state: VaultState, in_effect: list[Decision]) -> list[Overlap]:
+    """Every pair of current rulings nobody related: on one topic (`unresolved_overlaps`) and on one matter
+    (`unsaid_same_matter`), kept (`remembered`) while none of the decisions changes: scoring every pair of a
+    thousand rulings is most of what `ask` and `lookup` would take."""
+    resolve = state.resolver()
+
     def make() -> list[tuple[int, int, str]]:
         remember_terms(ws, state, [decision for decision in in_effect if decision.status is Status.RULED])
         place = {id(decision): index for index, decision in enumerate(in_effect)}
         return [(place[id(overlap.newer)], place[id(overlap.older)], overlap.topic)
-                for overlap in unsaid_same_matter(in_effect, state.resolver())]
+                for overlap in unresolved_overlaps(in_effect, resolve, ws.tz) + unsaid_same_matter(in_effect, resolve)]
 
-    kept = remembered(ws, state, "unsaid same matter", make)
+    kept = remembered(ws, state, "overlaps nobody resolved", make)
     try:
         return [Overlap(in_effect[newer], in_effect[older], str(topic)) for newer, older, topic in kept]
     except (TypeError, ValueError, IndexError):  # kept by hand or damaged: made again
-        return unsaid_same_matter(in_effect, state.resolver())
+        return unresolved_overlaps(in_effect, resolve, ws.tz) + unsaid_same_matter(in_effect, resolve)
 
 
 def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...]) -> list[Lookup]:
     in_effect = ws.decisions_in_effect(state)
     by_id, resolve = {d.id: d for d in in_effect}, state.resolver()
     not_said: dict[str, list[Decision]] = {}
-    for overlap in unresolved_overlaps(in_effect, resolve, ws.tz) + remembered_same_matter(ws, state, in_effect):
+    for overlap in remembered_overlaps(ws, state, in_effect):
         not_said.setdefault(overlap.newer.id, []).append(overlap.older)
         not_said.setdefault(overlap.older.id, []).append(overlap.newer)
     alongside: dict[str, list[Decision]] = {}
