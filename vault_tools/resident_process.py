@@ -49,6 +49,8 @@ def serve(root: str, parent: int) -> None:
             return
         listener = listening[0]
         _warm_up()
+        gc.collect()
+        gc.freeze()  # the modules and what they keep, looked over by no later collection
         stamp = code_fingerprint()
         while os.getppid() == parent and not _told_to_stop:
             try:
@@ -136,10 +138,16 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
     if request.get("code") != stamp:
         _send(connection, {"stale": True}, b"", b"")
         return False
-    code, out, err = _run(argv, cwd, env, int(request.get("umask", 0o22)), request.get("encodings") or [])
+    gc.disable()  # a command makes about a million objects; looking them over while it runs finds nothing to free
+    try:
+        code, out, err = _run(argv, cwd, env, int(request.get("umask", 0o22)), request.get("encodings") or [])
+    finally:
+        gc.enable()
     connection.settimeout(None)
     with contextlib.suppress(OSError):
         _send(connection, {"exit": code}, out, err)
+        connection.close()  # the caller has its answer: what is left to free is freed while nobody waits
+    gc.collect()
     return True
 
 
