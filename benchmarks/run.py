@@ -66,7 +66,7 @@ from benchmarks.judgments import report as judgments_report
 from benchmarks.make_vault import BIG_FOLDER, make_vault
 from benchmarks.owner_messages import report as owner_messages_report
 from benchmarks.same_question import report as same_question_report
-from vault_tools.resident import socket_path
+from vault_tools.resident_address import socket_path
 
 FLOOR = """
 import os, sys

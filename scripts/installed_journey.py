@@ -137,12 +137,12 @@ def resident_answers(journey: Journey) -> str | None:
     import os
     import time
 
-    from vault_tools import resident
+    from vault_tools import resident, resident_address
 
     watcher = subprocess.Popen([journey.command, "watch"], cwd=journey.vault, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        path = Path(resident.socket_path(str(journey.vault.resolve())) or "")
+        path = Path(resident_address.socket_path(str(journey.vault.resolve())) or "")
         deadline = time.monotonic() + TIMEOUT_SECONDS
         while not path.is_socket():
             if watcher.poll() is not None or time.monotonic() > deadline:
@@ -159,7 +159,7 @@ def resident_answers(journey: Journey) -> str | None:
             finally:
                 os.chdir(saved)
             alone = subprocess.run([journey.command, *args], cwd=journey.vault, capture_output=True,
-                                   env={**os.environ, resident.NO_RESIDENT_ENV: "1"}, timeout=TIMEOUT_SECONDS)
+                                   env={**os.environ, resident_address.NO_RESIDENT_ENV: "1"}, timeout=TIMEOUT_SECONDS)
             if code is None:
                 return f"{' '.join(args)}: the resident process did not answer"
             if (code, out.getvalue()) != (alone.returncode, alone.stdout):  # `stream` is alive: `out` is open

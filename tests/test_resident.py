@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools import resident
+from vault_tools import resident, resident_address
 
 from .helpers import FOOTER, Result, decision, snapshot, write
 
@@ -32,7 +32,7 @@ def runtime(monkeypatch):
     and the resident process allowed again (conftest.py forbids it to every other test)."""
     base = tempfile.mkdtemp(prefix="vt-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     monkeypatch.setenv("XDG_RUNTIME_DIR", base)
-    monkeypatch.delenv(resident.NO_RESIDENT_ENV)
+    monkeypatch.delenv(resident_address.NO_RESIDENT_ENV)
     yield Path(base)
     shutil.rmtree(base, ignore_errors=True)
 
@@ -41,7 +41,7 @@ def run(*args: str, cwd: Path, alone: bool = False) -> Result:
     """The console script in a process of its own; `alone`: told not to ask the resident process."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     if alone:
-        env[resident.NO_RESIDENT_ENV] = "1"
+        env[resident_address.NO_RESIDENT_ENV] = "1"
     done = subprocess.run([sys.executable, "-m", "vault_tools", *args], cwd=cwd, capture_output=True, timeout=60,
                           env=env)
     return Result(done.returncode, done.stdout.decode("utf-8"), done.stderr.decode("utf-8"))
@@ -67,7 +67,7 @@ def watching(vault: Path):
     """`vault-tools watch` running on `vault`, its resident process listening."""
     watcher = subprocess.Popen([sys.executable, "-m", "vault_tools", "watch", "--vault", str(vault)],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    path = Path(resident.socket_path(str(vault.resolve())))
+    path = Path(resident_address.socket_path(str(vault.resolve())))
     try:
         deadline = time.monotonic() + 30
         while not path.exists():
@@ -137,7 +137,7 @@ def test_the_vault_is_found_from_the_commands_own_folder(runtime, vault):
 
 
 def test_it_ends_with_its_watcher_and_leaves_no_socket(runtime, vault):
-    path = Path(resident.socket_path(str(vault.resolve())))
+    path = Path(resident_address.socket_path(str(vault.resolve())))
     with watching(vault) as watcher:
         watcher.send_signal(signal.SIGTERM)
         watcher.wait(timeout=30)
@@ -158,7 +158,7 @@ def test_a_reading_command_runs_here_when_the_resident_process_dies_before_answe
     """A listener that takes the command and closes without a word: `show` runs in its own process; `rule`
     says it cannot know whether the ruling was recorded (exit 4), and does not record it a second time."""
     decision(vault, 1, summary=FOOTER)
-    path = resident.socket_path(str(vault.resolve()))
+    path = resident_address.socket_path(str(vault.resolve()))
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -189,7 +189,7 @@ def test_a_reading_command_runs_here_when_the_resident_process_dies_before_answe
 
 def test_a_socket_in_a_folder_others_may_enter_is_never_asked(runtime, vault):
     decision(vault, 1, summary=FOOTER)
-    path = resident.socket_path(str(vault.resolve()))
+    path = resident_address.socket_path(str(vault.resolve()))
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     os.chmod(os.path.dirname(path), 0o777)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -208,7 +208,7 @@ def test_a_socket_in_a_folder_others_may_enter_is_never_asked(runtime, vault):
 def test_a_resident_process_of_other_code_is_not_asked_and_ends(runtime, vault):
     decision(vault, 1, summary=FOOTER)
     with watching(vault):
-        path = resident.socket_path(str(vault.resolve()))
+        path = resident_address.socket_path(str(vault.resolve()))
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(path)
         connection.sendall(json.dumps({"argv": ["show", "D-0001"], "cwd": str(vault), "env": dict(os.environ),

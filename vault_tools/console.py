@@ -18,16 +18,20 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .dates import parse_day_option
 from .errors import PIPE_CLOSED, InconsistentVault, VaultToolsError
 from .layout import git_dir
 from .record_files import STATE_DIR
+from .resident_address import NO_RESIDENT_ENV, socket_path
 from .services.workspace import Workspace
 from .shapes import decision_json
 from .vault import Vault
+
+if TYPE_CHECKING:
+    import subprocess
 
 # Imports inside functions: `build`, `context`, `lint` and `watch` run on every commit, session and pull without
 # the parser; each loads only what it uses (and rich only on a terminal, the crash log's modules only on a crash).
@@ -216,8 +220,7 @@ def watch(once: bool = False, vault: Path | str | None = None, json_: bool = Fal
             watcher.run_once()  # an error it raises was logged already; its exit code says what kind of trouble
         return
     previous = {sig: signal.signal(sig, lambda *_: watcher.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    from . import resident  # here: only the watcher keeps a resident process
-    answering = resident.start(ws.vault.root)  # answers the agent's commands while this watches
+    answering = start_resident(ws.vault.root)  # answers the agent's commands while this watches
     try:
         with Progress("reconciling", not json_) as progress:  # a first reconcile of a large vault takes a while
             watcher.progress = progress
@@ -227,11 +230,36 @@ def watch(once: bool = False, vault: Path | str | None = None, json_: bool = Fal
         stderr.print(log_line, markup=False)
         watcher.run()
     finally:
-        resident.stop(answering)
+        stop_resident(answering)
         watcher.release()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     stderr.print("stopped", markup=False)
+
+
+def start_resident(root: Path) -> subprocess.Popen[bytes] | None:
+    """The resident process for the vault at `root`, started to live as long as this process; None where this
+    system has no Unix sockets or `VAULT_TOOLS_NO_RESIDENT` is set."""
+    import subprocess  # here: only the watcher keeps a resident process
+
+    if os.environ.get(NO_RESIDENT_ENV) or socket_path(str(root)) is None:
+        return None
+    return subprocess.Popen([sys.executable, "-m", "vault_tools.resident_process", str(root), str(os.getpid())],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_resident(process: subprocess.Popen[bytes] | None) -> None:
+    """Tell the resident process to stop, and wait for it: it ends once the command it runs is answered, or is
+    killed after 5 s."""
+    if process is None:
+        return
+    process.terminate()
+    deadline = time.monotonic() + 5
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 def watch_log(state_dir: Path, as_json: bool) -> Any:

@@ -1,5 +1,5 @@
-"""The vault's resident process, seen from outside it: where it listens, asking it to run a command, starting
-and stopping it. `vault-tools watch` keeps one beside it (`resident_process`); the console script sends it the
+"""The vault's resident process, seen from the console script: asking it to run a command (where it listens:
+`resident_address`). `vault-tools watch` keeps one beside it (`resident_process`, started by `console.watch`); the console script sends it the
 agent's commands (`launch.RESIDENT_COMMANDS`), which it answers as the console script would in a process of
 their own, without paying for Python's start-up and the package's imports again
 (docs/design/0048-a-resident-process-answers-the-agents-commands.md).
@@ -11,63 +11,18 @@ process as before.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
-import stat
-import subprocess
 import sys
 from pathlib import Path
 
 from .record_files import vault_above
+from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
 from .state_memo import code_fingerprint
 
-NO_RESIDENT_ENV = "VAULT_TOOLS_NO_RESIDENT"  # set (to anything): every command runs in its own process
 GONE = 4  # it took the command and ended before answering: whether the command ran is not known
 WRITING_COMMANDS = ("ask", "rule")  # asked again here when it ends before answering: the others only read
-
-
-def socket_path(root: str) -> str | None:
-    """Where the resident process of the vault at `root` (resolved) listens: a socket in a folder of this
-    user's own (`$XDG_RUNTIME_DIR`, else `$TMPDIR` or /tmp, then `vault-tools-UID/`); None where this system has
-    no such sockets or the path would be too long for one."""
-    if os.name != "posix" or not hasattr(socket, "AF_UNIX"):
-        return None
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
-    name = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    path = os.path.join(base, f"vault-tools-{os.getuid()}", f"{name}.sock")
-    return path if len(path.encode("utf-8", "surrogateescape")) < 100 else None  # sun_path holds 104-108 bytes
-
-
-def private_folder(folder: str) -> bool:
-    """Whether `folder` is a real folder of this user's that no one else may enter: a socket found there was
-    put there by this user (another user's could hand the agent forged answers)."""
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
-
-
-def start(root: Path) -> subprocess.Popen[bytes] | None:
-    """The resident process for the vault at `root`, started to live as long as this process; None where this
-    system has no Unix sockets or `VAULT_TOOLS_NO_RESIDENT` is set."""
-    if os.environ.get(NO_RESIDENT_ENV) or socket_path(str(root)) is None:
-        return None
-    return subprocess.Popen([sys.executable, "-m", "vault_tools.resident_process", str(root), str(os.getpid())],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def stop(process: subprocess.Popen[bytes] | None) -> None:
-    if process is None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _vault_named(args: list[str]) -> str | None:

@@ -1,7 +1,7 @@
-"""The vault's resident process (`python -m vault_tools.resident_process ROOT WATCHER_PID`, which `resident.start`
-runs): it answers the agent's commands (`launch.RESIDENT_COMMANDS`) sent by the console script over a Unix
-socket, each one as the console script would have answered it in its own process, without paying for
-Python's start-up and the package's imports again
+"""The vault's resident process (`python -m vault_tools.resident_process ROOT WATCHER_PID`, which
+`console.start_resident` runs): it answers the agent's commands (`launch.RESIDENT_COMMANDS`) sent by the
+console script over a Unix socket, each one as the console script would have answered it in its own
+process, without paying for Python's start-up and the package's imports again
 (docs/design/0048-a-resident-process-answers-the-agents-commands.md).
 
 What it answers is what the front door gives, run here with the command's own arguments, working folder,
@@ -25,7 +25,7 @@ import traceback
 from typing import Any
 
 from . import answers, cli, console, launch, state_memo  # noqa: F401  (loaded now, not on the first command)
-from .resident import NO_RESIDENT_ENV, private_folder, socket_path
+from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
 from .state_memo import code_fingerprint
 
 REQUEST_LIMIT = 16 * 1024 * 1024  # a command's arguments and environment; what is longer is not a command
