@@ -222,3 +222,35 @@ def test_a_resident_process_of_other_code_is_not_asked_and_ends(runtime, vault):
         assert not os.path.exists(path)
         assert run("show", "D-0001", "--vault", str(vault), cwd=vault) == run(
             "show", "D-0001", "--vault", str(vault), cwd=vault, alone=True)
+
+
+def test_commands_sent_at_once_are_each_answered_as_alone(runtime, vault):
+    """An agent running commands in parallel: the resident process takes one at a time, and each gets the
+    answer its own process gives (a ruling recorded meanwhile included, once)."""
+    decision(vault, 1, summary=FOOTER)
+    decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
+    asks = [("show", "D-0001"), ("lookup", "article-footer"), ("context",), ("search", "footer")] * 3
+    with watching(vault):
+        time.sleep(2.1)
+        expected = {args: run(*args, "--vault", str(vault), cwd=vault, alone=True) for args in set(asks)}
+        answered: list[tuple[tuple[str, ...], Result]] = []
+
+        def one(args: tuple[str, ...]) -> None:
+            answered.append((args, run(*args, "--vault", str(vault), cwd=vault)))
+
+        threads = [threading.Thread(target=one, args=(args,)) for args in asks]
+        threads.append(threading.Thread(target=lambda: answered.append((("rule",), run(
+            "rule", "D-0002", "--summary", "The agent answers reader replies within a day.", "--vault", str(vault),
+            cwd=vault)))))
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    ruled = [result for args, result in answered if args == ("rule",)]
+    assert len(answered) == len(asks) + 1 and len(ruled) == 1
+    assert all(result.code == 0 for _, result in answered), answered
+    for args, result in answered:
+        if args != ("rule",) and args[0] in ("show", "search"):  # what the ruling does not change
+            assert result == expected[args], args
+    assert run("lookup", "reader-replies", "--json", "--vault", str(vault), cwd=vault, alone=True).out.count(
+        '"id": "D-0002"') == 1
