@@ -150,14 +150,21 @@ def scored_cases(cases: Sequence[Case]) -> list[tuple[Case, list[tuple[str, floa
 def choose_thresholds(cases: Sequence[Case]) -> tuple[float, float]:
     """The strong tier: the lowest two-decimal threshold at which it refuses at most TARGET_STOPPED_STRONG of the
     different matters; the possible tier: the lowest at which both together refuse at most TARGET_STOPPED."""
-    scored = scored_cases(cases)
     steps = [value / 100 for value in range(1, 101)]
-    strong = next(value for value in steps
-                  if split_figures(scored, value, 1.01).stopped_strong
-                  <= TARGET_STOPPED_STRONG * split_figures(scored, value, 1.01).different)
-    possible = next(value for value in steps if value <= strong
-                    and split_figures(scored, strong, value).stopped
-                    <= TARGET_STOPPED * split_figures(scored, strong, value).different)
+    # A decision scored under the lowest step either way is refused at no step: left out, the figures are the same
+    scored = [(case, [found for found in each if max(found[1], found[2]) >= steps[0]])
+              for case, each in scored_cases(cases)]
+
+    def strong_holds(value: float) -> bool:
+        split = split_figures(scored, value, 1.01)
+        return split.stopped_strong <= TARGET_STOPPED_STRONG * split.different
+
+    def possible_holds(value: float) -> bool:
+        split = split_figures(scored, strong, value)
+        return split.stopped <= TARGET_STOPPED * split.different
+
+    strong = next(value for value in steps if strong_holds(value))
+    possible = next(value for value in steps if value <= strong and possible_holds(value))
     return strong, possible
 
 
