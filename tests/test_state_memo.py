@@ -246,3 +246,21 @@ def test_a_read_after_writing_a_note_keeps_the_memo_it_took(vault, aged):
     assert vt_here("lookup", "reader-mail", cwd=vault).out.count("D-0004") >= 1
     after = memo.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_ask_and_rule_refuse_on_the_rulings_alone_without_pairing_every_ruling(vault, monkeypatch):
+    """The pairs of rulings nobody related are `lookup`'s to show; `ask` refused on a settled topic and `rule`
+    told to say how it stands to the ruling on its topic do not work them out (after a change they cost a
+    tenth of a second on a large vault)."""
+    small_vault(vault)
+
+    def not_needed(*args, **kwargs):
+        raise AssertionError("the pairs of every ruling were worked out")
+
+    monkeypatch.setattr(read_module, "unresolved_overlaps", not_needed)
+    monkeypatch.setattr(read_module, "unsaid_same_matter", not_needed)
+    asked = vt_here("ask", "What do footers carry?", "--topic", "article-footer", cwd=vault)
+    assert asked.code == 1 and "topic article-footer is settled" in asked.err
+    ruled = vt_here("rule", "--topic", "article-footer", "--summary", "Footers carry the unsubscribe link and the "
+                    "address.", "--source", "chat", cwd=vault)
+    assert ruled.code == 1 and "say whether this one replaces them" in ruled.err

@@ -39,7 +39,7 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
                         f"{question.id} is already open on topic {shared[0]}: {question.summary}",
                         details=[_WAITING.format(id=question.id), _ANOTHER_MATTER])
         if reask_reason is None:
-            settled = current_rulings_on(ws, state, asked)
+            settled = current_rulings_on(ws, state, asked, with_pairs=False)
             _refuse_a_conflict([found.ruling for found in settled])
             if settled:
                 details = [settled_line(ws, found) for found in settled]

@@ -158,11 +158,15 @@ def remembered_overlaps(ws: Workspace, state: VaultState, in_effect: list[Decisi
         return unresolved_overlaps(in_effect, resolve, ws.tz) + unsaid_same_matter(in_effect, resolve)
 
 
-def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...]) -> list[Lookup]:
+def current_rulings_on(ws: Workspace, state: VaultState, asked: tuple[str, ...], *,
+                       with_pairs: bool = True) -> list[Lookup]:
+    """The current rulings on the topics `asked` (or that took them over), newest first; with `with_pairs`, each
+    with the rulings it stands beside and those neither it nor they say replaces the other (what `lookup`
+    shows; `ask` and `rule` refuse on the rulings alone)."""
     in_effect = ws.decisions_in_effect(state)
     by_id, resolve = {d.id: d for d in in_effect}, state.resolver()
     not_said: dict[str, list[Decision]] = {}
-    for overlap in remembered_overlaps(ws, state, in_effect):
+    for overlap in remembered_overlaps(ws, state, in_effect) if with_pairs else []:
         not_said.setdefault(overlap.newer.id, []).append(overlap.older)
         not_said.setdefault(overlap.older.id, []).append(overlap.newer)
     alongside: dict[str, list[Decision]] = {}

@@ -253,7 +253,7 @@ def _refuse_unsaid_replacement(ws: Workspace, state: VaultState, decision: Decis
         return
     resolve = ws.resolver_with(state, decision)
     addressed = {resolve(link) for link in (*decision.supersedes, *decision.alongside)}
-    unsaid = [found for found in current_rulings_on(ws, state, decision.topics)
+    unsaid = [found for found in current_rulings_on(ws, state, decision.topics, with_pairs=False)
               if found.ruling.id not in addressed and found.ruling.id != decision.id]
     if not unsaid:
         return
