@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from vault_tools import resident, resident_address
+from vault_tools.state_memo import code_fingerprint
 
 from .helpers import FOOTER, Result, decision, snapshot, write
 
@@ -254,3 +255,22 @@ def test_commands_sent_at_once_are_each_answered_as_alone(runtime, vault):
             assert result == expected[args], args
     assert run("lookup", "reader-replies", "--json", "--vault", str(vault), cwd=vault, alone=True).out.count(
         '"id": "D-0002"') == 1
+
+
+def test_a_command_from_a_folder_the_resident_process_cannot_see_runs_here(runtime, vault, tmp_path):
+    """The resident process answers from the command's own folder; where that folder is not there for it (a
+    container with other mounts: here, a folder named that does not exist), it says so and the command runs
+    in its own process."""
+    decision(vault, 1, summary=FOOTER)
+    with watching(vault):
+        path = resident_address.socket_path(str(vault.resolve()))
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.connect(path)
+        connection.sendall(json.dumps({
+            "argv": ["show", "D-0001", "--vault", str(vault)], "cwd": str(tmp_path / "not-here"),
+            "env": dict(os.environ), "umask": 0o22, "code": code_fingerprint(), "encodings": ["utf-8", "utf-8"]}
+        ).encode())
+        connection.shutdown(socket.SHUT_WR)
+        assert json.loads(connection.makefile("rb").readline()) == {"elsewhere": True, "out": 0, "err": 0}
+        connection.close()
+        assert asked_there("show", "D-0001", "--vault", str(vault), cwd=vault)[0] == 0  # and it still answers

@@ -66,8 +66,8 @@ def answer_there(args: list[str]) -> int | None:
         connection.close()
         return None  # nothing was taken: the command runs here
     head, out, err = _reply(connection)
-    if head is not None and head.get("stale"):
-        return None  # it runs other code than this (an upgrade): the command runs here
+    if head is not None and (head.get("stale") or head.get("elsewhere")):
+        return None  # it runs other code than this (an upgrade), or cannot see its folder: the command runs here
     code = head.get("exit") if head is not None else None
     if not isinstance(code, int):
         if args[0] not in WRITING_COMMANDS:

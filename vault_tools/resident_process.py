@@ -138,6 +138,9 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
     if request.get("code") != stamp:
         _send(connection, {"stale": True}, b"", b"")
         return False
+    if not isinstance(cwd, str) or not os.path.isdir(cwd):
+        _send(connection, {"elsewhere": True}, b"", b"")  # its folder is not here (another mount namespace)
+        return True
     gc.disable()  # a command makes about a million objects; looking them over while it runs finds nothing to free
     try:
         code, out, err = _run(argv, cwd, env, int(request.get("umask", 0o22)), request.get("encodings") or [])
