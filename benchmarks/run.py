@@ -66,6 +66,7 @@ from benchmarks.judgments import report as judgments_report
 from benchmarks.make_vault import BIG_FOLDER, make_vault
 from benchmarks.owner_messages import report as owner_messages_report
 from benchmarks.same_question import report as same_question_report
+from vault_tools.launch import RESIDENT_COMMANDS
 from vault_tools.resident_address import socket_path
 
 FLOOR = """
@@ -730,8 +731,10 @@ def agent_commands_table(workdir: Path, repeat: int, notes: int = 5500, decision
         for args, _ in commands.values():
             subprocess.run(args or rule_args(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(RESIDENT_SETTLES_SECONDS)
+        readers = {name: command for name, command in commands.items()
+                   if command[0] is not None and command[0][len(VAULT_TOOLS)] in RESIDENT_COMMANDS}
         results.update({f"{name}, answered by the watcher's resident process": found
-                        for name, found in time_commands(commands, rule_args, repeat).items()})
+                        for name, found in time_commands(readers, rule_args, repeat).items()})
     time.sleep(2.1)  # the hooks' snapshot is kept once what the rulings wrote is past the racy window
     hooks = measure_hooks(vault, repeat)
     rm_folder = {"tool_name": "Bash", "tool_input": {"command": f'rm -rf "{BIG_FOLDER}"'}}

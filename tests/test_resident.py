@@ -1,6 +1,7 @@
 """The vault's resident process (vault_tools/resident.py, resident_process.py): `vault-tools watch` keeps one,
-the agent's commands sent to it answer byte for byte as in a process of their own, and whenever it cannot
-answer (gone, other code, a folder others may enter) the command runs in its own process instead."""
+the agent's reading commands sent to it answer byte for byte as in a process of their own, and whenever it
+does not answer in full (gone, stopped, other code, a folder others may enter or it cannot see, another
+locale) the command runs in its own process instead; `ask` and `rule` always do."""
 from __future__ import annotations
 
 import contextlib
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from vault_tools import resident, resident_address
-from vault_tools.state_memo import code_fingerprint
+from vault_tools.resident import runtime_stamp
 
 from .helpers import FOOTER, Result, decision, snapshot, write
 
@@ -83,18 +84,15 @@ def watching(vault: Path):
         watcher.stderr.close()
 
 
-def test_the_agents_commands_answer_there_as_they_answer_alone(runtime, vault):
+def test_the_agents_reading_commands_answer_there_as_they_answer_alone(runtime, vault):
     decision(vault, 1, topics=("article-footer",), summary=FOOTER)
     decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
     write(vault / "Notes" / "Café.md", "A plain note about the café's opening hours.\n")
     asks = [
         ("show", "D-0001"), ("show", "D-0001", "--json"), ("show", "D-0999"), ("lookup", "article-footer"),
-        ("lookup", "article-footer", "--json"), ("search", "café hours"), ("search", "footer", "--json"),
-        ("context",), ("context", "--json"), ("context", "--budget", "400"),
-        ("ask", "What should the article footer say?", "--topic", "footer-text"),  # refused: the same matter
-        ("ask", "Should the agent answer reader replies?", "--topic", "reader-replies"),  # open already
-        ("rule", "--topic", "nope"),  # a usage error
-        ("lookup",),  # and another
+        ("lookup", "article-footer", "--json"), ("lookup", "reader-replies"), ("search", "café hours"),
+        ("search", "footer", "--json"), ("context",), ("context", "--json"), ("context", "--budget", "400"),
+        ("lookup",), ("show", "--nope"),  # usage errors
     ]
     with watching(vault):
         time.sleep(2.1)  # past the racy window: what the resident process reads it may keep
@@ -106,11 +104,26 @@ def test_the_agents_commands_answer_there_as_they_answer_alone(runtime, vault):
             assert run(*args, "--vault", str(vault), cwd=vault) == alone, args  # the console script, end to end
 
 
-def test_what_one_writes_through_it_every_reader_sees_and_an_edit_between_commands_is_seen(runtime, vault):
+def test_ask_and_rule_always_run_in_their_own_process(runtime, vault):
+    """What writes the record runs with the caller's own rights and view of the files (a sandbox, a read-only
+    mount): the resident process takes neither `ask` nor `rule`, even sent to it directly."""
+    decision(vault, 1, summary=FOOTER)
     with watching(vault):
-        code, _, err = asked_there("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat",
-                                   "--vault", str(vault), cwd=vault)
-        assert code == 0, err
+        before = snapshot(vault)
+        for args in (("ask", "Should the agent answer reader replies?", "--topic", "reader-replies"),
+                     ("rule", "--topic", "article-images", "--summary", "Articles use only images we took.")):
+            assert asked_there(*args, "--vault", str(vault), cwd=vault)[0] is None
+        assert snapshot(vault) == before
+        ruled = run("rule", "--topic", "article-images", "--summary", "Articles use only images we took.",
+                    "--source", "chat", "--vault", str(vault), cwd=vault)
+        assert ruled.code == 0 and "D-0002" in run("lookup", "article-images", "--vault", str(vault), cwd=vault).out
+
+
+def test_what_a_ruling_wrote_every_reader_sees_and_an_edit_between_commands_is_seen(runtime, vault):
+    with watching(vault):
+        ruled = run("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat", "--vault",
+                    str(vault), cwd=vault)
+        assert ruled.code == 0, ruled.err
         alone = run("show", "D-0001", "--json", "--vault", str(vault), cwd=vault, alone=True)
         assert json.loads(alone.out)["summary"] == FOOTER
         note = next((vault / "Decisions").glob("D-0001*.md"))
@@ -155,9 +168,10 @@ def test_it_ends_with_its_watcher_and_leaves_no_socket(runtime, vault):
     assert run("show", "D-0001", "--vault", str(vault), cwd=vault).code == 0
 
 
-def test_a_reading_command_runs_here_when_the_resident_process_dies_before_answering(runtime, vault):
-    """A listener that takes the command and closes without a word: `show` runs in its own process; `rule`
-    says it cannot know whether the ruling was recorded (exit 4), and does not record it a second time."""
+@pytest.mark.parametrize("dies", ["before taking it", "after taking it"])
+def test_a_command_runs_here_when_the_resident_process_dies_before_answering(runtime, vault, dies):
+    """A listener that closes without a word, or says it took the command and then closes: it runs in its own
+    process, with the same answer."""
     decision(vault, 1, summary=FOOTER)
     path = resident_address.socket_path(str(vault.resolve()))
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
@@ -167,25 +181,86 @@ def test_a_reading_command_runs_here_when_the_resident_process_dies_before_answe
     taken = []
 
     def take_and_die() -> None:
-        for _ in range(2):
-            connection, _ = listener.accept()
-            taken.append(connection.recv(1 << 20))
-            connection.close()
+        connection, _ = listener.accept()
+        taken.append(connection.recv(1 << 20))
+        if dies == "after taking it":
+            connection.sendall(b"+")
+        connection.close()
 
     thread = threading.Thread(target=take_and_die)
     thread.start()
     try:
         shown = run("show", "D-0001", "--vault", str(vault), cwd=vault)
         assert shown == run("show", "D-0001", "--vault", str(vault), cwd=vault, alone=True)
-        before = snapshot(vault)
-        ruled = run("rule", "--topic", "article-images", "--summary", "Articles use only images we took.",
-                    "--vault", str(vault), cwd=vault)
-        assert ruled.code == 4 and "ended before answering `rule`" in ruled.err
-        assert snapshot(vault) == before
     finally:
         thread.join(timeout=10)
         listener.close()
-    assert len(taken) == 2
+    assert len(taken) == 1
+
+
+def test_a_stopped_resident_process_holds_no_command_up(runtime, vault):
+    """Its watcher's terminal stopped (Ctrl-Z) does not stop it (a session of its own); stopped itself, a
+    command waits two seconds at most for it to take the command, then runs in its own process."""
+    decision(vault, 1, summary=FOOTER)
+    with watching(vault) as watcher:
+        resident_pid = int(subprocess.run(["pgrep", "-P", str(watcher.pid)], capture_output=True, text=True,
+                                          check=True).stdout.split()[0])
+        assert os.getsid(resident_pid) != os.getsid(watcher.pid)
+        os.kill(resident_pid, signal.SIGSTOP)
+        try:
+            began = time.monotonic()
+            shown = run("show", "D-0001", "--vault", str(vault), cwd=vault)
+            assert time.monotonic() - began < 2 + 10
+            assert shown == run("show", "D-0001", "--vault", str(vault), cwd=vault, alone=True)
+        finally:
+            os.kill(resident_pid, signal.SIGCONT)
+
+
+def test_what_the_console_script_prints_is_what_its_own_process_prints_however_its_streams_go(runtime, vault,
+                                                                                              tmp_path):
+    """Both streams to one file keep the order they were printed in; stdout's reader gone (`| true`), stderr
+    still says it; a working folder gone, `--` before an option-like word, file names read in another
+    locale: the same answer as the command's own process."""
+    decision(vault, 1, summary=FOOTER)
+    decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
+    write(vault / "Decisions" / "D-0003 Café menu.md", "---\ntype: decision\nid: D-0003\nstatus: ruled\n"
+          "topics: [cafe-menu]\nsummary: \"The café serves breakfast from eight o'clock.\"\nruled_at: "
+          "2026-03-01T09:00:00\nruled_by: owner\n---\n## Ruling\nBreakfast from eight.\n")
+    script = f"{sys.executable} -m vault_tools"
+
+    def shell(command: str, cwd: Path = vault, **env: str) -> tuple[int, bytes, bytes]:
+        done = subprocess.run(["sh", "-c", command], cwd=cwd, capture_output=True, timeout=60,
+                              env={**os.environ, **env})
+        return done.returncode, done.stdout, done.stderr
+
+    alone = {resident_address.NO_RESIDENT_ENV: "1"}
+    with watching(vault):
+        time.sleep(2.1)
+        joined = f"{script} lookup reader-replies --vault '{vault}' 2>&1"
+        assert shell(joined) == shell(joined, **alone)
+        broken = write(vault / "Decisions" / "Broken.md", "---\ntype: decision\nstatus: [ruled\n---\nText.\n")
+        after = f"{script} lookup article-footer --vault '{vault}' 2>&1"  # the answer, then the broken note
+        assert shell(after) == shell(after, **alone)
+        assert shell(after, **alone)[1].index(b"D-0001") < shell(after, **alone)[1].index(b"Broken.md")
+        broken.unlink()
+        err_file = tmp_path / "err.txt"
+        gone_reader = f"{script} lookup reader-replies --vault '{vault}' 2>'{err_file}' | true"
+        shell(gone_reader, **alone)
+        expected = err_file.read_bytes()
+        assert expected and shell(gone_reader)[0] == 0 and err_file.read_bytes() == expected
+        gone = tmp_path / "gone"
+        in_gone = f"mkdir '{gone}' && cd '{gone}' && rmdir '{gone}' && {script} show D-0001 --vault '{vault}'"
+        assert shell(in_gone) == shell(in_gone, **alone)
+        assert shell(in_gone)[0] == 0
+        inside = vault / "Notes"
+        inside.mkdir()
+        after_dashes = f"{script} search -- --vault '{vault}'"
+        assert shell(after_dashes, inside, VAULT_TOOLS_CEILING=str(inside)) == shell(
+            after_dashes, inside, VAULT_TOOLS_CEILING=str(inside), **alone)
+        c_locale = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+        for args in ("show D-0003", "lookup cafe-menu --json"):
+            command = f"{script} {args} --vault '{vault}'"
+            assert shell(command, **c_locale) == shell(command, **c_locale, **alone), args
 
 
 def test_a_socket_in_a_folder_others_may_enter_is_never_asked(runtime, vault):
@@ -213,9 +288,11 @@ def test_a_resident_process_of_other_code_is_not_asked_and_ends(runtime, vault):
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         connection.connect(path)
         connection.sendall(json.dumps({"argv": ["show", "D-0001"], "cwd": str(vault), "env": dict(os.environ),
-                                       "umask": 0o22, "code": "other code", "encodings": ["utf-8", "utf-8"]}).encode())
+                                       "umask": 0o22, "code": "other code", "encodings": ["utf-8", "utf-8"],
+                                       "file_names": [sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()]}
+                                      ).encode())
         connection.shutdown(socket.SHUT_WR)
-        assert json.loads(connection.makefile("rb").readline()) == {"stale": True, "out": 0, "err": 0}
+        assert connection.makefile("rb").read() == b""  # not taken: its caller runs it
         connection.close()
         deadline = time.monotonic() + 10
         while os.path.exists(path) and time.monotonic() < deadline:
@@ -268,9 +345,10 @@ def test_a_command_from_a_folder_the_resident_process_cannot_see_runs_here(runti
         connection.connect(path)
         connection.sendall(json.dumps({
             "argv": ["show", "D-0001", "--vault", str(vault)], "cwd": str(tmp_path / "not-here"),
-            "env": dict(os.environ), "umask": 0o22, "code": code_fingerprint(), "encodings": ["utf-8", "utf-8"]}
+            "env": dict(os.environ), "umask": 0o22, "code": runtime_stamp(), "encodings": ["utf-8", "utf-8"],
+            "file_names": [sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()]}
         ).encode())
         connection.shutdown(socket.SHUT_WR)
-        assert json.loads(connection.makefile("rb").readline()) == {"elsewhere": True, "out": 0, "err": 0}
+        assert connection.makefile("rb").read() == b""  # not taken: its caller runs it
         connection.close()
         assert asked_there("show", "D-0001", "--vault", str(vault), cwd=vault)[0] == 0  # and it still answers

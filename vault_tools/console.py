@@ -244,8 +244,10 @@ def start_resident(root: Path) -> subprocess.Popen[bytes] | None:
 
     if os.environ.get(NO_RESIDENT_ENV) or socket_path(str(root)) is None:
         return None
+    # A session of its own: stopping the watcher's terminal (Ctrl-Z) does not stop what answers the agent
     return subprocess.Popen([sys.executable, "-m", "vault_tools.resident_process", str(root), str(os.getpid())],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
 
 
 def stop_resident(process: subprocess.Popen[bytes] | None) -> None:

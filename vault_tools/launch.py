@@ -155,8 +155,9 @@ def script() -> None:
     os._exit(code)
 
 
-# The agent's commands the vault's resident process answers, when `vault-tools watch` keeps one (`resident`).
-RESIDENT_COMMANDS = {"ask", "rule", "lookup", "show", "search", "context"}
+# The agent's reading commands the vault's resident process answers, when `vault-tools watch` keeps one
+# (`resident`): those that write nothing of the record (`ask` and `rule` run with the caller's own rights).
+RESIDENT_COMMANDS = {"lookup", "show", "search", "context"}
 
 
 # docs/design/0024-start-up-time.md
@@ -164,7 +165,7 @@ def main() -> None:
     _print_whatever_the_encoding()
     args = sys.argv[1:]
     if args and args[0] in RESIDENT_COMMANDS:
-        from .resident import answer_there  # here: only the agent's commands ask the vault's resident process
+        from .resident import answer_there  # here: only the agent's reading commands ask the resident process
         answered = answer_there(args)
         if answered is not None:
             sys.exit(answered)

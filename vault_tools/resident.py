@@ -1,13 +1,16 @@
 """The vault's resident process, seen from the console script: asking it to run a command (where it listens:
-`resident_address`). `vault-tools watch` keeps one beside it (`resident_process`, started by `console.watch`); the console script sends it the
-agent's commands (`launch.RESIDENT_COMMANDS`), which it answers as the console script would in a process of
-their own, without paying for Python's start-up and the package's imports again
+`resident_address`). `vault-tools watch` keeps one beside it (`resident_process`, started by
+`console.start_resident`); the console script sends it the agent's reading commands
+(`launch.RESIDENT_COMMANDS`), which it answers as the console script would in a process of their own, without
+paying for Python's start-up and the package's imports again
 (docs/design/0048-a-resident-process-answers-the-agents-commands.md).
 
-Not asked on a terminal (a person is not waiting on tenths of a second there, and the answer's colours and
-width are the terminal's), nor for a command that reads stdin (`--body -`), nor when `VAULT_TOOLS_NO_RESIDENT`
-is set; when none answers, or it runs other code than the console script's, the command runs in its own
-process as before.
+Only commands that write nothing of the record: a command that does (`ask`, `rule`) runs with this process's
+own rights and view of the files (a sandbox, a read-only mount), which a process started by the watcher does not
+share. Not asked on a terminal (a person is not waiting on tenths of a second there, and the answer's colours
+and width are the terminal's), nor when `VAULT_TOOLS_NO_RESIDENT` is set. Whenever it does not answer in full
+(none listening, other code, another file-name encoding, a folder it cannot see, stopped, gone), the command
+runs in its own process as before: a reading command asked twice gives the same answer.
 """
 from __future__ import annotations
 
@@ -21,8 +24,25 @@ from .record_files import vault_above
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
 from .state_memo import code_fingerprint
 
-GONE = 4  # it took the command and ended before answering: whether the command ran is not known
-WRITING_COMMANDS = ("ask", "rule")  # asked again here when it ends before answering: the others only read
+TAKEN_WITHIN_SECONDS = 2.0  # a resident process that does not take a command by then is stopped or stuck
+ANSWERED_WITHIN_SECONDS = 120.0  # and one that took it and does not answer by then
+
+
+_STARTED_WITH_PYTHONPATH = os.environ.get("PYTHONPATH", "")  # what this process's sys.path was made from
+
+
+def runtime_stamp() -> str:
+    """The code a process runs: the package's (`code_fingerprint`), the folders its other packages come from
+    with their modification times (installing or upgrading one changes them), and `PYTHONPATH` as the process
+    started. Two processes with the same stamp import the same code."""
+    folders = []
+    for entry in sys.path:
+        if os.path.basename(entry) in ("site-packages", "dist-packages"):
+            try:
+                folders.append((entry, os.stat(entry).st_mtime_ns))
+            except OSError:
+                continue
+    return code_fingerprint() + repr((folders, _STARTED_WITH_PYTHONPATH))
 
 
 def _vault_named(args: list[str]) -> str | None:
@@ -31,6 +51,8 @@ def _vault_named(args: list[str]) -> str | None:
     again from the same arguments and folder."""
     given = None
     for index, token in enumerate(args):
+        if token == "--":
+            break  # what follows is arguments, not options
         if token == "--vault" and index + 1 < len(args):
             given = args[index + 1]
         elif token.startswith("--vault="):
@@ -42,40 +64,50 @@ def _vault_named(args: list[str]) -> str | None:
     return str(found) if found is not None else None
 
 
-def answer_there(args: list[str]) -> int | None:
-    """The command answered by the vault's resident process, its output written here: its exit code; None when
-    there is none to ask (or it runs other code), and the command runs here."""
-    if "-" in args or os.environ.get(NO_RESIDENT_ENV) or sys.stdout.isatty() or sys.stderr.isatty():
-        return None
-    root = _vault_named(args)
-    path = socket_path(root) if root is not None else None
-    if root is None or path is None or not private_folder(os.path.dirname(path)):
+def _request(args: list[str]) -> dict[str, object] | None:
+    """What the resident process needs to run the command as this process would; None when this process cannot
+    say (its working folder is gone)."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
         return None
     mask = os.umask(0o22)
     os.umask(mask)
-    request = {"argv": args, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask, "code": code_fingerprint(),
-               "encodings": [getattr(stream, "encoding", None) or "utf-8" for stream in (sys.stdout, sys.stderr)]}
+    try:
+        merged = os.path.samestat(os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno()))
+    except (OSError, ValueError, AttributeError):  # a stream with no file behind it (a test's)
+        merged = False
+    return {"argv": args, "cwd": cwd, "env": dict(os.environ), "umask": mask, "code": runtime_stamp(),
+            "file_names": [sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()],
+            "encodings": [getattr(stream, "encoding", None) or "utf-8" for stream in (sys.stdout, sys.stderr)],
+            "merged": merged}
+
+
+def answer_there(args: list[str]) -> int | None:
+    """The command answered by the vault's resident process, its output written here: its exit code; None when
+    it did not answer in full, and the command runs here."""
+    if os.environ.get(NO_RESIDENT_ENV) or sys.stdout.isatty() or sys.stderr.isatty():
+        return None
+    root = _vault_named(args)
+    path = socket_path(root) if root is not None else None
+    request = _request(args) if path is not None else None
+    if path is None or request is None or not private_folder(os.path.dirname(path)):
+        return None
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        connection.settimeout(1.0)  # to connect, not to answer: a resident process takes one command at a time
+        connection.settimeout(TAKEN_WITHIN_SECONDS)
         connection.connect(path)
-        connection.settimeout(None)
         connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape"))
         connection.shutdown(socket.SHUT_WR)
     except OSError:
         connection.close()
-        return None  # nothing was taken: the command runs here
+        return None
     head, out, err = _reply(connection)
-    if head is not None and (head.get("stale") or head.get("elsewhere")):
-        return None  # it runs other code than this (an upgrade), or cannot see its folder: the command runs here
     code = head.get("exit") if head is not None else None
     if not isinstance(code, int):
-        if args[0] not in WRITING_COMMANDS:
-            return None  # a reading command: asked again here
-        sys.stderr.write(f"error: the resident process of {root} ended before answering `{args[0]}`: see whether "
-                         "it was recorded (`vault-tools lookup`) before running it again\n")
-        return GONE
-    for stream, data in ((sys.stdout, out), (sys.stderr, err)):
+        return None  # not answered in full (other code, a folder it cannot see, stopped, gone): asked here
+    # stderr first: where stdout's reader has gone (`| head`), what the command said there is still said
+    for stream, data in ((sys.stderr, err), (sys.stdout, out)):
         stream.flush()
         if hasattr(stream, "buffer"):
             stream.buffer.write(data)  # the bytes it printed in this stream's encoding
@@ -86,9 +118,14 @@ def answer_there(args: list[str]) -> int | None:
 
 
 def _reply(connection: socket.socket) -> tuple[dict[str, object] | None, bytes, bytes]:
-    """The answer's head (None when it did not come whole), and what the command printed to each stream."""
+    """The answer's head (None when it did not come whole, or in time), and what the command printed to each
+    stream (with `merged`, all of it in the first, in the order printed). The resident process says at once
+    that it took the command (one byte), then answers."""
     with connection, connection.makefile("rb") as reply:
         try:
+            if reply.read(1) != b"+":
+                return None, b"", b""
+            connection.settimeout(ANSWERED_WITHIN_SECONDS)
             head = json.loads(reply.readline() or b"null")
             out, err = reply.read(head["out"]), reply.read(head["err"])
         except (OSError, ValueError, TypeError, KeyError):

@@ -20,13 +20,15 @@ import signal
 import socket
 import struct
 import sys
+import tempfile
 import time
 import traceback
 from typing import Any
 
 from . import answers, cli, console, launch, state_memo  # noqa: F401  (loaded now, not on the first command)
+from .reading import finish_stores
+from .resident import runtime_stamp
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
-from .state_memo import code_fingerprint
 
 REQUEST_LIMIT = 16 * 1024 * 1024  # a command's arguments and environment; what is longer is not a command
 
@@ -51,7 +53,7 @@ def serve(root: str, parent: int) -> None:
         _warm_up()
         gc.collect()
         gc.freeze()  # the modules and what they keep, looked over by no later collection
-        stamp = code_fingerprint()
+        stamp = runtime_stamp()
         while os.getppid() == parent and not _told_to_stop:
             try:
                 _waiting.append(True)
@@ -126,32 +128,42 @@ def _warm_up() -> None:
 
 def _answer(connection: socket.socket, stamp: str) -> bool:
     """Run one command sent on `connection` and send its answer; False when this process should end (its code
-    is no longer the code installed)."""
+    is no longer the code installed). A command it does not run gets no answer: its caller runs it."""
     connection.settimeout(5.0)
     try:
         request = json.loads(_read_all(connection).decode("utf-8", "surrogateescape"))
         argv, cwd, env = request["argv"], request["cwd"], request["env"]
-        if not (_same_user(connection) and isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
+        if not (_same_user(connection) and isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+                and argv and argv[0] in launch.RESIDENT_COMMANDS and isinstance(cwd, str)):
             return True
     except (OSError, ValueError, KeyError, TypeError):
         return True  # not a command: nothing was run
     if request.get("code") != stamp:
-        _send(connection, {"stale": True}, b"", b"")
-        return False
-    if not isinstance(cwd, str) or not os.path.isdir(cwd):
-        _send(connection, {"elsewhere": True}, b"", b"")  # its folder is not here (another mount namespace)
+        return False  # other code is installed: this process ends, the caller runs the command
+    if request.get("file_names") != [sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()]:
+        return True  # file names are read otherwise there (another locale): the caller runs it
+    if not os.path.isdir(cwd):
+        return True  # its folder is not here (another mount namespace)
+    try:
+        connection.sendall(b"+")  # taken: the caller now waits for the answer
+    except OSError:
         return True
     gc.disable()  # a command makes about a million objects; looking them over while it runs finds nothing to free
     try:
-        code, out, err = _run(argv, cwd, env, int(request.get("umask", 0o22)), request.get("encodings") or [])
+        code, out, err = _run(argv, cwd, env, int(request.get("umask", 0o22)), request.get("encodings") or [],
+                              merged=request.get("merged") is True)
     finally:
         gc.enable()
-    connection.settimeout(None)
+        finish_stores()  # the note-cache writes of a first read's readers, as the command's own process waits
+    connection.settimeout(SEND_WITHIN_SECONDS)
     with contextlib.suppress(OSError):
         _send(connection, {"exit": code}, out, err)
         connection.close()  # the caller has its answer: what is left to free is freed while nobody waits
     gc.collect()
     return True
+
+
+SEND_WITHIN_SECONDS = 30  # a caller not reading its answer (stopped) holds up the next commands no longer
 
 
 def _read_all(connection: socket.socket) -> bytes:
@@ -177,11 +189,14 @@ def _send(connection: socket.socket, head: dict[str, Any], out: bytes, err: byte
     connection.sendall(json.dumps({**head, "out": len(out), "err": len(err)}).encode("utf-8") + b"\n" + out + err)
 
 
-def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: list[str]) -> tuple[int, bytes, bytes]:
+def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: list[str], *,
+         merged: bool = False) -> tuple[int, bytes, bytes]:
     """The front door run with the command's arguments, folder, environment and umask: its exit code and the
-    bytes it printed to each stream, in that stream's encoding (as the command's own process prints them)."""
+    bytes it printed to each stream, in that stream's encoding (as the command's own process prints them); with
+    `merged` (the caller's two streams are one file), all of it in the first, in the order printed."""
     saved_env, saved_argv, saved_stdin, saved_cwd = dict(os.environ), sys.argv, sys.stdin, os.getcwd()
-    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+    out_bytes = io.BytesIO()
+    err_bytes = out_bytes if merged else io.BytesIO()
     out, err = (io.TextIOWrapper(stream, encoding=_encoding(encodings, index), errors="backslashreplace",
                                  write_through=True) for index, stream in enumerate((out_bytes, err_bytes)))
     saved_umask = os.umask(umask)
@@ -189,6 +204,8 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
         os.environ.clear()
         os.environ.update({**env, NO_RESIDENT_ENV: "1"})  # the front door must not ask this very process
         time.tzset()
+        tempfile.tempdir = None  # found again from the command's environment
+        console.vault_root = None  # where a crash is logged: the command's vault, once it finds it
         os.chdir(cwd)
         sys.argv, sys.stdin = ["vault-tools", *argv], io.StringIO("")
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -207,12 +224,13 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
         os.environ.clear()
         os.environ.update(saved_env)
         time.tzset()
+        tempfile.tempdir = None
         sys.argv, sys.stdin = saved_argv, saved_stdin
         with contextlib.suppress(OSError):
             os.chdir(saved_cwd)
     out.flush()
     err.flush()
-    return code, out_bytes.getvalue(), err_bytes.getvalue()
+    return code, out_bytes.getvalue(), b"" if merged else err_bytes.getvalue()
 
 
 def _encoding(encodings: list[str], index: int) -> str:
