@@ -352,3 +352,19 @@ def test_a_command_from_a_folder_the_resident_process_cannot_see_runs_here(runti
         assert connection.makefile("rb").read() == b""  # not taken: its caller runs it
         connection.close()
         assert asked_there("show", "D-0001", "--vault", str(vault), cwd=vault)[0] == 0  # and it still answers
+
+
+def test_the_code_stamp_changes_when_a_dependency_is_installed_or_pythonpath_differs(tmp_path, monkeypatch):
+    """A resident process started before `pip install -U typer` imports the old typer: its stamp no longer
+    matches the console script's, so it is not asked (and ends)."""
+    packages = tmp_path / "lib" / "site-packages"
+    packages.mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(packages)])
+    before = runtime_stamp()
+    assert runtime_stamp() == before
+    (packages / "typer-99.dist-info").mkdir()  # an install or an upgrade there
+    os.utime(packages, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    assert runtime_stamp() != before
+    after = runtime_stamp()
+    monkeypatch.setattr(resident, "_STARTED_WITH_PYTHONPATH", "/somewhere/else")
+    assert runtime_stamp() != after
