@@ -17,6 +17,7 @@ from pathlib import Path
 from time import time_ns
 from typing import NamedTuple
 
+from .errors import ConfigError
 from .page_names import PAGE_NAMES
 
 STATE_DIR = ".vault-tools"  # this device's own (hidden; never carried by Obsidian Sync); the whole record before
@@ -69,6 +70,22 @@ def merge_copy_id(file_name: str) -> str | None:
 
 
 CEILING_ENV = "VAULT_TOOLS_CEILING"  # set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault
+
+
+def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
+    """The vault a command works on: `explicit` (resolved, a folder), else the nearest one from `start` (the
+    working folder) up (`vault_above`); a ConfigError naming the path when there is none."""
+    if explicit is not None:
+        root = explicit.expanduser().resolve()
+        if not root.is_dir():
+            raise ConfigError("is not a folder", path=str(explicit))
+        return root
+    here = (start or Path.cwd()).resolve()
+    found = vault_above(here, Path.resolve)
+    if found is not None:
+        return found
+    raise ConfigError("no vault found here or above (no .vault-tools/ or .obsidian/ folder); pass --vault PATH",
+                      path=str(here))
 
 
 def vault_above(here: Path, normal: Callable[[Path], Path]) -> Path | None:

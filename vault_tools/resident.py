@@ -20,7 +20,8 @@ import socket
 import sys
 from pathlib import Path
 
-from .record_files import vault_above
+from .errors import VaultToolsError
+from .record_files import find_vault
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
 from .state_memo import code_fingerprint
 
@@ -46,7 +47,7 @@ def runtime_stamp() -> str:
 
 
 def _vault_named(args: list[str]) -> str | None:
-    """The resolved root of the vault the command names, or of the one around the working folder; None when
+    """The vault the command names, or the one around the working folder, as `find_vault` finds it; None when
     there is none (the command then says so itself). Only which resident process to ask: it finds the vault
     again from the same arguments and folder."""
     given = None
@@ -58,10 +59,9 @@ def _vault_named(args: list[str]) -> str | None:
         elif token.startswith("--vault="):
             given = token.removeprefix("--vault=")
     try:
-        found = Path(given).expanduser().resolve() if given else vault_above(Path.cwd().resolve(), Path.resolve)
-    except (OSError, RuntimeError):
+        return str(find_vault(Path(given) if given else None))
+    except (VaultToolsError, OSError, RuntimeError):
         return None
-    return str(found) if found is not None else None
 
 
 def _request(args: list[str]) -> dict[str, object] | None:

@@ -11,6 +11,7 @@ a time. It stops when the watcher that started it does, and when the code instal
 """
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gc
 import io
@@ -234,9 +235,10 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
 
 
 def _encoding(encodings: list[str], index: int) -> str:
+    """The caller's encoding of stream `index` (0 stdout, 1 stderr), or UTF-8 where it names none Python knows."""
     given = encodings[index] if index < len(encodings) and isinstance(encodings[index], str) else "utf-8"
     try:
-        return io.TextIOWrapper(io.BytesIO(), encoding=given).encoding
+        return codecs.lookup(given).name
     except LookupError:
         return "utf-8"
 

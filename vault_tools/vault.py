@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import durable, notes, state_memo
 from .carriers import ConflictCopy, find_copies
 from .config import Config, check_folders_on_disk, load_config
-from .errors import ConfigError, NoteError, VaultToolsError
+from .errors import NoteError, VaultToolsError
 from .layout import device_tag, is_shared, layout_of, relative
 from .ledger import Ledger
 from .links import LinkResolver, NoteIndex
@@ -32,7 +32,7 @@ from .reading import (
     stored_of,
     stores_running,
 )
-from .record_files import RECORD_DIR, settled_by, vault_above
+from .record_files import RECORD_DIR, find_vault, settled_by
 from .topic_aliases import load_aliases
 from .topics import use_topic_aliases
 
@@ -42,20 +42,6 @@ if TYPE_CHECKING:
 SKIPPED_FOLDERS = {".trash", "node_modules"}
 FEW_CHANGED = 200  # notes changed since the state memo, at most, for which the note cache is read note by note
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
-
-
-def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
-    if explicit is not None:
-        root = explicit.expanduser().resolve()
-        if not root.is_dir():
-            raise ConfigError("is not a folder", path=str(explicit))
-        return root
-    here = (start or Path.cwd()).resolve()
-    found = vault_above(here, Path.resolve)
-    if found is not None:
-        return found
-    raise ConfigError("no vault found here or above (no .vault-tools/ or .obsidian/ folder); pass --vault PATH",
-                      path=str(here))
 
 
 def skipped_folders(root: Path, config: Config) -> set[str]:

@@ -152,7 +152,7 @@ def _post_tool_use(root: Path, call: str) -> dict[str, Any] | None:
 
 
 def _find_root(vault: Path | None, cwd: Path) -> Path:
-    """The vault, found as `vault.find_vault` finds it (`record_files.vault_above`), without importing what
+    """The vault, found as `record_files.find_vault` finds it (`record_files.vault_above`), without importing what
     reading a vault needs (most hook calls never read it)."""
     if vault is not None:
         root = vault if vault.is_absolute() else cwd / vault

@@ -24,9 +24,8 @@ from ..commands.rule import rule
 from ..commands.seal import seal
 from ..commands.setup import carriers_note, init_vault, make_vault_folder
 from ..config import load_config
-from ..record_files import CONFIG_FILE
+from ..record_files import CONFIG_FILE, find_vault
 from ..starter import install_base, install_templates
-from ..vault import find_vault
 from .common import (
     ByOption,
     JsonOption,

@@ -33,8 +33,7 @@ from .. import durable, note_edits, notes
 from ..errors import NoteError, VaultToolsError
 from ..layout import layout_of
 from ..model import KNOWN_FIELDS, answer_of, is_decision_mapping, is_ledger_property
-from ..record_files import merge_copy_name
-from ..vault import find_vault
+from ..record_files import find_vault, merge_copy_name
 
 _PROPERTY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:")
 _LIST_ITEM = re.compile(r"^\s*- ")
