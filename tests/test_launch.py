@@ -2,6 +2,9 @@
 would answer them."""
 from __future__ import annotations
 
+import io
+import re
+import shutil
 import subprocess
 import sys
 
@@ -9,9 +12,9 @@ import pytest
 import typer
 
 from vault_tools import cli
-from vault_tools.launch import QUICK, quick_arguments
+from vault_tools.launch import QUICK, REPEATABLE, REQUIRED_OPTIONS, quick_arguments
 
-from .helpers import decision, vt, write
+from .helpers import decision, snapshot, vt, write
 
 FOOTER_R = "Every article footer carries the newsletter link and the author bio."
 
@@ -27,6 +30,8 @@ def test_the_quick_commands_take_exactly_the_parameters_the_parser_declares(name
     arguments = [p.name for p in command.params if p.param_type_name == "argument"]
     assert flags == declared_flags and options == declared_options
     assert arguments == ([positional] if positional else [])
+    assert {p.name for p in options_declared if p.multiple} == REPEATABLE & set(options.values())
+    assert {p.name for p in options_declared if p.required} == REQUIRED_OPTIONS.get(name, set())
 
 
 @pytest.mark.parametrize("args", [
@@ -35,6 +40,9 @@ def test_the_quick_commands_take_exactly_the_parameters_the_parser_declares(name
     ["build", "--check=yes"], ["context", "--budget="], ["lint", "--", "note.md"], ["lint", "-h"],
     ["version"], ["lookup"], ["lookup", "--full", "--full", "x"], ["show"], ["show", "D-0001", "D-0002"],
     ["search", "x", "--limit", "many"], ["search", "x", "--limit=-3"], ["search", "--limit", "3"], [],
+    ["ask", "--topic", "t"], ["ask", "Should we?"], ["ask", "Q?", "-t=t"], ["ask", "Q?", "R?", "-t", "t"],
+    ["ask", "Q?", "-t", "t", "--by", "a", "--by", "b"], ["rule", "--topic", "t"], ["rule", "A", "B", "--summary", "S"],
+    ["rule", "--summary", "S", "--alongside-all=yes"], ["rule", "--summary", "--json"],
 ])
 def test_anything_not_plainly_theirs_goes_to_the_parser(args):
     assert quick_arguments(args) is None
@@ -50,10 +58,17 @@ def test_plain_arguments_are_read_as_the_parser_reads_them():
         "lookup", {"topics": ["article-footer", "pricing"], "full": True})
     assert quick_arguments(["search", "footer", "link", "--limit", "3", "--history"]) == (
         "search", {"query": ["footer", "link"], "limit": 3, "history": True})
+    assert quick_arguments(["ask", "Should we?", "-t", "a", "--topic=b", "--not-the-same", "D-0001", "--body", "-"]) == (
+        "ask", {"summary": "Should we?", "topic": ["a", "b"], "not_the_same": ["D-0001"], "body": "-"})
+    assert quick_arguments(["rule", "D-0002", "--summary", "S", "--supersedes", "D-0001", "--alongside-all"]) == (
+        "rule", {"decision_id": "D-0002", "summary": "S", "supersedes": ["D-0001"], "alongside_all": True})
 
 
 @pytest.mark.parametrize("command", [["context"], ["show", "D-0001"], ["lookup", "article-footer"],
-                                     ["search", "footer"]])
+                                     ["search", "footer"], ["ask", "Should the blog keep its comments open?", "-t",
+                                                            "blog-comments"],
+                                     ["rule", "--topic", "blog-images", "--summary", "Articles use only our own "
+                                      "images.", "--source", "chat"]])
 def test_a_quick_command_never_imports_the_parser(vault, command):
     assert vt("rule", "--topic", "article-footer", "--summary", FOOTER_R, "--source", "chat", cwd=vault).code == 0
     code = (f"import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', *{command!r}, '--vault', "
@@ -78,6 +93,41 @@ def test_the_quick_answers_are_the_parsers_answers(cli, vault, monkeypatch):
         parsed = cli(*args)
         quick = vt(*args, cwd=vault)
         assert (quick.code, quick.out, quick.err) == (parsed.code, parsed.out, parsed.err), args
+
+
+def test_ask_and_rule_without_the_parser_answer_and_write_as_through_it(cli, vault, tmp_path, monkeypatch):
+    """Each `ask` and `rule` run on two copies of one vault, through the parser (in this process) on one and the
+    front door (a process of its own) on the other: the same exit code, output and notes written (but for the
+    clock's seconds)."""
+    def same(text: str) -> str:
+        return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", "<time>", text.replace(str(twin), str(vault)))
+
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER_R, "--source", "chat").code == 0
+    twin = tmp_path / "twin"
+    shutil.copytree(vault, twin)
+    body = "The readers asked twice this month.\n"
+    for args in (
+            ["ask", "Should the blog keep its comments open for readers?", "-t", "blog-comments", "--due",
+             "2026-12-31", "--body", "-"],
+            ["ask", "Should every article footer carry the newsletter link?", "--topic", "article-footer"],
+            ["ask", "Should the articles footers carry the newsletter link?", "--topic", "newsletter", "--json"],
+            ["rule", "D-0002", "--summary", "Blog comments stay closed; readers reply by email.", "--source", "chat",
+             "--ruled-at", "2026-05-02T10:00:00", "--json"],
+            ["rule", "--topic", "article-footer", "--summary", "Article footers carry only the newsletter link.",
+             "--source", "chat"],
+            ["rule", "--topic", "article-footer", "--topic=footer", "--summary", "Article footers carry only the "
+             "newsletter link.", "--supersedes", "D-0001", "--reason", "The author bio moved to the header.",
+             "--source", "chat", "--term", "link=newsletter", "--by", "owner"],
+            ["rule", "--summary", "Too short"]):
+        monkeypatch.setattr("sys.stdin", io.StringIO(body))
+        parsed = cli(*args, root=vault)
+        quick = vt(*args, "--vault", str(twin), cwd=twin, stdin=body)
+        assert (quick.code, same(quick.out), same(quick.err)) == (parsed.code, same(parsed.out), same(parsed.err)), args
+    written = {path: same(text.decode()) for path, text in snapshot(vault).items()
+               if not path.startswith(".vault-tools/")}
+    assert written == {path: same(text.decode()) for path, text in snapshot(twin).items()
+                       if not path.startswith(".vault-tools/")}
+    assert "D-0003" in written["Pinned/Decisions log.md"] and "The readers asked twice" in "".join(written.values())
 
 
 def test_the_console_script_leaves_with_every_exit_code_and_all_its_output(vault):

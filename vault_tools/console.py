@@ -71,6 +71,21 @@ def workspace(vault: Path | str | None) -> Workspace:
     return Workspace(found)
 
 
+def read_body(body: str | None) -> str | None:
+    """A body option's text; `-` reads it from stdin."""
+    if body == "-":
+        return sys.stdin.read()
+    return body
+
+
+def refresh_pages(ws: Workspace) -> None:
+    """After a command changed a decision: the pinned pages rebuilt (`commands.build.refresh_pages`), what
+    could not be done said as a warning."""
+    from .commands.build import refresh_pages as rebuild  # the build loads the pages' modules
+    for line in rebuild(ws):
+        stderr.print(line, markup=False)
+
+
 def out(text: str = "") -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()

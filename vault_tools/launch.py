@@ -4,10 +4,11 @@ An agent waits on every hook call, and importing the full command line (typer) c
 take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, printing only the hook's JSON;
 `vault-tools version` (or `--version`) prints the version; git's merge driver, `vault-tools merge-note BASE OURS THEIRS SHOWN`,
 runs once per conflicting decision note of a pull and is answered from here too. `build`, `context`,
-`lint` and `watch`, which pre-commit, CI and agents run on every commit, session or pull, and `show`, `lookup`
-and `search`, which an agent runs many times a session, are answered from here when every argument is one of
-theirs, spelt plainly (`QUICK`); their bodies are in `console` and `answers`, which `cli` calls too.
-Anything else, including `--help`, any other spelling of these, or an option given twice, goes to
+`lint` and `watch`, which pre-commit, CI and agents run on every commit, session or pull, and `show`, `lookup`,
+`search`, `ask` and `rule`, which an agent runs many times a session, are answered from here when every
+argument is one of theirs, spelt plainly (`QUICK`); their bodies are in `console` and `answers`, which `cli`
+calls too. Anything else, including `--help`, any other spelling of these, or an option given twice (but
+those the parser takes as a list), goes to
 `cli.main`, which parses it (and reports a mistake) as every other command.
 """
 from __future__ import annotations
@@ -56,13 +57,24 @@ QUICK: dict[str, tuple[dict[str, str], dict[str, str], str | None]] = {
     "show": ({"--all": "all_", "--json": "json_"}, {"--vault": "vault"}, "decision_id"),
     "lookup": ({"--full": "full", "--json": "json_"}, {"--vault": "vault"}, "topics"),
     "search": ({"--history": "history", "--json": "json_"}, {"--limit": "limit", "--vault": "vault"}, "query"),
+    "ask": ({"--json": "json_"}, {"--topic": "topic", "-t": "topic", "--body": "body", "--due": "due",
+                                  "--reask-reason": "reask_reason", "--not-the-same": "not_the_same", "--by": "by",
+                                  "--vault": "vault"}, "summary"),
+    "rule": ({"--alongside-all": "alongside_all", "--json": "json_"},
+             {"--summary": "summary", "--topic": "topic", "-t": "topic", "--source": "source",
+              "--ruled-at": "ruled_at", "--supersedes": "supersedes", "--alongside": "alongside",
+              "--reason": "reason", "--body": "body", "--revisit-if": "revisit_if", "--revisit-by": "revisit_by",
+              "--term": "term", "--scope": "scope", "--not-the-same": "not_the_same", "--by": "by",
+              "--vault": "vault"}, "decision_id"),
 }
 # The module holding each quick command's body (`console` unless named here): the reading commands an agent runs
 # many times a session are in `answers`.
-QUICK_BODIES = {"show": "answers", "lookup": "answers", "search": "answers"}
+QUICK_BODIES = {"show": "answers", "lookup": "answers", "search": "answers", "ask": "answers", "rule": "answers"}
 # Those whose positional argument is one value, not a list; and those that need at least one.
-ONE_ARGUMENT = {"show"}
-ARGUMENT_REQUIRED = {"show", "lookup", "search"}
+ONE_ARGUMENT = {"show", "ask", "rule"}
+ARGUMENT_REQUIRED = {"show", "lookup", "search", "ask"}
+REPEATABLE = {"topic", "not_the_same", "supersedes", "alongside", "term", "scope"}  # parameters given as a list
+REQUIRED_OPTIONS = {"ask": {"topic"}, "rule": {"summary"}}
 WHOLE_NUMBER_OPTIONS = {"--limit"}  # given to the command as an int (anything else: the parser says why not)
 
 
@@ -73,6 +85,7 @@ def quick_arguments(args: list[str]) -> tuple[str, dict[str, object]] | None:
     flags, options, positional = QUICK[args[0]]
     found: dict[str, object] = {}
     given: list[str] = []
+    repeated: dict[str, list[str]] = {}
     rest = iter(args[1:])
     for token in rest:
         name, equals, value = token.partition("=")
@@ -80,9 +93,12 @@ def quick_arguments(args: list[str]) -> tuple[str, dict[str, object]] | None:
         if name in flags and not equals:
             key, found_value = flags[name], True
         elif name in options:
+            if equals and not name.startswith("--"):
+                return None  # `-t=x`: the parser reads the value `=x`
             text = value if equals else next(rest, None)
-            if not text or text.startswith("-"):
+            if not text or (text.startswith("-") and text != "-"):
                 return None  # missing, empty or looking like an option: the parser says what it makes of it
+            # (`-` alone is a value: `--body -` reads stdin)
             if name in WHOLE_NUMBER_OPTIONS:
                 if not text.isascii() or not text.isdigit():
                     return None
@@ -94,10 +110,16 @@ def quick_arguments(args: list[str]) -> tuple[str, dict[str, object]] | None:
             continue
         else:
             return None
+        if key in REPEATABLE:
+            repeated.setdefault(key, []).append(str(found_value))
+            continue
         if key in found:
             return None
         found[key] = found_value
     if (args[0] in ARGUMENT_REQUIRED and not given) or (args[0] in ONE_ARGUMENT and len(given) > 1):
+        return None
+    found.update(repeated)
+    if not REQUIRED_OPTIONS.get(args[0], set()) <= found.keys():
         return None
     if given:
         found[positional or ""] = given[0] if args[0] in ONE_ARGUMENT else given

@@ -4,7 +4,6 @@ commands print and refresh the pages.
 from __future__ import annotations
 
 import datetime as dt
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -44,10 +43,7 @@ out = console.out
 print_json = console.print_json
 
 
-def read_body(body: str | None) -> str | None:
-    if body == "-":
-        return sys.stdin.read()
-    return body
+read_body = console.read_body
 
 
 def decision_line(decision: Decision, ws: Workspace) -> str:
@@ -66,12 +62,7 @@ TodayOption = Annotated[str | None, typer.Option(
 today_from = console.today_option
 
 
-def refresh_pages(ws: Workspace) -> None:
-    """After a command changed a decision: the pinned pages rebuilt (`commands.build.refresh_pages`), what
-    could not be done said as a warning."""
-    from ..commands.build import refresh_pages  # the build loads the pages' modules
-    for line in refresh_pages(ws):
-        stderr.print(line, markup=False)
+refresh_pages = console.refresh_pages
 
 
 ReasonOption = Annotated[str, typer.Option(help="Why (at least 20 characters).")]

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .. import console
+from .. import answers, console
 from ..errors import VaultToolsError
-from ..model import Decision, Status
+from ..model import Decision
 from ..shapes import decision_json
 
 if TYPE_CHECKING:
@@ -16,11 +16,8 @@ if TYPE_CHECKING:
 
 from ..commands.agent_setup import init_agent
 from ..commands.amend import relate
-from ..commands.ask import ask
 from ..commands.close import retract, withdraw
 from ..commands.migrate import migrate
-from ..commands.read import became_of
-from ..commands.rule import rule
 from ..commands.seal import seal
 from ..commands.setup import carriers_note, init_vault, make_vault_folder
 from ..config import load_config
@@ -34,7 +31,6 @@ from .common import (
     app,
     out,
     print_json,
-    read_body,
     refresh_pages,
     stderr,
     workspace,
@@ -147,18 +143,8 @@ def ask_command(summary: Annotated[str, typer.Argument(help="The question, one l
     words say the same matter as a current ruling, an open or a withdrawn question under other topics. When they
     may say it, the nearest decisions are shown with their text: if none is the matter, ask again with
     --not-the-same for each."""
-    ws = workspace(vault)
-    decision = ask(ws, summary, topic, body=read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
-                            not_the_same=not_the_same)
-    refresh_pages(ws)
-    if json_:
-        print_json(decision_json(decision))
-    else:
-        out(f"{decision.id} asked: {decision.path}")
-    for closed in became_of(ws, decision.topics):  # a ruling retracted on the topic: what ended it, and why
-        if closed.status is Status.RETRACTED:
-            stderr.print(f"note: {closed.id} on this topic was retracted: {closed.summary} (because: {closed.reason})",
-                         markup=False)
+    answers.ask(summary, topic, body=body, due=due, reask_reason=reask_reason, not_the_same=not_the_same, by=by,
+                vault=vault, json_=json_)
 
 
 @app.command("rule")
@@ -188,18 +174,10 @@ def rule_command(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]
     refused. So is one given directly whose words are, or may be, the matter of a current ruling or an open
     question under other topics: all of them are listed with their text and the words matched (look-alikes
     grouped); say which way it goes, or --not-the-same for each entry."""
-    ws = workspace(vault)
-    decision = rule(ws, decision_id, summary, topics=topic, source=source, ruled_at=ruled_at, ruled_by=by,
-                            supersedes=supersedes, alongside=alongside, alongside_all=alongside_all, reason=reason,
-                            body=read_body(body), revisit_if=revisit_if, revisit_by=revisit_by, terms=term, scope=scope,
-                            not_the_same=not_the_same)
-    refresh_pages(ws)
-    if json_:
-        print_json(decision_json(decision))
-    else:
-        out(f"{decision.id} ruled and sealed: {decision.path}")
-        for link in decision.supersedes:
-            out(f"  supersedes {link}")
+    answers.rule(decision_id, summary, topic=topic, source=source, ruled_at=ruled_at, supersedes=supersedes,
+                 alongside=alongside, alongside_all=alongside_all, reason=reason, body=body, revisit_if=revisit_if,
+                 revisit_by=revisit_by, term=term, scope=scope, not_the_same=not_the_same, by=by, vault=vault,
+                 json_=json_)
 
 
 @app.command("withdraw")
