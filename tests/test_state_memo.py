@@ -264,3 +264,43 @@ def test_ask_and_rule_refuse_on_the_rulings_alone_without_pairing_every_ruling(v
     ruled = vt_here("rule", "--topic", "article-footer", "--summary", "Footers carry the unsubscribe link and the "
                     "address.", "--source", "chat", cwd=vault)
     assert ruled.code == 1 and "say whether this one replaces them" in ruled.err
+
+
+def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, aged, monkeypatch):
+    """The resident process keeps its last whole read between commands (`vault.KEEP_LAST_READ`): after each change
+    (a note edited at the same size with its time set back, a ledger line another process appended, a note
+    made, the config changed) its answers are those of a process that keeps nothing; unchanged, it takes the
+    notes as kept without recalling the memo."""
+    small_vault(vault)
+    recalled: list[str] = []
+    real_recall = state_memo.recall
+
+    def recall(path, key):
+        recalled.append(path.name)
+        return real_recall(path, key)
+    monkeypatch.setattr(state_memo, "recall", recall)
+
+    def both() -> list[tuple[int, str]]:
+        monkeypatch.setattr(vault_module, "KEEP_LAST_READ", False)
+        alone = answers(vault)
+        monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+        assert answers(vault) == alone
+        recalled.clear()
+        assert answers(vault) == alone
+        return alone
+
+    first = both()
+    assert STATE_MEMO.split("/")[-1] not in recalled  # taken as kept
+    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    before = note.stat()
+    note.write_text(note.read_text(encoding="utf-8").replace("unsubscribe", "UNSUBSCRIBE"), encoding="utf-8")
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))
+    edited = both()
+    assert edited != first and "UNSUBSCRIBE" in "".join(out for _, out in edited)
+    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
+    assert both() != edited
+    decision(vault, 4, topics=("article-footer",), summary="Footers also carry the postal address.")
+    both()
+    config = vault / ".vault-tools" / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8") + "pinned_folder: Elsewhere\n", encoding="utf-8")
+    both()

@@ -9,7 +9,7 @@ import json
 import os
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,13 @@ if TYPE_CHECKING:
 
 SKIPPED_FOLDERS = {".trash", "node_modules"}
 FEW_CHANGED = 200  # notes changed since the state memo, at most, for which the note cache is read note by note
+# A process that answers command after command (the resident process) keeps its last whole read of each vault:
+# while the walk meets the same files with the same stat keys (all past the racy window when it was kept), the
+# same config and merged topics, the next command takes those notes as they were read, without recalling the
+# memo. What the services work out from a state (`derived`) is worked out again: it depends on the ledger too.
+# A one-command process keeps none.
+KEEP_LAST_READ = False
+_last_reads: dict[str, tuple[tuple[Any, ...], VaultState]] = {}  # vault root -> what its walk met, the state
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
 
 
@@ -296,24 +303,28 @@ class Vault:
         aliases = load_aliases(self.record_dir)
         use_topic_aliases(aliases)  # every comparison of topics from here reads them
         memo_path = self.state_dir / STATE_MEMO
-        # Each note's parts as the last whole read built them, under its stat key (see `_memo_key` for the rest)
-        recalled: dict[str, tuple[StatKey, Piece]] | None = (
-            state_memo.recall(memo_path, self._memo_key(aliases)) if memo_path.is_file() else None)
-        memo = recalled or {}
         sqlite_path = self.state_dir / CACHE_FILE
+        last = _last_reads.get(str(self.root)) if KEEP_LAST_READ else None
         others: list[str] = []
         walked_at = time.time_ns()
         # In the walk's order: path, where it is, and its stat key, or why it could not be stat'ed, or None when
         # there is nothing to compare it with (a first read: each note's key is taken as it is opened)
         listed: list[tuple[str, str, StatKey | OSError | None]] = []
         misnamed: list[str] = []
-        warm = bool(memo) or sqlite_path.is_file()
+        warm = last is not None or memo_path.is_file() or sqlite_path.is_file()
         for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files, misnamed):
             state.files.append(rel)
             try:
                 listed.append((rel, entry.path, notes.stat_key(entry.stat()) if warm else None))
             except OSError as error:
                 listed.append((rel, entry.path, error))
+        walked = (self._memo_key(aliases), listed, others, state.temp_files, misnamed)
+        if last is not None and last[0] == walked:
+            return replace(last[1], derived=Derived())
+        # Each note's parts as the last whole read built them, under its stat key (see `_memo_key` for the rest)
+        recalled: dict[str, tuple[StatKey, Piece]] | None = (
+            state_memo.recall(memo_path, self._memo_key(aliases)) if memo_path.is_file() else None)
+        memo = recalled or {}
         pieces: dict[str, Piece] = {rel: memo[rel][1] for rel, _, key in listed
                                     if key is not None and not isinstance(key, OSError) and rel in memo
                                     and memo[rel][0] == key}
@@ -330,6 +341,9 @@ class Vault:
         state.files += others
         state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
         set_aside_conflict_copies(state)
+        if KEEP_LAST_READ and warm and all(isinstance(key, tuple) and settled_by(key, walked_at)
+                                           for _, _, key in listed):
+            _last_reads[str(self.root)] = (walked, replace(state, derived=Derived()))
         return state
 
     def _memo_key(self, aliases: Any) -> tuple[Any, ...]:
