@@ -304,3 +304,29 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     config = vault / ".vault-tools" / "config.yaml"
     config.write_text(config.read_text(encoding="utf-8") + "pinned_folder: Elsewhere\n", encoding="utf-8")
     both()
+
+
+def test_ask_and_rule_walk_the_vault_once_and_leave_the_pages_a_build_would_make(vault, aged, monkeypatch):
+    """A recording command reads the vault once: the pages it rebuilds after writing come from what it read and
+    what it wrote (`services.live.writing_once`), and they are the pages a build from a fresh read makes."""
+    small_vault(vault)
+    loads: list[str] = []
+    real_load = Vault.load
+
+    def load(self):
+        loads.append(str(self.root))
+        return real_load(self)
+    monkeypatch.setattr(Vault, "load", load)
+    for args in (("rule", "--topic", "glossary", "--summary", "Every term is defined once, in the glossary note.",
+                  "--source", "chat"),
+                 ("rule", "--topic", "pricing", "--summary", "Prices are shown without tax for business customers.",
+                  "--supersedes", "D-0002", "--reason", "Business customers asked for it twice this spring."),
+                 ("ask", "Should the newsletter go out on Tuesdays instead of Thursdays?", "--topic", "newsletter-day"),
+                 ("rule", "D-0006", "--summary", "The newsletter goes out on Tuesdays from May on.", "--source", "chat")):
+        loads.clear()
+        done = vt_here(*args, cwd=vault)
+        assert done.code == 0, (args, done.err)
+        assert len(loads) == 1, args
+        assert vt_here("build", "--check", cwd=vault).code == 0, args
+    pages = (vault / "Pinned" / "Decisions log.md").read_text(encoding="utf-8")
+    assert "D-0004" in pages and "D-0005" in pages and "Tuesdays" in pages

@@ -172,7 +172,7 @@ def ask(summary: str, topic: list[str], body: str | None = None, due: str | None
         print_json(decision_json(decision))
     else:
         out(f"{decision.id} asked: {decision.path}")
-    for closed in became_of(ws, decision.topics):  # a ruling retracted on the topic: what ended it, and why
+    for closed in became_of(ws, decision.topics, ws.as_written()):  # a ruling retracted there: what ended it, and why
         if closed.status is Status.RETRACTED:
             stderr.print(f"note: {closed.id} on this topic was retracted: {closed.summary} (because: {closed.reason})",
                          markup=False)

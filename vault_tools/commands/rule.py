@@ -16,6 +16,7 @@ from ..model import MAX_TEXT, MIN_TEXT, TERM_PREFIX, Decision, Status, transitio
 from ..note_edits import sections
 from ..scope import problem as scope_problem
 from ..services.checks import check_id, check_name, check_text, check_topics, parse_terms
+from ..services.live import writing_once
 from ..services.workspace import Workspace
 from ..topics import topics_match
 from ..vault import VaultState
@@ -68,8 +69,8 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             raise UsageError(f"--scope {why}")
     if globs:
         changes["scope"] = globs
-    with ws.vault.ledger.locked():
-        state = ws.state_for_write(direct_topics)
+    with writing_once(ws, direct_topics) as live:
+        state = live.state
         if superseded_ids:
             changes["supersedes"] = [ws.link_to(state, value) for value in superseded_ids]
             changes["reason"] = reason

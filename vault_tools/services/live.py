@@ -248,6 +248,18 @@ class LiveState:
         self._retie(ids)
         return True
 
+    def keys_now(self) -> dict[str, StatKey]:
+        """Each note's stat key as the read found it, but those the last refresh read again, taken now: the
+        state's own, as `Vault.load` would give them, for what keeps derived data under them (a key taken
+        within the racy window is never kept under)."""
+        keys = dict(self.read_keys)
+        for rel in self.written:
+            try:
+                keys[rel] = stat_key(os.stat(self.state.root / rel))
+            except OSError:
+                keys.pop(rel, None)
+        return keys
+
     def changed_since(self, rel: str, version: int) -> bool:
         """Whether the note at `rel`, its record or the set of notes changed after `version`."""
         return self.reshaped_at > version or self.touched_at.get(rel, 0) > version
@@ -513,3 +525,16 @@ def _inserted(table: dict[str, T], rel: str, value: T) -> dict[str, T]:
 def _add_in_order(records: list[str], record: str, order: Mapping[str, int]) -> None:
     records.insert(bisect.bisect(records, order[record], key=order.__getitem__), record)
 
+
+
+@contextlib.contextmanager
+def writing_once(ws: Workspace, topics: tuple[str, ...] | None = None) -> Iterator[LiveState]:
+    """For a command that records one step (`ask`, `rule`): the ledger's lock held and the vault read for
+    writing (`Workspace.state_for_write` on `topics`) as a live view. Once the step is written, the view reads
+    again only what it wrote and the pages rebuilt next are made from it (`Workspace.written`), instead of
+    from a second walk of the vault. A step refused writes nothing and hands nothing over."""
+    with ws.vault.ledger.locked(), LiveState(ws, load=lambda: ws.state_for_write(topics)) as live:
+        yield live
+        live.refresh()
+        live.state.stat_keys = live.keys_now()
+        ws.written(live.state)

@@ -79,6 +79,7 @@ class Workspace:
         # A command that only reads sets it (`reads_once`): the state is read once and kept for the whole command
         self._kept_state: VaultState | None = None
         self._keeps_state = False
+        self._written_state: VaultState | None = None  # see `written`
 
     # reading
 
@@ -94,6 +95,17 @@ class Workspace:
         found it (one command, one answer, one walk of the vault)."""
         self._keeps_state = True
         return self
+
+    def written(self, state: VaultState) -> None:
+        """`state` is the vault as this workspace's last write left it, as a live view saw it (see
+        `services.live.writing_once`): what the pages rebuilt right after, and what the command says after
+        writing, are made from (`as_written`)."""
+        self._written_state = state
+
+    def as_written(self) -> VaultState | None:
+        """The vault as the last write left it, when that write said so (`written`) and nothing was written
+        since (`state_for_write` forgets it); else None: read it."""
+        return self._written_state
 
     def edited(self, note: notes.Note, changes: Mapping[str, Any]) -> notes.Note:
         """`note_edits.edited`: the note with `changes` made, parsed to check them."""
@@ -297,6 +309,7 @@ class Workspace:
         on `topics` (every such note, when the write has no topics of its own): its topics cannot
         be read, or one of them matches. A file that cannot be opened at all blocks only when it
         could be a decision note by where it is or how it is named."""
+        self._written_state = None
         state = self.state()
         broken = [e for e in state.broken if self._could_hide_a_ruling(state, e, topics)]
         if broken:
