@@ -306,9 +306,10 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     both()
 
 
-def test_ask_and_rule_walk_the_vault_once_and_leave_the_pages_a_build_would_make(vault, aged, monkeypatch):
-    """A recording command reads the vault once: the pages it rebuilds after writing come from what it read and
-    what it wrote (`services.live.writing_once`), and they are the pages a build from a fresh read makes."""
+def test_rule_walks_the_vault_once_and_leaves_the_pages_a_build_would_make(vault, aged, monkeypatch):
+    """`rule` reads the vault once: the pages it rebuilds after writing come from what it read and what it wrote
+    (`services.live.writing_once`), and they are the pages a build from a fresh read makes (`ask`, refused
+    more often than not, reads it again after writing)."""
     small_vault(vault)
     loads: list[str] = []
     real_load = Vault.load
@@ -326,7 +327,7 @@ def test_ask_and_rule_walk_the_vault_once_and_leave_the_pages_a_build_would_make
         loads.clear()
         done = vt_here(*args, cwd=vault)
         assert done.code == 0, (args, done.err)
-        assert len(loads) == 1, args
+        assert len(loads) == (2 if args[0] == "ask" else 1), args
         assert vt_here("build", "--check", cwd=vault).code == 0, args
     pages = (vault / "Pinned" / "Decisions log.md").read_text(encoding="utf-8")
     assert "D-0004" in pages and "D-0005" in pages and "Tuesdays" in pages

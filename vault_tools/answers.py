@@ -167,12 +167,13 @@ def ask(summary: str, topic: list[str], body: str | None = None, due: str | None
     ws = workspace(vault)
     decision = ask_question(ws, summary, topic, body=read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
                             not_the_same=not_the_same or [])
+    ws.reads_once()  # written: the pages and what is said after are made from one read of the vault as it is now
     refresh_pages(ws)
     if json_:
         print_json(decision_json(decision))
     else:
         out(f"{decision.id} asked: {decision.path}")
-    for closed in became_of(ws, decision.topics, ws.as_written()):  # a ruling retracted there: what ended it, and why
+    for closed in became_of(ws, decision.topics):  # a ruling retracted on the topic: what ended it, and why
         if closed.status is Status.RETRACTED:
             stderr.print(f"note: {closed.id} on this topic was retracted: {closed.summary} (because: {closed.reason})",
                          markup=False)

@@ -11,7 +11,6 @@ from ..matter import POSSIBLE_MATCH_THRESHOLD
 from ..model import MIN_TEXT, Decision, Status
 from ..note_edits import sections
 from ..services.checks import check_name, check_text, check_topics
-from ..services.live import writing_once
 from ..services.workspace import Workspace
 from ..topics import topics_match
 from ..vault import VaultState
@@ -29,8 +28,10 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
     reask_reason = check_text("--reask-reason", reask_reason)
     due_day = parse_day_option("--due", due)
     actor = check_name(asked_by) or ws.config.default_asker
-    with writing_once(ws, asked) as live:
-        state = live.state
+    # Not through a live view (`services.live.writing_once`, as `rule`): setting one up costs more than the
+    # second read it saves, and most asks an agent makes of a settled matter are refused before writing.
+    with ws.vault.ledger.locked():
+        state = ws.state_for_write(asked)
         checked = judged_ids(ws, state, not_the_same)
         for question in ws.decisions_in_effect(state):
             if question.status is Status.OPEN:

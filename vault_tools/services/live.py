@@ -529,7 +529,7 @@ def _add_in_order(records: list[str], record: str, order: Mapping[str, int]) -> 
 
 @contextlib.contextmanager
 def writing_once(ws: Workspace, topics: tuple[str, ...] | None = None) -> Iterator[LiveState]:
-    """For a command that records one step (`ask`, `rule`): the ledger's lock held and the vault read for
+    """For a command that records one step (`rule`): the ledger's lock held and the vault read for
     writing (`Workspace.state_for_write` on `topics`) as a live view. Once the step is written, the view reads
     again only what it wrote and the pages rebuilt next are made from it (`Workspace.written`), instead of
     from a second walk of the vault. A step refused writes nothing and hands nothing over."""
