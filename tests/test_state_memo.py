@@ -267,10 +267,10 @@ def test_ask_and_rule_refuse_on_the_rulings_alone_without_pairing_every_ruling(v
 
 
 def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, aged, monkeypatch):
-    """The resident process keeps its last whole read between commands (`vault.KEEP_LAST_READ`): after each change
-    (a note edited at the same size with its time set back, a ledger line another process appended, a note
-    made, the config changed) its answers are those of a process that keeps nothing; unchanged, it takes the
-    notes as kept without recalling the memo."""
+    """The resident process keeps its last whole read and its ledger reader between commands
+    (`vault.KEEP_LAST_READ`): after each change (a note edited at the same size with its time set back, a ledger
+    line another process appended, a ledger line taken away, a note made, the config changed) its answers are
+    those of a process that keeps nothing; unchanged, it takes the notes as kept without recalling the memo."""
     small_vault(vault)
     recalled: list[str] = []
     real_recall = state_memo.recall
@@ -299,6 +299,13 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     assert edited != first and "UNSUBSCRIBE" in "".join(out for _, out in edited)
     withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
     assert both() != edited
+    def history() -> list[str]:
+        return [event["event"] for event in json.loads(vt_here("show", "D-0003", "--json", cwd=vault).out)["history"]]
+    assert history()[-1] == "withdrawn"  # the process keeping its ledger reader: as the ledger stands
+    ledger = vault / ".vault-tools" / "ledger.jsonl"  # the withdrawal's line taken away: the ledger alone changed
+    ledger.write_bytes(b"".join(ledger.read_bytes().splitlines(keepends=True)[:-1]))
+    both()
+    assert "withdrawn" not in history()
     decision(vault, 4, topics=("article-footer",), summary="Footers also carry the postal address.")
     both()
     config = vault / ".vault-tools" / "config.yaml"

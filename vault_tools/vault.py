@@ -48,6 +48,10 @@ FEW_CHANGED = 200  # notes changed since the state memo, at most, for which the 
 # A one-command process keeps none.
 KEEP_LAST_READ = False
 _last_reads: dict[str, tuple[tuple[Any, ...], VaultState]] = {}  # vault root -> what its walk met, the state
+# Such a process also keeps each vault's ledger reader: it checks its files' stat keys at each read and reads
+# again what changed, as the watcher's does over hours; what it worked out from them (events, histories,
+# summaries) is taken again while they are unchanged. The resident answers only commands that never write it.
+_kept_ledgers: dict[tuple[str, bool], Ledger] = {}  # (vault root, shared layout) -> its ledger
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
 
 
@@ -280,11 +284,17 @@ class Vault:
         self.layout = layout_of(root)
         self.state_dir = self.layout.local_dir  # this device's own files
         self.record_dir = self.layout.record_dir  # config, topic aliases, kept copies: carried to every device
-        if self.layout.shared:
+        kept_as = (str(root), self.layout.shared)
+        kept = _kept_ledgers.get(kept_as) if KEEP_LAST_READ else None
+        if kept is not None:
+            self.ledger = kept  # it reads again whatever changed in its files since (as the watcher's does)
+        elif self.layout.shared:
             self.ledger = Ledger(self.state_dir, shared_dir=self.layout.ledger_dir, kept_dir=self.layout.kept_dir,
                                  device=lambda create: device_tag(root, shared=True, create=create))
         else:
             self.ledger = Ledger(self.state_dir, kept_dir=self.layout.kept_dir)
+        if KEEP_LAST_READ:
+            _kept_ledgers[kept_as] = self.ledger
 
     @classmethod
     def find(cls, explicit: Path | None = None) -> Vault:
