@@ -29,6 +29,7 @@ import pytest
 from vault_tools.commands.ask import ask
 from vault_tools.commands.setup import init_vault
 from vault_tools.errors import PossibleMatch
+from vault_tools.layout import layout_of
 from vault_tools.record_files import RACY_NANOSECONDS
 from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
@@ -45,6 +46,29 @@ def make_vault(root: Path) -> Path:
     (root / ".obsidian").mkdir(parents=True)
     init_vault(root, TZ, shared=False)  # most tests read the hidden layout; the shared one has its own
     return root
+
+
+def config_file(root: Path) -> Path:
+    """The vault's config file, in whichever layout it was made (`vault-tools/` or `.vault-tools/`)."""
+    return layout_of(root).config_path
+
+
+def add_to_config(root: Path, text: str) -> None:
+    """`text` added at the end of the vault's config, as the owner would type it (ending its last line)."""
+    config = config_file(root)
+    config.write_text(config.read_text(encoding="utf-8") + text + ("" if text.endswith("\n") else "\n"),
+                      encoding="utf-8")
+
+
+def ledger_events(root: Path) -> list[dict[str, Any]]:
+    """Every line of the vault's ledger as JSON, in either layout (each device's file in turn in the shared one)."""
+    files = sorted((root / "vault-tools" / "ledger").glob("*.jsonl")) or [root / ".vault-tools" / "ledger.jsonl"]
+    return [json.loads(line) for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def stat_all(root: Path) -> dict[str, tuple[int, int]]:
+    """Each file's size and mtime: compare to prove nothing was even rewritten."""
+    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
 
 
 def write(path: Path, text: str) -> Path:
@@ -112,6 +136,12 @@ def judged(args: Sequence[str], invoke: Callable[[list[str]], Any], code: Callab
 
 
 # -- the command line ---------------------------------------------------------------------------
+
+def succeeded(done: Result) -> Result:
+    """`done`, which must have exited 0 (else its stderr says why)."""
+    assert done.code == 0, done.err
+    return done
+
 
 @dataclass
 class Result:

@@ -1,8 +1,6 @@
 """Real material written by other people: loading it must not crash, misjudge or write anything."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import frontmatter
 import pytest
 
@@ -10,14 +8,10 @@ from vault_tools import durable, note_edits, notes
 from vault_tools.config import Config
 from vault_tools.vault import Vault
 
-from .helpers import CORPORA
+from .helpers import CORPORA, stat_all
 
 needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"corpora not found at {CORPORA}")
 CORPUS_NAMES = sorted(p.name for p in CORPORA.iterdir() if p.is_dir()) if CORPORA.is_dir() else []
-
-
-def stat_all(root: Path) -> dict[str, tuple[int, int]]:
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
 
 
 @needs_corpora

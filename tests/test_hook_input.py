@@ -28,7 +28,7 @@ HOSTILE = ["null", "0", "-1.5e308", '"text"', "[]", "true", "[" * 100_000 + "]" 
            json.dumps({"prompt": "x" * 2_000_000})]
 
 
-def answered(agent: str, event: str, stdin: str, cwd: Path) -> str:
+def hook_answer(agent: str, event: str, stdin: str, cwd: Path) -> str:
     done = vt_here("hook", agent, event, cwd=cwd, stdin=stdin)
     assert done.code == 0 and "Traceback" not in done.err, (agent, event, stdin[:80], done.err)
     if done.out.strip():
@@ -43,10 +43,10 @@ def answered(agent: str, event: str, stdin: str, cwd: Path) -> str:
 @pytest.mark.parametrize("agent, event", CALLS)
 def test_input_that_is_no_json_object_lets_the_call_through_with_a_warning(vault, agent, event) -> None:
     for stdin in HOSTILE[:9]:
-        said = answered(agent, event, stdin, vault)
+        said = hook_answer(agent, event, stdin, vault)
         assert "this hook let the call through" in said and "the hook's input could not be read" in said, stdin[:40]
     for stdin in HOSTILE[9:]:
-        answered(agent, event, stdin, vault)
+        hook_answer(agent, event, stdin, vault)
 
 
 def test_binary_input_in_a_real_process_passes_with_a_warning(vault) -> None:
@@ -65,7 +65,7 @@ def test_an_internal_error_is_logged_in_the_crash_log_and_the_call_goes_through(
         raise KeyError("a bug")
 
     monkeypatch.setattr(hooks, "_session_start", broken)
-    message = answered("claude", "session-start", "{}", vault)
+    message = hook_answer("claude", "session-start", "{}", vault)
     assert "KeyError" in message and "crash.log" in message
     assert "KeyError: 'a bug'" in (vault / ".vault-tools" / "crash.log").read_text(encoding="utf-8")
 
@@ -87,6 +87,6 @@ def test_random_payloads_never_crash_a_hook(vault) -> None:
     @settings(max_examples=EXAMPLES * 10, deadline=None, suppress_health_check=list(HealthCheck))
     @given(call=st.sampled_from(CALLS), payload=PAYLOADS | JSON_VALUES)
     def check(call: tuple[str, str], payload: object) -> None:
-        answered(*call, json.dumps(payload), vault)
+        hook_answer(*call, json.dumps(payload), vault)
 
     check()

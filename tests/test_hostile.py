@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import decision, snapshot, write
+from .helpers import add_to_config, decision, ledger_events, snapshot, write
 
 RULING = "Every article footer carries the newsletter link and the author bio."
 REASON = "The owner changed their mind after the reader survey."
-
-
-def ledger_events(vault: Path) -> list[dict]:
-    text = (vault / ".vault-tools" / "ledger.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def only_note(vault: Path, prefix: str) -> Path:
@@ -241,11 +236,6 @@ def test_watch_once_finishes_a_chain_the_agent_broke(cli, owner_chain, monkeypat
 
 # -- 5, 9, 15: configured folders and values are checked when the config is read ---------------------------
 
-def set_config(vault: Path, text: str) -> None:
-    config = vault / ".vault-tools" / "config.yaml"
-    config.write_text(config.read_text() + text)
-
-
 @pytest.mark.parametrize("setting, message", [
     ("decisions_folder: ../escaped", "must stay inside the vault"),
     ("decisions_folder: /tmp/elsewhere", "relative to it"),
@@ -266,7 +256,7 @@ def set_config(vault: Path, text: str) -> None:
 def test_a_config_that_would_write_outside_or_hide_rulings_is_refused_by_every_command(cli, vault, setting,
                                                                                        message, command):
     decision(vault, 1, topics=("promotion",))
-    set_config(vault, setting + "\n")
+    add_to_config(vault, setting + "\n")
     before = snapshot(vault.parent)
     result = cli(*command)
     assert result.code == 2, result

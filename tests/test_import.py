@@ -11,7 +11,7 @@ from vault_tools.importers import adr
 from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 
-from .helpers import CORPORA, snapshot, write
+from .helpers import CORPORA, snapshot, stat_all, write
 
 OWNER_ASK = Path(__file__).resolve().parents[2] / "shared" / "formats" / "owner-ask"
 needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"the ADR corpora are not at {CORPORA}")
@@ -28,10 +28,6 @@ def by_origin(vault: Path) -> dict[str, dict]:
         if decision.id in origins:
             found[origins[decision.id]] = decision
     return found
-
-
-def stat_all(root: Path) -> dict[str, tuple[int, int]]:
-    return {str(p): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
 
 
 def import_json(cli, *args: str) -> dict:

@@ -18,12 +18,12 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def vaults() -> dict[str, dict[str, dict]]:
+def judged_vaults() -> dict[str, dict[str, dict]]:
     return {path.stem: {item["id"]: item for item in lines(path)} for path in sorted((SET / "vaults").glob("*.jsonl"))}
 
 
 def test_the_vaults_are_realistic_records_of_50_to_300_decisions_and_more() -> None:
-    for name, decisions in vaults().items():
+    for name, decisions in judged_vaults().items():
         assert len(decisions) >= 50, name
         assert list(decisions) == [f"D-{number:04d}" for number in range(1, len(decisions) + 1)], name
         for item in decisions.values():
@@ -35,7 +35,7 @@ def test_the_vaults_are_realistic_records_of_50_to_300_decisions_and_more() -> N
 
 
 def test_each_case_is_labelled_against_decisions_its_vault_holds() -> None:
-    held = vaults()
+    held = judged_vaults()
     cases = lines(SET / "cases.jsonl")
     assert len(cases) >= 200
     for case in cases:
@@ -52,7 +52,7 @@ def test_each_case_is_labelled_against_decisions_its_vault_holds() -> None:
 
 
 def test_the_supersessions_name_a_ruling_of_their_vault_and_both_kinds_are_there() -> None:
-    held = vaults()
+    held = judged_vaults()
     cases = lines(SET / "supersessions.jsonl")
     for case in cases:
         assert held[case["vault"]][case["supersedes"]]["status"] == "ruled", case

@@ -7,19 +7,15 @@ import pytest
 
 from vault_tools import note_edits, notes
 
-from .helpers import Running, configure, obsidian_save, write
+from .helpers import Running, configure, ledger_events, obsidian_save, write
 
 
 def _note(fields: str, body: str = "") -> str:
     return f"---\ntype: decision\n{fields.strip()}\n---\n{body}"
 
 
-def _ledger(vault) -> list[dict]:
-    return [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
-
-
 def _status(vault, decision_id: str) -> str | None:
-    return next((e["event"] for e in reversed(_ledger(vault))
+    return next((e["event"] for e in reversed(ledger_events(vault))
                  if e["id"] == decision_id and e["event"] in ("asked", "ruled", "superseded", "withdrawn", "retracted")),
                 None)
 
@@ -38,13 +34,13 @@ def test_ask_answer_decide_supersede_withdraw_and_retract_in_obsidian(vault):
         answered = note_edits.with_fields(notes.read_note(question), {
             "status": "ruled", "summary": "No podcast this year; revisit when subscribers pass ten thousand."})
         obsidian_save(question, answered + "\n## Ruling\n\nNot this year.\n")
-        watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0001" for e in _ledger(vault)))
+        watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0001" for e in ledger_events(vault)))
 
         # decide without being asked
         write(folder / "D-0002 Send day.md", _note(
             "id: D-0002\nstatus: ruled\ntopics: [newsletter-day]\n"
             "summary: The newsletter goes out every Thursday morning.\nsource: chat"))
-        watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0002" for e in _ledger(vault)))
+        watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0002" for e in ledger_events(vault)))
 
         # supersede it with a new ruling that says why
         write(folder / "D-0003 Tuesdays.md", _note(
@@ -70,7 +66,7 @@ def test_ask_answer_decide_supersede_withdraw_and_retract_in_obsidian(vault):
     assert "edit-rejected" not in watcher.kinds() and "invalid" not in watcher.kinds(), watcher.actions
     assert question.read_text() == retracted  # every step stands as the owner typed it
     assert "status: superseded" in (folder / "D-0002 Send day.md").read_text()
-    assert [e["actor"] for e in _ledger(vault) if e["event"] in ("withdrawn", "retracted")] == ["owner", "owner"]
+    assert [e["actor"] for e in ledger_events(vault) if e["event"] in ("withdrawn", "retracted")] == ["owner", "owner"]
     log = (vault / "Pinned" / "Decisions log.md").read_text()
     assert "D-0003" in log and "No podcast" not in log
 
@@ -88,11 +84,11 @@ def test_a_ruling_whose_summary_still_asks_is_not_sealed_until_it_answers(vault)
         watcher.until(lambda: any(a.kind == "invalid" and "still asks the question" in a.why for a in watcher.actions))
         page = (vault / "Pinned" / "Open questions.md")
         watcher.until(lambda: page.exists() and "still asks the question" in page.read_text())
-        assert not any(e["event"] == "sealed" for e in _ledger(vault))
+        assert not any(e["event"] == "sealed" for e in ledger_events(vault))
         # Now the answer goes where the agent reads it.
         obsidian_save(question, note_edits.with_fields(notes.read_note(question), {
             "summary": "No podcast this year; revisit when subscribers pass ten thousand."}))
-        watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0001" for e in _ledger(vault)))
+        watcher.until(lambda: any(e["event"] == "sealed" and e["id"] == "D-0001" for e in ledger_events(vault)))
         watcher.until(lambda: "still asks" not in page.read_text())
     assert "No podcast this year" in (vault / "Pinned" / "Decisions log.md").read_text()
 

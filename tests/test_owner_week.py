@@ -13,7 +13,7 @@ from pathlib import Path
 from vault_tools import note_edits, notes
 from vault_tools.starter import packaged_templates
 
-from .helpers import Running, configure, obsidian_save, write
+from .helpers import Running, configure, ledger_events, obsidian_save, write
 
 WORDS = {"topics", "summary", "reason", "supersedes", "status"}
 
@@ -38,12 +38,8 @@ class Owner:
         obsidian_save(path, text)
 
 
-def _ledger(vault: Path) -> list[dict]:
-    return [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
-
-
 def _events(vault: Path, event: str) -> set[str]:
-    return {e["id"] for e in _ledger(vault) if e["event"] == event}
+    return {e["id"] for e in ledger_events(vault) if e["event"] == event}
 
 
 def _note_of(vault: Path, decision_id: str) -> Path | None:

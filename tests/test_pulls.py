@@ -27,14 +27,14 @@ QUESTION = "Which evening should the community call be held?"
 RULING = "The community call is on the first Monday of the month."
 
 
-def note_of(c: Clone, decision_id: str) -> Path:
+def clone_note(c: Clone, decision_id: str) -> Path:
     return next(p for p in (c.root / "Decisions").iterdir() if p.name.startswith(decision_id + " "))
 
 
 def type_in(c: Clone, decision_id: str, status: str, *, summary: str | None = None, reason: str | None = None,
             body: str | None = None) -> None:
     """What the owner types in Obsidian: the status, and the answer or the reason."""
-    path = note_of(c, decision_id)
+    path = clone_note(c, decision_id)
     text = path.read_text(encoding="utf-8")
     text = re.sub(r"^status: \w+$", f"status: {status}", text, count=1, flags=re.M)
     if summary is not None:
@@ -133,7 +133,7 @@ def test_a_question_answered_on_two_clones_keeps_both_answers_as_a_conflict(two_
                   if "Tuesdays" in conflict["what"].split(c + ": ")[1].split(";")[0])
     pulled.vt("settle", question, "--keep", choice, "--reason", "The owner chose Tuesdays when asked again.")
     assert not conflicts(pulled)
-    assert "Tuesdays at seven" in note_of(pulled, question).read_text(encoding="utf-8")
+    assert "Tuesdays at seven" in clone_note(pulled, question).read_text(encoding="utf-8")
     code, out, _ = pulled.vt("lint", expect=None)
     assert code == 0, out
 
@@ -266,7 +266,7 @@ def test_a_decision_note_outside_the_decisions_folder_merges_with_the_notes_driv
     a, b, question = two_with_question
     for each in (a, b):
         (each.root / "Projects").mkdir(exist_ok=True)
-    git(a.root, "mv", str(note_of(a, question).relative_to(a.root)), f"Projects/{question} Community call.md")
+    git(a.root, "mv", str(clone_note(a, question).relative_to(a.root)), f"Projects/{question} Community call.md")
     (a.root / "Projects" / "Plan.md").write_text("# Plan\n\nStart in March.\n", encoding="utf-8")
     a.commit("moved to Projects")
     subprocess.run(["git", "pull", "-q", "--no-rebase", str(a.root), "main"], cwd=b.root, env=git_env(), check=True)

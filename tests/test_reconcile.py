@@ -44,7 +44,7 @@ def one_pass(vault: Path) -> list[str]:
     return [a.kind for a in actions]
 
 
-def events(vault: Path) -> list[str]:
+def event_names(vault: Path) -> list[str]:
     return [e.event for e in Ledger(vault / ".vault-tools").read()]
 
 
@@ -59,10 +59,10 @@ def test_deleting_a_superseded_note_does_not_set_off_its_successor(cli, vault):
     assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
                "--supersedes", "D-0001", "--reason", REASON).code == 0
     old.unlink()
-    before = events(vault)
+    before = event_names(vault)
     for _ in range(3):
         assert "edit-rejected" not in one_pass(vault)
-    assert events(vault) == before
+    assert event_names(vault) == before
 
 
 def test_renaming_linked_notes_is_not_an_edit(cli, vault):
@@ -128,7 +128,7 @@ def test_a_withdrawn_question_stays_withdrawn(cli, vault):
     path.write_text(note_edits.with_fields(note, {"status": "open"}))
     refused = cli("rule", "D-0001", "--summary", FOOTER)
     assert refused.code == 1 and "withdrawn, which is final" in refused.err
-    assert events(vault) == ["asked", "withdrawn"]
+    assert event_names(vault) == ["asked", "withdrawn"]
 
 
 def test_a_tampered_reason_on_a_superseded_note_is_put_back_and_kept(cli, vault):
@@ -186,10 +186,10 @@ def test_one_run_seals_any_number_of_rulings_and_applies_every_chain(cli, vault)
     state = Vault(vault).load()
     assert sorted(d.status.value for d in state.decisions) == ["ruled"] * 110 + ["superseded"] * 110
     assert all(d.status.value == ("superseded" if d.number % 2 else "ruled") for d in state.decisions)
-    assert events(vault).count("sealed") == 220 and events(vault).count("superseded") == 110
+    assert event_names(vault).count("sealed") == 220 and event_names(vault).count("superseded") == 110
     assert lint.lint(lint.gather(Vault(vault))).errors == 0
     assert not [p for p in vault.rglob(f"{durable.TEMP_PREFIX}*")]  # no temp file is left
-    assert cli("watch", "--once").code == 0 and events(vault).count("sealed") == 220  # nothing left to do
+    assert cli("watch", "--once").code == 0 and event_names(vault).count("sealed") == 220  # nothing left to do
 
 
 def test_rulings_and_questions_that_name_nothing_pending_are_recorded_in_a_few_appends(cli, vault, monkeypatch):
@@ -214,14 +214,14 @@ def test_rulings_and_questions_that_name_nothing_pending_are_recorded_in_a_few_a
     monkeypatch.setattr(Ledger, "append", append)
     quiet(vault)
     assert cli("watch", "--once").code == 0
-    recorded = events(vault)
+    recorded = event_names(vault)
     assert recorded.count("sealed") == 151 and recorded.count("asked") == 20 and recorded.count("superseded") == 1
     # 321 events in three appends here (256 held, the other 65 held, then D-0001's supersession), not 172
     assert 2 <= len(appends) <= 4 and max(map(len, appends)) <= PendingWrites.HELD_EVENTS, appends
     state = Vault(vault).load()
     assert state.get("D-0001").status.value == "superseded" and state.get("D-0171").status.value == "ruled"
     assert lint.lint(lint.gather(Vault(vault))).errors == 0
-    assert cli("watch", "--once").code == 0 and events(vault) == recorded  # nothing left to do
+    assert cli("watch", "--once").code == 0 and event_names(vault) == recorded  # nothing left to do
 
 
 def test_the_state_a_reconcile_keeps_is_the_vault_as_read_afresh(cli, vault):
@@ -266,7 +266,7 @@ def test_watch_once_names_what_it_left_and_exits_1(cli, vault):
     assert left.code == 1, left.err
     assert "left 1 decision note not reconciled:" in left.err
     assert "Decisions/D-0003 Note.md: ruled; sealed once left alone for 120 s (seal_delay_seconds)" in left.err
-    assert events(vault).count("sealed") == 2  # the rest was done
+    assert event_names(vault).count("sealed") == 2  # the rest was done
     assert cli("seal").code == 0
     assert cli("watch", "--once").code == 0
 
@@ -330,7 +330,7 @@ def test_a_note_saved_while_its_supersession_waits_is_not_overwritten(cli, vault
         old.write_text(typed)
         written, left = pending.write()
     assert not written and [plan.updated.id for plan, _ in left] == ["D-0001"]
-    assert old.read_text() == typed and "superseded" not in events(vault)
+    assert old.read_text() == typed and "superseded" not in event_names(vault)
 
 
 def test_the_seal_command_applies_every_chain_and_refuses_a_second_supersession(cli, vault):
@@ -345,7 +345,7 @@ def test_the_seal_command_applies_every_chain_and_refuses_a_second_supersession(
     state = Vault(vault).load()
     assert all(d.status.value == ("superseded" if d.number % 2 and d.number < 81 else "ruled")
                for d in state.decisions)
-    assert events(vault).count("sealed") == 80 and events(vault).count("superseded") == 40
+    assert event_names(vault).count("sealed") == 80 and event_names(vault).count("superseded") == 40
 
 
 class Killed(BaseException):
@@ -377,11 +377,11 @@ def test_a_kill_after_a_chain_of_supersessions_is_written_but_not_recorded_is_fi
     monkeypatch.setattr(Ledger, "append", real)
     quiet(vault)
     assert cli("watch", "--once").code == 0
-    assert "edit-rejected" not in events(vault) and not (vault / ".vault-tools" / "kept").exists()
+    assert "edit-rejected" not in event_names(vault) and not (vault / ".vault-tools" / "kept").exists()
     state = Vault(vault).load()
     assert {d.id: d.status.value for d in state.decisions} == {"D-0001": "superseded", "D-0002": "superseded",
                                                                "D-0003": "ruled"}
-    assert events(vault).count("superseded") == 2 and lint.lint(lint.gather(Vault(vault))).errors == 0
+    assert event_names(vault).count("superseded") == 2 and lint.lint(lint.gather(Vault(vault))).errors == 0
 
 
 def test_seal_refused_on_a_later_ruling_still_marks_what_the_rulings_before_it_supersede(cli, vault):
@@ -391,7 +391,7 @@ def test_seal_refused_on_a_later_ruling_still_marks_what_the_rulings_before_it_s
     result = cli("seal")
     assert result.code != 0 and "No such note" in result.err
     state = Vault(vault).load()
-    assert state.get("D-0001").status.value == "superseded" and "superseded" in events(vault)
+    assert state.get("D-0001").status.value == "superseded" and "superseded" in event_names(vault)
 
 
 def test_a_sealed_note_edited_while_its_supersession_waits_is_not_recorded_unreviewed(cli, vault, monkeypatch):
@@ -411,7 +411,7 @@ def test_a_sealed_note_edited_while_its_supersession_waits_is_not_recorded_unrev
     quiet(vault)
     result = cli("watch", "--once")
     assert result.code != 0 and "not marked superseded by D-0002 yet: edited in place" in result.err
-    assert typed in first.read_text() and "superseded" not in events(vault)
+    assert typed in first.read_text() and "superseded" not in event_names(vault)
     monkeypatch.setattr(PendingWrites, "write", real)
     assert one_pass(vault)[:3] == ["edit-rejected", "restored", "superseded"]
     recorded = Ledger(vault / ".vault-tools").read()
@@ -444,11 +444,11 @@ def test_a_ruling_naming_a_successor_alongside_is_sealed_before_the_waiting_supe
     monkeypatch.setattr(Ledger, "append", real)
     quiet(vault)
     assert cli("watch", "--once").code == 0
-    assert "edit-rejected" not in events(vault) and not (vault / ".vault-tools" / "kept").exists()
+    assert "edit-rejected" not in event_names(vault) and not (vault / ".vault-tools" / "kept").exists()
     state = Vault(vault).load()
     assert {d.id: d.status.value for d in state.decisions} == {"D-0001": "superseded", "D-0002": "ruled",
                                                                "D-0003": "ruled"}
-    assert events(vault).count("superseded") == 1 and lint.lint(lint.gather(Vault(vault))).errors == 0
+    assert event_names(vault).count("superseded") == 1 and lint.lint(lint.gather(Vault(vault))).errors == 0
 
 
 def test_a_note_the_live_view_knows_unchanged_is_what_reading_it_gives(tmp_path, monkeypatch):
@@ -508,7 +508,7 @@ def test_a_ruling_with_keys_json_writes_otherwise_is_marked_superseded_from_the_
     problems = reconcile_pass()
     assert not [why for why in problems if "refusing" in why], problems
     assert "status: superseded" in first.read_text() and "true: kept" in first.read_text()
-    assert events(vault).count("superseded") == 1 and events(vault).count("sealed") == 2
+    assert event_names(vault).count("superseded") == 1 and event_names(vault).count("sealed") == 2
 
 
 def test_a_live_view_takes_no_look_at_the_ledger_from_before_it(tmp_path, monkeypatch):

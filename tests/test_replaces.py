@@ -11,7 +11,7 @@ import time
 
 from vault_tools import note_edits, notes
 
-from .helpers import Running, configure, hook, obsidian_save, snapshot, vt_here, write
+from .helpers import Running, configure, hook, obsidian_save, snapshot, succeeded, vt_here, write
 
 SIGNUP = "Every article footer carries the newsletter signup link."
 BIO_ONLY = "No promotion in article footers: only the author bio."
@@ -26,17 +26,12 @@ def _saved_a_while_ago(path, text: str) -> None:
     os.utime(path, (past, past))
 
 
-def _ok(done):
-    assert done.code == 0, done.err
-    return done
-
-
 def _page(vault, name: str) -> str:
     return (vault / "Pinned" / f"{name}.md").read_text(encoding="utf-8")
 
 
 def test_the_footer_story_through_the_command_line(vault):
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat",
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat",
            "--ruled-at", "2026-07-17T08:30:00", cwd=vault))
     before = snapshot(vault)
     refused = vt_here("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat", cwd=vault)
@@ -48,13 +43,13 @@ def test_the_footer_story_through_the_command_line(vault):
     near = vt_here("rule", "--topic", "article-footers", "--summary", BIO_ONLY, "--source", "chat", cwd=vault)
     assert near.code == 1 and "matched article-footer" in near.err
 
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat",
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat",
            "--supersedes", "D-0001", "--reason", WHY, cwd=vault))
     found = json.loads(vt_here("lookup", "article-footer", "--json", cwd=vault).out)
     assert [item["id"] for item in found] == ["D-0002"]  # the old answer is no longer current
 
     # A narrower follow-up that does not replace it stands alongside, recorded in the note and the ledger.
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", GUESTS, "--source", "chat",
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", GUESTS, "--source", "chat",
            "--alongside", "D-0002", cwd=vault))
     note = next((vault / "Decisions").glob("D-0003 *.md")).read_text()
     assert 'alongside:\n  - "[[D-0002 No promotion in article footers only the author bio]]"' in note
@@ -67,13 +62,13 @@ def test_the_footer_story_through_the_command_line(vault):
     assert "stands alongside D-0002" in looked and "NOT SAID" not in looked
     shown = vt_here("show", "D-0003", cwd=vault).out
     assert "alongside: [[D-0002 No promotion in article footers only the author bio]]" in shown
-    _ok(vt_here("build", cwd=vault))
-    assert _ok(vt_here("lint", cwd=vault)).out == ""
+    succeeded(vt_here("build", cwd=vault))
+    assert succeeded(vt_here("lint", cwd=vault)).out == ""
 
 
 def test_alongside_names_current_rulings_only(vault):
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat", cwd=vault))
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat",
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat", cwd=vault))
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", BIO_ONLY, "--source", "chat",
            "--supersedes", "D-0001", "--reason", WHY, cwd=vault))
     before = snapshot(vault)
     stale = vt_here("rule", "--topic", "article-footer", "--summary", GUESTS, "--alongside", "D-0001", cwd=vault)
@@ -101,11 +96,11 @@ Only the author bio from now on.
 
 
 def _owner_rules_in_obsidian(vault):
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat",
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", SIGNUP, "--source", "chat",
            "--ruled-at", "2026-07-17T08:30:00", cwd=vault))
     path = write(vault / "Decisions" / "D-0002 Bio only.md", HAND_MADE)
-    _ok(vt_here("seal", cwd=vault))
-    _ok(vt_here("build", cwd=vault))
+    succeeded(vt_here("seal", cwd=vault))
+    succeeded(vt_here("build", cwd=vault))
     return path
 
 
@@ -131,12 +126,12 @@ def test_a_ruling_made_in_obsidian_is_sealed_but_flagged_until_the_owner_says(va
     # The owner says both stand, in Obsidian: a lifecycle step, recorded; the note keeps what they typed.
     said = note_edits.with_fields(notes.read_note(path), {"alongside": ["[[D-0001 Every article footer carries the newsletter signup link.]]"]})
     _saved_a_while_ago(path, said)
-    done = _ok(vt_here("watch", "--once", cwd=vault))
+    done = succeeded(vt_here("watch", "--once", cwd=vault))
     assert "related" in done.err and "stands alongside D-0001" in done.err
     assert path.read_text() == said  # not restored: saying how rulings relate is not an edit
     assert "Not said whether it replaces" not in _page(vault, "Open questions")
-    _ok(vt_here("build", cwd=vault))
-    assert _ok(vt_here("lint", cwd=vault)).out == ""
+    succeeded(vt_here("build", cwd=vault))
+    assert succeeded(vt_here("lint", cwd=vault)).out == ""
     events = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "amended" and events[-1]["alongside"] == ["D-0001"]
 
@@ -146,13 +141,13 @@ def test_the_owner_says_it_replaces_the_older_one_in_obsidian(vault):
     said = note_edits.with_fields(notes.read_note(path), {
         "supersedes": ["[[D-0001 Every article footer carries the newsletter signup link.]]"], "reason": WHY})
     _saved_a_while_ago(path, said)
-    done = _ok(vt_here("lint", "--fix", cwd=vault))
+    done = succeeded(vt_here("lint", "--fix", cwd=vault))
     assert "D-0002 related: supersedes D-0001" in done.err
     old = next((vault / "Decisions").glob("D-0001 *.md")).read_text()
     assert "status: superseded" in old and f"reason: {WHY}" in old
     assert [item["id"] for item in json.loads(vt_here("lookup", "article-footer", "--json", cwd=vault).out)] == ["D-0002"]
-    _ok(vt_here("build", cwd=vault))
-    assert _ok(vt_here("lint", cwd=vault)).out == ""
+    succeeded(vt_here("build", cwd=vault))
+    assert succeeded(vt_here("lint", cwd=vault)).out == ""
 
 
 def test_the_owner_ticks_alongside_all_in_obsidian_and_unticking_it_is_an_edit(vault):
@@ -161,36 +156,36 @@ def test_the_owner_ticks_alongside_all_in_obsidian_and_unticking_it_is_an_edit(v
     path = _owner_rules_in_obsidian(vault)
     said = note_edits.with_fields(notes.read_note(path), {"alongside_all": True})
     _saved_a_while_ago(path, said)
-    done = _ok(vt_here("watch", "--once", cwd=vault))
+    done = succeeded(vt_here("watch", "--once", cwd=vault))
     assert "stands alongside every current ruling on its topics" in done.err
     assert path.read_text() == said and "alongside_all: true" in said
-    _ok(vt_here("build", cwd=vault))
-    assert _ok(vt_here("lint", cwd=vault)).out == ""
+    succeeded(vt_here("build", cwd=vault))
+    assert succeeded(vt_here("lint", cwd=vault)).out == ""
     events = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "amended"
     _saved_a_while_ago(path, said.replace("alongside_all: true", "alongside_all: false"))
-    _ok(vt_here("watch", "--once", cwd=vault))
+    succeeded(vt_here("watch", "--once", cwd=vault))
     assert "alongside_all: true" in path.read_text()  # put back; the typed change is kept as a proposed revision
 
 
 def test_relate_says_it_from_the_command_line_and_taking_a_relation_back_is_an_edit(vault):
     path = _owner_rules_in_obsidian(vault)
     given = re.search(r"^id: (\S+)$", path.read_text(), flags=re.M).group(1)  # the watcher gave it its id
-    _ok(vt_here("relate", given, "--alongside", "D-0001", cwd=vault))
-    _ok(vt_here("build", cwd=vault))
-    assert _ok(vt_here("lint", cwd=vault)).out == ""
+    succeeded(vt_here("relate", given, "--alongside", "D-0001", cwd=vault))
+    succeeded(vt_here("build", cwd=vault))
+    assert succeeded(vt_here("lint", cwd=vault)).out == ""
     # Removing the link again changes what the sealed ruling said: a revision, as any edit.
     text = path.read_text()
     taken_back = re.sub(r"alongside:\n(  - .*\n)+", "", text)
     _saved_a_while_ago(path, taken_back)
-    done = _ok(vt_here("watch", "--once", cwd=vault))
+    done = succeeded(vt_here("watch", "--once", cwd=vault))
     assert "edit-rejected" in done.err and path.read_text() == text
 
 
 def _retractable(vault):
-    _ok(vt_here("rule", "--topic", "pricing", "--summary", "The starter plan costs 9 EUR a month from January.",
+    succeeded(vt_here("rule", "--topic", "pricing", "--summary", "The starter plan costs 9 EUR a month from January.",
            "--source", "chat", cwd=vault))
-    _ok(vt_here("build", cwd=vault))
+    succeeded(vt_here("build", cwd=vault))
     return next((vault / "Decisions").glob("D-0001 *.md"))
 
 
@@ -209,8 +204,8 @@ def test_retracting_in_obsidian_is_recorded_with_the_watcher_running(vault):
     events = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "retracted" and events[-1]["actor"] == "owner"
     assert " ruled " not in vt_here("lookup", "pricing", cwd=vault).out  # what stands: nothing (it says it was retracted)
-    _ok(vt_here("build", cwd=vault))
-    assert _ok(vt_here("lint", cwd=vault)).out == ""
+    succeeded(vt_here("build", cwd=vault))
+    assert succeeded(vt_here("lint", cwd=vault)).out == ""
 
 
 def test_a_retraction_without_a_good_reason_is_shown_not_reverted(vault):
@@ -221,7 +216,7 @@ def test_a_retraction_without_a_good_reason_is_shown_not_reverted(vault):
     assert "retraction is not applied until `reason` says why" in done.err
     assert path.read_text() == retracted  # never silently put back
     assert [d["id"] for d in json.loads(vt_here("lookup", "pricing", "--json", cwd=vault).out)] == ["D-0001"]
-    _ok(vt_here("build", cwd=vault))
+    succeeded(vt_here("build", cwd=vault))
     assert "reason" in _page(vault, "Open questions").split("## Problems", 1)[1]
 
 
@@ -232,7 +227,7 @@ def test_a_retraction_typed_with_other_changes_becomes_a_revision_and_says_why(v
         "status": "retracted", "reason": "Recorded in error: the owner quoted last year's price list.",
         "summary": "The starter plan costs 12 EUR a month from January."})
     _saved_a_while_ago(path, typed)
-    done = _ok(vt_here("watch", "--once", cwd=vault))
+    done = succeeded(vt_here("watch", "--once", cwd=vault))
     assert "edit-rejected" in done.err and path.read_text() == sealed
     revision = next((vault / "Decisions").glob("D-0002 *.md")).read_text()
     assert "The retraction typed with it is not applied" in revision and "status: open" in revision
@@ -247,14 +242,14 @@ def test_a_ruling_typed_in_obsidian_on_another_topics_matter_is_flagged_where_th
     """`rule` refuses BOTTOM_BIO beside FOOTER_BIO as the same matter; typed in Obsidian and sealed by the watcher,
     the same check flags it in lint (VT044), the context and session-start hook, the pages and lookup, until it
     says how it stands to the other."""
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", FOOTER_BIO, "--source", "chat", cwd=vault))
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", FOOTER_BIO, "--source", "chat", cwd=vault))
     refused = vt_here("rule", "--topic", "article-endings", "--summary", BOTTOM_BIO, "--source", "chat", cwd=vault)
     assert refused.code == 1 and "is the matter of D-0001" in refused.err
     path = vault / "Decisions" / "D-0002 Bottom.md"
     _saved_a_while_ago(path, "---\ntype: decision\nstatus: ruled\ntopics: [article-endings]\n"
                              f"summary: {BOTTOM_BIO}\nruled_at: 2026-10-07T09:00:00\nruled_by: owner\n---\n"
                              f"## Ruling\n\n{BOTTOM_BIO}\n")
-    _ok(vt_here("watch", "--once", cwd=vault))
+    succeeded(vt_here("watch", "--once", cwd=vault))
     flagged = "has not said whether it replaces D-0001"
     assert "VT044" in vt_here("lint", cwd=vault).out
     assert flagged in vt_here("context", cwd=vault).out
@@ -264,5 +259,5 @@ def test_a_ruling_typed_in_obsidian_on_another_topics_matter_is_flagged_where_th
     assert "NOT SAID whether one replaces the other: D-0001" in vt_here("lookup", "article-endings", cwd=vault).out
     # said: it stands beside it; nothing is flagged any more
     given = re.search(r"^id: (\S+)$", path.read_text(), flags=re.M).group(1)  # the watcher gave it its id
-    _ok(vt_here("relate", given, "--alongside", "D-0001", cwd=vault))
+    succeeded(vt_here("relate", given, "--alongside", "D-0001", cwd=vault))
     assert flagged not in vt_here("context", cwd=vault).out and "VT044" not in vt_here("lint", cwd=vault).out

@@ -39,7 +39,7 @@ def runtime(monkeypatch):
     shutil.rmtree(base, ignore_errors=True)
 
 
-def run(*args: str, cwd: Path, alone: bool = False) -> Result:
+def console_script(*args: str, cwd: Path, alone: bool = False) -> Result:
     """The console script in a process of its own; `alone`: told not to ask the resident process."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
     if alone:
@@ -99,9 +99,9 @@ def test_the_agents_reading_commands_answer_there_as_they_answer_alone(runtime, 
         for args in asks:
             there = asked_there(*args, "--vault", str(vault), cwd=vault)
             assert there[0] is not None, f"{args}: not answered by the resident process"
-            alone = run(*args, "--vault", str(vault), cwd=vault, alone=True)
+            alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
             assert (there[0], there[1].decode(), there[2].decode()) == (alone.code, alone.out, alone.err), args
-            assert run(*args, "--vault", str(vault), cwd=vault) == alone, args  # the console script, end to end
+            assert console_script(*args, "--vault", str(vault), cwd=vault) == alone, args  # the console script, end to end
 
 
 def test_ask_and_rule_always_run_in_their_own_process(runtime, vault):
@@ -114,30 +114,30 @@ def test_ask_and_rule_always_run_in_their_own_process(runtime, vault):
                      ("rule", "--topic", "article-images", "--summary", "Articles use only images we took.")):
             assert asked_there(*args, "--vault", str(vault), cwd=vault)[0] is None
         assert snapshot(vault) == before
-        ruled = run("rule", "--topic", "article-images", "--summary", "Articles use only images we took.",
+        ruled = console_script("rule", "--topic", "article-images", "--summary", "Articles use only images we took.",
                     "--source", "chat", "--vault", str(vault), cwd=vault)
-        assert ruled.code == 0 and "D-0002" in run("lookup", "article-images", "--vault", str(vault), cwd=vault).out
+        assert ruled.code == 0 and "D-0002" in console_script("lookup", "article-images", "--vault", str(vault), cwd=vault).out
 
 
 def test_what_a_ruling_wrote_every_reader_sees_and_an_edit_between_commands_is_seen(runtime, vault):
     with watching(vault):
-        ruled = run("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat", "--vault",
+        ruled = console_script("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat", "--vault",
                     str(vault), cwd=vault)
         assert ruled.code == 0, ruled.err
-        alone = run("show", "D-0001", "--json", "--vault", str(vault), cwd=vault, alone=True)
+        alone = console_script("show", "D-0001", "--json", "--vault", str(vault), cwd=vault, alone=True)
         assert json.loads(alone.out)["summary"] == FOOTER
         note = next((vault / "Decisions").glob("D-0001*.md"))
-        before = run("lookup", "article-footer", "--vault", str(vault), cwd=vault)
+        before = console_script("lookup", "article-footer", "--vault", str(vault), cwd=vault)
         assert "D-0001" in before.out
         time.sleep(2.1)
         write(vault / "Decisions" / "D-0002 Images.md", note.read_text(encoding="utf-8").replace(
             "id: D-0001", "id: D-0002").replace("article-footer", "article-images"))
         for args in (("lookup", "article-images"), ("search", "footer"), ("context",)):
             there = asked_there(*args, "--vault", str(vault), cwd=vault)
-            alone = run(*args, "--vault", str(vault), cwd=vault, alone=True)
+            alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
             assert there[0] is not None and (there[0], there[1].decode(), there[2].decode()) == (
                 alone.code, alone.out, alone.err), args
-        assert "D-0002" in run("lookup", "article-images", "--vault", str(vault), cwd=vault).out
+        assert "D-0002" in console_script("lookup", "article-images", "--vault", str(vault), cwd=vault).out
 
 
 def test_the_vault_is_found_from_the_commands_own_folder(runtime, vault):
@@ -147,7 +147,7 @@ def test_the_vault_is_found_from_the_commands_own_folder(runtime, vault):
     with watching(vault):
         there = asked_there("show", "D-0001", cwd=inside)
         assert there[0] == 0 and FOOTER in there[1].decode()
-        assert run("show", "D-0001", cwd=inside) == run("show", "D-0001", cwd=inside, alone=True)
+        assert console_script("show", "D-0001", cwd=inside) == console_script("show", "D-0001", cwd=inside, alone=True)
 
 
 def test_it_ends_with_its_watcher_and_leaves_no_socket(runtime, vault):
@@ -165,7 +165,7 @@ def test_it_ends_with_its_watcher_and_leaves_no_socket(runtime, vault):
         assert not path.exists()
     decision(vault, 1, summary=FOOTER)
     assert asked_there("show", "D-0001", "--vault", str(vault), cwd=vault)[0] is None  # runs here
-    assert run("show", "D-0001", "--vault", str(vault), cwd=vault).code == 0
+    assert console_script("show", "D-0001", "--vault", str(vault), cwd=vault).code == 0
 
 
 @pytest.mark.parametrize("dies", ["before taking it", "after taking it"])
@@ -190,8 +190,8 @@ def test_a_command_runs_here_when_the_resident_process_dies_before_answering(run
     thread = threading.Thread(target=take_and_die)
     thread.start()
     try:
-        shown = run("show", "D-0001", "--vault", str(vault), cwd=vault)
-        assert shown == run("show", "D-0001", "--vault", str(vault), cwd=vault, alone=True)
+        shown = console_script("show", "D-0001", "--vault", str(vault), cwd=vault)
+        assert shown == console_script("show", "D-0001", "--vault", str(vault), cwd=vault, alone=True)
     finally:
         thread.join(timeout=10)
         listener.close()
@@ -209,9 +209,9 @@ def test_a_stopped_resident_process_holds_no_command_up(runtime, vault):
         os.kill(resident_pid, signal.SIGSTOP)
         try:
             began = time.monotonic()
-            shown = run("show", "D-0001", "--vault", str(vault), cwd=vault)
+            shown = console_script("show", "D-0001", "--vault", str(vault), cwd=vault)
             assert time.monotonic() - began < 2 + 10
-            assert shown == run("show", "D-0001", "--vault", str(vault), cwd=vault, alone=True)
+            assert shown == console_script("show", "D-0001", "--vault", str(vault), cwd=vault, alone=True)
         finally:
             os.kill(resident_pid, signal.SIGCONT)
 
@@ -273,7 +273,7 @@ def test_a_socket_in_a_folder_others_may_enter_is_never_asked(runtime, vault):
     listener.listen(4)
     listener.settimeout(0.2)
     try:
-        shown = run("show", "D-0001", "--vault", str(vault), cwd=vault)
+        shown = console_script("show", "D-0001", "--vault", str(vault), cwd=vault)
         assert shown.code == 0 and FOOTER in shown.out
         with pytest.raises(TimeoutError):
             listener.accept()  # nobody came
@@ -298,7 +298,7 @@ def test_a_resident_process_of_other_code_is_not_asked_and_ends(runtime, vault):
         while os.path.exists(path) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not os.path.exists(path)
-        assert run("show", "D-0001", "--vault", str(vault), cwd=vault) == run(
+        assert console_script("show", "D-0001", "--vault", str(vault), cwd=vault) == console_script(
             "show", "D-0001", "--vault", str(vault), cwd=vault, alone=True)
 
 
@@ -310,14 +310,14 @@ def test_commands_sent_at_once_are_each_answered_as_alone(runtime, vault):
     asks = [("show", "D-0001"), ("lookup", "article-footer"), ("context",), ("search", "footer")] * 3
     with watching(vault):
         time.sleep(2.1)
-        expected = {args: run(*args, "--vault", str(vault), cwd=vault, alone=True) for args in set(asks)}
+        expected = {args: console_script(*args, "--vault", str(vault), cwd=vault, alone=True) for args in set(asks)}
         answered: list[tuple[tuple[str, ...], Result]] = []
 
         def one(args: tuple[str, ...]) -> None:
-            answered.append((args, run(*args, "--vault", str(vault), cwd=vault)))
+            answered.append((args, console_script(*args, "--vault", str(vault), cwd=vault)))
 
         threads = [threading.Thread(target=one, args=(args,)) for args in asks]
-        threads.append(threading.Thread(target=lambda: answered.append((("rule",), run(
+        threads.append(threading.Thread(target=lambda: answered.append((("rule",), console_script(
             "rule", "D-0002", "--summary", "The agent answers reader replies within a day.", "--vault", str(vault),
             cwd=vault)))))
         for thread in threads:
@@ -330,7 +330,7 @@ def test_commands_sent_at_once_are_each_answered_as_alone(runtime, vault):
     for args, result in answered:
         if args != ("rule",) and args[0] in ("show", "search"):  # what the ruling does not change
             assert result == expected[args], args
-    assert run("lookup", "reader-replies", "--json", "--vault", str(vault), cwd=vault, alone=True).out.count(
+    assert console_script("lookup", "reader-replies", "--json", "--vault", str(vault), cwd=vault, alone=True).out.count(
         '"id": "D-0002"') == 1
 
 

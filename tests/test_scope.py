@@ -4,15 +4,10 @@ from __future__ import annotations
 import json
 import subprocess
 
-from .helpers import hook, vt_here, write
+from .helpers import hook, succeeded, vt_here, write
 
 NO_PROMOTION = "No promotion in article footers: only the author bio."
 BIO_AND_LINK = "Article footers carry the author bio and one link to the archive."
-
-
-def _ok(done):
-    assert done.code == 0, done.err
-    return done
 
 
 def _edit(vault, path) -> dict | None:
@@ -22,7 +17,7 @@ def _edit(vault, path) -> dict | None:
 
 def test_the_footer_story_the_ruling_arrives_when_an_article_is_edited(vault):
     article = write(vault / "Articles" / "2026-10-01 spring.md", "# Spring\n\nText.\n")
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", NO_PROMOTION, "--source", "chat",
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", NO_PROMOTION, "--source", "chat",
            "--scope", "Articles/**", cwd=vault))
     answer = _edit(vault, article)
     assert answer is not None
@@ -36,7 +31,7 @@ def test_the_footer_story_the_ruling_arrives_when_an_article_is_edited(vault):
     assert _edit(vault, other) is None
 
     # Superseded: the new ruling comes instead, never the old one.
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", BIO_AND_LINK, "--source", "chat", "--scope", "Articles/**",
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", BIO_AND_LINK, "--source", "chat", "--scope", "Articles/**",
            "--supersedes", "D-0001", "--reason", "The archive link helps readers and is not promotion.", cwd=vault))
     context = _edit(vault, article)["hookSpecificOutput"]["additionalContext"]
     assert BIO_AND_LINK in context and NO_PROMOTION not in context and "D-0001" not in context
@@ -44,15 +39,15 @@ def test_the_footer_story_the_ruling_arrives_when_an_article_is_edited(vault):
 
 def test_for_lists_the_governing_rulings_most_specific_glob_first(vault):
     write(vault / "Articles" / "drafts" / "x.md", "draft\n")
-    _ok(vt_here("rule", "--topic", "article-footer", "--summary", NO_PROMOTION, "--source", "chat",
+    succeeded(vt_here("rule", "--topic", "article-footer", "--summary", NO_PROMOTION, "--source", "chat",
            "--scope", "Articles/**", cwd=vault))
-    _ok(vt_here("rule", "--topic", "drafts", "--summary", "Drafts stay out of the newsletter until the owner reads them.",
+    succeeded(vt_here("rule", "--topic", "drafts", "--summary", "Drafts stay out of the newsletter until the owner reads them.",
            "--source", "chat", "--scope", "Articles/drafts/*.md", cwd=vault))
-    found = json.loads(_ok(vt_here("for", "Articles/drafts/x.md", "Notes/y.md", "--json", cwd=vault)).out)
+    found = json.loads(succeeded(vt_here("for", "Articles/drafts/x.md", "Notes/y.md", "--json", cwd=vault)).out)
     assert [r["id"] for r in found[0]["rulings"]] == ["D-0002", "D-0001"]
     assert [r["glob"] for r in found[0]["rulings"]] == ["Articles/drafts/*.md", "Articles/**"]
     assert found[1]["rulings"] == []
-    text = _ok(vt_here("for", "Articles/drafts/x.md", cwd=vault)).out
+    text = succeeded(vt_here("for", "Articles/drafts/x.md", cwd=vault)).out
     assert text.startswith("Articles/drafts/x.md: 2 ruling(s)") and "(scope Articles/**)" in text
 
 
@@ -66,12 +61,12 @@ def test_a_project_outside_the_vault_and_check_changed_for_ci(tmp_path, vault):
     subprocess.run([*git, "commit", "-qm", "start"], cwd=project, check=True)
     config = vault / ".vault-tools" / "config.yaml"
     config.write_text(config.read_text() + f"project_root: {json.dumps(str(project))}\n")
-    _ok(vt_here("rule", "--topic", "pricing", "--summary", "Prices change only at the start of a quarter.",
+    succeeded(vt_here("rule", "--topic", "pricing", "--summary", "Prices change only at the start of a quarter.",
            "--source", "chat", "--scope", "src/billing*.py", "--revisit-by", "2026-01-01", cwd=vault))
     write(project / "src" / "billing.py", "PRICE = 12\n")
     write(project / "README.md", "site, changed\n")
 
-    checked = _ok(vt_here("check", "--changed", "HEAD", "--vault", str(vault), cwd=project))
+    checked = succeeded(vt_here("check", "--changed", "HEAD", "--vault", str(vault), cwd=project))
     assert checked.out.splitlines()[0] == "src/billing.py" and "D-0001" in checked.out and "README" not in checked.out
     strict = vt_here("check", "--changed", "HEAD", "--strict", "--vault", str(vault), cwd=project)
     assert strict.code == 1 and "revisit_by 2026-01-01 has passed" in strict.err

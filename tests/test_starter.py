@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +13,7 @@ from vault_tools.model import Status, build_decision
 from vault_tools.starter import TEMPLATE_NAMES, install_templates, packaged_templates
 from vault_tools.vault import Vault
 
-from .helpers import snapshot, vt, write
+from .helpers import add_to_config, snapshot, vt, write
 
 MOMENT_TO_STRFTIME = {"YYYY": "%Y", "MM": "%m", "DD": "%d", "HH": "%H", "mm": "%M", "ss": "%S"}
 
@@ -27,11 +26,6 @@ def fill_like_obsidian(template: str, title: str, now: dt.datetime) -> str:
     text = re.sub(r"\{\{date(?::([^}]*))?\}\}", lambda m: moment(m.group(1) or "YYYY-MM-DD"), template)
     text = re.sub(r"\{\{time(?::([^}]*))?\}\}", lambda m: moment(m.group(1) or "HH:mm"), text)
     return text.replace("{{title}}", title)
-
-
-def set_config(vault: Path, line: str) -> None:
-    config = vault / ".vault-tools" / "config.yaml"
-    config.write_text(config.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", TEMPLATE_NAMES)
@@ -72,7 +66,7 @@ def test_install_puts_both_templates_in_the_default_folder_and_they_never_count_
 
 def test_install_follows_obsidians_templates_folder(vault):
     write(vault / ".obsidian" / "templates.json", json.dumps({"folder": "Blueprints/"}))
-    set_config(vault, "templates_folder: Blueprints")
+    add_to_config(vault, "templates_folder: Blueprints")
     assert install_templates(vault) == ["Blueprints/Decision.md", "Blueprints/Question.md"]
     assert not (vault / "Templates").exists()
     assert vt("list", cwd=vault).code == 0
@@ -95,7 +89,7 @@ def test_install_refuses_a_folder_vault_tools_does_not_skip(vault):
 
 def test_install_never_leaves_templates_where_they_would_be_read_as_decisions(vault):
     write(vault / ".obsidian" / "templates.json", json.dumps({"folder": "Meta/Templates"}))
-    set_config(vault, "templates_folder: Meta/Templates")
+    add_to_config(vault, "templates_folder: Meta/Templates")
     try:
         created = install_templates(vault)
     except ConfigError:

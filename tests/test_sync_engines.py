@@ -27,7 +27,7 @@ from .sync_sim import CARRIERS, Cloud, Device
 QUICK = "seal_delay_seconds: 0\ndebounce_ms: 0\n"
 
 
-def vt(device: Device, *args: str) -> tuple[int, str]:
+def device_vt(device: Device, *args: str) -> tuple[int, str]:
     import contextlib
     import io
 
@@ -45,7 +45,7 @@ def watch(device: Device) -> None:
     past = time.time() - 5
     for path in device.root.rglob("*.md"):  # the owner stopped typing a while ago
         os.utime(path, (past, past))
-    assert vt(device, "watch", "--once")[0] == 0
+    assert device_vt(device, "watch", "--once")[0] == 0
 
 
 BACK_ISSUES = "Should the shop sell printed back issues?"
@@ -110,13 +110,13 @@ def new_id(output: str) -> str:
 
 
 def ruling_ids(device: Device) -> dict[str, str]:
-    code, out = vt(device, "list", "--json")
+    code, out = device_vt(device, "list", "--json")
     assert code == 0
     return {item["id"]: item["status"] for item in json.loads(out)}
 
 
-def context_of(device: Device) -> dict:
-    code, out = vt(device, "context", "--json")
+def device_context(device: Device) -> dict:
+    code, out = device_vt(device, "context", "--json")
     assert code == 0, out
     data = json.loads(out)
     data.pop("generated", None)
@@ -143,27 +143,27 @@ def edit_summary(device: Device, decision_id: str, summary: str) -> None:
 def test_two_devices_record_at_the_same_time_and_agree_after_syncing(tmp_path, carrier) -> None:
     cloud, (a, b) = devices(tmp_path, carrier)
     # Between two syncs, each device asks and rules on its own.
-    code, out = vt(a, "ask", "What should every article footer contain?", "--topic", "article-footer")
+    code, out = device_vt(a, "ask", "What should every article footer contain?", "--topic", "article-footer")
     assert code == 0
     question_a = new_id(out)
-    code, out = vt(b, "ask", "Which newsletter sponsor do we take this spring?", "--topic", "newsletter-sponsor")
+    code, out = device_vt(b, "ask", "Which newsletter sponsor do we take this spring?", "--topic", "newsletter-sponsor")
     question_b = new_id(out)
-    code, out = vt(a, "rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.",
+    code, out = device_vt(a, "rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.",
                    "--source", "chat")
     assert code == 0
     ruling_a = new_id(out)
-    code, out = vt(b, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
+    code, out = device_vt(b, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
                    "--source", "chat")
     assert code == 0
     ruling_b = new_id(out)
     assert len({question_a, question_b, ruling_a, ruling_b}) == 4  # ids never collide across devices
     cloud.settle(a, b)
     # Each device answers the other's question; B replaces A's ruling; A edits B's sealed ruling in place.
-    assert vt(a, "rule", question_b, "--summary", "We take the bookshop as this spring's sponsor.",
+    assert device_vt(a, "rule", question_b, "--summary", "We take the bookshop as this spring's sponsor.",
               "--source", "chat")[0] == 0
-    assert vt(b, "rule", question_a, "--summary", "Every article footer carries the newsletter link.",
+    assert device_vt(b, "rule", question_a, "--summary", "Every article footer carries the newsletter link.",
               "--source", "chat")[0] == 0
-    code, out = vt(b, "rule", "--topic", "font-choice", "--summary", "Body text is set in a sans-serif face.",
+    code, out = device_vt(b, "rule", "--topic", "font-choice", "--summary", "Body text is set in a sans-serif face.",
                    "--supersedes", ruling_a, "--reason", "Readers on phones found the serif too thin.",
                    "--source", "chat")
     assert code == 0, out
@@ -174,7 +174,7 @@ def test_two_devices_record_at_the_same_time_and_agree_after_syncing(tmp_path, c
 
     assert notes_of(a) == notes_of(b)  # the same notes, byte for byte, on both devices
     assert events_of(a) == events_of(b)  # the same record
-    assert context_of(a) == context_of(b)  # the agent reads the same on either
+    assert device_context(a) == device_context(b)  # the agent reads the same on either
     statuses = ruling_ids(a)
     assert statuses[question_a] == statuses[question_b] == statuses[ruling_b] == statuses[ruling_b2] == "ruled"
     assert statuses[ruling_a] == "superseded"
@@ -188,7 +188,7 @@ def test_two_devices_record_at_the_same_time_and_agree_after_syncing(tmp_path, c
     for ruling in (question_a, question_b, ruling_b, ruling_b2, ruling_a):
         assert next(h for h in histories.values() if h.id == ruling).sealed
     for device in (a, b):
-        code, out = vt(device, "lint")
+        code, out = device_vt(device, "lint")
         assert code == 0, out
         # (Dropbox and iCloud Drive also carry `.vault-tools/`, this device's cache and logs: copies there are not
         # the record's business.)
@@ -202,7 +202,7 @@ def twin_revisions(tmp_path: Path, carrier: str) -> tuple[Cloud, Device, Device,
     edit to both first), synced since so that both revisions met, no watcher run after: (cloud, a, b, the
     ruling, the revision every device keeps, its twin)."""
     cloud, (a, b) = devices(tmp_path, carrier)
-    code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
+    code, out = device_vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
                    "--source", "chat")
     assert code == 0, out
     ruling = new_id(out)
@@ -227,7 +227,7 @@ def test_a_twin_revision_answered_on_one_device_while_another_withdraws_it_makes
     note one device changed and another removed, so B removes the twin's note (in a git clone it is withdrawn
     in place instead: see tests/test_machines.py): no conflict copy; the ledger asks the owner which stands."""
     cloud, a, b, ruling, kept, twin = twin_revisions(tmp_path, carrier)
-    code, out = vt(a, "rule", twin, "--summary", "Articles go out on Wednesdays at ten from May.", "--source", "chat",
+    code, out = device_vt(a, "rule", twin, "--summary", "Articles go out on Wednesdays at ten from May.", "--source", "chat",
                    "--reason", "Readers open Wednesday mail more often than Tuesday mail.")
     assert code == 0, out
     watch(b)
@@ -242,9 +242,9 @@ def test_a_twin_revision_answered_on_one_device_while_another_withdraws_it_makes
                 and ("onflict" in p.name or p.stem.endswith((" 2", " 3")))]
         assert not made, "no conflict copy is left"
     assert "Wednesdays at ten from May" in next((a.root / "Decisions").glob(f"{twin} *.md")).read_text()
-    conflicts = context_of(a)["conflicts"]
+    conflicts = device_context(a)["conflicts"]
     assert [c["id"] for c in conflicts] == [twin], conflicts
-    code, out = vt(a, "settle", twin, "--keep", "ruled", "--reason", "The owner did decide: Wednesdays from May.")
+    code, out = device_vt(a, "settle", twin, "--keep", "ruled", "--reason", "The owner did decide: Wednesdays from May.")
     assert code == 0, out
     for _ in range(2):
         cloud.settle(a, b)
@@ -255,7 +255,7 @@ def test_a_twin_revision_answered_on_one_device_while_another_withdraws_it_makes
     statuses = ruling_ids(b)
     assert statuses[twin] == "ruled" and statuses[ruling] == "superseded" and statuses[kept] == "open"
     for device in (a, b):
-        code, out = vt(device, "lint")
+        code, out = device_vt(device, "lint")
         assert code == 0, out
 
 
@@ -288,14 +288,14 @@ def withdrawn_revision(tmp_path: Path) -> tuple[Device, str, str]:
     """One device: a sealed ruling, an edit of it turned into a revision, which the owner withdrew: (the device,
     the ruling, the revision)."""
     _, (a,) = devices(tmp_path, "syncthing", count=1)
-    code, out = vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
+    code, out = device_vt(a, "rule", "--topic", "publish-day", "--summary", "Articles go out on Tuesdays at nine.",
                    "--source", "chat")
     assert code == 0, out
     ruling = new_id(out)
     edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")
     watch(a)
     revision = next(i for i, status in ruling_ids(a).items() if status == "open")
-    code, out = vt(a, "withdraw", revision, "--reason", "Not now: the owner will think about it again later.")
+    code, out = device_vt(a, "withdraw", revision, "--reason", "Not now: the owner will think about it again later.")
     assert code == 0, out
     return a, ruling, revision
 
@@ -354,7 +354,7 @@ def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_and_kept_is_
     saved = time.time() + ahead
     os.utime(next((a.root / "Decisions").glob(f"{ruling} *.md")), (saved, saved))
     watching_later(monkeypatch, ahead)
-    assert vt(a, "watch", "--once")[0] == 0  # (its save time kept: `watch` here would move it back)
+    assert device_vt(a, "watch", "--once")[0] == 0  # (its save time kept: `watch` here would move it back)
     statuses = ruling_ids(a)
     again = [i for i, status in statuses.items() if status == "open"]
     assert len(again) == 1 and again[0] != first and statuses[first] == "withdrawn", statuses
@@ -365,7 +365,7 @@ def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_and_kept_is_
 def test_obsidian_sync_carries_no_hidden_folder_so_the_record_is_not_in_one(tmp_path) -> None:
     cloud, (a, b) = devices(tmp_path, "obsidian-sync")
     assert not (b.root / ".vault-tools" / "ledger.jsonl").exists()
-    code, out = vt(a, "rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.",
+    code, out = device_vt(a, "rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.",
                    "--source", "chat")
     assert code == 0
     ruling = new_id(out)
@@ -380,7 +380,7 @@ def test_obsidian_sync_carries_no_hidden_folder_so_the_record_is_not_in_one(tmp_
 
 def test_a_conflict_copy_is_set_aside_reported_and_settled(tmp_path) -> None:
     cloud, (a, b) = devices(tmp_path, "obsidian-sync")
-    code, out = vt(a, "ask", "What should every article footer contain?", "--topic", "article-footer")
+    code, out = device_vt(a, "ask", "What should every article footer contain?", "--topic", "article-footer")
     question = new_id(out)
     cloud.settle(a, b)
     for device, words in ((a, "the newsletter link"), (b, "the author bio")):
@@ -390,16 +390,16 @@ def test_a_conflict_copy_is_set_aside_reported_and_settled(tmp_path) -> None:
     copies = [p for p in (a.root / "Decisions").glob("*Conflicted copy*")]
     assert len(copies) == 1
     assert question in ruling_ids(a)  # one record: the copy is not read as a second one
-    code, out = vt(a, "lint")
+    code, out = device_vt(a, "lint")
     assert code == 1 and "VT052" in out and "VT008" not in out
-    assert vt(a, "build")[0] == 0
+    assert device_vt(a, "build")[0] == 0
     assert copies[0].relative_to(a.root).as_posix() in (a.root / "Pinned" / "Open questions.md").read_text()
     rel = copies[0].relative_to(a.root).as_posix()
-    assert vt(a, "settle", question, "--copy", rel, "--keep", "copy")[0] == 0
+    assert device_vt(a, "settle", question, "--copy", rel, "--keep", "copy")[0] == 0
     assert not copies[0].exists()
     kept = list((a.root / "vault-tools" / "kept").glob("*.md"))
     assert len(kept) == 1  # the text not kept is kept there, and travels
-    assert vt(a, "lint")[0] == 0
+    assert device_vt(a, "lint")[0] == 0
     cloud.settle(a, b)
     assert notes_of(a) == notes_of(b)
 
@@ -573,7 +573,7 @@ def test_three_devices_at_random_converge(tmp_path, carrier) -> None:
         device = rng.choice(group)
         step = rng.random()
         if step < 0.25:
-            vt(device, "ask", f"Question number {count} about {rng.choice(topics)} for the owner?",
+            device_vt(device, "ask", f"Question number {count} about {rng.choice(topics)} for the owner?",
                "--topic", rng.choice(topics))
         elif step < 0.45:
             topic = rng.choice(topics)
@@ -582,11 +582,11 @@ def test_three_devices_at_random_converge(tmp_path, carrier) -> None:
                     "--source", "chat"]
             if current and rng.random() < 0.5:
                 args += ["--supersedes", rng.choice(current), "--reason", "The owner changed their mind on this."]
-            vt(device, *args)
+            device_vt(device, *args)
         elif step < 0.55:
             open_ones = [i for i, s in ruling_ids(device).items() if s == "open"]
             if open_ones:
-                vt(device, "rule", rng.choice(open_ones), "--summary", f"Answer number {count} to that question.",
+                device_vt(device, "rule", rng.choice(open_ones), "--summary", f"Answer number {count} to that question.",
                    "--source", "chat")
         elif step < 0.65:
             sealed = [i for i, s in ruling_ids(device).items() if s == "ruled"]
@@ -605,7 +605,7 @@ def test_three_devices_at_random_converge(tmp_path, carrier) -> None:
     for other in group[1:]:
         assert notes_of(other) == notes_of(first)
         assert events_of(other) == events_of(first)
-        assert context_of(other) == context_of(first)
+        assert device_context(other) == device_context(first)
     histories = Vault(first.root).ledger.histories()
     for ruling, status in ruling_ids(first).items():
         if status == "ruled":
@@ -622,7 +622,7 @@ def test_a_device_whose_record_has_not_arrived_says_so_and_starts_no_second_ledg
     init_vault(a.root, TZ)
     config = a.root / "vault-tools" / "config.yaml"
     config.write_text(config.read_text() + QUICK)
-    code, out = vt(a, "rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.",
+    code, out = device_vt(a, "rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.",
                    "--source", "chat")
     assert code == 0
     ruling = new_id(out)
@@ -636,16 +636,16 @@ def test_a_device_whose_record_has_not_arrived_says_so_and_starts_no_second_ledg
                              capture_output=True, text=True, timeout=60)
     assert f"{ruling} " in watched.stderr and f"recorded on device {tag}" in watched.stderr  # the watcher says so
     assert not any(Vault(b.root).ledger.read()), "B began a record of A's ruling"
-    code, out = vt(b, "lint")
+    code, out = device_vt(b, "lint")
     assert code == 1 and f"VT053 error: {ruling} was recorded on device {tag}" in out and "Sync all other types" in out
-    problems = context_of(b)["problems"]
+    problems = device_context(b)["problems"]
     assert any(f"{ruling} was recorded on device {tag}" in p["message"] for p in problems), problems
     cloud.other_types = True  # the owner switches it on: the record arrives, and nothing is left to say
     cloud.settle(a, b)
-    assert vt(b, "watch", "--once")[0] == 0  # what its watcher does when the files arrive: the pages follow
-    code, out = vt(b, "lint")
+    assert device_vt(b, "watch", "--once")[0] == 0  # what its watcher does when the files arrive: the pages follow
+    code, out = device_vt(b, "lint")
     assert code == 0, out
-    assert context_of(b)["problems"] == []
+    assert device_context(b)["problems"] == []
 
 
 @pytest.mark.parametrize("carrier,kind", [("obsidian-sync", "question"), ("syncthing", "question"),
@@ -666,11 +666,11 @@ def test_a_note_made_on_one_device_keeps_one_record_when_both_watchers_gave_it_a
     records = {h.id: h.status.value for h in Vault(a.root).ledger.histories().values() if h.id.startswith("D-0001-")}
     closed = "withdrawn" if kind == "question" else "retracted"
     assert len(records) == 2 and sorted(records.values()) == sorted([status, closed]), records
-    context = context_of(a)
+    context = device_context(a)
     listed = context["open_questions"] if kind == "question" else context["rulings"]
     assert [item["summary"] for item in listed] == [summary]
     for device in (a, b):
-        code, out = vt(device, "lint")
+        code, out = device_vt(device, "lint")
         assert code == 0, out
 
 
@@ -679,13 +679,13 @@ def test_a_note_given_two_ids_and_answered_under_one_keeps_the_answer(tmp_path):
     closes the untouched one, whichever sorts first."""
     cloud, a, b = numbered_on_both(tmp_path, "obsidian-sync")
     [numbered_on_b] = [i for i in ruling_ids(b) if i.startswith("D-0001-")]
-    assert vt(b, "rule", numbered_on_b, "--summary", "The shop sells no printed back issues.", "--source",
+    assert device_vt(b, "rule", numbered_on_b, "--summary", "The shop sells no printed back issues.", "--source",
               "chat")[0] == 0
     settle_watching(cloud, a, b)
     for device in (a, b):
         assert {i: s for i, s in ruling_ids(device).items() if i.startswith("D-0001-")} == {numbered_on_b: "ruled"}
-        assert context_of(device)["open_questions"] == []
-        code, out = vt(device, "lint")
+        assert device_context(device)["open_questions"] == []
+        code, out = device_vt(device, "lint")
         assert code == 0, out
 
 
@@ -693,8 +693,8 @@ def test_lint_fix_keeps_one_record_of_a_note_given_two_ids(tmp_path):
     """Where no watcher runs (a clone in CI, say), `lint --fix` does what the watcher would."""
     cloud, a, b = numbered_on_both(tmp_path, "syncthing")
     cloud.settle(a, b)
-    code, out = vt(a, "lint")
+    code, out = device_vt(a, "lint")
     assert code == 1 and "VT054" in out
-    code, out = vt(a, "lint", "--fix")
+    code, out = device_vt(a, "lint", "--fix")
     assert code == 0, out
     assert len([i for i, s in ruling_ids(a).items() if s == "open"]) == 1

@@ -20,7 +20,7 @@ RULING = "The site uses no analytics and no tracking of any kind."
 
 
 @pytest.fixture(params=["hidden", "shared"])
-def vault(request, tmp_path) -> Path:
+def layout_vault(request, tmp_path) -> Path:
     root = tmp_path / "vault"
     (root / ".obsidian").mkdir(parents=True)
     init_vault(root, TZ, shared=request.param == "shared")
@@ -58,88 +58,88 @@ TAKING_OUT = [
 
 
 @pytest.mark.parametrize("command", TAKING_OUT)
-def test_lines_an_agents_command_took_out_are_put_back_and_the_agent_is_told(vault, command):
-    ledger = ledger_file(vault)
+def test_lines_an_agents_command_took_out_are_put_back_and_the_agent_is_told(layout_vault, command):
+    ledger = ledger_file(layout_vault)
     whole = ledger.read_bytes()
-    assert after_tool(vault) is None  # nothing changed: nothing said
-    agent_runs(command.format(ledger=ledger.relative_to(vault)), vault)
+    assert after_tool(layout_vault) is None  # nothing changed: nothing said
+    agent_runs(command.format(ledger=ledger.relative_to(layout_vault)), layout_vault)
     assert ledger.exists() is False or ledger.read_bytes() != whole  # the command did take lines out
-    told = after_tool(vault)
+    told = after_tool(layout_vault)
     assert told is not None and told["decision"] == "block"
-    assert "put them back" in told["reason"] and ledger.relative_to(vault).as_posix() in told["reason"]
+    assert "put them back" in told["reason"] and ledger.relative_to(layout_vault).as_posix() in told["reason"]
     assert "vault-tools ask" in told["reason"]  # and how a change is made
     assert ledger.read_bytes() == whole  # byte for byte
-    assert after_tool(vault) is None  # told once
-    assert vt_here("lint", cwd=vault).code == 0
+    assert after_tool(layout_vault) is None  # told once
+    assert vt_here("lint", cwd=layout_vault).code == 0
 
 
-def test_what_vault_tools_appends_is_the_record_growing_not_a_change_to_undo(vault):
-    ledger = ledger_file(vault)
-    assert after_tool(vault) is None
+def test_what_vault_tools_appends_is_the_record_growing_not_a_change_to_undo(layout_vault):
+    ledger = ledger_file(layout_vault)
+    assert after_tool(layout_vault) is None
     assert vt_here("rule", "D-0002", "--summary", "The newsletter stays on its own free platform.", "--source",
-                   "chat", cwd=vault).code == 0  # the agent's own vault-tools command
+                   "chat", cwd=layout_vault).code == 0  # the agent's own vault-tools command
     grown = ledger.read_bytes()
-    assert after_tool(vault) is None and ledger.read_bytes() == grown
+    assert after_tool(layout_vault) is None and ledger.read_bytes() == grown
 
 
-def test_the_watcher_puts_back_what_no_hook_saw(vault):
+def test_the_watcher_puts_back_what_no_hook_saw(layout_vault):
     """The owner's own `git checkout -f`, or a tool with no hook: the next watcher pass puts the lines back."""
-    ledger = ledger_file(vault)
+    ledger = ledger_file(layout_vault)
     whole = ledger.read_bytes()
     ledger.write_bytes(b"")
-    done = vt_here("watch", "--once", cwd=vault)
+    done = vt_here("watch", "--once", cwd=layout_vault)
     assert done.code == 0 and "ledger line(s) another program took out" in done.err
     assert ledger.read_bytes() == whole
 
 
 def test_a_forced_checkout_throwing_away_uncommitted_lines_is_undone_in_a_git_vault(tmp_path):
     """The shared layout's ledger is carried by git (the hidden layout's is device-local and ignored)."""
-    vault = tmp_path / "vault"
-    (vault / ".obsidian").mkdir(parents=True)
-    init_vault(vault, TZ, shared=True)
+    layout_vault = tmp_path / "vault"
+    (layout_vault / ".obsidian").mkdir(parents=True)
+    init_vault(layout_vault, TZ, shared=True)
     assert vt_here("ask", "Should the newsletter move to a paid platform?", "--topic", "newsletter-platform",
-                   cwd=vault).code == 0
-    git(vault, "init", "-q")
-    assert vt_here("ask", "Should the blog have comments?", "--topic", "blog-comments", cwd=vault).code == 0
-    commit_all(vault)  # this clone's ledger file, committed
-    ledger = next(path for path in (vault / "vault-tools" / "ledger").glob("*.jsonl")
+                   cwd=layout_vault).code == 0
+    git(layout_vault, "init", "-q")
+    assert vt_here("ask", "Should the blog have comments?", "--topic", "blog-comments", cwd=layout_vault).code == 0
+    commit_all(layout_vault)  # this clone's ledger file, committed
+    ledger = next(path for path in (layout_vault / "vault-tools" / "ledger").glob("*.jsonl")
                   if b"blog-comments" in path.read_bytes())  # the file this clone appends to
     before = ledger.read_bytes()
     assert vt_here("rule", "D-0002", "--summary", "The blog has no comments; readers write by email.", "--source",
-                   "chat", cwd=vault).code == 0  # recorded, not committed yet
-    assert ledger.read_bytes() != before and "ledger" in git(vault, "ls-files").stdout
+                   "chat", cwd=layout_vault).code == 0  # recorded, not committed yet
+    assert ledger.read_bytes() != before and "ledger" in git(layout_vault, "ls-files").stdout
     recorded = ledger.read_bytes()
-    assert after_tool(vault) is None
-    agent_runs("git checkout -f", vault)
+    assert after_tool(layout_vault) is None
+    agent_runs("git checkout -f", layout_vault)
     assert ledger.read_bytes() != recorded
-    told = after_tool(vault)
+    told = after_tool(layout_vault)
     assert told is not None and "put them back" in told["reason"]
     assert ledger.read_bytes() == recorded
 
 
-def test_lint_names_lines_taken_out_and_lint_fix_puts_them_back(vault):
-    ledger = ledger_file(vault)
+def test_lint_names_lines_taken_out_and_lint_fix_puts_them_back(layout_vault):
+    ledger = ledger_file(layout_vault)
     whole = ledger.read_bytes()
     ledger.write_bytes(whole.splitlines(keepends=True)[0])
-    linted = vt_here("lint", cwd=vault)
+    linted = vt_here("lint", cwd=layout_vault)
     assert linted.code == 1 and "VT055" in linted.out
-    fixed = vt_here("lint", "--fix", cwd=vault)
+    fixed = vt_here("lint", "--fix", cwd=layout_vault)
     assert "put back" in fixed.err and ledger.read_bytes() == whole
 
 
-def test_init_agent_wires_the_tripwire_after_every_claude_tool_call(tmp_path, vault):
+def test_init_agent_wires_the_tripwire_after_every_claude_tool_call(tmp_path, layout_vault):
     project = tmp_path / "project"
     project.mkdir()
-    assert vt_here("init", "--agent", "claude", "--project", str(project), "--vault", str(vault), cwd=vault).code == 0
+    assert vt_here("init", "--agent", "claude", "--project", str(project), "--vault", str(layout_vault), cwd=layout_vault).code == 0
     settings = json.loads((project / ".claude" / "settings.json").read_text(encoding="utf-8"))
     [entry] = settings["hooks"]["PostToolUse"]
     assert "matcher" not in entry or entry["matcher"] in ("", "*")
     assert "vault-tools hook claude post-tool-use" in entry["hooks"][0]["command"]
 
 
-def test_init_agent_wires_the_tripwire_after_every_codex_tool_call(tmp_path, vault):
-    assert vt_here("init", "--agent", "codex", "--vault", str(vault), cwd=vault).code == 0
-    hooks = json.loads((vault / ".codex" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
+def test_init_agent_wires_the_tripwire_after_every_codex_tool_call(tmp_path, layout_vault):
+    assert vt_here("init", "--agent", "codex", "--vault", str(layout_vault), cwd=layout_vault).code == 0
+    hooks = json.loads((layout_vault / ".codex" / "hooks.json").read_text(encoding="utf-8"))["hooks"]
     [entry] = hooks["PostToolUse"]
     assert "matcher" not in entry
     assert entry["hooks"][0]["command"] == "vault-tools hook codex post-tool-use"
@@ -151,14 +151,14 @@ CODEX_POST_TOOL_USE_KEYS = {"continue", "stopReason", "systemMessage", "decision
 CODEX_POST_TOOL_USE_SPECIFIC = {"hookEventName", "additionalContext", "updatedMCPToolOutput"}
 
 
-def test_codex_is_told_in_the_shape_its_parser_takes_and_the_ledger_put_back(vault):
-    ledger = ledger_file(vault)
+def test_codex_is_told_in_the_shape_its_parser_takes_and_the_ledger_put_back(layout_vault):
+    ledger = ledger_file(layout_vault)
     whole = ledger.read_bytes()
-    payload = {"cwd": str(vault), "session_id": "c1", "turn_id": "t1", "hook_event_name": "PreToolUse",
+    payload = {"cwd": str(layout_vault), "session_id": "c1", "turn_id": "t1", "hook_event_name": "PreToolUse",
                "tool_name": "Bash", "tool_use_id": "call_1", "tool_input": {"command": "python3 -c ..."}}
-    assert vt_here("hook", "codex", "pre-tool-use", cwd=vault, stdin=json.dumps(payload)).code == 0
-    agent_runs(TAKING_OUT[0].format(ledger=ledger.relative_to(vault)), vault)
-    done = vt_here("hook", "codex", "post-tool-use", cwd=vault,
+    assert vt_here("hook", "codex", "pre-tool-use", cwd=layout_vault, stdin=json.dumps(payload)).code == 0
+    agent_runs(TAKING_OUT[0].format(ledger=ledger.relative_to(layout_vault)), layout_vault)
+    done = vt_here("hook", "codex", "post-tool-use", cwd=layout_vault,
                    stdin=json.dumps({**payload, "hook_event_name": "PostToolUse", "tool_response": "ok"}))
     answer = json.loads(done.out)
     assert set(answer) <= CODEX_POST_TOOL_USE_KEYS and set(answer["hookSpecificOutput"]) <= CODEX_POST_TOOL_USE_SPECIFIC
@@ -167,16 +167,16 @@ def test_codex_is_told_in_the_shape_its_parser_takes_and_the_ledger_put_back(vau
     assert ledger.read_bytes() == whole
 
 
-def test_gemini_is_told_beside_what_its_tool_returned_and_the_ledger_put_back(vault):
+def test_gemini_is_told_beside_what_its_tool_returned_and_the_ledger_put_back(layout_vault):
     """Gemini CLI's AfterTool: a `decision` would put the reason in place of the tool's result (docs/hooks/
     reference.md of google-gemini/gemini-cli), so what was put back is appended as additionalContext."""
-    ledger = ledger_file(vault)
+    ledger = ledger_file(layout_vault)
     whole = ledger.read_bytes()
-    payload = {"cwd": str(vault), "session_id": "g1", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+    payload = {"cwd": str(layout_vault), "session_id": "g1", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
                "tool_input": {"command": "python3 -c ..."}}
-    assert vt_here("hook", "gemini", "before-tool", cwd=vault, stdin=json.dumps(payload)).code == 0
-    agent_runs(TAKING_OUT[0].format(ledger=ledger.relative_to(vault)), vault)
-    done = vt_here("hook", "gemini", "after-tool", cwd=vault, stdin=json.dumps(
+    assert vt_here("hook", "gemini", "before-tool", cwd=layout_vault, stdin=json.dumps(payload)).code == 0
+    agent_runs(TAKING_OUT[0].format(ledger=ledger.relative_to(layout_vault)), layout_vault)
+    done = vt_here("hook", "gemini", "after-tool", cwd=layout_vault, stdin=json.dumps(
         {**payload, "hook_event_name": "AfterTool", "tool_response": {"llmContent": "done", "returnDisplay": "done"}}))
     answer = json.loads(done.out)
     assert "decision" not in answer and "reason" not in answer
@@ -185,15 +185,15 @@ def test_gemini_is_told_beside_what_its_tool_returned_and_the_ledger_put_back(va
     assert ledger.read_bytes() == whole
 
 
-def test_gemini_puts_back_the_settings_its_shell_command_changed(vault):
-    config = vault / "vault-tools" / "config.yaml" if (vault / "vault-tools").is_dir() else vault / ".vault-tools" / "config.yaml"
+def test_gemini_puts_back_the_settings_its_shell_command_changed(layout_vault):
+    config = layout_vault / "vault-tools" / "config.yaml" if (layout_vault / "vault-tools").is_dir() else layout_vault / ".vault-tools" / "config.yaml"
     before = config.read_bytes()
-    command = f"python3 -c \"import sys; open(sys.argv[1],'a').write('debounce_ms: 1\\n')\" {config.relative_to(vault)}"
-    payload = {"cwd": str(vault), "session_id": "g2", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+    command = f"python3 -c \"import sys; open(sys.argv[1],'a').write('debounce_ms: 1\\n')\" {config.relative_to(layout_vault)}"
+    payload = {"cwd": str(layout_vault), "session_id": "g2", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
                "tool_input": {"command": command}}
-    assert "deny" not in vt_here("hook", "gemini", "before-tool", cwd=vault, stdin=json.dumps(payload)).out
-    agent_runs(command, vault)
-    done = vt_here("hook", "gemini", "after-tool", cwd=vault,
+    assert "deny" not in vt_here("hook", "gemini", "before-tool", cwd=layout_vault, stdin=json.dumps(payload)).out
+    agent_runs(command, layout_vault)
+    done = vt_here("hook", "gemini", "after-tool", cwd=layout_vault,
                    stdin=json.dumps({**payload, "hook_event_name": "AfterTool", "tool_response": {}}))
     assert "config.yaml" in json.loads(done.out)["hookSpecificOutput"]["additionalContext"]
     assert config.read_bytes() == before
@@ -206,70 +206,70 @@ def test_the_copies_are_this_devices_alone_never_carried_by_git(tmp_path):
     assert ".vault-tools/ledger-copies/" in (root / ".gitignore").read_text(encoding="utf-8").splitlines()
 
 
-def test_a_file_arriving_in_pieces_is_never_cut_into_lines(vault):
+def test_a_file_arriving_in_pieces_is_never_cut_into_lines(layout_vault):
     """Another device's file a sync brings in pieces: its last line without a newline is left as it is, and once
     whole it is the record growing."""
-    other = (vault / "vault-tools" / "ledger" if (vault / "vault-tools" / "ledger").is_dir() else None)
-    ledger = ledger_file(vault)
+    other = (layout_vault / "vault-tools" / "ledger" if (layout_vault / "vault-tools" / "ledger").is_dir() else None)
+    ledger = ledger_file(layout_vault)
     whole = ledger.read_bytes()
     target = (other / "zz99.jsonl") if other is not None else ledger
     if other is not None:
         target.write_bytes(whole[:100])  # the first piece
     else:
         ledger.write_bytes(whole + whole.splitlines(keepends=True)[0][:40])  # an append under way
-    assert after_tool(vault) is None
+    assert after_tool(layout_vault) is None
     target.write_bytes(whole)  # the rest arrives (or the append is cut off)
-    assert after_tool(vault) is None
+    assert after_tool(layout_vault) is None
     assert target.read_bytes() == whole
-    assert "VT055" not in vt_here("lint", cwd=vault).out
+    assert "VT055" not in vt_here("lint", cwd=layout_vault).out
 
 
-def test_crlf_line_endings_are_the_same_lines(vault):
+def test_crlf_line_endings_are_the_same_lines(layout_vault):
     """Git for Windows may check the ledger out with CRLF: no line is lost, nothing is doubled."""
-    ledger = ledger_file(vault)
+    ledger = ledger_file(layout_vault)
     crlf = ledger.read_bytes().replace(b"\n", b"\r\n")
     ledger.write_bytes(crlf)
-    assert after_tool(vault) is None and ledger.read_bytes() == crlf
+    assert after_tool(layout_vault) is None and ledger.read_bytes() == crlf
 
 
 def test_lines_a_branch_switch_takes_away_are_not_put_back(tmp_path):
     """Lines committed on another branch are not lost: switching branches is not undone (nor can it trap the
     agent between branches)."""
-    vault = tmp_path / "vault"
-    (vault / ".obsidian").mkdir(parents=True)
-    init_vault(vault, TZ, shared=True)
-    git(vault, "init", "-q")
-    assert vt_here("ask", "Should the blog have comments?", "--topic", "blog-comments", cwd=vault).code == 0
-    commit_all(vault)
-    git(vault, "branch", "feature")
+    layout_vault = tmp_path / "vault"
+    (layout_vault / ".obsidian").mkdir(parents=True)
+    init_vault(layout_vault, TZ, shared=True)
+    git(layout_vault, "init", "-q")
+    assert vt_here("ask", "Should the blog have comments?", "--topic", "blog-comments", cwd=layout_vault).code == 0
+    commit_all(layout_vault)
+    git(layout_vault, "branch", "feature")
     assert vt_here("rule", "D-0001", "--summary", "The blog has no comments; readers write by email.", "--source",
-                   "chat", cwd=vault).code == 0
-    commit_all(vault, "ruled on main")
-    assert after_tool(vault) is None
-    agent_runs("git checkout -q feature", vault)
-    assert after_tool(vault) is None  # main's lines are committed there: nothing to put back
-    assert not git(vault, "status", "--porcelain", "--", "vault-tools/ledger").stdout.strip()
-    agent_runs("git checkout -q -", vault)  # back to the first branch
-    assert after_tool(vault) is None
+                   "chat", cwd=layout_vault).code == 0
+    commit_all(layout_vault, "ruled on main")
+    assert after_tool(layout_vault) is None
+    agent_runs("git checkout -q feature", layout_vault)
+    assert after_tool(layout_vault) is None  # main's lines are committed there: nothing to put back
+    assert not git(layout_vault, "status", "--porcelain", "--", "vault-tools/ledger").stdout.strip()
+    agent_runs("git checkout -q -", layout_vault)  # back to the first branch
+    assert after_tool(layout_vault) is None
 
 
-def test_nothing_is_put_back_while_git_is_in_the_middle_of_a_merge_or_rebase(vault):
+def test_nothing_is_put_back_while_git_is_in_the_middle_of_a_merge_or_rebase(layout_vault):
     """A pull, a rebase or a merge rewrites the ledger as it goes: the tripwire waits until it is done."""
-    git(vault, "init", "-q")  # nothing committed: every line is this device's alone
-    ledger = ledger_file(vault)
+    git(layout_vault, "init", "-q")  # nothing committed: every line is this device's alone
+    ledger = ledger_file(layout_vault)
     whole = ledger.read_bytes()
-    marker = vault / ".git" / "MERGE_HEAD"
+    marker = layout_vault / ".git" / "MERGE_HEAD"
     marker.write_text("0" * 40 + "\n")
     ledger.write_bytes(whole.splitlines(keepends=True)[0])
-    assert after_tool(vault) is None and ledger.read_bytes() != whole
+    assert after_tool(layout_vault) is None and ledger.read_bytes() != whole
     marker.unlink()
-    told = after_tool(vault)
+    told = after_tool(layout_vault)
     assert told is not None and ledger.read_bytes() == whole
 
 
 # -- the settings: the config and the merged topics --------------------------------------------------------------
 
-def agent_call(root: Path, command: str) -> dict | None:
+def bash_call(root: Path, command: str) -> dict | None:
     """One Bash call of an agent, as Claude Code makes it: pre-tool-use (which lets it through), the command run
     in a shell, then post-tool-use; the post-tool-use answer."""
     payload = {"cwd": str(root), "session_id": "s", "tool_name": "Bash", "tool_input": {"command": command}}
@@ -287,11 +287,11 @@ def settings_of(root: Path) -> tuple[Path, Path]:
     return folder / "config.yaml", folder / "topics.yaml"
 
 
-def test_the_config_an_agents_command_changed_is_put_back_and_what_it_wrote_kept(vault):
-    config, _ = settings_of(vault)
+def test_the_config_an_agents_command_changed_is_put_back_and_what_it_wrote_kept(layout_vault):
+    config, _ = settings_of(layout_vault)
     before = config.read_bytes()
-    answer = agent_call(vault, "python3 -c \"import sys; open(sys.argv[1],'a').write('seal_delay_seconds: 0\\n')\" "
-                               f"{config.relative_to(vault)}")
+    answer = bash_call(layout_vault, "python3 -c \"import sys; open(sys.argv[1],'a').write('seal_delay_seconds: 0\\n')\" "
+                               f"{config.relative_to(layout_vault)}")
     assert config.read_bytes() == before
     assert answer is not None and answer["decision"] == "block"
     assert "config.yaml" in answer["reason"] and "put them back" in answer["reason"]
@@ -299,43 +299,43 @@ def test_the_config_an_agents_command_changed_is_put_back_and_what_it_wrote_kept
     assert len(kept) == 1 and kept[0].read_bytes() == before + b"seal_delay_seconds: 0\n"
 
 
-def test_merged_topics_an_agents_command_wrote_are_taken_away(vault):
-    _, topics = settings_of(vault)
+def test_merged_topics_an_agents_command_wrote_are_taken_away(layout_vault):
+    _, topics = settings_of(layout_vault)
     assert not topics.exists()
-    answer = agent_call(vault, "python3 -c \"import sys; open(sys.argv[1],'w').write('analytics: [platform]\\n')\" "
-                               f"{topics.relative_to(vault)}")
+    answer = bash_call(layout_vault, "python3 -c \"import sys; open(sys.argv[1],'w').write('analytics: [platform]\\n')\" "
+                               f"{topics.relative_to(layout_vault)}")
     assert not topics.exists()
     assert answer is not None and "topics.yaml" in answer["reason"]
 
 
-def test_the_owners_edit_between_two_calls_stays(vault):
-    config, _ = settings_of(vault)
-    assert agent_call(vault, "ls") is None
+def test_the_owners_edit_between_two_calls_stays(layout_vault):
+    config, _ = settings_of(layout_vault)
+    assert bash_call(layout_vault, "ls") is None
     config.write_text(config.read_text(encoding="utf-8") + "stale_after_days: 21\n", encoding="utf-8")  # by hand
-    assert agent_call(vault, "ls") is None
+    assert bash_call(layout_vault, "ls") is None
     assert config.read_text(encoding="utf-8").endswith("stale_after_days: 21\n")
 
 
-def test_a_call_no_pre_tool_use_saw_puts_nothing_back(vault):
+def test_a_call_no_pre_tool_use_saw_puts_nothing_back(layout_vault):
     """A Read (no pre-tool-use hook is wired for it) during which the owner edits the config: nothing tells the
     owner's edit from the call's, so the edit stays."""
-    config, _ = settings_of(vault)
-    assert agent_call(vault, "ls") is None
+    config, _ = settings_of(layout_vault)
+    assert bash_call(layout_vault, "ls") is None
     config.write_text(config.read_text(encoding="utf-8") + "recent_days: 45\n", encoding="utf-8")
-    read = {"cwd": str(vault), "session_id": "s", "tool_name": "Read", "tool_input": {"file_path": "Home.md"},
+    read = {"cwd": str(layout_vault), "session_id": "s", "tool_name": "Read", "tool_input": {"file_path": "Home.md"},
             "hook_event_name": "PostToolUse", "tool_response": {}}
-    done = vt_here("hook", "claude", "post-tool-use", cwd=vault, stdin=json.dumps(read))
+    done = vt_here("hook", "claude", "post-tool-use", cwd=layout_vault, stdin=json.dumps(read))
     assert done.code == 0 and done.out.strip() == ""
     assert config.read_text(encoding="utf-8").endswith("recent_days: 45\n")
 
 
-def test_vault_tools_own_write_of_the_topics_during_a_call_stays(vault):
+def test_vault_tools_own_write_of_the_topics_during_a_call_stays(layout_vault):
     """The agent runs vault-tools, which merges topics (as a ticked review proposal does): its write is the
     record's own."""
-    _, topics = settings_of(vault)
+    _, topics = settings_of(layout_vault)
     merge = (f"{sys.executable} -c \"from pathlib import Path; from vault_tools.topic_aliases import add_alias; "
              f"add_alias(Path('{topics.parent}'), 'analytics', 'site-analytics')\"")
-    assert agent_call(vault, merge) is None
+    assert bash_call(layout_vault, merge) is None
     assert "site-analytics" in topics.read_text(encoding="utf-8")
 
 
@@ -397,21 +397,21 @@ FORMS = ["ledger rewritten by a script", "notes removed by a variable path", "no
 
 @pytest.mark.parametrize("with_git", [False, True], ids=["no git", "git"])
 @pytest.mark.parametrize("form", FORMS)
-def test_each_form_that_passes_the_guard_leaves_the_record_whole_after_the_call(vault, tmp_path, form, with_git):
+def test_each_form_that_passes_the_guard_leaves_the_record_whole_after_the_call(layout_vault, tmp_path, form, with_git):
     """Through pre-tool-use (which lets it through), the command, post-tool-use and the watcher's pass: the
     ledger, the config and each note are byte for byte as before, or the note is held for the owner (an answer,
     a retraction, a forged ruling: `commands.held`), and what the agent reads is what it read before."""
     if with_git:
-        git(vault, "init", "-q")
-        commit_all(vault, "the vault")
-    command = _forms_that_pass(vault, tmp_path / "elsewhere")[form]
-    ledger, (config, _) = ledger_file(vault), settings_of(vault)
-    page = vault / "Pinned" / "Open questions.md"
-    before = {path: path.read_bytes() for path in [ledger, config, page, *(vault / "Decisions").glob("*.md")]}
-    read_before = vt_here("context", "--json", cwd=vault).out
-    told = agent_call(vault, command)
+        git(layout_vault, "init", "-q")
+        commit_all(layout_vault, "the vault")
+    command = _forms_that_pass(layout_vault, tmp_path / "elsewhere")[form]
+    ledger, (config, _) = ledger_file(layout_vault), settings_of(layout_vault)
+    page = layout_vault / "Pinned" / "Open questions.md"
+    before = {path: path.read_bytes() for path in [ledger, config, page, *(layout_vault / "Decisions").glob("*.md")]}
+    read_before = vt_here("context", "--json", cwd=layout_vault).out
+    told = bash_call(layout_vault, command)
     assert told is not None and told["decision"] == "block", form  # the agent is told
-    assert vt_here("watch", "--once", cwd=vault).code in (0, 1)
+    assert vt_here("watch", "--once", cwd=layout_vault).code in (0, 1)
     held = []
     holding = form.startswith(("question answered", "ruling retracted", "ruling forged"))
     page_now = page.read_bytes().decode("utf-8")
@@ -423,8 +423,8 @@ def test_each_form_that_passes_the_guard_leaves_the_record_whole_after_the_call(
             assert b"confirmed_by_owner: false" in now, (form, path)
             held.append(path)
     assert held == [] or form.startswith(("question answered", "ruling retracted")), form
-    forged = vault / "Decisions" / "D-0009 Comments.md"
+    forged = layout_vault / "Decisions" / "D-0009 Comments.md"
     assert not forged.exists() or b"confirmed_by_owner: false" in forged.read_bytes()
-    assert sorted(vault.joinpath("Decisions").glob("*.md")) == sorted(
+    assert sorted(layout_vault.joinpath("Decisions").glob("*.md")) == sorted(
         [p for p in before if p.parent.name == "Decisions"] + ([forged] if forged.exists() else []))
-    assert vt_here("context", "--json", cwd=vault).out == read_before, form
+    assert vt_here("context", "--json", cwd=layout_vault).out == read_before, form

@@ -31,7 +31,7 @@ from vault_tools.watch import IDLE_WAKE_SECONDS, Debouncer, Watcher, is_ignored
 from .helpers import Running, Scripted, configure, decision, obsidian_save, past_the_racy_window, snapshot
 
 FOOTER = "Every article footer carries the newsletter link and the author bio."
-def sealed_vault(cli, vault: Path) -> Path:
+def sealed_footer_note(cli, vault: Path) -> Path:
     """A vault with one sealed ruling (D-0001); returns its path."""
     assert cli("rule", "--topic", "article-footer", "--summary", FOOTER).code == 0
     assert cli("build").code == 0
@@ -67,7 +67,7 @@ def test_what_the_watcher_ignores(path, ignored):
 
 def test_an_in_place_edit_is_restored_and_kept_as_a_revision_and_then_all_is_quiet(cli, vault):
     configure(vault)
-    path = sealed_vault(cli, vault)
+    path = sealed_footer_note(cli, vault)
     sealed = path.read_bytes()
     typed = sealed.decode().replace("the newsletter link and ", "") + "\nA paragraph the owner typed.\n"
     with Scripted(vault) as scripted:
@@ -98,7 +98,7 @@ def test_an_in_place_edit_is_restored_and_kept_as_a_revision_and_then_all_is_qui
 
 def test_fifty_saves_in_ten_seconds_give_one_revision_with_the_last_text(cli, vault):
     configure(vault, debounce_ms=1000)
-    path = sealed_vault(cli, vault)
+    path = sealed_footer_note(cli, vault)
     sealed = path.read_text()
     with Scripted(vault) as scripted:
         for n in range(50):
@@ -137,7 +137,7 @@ def test_typing_at_obsidian_speed_with_default_scale_timings_is_not_sealed_mid_r
 
 def test_a_later_burst_updates_the_same_revision_and_never_drops_the_owners_words(cli, vault):
     configure(vault)
-    path = sealed_vault(cli, vault)
+    path = sealed_footer_note(cli, vault)
     sealed = path.read_text()
     with Scripted(vault) as scripted:
         scripted.save(path, sealed + "\nFirst sitting.\n")
@@ -154,7 +154,7 @@ def test_a_later_burst_updates_the_same_revision_and_never_drops_the_owners_word
 
 def test_malformed_yaml_is_never_touched(cli, vault):
     configure(vault)
-    path = sealed_vault(cli, vault)
+    path = sealed_footer_note(cli, vault)
     broken = path.read_text().replace("status: ruled", "status: [ruled")
     with Scripted(vault) as scripted:
         scripted.save(path, broken)
@@ -168,7 +168,7 @@ def test_malformed_yaml_is_never_touched(cli, vault):
 
 def test_a_rename_or_move_is_followed_by_id_and_is_not_an_edit(cli, vault):
     configure(vault)
-    old = sealed_vault(cli, vault)
+    old = sealed_footer_note(cli, vault)
     reason = "The owner banned promotion inside articles."
     assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
                "--supersedes", "D-0001", "--reason", reason).code == 0
@@ -214,7 +214,7 @@ def test_a_question_ruled_in_obsidian_is_sealed_after_settling(cli, vault):
 
 def test_a_hand_written_superseding_ruling_marks_the_old_one(cli, vault):
     configure(vault, debounce_ms=150, settle=0.5)
-    old = sealed_vault(cli, vault)
+    old = sealed_footer_note(cli, vault)
     with Running(vault) as running:
         decision(vault, 2, "ruled", ("article-footer",), "Footers carry only the author bio from now on.",
                  supersedes=f'["[[{old.stem}]]"]', reason="The owner banned promotion inside articles.",
@@ -229,7 +229,7 @@ def test_a_hand_written_superseding_ruling_marks_the_old_one(cli, vault):
 
 def test_a_hand_edited_page_is_kept_then_regenerated(cli, vault):
     configure(vault, debounce_ms=150, settle=0.5)
-    sealed_vault(cli, vault)
+    sealed_footer_note(cli, vault)
     page = vault / "Pinned" / "Decisions log.md"
     generated = page.read_text()
     with Running(vault) as running:
@@ -242,7 +242,7 @@ def test_a_hand_edited_page_is_kept_then_regenerated(cli, vault):
 
 def test_the_owners_own_properties_survive_a_restore(cli, vault):
     configure(vault, debounce_ms=150, settle=0.5)
-    path = sealed_vault(cli, vault)
+    path = sealed_footer_note(cli, vault)
     sealed = path.read_text()
     tagged = sealed.replace("type: decision\n", "type: decision\ntags: [publishing]\naliases: [Footer rule]\n")
     obsidian_save(path, tagged)  # not an edit: tags and aliases are the owner's
@@ -258,7 +258,7 @@ def test_the_owners_own_properties_survive_a_restore(cli, vault):
 
 def test_edits_made_while_stopped_are_reconciled_at_start(cli, vault):
     configure(vault, debounce_ms=150, settle=0.5)
-    path = sealed_vault(cli, vault)
+    path = sealed_footer_note(cli, vault)
     sealed = path.read_bytes()
     obsidian_save(path, sealed.decode() + "\nEdited while the watcher was off.\n")
     past = time.time() - 60
@@ -291,7 +291,7 @@ def test_second_watcher_exits_2_and_sigterm_stops_the_first(vault):
 
 def test_json_log_lines(cli, vault):
     configure(vault)
-    path = sealed_vault(cli, vault)
+    path = sealed_footer_note(cli, vault)
     obsidian_save(path, path.read_text() + "\nedit\n")
     past = time.time() - 60
     os.utime(path, (past, past))
@@ -307,7 +307,7 @@ def test_json_log_lines(cli, vault):
 
 def test_once_cuts_the_torn_line_a_killed_append_left_and_goes_on(cli, vault):
     configure(vault)
-    path = sealed_vault(cli, vault)
+    path = sealed_footer_note(cli, vault)
     sealed = path.read_text()
     obsidian_save(path, sealed + "\nAn edit waiting for the watcher.\n")
     os.utime(path, (time.time() - 60, time.time() - 60))  # saved a while ago: past the debounce
@@ -326,7 +326,7 @@ def test_once_cuts_the_torn_line_a_killed_append_left_and_goes_on(cli, vault):
 def _scenario(vault: Path, cli) -> dict[str, bytes]:
     """A sealed note edited in place, a hand ruling that supersedes, and a question ruled by hand."""
     configure(vault, debounce_ms=0, settle=0)
-    path = sealed_vault(cli, vault)
+    path = sealed_footer_note(cli, vault)
     assert cli("ask", "Which newsletter platform should we use next year?", "--topic", "newsletter").code == 0
     assert cli("rule", "--topic", "pricing", "--summary", "The spring sale is fifteen percent off.").code == 0
     typed = path.read_text() + "\nTyped in place by the owner.\n"
@@ -607,7 +607,7 @@ def test_a_progress_bar_on_a_terminal_runs_no_thread_of_its_own(tmp_path):
 def test_a_reconciled_watcher_sleeps_until_something_is_due(cli, vault):
     """Idle means idle: with nothing to debounce, settle or review, the loop waits its longest (it used to wake
     every second, which showed as CPU on a laptop doing nothing). Its one wait is recorded, not slept."""
-    sealed_vault(cli, vault)
+    sealed_footer_note(cli, vault)
     configure(vault, debounce_ms=300)
     past = time.time() - 600
     for path in vault.rglob("*.md"):
