@@ -35,6 +35,7 @@ from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Watcher
 
+REPOSITORY = Path(__file__).resolve().parents[1]  # this project's checkout
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"  # real vaults and notes; absent: tests skip
 TZ = "Asia/Tokyo"  # the time zone of the vaults the tests make
 
@@ -46,6 +47,11 @@ def make_vault(root: Path) -> Path:
     (root / ".obsidian").mkdir(parents=True)
     init_vault(root, TZ, shared=False)  # most tests read the hidden layout; the shared one has its own
     return root
+
+
+def page_name(path: Path) -> str:
+    """A page of the project as its docs name it: relative to the checkout."""
+    return path.relative_to(REPOSITORY).as_posix()
 
 
 def config_file(root: Path) -> Path:

@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+from .helpers import REPOSITORY, page_name
+
 README = REPOSITORY / "README.md"
 # The pages a reader learns a vault's files from. Not docs/design/ (historical records) nor docs/install.md
 # (how to install the package, written apart).
@@ -68,10 +69,6 @@ PATH = re.compile(r"(?:(?<=^)|(?<=[\s:(\"'=]))(?:\.vault-tools(?:/|(?=$|\s))|vau
 # example-vault/).
 PLACEHOLDER = re.compile(r"<[^>/]+>|\*|\b(?:TAG|ID|NAME|YYYY-MM-DD|DATE|k7q2)\b")
 TIMEOUT = 120
-
-
-def page_name(path: Path) -> str:
-    return path.relative_to(REPOSITORY).as_posix()
 
 
 def without_sections(text: str, titles: tuple[str, ...]) -> str:

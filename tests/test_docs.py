@@ -22,9 +22,8 @@ from vault_tools import cli, docs
 from vault_tools.cli import record as cli_record
 from vault_tools.config import CONFIG_DOC, Config, load_config
 
-from .helpers import load_script
+from .helpers import REPOSITORY, load_script, page_name
 
-REPOSITORY = Path(__file__).resolve().parents[1]
 README = REPOSITORY / "README.md"
 DOCS = REPOSITORY / "docs"
 # Every page of the documentation.
@@ -38,10 +37,6 @@ ARGUMENTS_WITHOUT_HELP: set[str] = set()
 
 def readme() -> str:
     return README.read_text(encoding="utf-8")
-
-
-def page_name(path: Path) -> str:
-    return path.relative_to(REPOSITORY).as_posix()
 
 
 def fences(text: str) -> list[tuple[str, str, int]]:

@@ -33,7 +33,8 @@ from markdown_it import MarkdownIt
 from vault_tools.cli import run
 from vault_tools.services.workspace import Workspace
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+from .helpers import REPOSITORY, page_name
+
 README = REPOSITORY / "README.md"
 # Every page a reader may copy an example from.
 PAGES = [README, *sorted((REPOSITORY / "docs").glob("*.md"))]
@@ -114,10 +115,6 @@ def shell_blocks(text: str, page: str = "README.md") -> list[Block]:
         assert not pending, f"{page} line {start}: a line continues past the end of its block"
         blocks.append(Block(page, first - 1, tuple(lines)))
     return blocks
-
-
-def page_name(path: Path) -> str:
-    return path.relative_to(REPOSITORY).as_posix()
 
 
 BLOCKS = [block for path in PAGES for block in shell_blocks(path.read_text(encoding="utf-8"), page_name(path))]
