@@ -9,6 +9,7 @@ import os
 import pickle
 import shutil
 import time
+import traceback
 
 import pytest
 
@@ -308,6 +309,23 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     assert "withdrawn" not in history()
     decision(vault, 4, topics=("article-footer",), summary="Footers also carry the postal address.")
     both()
+    misnamed = vault / "Decisions" / os.fsdecode(b"D-0009 caf\xe9.md")  # a name that is not UTF-8
+    misnamed.write_text("just a note\n", encoding="utf-8")
+    both()
+    misnamed.write_text("---\ntype: decision\nid: D-0009\nstatus: open\ntopics: [cafe]\nsummary: Should the "
+                        "cafe page list prices with tax?\n---\n", encoding="utf-8")  # what is said of it changes
+    assert "not valid UTF-8" in vt_here("show", "D-0009", cwd=vault).err
+    both()
+    misnamed.unlink()
+    broken = write(vault / "Decisions" / "D-0010 Torn.md", "---\ntype: decision\nid: D-0010\nstatus: [open\n---\n")
+    both()
+    kept = vault_module._last_reads[str(vault)][1]
+    error = next(error for error in kept.broken if error.path == broken.relative_to(vault).as_posix())
+    frames = []
+    for _ in range(4):  # each command raises the kept note's error again: its frames do not pile up
+        assert vt_here("show", "D-0010", cwd=vault).code != 0
+        frames.append(len(traceback.extract_tb(error.__traceback__)))
+    assert len(set(frames)) == 1, frames
     config = vault / ".vault-tools" / "config.yaml"
     config.write_text(config.read_text(encoding="utf-8") + "pinned_folder: Elsewhere\n", encoding="utf-8")
     both()
@@ -338,3 +356,23 @@ def test_rule_walks_the_vault_once_and_leaves_the_pages_a_build_would_make(vault
         assert vt_here("build", "--check", cwd=vault).code == 0, args
     pages = (vault / "Pinned" / "Decisions log.md").read_text(encoding="utf-8")
     assert "D-0004" in pages and "D-0005" in pages and "Tuesdays" in pages
+
+
+def test_a_note_the_owner_saves_while_rule_writes_is_on_the_pages_it_rebuilds(vault, aged, monkeypatch):
+    """The owner saves a question in Obsidian while `rule` is recording (after it read the vault): the pages it
+    rebuilds are made from the vault as it is then, not from what it read and wrote alone."""
+    small_vault(vault)
+    question = next((vault / "Decisions").glob("D-0003 *.md"))
+    real_append = ledger_module.Ledger.append
+
+    def append(self, events, *args, **kwargs):
+        done = real_append(self, events, *args, **kwargs)
+        question.write_text(question.read_text(encoding="utf-8").replace(
+            "May sponsors choose the slot?", "May sponsors choose the slot and the wording?"), encoding="utf-8")
+        return done
+    monkeypatch.setattr(ledger_module.Ledger, "append", append)
+    assert vt_here("rule", "--topic", "glossary", "--summary", "Every term is defined once, in the glossary note.",
+                   "--source", "chat", cwd=vault).code == 0
+    monkeypatch.setattr(ledger_module.Ledger, "append", real_append)
+    assert "and the wording" in (vault / "Pinned" / "Open questions.md").read_text(encoding="utf-8")
+    assert vt_here("build", "--check", cwd=vault).code == 0

@@ -330,6 +330,8 @@ class Vault:
                 listed.append((rel, entry.path, error))
         walked = (self._memo_key(aliases), listed, others, state.temp_files, misnamed)
         if last is not None and last[0] == walked:
+            for kept_error in last[1].broken:  # raised by the command before: its frames go with it
+                kept_error.__traceback__ = kept_error.__context__ = kept_error.__cause__ = None
             return replace(last[1], derived=Derived())
         # Each note's parts as the last whole read built them, under its stat key (see `_memo_key` for the rest)
         recalled: dict[str, tuple[StatKey, Piece]] | None = (
@@ -351,10 +353,27 @@ class Vault:
         state.files += others
         state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
         set_aside_conflict_copies(state)
-        if KEEP_LAST_READ and warm and all(isinstance(key, tuple) and settled_by(key, walked_at)
-                                           for _, _, key in listed):
+        # Not kept while a name is not UTF-8: what is said of such a file depends on what it holds (a decision
+        # note or not), which the walk does not compare
+        if KEEP_LAST_READ and warm and not misnamed and all(isinstance(key, tuple) and settled_by(key, walked_at)
+                                                            for _, _, key in listed):
             _last_reads[str(self.root)] = (walked, replace(state, derived=Derived()))
         return state
+
+    def unchanged_since(self, state: VaultState) -> bool:
+        """Whether a walk finds every Markdown file `state` was read from, and only those, with the stat keys it
+        has for them (a state changed since its read has none: False)."""
+        if state.stat_keys is None:
+            return False
+        seen = 0
+        for rel, entry in iter_markdown(self.root, self.config, [], [], []):
+            try:
+                if state.stat_keys.get(rel) != notes.stat_key(entry.stat()):
+                    return False
+            except OSError:
+                return False
+            seen += 1
+        return seen == len(state.stat_keys)
 
     def _memo_key(self, aliases: Any) -> tuple[Any, ...]:
         """What the state memo is kept under besides each note's stat key: what a note is built with."""

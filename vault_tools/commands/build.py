@@ -289,7 +289,9 @@ def refresh_pages(ws: Workspace) -> list[str]:
     `Pinned/` sees the state before it. The change itself is done; a page that cannot be written is a warning,
     returned as a line to show, with a line for each page edited by hand whose copy was kept."""
     try:
-        result = build(ws, state=ws.as_written())
+        written = ws.as_written()
+        # What the command wrote, read back, unless a note changed since it read the vault (the owner saving)
+        result = build(ws, state=written if written is not None and ws.vault.unchanged_since(written) else None)
     except (VaultToolsError, OSError) as error:
         return [f"warning: the pinned pages were not rebuilt ({error}); run `vault-tools build`"]
     return [f"a pinned page was edited by hand; the edited copy is kept in {kept}" for kept in result.kept]

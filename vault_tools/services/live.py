@@ -248,17 +248,27 @@ class LiveState:
         self._retie(ids)
         return True
 
-    def keys_now(self) -> dict[str, StatKey]:
-        """Each note's stat key as the read found it, but those the last refresh read again, taken now: the
-        state's own, as `Vault.load` would give them, for what keeps derived data under them (a key taken
-        within the racy window is never kept under)."""
+    def refresh_with_keys(self) -> None:
+        """`refresh`, and the state's stat keys made whole again: as the read found them, but for the notes
+        written since, taken before they are read again (as `Vault.load` takes them: an edit landing between
+        the two is read under the older key, so whatever is kept under that key is read again next time,
+        never the reverse). What keeps derived data under them, and `Vault.unchanged_since`, can then use them."""
+        written: dict[str, StatKey | None] = {}
+        for each in self._recorded:
+            rel = self._relative(each.path)
+            if rel is not None:
+                try:
+                    written[rel] = stat_key(os.stat(each.path))
+                except OSError:
+                    written[rel] = None
+        self.refresh()
         keys = dict(self.read_keys)
-        for rel in self.written:
-            try:
-                keys[rel] = stat_key(os.stat(self.state.root / rel))
-            except OSError:
+        for rel, key in written.items():
+            if key is None:
                 keys.pop(rel, None)
-        return keys
+            else:
+                keys[rel] = key
+        self.state.stat_keys = keys
 
     def changed_since(self, rel: str, version: int) -> bool:
         """Whether the note at `rel`, its record or the set of notes changed after `version`."""
@@ -535,6 +545,5 @@ def writing_once(ws: Workspace, topics: tuple[str, ...] | None = None) -> Iterat
     from a second walk of the vault. A step refused writes nothing and hands nothing over."""
     with ws.vault.ledger.locked(), LiveState(ws, load=lambda: ws.state_for_write(topics)) as live:
         yield live
-        live.refresh()
-        live.state.stat_keys = live.keys_now()
+        live.refresh_with_keys()
         ws.written(live.state)
