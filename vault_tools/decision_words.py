@@ -108,14 +108,14 @@ def _plain_sections(body: str) -> dict[str, str]:
     return found
 
 
-def same_matter_pairs(decisions: Sequence[Decision], *,
-                      threshold: float = SAME_MATTER_THRESHOLD) -> list[tuple[Decision, Decision, float]]:
+def same_matter_pairs(decisions: Sequence[Decision], *, threshold: float = SAME_MATTER_THRESHOLD,
+                      said_terms: Sequence[frozenset[str]] | None = None) -> list[tuple[Decision, Decision, float]]:
     """Pairs (older, newer, score) of decisions where the newer (the higher number) is the same matter as the older
     as `rule` scores a ruling given directly: its summary and topics against the older's words (`decision_terms`),
     at or over `threshold` (the strong tier: what `rule` refuses as the matter of another). Only pairs sharing a
     word that is not weak are scored. Used by lint (VT044) on current rulings, so that a ruling typed in Obsidian
-    is judged as `rule` judges one."""
-    said = [question_terms(d.summary, d.topics) for d in decisions]
+    is judged as `rule` judges one. `said_terms`: each decision's `question_terms`, where the caller has them."""
+    said = list(said_terms) if said_terms is not None else [question_terms(d.summary, d.topics) for d in decisions]
     described = [decision_terms(d) for d in decisions]
     # Each set of words as two sets of bits (its strong words, its weak ones): a pair's shared weight is then two
     # ANDs and two counts, where intersecting the sets took ten times as long (a vault whose rulings share many
@@ -180,13 +180,14 @@ def unsaid_same_matter_pairs(decisions: Sequence[Decision],
     current = [d for d in decisions if d.status is Status.RULED and not d.conflict]
     related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
                if (target := resolve(link) or leading_id(link))}
-    said = {d.id: question_terms(d.summary, d.topics) - {term for topic in d.topics for term in terms(topic)}
-            for d in current}
+    whole = [question_terms(d.summary, d.topics) for d in current]  # worked out once: a vault has thousands
+    said = {d.id: found - {term for topic in d.topics for term in terms(topic)}
+            for d, found in zip(current, whole, strict=True)}
     families: dict[frozenset[str], int] = {}
     for words in said.values():
         families[words] = families.get(words, 0) + 1
     found = []
-    for older, newer, score in same_matter_pairs(current):
+    for older, newer, score in same_matter_pairs(current, said_terms=whole):
         if (newer.id, older.id) in related or (older.id, newer.id) in related or any(
                 topics_match(mine, theirs) for mine in newer.topics for theirs in older.topics):
             continue
