@@ -59,6 +59,12 @@ def config_file(root: Path) -> Path:
     return layout_of(root).config_path
 
 
+def ledger_file(root: Path) -> Path:
+    """This device's ledger file, in either layout (the shared layout's first device file)."""
+    shared = sorted((root / "vault-tools" / "ledger").glob("*.jsonl"))
+    return shared[0] if shared else root / ".vault-tools" / "ledger.jsonl"
+
+
 def add_to_config(root: Path, text: str) -> None:
     """`text` added at the end of the vault's config, as the owner would type it (ending its last line)."""
     config = config_file(root)
@@ -298,7 +304,7 @@ REAL_TIMEOUT = 30  # seconds a real-observer test waits for the watcher before i
 
 def configure(vault: Path, debounce_ms: int = 300, settle: float = 1) -> None:
     """The vault's config: zone Asia/Tokyo, the watcher's debounce and sealing delay as given."""
-    (vault / ".vault-tools" / "config.yaml").write_text(
+    config_file(vault).write_text(
         f"timezone: Asia/Tokyo\ndebounce_ms: {debounce_ms}\nseal_delay_seconds: {settle}\n")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FOOTER, sealed_path, vt, vt_here, write
+from tests.helpers import FOOTER, config_file, sealed_path, vt, vt_here, write
 from vault_tools.commands.setup import init_vault
 
 
@@ -143,7 +143,7 @@ def test_gemini_lets_other_calls_through_and_a_broken_vault_only_warns(footer_va
                              ("read_file", {"file_path": "Pinned/Decisions log.md"})]:
         assert gemini("before-tool", {"hook_event_name": "BeforeTool", "tool_name": tool, "tool_input": tool_input},
                       footer_vault) is None
-    write(footer_vault / ".vault-tools" / "config.yaml", "timezone: [broken\n")
+    write(config_file(footer_vault), "timezone: [broken\n")
     warned = gemini("session-start", {"hook_event_name": "SessionStart", "source": "clear"}, footer_vault)
     assert list(warned) == ["systemMessage"] and "could not be read" in warned["systemMessage"]
     sealed = sealed_path(footer_vault, "D-0001").relative_to(footer_vault).as_posix()

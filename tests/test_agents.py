@@ -12,8 +12,10 @@ from tests.helpers import (
     FOOTER,
     PAST_RACY_SECONDS,
     ClockAhead,
+    config_file,
     decision,
     hook,
+    ledger_file,
     sealed_path,
     snapshot,
     vt,
@@ -164,7 +166,7 @@ def test_questions_on_nothing_recorded_or_naming_the_ruling_pass(footer_vault) -
 # -- failing open -----------------------------------------------------------------------------
 
 def test_a_broken_vault_lets_calls_through_with_a_warning_but_never_a_sealed_write(footer_vault) -> None:
-    write(footer_vault / ".vault-tools" / "config.yaml", "timezone: [broken\n")
+    write(config_file(footer_vault), "timezone: [broken\n")
     warned = hook("session-start", {}, footer_vault)
     assert list(warned) == ["systemMessage"] and "could not be read" in warned["systemMessage"]
     assert "\n" not in warned["systemMessage"]
@@ -174,7 +176,7 @@ def test_a_broken_vault_lets_calls_through_with_a_warning_but_never_a_sealed_wri
 
 
 def test_a_torn_ledger_still_denies_writes_to_ruled_notes(footer_vault) -> None:
-    (footer_vault / ".vault-tools" / "ledger.jsonl").write_bytes(b"\xff\xfe not utf-8")
+    ledger_file(footer_vault).write_bytes(b"\xff\xfe not utf-8")
     path = sealed_path(footer_vault, "D-0001")
     denied(hook("pre-tool-use", {"tool_name": "Write", "tool_input": {"file_path": str(path)}}, footer_vault))
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from .helpers import snapshot, write
+from .helpers import config_file, snapshot, write
 
 RULING = "Every article footer carries the newsletter link and the author bio."
 FM = "---\ntype: decision\nid: D-0002\nstatus: ruled\ntopics: [x-y]\nsummary: A summary that is long enough.\n" \
@@ -169,7 +169,7 @@ def test_typed_text_cannot_escape_the_vault(cli, vault, tmp_path):
 
 
 def test_bad_config_is_exit_2(cli, vault):
-    (vault / ".vault-tools" / "config.yaml").write_text("timezone: UTC\nsettle_secs: 5\n")
+    config_file(vault).write_text("timezone: UTC\nsettle_secs: 5\n")
     result = cli("list")
     assert result.code == 2 and ".vault-tools/config.yaml:2: unknown key 'settle_secs'" in result.err
 
@@ -213,7 +213,7 @@ def test_init_with_an_unknown_timezone_writes_nothing(tmp_path):
 def test_seal_delay_seconds_may_be_a_fraction(vault):
     from vault_tools.config import load_config
 
-    (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nseal_delay_seconds: 0.5\n")
+    config_file(vault).write_text("timezone: Asia/Tokyo\nseal_delay_seconds: 0.5\n")
     assert load_config(vault).seal_delay_seconds == 0.5
 
 
@@ -222,7 +222,7 @@ def test_a_config_written_with_the_former_name_settle_seconds_still_sets_the_sea
     from vault_tools.config import load_config
 
     comment = "  # written before the key was renamed!" if layout == "full" else ""
-    config = vault / ".vault-tools" / "config.yaml"
+    config = config_file(vault)
     config.write_text(f"timezone: Asia/Tokyo\nsettle_seconds: 5{comment}\n")
     assert load_config(vault).seal_delay_seconds == 5
     config.write_text(f"timezone: Asia/Tokyo\nsettle_seconds: -5{comment}\n")

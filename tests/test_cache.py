@@ -18,7 +18,7 @@ from vault_tools.lint.facts import LINT_MEMO_FILE
 from vault_tools.reading import CACHE_FILE
 from vault_tools.vault import Vault
 
-from .helpers import CORPORA, clock_ahead_source, decision, vt, write
+from .helpers import CORPORA, clock_ahead_source, config_file, decision, ledger_file, vt, write
 
 
 def summaries(vault):
@@ -108,7 +108,7 @@ def test_a_folder_without_vault_tools_gets_no_cache(tmp_path):
 
 
 def test_a_nested_templates_folder_is_not_scanned(vault):
-    (vault / ".vault-tools" / "config.yaml").write_text("templates_folder: Meta/Templates\n")
+    config_file(vault).write_text("templates_folder: Meta/Templates\n")
     decision(vault / "Meta" / "Templates", 1)  # a template that looks like a ruling
     decision(vault, 2)
     assert [d.id for d in Vault(vault).load().decisions] == ["D-0002"]
@@ -245,7 +245,7 @@ def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_
     several = Vault(vault)
     several.load()
     assert several.ledger.summaries() == records and len(records) == 40  # the rulings, sealed
-    ledger = vault / ".vault-tools" / "ledger.jsonl"
+    ledger = ledger_file(vault)
     lines = ledger.read_text().splitlines(keepends=True)
     ledger.write_text("".join([lines[0], "{not an event\n", *lines[1:]]))
     forget_note_cache(vault)
@@ -303,7 +303,7 @@ def test_a_first_read_never_waits_on_a_pipe_too_small_for_its_chunks(vault, monk
 
 def test_a_changed_config_is_seen_however_soon(vault):
     """The cached config is keyed by the file's bytes: no clock tick hides an edit."""
-    config = vault / ".vault-tools" / "config.yaml"
+    config = config_file(vault)
     config.write_text("timezone: Asia/Tokyo\nstale_after_days: 14\n")
     assert load_config(vault).stale_after_days == 14
     assert load_config(vault).stale_after_days == 14  # from the cache
@@ -409,14 +409,14 @@ def test_the_pages_are_made_anew_when_only_the_ledger_or_the_config_changed(cli,
 
     first = key()
     assert first is not None and key() == first
-    with open(vault / ".vault-tools" / "ledger.jsonl", "a", encoding="utf-8") as ledger:
+    with open(ledger_file(vault), "a", encoding="utf-8") as ledger:
         ledger.write("")  # no new byte: nothing changed
     assert key() == first
-    source = vault / ".vault-tools" / "ledger.jsonl"
+    source = ledger_file(vault)
     source.write_bytes(source.read_bytes())  # the same lines, rewritten (a checkout): its times changed
     assert key() != first
     second = key()
-    config = vault / ".vault-tools" / "config.yaml"
+    config = config_file(vault)
     config.write_text(config.read_text() + "\nstale_after_days: 3\n")
     assert key() != second
 

@@ -13,7 +13,7 @@ from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
-from .helpers import CORPORA, make_vault, snapshot, write
+from .helpers import CORPORA, config_file, make_vault, snapshot, write
 
 needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"the Obsidian corpora are not at {CORPORA}")
 
@@ -146,7 +146,7 @@ def test_the_watcher_harvests_changed_notes_only_when_switched_on(vault):
     watcher = Watcher(ws, on_actions=lambda actions: None, debounce_seconds=0, seal_delay_seconds=0)
     watcher.process(paths=["Daily/2026-07-17.md"])
     assert ws.state().decisions == []  # off by default
-    config = vault / ".vault-tools" / "config.yaml"
+    config = config_file(vault)
     config.write_text(config.read_text() + "harvest_on_change: true\n")
     ws = Workspace(Vault(vault))
     watcher = Watcher(ws, on_actions=lambda actions: None, debounce_seconds=0, seal_delay_seconds=0)
@@ -157,7 +157,7 @@ def test_the_watcher_harvests_changed_notes_only_when_switched_on(vault):
 
 
 def test_harvest_on_change_must_be_true_or_false(cli, vault):
-    config = vault / ".vault-tools" / "config.yaml"
+    config = config_file(vault)
     config.write_text(config.read_text() + "harvest_on_change: sometimes\n")
     done = cli("harvest")
     assert done.code == 2 and "harvest_on_change must be bool" in done.err

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import add_to_config, decision, ledger_events, snapshot, write
+from .helpers import add_to_config, decision, ledger_events, ledger_file, snapshot, write
 
 RULING = "Every article footer carries the newsletter link and the author bio."
 REASON = "The owner changed their mind after the reader survey."
@@ -310,7 +310,7 @@ def test_init_with_a_missing_vault_folder_makes_that_folder_and_not_the_current_
 # -- 10, 15: a removed or tampered seal line ------------------------------------------------------------------
 
 def drop_ledger_line(vault: Path, number: int) -> None:
-    ledger = vault / ".vault-tools" / "ledger.jsonl"
+    ledger = ledger_file(vault)
     lines = ledger.read_text().splitlines(keepends=True)
     del lines[number - 1]
     ledger.write_text("".join(lines))
@@ -319,7 +319,7 @@ def drop_ledger_line(vault: Path, number: int) -> None:
 def test_a_removed_seal_line_is_put_back_from_this_devices_copy_and_the_edit_is_never_sealed(cli, vault):
     """The tripwire: the device keeps a copy of its ledger; a line taken out is put back, without git."""
     assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
-    whole = (vault / ".vault-tools" / "ledger.jsonl").read_bytes()
+    whole = ledger_file(vault).read_bytes()
     drop_ledger_line(vault, 2)
     note = only_note(vault, "D-0001")
     note.write_text(note.read_text().replace("author bio.", "author bio, and nothing else at all."))
@@ -328,7 +328,7 @@ def test_a_removed_seal_line_is_put_back_from_this_devices_copy_and_the_edit_is_
     assert "VT055" in codes(linted) and "VT027" in codes(linted), linted.out
     fixed = cli("lint", "--fix")
     assert "put back 1 ledger line(s) of .vault-tools/ledger.jsonl" in fixed.err
-    assert (vault / ".vault-tools" / "ledger.jsonl").read_bytes().startswith(whole)
+    assert ledger_file(vault).read_bytes().startswith(whole)
     cli("watch", "--once")  # sealed again: the typed text is kept as a proposed revision, never sealed
     assert [e["event"] for e in ledger_events(vault)][:2] == ["ruled", "sealed"]
     assert "nothing else at all" not in note.read_text()
@@ -355,7 +355,7 @@ def test_a_removed_seal_line_is_noticed_without_git_or_a_copy_and_the_edit_is_ne
 
 def test_a_ruling_whose_ledger_line_was_tampered_is_not_promised_a_seal(cli, vault):
     assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
-    ledger = vault / ".vault-tools" / "ledger.jsonl"
+    ledger = ledger_file(vault)
     ledger.write_text(ledger.read_text().replace('"owner"', '"0wner"'))
     result = cli("lint")
     assert "VT024" in codes(result)

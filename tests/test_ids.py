@@ -7,7 +7,7 @@ import time
 
 from vault_tools.starter import packaged_templates
 
-from .helpers import vt_here, write
+from .helpers import ledger_file, vt_here, write
 
 
 def _from_template(vault, name: str, template: str, **fill: str) -> None:
@@ -36,7 +36,7 @@ def test_notes_from_the_templates_get_ids_and_untitled_ones_a_name(vault):
     assert "Decisions/Shop.md" in paths  # a name the owner chose, and linked: it stays
     assert any(p.startswith("Decisions/D-000") and "Should we start a podcast" in p for p in paths)
     assert not (vault / "Decisions" / "Untitled.md").exists()
-    ledger = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
+    ledger = [json.loads(line) for line in ledger_file(vault).read_text().splitlines()]
     assert {e["event"] for e in ledger} >= {"asked", "sealed"}  # recorded and sealed like any other
     assert "id-given" in done.err
 

@@ -14,7 +14,7 @@ import typer
 from vault_tools import cli
 from vault_tools.launch import QUICK, REPEATABLE, REQUIRED_OPTIONS, quick_arguments
 
-from .helpers import decision, snapshot, vt, write
+from .helpers import decision, ledger_file, snapshot, vt, write
 
 FOOTER_R = "Every article footer carries the newsletter link and the author bio."
 
@@ -142,9 +142,9 @@ def test_the_console_script_leaves_with_every_exit_code_and_all_its_output(vault
     missing = vt("show", "D-9999", cwd=vault)
     assert missing.code == 1 and "D-9999" in missing.err
     write(vault / "Decisions" / "D-0400 Torn.md", "---\ntype: decision\nid: D-0400\nstatus: [open\n---\n")
-    (vault / ".vault-tools" / "ledger.jsonl").write_text('{"torn": ')
+    ledger_file(vault).write_text('{"torn": ')
     assert vt("ask", "Should the blog keep comments?", "--topic", "blog-comments", cwd=vault).code == 3
-    (vault / ".vault-tools" / "ledger.jsonl").write_text("")
+    ledger_file(vault).write_text("")
     usage = vt("lint", "--no-such-option", cwd=vault)
     assert usage.code == 2 and "--no-such-option" in usage.err
     written = vt("build", cwd=vault)

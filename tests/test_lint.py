@@ -32,7 +32,7 @@ from vault_tools.model import TOPIC_PATTERN
 from vault_tools.vault import Vault
 
 from .git_repo import commit_all
-from .helpers import CORPORA, decision, make_vault, snapshot, write
+from .helpers import CORPORA, config_file, decision, make_vault, snapshot, write
 
 FIXTURES = Path(__file__).parent / "lint"
 RULES_PAGE = Path(__file__).resolve().parents[1] / "docs" / "lint-rules.md"
@@ -235,7 +235,7 @@ def test_usage_and_config_problems_exit_2(cli, vault, tmp_path) -> None:
     outside = cli("lint", str(tmp_path))
     assert outside.code == 2 and "is not inside the vault" in outside.err
     assert cli("lint", str(vault / "No such note.md")).code == 2
-    config = vault / ".vault-tools" / "config.yaml"
+    config = config_file(vault)
     config.write_text(config.read_text() + "lint:\n  VT999: off\n")
     result = cli("lint")
     assert result.code == 2 and "'VT999' names no rule" in result.err and ".vault-tools/config.yaml" in result.err
@@ -247,7 +247,7 @@ def test_config_changes_a_rules_severity_or_turns_it_off(cli, vault) -> None:
     os.utime(footer_note(vault), (age, age))
     cli("build")
     assert ": VT020 error:" in cli("lint").out
-    config = vault / ".vault-tools" / "config.yaml"
+    config = config_file(vault)
     original = config.read_text()
     config.write_text(original + "lint:\n  VT020: warning\n  VT043: off\n")
     softened = cli("lint")

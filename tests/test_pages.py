@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from .helpers import decision, snapshot
+from .helpers import config_file, decision, snapshot
 
 TODAY = "2026-11-29"
 
@@ -186,7 +186,7 @@ def test_build_keeps_a_copy_of_a_hand_edited_page(cli, vault):
 
 def test_recent_history_never_pushes_current_rulings_off_the_log(cli, vault):
     # (the two pages' embedded base views take 4 of the lines)
-    (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nbudget:\n  lines: 54\n")
+    config_file(vault).write_text("timezone: Asia/Tokyo\nbudget:\n  lines: 54\n")
     for n in range(8):
         decision(vault, 2 * n + 1, "superseded", (f"topic-{n}",), f"Old ruling on topic number {n} here.",
                  ruled_at="2026-11-01T09:00:00", superseded_by=f'"[[D-{2 * n + 2:04d} Note]]"',
@@ -204,7 +204,7 @@ def test_recent_history_never_pushes_current_rulings_off_the_log(cli, vault):
 
 
 def test_context_is_exactly_within_the_budget(cli, vault):
-    (vault / ".vault-tools" / "config.yaml").write_text("timezone: Asia/Tokyo\nbudget:\n  lines: 30\n")
+    config_file(vault).write_text("timezone: Asia/Tokyo\nbudget:\n  lines: 30\n")
     for number in range(1, 40):
         decision(vault, number, topics=(f"topic-{number}",), summary=f"Ruling number {number} on its own topic.")
     assert build(cli).code == 0

@@ -20,7 +20,7 @@ from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
-from .helpers import clock_ahead_source, decision, past_the_racy_window, snapshot, write
+from .helpers import clock_ahead_source, decision, ledger_file, past_the_racy_window, snapshot, write
 
 FOOTER = "Every article footer carries the newsletter link and the author bio."
 REASON = "The owner banned promotion inside articles."
@@ -624,7 +624,7 @@ def _first_reconcile(vault: Path, mode: str, *extra: str) -> dict[str, int]:
 def _recorded(vault: Path) -> list[dict[str, object]]:
     """The ledger's events without what differs from run to run (when, the record's random name, the checksum)."""
     found = []
-    for line in (vault / ".vault-tools" / "ledger.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in ledger_file(vault).read_text(encoding="utf-8").splitlines():
         event = json.loads(line)
         found.append({key: value for key, value in event.items() if key not in ("at", "record", "sum")})
     return found

@@ -11,7 +11,7 @@ import time
 
 from vault_tools import note_edits, notes
 
-from .helpers import Running, configure, hook, obsidian_save, snapshot, succeeded, vt_here, write
+from .helpers import Running, configure, hook, ledger_file, obsidian_save, snapshot, succeeded, vt_here, write
 
 SIGNUP = "Every article footer carries the newsletter signup link."
 BIO_ONLY = "No promotion in article footers: only the author bio."
@@ -53,7 +53,7 @@ def test_the_footer_story_through_the_command_line(vault):
            "--alongside", "D-0002", cwd=vault))
     note = next((vault / "Decisions").glob("D-0003 *.md")).read_text()
     assert 'alongside:\n  - "[[D-0002 No promotion in article footers only the author bio]]"' in note
-    ruled = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
+    ruled = [json.loads(line) for line in ledger_file(vault).read_text().splitlines()]
     assert next(e for e in ruled if e["event"] == "ruled" and e["id"] == "D-0003")["alongside"] == ["D-0002"]
     found = json.loads(vt_here("lookup", "article-footer", "--json", cwd=vault).out)
     assert {item["id"]: item["alongside"] for item in found} == {"D-0003": ["D-0002"], "D-0002": ["D-0003"]}
@@ -132,7 +132,7 @@ def test_a_ruling_made_in_obsidian_is_sealed_but_flagged_until_the_owner_says(va
     assert "Not said whether it replaces" not in _page(vault, "Open questions")
     succeeded(vt_here("build", cwd=vault))
     assert succeeded(vt_here("lint", cwd=vault)).out == ""
-    events = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in ledger_file(vault).read_text().splitlines()]
     assert events[-1]["event"] == "amended" and events[-1]["alongside"] == ["D-0001"]
 
 
@@ -161,7 +161,7 @@ def test_the_owner_ticks_alongside_all_in_obsidian_and_unticking_it_is_an_edit(v
     assert path.read_text() == said and "alongside_all: true" in said
     succeeded(vt_here("build", cwd=vault))
     assert succeeded(vt_here("lint", cwd=vault)).out == ""
-    events = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in ledger_file(vault).read_text().splitlines()]
     assert events[-1]["event"] == "amended"
     _saved_a_while_ago(path, said.replace("alongside_all: true", "alongside_all: false"))
     succeeded(vt_here("watch", "--once", cwd=vault))
@@ -201,7 +201,7 @@ def test_retracting_in_obsidian_is_recorded_with_the_watcher_running(vault):
     assert path.read_text() == retracted  # the owner's change stands
     assert "edit-rejected" not in watcher.kinds()
     assert not list((vault / ".vault-tools").glob("kept/*"))
-    events = [json.loads(line) for line in (vault / ".vault-tools" / "ledger.jsonl").read_text().splitlines()]
+    events = [json.loads(line) for line in ledger_file(vault).read_text().splitlines()]
     assert events[-1]["event"] == "retracted" and events[-1]["actor"] == "owner"
     assert " ruled " not in vt_here("lookup", "pricing", cwd=vault).out  # what stands: nothing (it says it was retracted)
     succeeded(vt_here("build", cwd=vault))

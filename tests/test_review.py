@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ask_at, snapshot, write
+from tests.helpers import ask_at, config_file, snapshot, write
 from vault_tools.ledger import Ledger
 
 TODAY = "2026-08-01"
@@ -169,8 +169,8 @@ def test_nothing_to_review_writes_nothing(vault, cli):
 
 def test_the_watcher_writes_the_review_on_its_schedule(messy):
     from tests.helpers import Scripted
-    write(messy / ".vault-tools" / "config.yaml",
-          (messy / ".vault-tools" / "config.yaml").read_text(encoding="utf-8") + "review_every_days: 7\n")
+    write(config_file(messy),
+          config_file(messy).read_text(encoding="utf-8") + "review_every_days: 7\n")
     with Scripted(messy) as scripted:
         kinds = [a.kind for a in scripted.actions]
         assert kinds.count("review") == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from .helpers import hook, succeeded, vt_here, write
+from .helpers import config_file, hook, succeeded, vt_here, write
 
 NO_PROMOTION = "No promotion in article footers: only the author bio."
 BIO_AND_LINK = "Article footers carry the author bio and one link to the archive."
@@ -59,7 +59,7 @@ def test_a_project_outside_the_vault_and_check_changed_for_ci(tmp_path, vault):
     subprocess.run([*git, "init", "-q"], cwd=project, check=True)
     subprocess.run([*git, "add", "-A"], cwd=project, check=True)
     subprocess.run([*git, "commit", "-qm", "start"], cwd=project, check=True)
-    config = vault / ".vault-tools" / "config.yaml"
+    config = config_file(vault)
     config.write_text(config.read_text() + f"project_root: {json.dumps(str(project))}\n")
     succeeded(vt_here("rule", "--topic", "pricing", "--summary", "Prices change only at the start of a quarter.",
            "--source", "chat", "--scope", "src/billing*.py", "--revisit-by", "2026-01-01", cwd=vault))

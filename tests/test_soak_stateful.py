@@ -41,7 +41,7 @@ from hypothesis.stateful import (
 from vault_tools.cli import run
 from vault_tools.ledger import Ledger
 
-from .helpers import judged, make_vault, write
+from .helpers import config_file, judged, ledger_file, make_vault, write
 
 TOPICS = ("article-footer", "author-bio", "image-policy", "reader-replies")
 REASON = "The owner changed their mind after the reader survey."
@@ -57,7 +57,7 @@ class VaultMachine(RuleBasedStateMachine):
         super().__init__()
         self.base = Path(tempfile.mkdtemp(prefix="vault-tools-soak-"))
         self.root = make_vault(self.base / "vault")
-        config = self.root / ".vault-tools" / "config.yaml"
+        config = config_file(self.root)
         config.write_text(config.read_text() + "seal_delay_seconds: 0\ndebounce_ms: 0\n"
                           f"budget:\n  lines: {BUDGET_LINES}\n  bytes: {BUDGET_BYTES}\n")
         write(self.root / "Designs" / "Design A.md", "The first design.\n")
@@ -94,7 +94,7 @@ class VaultMachine(RuleBasedStateMachine):
         return [d for d in self.listed() if d["status"] == "ruled"]
 
     def next_number(self) -> int:
-        ledger = (self.root / ".vault-tools" / "ledger.jsonl").read_text(encoding="utf-8")
+        ledger = ledger_file(self.root).read_text(encoding="utf-8")
         names = " ".join(p.name for p in self.notes())
         return max([int(n) for n in re.findall(r"D-(\d+)", ledger + " " + names)] or [0]) + 1
 

@@ -13,7 +13,7 @@ import traceback
 
 import pytest
 
-from tests.helpers import PAST_RACY_SECONDS, ClockAhead, decision, vt_here, write
+from tests.helpers import PAST_RACY_SECONDS, ClockAhead, config_file, decision, ledger_file, vt_here, write
 from vault_tools import decision_words, state_memo
 from vault_tools import ledger as ledger_module
 from vault_tools import ledger_file as ledger_file_module
@@ -303,7 +303,7 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     def history() -> list[str]:
         return [event["event"] for event in json.loads(vt_here("show", "D-0003", "--json", cwd=vault).out)["history"]]
     assert history()[-1] == "withdrawn"  # the process keeping its ledger reader: as the ledger stands
-    ledger = vault / ".vault-tools" / "ledger.jsonl"  # the withdrawal's line taken away: the ledger alone changed
+    ledger = ledger_file(vault)  # the withdrawal's line taken away: the ledger alone changed
     ledger.write_bytes(b"".join(ledger.read_bytes().splitlines(keepends=True)[:-1]))
     both()
     assert "withdrawn" not in history()
@@ -326,7 +326,7 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
         assert vt_here("show", "D-0010", cwd=vault).code != 0
         frames.append(len(traceback.extract_tb(error.__traceback__)))
     assert len(set(frames)) == 1, frames
-    config = vault / ".vault-tools" / "config.yaml"
+    config = config_file(vault)
     config.write_text(config.read_text(encoding="utf-8") + "pinned_folder: Elsewhere\n", encoding="utf-8")
     both()
 

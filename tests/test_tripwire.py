@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.git_repo import commit_all, git
-from tests.helpers import TZ, vt_here
+from tests.helpers import TZ, config_file, ledger_file, vt_here
 from vault_tools.commands.setup import init_vault
 
 RULING = "The site uses no analytics and no tracking of any kind."
@@ -28,11 +28,6 @@ def layout_vault(request, tmp_path) -> Path:
     assert vt_here("ask", "Should the newsletter move to a paid platform?", "--topic", "newsletter-platform",
                    cwd=root).code == 0
     return root
-
-
-def ledger_file(root: Path) -> Path:
-    shared = sorted((root / "vault-tools" / "ledger").glob("*.jsonl"))
-    return shared[0] if shared else root / ".vault-tools" / "ledger.jsonl"
 
 
 def after_tool(root: Path) -> dict | None:
@@ -186,7 +181,7 @@ def test_gemini_is_told_beside_what_its_tool_returned_and_the_ledger_put_back(la
 
 
 def test_gemini_puts_back_the_settings_its_shell_command_changed(layout_vault):
-    config = layout_vault / "vault-tools" / "config.yaml" if (layout_vault / "vault-tools").is_dir() else layout_vault / ".vault-tools" / "config.yaml"
+    config = config_file(layout_vault)
     before = config.read_bytes()
     command = f"python3 -c \"import sys; open(sys.argv[1],'a').write('debounce_ms: 1\\n')\" {config.relative_to(layout_vault)}"
     payload = {"cwd": str(layout_vault), "session_id": "g2", "hook_event_name": "BeforeTool", "tool_name": "run_shell_command",

@@ -28,7 +28,7 @@ from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import IDLE_WAKE_SECONDS, Debouncer, Watcher, is_ignored
 
-from .helpers import Running, Scripted, configure, decision, obsidian_save, past_the_racy_window, snapshot
+from .helpers import Running, Scripted, configure, decision, ledger_file, obsidian_save, past_the_racy_window, snapshot
 
 FOOTER = "Every article footer carries the newsletter link and the author bio."
 def sealed_footer_note(cli, vault: Path) -> Path:
@@ -311,7 +311,7 @@ def test_once_cuts_the_torn_line_a_killed_append_left_and_goes_on(cli, vault):
     sealed = path.read_text()
     obsidian_save(path, sealed + "\nAn edit waiting for the watcher.\n")
     os.utime(path, (time.time() - 60, time.time() - 60))  # saved a while ago: past the debounce
-    with open(vault / ".vault-tools" / "ledger.jsonl", "ab") as handle:
+    with open(ledger_file(vault), "ab") as handle:
         handle.write(b'{"event": "sea')
     done = subprocess.run([sys.executable, "-m", "vault_tools", "watch", "--once", "--vault", str(vault)],
                           capture_output=True, text=True, timeout=60)
@@ -441,7 +441,7 @@ def _large_first_reconcile(vault: Path, topics: int) -> None:
 def _sealed_count(vault: Path) -> int:
     """Sealed events in the ledger's whole lines: a kill in the middle of an append may have torn the last one
     (the restarted watcher cuts it off)."""
-    ledger = vault / ".vault-tools" / "ledger.jsonl"
+    ledger = ledger_file(vault)
     text = ledger.read_text(encoding="utf-8", errors="replace") if ledger.exists() else ""
     return sum(event.event == "sealed" for event in scan_ledger(text[:text.rfind("\n") + 1], "ledger")[0])
 
