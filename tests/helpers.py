@@ -65,6 +65,15 @@ def ledger_file(root: Path) -> Path:
     return shared[0] if shared else root / ".vault-tools" / "ledger.jsonl"
 
 
+def shown_path(root: Path, path: Path) -> str:
+    """A file of the vault as messages name it: relative to the vault (`config_shown(root)`: its config)."""
+    return path.relative_to(root).as_posix()
+
+
+def config_shown(root: Path) -> str:
+    return shown_path(root, config_file(root))
+
+
 def add_to_config(root: Path, text: str) -> None:
     """`text` added at the end of the vault's config, as the owner would type it (ending its last line)."""
     config = config_file(root)

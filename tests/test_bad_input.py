@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from .helpers import config_file, snapshot, write
+from .helpers import config_file, config_shown, ledger_file, shown_path, snapshot, write
 
 RULING = "Every article footer carries the newsletter link and the author bio."
 FM = "---\ntype: decision\nid: D-0002\nstatus: ruled\ntopics: [x-y]\nsummary: A summary that is long enough.\n" \
@@ -171,7 +171,7 @@ def test_typed_text_cannot_escape_the_vault(cli, vault, tmp_path):
 def test_bad_config_is_exit_2(cli, vault):
     config_file(vault).write_text("timezone: UTC\nsettle_secs: 5\n")
     result = cli("list")
-    assert result.code == 2 and ".vault-tools/config.yaml:2: unknown key 'settle_secs'" in result.err
+    assert result.code == 2 and f"{config_shown(vault)}:2: unknown key 'settle_secs'" in result.err
 
 
 def test_no_vault_found(tmp_path):
@@ -182,13 +182,13 @@ def test_no_vault_found(tmp_path):
 
 @pytest.mark.parametrize("writer", ["ask", "lint --fix"])
 def test_a_torn_ledger_is_exit_3_for_readers_and_the_next_write_cuts_the_partial_line_off(cli, settled, writer):
-    ledger = settled / ".vault-tools" / "ledger.jsonl"
+    ledger = ledger_file(settled)
     whole = ledger.read_bytes()
     with open(ledger, "ab") as handle:
         handle.write(b'{"event":"ask')
     before = snapshot(settled)
     shown = cli("show", "D-0001")
-    assert shown.code == 3 and ".vault-tools/ledger.jsonl:3: torn last line" in shown.err.splitlines()[0]
+    assert shown.code == 3 and f"{shown_path(settled, ledger)}:3: torn last line" in shown.err.splitlines()[0]
     assert "the next write on this device cuts it off" in shown.err
     assert snapshot(settled) == before
     if writer == "ask":
@@ -229,7 +229,7 @@ def test_a_config_written_with_the_former_name_settle_seconds_still_sets_the_sea
     assert "seal_delay_seconds must be at least 0" in cli("lint").err
     config.write_text(f"timezone: Asia/Tokyo\nseal_delay_seconds: 5\nsettle_seconds: 9{comment}\n")
     refused = cli("lint")
-    assert refused.code == 2 and refused.err.strip() == ("error: .vault-tools/config.yaml:3: settle_seconds is the "
+    assert refused.code == 2 and refused.err.strip() == (f"error: {config_shown(vault)}:3: settle_seconds is the "
                                                          "former name of seal_delay_seconds: keep one of them")
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from vault_tools import durable, note_edits, notes
 
-from .helpers import snapshot, vt
+from .helpers import ledger_events, snapshot, vt
 
 FOOTER_Q = "What should article footers contain?"
 FOOTER_R = "Every article footer carries the newsletter link and the author bio."
@@ -59,7 +59,7 @@ def test_ask_refuse_reask_rule_supersede_lookup(vault):
     text = vt("lookup", "article-footer", cwd=vault).out.splitlines()
     assert text[0].startswith("D-0002") and "superseded D-0001" in text[1] and BAN_REASON in text[2]
 
-    events = [json.loads(line)["event"] for line in (vault / ".vault-tools/ledger.jsonl").read_text().splitlines()]
+    events = [event["event"] for event in ledger_events(vault)]
     assert events == ["asked", "ruled", "sealed", "asked", "ruled", "sealed", "superseded"]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import add_to_config, decision, ledger_events, ledger_file, snapshot, write
+from .helpers import add_to_config, config_shown, decision, ledger_events, ledger_file, shown_path, snapshot, write
 
 RULING = "Every article footer carries the newsletter link and the author bio."
 REASON = "The owner changed their mind after the reader survey."
@@ -260,7 +260,7 @@ def test_a_config_that_would_write_outside_or_hide_rulings_is_refused_by_every_c
     before = snapshot(vault.parent)
     result = cli(*command)
     assert result.code == 2, result
-    assert message in result.err and ".vault-tools/config.yaml:" in result.err, result.err
+    assert message in result.err and f"{config_shown(vault)}:" in result.err, result.err
     assert snapshot(vault.parent) == before
 
 
@@ -327,7 +327,7 @@ def test_a_removed_seal_line_is_put_back_from_this_devices_copy_and_the_edit_is_
     linted = cli("lint")
     assert "VT055" in codes(linted) and "VT027" in codes(linted), linted.out
     fixed = cli("lint", "--fix")
-    assert "put back 1 ledger line(s) of .vault-tools/ledger.jsonl" in fixed.err
+    assert f"put back 1 ledger line(s) of {shown_path(vault, ledger_file(vault))}" in fixed.err
     assert ledger_file(vault).read_bytes().startswith(whole)
     cli("watch", "--once")  # sealed again: the typed text is kept as a proposed revision, never sealed
     assert [e["event"] for e in ledger_events(vault)][:2] == ["ruled", "sealed"]

@@ -32,7 +32,7 @@ from vault_tools.model import TOPIC_PATTERN
 from vault_tools.vault import Vault
 
 from .git_repo import commit_all
-from .helpers import CORPORA, config_file, decision, make_vault, snapshot, write
+from .helpers import CORPORA, config_file, config_shown, decision, make_vault, snapshot, write
 
 FIXTURES = Path(__file__).parent / "lint"
 RULES_PAGE = Path(__file__).resolve().parents[1] / "docs" / "lint-rules.md"
@@ -238,7 +238,7 @@ def test_usage_and_config_problems_exit_2(cli, vault, tmp_path) -> None:
     config = config_file(vault)
     config.write_text(config.read_text() + "lint:\n  VT999: off\n")
     result = cli("lint")
-    assert result.code == 2 and "'VT999' names no rule" in result.err and ".vault-tools/config.yaml" in result.err
+    assert result.code == 2 and "'VT999' names no rule" in result.err and config_shown(vault) in result.err
 
 
 def test_config_changes_a_rules_severity_or_turns_it_off(cli, vault) -> None:
