@@ -54,6 +54,14 @@ def page_name(path: Path) -> str:
     return path.relative_to(REPOSITORY).as_posix()
 
 
+def note_path(root: Path, decision_id: str) -> Path:
+    """The note of `decision_id` in `Decisions/`, named by its id as the commands name it: `D-0001 Title.md`,
+    or in the shared layout, where an id made by a command ends with the device's tag, `D-0001-abcd Title.md`
+    (given `D-0001` or the whole id)."""
+    named = re.compile(re.escape(decision_id) + r"(-[a-z0-9]+)? ")
+    return next(path for path in sorted((root / "Decisions").glob(f"{decision_id}*.md")) if named.match(path.name))
+
+
 def config_file(root: Path) -> Path:
     """The vault's config file, in whichever layout it was made (`vault-tools/` or `.vault-tools/`)."""
     return layout_of(root).config_path
@@ -496,7 +504,7 @@ def hook(event: str, payload: dict, cwd: Path, *extra: str, process: bool = Fals
 
 def sealed_path(vault: Path, decision_id: str) -> Path:
     """The note of the decision `decision_id` (its file named `<id> <title>.md` in Decisions)."""
-    return next((vault / "Decisions").glob(f"{decision_id} *.md"))
+    return note_path(vault, decision_id)
 
 
 # -- property values ----------------------------------------------------------------------------

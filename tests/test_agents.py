@@ -16,6 +16,7 @@ from tests.helpers import (
     decision,
     hook,
     ledger_file,
+    note_path,
     sealed_path,
     snapshot,
     vt,
@@ -40,7 +41,7 @@ def test_claude_code_runs_the_hooks_as_processes_and_reads_their_stdout(footer_v
     started = hook("session-start", {"hook_event_name": "SessionStart", "source": "startup"}, footer_vault,
                    process=True)
     assert started is not None and FOOTER in started["hookSpecificOutput"]["additionalContext"]
-    sealed = next((footer_vault / "Decisions").glob("D-0001 *.md"))
+    sealed = note_path(footer_vault, "D-0001")
     assert "vault-tools" in denied(hook("pre-tool-use", {"tool_name": "Edit", "tool_input": {"file_path": str(sealed)}},
                                         footer_vault, process=True))
     assert hook("pre-tool-use", {"tool_name": "Read", "tool_input": {"file_path": "Home.md"}}, footer_vault,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from vault_tools.cli import run
 
-from .helpers import decision, make_vault
+from .helpers import decision, make_vault, note_path
 
 EXAMPLES = int(os.environ.get("VAULT_TOOLS_FUZZ_EXAMPLES", 10))  # per kind of input; raise it for a longer pass
 COMMANDS = (["lint"], ["list"], ["lookup", "article-footer"], ["context"], ["show", "D-0002"],
@@ -91,7 +91,7 @@ def test_damaged_input_never_crashes_the_command_line(target: str) -> None:
     @given(data=st.data())
     def check(data: st.DataObject) -> None:
         with sample_vault() as root:
-            path = {"question note": next((root / "Decisions").glob("D-0002 *.md")),
+            path = {"question note": note_path(root, "D-0002"),
                     "ruling note": root / "Decisions" / "D-0003 Note.md",
                     "ledger": root / ".vault-tools" / "ledger.jsonl",
                     "config": root / ".vault-tools" / "config.yaml"}[target]

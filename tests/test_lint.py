@@ -32,7 +32,7 @@ from vault_tools.model import TOPIC_PATTERN
 from vault_tools.vault import Vault
 
 from .git_repo import commit_all
-from .helpers import CORPORA, config_file, config_shown, decision, make_vault, snapshot, write
+from .helpers import CORPORA, config_file, config_shown, decision, make_vault, note_path, snapshot, write
 
 FIXTURES = Path(__file__).parent / "lint"
 RULES_PAGE = Path(__file__).resolve().parents[1] / "docs" / "lint-rules.md"
@@ -210,7 +210,7 @@ def sealed_vault(vault: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 
 
 def footer_note(vault: Path) -> Path:
-    return next((vault / "Decisions").glob("D-0001 *.md"))
+    return note_path(vault, "D-0001")
 
 
 def test_clean_vault_exits_0_and_says_so(cli, sealed_vault) -> None:
@@ -361,7 +361,7 @@ def test_run_lint_fixes_first_and_shows_github_files_from_the_folder_given(vault
     assert "sealed D-0001" in fixed.fix_lines and not fixed.failed
     assert fixed.as_json()["fixed"] == fixed.fix_lines
     assert fixed.lines == [] and fixed.summary() == "No problems found."
-    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    note = note_path(vault, "D-0001")
     note.write_text(note.read_text().replace("newsletter link", "author bio"))
     edited = lint.run_lint(Vault(vault), output_format="github", cwd=vault.parent)
     assert edited.failed and edited.fix_lines == []

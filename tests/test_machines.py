@@ -22,7 +22,7 @@ from vault_tools.vault import Vault
 
 from .clones import BLOG_COMMENTS, NEWSLETTER_DAY, Clone, check_invariants, clone, make_origin
 from .git_repo import git_env
-from .helpers import write
+from .helpers import note_path, write
 
 
 def test_the_issues_script_keeps_both_rulings_current(tmp_path):
@@ -243,11 +243,11 @@ def test_a_ruling_deleted_on_one_clone_comes_back_on_both_and_nothing_typed_is_l
     question = a.ask("How long should a podcast episode be at most?", "podcast-length")
     a.commit("ruling and question")
     b.pull(a, rebase)
-    sealed_text = next((a.root / "Decisions").glob(f"{ruling} *.md")).read_bytes()
-    next((a.root / "Decisions").glob(f"{ruling} *.md")).unlink()
+    sealed_text = note_path(a.root, ruling).read_bytes()
+    note_path(a.root, ruling).unlink()
     a.commit("the ruling's note deleted")  # committed before A's watcher ran
     answer = "Podcast episodes run thirty minutes at most."
-    note = next((b.root / "Decisions").glob(f"{question} *.md"))
+    note = note_path(b.root, question)
     note.write_text(note.read_text(encoding="utf-8").replace("status: open", "status: ruled").replace(
         "summary: How long should a podcast episode be at most?", f"summary: {answer}"), encoding="utf-8")
     b.vt("seal", question)

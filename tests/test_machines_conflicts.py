@@ -15,7 +15,7 @@ from vault_tools.vault import Vault
 
 from .clones import NEWSLETTER_DAY, answer_choice, answered_on_a, check_invariants, clone, make_origin
 from .git_repo import git
-from .helpers import write
+from .helpers import note_path, write
 
 
 @pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
@@ -100,7 +100,7 @@ def test_a_twin_revision_answered_on_one_clone_and_withdrawn_on_another_merges_a
          "--reason", "Readers open Friday mail more often than Thursday mail.")
     a.commit("answered the twin")
     b.vt("watch", "--once")
-    twin_note = next((b.root / "Decisions").glob(f"{twin} *.md"))
+    twin_note = note_path(b.root, twin)
     assert notes.read_note(twin_note).data["status"] == "withdrawn"  # withdrawn in its note, not removed
     withdrawn = twin_note.read_text(encoding="utf-8")
     assert f"is revision {kept}, made on another device" in withdrawn

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Scripted, configure, vt, vt_here
+from tests.helpers import Scripted, configure, note_path, vt, vt_here
 
 ANALYTICS = "The site uses no analytics and no tracking of any kind."
 
@@ -18,7 +18,7 @@ ANALYTICS = "The site uses no analytics and no tracking of any kind."
 @pytest.fixture
 def sealed(vault) -> Path:
     assert vt_here("rule", "--topic", "analytics", "--summary", ANALYTICS, "--source", "chat", cwd=vault).code == 0
-    return next((vault / "Decisions").glob("D-0001 *.md"))
+    return note_path(vault, "D-0001")
 
 
 def lose(way: str, note: Path, vault: Path) -> None:
@@ -90,7 +90,7 @@ def test_a_ruling_the_ledger_closed_is_not_brought_back(vault, sealed, closing) 
         assert vt_here("rule", "--topic", "analytics", "--summary", "The site counts visits with a private counter.",
                        "--supersedes", "D-0001", "--reason", "The owner wants to know which articles are read.",
                        cwd=vault).code == 0
-    sealed_now = next((vault / "Decisions").glob("D-0001 *.md"))
+    sealed_now = note_path(vault, "D-0001")
     sealed_now.unlink()
     assert vt("watch", "--once", cwd=vault).code in (0, 1)
     assert not sealed_now.exists()
@@ -140,7 +140,7 @@ def test_a_question_whose_note_goes_stays_in_view_and_is_written_back(vault, clo
     if closing == "withdrawn":
         assert vt_here("withdraw", "D-0001", "--reason", "The owner settled this on the phone, no ruling needed.",
                        cwd=vault).code == 0
-    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    note = note_path(vault, "D-0001")
     original = note.read_bytes()
     lose(way, note, vault)
     context = json.loads(vt_here("context", "--json", cwd=vault).out)
@@ -161,7 +161,7 @@ def test_a_question_whose_note_lives_on_under_another_name_is_not_written_back(v
     """Renamed by hand (or renumbered on another clone), the note is the question's own: nothing is written at
     the old path."""
     assert vt_here("ask", QUESTION, "--topic", "newsletter-platform", cwd=vault).code == 0
-    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    note = note_path(vault, "D-0001")
     note.rename(vault / "Decisions" / "Newsletter platform.md")
     assert vt("watch", "--once", cwd=vault).code in (0, 1)
     assert not note.exists()

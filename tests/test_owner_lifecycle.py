@@ -7,7 +7,7 @@ import pytest
 
 from vault_tools import note_edits, notes
 
-from .helpers import Running, configure, ledger_events, obsidian_save, write
+from .helpers import Running, configure, ledger_events, note_path, obsidian_save, write
 
 
 def _note(fields: str, body: str = "") -> str:
@@ -114,7 +114,7 @@ def test_a_ruling_whose_supersedes_names_an_open_question_answers_it(vault, seal
     configure(vault, debounce_ms=0, settle=0)
     assert vt_here("ask", "Which platform should the newsletter move to?", "--topic", "newsletter-platform",
                    cwd=vault).code == 0
-    question = next((vault / "Decisions").glob("D-0001 *.md"))
+    question = note_path(vault, "D-0001")
     write(vault / "Decisions" / "Buttondown.md", _note(
         "status: ruled\ntopics: [newsletter-platform]\nsummary: The newsletter moves to Buttondown in January.\n"
         f'source: chat\nsupersedes: ["[[{question.stem}]]"]', "## Ruling\n\nButtondown, from January.\n"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from .helpers import config_file, decision, snapshot
+from .helpers import config_file, decision, note_path, snapshot
 
 TODAY = "2026-11-29"
 
@@ -214,7 +214,7 @@ def test_context_is_exactly_within_the_budget(cli, vault):
 def test_readers_take_the_ledger_and_pending_supersessions_as_they_stand(cli, vault):
     assert cli("rule", "--topic", "pricing", "--summary", "Prices always include VAT for every reader.").code == 0
     assert cli("retract", "D-0001", "--reason", "It was recorded in error, says the owner.").code == 0
-    path = next((vault / "Decisions").glob("D-0001 *.md"))
+    path = note_path(vault, "D-0001")
     path.write_text(path.read_text().replace("status: retracted", "status: ruled"))  # a merge put it back
     assert [d for d in json.loads(cli("lookup", "pricing", "--json").out) if d["status"] == "ruled"] == []
     decision(vault, 2, "ruled", ("footer",), "Footers carry the newsletter link for now.")

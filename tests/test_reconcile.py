@@ -20,7 +20,7 @@ from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
-from .helpers import clock_ahead_source, decision, ledger_file, past_the_racy_window, snapshot, write
+from .helpers import clock_ahead_source, decision, ledger_file, note_path, past_the_racy_window, snapshot, write
 
 FOOTER = "Every article footer carries the newsletter link and the author bio."
 REASON = "The owner banned promotion inside articles."
@@ -51,7 +51,7 @@ def event_names(vault: Path) -> list[str]:
 def sealed(cli, vault: Path) -> Path:
     assert cli("rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "[[Call 2026-07-17]] with owner",
                "--body", "See [[Reader mail]] for the complaints.").code == 0
-    return next((vault / "Decisions").glob("D-0001 *.md"))
+    return note_path(vault, "D-0001")
 
 
 def test_deleting_a_superseded_note_does_not_set_off_its_successor(cli, vault):
@@ -93,7 +93,7 @@ def test_a_later_burst_is_added_to_the_revision_with_its_properties(cli, vault):
     sealed_text = path.read_text()
     path.write_text(sealed_text + "\nFirst sitting.\n")
     assert "restored" in one_pass(vault)
-    revision = next((vault / "Decisions").glob("D-0002 *.md"))
+    revision = note_path(vault, "D-0002")
     note = notes.read_note(revision)
     revision.write_text(note_edits.with_fields(note, {"due": "2026-12-31"}) + "\nThe owner's own line.\n")
     path.write_text(sealed_text.replace(FOOTER, "Footers carry the bio and a link to the archive page.")
@@ -119,7 +119,7 @@ def test_changing_the_id_of_a_sealed_note_is_an_edit_of_it(cli, vault):
 def test_a_withdrawn_question_stays_withdrawn(cli, vault):
     assert cli("ask", "What should article footers contain?", "--topic", "article-footer").code == 0
     assert cli("withdraw", "D-0001", "--reason", "The owner stopped the newsletter entirely.").code == 0
-    path = next((vault / "Decisions").glob("D-0001 *.md"))
+    path = note_path(vault, "D-0001")
     note = notes.read_note(path)
     path.write_text(note_edits.with_fields(note, {"status": "ruled", "summary": FOOTER}))
     assert "sealed" not in one_pass(vault)
@@ -150,7 +150,7 @@ def test_a_revision_of_a_superseded_note_proposes_to_replace_the_current_ruling(
                "--supersedes", "D-0001", "--reason", REASON).code == 0
     old.write_text(old.read_text().replace(FOOTER, "Footers carry a sponsor line after all, says the owner."))
     assert "restored" in one_pass(vault)
-    revision = notes.read_note(next((vault / "Decisions").glob("D-0003 *.md")))
+    revision = notes.read_note(note_path(vault, "D-0003"))
     assert revision.data["supersedes"] == ["[[D-0002 Footers carry only the author bio now]]"]
 
 
@@ -201,7 +201,7 @@ def test_rulings_and_questions_that_name_nothing_pending_are_recorded_in_a_few_a
         decision(vault, number, "ruled", (f"topic-{number}",))
     for number in range(151, 171):
         decision(vault, number, "open", (f"question-{number}",))
-    first = next((vault / "Decisions").glob("D-0001 *.md"))
+    first = note_path(vault, "D-0001")
     decision(vault, 171, "ruled", ("topic-1",), supersedes=f'["[[{first.stem}]]"]', reason=REASON)
     appends: list[list[str]] = []
     real = Ledger.append
@@ -680,7 +680,7 @@ def test_a_ruling_saved_while_the_child_works_is_sealed_as_saved_not_as_the_chil
     """The child read a ruling's text before the owner saved it again: the reconcile seals what the file holds
     when it seals it, and marks a ruling superseded from its text as it is then."""
     (vault,) = _unsealed_copies(tmp_path, ["vault"])
-    successor = next((vault / "Decisions").glob("D-0002 *.md"))
+    successor = note_path(vault, "D-0002")
     counts = _first_reconcile(vault, "edited after the fork", f"Decisions/{successor.name}")
     assert counts["forked"] == 1 and counts["read by the child first"] == 1
     assert counts["exit"] == 1  # it names D-0002 as saved just now, to look at again

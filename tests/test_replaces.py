@@ -11,7 +11,18 @@ import time
 
 from vault_tools import note_edits, notes
 
-from .helpers import Running, configure, hook, ledger_file, obsidian_save, snapshot, succeeded, vt_here, write
+from .helpers import (
+    Running,
+    configure,
+    hook,
+    ledger_file,
+    note_path,
+    obsidian_save,
+    snapshot,
+    succeeded,
+    vt_here,
+    write,
+)
 
 SIGNUP = "Every article footer carries the newsletter signup link."
 BIO_ONLY = "No promotion in article footers: only the author bio."
@@ -51,7 +62,7 @@ def test_the_footer_story_through_the_command_line(vault):
     # A narrower follow-up that does not replace it stands alongside, recorded in the note and the ledger.
     succeeded(vt_here("rule", "--topic", "article-footer", "--summary", GUESTS, "--source", "chat",
            "--alongside", "D-0002", cwd=vault))
-    note = next((vault / "Decisions").glob("D-0003 *.md")).read_text()
+    note = note_path(vault, "D-0003").read_text()
     assert 'alongside:\n  - "[[D-0002 No promotion in article footers only the author bio]]"' in note
     ruled = [json.loads(line) for line in ledger_file(vault).read_text().splitlines()]
     assert next(e for e in ruled if e["event"] == "ruled" and e["id"] == "D-0003")["alongside"] == ["D-0002"]
@@ -143,7 +154,7 @@ def test_the_owner_says_it_replaces_the_older_one_in_obsidian(vault):
     _saved_a_while_ago(path, said)
     done = succeeded(vt_here("lint", "--fix", cwd=vault))
     assert "D-0002 related: supersedes D-0001" in done.err
-    old = next((vault / "Decisions").glob("D-0001 *.md")).read_text()
+    old = note_path(vault, "D-0001").read_text()
     assert "status: superseded" in old and f"reason: {WHY}" in old
     assert [item["id"] for item in json.loads(vt_here("lookup", "article-footer", "--json", cwd=vault).out)] == ["D-0002"]
     succeeded(vt_here("build", cwd=vault))
@@ -186,7 +197,7 @@ def _retractable(vault):
     succeeded(vt_here("rule", "--topic", "pricing", "--summary", "The starter plan costs 9 EUR a month from January.",
            "--source", "chat", cwd=vault))
     succeeded(vt_here("build", cwd=vault))
-    return next((vault / "Decisions").glob("D-0001 *.md"))
+    return note_path(vault, "D-0001")
 
 
 def test_retracting_in_obsidian_is_recorded_with_the_watcher_running(vault):
@@ -229,7 +240,7 @@ def test_a_retraction_typed_with_other_changes_becomes_a_revision_and_says_why(v
     _saved_a_while_ago(path, typed)
     done = succeeded(vt_here("watch", "--once", cwd=vault))
     assert "edit-rejected" in done.err and path.read_text() == sealed
-    revision = next((vault / "Decisions").glob("D-0002 *.md")).read_text()
+    revision = note_path(vault, "D-0002").read_text()
     assert "The retraction typed with it is not applied" in revision and "status: open" in revision
     assert "The retraction typed with it is not applied" in _page(vault, "Open questions")
 

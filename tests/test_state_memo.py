@@ -13,7 +13,7 @@ import traceback
 
 import pytest
 
-from tests.helpers import PAST_RACY_SECONDS, ClockAhead, config_file, decision, ledger_file, vt_here, write
+from tests.helpers import PAST_RACY_SECONDS, ClockAhead, config_file, decision, ledger_file, note_path, vt_here, write
 from vault_tools import decision_words, state_memo
 from vault_tools import ledger as ledger_module
 from vault_tools import ledger_file as ledger_file_module
@@ -101,7 +101,7 @@ def test_the_same_matter_check_takes_each_decisions_words_from_the_memo(vault, a
     monkeypatch.setattr(decision_words, "terms", reading)
     assert vt_here("ask", *question, cwd=vault) == first
     assert scored == []
-    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    note = note_path(vault, "D-0001")
     note.write_text(note.read_text(encoding="utf-8").replace("unsubscribe link", "postal address"), encoding="utf-8")
     assert vt_here("ask", *question, cwd=vault) != first
     assert scored == ["Footers carry the postal address."]
@@ -120,7 +120,7 @@ def test_a_note_made_a_decision_in_place_is_seen_at_once(vault, aged):
 def test_a_ruling_edited_in_place_at_the_same_size_is_read_again(vault, aged):
     small_vault(vault)
     assert "unsubscribe" in vt_here("show", "D-0001", cwd=vault).out
-    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    note = note_path(vault, "D-0001")
     text = note.read_text(encoding="utf-8")
     note.write_text(text.replace("unsubscribe", "UNSUBSCRIBE"), encoding="utf-8")
     assert "UNSUBSCRIBE" in vt_here("show", "D-0001", "--json", cwd=vault).out
@@ -292,7 +292,7 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
 
     first = both()
     assert STATE_MEMO.split("/")[-1] not in recalled  # taken as kept
-    note = next((vault / "Decisions").glob("D-0001 *.md"))
+    note = note_path(vault, "D-0001")
     before = note.stat()
     note.write_text(note.read_text(encoding="utf-8").replace("unsubscribe", "UNSUBSCRIBE"), encoding="utf-8")
     os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))
@@ -362,7 +362,7 @@ def test_a_note_the_owner_saves_while_rule_writes_is_on_the_pages_it_rebuilds(va
     """The owner saves a question in Obsidian while `rule` is recording (after it read the vault): the pages it
     rebuilds are made from the vault as it is then, not from what it read and wrote alone."""
     small_vault(vault)
-    question = next((vault / "Decisions").glob("D-0003 *.md"))
+    question = note_path(vault, "D-0003")
     real_append = ledger_module.Ledger.append
 
     def append(self, events, *args, **kwargs):

@@ -21,7 +21,7 @@ from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import Event, event_key
 from vault_tools.vault import Vault
 
-from .helpers import TZ, decision, judged, write
+from .helpers import TZ, decision, judged, note_path, write
 from .sync_sim import CARRIERS, Cloud, Device
 
 QUICK = "seal_delay_seconds: 0\ndebounce_ms: 0\n"
@@ -133,7 +133,7 @@ def events_of(device: Device) -> list:
 
 
 def edit_summary(device: Device, decision_id: str, summary: str) -> None:
-    path = next((device.root / "Decisions").glob(f"{decision_id} *.md"))
+    path = note_path(device.root, decision_id)
     text = path.read_text()
     lines = [f"summary: {json.dumps(summary)}" if line.startswith("summary:") else line for line in text.split("\n")]
     path.write_text("\n".join(lines))
@@ -183,7 +183,7 @@ def test_two_devices_record_at_the_same_time_and_agree_after_syncing(tmp_path, c
     assert statuses[revisions[0]] == "open"
     revision = next((a.root / "Decisions").glob(f"{revisions[0]} *.md")).read_text()
     assert "Wednesdays at ten" in revision  # what was typed is kept
-    assert "Tuesdays at nine" in next((b.root / "Decisions").glob(f"{ruling_b} *.md")).read_text()  # restored
+    assert "Tuesdays at nine" in note_path(b.root, ruling_b).read_text()  # restored
     histories = Vault(a.root).ledger.histories()
     for ruling in (question_a, question_b, ruling_b, ruling_b2, ruling_a):
         assert next(h for h in histories.values() if h.id == ruling).sealed
@@ -241,7 +241,7 @@ def test_a_twin_revision_answered_on_one_device_while_another_withdraws_it_makes
         made = [p for p in device.root.rglob("*") if ".vault-tools" not in p.parts
                 and ("onflict" in p.name or p.stem.endswith((" 2", " 3")))]
         assert not made, "no conflict copy is left"
-    assert "Wednesdays at ten from May" in next((a.root / "Decisions").glob(f"{twin} *.md")).read_text()
+    assert "Wednesdays at ten from May" in note_path(a.root, twin).read_text()
     conflicts = device_context(a)["conflicts"]
     assert [c["id"] for c in conflicts] == [twin], conflicts
     code, out = device_vt(a, "settle", twin, "--keep", "ruled", "--reason", "The owner did decide: Wednesdays from May.")
@@ -280,7 +280,7 @@ def test_a_later_edit_after_twin_revisions_goes_to_the_revision_kept(tmp_path) -
     watch(a)
     statuses = ruling_ids(a)
     assert [i for i, status in statuses.items() if status == "open"] == [kept], statuses
-    revision = next((a.root / "Decisions").glob(f"{kept} *.md")).read_text()
+    revision = note_path(a.root, kept).read_text()
     assert "Wednesdays at ten" in revision and "Thursdays at eight" in revision
 
 
@@ -307,7 +307,7 @@ def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_is_a_new_pro
     set-up is made again until R1 does; found by an independent review)."""
     for attempt in range(40):  # R1 sorts first in about half the set-ups (measured: 11 of 24)
         a, ruling, first = withdrawn_revision(tmp_path / str(attempt))
-        next((a.root / "Decisions").glob(f"{first} *.md")).unlink()
+        note_path(a.root, first).unlink()
         edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")  # the same edit once more
         watch(a)
         second = [i for i, status in ruling_ids(a).items() if status == "open"]
@@ -352,14 +352,14 @@ def test_the_same_edit_typed_again_after_its_revision_was_withdrawn_and_kept_is_
     ahead = 1.05 - time.time() % 1
     edit_summary(a, ruling, "Articles go out on Wednesdays at ten.")  # proposed again
     saved = time.time() + ahead
-    os.utime(next((a.root / "Decisions").glob(f"{ruling} *.md")), (saved, saved))
+    os.utime(note_path(a.root, ruling), (saved, saved))
     watching_later(monkeypatch, ahead)
     assert device_vt(a, "watch", "--once")[0] == 0  # (its save time kept: `watch` here would move it back)
     statuses = ruling_ids(a)
     again = [i for i, status in statuses.items() if status == "open"]
     assert len(again) == 1 and again[0] != first and statuses[first] == "withdrawn", statuses
     assert "Wednesdays at ten" in next((a.root / "Decisions").glob(f"{again[0]} *.md")).read_text()
-    assert "Tuesdays at nine" in next((a.root / "Decisions").glob(f"{ruling} *.md")).read_text()  # restored
+    assert "Tuesdays at nine" in note_path(a.root, ruling).read_text()  # restored
 
 
 def test_obsidian_sync_carries_no_hidden_folder_so_the_record_is_not_in_one(tmp_path) -> None:
@@ -384,7 +384,7 @@ def test_a_conflict_copy_is_set_aside_reported_and_settled(tmp_path) -> None:
     question = new_id(out)
     cloud.settle(a, b)
     for device, words in ((a, "the newsletter link"), (b, "the author bio")):
-        path = next((device.root / "Decisions").glob(f"{question} *.md"))
+        path = note_path(device.root, question)
         path.write_text(path.read_text() + f"\nWe lean towards {words}.\n")
     cloud.settle(a, b)
     copies = [p for p in (a.root / "Decisions").glob("*Conflicted copy*")]

@@ -28,14 +28,24 @@ from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import IDLE_WAKE_SECONDS, Debouncer, Watcher, is_ignored
 
-from .helpers import Running, Scripted, configure, decision, ledger_file, obsidian_save, past_the_racy_window, snapshot
+from .helpers import (
+    Running,
+    Scripted,
+    configure,
+    decision,
+    ledger_file,
+    note_path,
+    obsidian_save,
+    past_the_racy_window,
+    snapshot,
+)
 
 FOOTER = "Every article footer carries the newsletter link and the author bio."
 def sealed_footer_note(cli, vault: Path) -> Path:
     """A vault with one sealed ruling (D-0001); returns its path."""
     assert cli("rule", "--topic", "article-footer", "--summary", FOOTER).code == 0
     assert cli("build").code == 0
-    return next((vault / "Decisions").glob("D-0001 *.md"))
+    return note_path(vault, "D-0001")
 
 
 # -- logic without time --------------------------------------------------------------------
@@ -142,7 +152,7 @@ def test_a_later_burst_updates_the_same_revision_and_never_drops_the_owners_word
     with Scripted(vault) as scripted:
         scripted.save(path, sealed + "\nFirst sitting.\n")
         scripted.advance_until(lambda: scripted.kinds().count("restored") == 1, limit=10)
-        revision = next((vault / "Decisions").glob("D-0002 *.md"))
+        revision = note_path(vault, "D-0002")
         scripted.save(revision, revision.read_text() + "\nThe owner's own note in the revision.\n")
         scripted.advance(0.8)
         scripted.save(path, sealed + "\nSecond sitting.\n")
@@ -172,7 +182,7 @@ def test_a_rename_or_move_is_followed_by_id_and_is_not_an_edit(cli, vault):
     reason = "The owner banned promotion inside articles."
     assert cli("rule", "--topic", "article-footer", "--summary", "Footers carry only the author bio now.",
                "--supersedes", "D-0001", "--reason", reason).code == 0
-    newer = next((vault / "Decisions").glob("D-0002 *.md"))
+    newer = note_path(vault, "D-0002")
     with Scripted(vault) as scripted:
         moved = vault / "Archive" / "2026" / "D-0001 Footer rule.md"
         moved.parent.mkdir(parents=True)
@@ -334,7 +344,7 @@ def _scenario(vault: Path, cli) -> dict[str, bytes]:
     decision(vault, 4, "ruled", ("pricing",), "The spring sale is twenty percent off now.",
              supersedes='["[[D-0003 The spring sale is fifteen percent off]]"]',
              reason="Stock is higher than planned this spring.")
-    question = next((vault / "Decisions").glob("D-0002 *.md"))
+    question = note_path(vault, "D-0002")
     note = notes.read_note(question)
     obsidian_save(question, note_edits.with_fields(note, {"status": "ruled", "summary": "We move the newsletter to Buttondown."}))
     past = time.time() - 60
