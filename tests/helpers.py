@@ -42,10 +42,13 @@ TZ = "Asia/Tokyo"  # the time zone of the vaults the tests make
 
 # -- vaults and notes ---------------------------------------------------------------------------
 
-def make_vault(root: Path) -> Path:
-    """A new vault at `root` (an Obsidian folder, `init` run in the hidden layout, zone `TZ`); returns `root`."""
+def make_vault(root: Path, *, shared: bool = False) -> Path:
+    """A new vault at `root` (an Obsidian folder, `init` run, zone `TZ`): in the hidden layout a vault set up
+    before keeps (`.vault-tools/`, untagged ids), which most tests still expect (see tests/README.md), or with
+    `shared` the one `init` makes today (`vault-tools/`, ids made by commands tagged with the device's tag);
+    returns `root`."""
     (root / ".obsidian").mkdir(parents=True)
-    init_vault(root, TZ, shared=False)  # most tests read the hidden layout; the shared one has its own
+    init_vault(root, TZ, shared=shared)
     return root
 
 

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TZ, ledger_events, vt_here, write
+from tests.helpers import config_file, ledger_events, make_vault, vt_here, write
 from vault_tools import notes, record_files
-from vault_tools.commands.setup import init_vault
 
 RULING = "The site uses no analytics and no tracking of any kind."
 ANSWER = "The newsletter moves to Buttondown in January."
@@ -29,10 +28,8 @@ def layout_vault(request, tmp_path) -> Path:
     """Both layouts; and a vault whose hooks' snapshot was made (a session started), whose list of the decision
     notes the tripwire then stats instead of every note."""
     root = tmp_path / "vault"
-    (root / ".obsidian").mkdir(parents=True)
-    init_vault(root, TZ, shared=request.param == "shared")
-    config = next(path for path in (root / "vault-tools" / "config.yaml", root / ".vault-tools" / "config.yaml")
-                  if path.exists())
+    make_vault(root, shared=request.param == "shared")
+    config = config_file(root)
     with open(config, "a", encoding="utf-8") as handle:  # the watcher's pass seals a quiet ruling at once
         handle.write("debounce_ms: 0\nseal_delay_seconds: 0\n")
     assert vt_here("rule", "--topic", "analytics", "--summary", RULING, "--source", "chat", cwd=root).code == 0

@@ -151,7 +151,7 @@ def run_command(root: Path, words: list[str], capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize("case", ALL_CASES, ids=[case.id for case in ALL_CASES])
 def test_rule_fixture(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert case.expected is not None, f"{case.id} has no expect block"
-    root = make_vault(tmp_path / "vault")
+    root = make_vault(tmp_path / "vault", shared=False)  # the fixtures name ids and files untagged, as written
     for kind, argument, content in case.steps:
         apply_step(root, kind, argument, content, capsys)
     code, out, err = in_process(root, "lint", *case.lint_args, capsys=capsys)

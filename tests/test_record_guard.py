@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import TZ, vt_here, write
-from vault_tools.commands.setup import init_vault
+from tests.helpers import make_vault, vt_here, write
 
 ANALYTICS = "The site uses no analytics and no tracking of any kind."
 AGENTS = ("claude", "codex", "gemini")
@@ -22,9 +21,8 @@ def guarded(request, tmp_path) -> dict[str, str]:
     """A vault in the layout `init` makes today (shared) or made before (hidden): a sealed ruling, an open
     question, the pages, merged topics and a kept copy. Returns the vault and its record's paths."""
     root = tmp_path / "vault"
-    (root / ".obsidian").mkdir(parents=True)
     shared = request.param == "shared"
-    init_vault(root, TZ, shared=shared)
+    make_vault(root, shared=shared)
     assert vt_here("rule", "--topic", "analytics", "--summary", ANALYTICS, "--source", "chat", cwd=root).code == 0
     assert vt_here("ask", "Should the newsletter move to a paid platform?", "--topic", "newsletter-platform",
                    cwd=root).code == 0

@@ -21,7 +21,7 @@ from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import Event, event_key
 from vault_tools.vault import Vault
 
-from .helpers import TZ, decision, judged, note_path, write
+from .helpers import TZ, decision, judged, make_vault, note_path, write
 from .sync_sim import CARRIERS, Cloud, Device
 
 QUICK = "seal_delay_seconds: 0\ndebounce_ms: 0\n"
@@ -406,8 +406,7 @@ def test_a_conflict_copy_is_set_aside_reported_and_settled(tmp_path) -> None:
 
 def test_migrate_moves_a_hidden_record_and_loses_nothing(tmp_path) -> None:
     root = tmp_path / "vault"
-    (root / ".obsidian").mkdir(parents=True)
-    init_vault(root, TZ, shared=False)
+    make_vault(root)
     assert run(["rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.", "--source", "chat",
                 "--vault", str(root)]) == 0
     decision(root, 2, status="open", topics=("publish-day",))  # made by hand, recorded by lint --fix
@@ -432,8 +431,7 @@ def test_migrate_moves_a_hidden_record_and_loses_nothing(tmp_path) -> None:
 
 def test_migrate_refuses_a_damaged_ledger_and_writes_nothing(tmp_path) -> None:
     root = tmp_path / "vault"
-    (root / ".obsidian").mkdir(parents=True)
-    init_vault(root, TZ, shared=False)
+    make_vault(root)
     run(["ask", "What should every article footer contain?", "--topic", "newsletter", "--vault", str(root)])
     ledger = root / ".vault-tools" / "ledger.jsonl"
     ledger.write_text(ledger.read_text() + '{"event": "torn')
