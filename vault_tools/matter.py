@@ -278,17 +278,29 @@ def _with_kind(text: str, found: Iterable[str]) -> set[str]:
     return kinds
 
 
-def as_said(text: str, found: Iterable[str]) -> tuple[str, ...]:
-    """The words of `text` (as written, folded) that gave the terms `found`, in order, each once: what a
-    person reads, not `articl`."""
-    wanted, said = set(found), dict[str, None]()
+Reading = tuple[tuple[tuple[str, str, "str | None"], ...], tuple[str, ...]]
+
+
+def reading_of(text: str) -> Reading:
+    """Each word of `text` (folded) with its term and the kind of thing it names, and its CJK pairs: what
+    `as_said` looks through, worked out once for a text said against many decisions."""
     kinds = _with_kind(text, map(_term, _WORD.findall(fold(text))))
+    words = []
     for word in _WORD.findall(fold(text).replace("-", " ").replace("_", " ")):
         term = _term(word)
-        kind = KIND_OF.get(term) if term in kinds else None
+        words.append((word, term, KIND_OF.get(term) if term in kinds else None))
+    return tuple(words), tuple(content_pairs(text))
+
+
+def as_said(text: str, found: Iterable[str], reading: Reading | None = None) -> tuple[str, ...]:
+    """The words of `text` (as written, folded) that gave the terms `found`, in order, each once: what a
+    person reads, not `articl`. `reading`: `reading_of(text)`, where the caller has it."""
+    wanted, said = set(found), dict[str, None]()
+    words, pairs = reading if reading is not None else reading_of(text)
+    for word, term, kind in words:
         if term in wanted or kind in wanted or (kind and named(kind) in wanted):
             said.setdefault(word, None)
-    said.update((pair, None) for pair in content_pairs(text) if pair in wanted)
+    said.update((pair, None) for pair in pairs if pair in wanted)
     return tuple(said)
 
 
@@ -340,6 +352,7 @@ def matches(text: str, topics: Iterable[str], candidates: Iterable[tuple[T, froz
     footer carry?")."""
     topics = tuple(topics)
     asked, alone, said = question_terms(text, topics), question_terms(text), " ".join((text, *topics))
+    reading = reading_of(said)  # the same words, looked through for each decision matched
     found = []
     for decision, theirs, number in candidates:
         score, text_alone = similarity(asked, theirs), similarity(alone, theirs)
@@ -349,7 +362,7 @@ def matches(text: str, topics: Iterable[str], candidates: Iterable[tuple[T, froz
         if kept >= threshold:
             shared = tuple(sorted(asked & theirs, key=lambda term: (-weight(term), term)))
             found.append((order(kept, asked, theirs, number), Found(decision, score, text_alone,
-                                                                    as_said(said, shared) or shared)))
+                                                                    as_said(said, shared, reading) or shared)))
     return [item for _, item in sorted(found, key=lambda pair: pair[0])]
 
 
