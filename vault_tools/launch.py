@@ -8,8 +8,8 @@ runs once per conflicting decision note of a pull and is answered from here too.
 `search`, `ask` and `rule`, which an agent runs many times a session, are answered from here when every
 argument is one of theirs, spelt plainly (`QUICK`); their bodies are in `console` and `answers`, which `cli`
 calls too. Anything else, including `--help`, any other spelling of these, or an option given twice (but
-those the parser takes as a list), goes to
-`cli.main`, which parses it (and reports a mistake) as every other command.
+those the parser takes as a list), goes to `cli.main`, which parses it (and reports a mistake) as every other
+command.
 """
 from __future__ import annotations
 

@@ -317,17 +317,10 @@ class Vault:
         last = _last_reads.get(str(self.root)) if KEEP_LAST_READ else None
         others: list[str] = []
         walked_at = time.time_ns()
-        # In the walk's order: path, where it is, and its stat key, or why it could not be stat'ed, or None when
-        # there is nothing to compare it with (a first read: each note's key is taken as it is opened)
-        listed: list[tuple[str, str, StatKey | OSError | None]] = []
         misnamed: list[str] = []
         warm = last is not None or memo_path.is_file() or sqlite_path.is_file()
-        for rel, entry in iter_markdown(self.root, self.config, others, state.temp_files, misnamed):
-            state.files.append(rel)
-            try:
-                listed.append((rel, entry.path, notes.stat_key(entry.stat()) if warm else None))
-            except OSError as error:
-                listed.append((rel, entry.path, error))
+        listed = self._walk(others, state.temp_files, misnamed, stat=warm)
+        state.files += [rel for rel, _, _ in listed]
         walked = (self._memo_key(aliases), listed, others, state.temp_files, misnamed)
         if last is not None and last[0] == walked:
             for kept_error in last[1].broken:  # raised by the command before: its frames go with it
@@ -360,20 +353,26 @@ class Vault:
             _last_reads[str(self.root)] = (walked, replace(state, derived=Derived()))
         return state
 
+    def _walk(self, others: list[str], temps: list[str], misnamed: list[str], *,
+              stat: bool) -> list[tuple[str, str, StatKey | OSError | None]]:
+        """Every Markdown file in the walk's order (`iter_markdown`, which fills `others`, `temps` and `misnamed`):
+        its path, where it is, and with `stat` its stat key or why it could not be stat'ed (None without: a first
+        read takes each note's key as it opens it)."""
+        listed: list[tuple[str, str, StatKey | OSError | None]] = []
+        for rel, entry in iter_markdown(self.root, self.config, others, temps, misnamed):
+            try:
+                listed.append((rel, entry.path, notes.stat_key(entry.stat()) if stat else None))
+            except OSError as error:
+                listed.append((rel, entry.path, error))
+        return listed
+
     def unchanged_since(self, state: VaultState) -> bool:
         """Whether a walk finds every Markdown file `state` was read from, and only those, with the stat keys it
         has for them (a state changed since its read has none: False)."""
         if state.stat_keys is None:
             return False
-        seen = 0
-        for rel, entry in iter_markdown(self.root, self.config, [], [], []):
-            try:
-                if state.stat_keys.get(rel) != notes.stat_key(entry.stat()):
-                    return False
-            except OSError:
-                return False
-            seen += 1
-        return seen == len(state.stat_keys)
+        listed = self._walk([], [], [], stat=True)
+        return len(listed) == len(state.stat_keys) and all(state.stat_keys.get(rel) == key for rel, _, key in listed)
 
     def _memo_key(self, aliases: Any) -> tuple[Any, ...]:
         """What the state memo is kept under besides each note's stat key: what a note is built with."""

@@ -43,9 +43,6 @@ out = console.out
 print_json = console.print_json
 
 
-read_body = console.read_body
-
-
 def decision_line(decision: Decision, ws: Workspace) -> str:
     from .. import answers  # the reading commands' module: loaded by every family using it
 

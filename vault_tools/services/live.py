@@ -536,7 +536,6 @@ def _add_in_order(records: list[str], record: str, order: Mapping[str, int]) -> 
     records.insert(bisect.bisect(records, order[record], key=order.__getitem__), record)
 
 
-
 @contextlib.contextmanager
 def writing_once(ws: Workspace, topics: tuple[str, ...] | None = None) -> Iterator[LiveState]:
     """For a command that records one step (`rule`): the ledger's lock held and the vault read for
