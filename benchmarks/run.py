@@ -66,7 +66,7 @@ from benchmarks.judgments import report as judgments_report
 from benchmarks.make_vault import BIG_FOLDER, make_vault
 from benchmarks.owner_messages import report as owner_messages_report
 from benchmarks.same_question import report as same_question_report
-from vault_tools.launch import RESIDENT_COMMANDS
+from vault_tools.launch import RESIDENT_COMMANDS, RESIDENT_TRIES
 from vault_tools.resident_address import socket_path
 
 FLOOR = """
@@ -643,16 +643,21 @@ AGENT_COMMAND_TARGET_S = 0.150  # issue: each of the agent's commands, warm, on 
 AGENT_HOOK_TARGET_S = 0.100
 
 
-def time_commands(commands: dict[str, tuple[list[str] | None, int]], rule_args: Callable[[], list[str]],
-                  repeat: int) -> dict[str, Measure]:
-    """Each command timed `repeat` times, each run paired with `vault-tools version` (None: a new ruling each run)."""
+Command = list[str] | Callable[[], list[str]]  # a callable: a new command each run (a new ruling, a new question)
+
+
+def time_commands(commands: dict[str, tuple[Command, int]], repeat: int,
+                  settle: float = 0) -> dict[str, Measure]:
+    """Each command timed `repeat` times, each run paired with `vault-tools version`; one that writes (a callable)
+    `settle` seconds after the one before (the watcher's pass over what it wrote is over by then)."""
     results: dict[str, Measure] = {}
     for name, (args, code) in commands.items():
-        if args is None:
+        if callable(args):
             results[name] = Measure()
             for _ in range(repeat):
+                time.sleep(settle)
                 yardstick = timed([*VAULT_TOOLS, "version"])[0]
-                seconds, peak, _ = timed(rule_args(), expect=0)
+                seconds, peak, _ = timed(args(), expect=code)
                 results[name].seconds.append(seconds)
                 results[name].ratios.append(seconds / yardstick)
                 results[name].peak_mb = max(results[name].peak_mb, peak)
@@ -699,42 +704,51 @@ def agent_commands_table(workdir: Path, repeat: int, notes: int = 5500, decision
     ruling_id = next(line.split(": ", 1)[1] for line in front.splitlines() if line.startswith("id: "))
     topic = next(line.split("[", 1)[1].rstrip("]") for line in front.splitlines() if line.startswith("topics: "))
     summary = next(line.split(": ", 1)[1].strip('"') for line in front.splitlines() if line.startswith("summary: "))
-    rules = iter(range(1, 1000))
+    numbers = iter(range(1, 1000))
+
+    def new_words() -> str:
+        return "".join(chr(ord("a") + int(digit)) for digit in f"{next(numbers):03d}")  # no other decision says them
 
     def rule_args() -> list[str]:
-        number = next(rules)
-        letters = "".join(chr(ord("a") + int(digit)) for digit in f"{number:03d}")  # words no other ruling says
+        letters = new_words()
         return [*VAULT_TOOLS, "rule", "--topic", f"bench-{letters}", "--summary",
                 f"Quokka{letters} zebroid{letters} heliograph{letters} stands.", *in_vault]
 
-    commands = {  # `rule` last: what it writes makes the first call after it pay for the change
+    def ask_args() -> list[str]:
+        letters = new_words()
+        return [*VAULT_TOOLS, "ask", f"Should the wombat{letters} narwhal{letters} gazebo{letters} open?", "--topic",
+                f"bench-{letters}", *in_vault]
+
+    commands: dict[str, tuple[Command, int]] = {  # those that write last: the first call after them pays for the change
         "ask, refused as the same matter": ([*VAULT_TOOLS, "ask", summary, "--topic", f"other-{topic}", *in_vault], 1),
         "lookup": ([*VAULT_TOOLS, "lookup", topic, *in_vault], 0),
         "show": ([*VAULT_TOOLS, "show", ruling_id, *in_vault], 0),
         "search": ([*VAULT_TOOLS, "search", "pricing metric", *in_vault], 0),
         "context": ([*VAULT_TOOLS, "context", *in_vault], 0),
-        "rule, a new ruling (each after the one before)": (None, 0),
+        "ask, a new question (each after the one before)": (ask_args, 0),
+        "rule, a new ruling (each after the one before)": (rule_args, 0),
     }
     time.sleep(2.1)  # past the racy window: what is read now is kept as it is on any later day
     for args, _ in commands.values():
-        subprocess.run(args or rule_args(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(args() if callable(args) else args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(2.1)
     for args, _ in commands.values():  # the memos are kept now, past the racy window
-        subprocess.run(args or rule_args(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(args() if callable(args) else args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(2.1)  # and the last ruling's too
     for args, _ in commands.values():
-        if args is not None:
+        if not callable(args):
             subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    results = time_commands(commands, rule_args, repeat)
+    results = time_commands(commands, repeat)
     with resident_process(vault):  # the same commands answered by the process `vault-tools watch` keeps
         time.sleep(2.1)
         for args, _ in commands.values():
-            subprocess.run(args or rule_args(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(args() if callable(args) else args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(RESIDENT_SETTLES_SECONDS)
-        readers = {name: command for name, command in commands.items()
-                   if command[0] is not None and command[0][len(VAULT_TOOLS)] in RESIDENT_COMMANDS}
-        results.update({f"{name}, answered by the watcher's resident process": found
-                        for name, found in time_commands(readers, rule_args, repeat).items()})
+        asked = {name: command for name, command in commands.items()  # the name starts with the command's
+                 if name.split(",")[0] in RESIDENT_COMMANDS | RESIDENT_TRIES}
+        results.update({f"{name}, {'tried' if name.startswith(tuple(RESIDENT_TRIES)) else 'answered'} by the "
+                        f"watcher's resident process": found
+                        for name, found in time_commands(asked, repeat, RESIDENT_SETTLES_SECONDS).items()})
     time.sleep(2.1)  # the hooks' snapshot is kept once what the rulings wrote is past the racy window
     hooks = measure_hooks(vault, repeat)
     rm_folder = {"tool_name": "Bash", "tool_input": {"command": f'rm -rf "{BIG_FOLDER}"'}}

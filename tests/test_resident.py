@@ -1,7 +1,8 @@
 """The vault's resident process (vault_tools/resident.py, resident_process.py): `vault-tools watch` keeps one,
 the agent's reading commands sent to it answer byte for byte as in a process of their own, and whenever it
 does not answer in full (gone, stopped, other code, a folder others may enter or it cannot see, another
-locale) the command runs in its own process instead; `ask` and `rule` always do."""
+locale) the command runs in its own process instead. `ask` is answered there only when it writes nothing (refused);
+`rule` always runs in its own process."""
 from __future__ import annotations
 
 import contextlib
@@ -20,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools import resident, resident_address
+from vault_tools import resident, resident_address, resident_process
 from vault_tools.resident import runtime_stamp
 
-from .helpers import FOOTER, Result, decision, snapshot, write
+from .helpers import FOOTER, Result, decision, ledger_events, ledger_file, snapshot, write
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the resident process listens on a Unix socket")
 
@@ -104,19 +105,58 @@ def test_the_agents_reading_commands_answer_there_as_they_answer_alone(runtime, 
             assert console_script(*args, "--vault", str(vault), cwd=vault) == alone, args  # the console script, end to end
 
 
-def test_ask_and_rule_always_run_in_their_own_process(runtime, vault):
-    """What writes the record runs with the caller's own rights and view of the files (a sandbox, a read-only
-    mount): the resident process takes neither `ask` nor `rule`, even sent to it directly."""
+REFUSED_ASKS = [  # each writes nothing: answered by the resident process
+    ("ask", "Should the article footer name the editor?", "--topic", "article-footer"),  # settled topic
+    ("ask", "Should the article footer name the editor?", "--topic", "article-footer", "--json"),
+    ("ask", FOOTER, "--topic", "article-endings"),  # the same matter under another topic
+    ("ask", "Should the agent answer every reply?", "--topic", "reader-replies"),  # open on the topic
+    ("ask", "Too short", "--topic", "x"), ("ask", "A question with no topic at all given?"),  # usage errors
+]
+
+
+def test_an_ask_refused_is_answered_there_as_alone_and_one_that_writes_runs_here(runtime, vault):
+    """`ask` is tried there: refused (or a usage error), it wrote nothing, and the answer is its own process's
+    byte for byte; where it would write, nothing is written there and the command runs in its own process,
+    with the caller's own rights."""
+    decision(vault, 1, summary=FOOTER)
+    decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
+    with watching(vault):
+        time.sleep(2.1)  # past the racy window: what the resident process reads it may keep
+        before = snapshot(vault)
+        for args in REFUSED_ASKS:
+            there = asked_there(*args, "--vault", str(vault), cwd=vault)
+            alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
+            assert alone.code != 0 and there[0] is not None, args
+            assert (there[0], there[1].decode(), there[2].decode()) == (alone.code, alone.out, alone.err), args
+        assert snapshot(vault) == before
+        new_question = ("ask", "Should articles carry the author's photo?", "--topic", "author-photos")
+        assert asked_there(*new_question, "--vault", str(vault), cwd=vault) == (None, b"", b"")
+        assert snapshot(vault) == before  # declined there: not a byte written
+        asked = console_script(*new_question, "--vault", str(vault), cwd=vault)
+        assert asked.code == 0 and asked.out.startswith("D-0003 asked"), asked.err
+        assert len(list((vault / "Decisions").glob("D-0003*.md"))) == 1
+        assert [e["id"] for e in ledger_events(vault) if e["event"] == "asked"].count("D-0003") == 1
+        assert "D-0003" in console_script("lookup", "author-photos", "--vault", str(vault), cwd=vault).out
+
+
+def test_rule_always_runs_in_its_own_process(runtime, vault):
+    """Most rulings are recorded (they write): the resident process does not take `rule`, even sent to it
+    directly, nor an ask reading its body from the caller's stdin."""
     decision(vault, 1, summary=FOOTER)
     with watching(vault):
         before = snapshot(vault)
-        for args in (("ask", "Should the agent answer reader replies?", "--topic", "reader-replies"),
-                     ("rule", "--topic", "article-images", "--summary", "Articles use only images we took.")):
+        for args in (("rule", "--topic", "article-images", "--summary", "Articles use only images we took."),
+                     ("rule", "--topic", "article-footer", "--summary", "Too short")):
             assert asked_there(*args, "--vault", str(vault), cwd=vault)[0] is None
         assert snapshot(vault) == before
         ruled = console_script("rule", "--topic", "article-images", "--summary", "Articles use only images we took.",
                     "--source", "chat", "--vault", str(vault), cwd=vault)
         assert ruled.code == 0 and "D-0002" in console_script("lookup", "article-images", "--vault", str(vault), cwd=vault).out
+        body = subprocess.run([sys.executable, "-m", "vault_tools", "ask", "Should replies be answered in a day?",
+                               "--topic", "reply-times", "--body", "-", "--vault", str(vault)], cwd=vault,
+                              input=b"The readers asked twice.", capture_output=True, timeout=60)
+        assert body.returncode == 0, body.stderr
+        assert "The readers asked twice." in next((vault / "Decisions").glob("D-0003*.md")).read_text("utf-8")
 
 
 def test_what_a_ruling_wrote_every_reader_sees_and_an_edit_between_commands_is_seen(runtime, vault):
@@ -368,3 +408,54 @@ def test_the_code_stamp_changes_when_a_dependency_is_installed_or_pythonpath_dif
     after = runtime_stamp()
     monkeypatch.setattr(resident, "_STARTED_WITH_PYTHONPATH", "/somewhere/else")
     assert runtime_stamp() != after
+
+
+def tried(vault: Path, *args: str) -> tuple[int | None, bytes, bytes]:
+    """The command as the resident process tries one that may write (in this process): its exit code, None
+    where it declined."""
+    return resident_process._run([*args, "--vault", str(vault)], str(vault), dict(os.environ), 0o22,
+                                 ["utf-8", "utf-8"], trying=True)
+
+
+def _torn_ledger(vault: Path) -> None:
+    with open(ledger_file(vault), "ab") as handle:  # a whole line, then an append a kill cut short
+        handle.write(b'{"event": "asked", "id": "D-0002", "at": "2026-07-17T00:00:00Z", "actor": "a"}\n'
+                     b'{"event": "sealed", "id": "D-00')
+
+
+def _stale_temp(vault: Path) -> None:
+    temp = vault / "Decisions" / ".vault-tools-left.tmp"
+    write(temp, "half a note")
+    os.utime(temp, (time.time() - 3600, time.time() - 3600))
+
+
+WOULD_WRITE = [  # (what is done to the vault first, the command): each would write the vault in its own process
+    (None, ("ask", "Should articles carry the author's photo?", "--topic", "author-photos")),
+    (None, ("ask", "Should the article footer name the editor?", "--topic", "article-footer",
+            "--reask-reason", "The editor asked to be named in every footer.")),
+    (None, ("ask", FOOTER, "--topic", "article-endings", "--not-the-same", "D-0001")),
+    (None, ("ask", "Should replies be answered within a day?", "--topic", "reply-times", "--body", "-")),
+    (_torn_ledger, ("ask", "Should the article footer name the editor?", "--topic", "article-footer")),
+    (_stale_temp, ("ask", "Should the article footer name the editor?", "--topic", "article-footer")),
+    (None, ("rule", "--topic", "article-images", "--summary", "Articles use only images we took.")),
+    (None, ("rule", "D-0002", "--summary", "The agent answers reader replies within a day.")),
+    (None, ("rule", "--topic", "article-footer", "--summary", "Every article ends with a two-line footer.",
+            "--supersedes", "D-0001", "--reason", "Readers found the old footer too long to read.")),
+]
+
+
+@pytest.mark.parametrize(("prepare", "args"), WOULD_WRITE, ids=lambda value: getattr(value, "__name__", None))
+def test_a_command_tried_there_that_would_write_writes_nothing_and_says_nothing(vault, prepare, args):
+    """Where the command would write a note, the ledger, a page, cut a torn ledger line or remove a temp file
+    a killed write left, the try stops before the first write and says nothing: its caller runs it. Checked
+    against the same command run alone, which does write."""
+    decision(vault, 1, summary=FOOTER)
+    decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
+    if prepare is not None:
+        prepare(vault)
+    before = snapshot(vault)
+    assert tried(vault, *args) == (None, b"", b"")
+    assert snapshot(vault) == before
+    alone = subprocess.run([sys.executable, "-m", "vault_tools", *args, "--vault", str(vault)], cwd=vault,
+                           input=b"Readers wait.", capture_output=True, timeout=60)
+    assert snapshot(vault) != before, alone.stderr  # what the try declined to write

@@ -37,6 +37,33 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~umask
 
 
+class WriteDeclined(BaseException):
+    """A write of the vault where `nothing_written` holds, raised before it touches anything. Not an Exception:
+    no handler of a command takes it for that command's own failure."""
+
+
+_writes_declined: ContextVar[bool] = ContextVar("writes_declined", default=False)
+
+
+@contextmanager
+def nothing_written() -> Iterator[None]:
+    """While the block runs (in this thread), each write of the vault (a note, a page, a record file, a ledger
+    line appended or a torn one cut, a stale temp file removed) raises `WriteDeclined` before it is made: how
+    the resident process tries a command that may write, answering only where it writes nothing (`resident_process`).
+    Derived data (caches, memos) is written as any reader writes it."""
+    token = _writes_declined.set(True)
+    try:
+        yield
+    finally:
+        _writes_declined.reset(token)
+
+
+def may_write(path: Path | str) -> None:
+    """Before a write of the vault at `path`: raises `WriteDeclined` where `nothing_written` holds."""
+    if _writes_declined.get():
+        raise WriteDeclined(str(path))
+
+
 _recorders: ContextVar[tuple[list[Written], ...]] = ContextVar("note_write_recorders", default=())
 
 
@@ -89,6 +116,7 @@ def recording_writes() -> Iterator[list[Written]]:
 def write_atomic(path: Path, data: bytes, parsed: Note | None = None) -> None:
     """Write through a temp file in the same folder, then replace: never a torn note. `parsed` is the note
     `data` parses to, when the caller has it (see `Written`)."""
+    may_write(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     error = write_files([(path, data, parsed)])[0]
     if error is not None:
@@ -108,6 +136,8 @@ def write_files(writes: list[tuple[Path, bytes, Note | None]]) -> list[OSError |
     together. Returns, for each file, None when it was written, else what stopped it (it is then left as
     it was: an error on one file does not stop the others). What `before_writes` asked for is done while the
     temp files are synced, before the first file is replaced."""
+    for path, _, _ in writes:
+        may_write(path)
     before = _before_write.get()
     if not writes:
         for callback in before:
@@ -230,6 +260,7 @@ def remove_stale_temps(paths: Iterable[Path], now: float) -> list[Path]:
             continue
         try:
             if now - path.lstat().st_mtime > STALE_TEMP_SECONDS:
+                may_write(path)
                 path.unlink()
                 removed.append(path)
         except OSError:

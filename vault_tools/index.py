@@ -166,8 +166,8 @@ class SearchIndex:
         # The whole listing's digest: while every note is as it was (and was so well before the index last
         # checked), nothing is compared note by note.
         digest = hashlib.sha256("\n".join(f"{rel}\0{key[0]}\0{key[1]}\0{key[2]}\0{key[3]}"
-                                          for rel, _, key in listing).encode("utf-8")).hexdigest()
-        newest = max((max(key[1], key[2]) for _, _, key in listing), default=0)
+                                          for rel, key in listing).encode("utf-8")).hexdigest()
+        newest = max((max(key[1], key[2]) for _, key in listing), default=0)
         kept = connection.execute("SELECT value FROM meta WHERE name = 'listing'").fetchone()
         kept_digest, _, kept_at = kept[0].partition(" ") if kept else ("", "", "0")
         if kept_digest == digest and int(kept_at) - newest > RACY_NANOSECONDS:
@@ -176,17 +176,17 @@ class SearchIndex:
         connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (f"{digest} {time.time_ns()}",))
 
     def _sync_notes(self, connection: sqlite3.Connection,
-                    listing: list[tuple[str, str, StatKey]]) -> None:
+                    listing: list[tuple[str, StatKey]]) -> None:
         stored = {row[0]: row[1:] for row in connection.execute(
             "SELECT path, size, mtime_ns, ctime_ns, inode, indexed_at_ns, doc FROM files")}
         seen: set[str] = set()
-        changed: list[tuple[str, str, StatKey]] = []
-        for rel, full_path, key in listing:
+        changed: list[tuple[str, StatKey]] = []
+        for rel, key in listing:
             seen.add(rel)
             row = stored.get(rel)
             if row is not None and tuple(row[:4]) == key and settled_by(key, row[4]):
                 continue
-            changed.append((rel, full_path, key))
+            changed.append((rel, key))
         gone = [path for path in stored if path not in seen]
         if not changed and not gone:
             return
@@ -194,10 +194,10 @@ class SearchIndex:
         try:
             for rel in gone:
                 self._forget(connection, rel, stored[rel][5])
-            for rel, full_path, key in changed:
+            for rel, key in changed:
                 previous = stored.get(rel)
                 self._forget(connection, rel, previous[5] if previous else None)
-                doc = self._index_note(connection, rel, Path(full_path))
+                doc = self._index_note(connection, rel, self.vault.root / rel)
                 connection.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
                                    (rel, *key, time.time_ns(), doc))
             connection.execute("COMMIT")
@@ -205,19 +205,17 @@ class SearchIndex:
             connection.execute("ROLLBACK")
             raise
 
-    def _notes(self) -> Iterator[tuple[str, str, StatKey]]:
-        """(relative path, full path, stat key) of every note: as the state read them, or walked now."""
+    def _notes(self) -> Iterator[tuple[str, StatKey]]:
+        """(path relative to the vault, stat key) of every note: as the state read them, or walked now."""
         if self.state is not None and self.state.stat_keys is not None:
-            root = str(self.vault.root)
-            for rel, key in self.state.stat_keys.items():
-                yield rel, os.path.join(root, rel), key
+            yield from self.state.stat_keys.items()
             return
         for rel, entry in iter_markdown(self.vault.root, self.vault.config):
             try:
                 stat = entry.stat()
             except OSError:
                 continue
-            yield rel, entry.path, stat_key(stat)
+            yield rel, stat_key(stat)
 
     @staticmethod
     def _forget(connection: sqlite3.Connection, rel: str, doc: int | None) -> None:

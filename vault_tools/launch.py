@@ -178,15 +178,26 @@ def script() -> None:
 
 
 # The agent's reading commands the vault's resident process answers, when `vault-tools watch` keeps one
-# (`resident`): those that write nothing of the record (`ask` and `rule` run with the caller's own rights).
+# (`resident`): those that write nothing of the record.
 RESIDENT_COMMANDS = {"lookup", "show", "search", "context"}
+# And the one it tries: answered there only when it writes nothing (refused, or a usage error); where it would
+# write, nothing is written there and it runs here, with the caller's own rights. Not `rule`: most rulings are
+# recorded, and each would pay for the try.
+RESIDENT_TRIES = {"ask"}
+
+
+def _asked_of_resident(args: list[str]) -> bool:
+    """Whether the resident process is asked: one of its commands, not reading this process's stdin (`-`)."""
+    if not args or args[0] not in RESIDENT_COMMANDS | RESIDENT_TRIES:
+        return False
+    return args[0] in RESIDENT_COMMANDS or not any(arg == "-" or arg.endswith("=-") for arg in args[1:])
 
 
 # docs/design/0024-start-up-time.md
 def main() -> None:
     _print_whatever_the_encoding()
     args = sys.argv[1:]
-    if args and args[0] in RESIDENT_COMMANDS:
+    if _asked_of_resident(args):
         from .resident import answer_there  # here: only the agent's reading commands ask the resident process
         answered = answer_there(args)
         if answered is not None:

@@ -239,6 +239,7 @@ class Ledger:
             handle.seek(size - 1)
             if handle.read(1) == b"\n":
                 return
+            durable.may_write(path)
             start = start_of_last_line(handle, size)
             handle.seek(start)
             tail = handle.read()

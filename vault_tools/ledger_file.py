@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
+from .durable import may_write
 from .errors import InconsistentVault
 from .history import placed
 from .ledger_lines import Event, event_line, parse_ledger
@@ -103,6 +104,7 @@ class LedgerFile:
         payload = "".join(event_line(event) for event in events).encode("utf-8")
         if not payload:
             return []
+        may_write(self.path)
         before = self.stat_key()
         handle = self._open(before)
         size = handle.seek(0, os.SEEK_END)

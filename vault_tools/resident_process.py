@@ -26,7 +26,7 @@ import time
 import traceback
 from typing import Any
 
-from . import answers, cli, console, launch, state_memo, vault  # noqa: F401  (loaded now, not on the first command)
+from . import answers, cli, console, durable, launch, state_memo, vault  # noqa: F401  (loaded now, not on the first command)
 from .reading import finish_stores
 from .resident import runtime_stamp
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
@@ -135,7 +135,7 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
         request = json.loads(_read_all(connection).decode("utf-8", "surrogateescape"))
         argv, cwd, env = request["argv"], request["cwd"], request["env"]
         if not (_same_user(connection) and isinstance(argv, list) and all(isinstance(a, str) for a in argv)
-                and argv and argv[0] in launch.RESIDENT_COMMANDS and isinstance(cwd, str)):
+                and argv and argv[0] in launch.RESIDENT_COMMANDS | launch.RESIDENT_TRIES and isinstance(cwd, str)):
             return True
     except (OSError, ValueError, KeyError, TypeError):
         return True  # not a command: nothing was run
@@ -152,13 +152,14 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
     gc.disable()  # a command makes about a million objects; looking them over while it runs finds nothing to free
     try:
         code, out, err = _run(argv, cwd, env, int(request.get("umask", 0o22)), request.get("encodings") or [],
-                              merged=request.get("merged") is True)
+                              merged=request.get("merged") is True, trying=argv[0] in launch.RESIDENT_TRIES)
     finally:
         gc.enable()
         finish_stores()  # the note-cache writes of a first read's readers, as the command's own process waits
     connection.settimeout(SEND_WITHIN_SECONDS)
     with contextlib.suppress(OSError):
-        _send(connection, {"exit": code}, out, err)
+        # declined (it would write): no exit code, and its caller runs it
+        _send(connection, {"exit": code} if code is not None else {"declined": True}, out, err)
         connection.close()  # the caller has its answer: what is left to free is freed while nobody waits
     gc.collect()
     return True
@@ -191,10 +192,12 @@ def _send(connection: socket.socket, head: dict[str, Any], out: bytes, err: byte
 
 
 def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: list[str], *,
-         merged: bool = False) -> tuple[int, bytes, bytes]:
+         merged: bool = False, trying: bool = False) -> tuple[int | None, bytes, bytes]:
     """The front door run with the command's arguments, folder, environment and umask: its exit code and the
     bytes it printed to each stream, in that stream's encoding (as the command's own process prints them); with
-    `merged` (the caller's two streams are one file), all of it in the first, in the order printed."""
+    `merged` (the caller's two streams are one file), all of it in the first, in the order printed. `trying`
+    (`launch.RESIDENT_TRIES`): the exit code is None, and nothing said, where the command would write the vault
+    or read the caller's stdin; nothing was written then (`durable.nothing_written`)."""
     saved_env, saved_argv, saved_stdin, saved_cwd = dict(os.environ), sys.argv, sys.stdin, os.getcwd()
     out_bytes = io.BytesIO()
     err_bytes = out_bytes if merged else io.BytesIO()
@@ -208,11 +211,14 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
         tempfile.tempdir = None  # found again from the command's environment
         console.vault_root = None  # where a crash is logged: the command's vault, once it finds it
         os.chdir(cwd)
-        sys.argv, sys.stdin = ["vault-tools", *argv], io.StringIO("")
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        sys.argv, sys.stdin = ["vault-tools", *argv], _CallersInput() if trying else io.StringIO("")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                durable.nothing_written() if trying else contextlib.nullcontext():
             try:
                 launch.main()
                 code = 0
+            except (durable.WriteDeclined, _CallersInput.Wanted):
+                return None, b"", b""
             except SystemExit as done:
                 code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
             except BaseException:  # the command's own process would have ended so
@@ -232,6 +238,18 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
     out.flush()
     err.flush()
     return code, out_bytes.getvalue(), b"" if merged else err_bytes.getvalue()
+
+
+class _CallersInput(io.StringIO):
+    """The stdin of a command tried (`trying`): the caller's is not here, so reading it declines the command."""
+
+    class Wanted(BaseException):
+        pass
+
+    def read(self, size: int | None = -1) -> str:
+        raise self.Wanted
+
+    readline = read  # type: ignore[assignment]
 
 
 def _encoding(encodings: list[str], index: int) -> str:
