@@ -459,3 +459,21 @@ def test_a_command_tried_there_that_would_write_writes_nothing_and_says_nothing(
     alone = subprocess.run([sys.executable, "-m", "vault_tools", *args, "--vault", str(vault)], cwd=vault,
                            input=b"Readers wait.", capture_output=True, timeout=60)
     assert snapshot(vault) != before, alone.stderr  # what the try declined to write
+
+
+def test_an_ask_tried_there_waits_for_no_writer(vault):
+    """A try writes nothing, so it takes no ledger lock: while a writer holds it (the watcher's pass after a
+    pull), a refused ask is answered at once, as a reader is."""
+    decision(vault, 1, summary=FOOTER)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; from vault_tools.vault import Vault\n"
+                               "with Vault(Path(sys.argv[1])).ledger.locked():\n print('held', flush=True); time.sleep(60)",
+                               str(vault)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        started = time.monotonic()
+        code, _, err = tried(vault, "ask", "Should the article footer name the editor?", "--topic", "article-footer")
+        assert (code, time.monotonic() - started < 10) == (1, True)
+        assert b"topic article-footer is settled" in err
+    finally:
+        holder.kill()
+        holder.wait()

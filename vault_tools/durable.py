@@ -58,6 +58,11 @@ def nothing_written() -> Iterator[None]:
         _writes_declined.reset(token)
 
 
+def writes_declined() -> bool:
+    """Whether `nothing_written` holds here (then a lock taken only to write need not be waited for)."""
+    return _writes_declined.get()
+
+
 def may_write(path: Path | str) -> None:
     """Before a write of the vault at `path`: raises `WriteDeclined` where `nothing_written` holds."""
     if _writes_declined.get():
