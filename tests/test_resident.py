@@ -128,6 +128,7 @@ def test_an_ask_refused_is_answered_there_as_alone_and_one_that_writes_runs_here
             alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
             assert alone.code != 0 and there[0] is not None, args
             assert (there[0], there[1].decode(), there[2].decode()) == (alone.code, alone.out, alone.err), args
+            assert console_script(*args, "--vault", str(vault), cwd=vault) == alone, args  # end to end
         assert snapshot(vault) == before
         new_question = ("ask", "Should articles carry the author's photo?", "--topic", "author-photos")
         assert asked_there(*new_question, "--vault", str(vault), cwd=vault) == (None, b"", b"")

@@ -199,7 +199,7 @@ def main() -> None:
     args = sys.argv[1:]
     if _asked_of_resident(args):
         from .resident import answer_there  # here: only the agent's reading commands ask the resident process
-        answered = answer_there(args)
+        answered = answer_there(args, loading=() if args[0] in RESIDENT_COMMANDS else LOADED_WHILE_TRIED)
         if answered is not None:
             sys.exit(answered)
     quick = quick_arguments(args)
@@ -229,6 +229,10 @@ def main() -> None:
     if text:
         sys.stdout.write(text + "\n")
     sys.exit(0)
+
+
+# What running a command tried by the resident process here needs first: its body and what rebuilds the pages
+LOADED_WHILE_TRIED = tuple(f"{__package__}.{name}" for name in ("answers", "commands.build"))
 
 
 def _merge_note(base: str, ours: str, theirs: str, shown: str) -> None:

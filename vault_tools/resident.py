@@ -15,10 +15,12 @@ runs in its own process as before: a reading command asked twice gives the same 
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
 import sys
+import threading
 from pathlib import Path
 
 from .errors import VaultToolsError
@@ -84,9 +86,22 @@ def _request(args: list[str]) -> dict[str, object] | None:
             "merged": merged}
 
 
-def answer_there(args: list[str]) -> int | None:
+def answer_there(args: list[str], loading: tuple[str, ...] = ()) -> int | None:
     """The command answered by the vault's resident process, its output written here: its exit code; None when
-    it did not answer in full, and the command runs here."""
+    it did not answer in full, and the command runs here. The modules named in `loading` are imported while it
+    is waited for (a command it tries: where the try declines, that much of running it here is done)."""
+    if not loading:
+        return _answer_there(args)
+    answered: list[int | None] = []
+    asking = threading.Thread(target=lambda: answered.append(_answer_there(args)), daemon=True)
+    asking.start()
+    for name in loading:
+        importlib.import_module(name)
+    asking.join()
+    return answered[0] if answered else None
+
+
+def _answer_there(args: list[str]) -> int | None:
     if os.environ.get(NO_RESIDENT_ENV) or sys.stdout.isatty() or sys.stderr.isatty():
         return None
     root = _vault_named(args)
