@@ -88,20 +88,9 @@ def _request(args: list[str]) -> dict[str, object] | None:
 
 def answer_there(args: list[str], loading: tuple[str, ...] = ()) -> int | None:
     """The command answered by the vault's resident process, its output written here: its exit code; None when
-    it did not answer in full, and the command runs here. The modules named in `loading` are imported while it
-    is waited for (a command it tries: where the try declines, that much of running it here is done)."""
-    if not loading:
-        return _answer_there(args)
-    answered: list[int | None] = []
-    asking = threading.Thread(target=lambda: answered.append(_answer_there(args)), daemon=True)
-    asking.start()
-    for name in loading:
-        importlib.import_module(name)
-    asking.join()
-    return answered[0] if answered else None
-
-
-def _answer_there(args: list[str]) -> int | None:
+    it did not answer in full, and the command runs here. While it is waited for, a thread imports the modules
+    named in `loading` (for a command it tries: where the try declines, that much of running it here is done;
+    where it answers, this process leaves without waiting for them)."""
     if os.environ.get(NO_RESIDENT_ENV) or sys.stdout.isatty() or sys.stderr.isatty():
         return None
     root = _vault_named(args)
@@ -109,18 +98,13 @@ def _answer_there(args: list[str]) -> int | None:
     request = _request(args) if path is not None else None
     if path is None or request is None or not private_folder(os.path.dirname(path)):
         return None
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.settimeout(TAKEN_WITHIN_SECONDS)
-        connection.connect(path)
-        connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape"))
-        connection.shutdown(socket.SHUT_WR)
-    except OSError:
-        connection.close()
-        return None
-    head, out, err = _reply(connection)
-    code = head.get("exit") if head is not None else None
-    if not isinstance(code, int):
+    loader = threading.Thread(target=lambda: [importlib.import_module(name) for name in loading], daemon=True)
+    if loading:
+        loader.start()
+    code, out, err = _asked(path, request)
+    if code is None:
+        if loading:
+            loader.join()
         return None  # not answered in full (other code, a folder it cannot see, stopped, gone): asked here
     # stderr first: where stdout's reader has gone (`| head`), what the command said there is still said
     for stream, data in ((sys.stderr, err), (sys.stdout, out)):
@@ -131,6 +115,23 @@ def _answer_there(args: list[str]) -> int | None:
             stream.write(data.decode(getattr(stream, "encoding", None) or "utf-8", "replace"))
         stream.flush()
     return code
+
+
+def _asked(path: str, request: dict[str, object]) -> tuple[int | None, bytes, bytes]:
+    """The request sent to the resident process listening at `path`: the exit code of its answer (None: not
+    answered in full) and the bytes printed to each stream."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.settimeout(TAKEN_WITHIN_SECONDS)
+        connection.connect(path)
+        connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape"))
+        connection.shutdown(socket.SHUT_WR)
+    except OSError:
+        connection.close()
+        return None, b"", b""
+    head, out, err = _reply(connection)
+    code = head.get("exit") if head is not None else None
+    return (code, out, err) if isinstance(code, int) else (None, b"", b"")
 
 
 def _reply(connection: socket.socket) -> tuple[dict[str, object] | None, bytes, bytes]:
