@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.clones import clone, make_origin
-from tests.helpers import FOOTER, Result, judged, make_vault
+from tests.helpers import FOOTER, Result, judged, make_vault, untagged
 from vault_tools.cli import run
 
 
@@ -67,7 +67,7 @@ def cli(capsys, vault):
             capsys.readouterr()
             code = run([*given, "--vault", str(root or vault)])
             captured = capsys.readouterr()
-            return Result(code, captured.out, captured.err)
+            return untagged(root or vault, Result(code, captured.out, captured.err))
         return judged(args, once, lambda r: r.code, lambda r: r.err) if judge else once(list(args))
 
     return invoke
