@@ -451,9 +451,9 @@ def test_an_import_killed_at_any_write_then_run_again_ends_as_one_clean_import(t
             step()
         return real_append(self, events)
 
-    def write_files(writes):
+    def write_files(writes, **options):
         step()
-        return real_write(writes)
+        return real_write(writes, **options)
 
     monkeypatch.setattr(Ledger, "append", append)
     monkeypatch.setattr(durable, "write_files", write_files)

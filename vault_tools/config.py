@@ -113,7 +113,7 @@ def load_config(root: Path) -> Config:
     _configs[(key[0], key[1])] = config
     try:
         durable.write_atomic(cache, json.dumps({"key": key, "version": __version__,
-                                              "values": asdict(config)}).encode("utf-8"))
+                                              "values": asdict(config)}).encode("utf-8"), derived=True)
     except OSError:
         pass  # derived data: a read-only vault reads its config every time
     return config

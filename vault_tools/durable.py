@@ -118,12 +118,14 @@ def recording_writes() -> Iterator[list[Written]]:
         _recorders.reset(token)
 
 
-def write_atomic(path: Path, data: bytes, parsed: Note | None = None) -> None:
+def write_atomic(path: Path, data: bytes, parsed: Note | None = None, *, derived: bool = False) -> None:
     """Write through a temp file in the same folder, then replace: never a torn note. `parsed` is the note
-    `data` parses to, when the caller has it (see `Written`)."""
-    may_write(path)
+    `data` parses to, when the caller has it (see `Written`). `derived`: a cache, written even where
+    `nothing_written` holds."""
+    if not derived:
+        may_write(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    error = write_files([(path, data, parsed)])[0]
+    error = write_files([(path, data, parsed)], derived=derived)[0]
     if error is not None:
         raise error
 
@@ -134,14 +136,14 @@ def write_notes(writes: list[tuple[Note, str, Note | None]]) -> list[OSError | N
                         for note, text, parsed in writes])
 
 
-def write_files(writes: list[tuple[Path, bytes, Note | None]]) -> list[OSError | None]:
+def write_files(writes: list[tuple[Path, bytes, Note | None]], *, derived: bool = False) -> list[OSError | None]:
     """`write_atomic` for several files at once, each as atomic as alone: every temp file is made first, then
     each is filled and synced, then each replaces its file, in order. Made one after another, each file's
     creation waits for the previous file's sync on a journaling file system; this way the syncs come
     together. Returns, for each file, None when it was written, else what stopped it (it is then left as
     it was: an error on one file does not stop the others). What `before_writes` asked for is done while the
     temp files are synced, before the first file is replaced."""
-    for path, _, _ in writes:
+    for path, _, _ in () if derived else writes:
         may_write(path)
     before = _before_write.get()
     if not writes:

@@ -164,9 +164,11 @@ def script() -> None:
     if sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)  # a profiler or coverage writes its report on the ordinary way out
 
+    # The note cache a reader is still writing (exit handlers do not run here). Read through `stores_running`:
+    # the module may be partway imported by the thread that loads a tried command's code, and then ran nothing.
     reading = sys.modules.get("vault_tools.reading")
-    if reading is not None:
-        reading.finish_stores()  # the note cache a reader is still writing (exit handlers do not run here)
+    if reading is not None and getattr(reading, "stores_running", None):
+        reading.finish_stores()
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -199,7 +201,7 @@ def main() -> None:
     args = sys.argv[1:]
     if _asked_of_resident(args):
         from .resident import answer_there  # here: only the agent's reading commands ask the resident process
-        answered = answer_there(args, loading=() if args[0] in RESIDENT_COMMANDS else LOADED_WHILE_TRIED)
+        answered = answer_there(args, tried=None if args[0] in RESIDENT_COMMANDS else LOADED_WHILE_TRIED)
         if answered is not None:
             sys.exit(answered)
     quick = quick_arguments(args)

@@ -154,8 +154,9 @@ def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = N
     tag = ""
     while not tag or tag in avoid:
         tag = "".join(secrets.choice(CLONE_TAG_ALPHABET) for _ in range(CLONE_TAG_LENGTH))
-    from .durable import write_atomic  # only a new tag is written: most commands never need it
+    from .durable import may_write, write_atomic  # only a new tag is written: most commands never need it
 
+    may_write(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps({"tag": tag, "for": where}).encode("utf-8"))

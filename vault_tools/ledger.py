@@ -25,9 +25,16 @@ from .ledger_lines import Event, event_line, parse_line
 from .model import (
     Status,
 )
-from .record_files import KEPT_FOLDER, LEDGER_COPIES_FOLDER, LEDGER_SUFFIX, LEGACY_LEDGER, RACY_NANOSECONDS, settled_by
+from .record_files import (
+    KEPT_FOLDER,
+    LEDGER_COPIES_FOLDER,
+    LEDGER_LOCK,
+    LEDGER_SUFFIX,
+    LEGACY_LEDGER,
+    RACY_NANOSECONDS,
+    settled_by,
+)
 
-LOCK_FILE = "ledger.lock"
 # In the state folder: the ledger's events and histories as a whole read of its files as they are made them
 EVENTS_MEMO = "cache/ledger-events.pickle"
 HISTORIES_MEMO = "cache/ledger-histories.pickle"
@@ -56,7 +63,7 @@ class Ledger:
         self.torn_lines_kept: list[Path] = []  # torn last lines this process cut off, as kept
         self.shared_dir = shared_dir
         self._device = device
-        self._lock_path = state_dir / LOCK_FILE
+        self._lock_path = state_dir / LEDGER_LOCK
         self._lock: Any = None  # made on first use: only writers lock, and filelock is slow to import
         self._files: dict[Path, LedgerFile] = {}
         self._legacy = LedgerFile(state_dir / LEGACY_LEDGER, display_path)
@@ -205,7 +212,7 @@ class Ledger:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the ledger lock: id allocation, note writes and appends happen inside it."""
-        if durable.writes_declined():  # nothing is written under it: a try waits for no writer (`resident_process`)
+        if durable.writes_declined():  # a try, which writes nothing: its caller holds the lock (`resident.answer_there`)
             self._cut_torn_tail()  # which declines where there is a torn line to cut
             yield
             return
@@ -221,7 +228,7 @@ class Ledger:
         except Timeout:
             raise InconsistentVault(
                 f"another vault-tools process has held the ledger lock for {LOCK_TIMEOUT_SECONDS} s",
-                path=self.display_path if not self.shared else str(LOCK_FILE)) from None
+                path=self.display_path if not self.shared else str(LEDGER_LOCK)) from None
 
     # docs/design/0017-torn-and-removed-ledger-lines.md
     def _cut_torn_tail(self) -> None:

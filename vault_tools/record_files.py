@@ -28,6 +28,7 @@ KEPT_FOLDER = "kept"  # copies of text vault-tools replaced (an edited page, a t
 WATCH_LOG = "watch.log"  # in STATE_DIR: the watcher's log, rotated (`watch.open_log`; `service` prints where)
 MERGE_COPIES_FOLDER = "merged"  # in STATE_DIR: both sides of a note git's notes driver merged, until filed in kept/
 LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
+LEDGER_LOCK = "ledger.lock"  # in STATE_DIR: held by whatever writes the record (`Ledger.locked`)
 LEDGER_COPIES_FOLDER = "ledger-copies"  # in STATE_DIR: this device's copy of each ledger file (`tripwire`)
 LEDGER_STAMP = "checked.json"  # in LEDGER_COPIES_FOLDER: each ledger file's (size, mtime_ns, inode) when checked
 SETTINGS_COPIES_FOLDER = "settings-copies"  # in STATE_DIR: this device's copy of the config and merged topics

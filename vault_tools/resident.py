@@ -24,9 +24,12 @@ import threading
 from pathlib import Path
 
 from .errors import VaultToolsError
-from .record_files import find_vault
+from .record_files import LEDGER_LOCK, STATE_DIR, find_vault
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
 from .state_memo import code_fingerprint
+
+if sys.platform != "win32":
+    import fcntl  # no resident process where there are no Unix sockets
 
 TAKEN_WITHIN_SECONDS = 2.0  # a resident process that does not take a command by then is stopped or stuck
 ANSWERED_WITHIN_SECONDS = 120.0  # and one that took it and does not answer by then
@@ -86,24 +89,34 @@ def _request(args: list[str]) -> dict[str, object] | None:
             "merged": merged}
 
 
-def answer_there(args: list[str], loading: tuple[str, ...] = ()) -> int | None:
+def answer_there(args: list[str], *, tried: tuple[str, ...] | None = None) -> int | None:
     """The command answered by the vault's resident process, its output written here: its exit code; None when
-    it did not answer in full, and the command runs here. While it is waited for, a thread imports the modules
-    named in `loading` (for a command it tries: where the try declines, that much of running it here is done;
-    where it answers, this process leaves without waiting for them)."""
+    it did not answer in full, and the command runs here. A command it tries (`tried`, naming the modules that
+    run it here) is sent only while this process holds the vault's ledger lock, as the command would hold it
+    here: the try reads the vault as no writer leaves it halfway, and a caller that could not take the lock
+    (a read-only mount) runs the command here, which says why. While the answer is waited for, a thread
+    imports those modules: where the try declines (the command writes), that much of running it here is done;
+    where it answers, this process leaves without waiting for them."""
     if os.environ.get(NO_RESIDENT_ENV) or sys.stdout.isatty() or sys.stderr.isatty():
         return None
     root = _vault_named(args)
     path = socket_path(root) if root is not None else None
     request = _request(args) if path is not None else None
-    if path is None or request is None or not private_folder(os.path.dirname(path)):
+    if root is None or path is None or request is None or not private_folder(os.path.dirname(path)):
         return None
-    loader = threading.Thread(target=lambda: [importlib.import_module(name) for name in loading], daemon=True)
-    if loading:
+    lock = _ledger_lock_held(root) if tried is not None else None
+    if tried is not None and lock is None:
+        return None  # a writer holds it (the command waits for it here), or this process may not take it
+    loader = threading.Thread(target=_load, args=(tried,), daemon=True)
+    if tried:
         loader.start()
-    code, out, err = _asked(path, request)
+    try:
+        code, out, err = _asked(path, request)
+    finally:
+        if lock is not None:
+            os.close(lock)  # run here, the command takes it again
     if code is None:
-        if loading:
+        if tried:
             loader.join()
         return None  # not answered in full (other code, a folder it cannot see, stopped, gone): asked here
     # stderr first: where stdout's reader has gone (`| head`), what the command said there is still said
@@ -115,6 +128,31 @@ def answer_there(args: list[str], loading: tuple[str, ...] = ()) -> int | None:
             stream.write(data.decode(getattr(stream, "encoding", None) or "utf-8", "replace"))
         stream.flush()
     return code
+
+
+def _ledger_lock_held(root: str) -> int | None:
+    """The vault's ledger lock taken by this process at once, as `Ledger.locked` takes it (filelock locks the
+    file with flock, which is what is taken here: filelock itself costs 50 ms to import); its file, open, or
+    None when another process holds it or this one cannot open it for writing."""
+    try:
+        lock = os.open(os.path.join(root, STATE_DIR, LEDGER_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        return None
+    return lock
+
+
+def _load(modules: tuple[str, ...]) -> None:
+    """Import `modules`, saying nothing of what fails: run here, the command imports them again and says why."""
+    try:
+        for name in modules:
+            importlib.import_module(name)
+    except Exception:  # said by the command itself, which imports them again
+        pass
 
 
 def _asked(path: str, request: dict[str, object]) -> tuple[int | None, bytes, bytes]:

@@ -415,7 +415,7 @@ def _generated_digests(ws: Workspace) -> dict[str, set[str]]:
 
 def _remember_pages(ws: Workspace, texts: dict[str, str]) -> None:
     digests = json.dumps({rel: _digest(text.encode("utf-8")) for rel, text in texts.items()}, sort_keys=True).encode()
-    durable.write_atomic(_page_cache(ws), digests)
+    durable.write_atomic(_page_cache(ws), digests, derived=True)
     if ws.vault.layout.shared:
         durable.write_atomic(_published(ws) / f"{ws.vault.ledger.own.path.stem}.json", digests)
 
