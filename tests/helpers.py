@@ -70,6 +70,11 @@ def config_file(root: Path) -> Path:
     return layout_of(root).config_path
 
 
+def kept_dir(root: Path) -> Path:
+    """Where vault-tools keeps copies of text it replaced (an edited page, a torn ledger line), in either layout."""
+    return layout_of(root).kept_dir
+
+
 def ledger_file(root: Path) -> Path:
     """This device's ledger file, in either layout (the shared layout's first device file)."""
     shared = sorted((root / "vault-tools" / "ledger").glob("*.jsonl"))

@@ -20,7 +20,17 @@ from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Watcher
 
-from .helpers import clock_ahead_source, decision, ledger_file, note_path, past_the_racy_window, snapshot, write
+from .helpers import (
+    clock_ahead_source,
+    decision,
+    kept_dir,
+    ledger_file,
+    made_id,
+    note_path,
+    past_the_racy_window,
+    snapshot,
+    write,
+)
 
 FOOTER = "Every article footer carries the newsletter link and the author bio."
 REASON = "The owner banned promotion inside articles."
@@ -45,7 +55,7 @@ def one_pass(vault: Path) -> list[str]:
 
 
 def event_names(vault: Path) -> list[str]:
-    return [e.event for e in Ledger(vault / ".vault-tools").read()]
+    return [e.event for e in Vault(vault).ledger.read()]
 
 
 def sealed(cli, vault: Path) -> Path:
@@ -113,7 +123,7 @@ def test_changing_the_id_of_a_sealed_note_is_an_edit_of_it(cli, vault):
     kinds = one_pass(vault)
     assert "edit-rejected" in kinds and "sealed" not in kinds
     assert path.read_bytes() == sealed_bytes
-    assert "D-0007" not in histories_by_id(Ledger(vault / ".vault-tools").read())
+    assert "D-0007" not in histories_by_id(Vault(vault).ledger.read())
 
 
 def test_a_withdrawn_question_stays_withdrawn(cli, vault):
@@ -140,7 +150,7 @@ def test_a_tampered_reason_on_a_superseded_note_is_put_back_and_kept(cli, vault)
     kinds = one_pass(vault)
     assert "edit-rejected" in kinds and "restored" in kinds
     assert old.read_bytes() == tool_written
-    kept = list((vault / ".vault-tools" / "kept").iterdir())
+    kept = list(kept_dir(vault).iterdir())
     assert len(kept) == 1 and "on its own" in kept[0].read_text()
 
 
@@ -151,7 +161,7 @@ def test_a_revision_of_a_superseded_note_proposes_to_replace_the_current_ruling(
     old.write_text(old.read_text().replace(FOOTER, "Footers carry a sponsor line after all, says the owner."))
     assert "restored" in one_pass(vault)
     revision = notes.read_note(note_path(vault, "D-0003"))
-    assert revision.data["supersedes"] == ["[[D-0002 Footers carry only the author bio now]]"]
+    assert revision.data["supersedes"] == [f"[[{made_id(vault, 'D-0002')} Footers carry only the author bio now]]"]
 
 
 def test_ruled_at_with_an_offset_is_written_in_the_vaults_time(cli, vault):
@@ -287,7 +297,7 @@ def test_a_ruling_sealed_from_the_note_cache_is_sealed_as_read_afresh(cli, vault
     quiet(vault)
     assert cli("build").code == 0  # fills the note cache
     assert "sealed" in one_pass(vault)
-    sealed_event = Ledger(vault / ".vault-tools").read()[-1]
+    sealed_event = Vault(vault).ledger.read()[-1]
     assert sealed_event.event == "sealed" and sealed_event.text == text
     state = Vault(vault).load()
     ws = Workspace(Vault(vault))
@@ -312,7 +322,7 @@ def test_a_second_ruling_superseding_a_ruling_already_superseded_in_the_same_run
     state = Vault(vault).load()
     assert {d.id: d.status.value for d in state.decisions} == {"D-0001": "superseded", "D-0002": "ruled",
                                                                "D-0003": "ruled"}
-    known = histories_by_id(Ledger(vault / ".vault-tools").read())
+    known = histories_by_id(Vault(vault).ledger.read())
     assert known["D-0002"].sealed and "D-0003" not in known  # refused before anything was recorded
 
 
@@ -325,11 +335,12 @@ def test_a_note_saved_while_its_supersession_waits_is_not_overwritten(cli, vault
     state = ws.state()
     pending = PendingWrites(ws)
     with ws.vault.ledger.locked():
-        pending.add(state, plan_superseded(ws, state, state.get("D-0001"), state.get("D-0002"), REASON), "owner")
+        pending.add(state, plan_superseded(ws, state, state.get(made_id(vault, "D-0001")), state.get("D-0002"), REASON),
+                    "owner")
         typed = old.read_text() + "\nTyped by the owner while the watcher was sealing.\n"
         old.write_text(typed)
         written, left = pending.write()
-    assert not written and [plan.updated.id for plan, _ in left] == ["D-0001"]
+    assert not written and [plan.updated.id for plan, _ in left] == [made_id(vault, "D-0001")]
     assert old.read_text() == typed and "superseded" not in event_names(vault)
 
 
@@ -377,7 +388,7 @@ def test_a_kill_after_a_chain_of_supersessions_is_written_but_not_recorded_is_fi
     monkeypatch.setattr(Ledger, "append", real)
     quiet(vault)
     assert cli("watch", "--once").code == 0
-    assert "edit-rejected" not in event_names(vault) and not (vault / ".vault-tools" / "kept").exists()
+    assert "edit-rejected" not in event_names(vault) and not kept_dir(vault).exists()
     state = Vault(vault).load()
     assert {d.id: d.status.value for d in state.decisions} == {"D-0001": "superseded", "D-0002": "superseded",
                                                                "D-0003": "ruled"}
@@ -414,7 +425,7 @@ def test_a_sealed_note_edited_while_its_supersession_waits_is_not_recorded_unrev
     assert typed in first.read_text() and "superseded" not in event_names(vault)
     monkeypatch.setattr(PendingWrites, "write", real)
     assert one_pass(vault)[:3] == ["edit-rejected", "restored", "superseded"]
-    recorded = Ledger(vault / ".vault-tools").read()
+    recorded = Vault(vault).ledger.read()
     assert not any(typed.strip() in (event.text or "") for event in recorded if event.event == "superseded")
     assert any(typed.strip() in (event.text or "") for event in recorded if event.event == "edit-rejected")
 
@@ -439,12 +450,12 @@ def test_a_ruling_naming_a_successor_alongside_is_sealed_before_the_waiting_supe
     quiet(vault)
     with pytest.raises(Killed):
         cli("watch", "--once")
-    sealed_ids = [e.id for e in Ledger(vault / ".vault-tools").read() if e.event == "sealed"]
+    sealed_ids = [e.id for e in Vault(vault).ledger.read() if e.event == "sealed"]
     assert sealed_ids == ["D-0001", "D-0002", "D-0003"]  # all sealed before the batch was written
     monkeypatch.setattr(Ledger, "append", real)
     quiet(vault)
     assert cli("watch", "--once").code == 0
-    assert "edit-rejected" not in event_names(vault) and not (vault / ".vault-tools" / "kept").exists()
+    assert "edit-rejected" not in event_names(vault) and not kept_dir(vault).exists()
     state = Vault(vault).load()
     assert {d.id: d.status.value for d in state.decisions} == {"D-0001": "superseded", "D-0002": "ruled",
                                                                "D-0003": "ruled"}
