@@ -8,6 +8,7 @@ import json
 import os
 import pickle
 import shutil
+import sqlite3
 import time
 import traceback
 
@@ -15,6 +16,7 @@ import pytest
 
 from tests.helpers import PAST_RACY_SECONDS, ClockAhead, config_file, decision, ledger_file, note_path, vt_here, write
 from vault_tools import decision_words, state_memo
+from vault_tools import index as index_module
 from vault_tools import ledger as ledger_module
 from vault_tools import ledger_file as ledger_file_module
 from vault_tools import vault as vault_module
@@ -22,12 +24,14 @@ from vault_tools.commands import build as build_module
 from vault_tools.commands import read as read_module
 from vault_tools.commands import same as same_module
 from vault_tools.commands.close import withdraw
+from vault_tools.index import INDEX_FILE, SearchIndex
 from vault_tools.services.workspace import Workspace
 from vault_tools.topic_aliases import load_aliases
 from vault_tools.vault import STATE_MEMO, Vault
 
 READS = (("lookup", "article-footer", "--json"), ("show", "D-0002", "--json"), ("list", "--json"),
-         ("search", "footer", "--json"), ("context", "--json"), ("lookup", "pricing", "--json"))
+         ("search", "footer", "--json"), ("context", "--json"), ("lookup", "pricing", "--json"),
+         ("search", "sponsors slot", "--history", "--json"))
 
 
 @pytest.fixture
@@ -38,6 +42,7 @@ def aged(monkeypatch):
     monkeypatch.setattr(ledger_module, "time", ClockAhead(PAST_RACY_SECONDS))
     monkeypatch.setattr(same_module, "time", ClockAhead(PAST_RACY_SECONDS))
     monkeypatch.setattr(build_module, "time", ClockAhead(PAST_RACY_SECONDS))  # what `remembered` keeps
+    monkeypatch.setattr(index_module, "time", ClockAhead(PAST_RACY_SECONDS))  # the search index's listing
 
 
 def answers(vault) -> list[tuple[int, str]]:
@@ -281,17 +286,28 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
         return real_recall(path, key)
     monkeypatch.setattr(state_memo, "recall", recall)
 
+    searched: list[str] = []
+    real_docs = SearchIndex._docs
+
+    def docs(index, connection):
+        searched.append(str(index.path))
+        return real_docs(index, connection)
+    monkeypatch.setattr(SearchIndex, "_docs", docs)
+
     def both() -> list[tuple[int, str]]:
-        monkeypatch.setattr(vault_module, "KEEP_LAST_READ", False)
-        alone = answers(vault)
-        monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+        for keep in (False, True):  # the index's decisions in effect kept too (`index.KEEP_DOCS_IN_EFFECT`)
+            monkeypatch.setattr(vault_module, "KEEP_LAST_READ", keep)
+            monkeypatch.setattr(index_module, "KEEP_DOCS_IN_EFFECT", keep)
+            if not keep:
+                alone = answers(vault)
         assert answers(vault) == alone
         recalled.clear()
+        searched.clear()
         assert answers(vault) == alone
         return alone
 
     first = both()
-    assert STATE_MEMO.split("/")[-1] not in recalled  # taken as kept
+    assert STATE_MEMO.split("/")[-1] not in recalled and not searched  # taken as kept
     note = note_path(vault, "D-0001")
     before = note.stat()
     note.write_text(note.read_text(encoding="utf-8").replace("unsubscribe", "UNSUBSCRIBE"), encoding="utf-8")
@@ -328,6 +344,14 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     assert len(set(frames)) == 1, frames
     config = config_file(vault)
     config.write_text(config.read_text(encoding="utf-8") + "pinned_folder: Elsewhere\n", encoding="utf-8")
+    both()
+    index = vault / ".vault-tools" / INDEX_FILE  # made again by another process: its rows numbered anew
+    rows = sqlite3.connect(index)
+    rows.execute("UPDATE docs SET rowid = rowid + 1000")
+    rows.execute("UPDATE search SET rowid = rowid + 1000")
+    rows.execute("UPDATE files SET doc = doc + 1000")
+    rows.commit()
+    rows.close()
     both()
 
 

@@ -46,6 +46,11 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 COLUMNS = ("summary", "topics", "body", "reason", "cjk")
 WEIGHTS = (5.0, 4.0, 1.0, 2.0, 3.0)  # bm25 weight of each column, in COLUMNS order
 CURRENT = frozenset({Status.RULED, Status.OPEN})
+# Set by the resident process (`resident_process`), which answers command after command: the decisions in
+# effect an index worked out are taken again by the next command while the notes' listing (the digest each
+# command checks the index against), the index's own file and the ledger's files are as they were then.
+KEEP_DOCS_IN_EFFECT = False
+_kept_docs_in_effect: dict[str, tuple[tuple[Any, ...], tuple[dict[int, _Doc], dict[int, Status]]]] = {}
 SNIPPET_TOKENS = 12
 NO_FTS5_NOTICE = ("this Python's SQLite has no FTS5: search scans the notes instead (slower, plurals only "
                   "for stemming); a Python built with a recent SQLite gives ranked search")
@@ -123,6 +128,7 @@ class SearchIndex:
         self.notices: list[str] = []
         self._synced = False  # brought up to date once: one command asks it more than once of the same notes
         self._docs_in_effect: tuple[dict[int, _Doc], dict[int, Status]] | None = None  # as of that once
+        self._listing: str | None = None  # the digest of the notes' listing it was brought up to date with
 
     # -- keeping it current
 
@@ -171,9 +177,11 @@ class SearchIndex:
         kept = connection.execute("SELECT value FROM meta WHERE name = 'listing'").fetchone()
         kept_digest, _, kept_at = kept[0].partition(" ") if kept else ("", "", "0")
         if kept_digest == digest and int(kept_at) - newest > RACY_NANOSECONDS:
+            self._listing = digest
             return
         self._sync_notes(connection, listing)
         connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (f"{digest} {time.time_ns()}",))
+        self._listing = digest
 
     def _sync_notes(self, connection: sqlite3.Connection,
                     listing: list[tuple[str, StatKey]]) -> None:
@@ -244,12 +252,30 @@ class SearchIndex:
 
     def _docs_and_statuses(self, connection: sqlite3.Connection) -> tuple[dict[int, _Doc], dict[int, Status]]:
         """Every indexed decision, and each one's status in effect: worked out once for an index brought up to date."""
-        if self._docs_in_effect is None:
-            docs = self._docs(connection)
-            statuses = self.statuses(docs)
-            self._docs_in_effect = ({rowid: doc for rowid, doc in docs.items() if statuses[rowid] is not None},
-                                    {rowid: status for rowid, status in statuses.items() if status is not None})
+        if self._docs_in_effect is not None:
+            return self._docs_in_effect
+        key = self._docs_key() if KEEP_DOCS_IN_EFFECT else None
+        kept = _kept_docs_in_effect.get(str(self.path)) if key is not None else None
+        if kept is not None and kept[0] == key:
+            self._docs_in_effect = kept[1]
+            return kept[1]
+        docs = self._docs(connection)
+        statuses = self.statuses(docs)
+        self._docs_in_effect = ({rowid: doc for rowid, doc in docs.items() if statuses[rowid] is not None},
+                                {rowid: status for rowid, status in statuses.items() if status is not None})
+        if key is not None:
+            _kept_docs_in_effect[str(self.path)] = (key, self._docs_in_effect)
         return self._docs_in_effect
+
+    def _docs_key(self) -> tuple[Any, ...] | None:
+        """What the decisions in effect are worked out from: the notes' listing, the index's file (its rows'
+        numbers are its own) and the ledger's files; None where one cannot be said."""
+        try:
+            file = stat_key(os.stat(self.path))
+            ledger = self.vault.ledger.stat_key()
+        except (OSError, InconsistentVault):
+            return None
+        return None if self._listing is None or ledger is None else (self._listing, file, ledger)
 
     def _docs(self, connection: sqlite3.Connection) -> dict[int, _Doc]:
         return {row[0]: _Doc(row[0], row[1], row[2], Status(row[3]), row[4], row[5], tuple(json.loads(row[6])),

@@ -26,7 +26,7 @@ import time
 import traceback
 from typing import Any
 
-from . import answers, cli, console, durable, launch, state_memo, vault  # noqa: F401  (loaded now, not on the first command)
+from . import answers, cli, console, durable, index, launch, state_memo, vault  # noqa: F401  (loaded now, not on the first command)
 from .reading import finish_stores
 from .resident import runtime_stamp
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
@@ -264,6 +264,7 @@ def _encoding(encodings: list[str], index: int) -> str:
 if __name__ == "__main__":
     state_memo.KEEP_SIGNED_PAYLOADS = True
     vault.KEEP_LAST_READ = True
+    index.KEEP_DOCS_IN_EFFECT = True
     gc.set_threshold(launch.YOUNG_COLLECTION_AFTER, *gc.get_threshold()[1:])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the watcher's terminal stops the watcher, which stops this
     serve(sys.argv[1], int(sys.argv[2]))
