@@ -294,19 +294,24 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
         return real_docs(index, connection)
     monkeypatch.setattr(SearchIndex, "_docs", docs)
 
-    def both() -> list[tuple[int, str]]:
+    memo_name = STATE_MEMO.split("/")[-1]
+
+    def both(kept_before: bool = True) -> list[tuple[int, str]]:
         for keep in (False, True):  # the index's decisions in effect kept too (`index.KEEP_DOCS_IN_EFFECT`)
             monkeypatch.setattr(vault_module, "KEEP_LAST_READ", keep)
             monkeypatch.setattr(index_module, "KEEP_DOCS_IN_EFFECT", keep)
             if not keep:
                 alone = answers(vault)
+        recalled.clear()
         assert answers(vault) == alone
+        # after a change, the notes it kept stand for the memo: only what changed is read
+        assert (memo_name in recalled) is not kept_before, recalled
         recalled.clear()
         searched.clear()
         assert answers(vault) == alone
         return alone
 
-    first = both()
+    first = both(kept_before=False)
     assert STATE_MEMO.split("/")[-1] not in recalled and not searched  # taken as kept
     note = note_path(vault, "D-0001")
     before = note.stat()
@@ -327,14 +332,14 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     both()
     misnamed = vault / "Decisions" / os.fsdecode(b"D-0009 caf\xe9.md")  # a name that is not UTF-8
     misnamed.write_text("just a note\n", encoding="utf-8")
-    both()
+    both(kept_before=False)
     misnamed.write_text("---\ntype: decision\nid: D-0009\nstatus: open\ntopics: [cafe]\nsummary: Should the "
                         "cafe page list prices with tax?\n---\n", encoding="utf-8")  # what is said of it changes
     assert "not valid UTF-8" in vt_here("show", "D-0009", cwd=vault).err
-    both()
+    both(kept_before=False)
     misnamed.unlink()
     broken = write(vault / "Decisions" / "D-0010 Torn.md", "---\ntype: decision\nid: D-0010\nstatus: [open\n---\n")
-    both()
+    both(kept_before=False)
     kept = vault_module._last_reads[str(vault)][1]
     error = next(error for error in kept.broken if error.path == broken.relative_to(vault).as_posix())
     frames = []
@@ -344,7 +349,7 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     assert len(set(frames)) == 1, frames
     config = config_file(vault)
     config.write_text(config.read_text(encoding="utf-8") + "pinned_folder: Elsewhere\n", encoding="utf-8")
-    both()
+    both(kept_before=False)  # notes are built with the config: none is taken as kept
     index = vault / ".vault-tools" / INDEX_FILE  # made again by another process: its rows numbered anew
     rows = sqlite3.connect(index)
     rows.execute("UPDATE docs SET rowid = rowid + 1000")

@@ -45,9 +45,11 @@ FEW_CHANGED = 200  # notes changed since the state memo, at most, for which the 
 # while the walk meets the same files with the same stat keys (all past the racy window when it was kept), the
 # same config and merged topics, the next command takes those notes as they were read, without recalling the
 # memo. What the services work out from a state (`derived`) is worked out again: it depends on the ledger too.
-# A one-command process keeps none.
+# Where the walk meets changed files, each note's parts as that read built them stand for the memo (not
+# recalled, nor written: a process of its own writes it when it reads). A one-command process keeps none.
 KEEP_LAST_READ = False
-_last_reads: dict[str, tuple[tuple[Any, ...], VaultState]] = {}  # vault root -> what its walk met, the state
+# vault root -> what its walk met, the state (None when a note was in the racy window), each note's parts
+_last_reads: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple[StatKey, Piece]]]] = {}
 # Such a process also keeps each vault's ledger reader: it checks its files' stat keys at each read and reads
 # again what changed, as the watcher's does over hours; what it worked out from them (events, histories,
 # summaries) is taken again while they are unchanged. The resident answers only commands that never write it.
@@ -152,6 +154,12 @@ def _piece(rel: str, kind: str, payload: dict[str, Any] | None, decided: Decisio
         decision, problems = build_decision(payload["data"], path=rel, body=payload["body"],
                                             key_lines=payload["lines"])
     return decision, problems, payload["data"], payload["lines"], payload["body_line"]
+
+
+def _forget_frames(errors: Iterable[BaseException]) -> None:
+    """Errors a command raised before, kept to be raised again: the frames they carried go with them."""
+    for kept_error in errors:
+        kept_error.__traceback__ = kept_error.__context__ = kept_error.__cause__ = None
 
 
 def _place(state: VaultState, rel: str, piece: NoteError | NoteParts) -> None:
@@ -322,13 +330,16 @@ class Vault:
         listed = self._walk(others, state.temp_files, misnamed, stat=warm)
         state.files += [rel for rel, _, _ in listed]
         walked = (self._memo_key(aliases), listed, others, state.temp_files, misnamed)
-        if last is not None and last[0] == walked:
-            for kept_error in last[1].broken:  # raised by the command before: its frames go with it
-                kept_error.__traceback__ = kept_error.__context__ = kept_error.__cause__ = None
+        if last is not None and last[0] == walked and last[1] is not None:
+            _forget_frames(last[1].broken)
             return replace(last[1], derived=Derived())
         # Each note's parts as the last whole read built them, under its stat key (see `_memo_key` for the rest)
-        recalled: dict[str, tuple[StatKey, Piece]] | None = (
-            state_memo.recall(memo_path, self._memo_key(aliases)) if memo_path.is_file() else None)
+        recalled: dict[str, tuple[StatKey, Piece]] | None
+        if last is not None and last[0][0] == walked[0]:  # kept by this process, under the same config and topics
+            recalled = last[2]
+            _forget_frames(piece for _, piece in recalled.values() if isinstance(piece, NoteError))
+        else:
+            recalled = state_memo.recall(memo_path, self._memo_key(aliases)) if memo_path.is_file() else None
         memo = recalled or {}
         pieces: dict[str, Piece] = {rel: memo[rel][1] for rel, _, key in listed
                                     if key is not None and not isinstance(key, OSError) and rel in memo
@@ -336,7 +347,7 @@ class Vault:
         stat_keys: dict[str, StatKey] = {rel: key for rel, _, key in listed if rel in pieces}  # type: ignore[misc]
         if len(pieces) < len(listed) or len(memo) != len(listed):
             self._read_into(pieces, stat_keys, listed, state, memo.keys())
-            if warm:  # a first read stores the note cache (in a child, meanwhile); the next one keeps the memo
+            if warm and not KEEP_LAST_READ:  # a first read stores the note cache (in a child); the next, the memo
                 self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at, recalled)
         state.stat_keys = stat_keys
         for rel in state.files:
@@ -348,9 +359,12 @@ class Vault:
         set_aside_conflict_copies(state)
         # Not kept while a name is not UTF-8: what is said of such a file depends on what it holds (a decision
         # note or not), which the walk does not compare
-        if KEEP_LAST_READ and warm and not misnamed and all(isinstance(key, tuple) and settled_by(key, walked_at)
-                                                            for _, _, key in listed):
-            _last_reads[str(self.root)] = (walked, replace(state, derived=Derived()))
+        if KEEP_LAST_READ and warm and not misnamed:
+            settled = {rel: (key, pieces[rel]) for rel, key in stat_keys.items() if settled_by(key, walked_at)}
+            whole = len(settled) == len(listed)
+            _last_reads[str(self.root)] = (walked, replace(state, derived=Derived()) if whole else None, settled)
+        elif KEEP_LAST_READ:
+            _last_reads.pop(str(self.root), None)
         return state
 
     def _walk(self, others: list[str], temps: list[str], misnamed: list[str], *,
