@@ -18,7 +18,7 @@ from vault_tools.lint.facts import LINT_MEMO_FILE
 from vault_tools.reading import CACHE_FILE
 from vault_tools.vault import Vault
 
-from .helpers import CORPORA, clock_ahead_source, config_file, decision, ledger_file, vt, write
+from .helpers import CORPORA, clock_ahead_source, config_file, decision, ledger_file, make_vault, vt, write
 
 
 def summaries(vault):
@@ -253,7 +253,7 @@ def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_
     assert [d.id for d in damaged.load().decisions] == [d.id for d in one[0]]
     with pytest.raises(VaultToolsError) as error:
         damaged.ledger.summaries()
-    assert "ledger.jsonl" in str(error.value.path) and error.value.line == 2
+    assert ledger.name in str(error.value.path) and error.value.line == 2
 
 
 @pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_SETPIPE_SZ"), reason="pipe sizes are set on Linux only")
@@ -530,7 +530,7 @@ def test_a_damaged_lint_memo_is_found_again_and_a_damaged_ledger_is_seen(cli, va
     memo.unlink()
     os.mkfifo(memo)  # read, it would wait for a writer forever
     assert vt("lint", "--format", "json", cwd=vault, timeout=30).out == first
-    ledger = next((vault / ".vault-tools").rglob("*.jsonl"))
+    ledger = ledger_file(vault)
     ledger.write_text(ledger.read_text().replace('"event"', '"evnet"', 1))
     assert "VT024" in _codes(cli)
 
@@ -590,3 +590,15 @@ def test_real_decision_records_get_from_the_memo_what_they_get_with_nothing_kept
     assert [cli(*args) for args in commands] == first
     shutil.rmtree(vault / ".vault-tools" / "cache")
     assert [cli(*args) for args in commands] == first
+
+
+def test_a_vault_set_up_in_the_shared_layout_keeps_its_caches_from_the_first_read(tmp_path):
+    """`init` makes this device's own folder (`.vault-tools/`), where a read keeps its caches: a read never makes
+    it (a clone this device never set up is left as it was), so a second vault set up by the same process,
+    whose config this process had read already, must have it too."""
+    for name in ("first", "second"):
+        root = make_vault(tmp_path / name, shared=True)
+        decision(root, 1)
+        assert [d.id for d in Vault(root).load().decisions] == ["D-0001"]
+        reading_module.finish_stores()
+        assert (root / ".vault-tools" / CACHE_FILE).exists(), name

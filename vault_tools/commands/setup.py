@@ -238,6 +238,9 @@ def init_vault(root: Path, timezone: str | None = None, *, shared: bool | None =
         if not layout.ledger_dir.is_dir():
             layout.ledger_dir.mkdir(parents=True)
             changed.append(f"{RECORD_DIR}/{LEDGER_FOLDER}/")
+        # This device's own folder: its caches are kept from the first read on (a read never makes it, so that
+        # a clone this device never set up is left as it was)
+        layout.local_dir.mkdir(exist_ok=True)
     else:
         ledger = layout.legacy_ledger
         if not ledger.exists():
