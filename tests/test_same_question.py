@@ -24,7 +24,7 @@ from vault_tools.reconcile import reconcile
 from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 
-from .helpers import TZ, decision, snapshot, vt_here
+from .helpers import TZ, decision, make_vault, snapshot, vt_here
 
 LEDGER = ".vault-tools/ledger.jsonl"
 FOOTER = "Every article footer carries the author bio."
@@ -133,13 +133,15 @@ def test_a_question_sharing_no_word_is_let_through_and_writes_no_not_the_same(cl
     assert '"not_the_same"' not in (vault / LEDGER).read_text(encoding="utf-8")  # old lines keep their checksums
 
 
-def test_not_the_same_must_name_a_decision(cli, vault):
+@pytest.mark.parametrize("shared", [False, True], ids=["hidden layout", "shared layout, no device tag yet"])
+def test_not_the_same_must_name_a_decision(cli, tmp_path, shared):
+    vault = make_vault(tmp_path / "layout", shared=shared)
     before = snapshot(vault)
     for bad, said in (("D-0042", "no decision note has id D-0042"), ("footer", "footer")):
         for command in (["ask", NEAR_BOTTOM], ["rule", "--summary", "The bottom of each article carries the bio."]):
-            result = cli(*command, "--topic", "article-endings", "--not-the-same", bad)
+            result = cli(*command, "--topic", "article-endings", "--not-the-same", bad, root=vault)
             assert result.code in (1, 2) and said in result.err and len(result.err.strip().splitlines()) == 1
-            assert snapshot(vault) == before  # nothing written
+            assert snapshot(vault) == before  # nothing written, not even a tag drawn for the device
 
 
 def test_the_check_finds_a_match_among_many_decisions_through_the_index(vault, monkeypatch):

@@ -80,13 +80,13 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             changes["alongside_all"] = True
         if decision_id is None:
             asked = check_topics(topics)
+            judged = judged_ids(ws, state, not_the_same)  # before an id is given: a new device's draws its tag
             new_id = ws.next_id(state)
             path = ws.new_note_path(new_id, summary)
             fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
                       ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
             text = note_edits.render_note(fields, _ruling_section(body or summary))
-            return write_ruling(ws, state, path, None, text, actor, reason,
-                                not_the_same=judged_ids(ws, state, not_the_same))
+            return write_ruling(ws, state, path, None, text, actor, reason, not_the_same=judged)
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         if list(not_the_same):
