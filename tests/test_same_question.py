@@ -18,20 +18,18 @@ from benchmarks.judgments import (
     split_figures,
 )
 from benchmarks.same_question import TARGET_FALSE_REFUSALS, figures, load_pairs
-from vault_tools.ledger_lines import parse_ledger
 from vault_tools.matter import POSSIBLE_MATCH_THRESHOLD, SAME_MATTER_THRESHOLD
 from vault_tools.reconcile import reconcile
 from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 
-from .helpers import TZ, decision, make_vault, snapshot, vt_here
+from .helpers import TZ, decision, ledger_file, made_id, make_vault, snapshot, vt_here
 
-LEDGER = ".vault-tools/ledger.jsonl"
 FOOTER = "Every article footer carries the author bio."
 
 
 def asked_events(vault: Path, kind: str = "asked") -> list:
-    return [e for e in parse_ledger((vault / LEDGER).read_text(encoding="utf-8"), LEDGER) if e.event == kind]
+    return [e for e in Vault(vault).ledger.read() if e.event == kind]
 
 
 # -- the labelled pairs ----------------------------------------------------------------------------
@@ -85,7 +83,7 @@ def test_ask_refuses_the_same_question_under_another_topic_and_says_how_to_go_th
 
     through = cli("ask", BOTTOM, "--topic", "article-endings", "--not-the-same", "D-0001")
     assert through.code == 0, through.err
-    assert asked_events(vault)[-1].not_the_same == ("D-0001",)
+    assert asked_events(vault)[-1].not_the_same == (made_id(vault, "D-0001"),)
 
 
 def test_an_open_question_on_the_same_matter_refuses_even_a_reask(cli, vault):
@@ -115,7 +113,7 @@ def test_a_possible_match_is_refused_once_with_the_ruling_shown_and_goes_through
 
     asked = cli("ask", NEAR_BOTTOM, "--topic", "article-endings", "--not-the-same", "D-0001")
     assert asked.code == 0, asked.err
-    assert asked_events(vault)[-1].not_the_same == ("D-0001",)
+    assert asked_events(vault)[-1].not_the_same == (made_id(vault, "D-0001"),)
 
 
 def test_a_question_sharing_a_word_of_the_trade_goes_through(cli, vault):
@@ -130,7 +128,7 @@ def test_a_question_sharing_no_word_is_let_through_and_writes_no_not_the_same(cl
     asked = cli("ask", "Which city hosts the spring meetup?", "--topic", "meetup-city")
     assert asked.code == 0, asked.err
     assert asked_events(vault)[-1].not_the_same == ()
-    assert '"not_the_same"' not in (vault / LEDGER).read_text(encoding="utf-8")  # old lines keep their checksums
+    assert '"not_the_same"' not in ledger_file(vault).read_text(encoding="utf-8")  # old lines keep their checksums
 
 
 @pytest.mark.parametrize("shared", [False, True], ids=["hidden layout", "shared layout, no device tag yet"])
@@ -196,7 +194,7 @@ def test_a_ruling_judged_another_matter_goes_through_and_the_ledger_keeps_the_ju
     sponsor = ["rule", "--topic", "newsletter-sponsor", "--summary", SPONSOR, "--source", "chat"]
     assert cli(*sponsor).code == 1
     assert cli(*sponsor, "--not-the-same", "D-0001").code == 0
-    assert asked_events(vault, "ruled")[-1].not_the_same == ("D-0001",)
+    assert asked_events(vault, "ruled")[-1].not_the_same == (made_id(vault, "D-0001"),)
 
 
 def test_a_ruling_that_names_what_it_replaces_is_refused_only_by_the_same_matter(cli, vault):
