@@ -30,7 +30,7 @@ from vault_tools.commands.ask import ask
 from vault_tools.commands.setup import init_vault
 from vault_tools.errors import PossibleMatch
 from vault_tools.layout import device_tag, layout_of
-from vault_tools.record_files import RACY_NANOSECONDS
+from vault_tools.record_files import RACY_NANOSECONDS, TOPICS_FILE
 from vault_tools.services.workspace import Workspace
 from vault_tools.vault import Vault
 from vault_tools.watch import Action, Watcher
@@ -68,6 +68,11 @@ def note_path(root: Path, decision_id: str) -> Path:
 def config_file(root: Path) -> Path:
     """The vault's config file, in whichever layout it was made (`vault-tools/` or `.vault-tools/`)."""
     return layout_of(root).config_path
+
+
+def topics_file(root: Path) -> Path:
+    """The topics the owner merged (`topics.yaml`), in either layout."""
+    return layout_of(root).record_dir / TOPICS_FILE
 
 
 def kept_dir(root: Path) -> Path:

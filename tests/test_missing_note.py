@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import Scripted, configure, note_path, vt, vt_here
+from tests.helpers import Scripted, configure, kept_dir, made_id, note_path, vt, vt_here
 
 ANALYTICS = "The site uses no analytics and no tracking of any kind."
 
@@ -43,9 +43,9 @@ def test_the_ruling_stays_in_force_for_the_agent_marked_as_missing_its_note(vaul
     looked = vt_here("lookup", "analytics", "--json", cwd=vault)
     assert looked.code == 0
     [found] = json.loads(looked.out)
-    assert found["id"] == "D-0001" and found["note_missing"] is True
+    assert found["id"] == made_id(vault, "D-0001") and found["note_missing"] is True
     context = vt_here("context", cwd=vault).out
-    assert ANALYTICS in context and "D-0001 (sealed ruling): its note is missing" in context
+    assert ANALYTICS in context and f"{made_id(vault, 'D-0001')} (sealed ruling): its note is missing" in context
     question = {"cwd": str(vault), "tool_name": "AskUserQuestion",
                 "tool_input": {"questions": [{"question": "Should the site add analytics?", "header": "Analytics"}]}}
     denial = json.loads(vt_here("hook", "claude", "pre-tool-use", cwd=vault, stdin=json.dumps(question)).out)
@@ -63,7 +63,7 @@ def test_the_watcher_writes_the_note_back_and_keeps_what_stood_there(vault, seal
     assert done.code == 0, done.out + done.err
     assert "restored D-0001" in done.out + done.err
     assert sealed.read_bytes() == original
-    kept = list((vault / ".vault-tools" / "kept").glob("*.md")) if way == "no longer a decision note" else []
+    kept = list(kept_dir(vault).glob("*.md")) if way == "no longer a decision note" else []
     assert [path.read_bytes() for path in kept] == ([changed] if kept else [])
     if way == "no longer a decision note":
         assert kept, "the changed note must be kept before it is replaced"
@@ -144,10 +144,10 @@ def test_a_question_whose_note_goes_stays_in_view_and_is_written_back(vault, clo
     original = note.read_bytes()
     lose(way, note, vault)
     context = json.loads(vt_here("context", "--json", cwd=vault).out)
-    assert [q["id"] for q in context["open_questions"]] == (["D-0001"] if closing == "open" else [])
+    assert [q["id"] for q in context["open_questions"]] == ([made_id(vault, "D-0001")] if closing == "open" else [])
     page = vt_here("build", cwd=vault)
     assert page.code == 0
-    assert "D-0001 (" + closing + " question): its note is missing" in \
+    assert made_id(vault, "D-0001") + " (" + closing + " question): its note is missing" in \
         (vault / "Pinned" / "Open questions.md").read_text(encoding="utf-8")
     lint = vt_here("lint", cwd=vault)
     assert lint.code == 1 and "VT057" in lint.out and "D-0001" in lint.out

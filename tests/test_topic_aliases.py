@@ -1,11 +1,11 @@
-"""Topics merged in `.vault-tools/topics.yaml` are one topic for ask, lookup, lint and context."""
+"""Topics merged in `topics.yaml` (`vault-tools/`, or `.vault-tools/` in a vault set up before) are one topic for ask, lookup, lint and context."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from tests.helpers import snapshot, write
+from tests.helpers import make_vault, shown_path, snapshot, topics_file, write
 
 
 @pytest.fixture
@@ -14,7 +14,7 @@ def merged(vault, cli):
     for summary, topic, day in (("Every footer carries the newsletter link.", "article-footer", "01"),
                                 ("The bottom of each page shows the licence.", "site-bottom", "02")):
         assert cli("rule", "--summary", summary, "--topic", topic, "--ruled-at", f"2026-07-{day}T09:00:00").code == 0
-    write(vault / ".vault-tools" / "topics.yaml", "# merged by hand\narticle-footer: [site-bottom]\n")
+    write(topics_file(vault), "# merged by hand\narticle-footer: [site-bottom]\n")
     return vault
 
 
@@ -38,7 +38,7 @@ def test_lint_and_context_read_the_two_as_one_topic(merged, cli):
 
 
 def test_without_the_merge_they_are_two_topics(merged, cli):
-    (merged / ".vault-tools" / "topics.yaml").unlink()
+    topics_file(merged).unlink()
     assert cli("lookup", "site-bottom", "--json").out.count('"id"') == 1
     assert "VT016" not in cli("lint").out
 
@@ -49,7 +49,7 @@ def test_a_merged_spelling_is_no_longer_reported_as_a_variant(vault, cli):
         cli("rule", "--summary", summary, "--topic", topic, "--ruled-at", "2026-07-01T09:00:00",
             *(["--alongside", "D-0001"] if topic.endswith("s") else []))
     assert "VT042" in cli("lint").out
-    write(vault / ".vault-tools" / "topics.yaml", "article-footer: [article-footers]\n")
+    write(topics_file(vault), "article-footer: [article-footers]\n")
     assert "VT042" not in cli("lint").out
 
 
@@ -60,14 +60,21 @@ def test_a_merged_spelling_is_no_longer_reported_as_a_variant(vault, cli):
     ("- article-footer\n", None, "must map each topic to a list of its aliases"),
 ])
 def test_a_bad_topics_file_is_one_line_naming_it(vault, cli, text, line, message):
-    write(vault / ".vault-tools" / "topics.yaml", text)
+    write(topics_file(vault), text)
     before = snapshot(vault)
     result = cli("lookup", "article-footer")
     assert result.code == 2
-    where = ".vault-tools/topics.yaml" + (f":{line}" if line else "")
+    where = shown_path(vault, topics_file(vault)) + (f":{line}" if line else "")
     assert result.err.startswith(f"error: {where}: ") and message in result.err
     assert len(result.err.strip().splitlines()) == 1
     assert snapshot(vault) == before
+
+
+def test_a_bad_topics_file_is_named_where_it_is_in_the_shared_layout(cli, tmp_path):
+    shared = make_vault(tmp_path / "shared", shared=True)
+    write(shared / "vault-tools" / "topics.yaml", "article-footer: [Site Bottom]\n")
+    result = cli("lookup", "article-footer", root=shared)
+    assert result.code == 2 and result.err.startswith("error: vault-tools/topics.yaml:1: "), result.err
 
 
 @pytest.fixture(autouse=True)

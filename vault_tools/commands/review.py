@@ -20,10 +20,10 @@ from ..ledger_lines import Event
 from ..links import Resolve, leading_id
 from ..model import Decision, Status, newest_first_key
 from ..pages import escape, link
+from ..record_files import TOPICS_FILE
 from ..ruling_graph import unresolved_overlaps
 from ..services.workspace import Workspace
-from ..topic_aliases import SHOWN as TOPICS_SHOWN
-from ..topic_aliases import add_alias
+from ..topic_aliases import add_alias, shown
 from ..topics import TopicIndex, canonical_topic
 from ..vault import VaultState
 from .review_notes import ITEM_LINE, PROPOSAL_MARKER, REVIEW_PREFIX, WAITING, review_folder, waiting_reviews
@@ -281,7 +281,7 @@ def _merge(ws: Workspace, alias: str, topic: str, day: str) -> str:
         if not add_alias(ws.vault.record_dir, topic, alias):
             return f"{alias} was already merged into {canonical_topic(topic)}"
         ws.vault.ledger.append([Event(event="topics-merged", id="topics", at=utc_stamp(ws.now()),
-                                      actor=ws.config.default_ruler, path=TOPICS_SHOWN,
+                                      actor=ws.config.default_ruler, path=shown(ws.vault.record_dir / TOPICS_FILE),
                                       reason=f"{alias} merged into {topic} in the review of {day}")])
     return f"{alias} merged into {topic}"
 
