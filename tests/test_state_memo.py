@@ -405,3 +405,4 @@ def test_a_note_the_owner_saves_while_rule_writes_is_on_the_pages_it_rebuilds(va
     monkeypatch.setattr(ledger_module.Ledger, "append", real_append)
     assert "and the wording" in (vault / "Pinned" / "Open questions.md").read_text(encoding="utf-8")
     assert vt_here("build", "--check", cwd=vault).code == 0
+

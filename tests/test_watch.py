@@ -21,7 +21,6 @@ import pytest
 
 from vault_tools import lint, note_edits, notes
 from vault_tools.history import histories_by_id
-from vault_tools.ledger import Ledger
 from vault_tools.ledger_lines import scan_ledger
 from vault_tools.meaning import seal_hash
 from vault_tools.services.workspace import Workspace
@@ -33,7 +32,9 @@ from .helpers import (
     Scripted,
     configure,
     decision,
+    kept_dir,
     ledger_file,
+    made_id,
     note_path,
     obsidian_save,
     past_the_racy_window,
@@ -87,13 +88,13 @@ def test_an_in_place_edit_is_restored_and_kept_as_a_revision_and_then_all_is_qui
         assert "restored" in scripted.kinds()
         assert scripted.when("restored") >= saved_at + 0.3  # not before the note was quiet for the debounce
         assert path.read_bytes() == sealed
-        revisions = sorted((vault / "Decisions").glob("D-0002 *.md"))
+        revisions = sorted((vault / "Decisions").glob("D-0002*.md"))
         assert len(revisions) == 1
         revision = notes.read_note(revisions[0])
         assert revision.body == notes.split(typed)[1]
         assert revision.data["summary"] == FOOTER.replace("the newsletter link and ", "")
         assert revision.data["status"] == "open" and revision.data["supersedes"] == [f"[[{path.stem}]]"]
-        events = [e.event for e in Ledger(vault / ".vault-tools").read()]
+        events = [e.event for e in Vault(vault).ledger.read()]
         assert events[-2:] == ["edit-rejected", "asked"]
         assert "Proposed revisions" in (vault / "Pinned/Open questions.md").read_text()
 
@@ -119,11 +120,11 @@ def test_fifty_saves_in_ten_seconds_give_one_revision_with_the_last_text(cli, va
         scripted.advance_until(lambda: "restored" in scripted.kinds(), limit=10)
         assert scripted.when("restored") >= last_save + 1.0
         scripted.advance(1.5)
-    revisions = list((vault / "Decisions").glob("D-0002 *.md"))
+    revisions = list((vault / "Decisions").glob("D-0002*.md"))
     assert len(revisions) == 1 and scripted.kinds().count("edit-rejected") == 1
     assert notes.read_note(revisions[0]).body.endswith("Typing, save number 49.\n")
     assert path.read_text() == sealed
-    assert not list((vault / "Decisions").glob("D-0003 *.md"))
+    assert not list((vault / "Decisions").glob("D-0003*.md"))
 
 
 def test_typing_at_obsidian_speed_with_default_scale_timings_is_not_sealed_mid_ruling(cli, vault):
@@ -219,7 +220,7 @@ def test_a_question_ruled_in_obsidian_is_sealed_after_settling(cli, vault):
     assert FOOTER in log
     data = notes.read_note(path).data
     assert data["ruled_by"] == "owner" and data["ruled_at"]
-    assert histories_by_id(Ledger(vault / ".vault-tools").read())["D-0001"].sealed
+    assert histories_by_id(Vault(vault).ledger.read())[made_id(vault, "D-0001")].sealed
 
 
 def test_a_hand_written_superseding_ruling_marks_the_old_one(cli, vault):
@@ -246,7 +247,7 @@ def test_a_hand_edited_page_is_kept_then_regenerated(cli, vault):
         obsidian_save(page, generated + "\nMy own note on the log.\n")
         running.until(lambda: "page-kept" in running.kinds())
         running.until(lambda: page.read_text() == generated)
-    kept = list((vault / ".vault-tools" / "kept").iterdir())
+    kept = list(kept_dir(vault).iterdir())
     assert len(kept) == 1 and kept[0].read_text().endswith("My own note on the log.\n")
 
 
@@ -278,7 +279,7 @@ def test_edits_made_while_stopped_are_reconciled_at_start(cli, vault):
     with Running(vault) as running:
         assert {"edit-rejected", "restored", "sealed"} <= set(running.kinds())
     assert path.read_bytes() == sealed
-    assert histories_by_id(Ledger(vault / ".vault-tools").read())["D-0002"].sealed
+    assert histories_by_id(Vault(vault).ledger.read())[made_id(vault, "D-0002")].sealed
 
 
 # -- the command ---------------------------------------------------------------------------
@@ -327,7 +328,7 @@ def test_once_cuts_the_torn_line_a_killed_append_left_and_goes_on(cli, vault):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert path.read_text() == sealed  # the edit became a proposed revision, as without the torn line
-    assert [p.read_bytes() for p in (vault / ".vault-tools" / "kept").iterdir()] == [b'{"event": "sea']
+    assert [p.read_bytes() for p in kept_dir(vault).iterdir()] == [b'{"event": "sea']
     assert cli("lint").code == 0
 
 
@@ -371,7 +372,7 @@ def _check_invariants(vault: Path, typed: bytes) -> None:
     typed_body = notes.split(typed.decode())[1]
     revisions = [d for d in state.decisions if d.status.value == "open" and d.supersedes]
     assert len(revisions) == 1 and revisions[0].body == typed_body
-    original = next(p for p in (vault / "Decisions").glob("D-0001 *.md"))
+    original = next(p for p in (vault / "Decisions").glob("D-0001*.md"))
     assert original.read_bytes() == known["D-0001"].seal.text.encode()
     report = lint.lint(lint.gather(Vault(vault)))
     assert report.errors == 0, [str(d) for d in report.diagnostics]

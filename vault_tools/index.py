@@ -47,8 +47,9 @@ COLUMNS = ("summary", "topics", "body", "reason", "cjk")
 WEIGHTS = (5.0, 4.0, 1.0, 2.0, 3.0)  # bm25 weight of each column, in COLUMNS order
 CURRENT = frozenset({Status.RULED, Status.OPEN})
 # Set by the resident process (`resident_process`), which answers command after command: the decisions in
-# effect an index worked out are taken again by the next command while the notes' listing (the digest each
-# command checks the index against), the index's own file and the ledger's files are as they were then.
+# effect an index worked out are taken again by the next command while the index's listing (the digest of the
+# notes it was brought up to date with, and when: written anew with each write of its rows), the index's own
+# file and the ledger's files are as they were then.
 KEEP_DOCS_IN_EFFECT = False
 _kept_docs_in_effect: dict[str, tuple[tuple[Any, ...], tuple[dict[int, _Doc], dict[int, Status]]]] = {}
 SNIPPET_TOKENS = 12
@@ -128,7 +129,7 @@ class SearchIndex:
         self.notices: list[str] = []
         self._synced = False  # brought up to date once: one command asks it more than once of the same notes
         self._docs_in_effect: tuple[dict[int, _Doc], dict[int, Status]] | None = None  # as of that once
-        self._listing: str | None = None  # the digest of the notes' listing it was brought up to date with
+        self._listing: str | None = None  # its listing as brought up to date: the digest, and when it was written
 
     # -- keeping it current
 
@@ -177,11 +178,11 @@ class SearchIndex:
         kept = connection.execute("SELECT value FROM meta WHERE name = 'listing'").fetchone()
         kept_digest, _, kept_at = kept[0].partition(" ") if kept else ("", "", "0")
         if kept_digest == digest and int(kept_at) - newest > RACY_NANOSECONDS:
-            self._listing = digest
+            self._listing = kept[0]
             return
         self._sync_notes(connection, listing)
-        connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (f"{digest} {time.time_ns()}",))
-        self._listing = digest
+        self._listing = f"{digest} {time.time_ns()}"  # a new value at each write: rows may have new numbers
+        connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (self._listing,))
 
     def _sync_notes(self, connection: sqlite3.Connection,
                     listing: list[tuple[str, StatKey]]) -> None:
@@ -268,8 +269,10 @@ class SearchIndex:
         return self._docs_in_effect
 
     def _docs_key(self) -> tuple[Any, ...] | None:
-        """What the decisions in effect are worked out from: the notes' listing, the index's file (its rows'
-        numbers are its own) and the ledger's files; None where one cannot be said."""
+        """What the decisions in effect are worked out from: the index's rows, as its listing says when it was
+        last written (read through the connection: a file's times may not change within a second, nor at all
+        while its writes wait in a journal) and as its file's stat key says of writes by other programs, and the
+        ledger's files; None where one cannot be said."""
         try:
             file = stat_key(os.stat(self.path))
             ledger = self.vault.ledger.stat_key()
