@@ -104,8 +104,10 @@ def add_to_config(root: Path, text: str) -> None:
 
 def ledger_events(root: Path) -> list[dict[str, Any]]:
     """Every line of the vault's ledger as JSON, in either layout (each device's file in turn in the shared one)."""
-    files = sorted((root / "vault-tools" / "ledger").glob("*.jsonl")) or [root / ".vault-tools" / "ledger.jsonl"]
-    return [json.loads(line) for path in files for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    layout = layout_of(root)
+    files = sorted(layout.ledger_dir.glob("*.jsonl")) if layout.shared else [layout.legacy_ledger]
+    return [json.loads(line) for path in files if path.exists()
+            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def stat_all(root: Path) -> dict[str, tuple[int, int]]:

@@ -9,22 +9,20 @@ from pathlib import Path
 import pytest
 
 from tests.git_repo import commit_all
-from tests.helpers import make_vault, vt_here
+from tests.helpers import ledger_file, make_vault, shown_path, vt_here
 from vault_tools.index import INDEX_FILE, NO_FTS5_ENV
 from vault_tools.ledger_lines import event_line, parse_ledger
 
-LEDGER = ".vault-tools/ledger.jsonl"
-
 
 def events(vault: Path) -> list:
-    return parse_ledger((vault / LEDGER).read_text(encoding="utf-8"), LEDGER)
+    return parse_ledger(ledger_file(vault).read_text(encoding="utf-8"), shown_path(vault, ledger_file(vault)))
 
 
 def as_written_by_an_earlier_version(vault: Path) -> None:
     """The ledger as versions before `asked` carried content wrote it: same events, no question text."""
     old = [dataclasses.replace(e, text=None, summary=None, topics=()) if e.event == "asked" else e
            for e in events(vault)]
-    (vault / LEDGER).write_text("".join(event_line(e) for e in old), encoding="utf-8")
+    ledger_file(vault).write_text("".join(event_line(e) for e in old), encoding="utf-8")
 
 
 def footer_story(cli) -> None:
@@ -53,7 +51,7 @@ def test_lines_written_before_the_new_fields_keep_their_checksums(vault):
     body = '{"actor":"agent","at":"2026-07-16T09:02:00Z","event":"asked","id":"D-0001","path":"Decisions/D-0001 Q.md"}'
     import hashlib
     text = line % hashlib.sha256(body.encode()).hexdigest()[:16]
-    [event] = parse_ledger(text, LEDGER)
+    [event] = parse_ledger(text, ".vault-tools/ledger.jsonl")
     assert event.summary is None and event.topics == ()
     assert event_line(event) == text  # written again, byte for byte the same line
 

@@ -7,7 +7,7 @@ import pytest
 
 from vault_tools import note_edits, notes
 
-from .helpers import Running, configure, ledger_events, note_path, obsidian_save, write
+from .helpers import Running, configure, ledger_events, made_id, note_path, obsidian_save, write
 
 
 def _note(fields: str, body: str = "") -> str:
@@ -127,7 +127,7 @@ def test_a_ruling_whose_supersedes_names_an_open_question_answers_it(vault, seal
     context = json.loads(vt_here("context", "--json", cwd=vault).out)
     assert context["open_questions"] == []
     assert [r["summary"] for r in context["rulings"]] == ["The newsletter moves to Buttondown in January."]
-    assert _status(vault, "D-0001") == "withdrawn" and _status(vault, "D-0002") == "ruled"
+    assert _status(vault, made_id(vault, "D-0001")) == "withdrawn" and _status(vault, made_id(vault, "D-0002")) == "ruled"
     lint = vt_here("lint", cwd=vault)
     assert lint.code == 0, lint.out
 
