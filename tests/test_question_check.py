@@ -174,11 +174,13 @@ def test_a_denial_stays_within_the_agent_s_bound_as_printed(questions_vault):
 def test_a_huge_question_is_read_in_its_first_characters_within_the_hook_s_time(questions_vault):
     item = {"question": "Which do you prefer? " + "x " * 2_000_000, "header": "Refunds " + "h " * 3_000_000,
             "options": [{"label": "Store credit only " + "y " * 1_000_000}] * 50}
-    started = __import__("time").monotonic()
+    # The hook's own work, as processor time (it runs in this process): on a machine busy with other work the
+    # wall clock says more of the machine than of the hook, and this bound is about the hook not reading it all
+    started = __import__("time").process_time()
     denial = hook("pre-tool-use", {"session_id": "s-11", "tool_name": "AskUserQuestion",
                                    "tool_input": {"questions": [item]}}, questions_vault)
     assert "Refunds within 30 days of purchase" in denial["hookSpecificOutput"]["permissionDecisionReason"]
-    assert __import__("time").monotonic() - started < 5
+    assert __import__("time").process_time() - started < 5
 
 
 @pytest.mark.parametrize("invisible", ["\u200b", "\u034f", "\ufe0f", "\u180b", "\u00ad"])

@@ -8,8 +8,8 @@ paying for Python's start-up and the package's imports again
 Only commands that write nothing of the record: a command that does (`ask`, `rule`) runs with this process's
 own rights and view of the files (a sandbox, a read-only mount), which a process started by the watcher does not
 share. `ask` is tried there (`launch.RESIDENT_TRIES`): answered when it writes nothing (refused), else declined
-before its first write and run here. Not asked on a terminal (a person is not waiting on tenths of a second there, and the answer's colours
-and width are the terminal's), nor when `VAULT_TOOLS_NO_RESIDENT` is set. Whenever it does not answer in full
+before its first write and run here. Not asked on a terminal (a person is not waiting on tenths of a second
+there, and the answer's colours and width are the terminal's), nor when `VAULT_TOOLS_NO_RESIDENT` is set. Whenever it does not answer in full
 (none listening, other code, another file-name encoding, a folder it cannot see, stopped, gone), the command
 runs in its own process as before: a reading command asked twice gives the same answer.
 """

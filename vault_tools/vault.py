@@ -52,7 +52,8 @@ KEEP_LAST_READ = False
 _last_reads: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple[StatKey, Piece]]]] = {}
 # Such a process also keeps each vault's ledger reader: it checks its files' stat keys at each read and reads
 # again what changed, as the watcher's does over hours; what it worked out from them (events, histories,
-# summaries) is taken again while they are unchanged. The resident answers only commands that never write it.
+# summaries) is taken again while they are unchanged. The resident writes none of it: its readers never write,
+# and a try (`ask`) stops at its first write (`durable.nothing_written`).
 _kept_ledgers: dict[tuple[str, bool], Ledger] = {}  # (vault root, shared layout) -> its ledger
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
 
