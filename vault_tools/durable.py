@@ -123,7 +123,7 @@ def write_atomic(path: Path, data: bytes, parsed: Note | None = None, *, derived
     `data` parses to, when the caller has it (see `Written`). `derived`: a cache, written even where
     `nothing_written` holds."""
     if not derived:
-        may_write(path)
+        may_write(path)  # before its folder is made (`write_files` checks the file again)
     path.parent.mkdir(parents=True, exist_ok=True)
     error = write_files([(path, data, parsed)], derived=derived)[0]
     if error is not None:
@@ -143,8 +143,9 @@ def write_files(writes: list[tuple[Path, bytes, Note | None]], *, derived: bool 
     together. Returns, for each file, None when it was written, else what stopped it (it is then left as
     it was: an error on one file does not stop the others). What `before_writes` asked for is done while the
     temp files are synced, before the first file is replaced."""
-    for path, _, _ in () if derived else writes:
-        may_write(path)
+    if not derived:
+        for path, _, _ in writes:
+            may_write(path)
     before = _before_write.get()
     if not writes:
         for callback in before:
