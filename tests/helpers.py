@@ -185,11 +185,11 @@ def untagged(root: Path, result: Result) -> Result:
     """`result` with the ids this device made in the vault at `root` shown by their counter alone (`D-0001`
     for `D-0001-k7q2`), as a typed id may name them: what a test of anything but the tags compares. The shared
     layout tags each id a command makes with the device's tag (design 0026); a test of the tags themselves
-    reads them as printed."""
+    reads them as printed. A path printed keeps the file's name as it is (`Decisions/D-0001-k7q2 ...`)."""
     tag = device_tag(root, create=False) if root.is_dir() else None
     if not tag:
         return result
-    pattern = re.compile(rf"\b(D-\d+)-{re.escape(tag)}\b")
+    pattern = re.compile(rf"(?<![/\\])\b(D-\d+)-{re.escape(tag)}\b")  # a path names the file as it is
     return Result(result.code, pattern.sub(r"\1", result.out), pattern.sub(r"\1", result.err))
 
 
@@ -275,10 +275,11 @@ def python_on_terminal(*args: str, cwd: Path, timeout: float = 60) -> Result:
     return Result(process.wait(), out.decode("utf-8"), err.decode("utf-8", errors="replace"))
 
 
-def vt_here(*args: str, cwd: Path, stdin: str | None = None, judge: bool = False) -> Result:
+def vt_here(*args: str, cwd: Path, stdin: str | None = None, judge: bool = False, counted: bool = False) -> Result:
     """`vt` without the process: the same entry point (the console script's front door, hooks included),
-    run in this process from `cwd` with `stdin`, its output and exit code caught (`judge`: see `judged`). For tests about what a command does; tests about the process itself (exit status,
-    start-up, concurrency, kill -9) use `vt`."""
+    run in this process from `cwd` with `stdin`, its output and exit code caught (`judge`: see `judged`;
+    `counted`: this device's ids shown by their counter, as `vt` shows them: see `untagged`). For tests about
+    what a command does; tests about the process itself (exit status, start-up, concurrency, kill -9) use `vt`."""
     from vault_tools import launch
 
     def invoke(given: list[str]) -> Result:
@@ -296,7 +297,8 @@ def vt_here(*args: str, cwd: Path, stdin: str | None = None, judge: bool = False
         finally:
             sys.argv, sys.stdin = saved[0], saved[1]
             os.chdir(saved[2])
-        return Result(code, out.getvalue(), err.getvalue())
+        done = Result(code, out.getvalue(), err.getvalue())
+        return untagged(vault_of(given, cwd), done) if counted else done
     return judged(args, invoke, lambda r: r.code, lambda r: r.err) if judge else invoke(list(args))
 
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from .helpers import config_file, config_shown, ledger_file, shown_path, snapshot, write
+from .helpers import config_file, config_shown, kept_dir, ledger_file, note_path, shown_path, snapshot, write
 
 RULING = "Every article footer carries the newsletter link and the author bio."
 FM = "---\ntype: decision\nid: D-0002\nstatus: ruled\ntopics: [x-y]\nsummary: A summary that is long enough.\n" \
@@ -198,7 +198,7 @@ def test_a_torn_ledger_is_exit_3_for_readers_and_the_next_write_cuts_the_partial
         fixed = cli("lint", "--fix")
         assert fixed.code == 0 and "cut off the torn last line of the ledger" in fixed.err, fixed
     assert ledger.read_bytes().startswith(whole) and ledger.read_bytes().endswith(b"\n")
-    assert [p.read_bytes() for p in (settled / ".vault-tools" / "kept").iterdir()] == [b'{"event":"ask']
+    assert [p.read_bytes() for p in kept_dir(settled).iterdir()] == [b'{"event":"ask']
     assert cli("lint").code == 0
 
 
@@ -254,10 +254,10 @@ def test_an_adr_over_the_note_limit_is_cut_with_its_whole_text_kept(cli, vault, 
           "# 1. Keep everything in one repository\n\n## Status\n\nAccepted\n\n## Context\n\n"
           + "A line of context that goes on and on.\n" * (BIG // 38))
     assert cli("import", "adr", str(folder)).code == 0
-    [note] = (vault / "Decisions").glob("D-0001 *.md")
+    note = note_path(vault, "D-0001")
     assert note.stat().st_size <= notes.MAX_NOTE_BYTES
     assert "_Cut here: the whole text" in note.read_text(encoding="utf-8")
-    kept = list((vault / ".vault-tools" / "kept").glob("ADR 1 full text *.md"))
+    kept = list(kept_dir(vault).glob("ADR 1 full text *.md"))
     assert len(kept) == 1 and kept[0].stat().st_size > BIG
     assert cli("lint").code == 0
     assert cli("rule", "--topic", "newsletter-day", "--summary", "The newsletter goes out on Thursdays.",
@@ -273,7 +273,7 @@ def test_a_ruling_sealed_over_the_limit_and_shortened_by_the_owner_is_sealed_as_
     assert cli("rule", "--topic", "article-footer", "--summary", RULING, "--source", "chat",
                "--body", "A very long ruling.\n" * (BIG // 20)).code == 0
     monkeypatch.undo()
-    [note] = (vault / "Decisions").glob("D-0001 *.md")
+    note = note_path(vault, "D-0001")
     text = note.read_text(encoding="utf-8")
     note.write_text(text[:text.index("A very long ruling.")] + "A very long ruling, cut short by the owner.\n",
                     encoding="utf-8")

@@ -406,7 +406,7 @@ def test_a_conflict_copy_is_set_aside_reported_and_settled(tmp_path) -> None:
 
 def test_migrate_moves_a_hidden_record_and_loses_nothing(tmp_path) -> None:
     root = tmp_path / "vault"
-    make_vault(root)
+    make_vault(root, shared=False)  # the layout an older version made
     assert run(["rule", "--topic", "font-choice", "--summary", "Body text is set in a serif face.", "--source", "chat",
                 "--vault", str(root)]) == 0
     decision(root, 2, status="open", topics=("publish-day",))  # made by hand, recorded by lint --fix
@@ -431,7 +431,7 @@ def test_migrate_moves_a_hidden_record_and_loses_nothing(tmp_path) -> None:
 
 def test_migrate_refuses_a_damaged_ledger_and_writes_nothing(tmp_path) -> None:
     root = tmp_path / "vault"
-    make_vault(root)
+    make_vault(root, shared=False)
     run(["ask", "What should every article footer contain?", "--topic", "newsletter", "--vault", str(root)])
     ledger = root / ".vault-tools" / "ledger.jsonl"
     ledger.write_text(ledger.read_text() + '{"event": "torn')

@@ -199,7 +199,8 @@ def test_a_rename_or_move_is_followed_by_id_and_is_not_an_edit(cli, vault):
         elsewhere.parent.mkdir()
         scripted.save(elsewhere, content)
         scripted.advance_until(
-            lambda: "[[D-0001 Footer rule|D-0001]]" in (vault / "Pinned/Decisions archive.md").read_text(), limit=10)
+            lambda: f"[[D-0001 Footer rule|{made_id(vault, 'D-0001')}]]" in (vault / "Pinned/Decisions archive.md").read_text(),
+            limit=10)
         scripted.advance(30)
     assert not {"edit-rejected", "restored", "invalid"} & set(scripted.kinds()), scripted.actions
     assert len(list(vault.rglob("D-*.md"))) == 2
@@ -279,7 +280,7 @@ def test_edits_made_while_stopped_are_reconciled_at_start(cli, vault):
     with Running(vault) as running:
         assert {"edit-rejected", "restored", "sealed"} <= set(running.kinds())
     assert path.read_bytes() == sealed
-    assert histories_by_id(Vault(vault).ledger.read())[made_id(vault, "D-0002")].sealed
+    assert histories_by_id(Vault(vault).ledger.read())["D-0002"].sealed  # made by hand: the id as typed
 
 
 # -- the command ---------------------------------------------------------------------------
@@ -343,7 +344,7 @@ def _scenario(vault: Path, cli) -> dict[str, bytes]:
     typed = path.read_text() + "\nTyped in place by the owner.\n"
     obsidian_save(path, typed)
     decision(vault, 4, "ruled", ("pricing",), "The spring sale is twenty percent off now.",
-             supersedes='["[[D-0003 The spring sale is fifteen percent off]]"]',
+             supersedes=f'["[[{made_id(vault, "D-0003")} The spring sale is fifteen percent off]]"]',
              reason="Stock is higher than planned this spring.")
     question = note_path(vault, "D-0002")
     note = notes.read_note(question)
@@ -367,13 +368,13 @@ def _check_invariants(vault: Path, typed: bytes) -> None:
         if decision_.status.value in ("ruled", "superseded"):
             assert history and history.seal and seal_hash(decision_, resolve, ws.tz) == history.seal.hash
             assert history.status is decision_.status
-    assert by_id["D-0003"].status.value == "superseded" and by_id["D-0004"].status.value == "ruled"
-    assert by_id["D-0002"].status.value == "ruled"
+    assert by_id[made_id(vault, "D-0003")].status.value == "superseded" and by_id["D-0004"].status.value == "ruled"
+    assert by_id[made_id(vault, "D-0002")].status.value == "ruled"
     typed_body = notes.split(typed.decode())[1]
     revisions = [d for d in state.decisions if d.status.value == "open" and d.supersedes]
     assert len(revisions) == 1 and revisions[0].body == typed_body
     original = next(p for p in (vault / "Decisions").glob("D-0001*.md"))
-    assert original.read_bytes() == known["D-0001"].seal.text.encode()
+    assert original.read_bytes() == known[made_id(vault, "D-0001")].seal.text.encode()
     report = lint.lint(lint.gather(Vault(vault)))
     assert report.errors == 0, [str(d) for d in report.diagnostics]
 

@@ -18,7 +18,7 @@ from ..dates import local_date, utc_stamp
 from ..errors import Refused, UsageError, VaultToolsError
 from ..ledger_lines import Event
 from ..links import Resolve, leading_id
-from ..model import Decision, Status, newest_first_key
+from ..model import Decision, Status, id_matches, newest_first_key
 from ..pages import escape, link
 from ..record_files import TOPICS_FILE
 from ..ruling_graph import unresolved_overlaps
@@ -34,7 +34,7 @@ NOTICE = ("> Proposals from `vault-tools review`. Nothing here has changed a dec
 _REASON = re.compile(r"^\s+- reason:(?P<reason>.*)$")
 # Words that say a ruling replaces an earlier one, followed closely by that ruling's id or link.
 _REPLACES = re.compile(r"\b(?:replac\w*|supersed\w*|overrid\w*|revers\w*|instead of)\b[^.\n]{0,60}?"
-                       r"(?:\[\[)?(?P<id>D-\d+)\b", re.IGNORECASE)
+                       r"(?:\[\[)?(?P<id>D-\d+(?:-[0-9a-z]{2,8})?)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def _named_replacements(decisions: list[Decision], resolve: Resolve, tz: dt.tzin
         linked = {leading_id(item) for item in links} | {resolve(item) for item in links}
         named = []
         for match in _REPLACES.finditer(f"{ruling.summary}\n{ruling.body}"):
-            target = by_id.get(match.group("id"))
+            target = by_id.get(match.group("id")) or _named_by_counter(decisions, match.group("id"))
             if target is None or target.id == ruling.id or target.id in linked or target.id in named:
                 continue
             if target.is_current and earlier(target, ruling):
@@ -149,6 +149,12 @@ def _named_replacements(decisions: list[Decision], resolve: Resolve, tz: dt.tzin
                                                    f"supersedes {link(target)}", "supersede", (ruling.id, target.id),
                                       f"Accepted in review: {ruling.id} says it replaces {target.id}.", quote))
     return found
+
+
+def _named_by_counter(decisions: list[Decision], typed: str) -> Decision | None:
+    """The one decision a counter alone names (`D-0005` for `D-0005-k7q2`), as a typed id names it."""
+    named = [d for d in decisions if id_matches(typed, d.id)]
+    return named[0] if len({d.id for d in named}) == 1 else None
 
 
 # -- the review note ---------------------------------------------------------------

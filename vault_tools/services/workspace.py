@@ -167,9 +167,10 @@ class Workspace:
             raise NotFound(f"no decision note has id {decision_id}", details=[f"Did you mean {' or '.join(alike)}?"] if alike else [])
         if len(found) > 1:
             paths = ", ".join(d.path for d in sorted(found, key=lambda d: d.order))
-            if exact:
-                raise InconsistentVault(f"id {decision_id} is used by {len(found)} notes: {paths}",
-                                        details=[f"Give one of them a new id: vault-tools renumber {decision_id} "
+            if exact or len({d.id for d in found}) == 1:  # the counter alone may name one id two notes share
+                shared_id = found[0].id
+                raise InconsistentVault(f"id {shared_id} is used by {len(found)} notes: {paths}",
+                                        details=[f"Give one of them a new id: vault-tools renumber {shared_id} "
                                                  f"--path \"{found[-1].path}\""])
             raise UsageError(f"{decision_id} names {len(found)} notes: {', '.join(d.id for d in found)}; "
                              "give the whole id")
@@ -382,9 +383,11 @@ class Workspace:
         return found
 
     # docs/design/0026-ids-and-record-identity.md
-    def next_id(self, state: VaultState) -> str:
-        """A new id: the next counter after every id this clone has seen, and in a git repository the
-        clone's own tag (`D-0012-k7q2`), so clones recording at the same time never hand out the same id."""
+    def next_id(self, state: VaultState, *, draw_tag: bool = True) -> str:
+        """A new id: the next counter after every id this clone has seen, and in a git repository or the
+        shared layout the device's own tag (`D-0012-k7q2`), so devices recording at the same time never hand
+        out the same id. Without `draw_tag`, a device that has no tag yet gets the id without one (a draft
+        to check before anything is written)."""
         numbers = [d.number for d in state.decisions]
         tags = {d.id.rsplit("-", 1)[1] for d in state.decisions if d.id.count("-") == 2}
         for event in self.vault.ledger.read():
@@ -399,7 +402,8 @@ class Workspace:
                 match = ID_PATTERN.match("D-" + path.name.split(" ", 1)[0].removesuffix(".md")[2:])
                 if match:
                     numbers.append(int(match.group(1)))
-        tag = device_tag(self.vault.root, tags | ledger_tags(self.vault.root))  # None outside git, hidden layout
+        tag = (device_tag(self.vault.root, tags | ledger_tags(self.vault.root)) if draw_tag  # None outside git,
+               else device_tag(self.vault.root, create=False))  # hidden layout
         return format_id(max(numbers, default=0) + 1, tag=tag)
 
     def event(self, kind: str, decision: Decision, actor: str, *, record: str, **extra: Any) -> Event:
