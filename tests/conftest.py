@@ -53,7 +53,7 @@ def no_thread_leaks():
 
 @pytest.fixture
 def vault(tmp_path) -> Path:
-    """A new vault in the hidden layout (see `make_vault`)."""
+    """A new vault in the layout `init` makes (see `make_vault`)."""
     return make_vault(tmp_path / "vault")
 
 

@@ -42,11 +42,10 @@ TZ = "Asia/Tokyo"  # the time zone of the vaults the tests make
 
 # -- vaults and notes ---------------------------------------------------------------------------
 
-def make_vault(root: Path, *, shared: bool = False) -> Path:
-    """A new vault at `root` (an Obsidian folder, `init` run, zone `TZ`): in the hidden layout a vault set up
-    before keeps (`.vault-tools/`, untagged ids), which most tests still expect (see tests/README.md), or with
-    `shared` the one `init` makes today (`vault-tools/`, ids made by commands tagged with the device's tag);
-    returns `root`."""
+def make_vault(root: Path, *, shared: bool = True) -> Path:
+    """A new vault at `root` (an Obsidian folder, `init` run, zone `TZ`) in the layout `init` makes today
+    (`vault-tools/`, ids made by commands tagged with the device's tag), or without `shared` in the hidden
+    layout a vault set up before keeps (`.vault-tools/`, untagged ids); returns `root`."""
     (root / ".obsidian").mkdir(parents=True)
     init_vault(root, TZ, shared=shared)
     return root
@@ -81,9 +80,13 @@ def kept_dir(root: Path) -> Path:
 
 
 def ledger_file(root: Path) -> Path:
-    """This device's ledger file, in either layout (the shared layout's first device file)."""
-    shared = sorted((root / "vault-tools" / "ledger").glob("*.jsonl"))
-    return shared[0] if shared else root / ".vault-tools" / "ledger.jsonl"
+    """This device's ledger file, in either layout (in the shared layout, the first device file, else the one
+    this device will write: its tag drawn as a command would draw it)."""
+    layout = layout_of(root)
+    if not layout.shared:
+        return layout.legacy_ledger
+    found = sorted(layout.ledger_dir.glob("*.jsonl"))
+    return found[0] if found else layout.ledger_dir / f"{device_tag(root)}.jsonl"
 
 
 def shown_path(root: Path, path: Path) -> str:
@@ -198,6 +201,11 @@ def made_id(root: Path, counted: str) -> str:
     other way): tagged with the device's tag in the shared layout, as it stands in the hidden one."""
     tag = device_tag(root, create=False)
     return f"{counted}-{tag}" if tag else counted
+
+
+def counter_of(decision_id: str) -> str:
+    """An id by its counter alone (`D-0001` for `D-0001-k7q2`), as `cli` and `vt` show this device's ids."""
+    return "-".join(decision_id.split("-")[:2])
 
 
 def vault_of(args: Sequence[str], cwd: Path) -> Path:

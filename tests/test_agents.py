@@ -191,14 +191,14 @@ def test_input_that_is_not_json_passes_with_a_warning(footer_vault) -> None:
 
 def test_gate_grants_only_a_current_sealed_ruling_with_the_exact_terms(footer_vault, cli) -> None:
     assert vt_here("gate", "D-0002", "--require", "budget=0", cwd=footer_vault).code == 0
-    differs = vt_here("gate", "D-0002", "--require", "budget=500", cwd=footer_vault)
+    differs = vt_here("gate", "D-0002", "--require", "budget=500", cwd=footer_vault, counted=True)
     assert differs.code == 1 and "term budget differs: D-0002 grants '0', not '500'" in differs.err
     missing = vt_here("gate", "D-0001", "--require", "vendor=acme", cwd=footer_vault)
     assert missing.code == 1 and "term vendor is not granted" in missing.err
     assert cli("rule", "--topic", "article-images", "--summary", "Articles may use licensed stock images too.",
                "--supersedes", "D-0002", "--reason", "The photo budget now allows a stock subscription.",
                "--term", "budget=500").code == 0  # D-0004
-    superseded = vt_here("gate", "D-0002", "--require", "budget=0", "--json", cwd=footer_vault)
+    superseded = vt_here("gate", "D-0002", "--require", "budget=0", "--json", cwd=footer_vault, counted=True)
     assert superseded.code == 1
     data = json.loads(superseded.out)
     assert data["passed"] is False and data["failures"][0] == "D-0002 is superseded by D-0004"

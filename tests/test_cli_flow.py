@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from vault_tools import durable, note_edits, notes
 
-from .helpers import ledger_events, snapshot, vt
+from .helpers import ledger_events, made_id, snapshot, vt
 
 FOOTER_Q = "What should article footers contain?"
 FOOTER_R = "Every article footer carries the newsletter link and the author bio."
@@ -48,7 +48,7 @@ def test_ask_refuse_reask_rule_supersede_lookup(vault):
     old_after = old_path.read_text()
     changed = set(old_after.splitlines()) ^ set(old_before.splitlines())
     assert changed == {"status: ruled", "status: superseded", f"reason: {BAN_REASON}",
-                       'superseded_by: "[[D-0002 Should footers link to the newsletter]]"'}
+                       f'superseded_by: "[[{made_id(vault, "D-0002")} Should footers link to the newsletter]]"'}
 
     looked = vt("lookup", "article-footer", "--json", cwd=vault)
     found = json.loads(looked.out)
@@ -97,7 +97,7 @@ def test_concurrent_asks_never_share_an_id(vault):
         codes = list(pool.map(ask, range(6)))
     assert codes == [0] * 6
     ids = sorted(p.name.split(" ")[0] for p in (vault / "Decisions").iterdir())
-    assert ids == [f"D-{n:04d}" for n in range(1, 7)]
+    assert ids == [made_id(vault, f"D-{n:04d}") for n in range(1, 7)]  # one device, one tag (shared layout)
 
 
 def test_vault_is_found_by_walking_up(vault):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from vault_tools.cli import run
 
-from .helpers import decision, make_vault, note_path
+from .helpers import config_file, decision, ledger_file, made_id, make_vault, note_path
 
 EXAMPLES = int(os.environ.get("VAULT_TOOLS_FUZZ_EXAMPLES", 10))  # per kind of input; raise it for a longer pass
 COMMANDS = (["lint"], ["list"], ["lookup", "article-footer"], ["context"], ["show", "D-0002"],
@@ -67,7 +67,7 @@ def sample_vault():
                         "--vault", str(root)]) == 0
             assert run(["ask", "Should the footer show the author bio?", "--topic", "author-bio",
                         "--not-the-same", "D-0001", "--vault", str(root)]) == 0
-        decision(root, 3, topics=("image-policy",), supersedes='["[[D-0001 Footers carry the newsletter link]]"]',
+        decision(root, 3, topics=("image-policy",), supersedes=f'["[[{made_id(root, "D-0001")} Footers carry the newsletter link]]"]',
                  reason="The owner changed their mind after the reader survey.")
         yield root
     finally:
@@ -93,8 +93,8 @@ def test_damaged_input_never_crashes_the_command_line(target: str) -> None:
         with sample_vault() as root:
             path = {"question note": note_path(root, "D-0002"),
                     "ruling note": root / "Decisions" / "D-0003 Note.md",
-                    "ledger": root / ".vault-tools" / "ledger.jsonl",
-                    "config": root / ".vault-tools" / "config.yaml"}[target]
+                    "ledger": ledger_file(root),
+                    "config": config_file(root)}[target]
             path.write_bytes(data.draw(damaged(path.read_bytes())))
             assert_no_internal_error(run_all(root))
 

@@ -28,9 +28,9 @@ def test_notes_from_the_templates_get_ids_and_untitled_ones_a_name(vault):
     _from_template(vault, "Shop", "Decision.md", title="No online shop this year; revisit next spring.",
                    topics="online-shop")
     write(vault / "Daily" / "2026-11-30.md", "Thought about the [[Shop]] today.\n")
-    done = vt_here("watch", "--once", cwd=vault)
+    done = vt_here("watch", "--once", cwd=vault, counted=True)
     assert done.code == 0, done.err
-    listed = {d["id"]: d for d in json.loads(vt_here("list", "--json", cwd=vault).out)}
+    listed = {d["id"]: d for d in json.loads(vt_here("list", "--json", cwd=vault, counted=True).out)}
     assert set(listed) == {"D-0001", "D-0002"}
     paths = sorted(d["path"] for d in listed.values())
     assert "Decisions/Shop.md" in paths  # a name the owner chose, and linked: it stays
@@ -45,11 +45,11 @@ def test_seal_and_lint_fix_give_ids_too_and_a_linked_untitled_keeps_its_name(vau
     _from_template(vault, "Untitled 2", "Decision.md", title="Footers carry only the author bio from now on.",
                    topics="article-footer")
     write(vault / "Projects" / "Blog.md", "See [[Untitled 2|the footer rule]].\n")
-    fixed = vt_here("lint", "--fix", cwd=vault)
+    fixed = vt_here("lint", "--fix", cwd=vault, counted=True)
     assert "gave Decisions/Untitled 2.md the id D-0001" in fixed.err
     assert (vault / "Decisions" / "Untitled 2.md").exists()  # linked by that name: not renamed
-    assert json.loads(vt_here("show", "D-0001", "--json", cwd=vault).out)["sealed"] is True
+    assert json.loads(vt_here("show", "D-0001", "--json", cwd=vault, counted=True).out)["sealed"] is True
     _from_template(vault, "Untitled", "Decision.md", title="Comments stay closed on every article page.",
                    topics="blog-comments")
-    sealed = vt_here("seal", cwd=vault)
+    sealed = vt_here("seal", cwd=vault, counted=True)
     assert sealed.code == 0 and "D-0002 sealed" in sealed.out

@@ -11,6 +11,8 @@ import pytest
 
 from vault_tools.cli import run
 
+from .helpers import made_id
+
 # The SDK is imported by the tests that use it, not when the suite is collected (it takes a second to import).
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None,
                                 reason="the mcp extra is not installed: pip install '.[mcp]'")
@@ -85,19 +87,20 @@ def test_the_server_answers_as_the_command_line_does(vault, capsys) -> None:
     assert set(tools) >= {"context", "lookup", "search", "ask", "rule", "show", "gate"}
     assert lookup[0] is False and [json.loads(lookup[1])] == lookup_cli  # a list comes as one content item each
     assert show[0] is False and json.loads(show[1]) == show_cli
-    assert search_cli[0]["id"] == "D-0001"  # "signups" found "signup": word endings do not matter
+    assert search_cli[0]["id"] == made_id(vault, "D-0001")  # "signups" found "signup": word endings do not matter
     assert found[0] is False and [json.loads(found[1])] == search_cli
     assert refused[0] is True and "settled" in refused[1] and "D-0001" in refused[1]
     assert near[0] is True and "may be the matter of D-0001" in near[1] and "not-the-same D-0001" in near[1]
-    assert asked[0] is False and json.loads(asked[1])["id"] == "D-0002"
-    assert ruled[0] is False and json.loads(ruled[1])["id"] == "D-0003"
+    assert asked[0] is False and json.loads(asked[1])["id"] == made_id(vault, "D-0002")
+    assert ruled[0] is False and json.loads(ruled[1])["id"] == made_id(vault, "D-0003")
     gate_data = json.loads(gate[1])
-    assert gate_data["passed"] is False and gate_data["failures"] == ["D-0001 is superseded by D-0003"]
+    assert gate_data["passed"] is False and gate_data["failures"] == [
+        f"{made_id(vault, 'D-0001')} is superseded by {made_id(vault, 'D-0003')}"]
     assert "Should article footers show a signup box?" in context[1]
-    assert resources == ["decision://D-0001", "decision://D-0002", "decision://D-0003"]
+    assert resources == [f"decision://{made_id(vault, f'D-000{number}')}" for number in range(1, 4)]
     assert "Article footers carry no promotion at all." in note and note.startswith("---\ntype: decision")
     assert near_ruling[0] is True and "this ruling is the matter of D-0002" in near_ruling[1]  # it answers it
-    assert judged_ruling[0] is False and json.loads(judged_ruling[1])["id"] == "D-0004"
+    assert judged_ruling[0] is False and json.loads(judged_ruling[1])["id"] == made_id(vault, "D-0004")
 
 
 def files_of(vault: Path) -> dict[str, bytes]:
@@ -155,8 +158,8 @@ def test_an_argument_a_tool_does_not_take_is_refused_and_nothing_is_written(vaul
     assert gated[0] is True and "requires: did you mean require?" in gated[1] and "gate takes: id, require" in gated[1]
     assert flood[0] is True and "and 190 more" in flood[1] and len(flood[1]) < 2000
     # D-0001 is still the current ruling, and nothing was recorded: no note, no ledger line, no page changed
-    assert lookup[0] is False and json.loads(lookup[1])["id"] == "D-0001"
-    assert resources == [f"decision://D-000{number}" for number in range(1, 6)]
+    assert lookup[0] is False and json.loads(lookup[1])["id"] == made_id(vault, "D-0001")
+    assert resources == [f"decision://{made_id(vault, f'D-000{number}')}" for number in range(1, 6)]
     assert files_of(vault) == before
     assert "2 of 4 listed" in texts["900"] and "4 of 4 listed" in texts["config"]  # the small budget cuts
     assert default == (False, texts["config"])

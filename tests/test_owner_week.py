@@ -13,7 +13,7 @@ from pathlib import Path
 from vault_tools import note_edits, notes
 from vault_tools.starter import packaged_templates
 
-from .helpers import Running, configure, ledger_events, obsidian_save, write
+from .helpers import Running, configure, counter_of, ledger_events, obsidian_save, write
 
 WORDS = {"topics", "summary", "reason", "supersedes", "status"}
 
@@ -75,7 +75,7 @@ def test_the_owners_week_takes_words_only(vault, cli):
         watcher.until(lambda: "summary still asks the question" in page.read_text(encoding="utf-8"))
         assert asked_id not in _events(vault, "sealed")
         shown = json.loads(cli("context", "--json").out)
-        assert any(asked_id in p["message"] for p in shown["problems"])
+        assert any(counter_of(asked_id) in p["message"] for p in shown["problems"])
         owner.types(monday, {"summary": "No podcast this year; revisit when subscribers pass ten thousand."})
         watcher.until(lambda: asked_id in _events(vault, "sealed"))
 
@@ -103,5 +103,5 @@ def test_the_owners_week_takes_words_only(vault, cli):
         outside_links = re.sub(r"\[\[[^\]]*\]\]", "", json.dumps(value))
         assert not re.search(r"D-\d|\d{4}-\d{2}-\d{2}", outside_links), (name, value)  # no id, no date typed
     listed = {d["id"]: d["status"] for d in json.loads(cli("list", "--json").out)}
-    assert list(listed.values()).count("ruled") == 3 and listed[comments_id] == "superseded"
+    assert list(listed.values()).count("ruled") == 3 and listed[counter_of(comments_id)] == "superseded"
     assert cli("lint").code == 0

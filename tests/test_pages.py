@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from .helpers import config_file, decision, note_path, snapshot
+from .helpers import config_file, decision, kept_dir, note_path, snapshot
 
 TODAY = "2026-11-29"
 
@@ -169,7 +169,7 @@ def test_a_page_without_a_generation_record_is_not_taken_as_hand_edited(cli, vau
     decision(vault, 2)
     rebuilt = build(cli)
     assert rebuilt.code == 0 and "kept" not in rebuilt.err
-    assert not (vault / ".vault-tools" / "kept").exists()
+    assert not kept_dir(vault).exists()
 
 
 def test_build_keeps_a_copy_of_a_hand_edited_page(cli, vault):
@@ -179,8 +179,9 @@ def test_build_keeps_a_copy_of_a_hand_edited_page(cli, vault):
     log.write_text(log.read_text() + "\nMy own line.\n")
     decision(vault, 2)
     rebuilt = build(cli)
-    assert "edited by hand; the edited copy is kept in .vault-tools/kept/Decisions log " in rebuilt.err
-    kept = list((vault / ".vault-tools" / "kept").iterdir())
+    kept_in = kept_dir(vault).relative_to(vault).as_posix()
+    assert f"edited by hand; the edited copy is kept in {kept_in}/Decisions log " in rebuilt.err
+    kept = list(kept_dir(vault).iterdir())
     assert len(kept) == 1 and kept[0].read_text().endswith("My own line.\n")
 
 

@@ -24,7 +24,18 @@ import pytest
 from vault_tools import launch, resident, resident_address, resident_process
 from vault_tools.resident import runtime_stamp
 
-from .helpers import FOOTER, Result, config_file, decision, ledger_events, ledger_file, make_vault, snapshot, write
+from .helpers import (
+    FOOTER,
+    Result,
+    config_file,
+    decision,
+    ledger_events,
+    ledger_file,
+    made_id,
+    make_vault,
+    snapshot,
+    write,
+)
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the resident process listens on a Unix socket")
 
@@ -135,9 +146,9 @@ def test_an_ask_refused_is_answered_there_as_alone_and_one_that_writes_runs_here
         assert asked_there(*new_question, "--vault", str(vault), cwd=vault) == (None, b"", b"")
         assert snapshot(vault) == before  # declined there: not a byte written
         asked = console_script(*new_question, "--vault", str(vault), cwd=vault)
-        assert asked.code == 0 and asked.out.startswith("D-0003 asked"), asked.err
+        assert asked.code == 0 and asked.out.startswith(f"{made_id(vault, 'D-0003')} asked"), asked.err
         assert len(list((vault / "Decisions").glob("D-0003*.md"))) == 1
-        assert [e["id"] for e in ledger_events(vault) if e["event"] == "asked"].count("D-0003") == 1
+        assert [e["id"] for e in ledger_events(vault) if e["event"] == "asked"].count(made_id(vault, "D-0003")) == 1
         assert "D-0003" in console_script("lookup", "author-photos", "--vault", str(vault), cwd=vault).out
 
 
@@ -420,7 +431,9 @@ def tried(vault: Path, *args: str) -> tuple[int | None, bytes, bytes]:
 
 
 def _torn_ledger(vault: Path) -> None:
-    with open(ledger_file(vault), "ab") as handle:  # a whole line, then an append a kill cut short
+    ledger = ledger_file(vault)
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    with open(ledger, "ab") as handle:  # a whole line, then an append a kill cut short
         handle.write(b'{"event": "asked", "id": "D-0002", "at": "2026-07-17T00:00:00Z", "actor": "a"}\n'
                      b'{"event": "sealed", "id": "D-00')
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.helpers import ask_at, snapshot
+from tests.helpers import ask_at, kept_dir, made_id, snapshot
 
 TODAY = "2026-08-01"
 
@@ -129,7 +129,7 @@ def test_stats_page_charts_the_figures_and_is_never_stale(history, cli):
     assert "Figures as of 2026-08-01." in page
     assert "```mermaid\npie title Questions by outcome\n    \"Answered\" : 4\n    \"Withdrawn\" : 1\n    \"Open\" : 2\n```" in page
     assert "pie title Time to answer" in page and '"1 to 7 days" : 2' in page
-    assert "gantt" in page and "    D-0007 asked 2026-07-10 : 2026-07-10, 22d" in page
+    assert "gantt" in page and f"    {made_id(history, 'D-0007')} asked 2026-07-10 : 2026-07-10, 22d" in page
     assert "| 2026-06-29 | 3 | ███ | 2 | ██ |" in page
     assert "| `approvals` | 3 | 3 | 1 |" in page
     # Not one of the agent's pages: an unchanged vault is current on a later day, page or no page.
@@ -141,7 +141,7 @@ def test_stats_page_charts_the_figures_and_is_never_stale(history, cli):
     assert cli("stats", "--write", "--today", TODAY).code == 0
     assert snapshot(history) == before
     assert cli("stats", "--write", "--today", "2026-08-08").code == 0
-    assert "D-0007 asked 2026-07-10 : 2026-07-10, 29d" in (history / "Pinned" / "Stats.md").read_text(encoding="utf-8")
+    assert f"{made_id(history, 'D-0007')} asked 2026-07-10 : 2026-07-10, 29d" in (history / "Pinned" / "Stats.md").read_text(encoding="utf-8")
 
 
 def test_a_stats_page_edited_by_hand_is_kept(history, cli):
@@ -150,7 +150,7 @@ def test_a_stats_page_edited_by_hand_is_kept(history, cli):
     page.write_text("my own notes about the figures\n", encoding="utf-8")
     result = cli("stats", "--write", "--today", TODAY)
     assert result.code == 0 and "edited copy is kept" in result.err
-    kept = list((history / ".vault-tools" / "kept").glob("Stats *.md"))
+    kept = list(kept_dir(history).glob("Stats *.md"))
     assert kept and kept[0].read_text(encoding="utf-8") == "my own notes about the figures\n"
 
 
