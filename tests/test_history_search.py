@@ -257,6 +257,29 @@ def test_lookup_takes_free_text_and_falls_back_to_search(cli):
     assert nothing.code == 1 and nothing.out == "" and "no decision mentions it" in nothing.err
 
 
+def test_lookup_by_words_walks_the_vault_once_and_sees_a_note_changed_before_it(cli, vault, monkeypatch):
+    """The fallback search checks the index against the notes as the lookup read them (not a walk of its own),
+    so a note edited just before is found by its new words."""
+    from vault_tools import index
+    from vault_tools import vault as vault_module
+
+    footer_story(cli)
+    assert cli("lookup", "newsletter link").code == 0  # the index is built
+    note = next((vault / "Decisions").glob("D-0002*.md"))
+    note.write_text(note.read_text(encoding="utf-8").replace("the author bio", "the author's pelican"), encoding="utf-8")
+    walks = []
+    walk = vault_module.iter_markdown
+
+    def counted(*args, **kwargs):
+        walks.append(args[0])
+        return walk(*args, **kwargs)
+    monkeypatch.setattr(vault_module, "iter_markdown", counted)
+    monkeypatch.setattr(index, "iter_markdown", counted)
+    found = cli("lookup", "pelican", "--json")
+    assert found.code == 0 and [d["id"] for d in json.loads(found.out)] == ["D-0002"]
+    assert len(walks) == 1
+
+
 @pytest.mark.parametrize("command", [["history", "D-0001"], ["as-of", "2026-02-01"], ["changed", "--since", "2026-01-01"],
                                      ["search", "footer"]])
 def test_new_commands_run_as_a_subprocess_with_json(cli, vault, command):

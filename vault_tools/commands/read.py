@@ -103,7 +103,7 @@ def search(ws: Workspace, query: str, *, history: bool = False, limit: int = 20)
             every = scan(in_effect, query, history=True, limit=CLOSED_COUNTED)
             result.notices += _closed_also(query, sum(hit.historical for hit in every))
         return result
-    index = SearchIndex(ws.vault)
+    index = SearchIndex(ws.vault, ws.state_read())  # checked against the notes as read, when they were: no walk again
     hits = index.search(query, history=history, limit=limit)
     notices = list(index.notices)
     if not history:

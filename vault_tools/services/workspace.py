@@ -90,6 +90,10 @@ class Workspace:
             self._kept_state = self.vault.load()
         return self._kept_state
 
+    def state_read(self) -> VaultState | None:
+        """The vault as this command's one read found it (`reads_once`), when it has read it; else None."""
+        return self._kept_state
+
     def reads_once(self) -> Workspace:
         """For a command that only reads: every `state()` after the first gives the vault as the first read
         found it (one command, one answer, one walk of the vault)."""
