@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -243,6 +244,26 @@ def test_rule_with_a_body_over_the_note_limit_is_refused_and_writes_nothing(cli,
     done = cli("rule", "--topic", "article-footer", "--summary", RULING, "--source", "chat", "--body", "x" * BIG)
     assert done.code != 0 and "over the 5,242,880-byte limit of a decision note" in done.err
     assert len(done.err.strip().splitlines()) == 1
+    assert snapshot(vault) == before
+
+
+def test_a_ruling_over_the_limit_only_with_its_ids_tag_is_refused_as_it_would_be_written(cli, vault, tmp_path,
+                                                                                          monkeypatch):
+    """A new device checks a ruling under the id it will write, tag drawn (not kept) and all: the note the
+    limit refuses is the one it names, and the refusal keeps no tag."""
+    import re
+
+    from vault_tools import notes
+
+    other = tmp_path / "other"
+    shutil.copytree(vault, other)  # another device's folder: the same note, its own tag of the same length
+    args = ("rule", "--topic", "article-footer", "--summary", RULING, "--source", "chat", "--body", "x" * 100)
+    assert cli(*args, root=other).code == 0
+    monkeypatch.setattr(notes, "MAX_NOTE_BYTES", note_path(other, "D-0001").stat().st_size - 1)
+    before = snapshot(vault)
+    done = cli(*args)
+    assert done.code == 3 and "over the" in done.err, done.err
+    assert re.search(r"Decisions/D-0001-[0-9a-z]{4} Every article footer", done.err), done.err
     assert snapshot(vault) == before
 
 

@@ -195,3 +195,28 @@ def test_the_watcher_writes_no_review_by_default(messy):
         assert "review" not in [a.kind for a in scripted.actions]
     assert not list((messy / "Pinned").glob("Review *.md"))
     assert not (messy / "Pinned" / "Stats.md").exists()
+
+
+def test_an_id_in_a_rulings_text_is_read_as_a_typed_id_is(tmp_path, capsys):
+    """"This replaces D-0001-era invoicing": an untagged id followed by a word still names D-0001 (the hidden
+    layout's ids carry no tag); a tag typed in capitals names the tagged id."""
+    from vault_tools.cli import run
+
+    from .helpers import make_vault
+
+    for shared, said in ((False, "This replaces D-0001-era monthly invoicing for every account."),
+                         (True, "This replaces {id} monthly invoicing for every account.")):
+        vault = make_vault(tmp_path / f"vault-{shared}", shared=shared)
+
+        def ok(*args: str, root: Path = vault) -> None:
+            assert run([*args, "--vault", str(root)]) == 0, capsys.readouterr().err
+        ok("rule", "--topic", "pricing", "--summary", "Invoices are sent monthly by email to each customer.",
+           "--ruled-at", "2026-07-01T10:00:00", "--source", "chat")
+        ok("rule", "--topic", "billing", "--summary", "Quarterly statements go out by post from January.",
+           "--ruled-at", "2026-07-02T10:00:00", "--source", "chat",
+           "--body", said.format(id=made_id(vault, "D-0001").upper()))
+        capsys.readouterr()
+        assert run(["review", "--today", TODAY, "--json", "--vault", str(vault)]) == 0
+        found = json.loads(capsys.readouterr().out)
+        assert [(p["action"], p["args"]) for p in found["proposals"]] == [
+            ("supersede", [made_id(vault, "D-0002"), made_id(vault, "D-0001")])], shared

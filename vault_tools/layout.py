@@ -130,20 +130,18 @@ def _stored_tag(path: Path, where: str) -> str | None:
 
 
 # docs/design/0026-ids-and-record-identity.md
-def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = None, create: bool = True) -> str | None:
+def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = None, create: bool = True,
+               keep: bool = True) -> str | None:
     """This device's tag: what its new ids end with (`D-0012-k7q2`) and, in the shared layout, the name of
     the ledger file only it writes. In a git repository it is the clone's, kept in the git directory (never
     committed); outside git, in the shared layout, it is kept under `.vault-tools/devices/` in a file named
     after the machine and folder it is for, so a copy another carrier brought from another device is not
     taken for this one's. Outside git in the hidden layout there is none (ids stay `D-NNNN`). A folder copied
-    elsewhere draws a tag of its own, avoiding every tag the vault already holds."""
-    folder = git_dir(root)
+    elsewhere draws a tag of its own, avoiding every tag the vault already holds. Without `keep`, a tag drawn
+    is not written down (`keep_device_tag` does it)."""
     where = _where(root)
-    if folder is not None:
-        path = folder / CLONE_FILE
-    elif shared if shared is not None else is_shared(root):
-        path = root / STATE_DIR / DEVICE_FOLDER / (hashlib.sha256(where.encode("utf-8")).hexdigest()[:16] + ".json")
-    else:
+    path = _tag_file(root, where, shared)
+    if path is None:
         return None
     found = _stored_tag(path, where)
     if found or not create:
@@ -154,6 +152,37 @@ def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = N
     tag = ""
     while not tag or tag in avoid:
         tag = "".join(secrets.choice(CLONE_TAG_ALPHABET) for _ in range(CLONE_TAG_LENGTH))
+    if keep:
+        _keep_tag(path, tag, where)
+    return tag
+
+
+def keep_device_tag(root: Path, tag: str) -> None:
+    """Write down `tag`, drawn by `device_tag(..., keep=False)`, as this device's (refused when another was
+    kept meanwhile: the ids made with `tag` would name no device)."""
+    where = _where(root)
+    path = _tag_file(root, where, None)
+    if path is None:
+        return
+    stored = _stored_tag(path, where)
+    if stored is None:
+        _keep_tag(path, tag, where)
+    elif stored != tag:
+        raise InconsistentVault(f"this device's id tag became {stored} while a new id was made with {tag}; "
+                                "run the command again", path=str(path))
+
+
+def _tag_file(root: Path, where: str, shared: bool | None) -> Path | None:
+    """Where this device's tag is kept (see `device_tag`), or None where it has none."""
+    folder = git_dir(root)
+    if folder is not None:
+        return folder / CLONE_FILE
+    if shared if shared is not None else is_shared(root):
+        return root / STATE_DIR / DEVICE_FOLDER / (hashlib.sha256(where.encode("utf-8")).hexdigest()[:16] + ".json")
+    return None
+
+
+def _keep_tag(path: Path, tag: str, where: str) -> None:
     from .durable import may_write, write_atomic  # only a new tag is written: most commands never need it
 
     may_write(path)
@@ -162,7 +191,6 @@ def device_tag(root: Path, taken: Iterable[str] = (), *, shared: bool | None = N
         write_atomic(path, json.dumps({"tag": tag, "for": where}).encode("utf-8"))
     except OSError as error:
         raise InconsistentVault(f"cannot record this device's id tag: {error.strerror}", path=str(path)) from None
-    return tag
 
 
 def ledger_tags(root: Path) -> set[str]:

@@ -139,7 +139,7 @@ def _named_replacements(decisions: list[Decision], resolve: Resolve, tz: dt.tzin
         linked = {leading_id(item) for item in links} | {resolve(item) for item in links}
         named = []
         for match in _REPLACES.finditer(f"{ruling.summary}\n{ruling.body}"):
-            target = by_id.get(match.group("id")) or _named_by_counter(decisions, match.group("id"))
+            target = _named(decisions, by_id, match.group("id"))
             if target is None or target.id == ruling.id or target.id in linked or target.id in named:
                 continue
             if target.is_current and earlier(target, ruling):
@@ -151,10 +151,20 @@ def _named_replacements(decisions: list[Decision], resolve: Resolve, tz: dt.tzin
     return found
 
 
-def _named_by_counter(decisions: list[Decision], typed: str) -> Decision | None:
-    """The one decision a counter alone names (`D-0005` for `D-0005-k7q2`), as a typed id names it."""
-    named = [d for d in decisions if id_matches(typed, d.id)]
-    return named[0] if len({d.id for d in named}) == 1 else None
+def _named(decisions: list[Decision], by_id: dict[str, Decision], said: str) -> Decision | None:
+    """The decision an id in a ruling's text names, as a typed id names it: the whole id (its tag in any case),
+    or the counter alone when it names one decision (`D-0005` for `D-0005-k7q2`); and where what follows the
+    counter names none ("D-0005-era invoicing"), the counter alone."""
+    typed = "D" + said[1:].lower()  # ids are written D-0005-k7q2
+    counter = "-".join(typed.split("-")[:2])
+    for candidate in dict.fromkeys((typed, counter)):
+        found = by_id.get(candidate)
+        if found is None:
+            named = [d for d in decisions if id_matches(candidate, d.id)]
+            found = named[0] if len({d.id for d in named}) == 1 else None
+        if found is not None:
+            return found
+    return None
 
 
 # -- the review note ---------------------------------------------------------------

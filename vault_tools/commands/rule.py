@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +81,12 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
         if decision_id is None:
             asked = check_topics(topics)
             judged = judged_ids(ws, state, not_the_same)
-
-            def drafted(new_id: str) -> tuple[Path, str]:
-                fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
-                          ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
-                return ws.new_note_path(new_id, summary), note_edits.render_note(fields, _ruling_section(body or summary))
-
-            path, text = drafted(ws.next_id(state, draw_tag=False))
-            return write_ruling(ws, state, path, None, text, actor, reason, not_the_same=judged, drafted=drafted)
+            new_id = ws.next_id(state, keep_tag=False)  # a new device's tag is kept once the checks pass
+            path = ws.new_note_path(new_id, summary)
+            fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
+                      ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
+            text = note_edits.render_note(fields, _ruling_section(body or summary))
+            return write_ruling(ws, state, path, None, text, actor, reason, not_the_same=judged)
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         if list(not_the_same):
@@ -141,11 +139,9 @@ def _ruling_section(body: str) -> str:
 # docs/design/0003-rule-seals-at-once.md
 def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
                  reason: str | None, question: Decision | None = None, *,
-                 not_the_same: tuple[str, ...] | None = None,
-                 drafted: Callable[[str], tuple[Path, str]] | None = None) -> Decision:
+                 not_the_same: tuple[str, ...] | None = None) -> Decision:
     """Write and seal a ruling (on `question`, or given directly: then `not_the_same` is what the recorder said
-    the near decisions are not, and None means the check is not made). A new note is `drafted` again under
-    its final id once every check has passed: a new device draws its tag only for a ruling it writes."""
+    the near decisions are not, and None means the check is not made)."""
     decision = ws.parse_new(path, text)
     why = unanswered(decision, unchanged_question_counts=False)
     if why:
@@ -162,11 +158,7 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
         not_the_same = refuse_near_decisions(ws, state, decision, not_the_same)
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
-    if drafted is not None:
-        final_id = ws.next_id(state)
-        if final_id != decision.id:
-            path, text = drafted(final_id)
-            decision = ws.parse_new(path, text)
+    ws.keep_drawn_tag()  # its new id's tag, drawn for it: the checks have passed, the writes start
     seal_targets_first(ws, state, targets)
     plans = [plan_superseded(ws, state, target, decision, reason or "") for target in targets]
     answered = answered_questions(ws, state, decision)

@@ -16,7 +16,7 @@ from ..dates import Now, local_now, utc_now, utc_stamp
 from ..drafts import lacks_id
 from ..errors import InconsistentVault, NoteError, NotFound, UsageError, VaultToolsError
 from ..history import Conflict, History, RecordSummary, new_record
-from ..layout import device_tag, ledger_tags
+from ..layout import device_tag, keep_device_tag, ledger_tags
 from ..ledger_lines import Event
 from ..links import LinkResolver
 from ..meaning import seal_hash
@@ -80,6 +80,7 @@ class Workspace:
         self._kept_state: VaultState | None = None
         self._keeps_state = False
         self._written_state: VaultState | None = None  # see `written`
+        self._drawn_tag: str | None = None  # see `next_id`
 
     # reading
 
@@ -387,11 +388,11 @@ class Workspace:
         return found
 
     # docs/design/0026-ids-and-record-identity.md
-    def next_id(self, state: VaultState, *, draw_tag: bool = True) -> str:
+    def next_id(self, state: VaultState, *, keep_tag: bool = True) -> str:
         """A new id: the next counter after every id this clone has seen, and in a git repository or the
         shared layout the device's own tag (`D-0012-k7q2`), so devices recording at the same time never hand
-        out the same id. Without `draw_tag`, a device that has no tag yet gets the id without one (a draft
-        to check before anything is written)."""
+        out the same id. A device without a tag draws one; without `keep_tag` it is kept only by
+        `keep_drawn_tag` (a command that checks its note before writing anything)."""
         numbers = [d.number for d in state.decisions]
         tags = {d.id.rsplit("-", 1)[1] for d in state.decisions if d.id.count("-") == 2}
         for event in self.vault.ledger.read():
@@ -406,9 +407,18 @@ class Workspace:
                 match = ID_PATTERN.match("D-" + path.name.split(" ", 1)[0].removesuffix(".md")[2:])
                 if match:
                     numbers.append(int(match.group(1)))
-        tag = (device_tag(self.vault.root, tags | ledger_tags(self.vault.root)) if draw_tag  # None outside git,
-               else device_tag(self.vault.root, create=False))  # hidden layout
+        root = self.vault.root
+        tag = device_tag(root, create=False)  # None outside git in the hidden layout, or where none is drawn yet
+        if tag is None:
+            tag = device_tag(root, tags | ledger_tags(root), keep=keep_tag)
+            self._drawn_tag = None if keep_tag else tag
         return format_id(max(numbers, default=0) + 1, tag=tag)
+
+    def keep_drawn_tag(self) -> None:
+        """Keep the tag `next_id` drew for this device without keeping it, if it did."""
+        if self._drawn_tag is not None:
+            keep_device_tag(self.vault.root, self._drawn_tag)
+            self._drawn_tag = None
 
     def event(self, kind: str, decision: Decision, actor: str, *, record: str, **extra: Any) -> Event:
         return Event(event=kind, id=decision.id, at=utc_stamp(self.now()), actor=actor, path=decision.path,
