@@ -85,8 +85,9 @@ def footer_vault(vault, cli) -> Path:
 
 # The modules whose tests take longest (git clones, real processes, the demo), run first: the workers then end
 # together on short tests instead of one finishing a long test alone at the end (46-47 s -> 40-41 s on two cores).
-SLOW_FIRST = ("test_machines.py", "test_pulls.py", "test_demo.py", "test_watch.py", "test_import.py", "test_hostile.py",
-              "test_reconcile.py", "test_owner_week.py", "test_owner_lifecycle.py", "test_mcp.py")
+SLOW_FIRST = ("test_machines_conflicts.py", "test_resident.py", "test_machines.py", "test_pulls.py", "test_launch.py",
+              "test_demo.py", "test_held.py", "test_watch.py", "test_import.py", "test_hostile.py", "test_reconcile.py",
+              "test_owner_week.py", "test_owner_lifecycle.py", "test_mcp.py")
 
 
 @pytest.hookimpl(trylast=True)
@@ -96,6 +97,30 @@ def pytest_collection_modifyitems(items):
         return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
 
     items.sort(key=rank)  # stable: the order within each module, and of the rest, is kept
+
+
+# `VAULT_TOOLS_TEST_CPU=FOLDER make test` writes each test's processor time (this process's, and its children's
+# that it waited for) to FOLDER, one file per worker; `python scripts/suite_time.py FOLDER` sums it by module.
+_CPU_FOLDER = os.environ.get("VAULT_TOOLS_TEST_CPU")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not _CPU_FOLDER:
+        yield
+        return
+    import json
+    import resource
+
+    def used() -> tuple[float, float]:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+    before = used()
+    yield
+    after = used()
+    with open(Path(_CPU_FOLDER) / f"cpu-{os.getpid()}.jsonl", "a", encoding="utf-8") as out:
+        out.write(json.dumps({"test": item.nodeid, "own": after[0] - before[0],
+                              "children": after[1] - before[1]}) + "\n")
 
 
 @pytest.fixture(scope="session")
