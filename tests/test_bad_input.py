@@ -247,6 +247,7 @@ def test_rule_with_a_body_over_the_note_limit_is_refused_and_writes_nothing(cli,
     assert snapshot(vault) == before
 
 
+@pytest.mark.shared_layout  # the hidden layout tags no id outside git
 def test_a_ruling_over_the_limit_only_with_its_ids_tag_is_refused_as_it_would_be_written(cli, vault, tmp_path,
                                                                                           monkeypatch):
     """A new device checks a ruling under the id it will write, tag drawn (not kept) and all: the note the
