@@ -731,6 +731,8 @@ def agent_commands_table(workdir: Path, repeat: int, notes: int = 5500, decision
 
     commands: dict[str, tuple[Command, int]] = {  # those that write last: the first call after them pays for the change
         "ask, refused as the same matter": ([*VAULT_TOOLS, "ask", summary, "--topic", f"other-{topic}", *in_vault], 1),
+        "rule, refused as the same matter": ([*VAULT_TOOLS, "rule", "--topic", f"other-{topic}", "--summary", summary,
+                                              *in_vault], 1),
         "lookup": ([*VAULT_TOOLS, "lookup", topic, *in_vault], 0),
         "show": ([*VAULT_TOOLS, "show", ruling_id, *in_vault], 0),
         "search": ([*VAULT_TOOLS, "search", "pricing metric", *in_vault], 0),

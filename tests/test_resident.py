@@ -26,6 +26,8 @@ from vault_tools.resident import runtime_stamp
 
 from .helpers import (
     FOOTER,
+    PAST_RACY_SECONDS,
+    ClockAhead,
     Result,
     config_file,
     decision,
@@ -152,24 +154,75 @@ def test_an_ask_refused_is_answered_there_as_alone_and_one_that_writes_runs_here
         assert "D-0003" in console_script("lookup", "author-photos", "--vault", str(vault), cwd=vault).out
 
 
-def test_rule_always_runs_in_its_own_process(runtime, vault):
-    """Most rulings are recorded (they write): the resident process does not take `rule`, even sent to it
-    directly, nor an ask reading its body from the caller's stdin."""
+REFUSED_RULINGS = [  # each writes nothing: answered by the resident process
+    ("rule", "--topic", "article-footer", "--summary", "Every article ends with a two-line footer."),  # settled
+    ("rule", "--topic", "article-endings", "--summary", FOOTER),  # the same matter under another topic
+    ("rule", "--topic", "article-footer", "--summary", "Too short"),  # a usage error
+    ("rule", "D-0009", "--summary", "The agent answers reader replies within a day."),  # no such question
+]
+
+
+def test_a_rule_refused_is_answered_there_as_alone_and_one_that_records_runs_here(runtime, vault):
+    """`rule` is tried there as `ask` is: refused, it wrote nothing and is answered as its own process answers;
+    a ruling that records is declined there with nothing written, and recorded once by the console script. An
+    ask reading its body from the caller's stdin is not sent at all."""
     decision(vault, 1, summary=FOOTER)
     with watching(vault):
+        time.sleep(2.1)  # past the racy window: what the resident process reads it may keep
         before = snapshot(vault)
-        for args in (("rule", "--topic", "article-images", "--summary", "Articles use only images we took."),
-                     ("rule", "--topic", "article-footer", "--summary", "Too short")):
-            assert asked_there(*args, "--vault", str(vault), cwd=vault)[0] is None
-        assert snapshot(vault) == before
-        ruled = console_script("rule", "--topic", "article-images", "--summary", "Articles use only images we took.",
-                    "--source", "chat", "--vault", str(vault), cwd=vault)
-        assert ruled.code == 0 and "D-0002" in console_script("lookup", "article-images", "--vault", str(vault), cwd=vault).out
+        for args in REFUSED_RULINGS:
+            there = asked_there(*args, "--vault", str(vault), cwd=vault)
+            alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
+            assert alone.code != 0 and there[0] is not None, args
+            assert (there[0], there[1].decode(), there[2].decode()) == (alone.code, alone.out, alone.err), args
+            assert console_script(*args, "--vault", str(vault), cwd=vault) == alone, args  # end to end
+        new_ruling = ("rule", "--topic", "article-images", "--summary", "Articles use only images we took.",
+                      "--source", "chat")
+        assert asked_there(*new_ruling, "--vault", str(vault), cwd=vault) == (None, b"", b"")
+        assert snapshot(vault) == before  # declined there: not a byte written
+        ruled = console_script(*new_ruling, "--vault", str(vault), cwd=vault)
+        assert ruled.code == 0 and ruled.out.startswith(f"{made_id(vault, 'D-0002')} ruled"), ruled.err
+        assert [e["id"] for e in ledger_events(vault) if e["event"] == "ruled"] == [made_id(vault, "D-0002")]
+        assert "D-0002" in console_script("lookup", "article-images", "--vault", str(vault), cwd=vault).out
+        assert console_script("build", "--check", "--vault", str(vault), cwd=vault).code == 0  # pages current
         body = subprocess.run([sys.executable, "-m", "vault_tools", "ask", "Should replies be answered in a day?",
                                "--topic", "reply-times", "--body", "-", "--vault", str(vault)], cwd=vault,
                               input=b"The readers asked twice.", capture_output=True, timeout=60)
         assert body.returncode == 0, body.stderr
         assert "The readers asked twice." in next((vault / "Decisions").glob("D-0003*.md")).read_text("utf-8")
+
+
+def test_a_declined_try_takes_the_read_made_meanwhile_only_as_the_vault_still_is(vault, monkeypatch, capsys):
+    """While a try runs, the console script reads the vault ahead (`resident._load`); declined, the command run
+    here takes that read again, without recalling the memos of the notes and the ledger, and sees what changed
+    since: a ruling the owner saved after the read refuses a ruling on its topic."""
+    from vault_tools import state_memo
+    from vault_tools import vault as vault_module
+    from vault_tools.cli import run
+    from vault_tools.ledger import EVENTS_MEMO, HISTORIES_MEMO
+    from vault_tools.vault import STATE_MEMO
+
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", False)  # as in any one-command process, until the read
+    monkeypatch.setattr(vault_module, "_last_reads", {})
+    monkeypatch.setattr(vault_module, "_kept_ledgers", {})
+    decision(vault, 1, summary=FOOTER)
+    assert run(["lint", "--fix", "--vault", str(vault)]) == 0  # recorded and sealed; the memos kept
+    monkeypatch.setattr(vault_module, "time", ClockAhead(PAST_RACY_SECONDS))  # what is read now may be kept
+    resident._load(launch.LOADED_WHILE_TRIED, str(vault))
+    assert vault_module.KEEP_LAST_READ and str(vault) in vault_module._last_reads
+    recalled = []
+    recall = state_memo.recall
+    monkeypatch.setattr(state_memo, "recall", lambda *args: recalled.append(args[0]) or recall(*args))
+    decision(vault, 2, topics=("article-images",), summary="Articles use only images we took ourselves.")
+    capsys.readouterr()
+    refused = run(["rule", "--topic", "article-images", "--summary", "Articles may use stock images as well.",
+                   "--source", "chat", "--vault", str(vault)])
+    assert refused == 1 and "topic article-images already has 1 current ruling" in capsys.readouterr().err
+    taken_again = {STATE_MEMO, EVENTS_MEMO, HISTORIES_MEMO}  # the read made ahead: the notes, the ledger's events
+    assert [path for path in recalled if path.relative_to(vault / ".vault-tools").as_posix() in taken_again] == []
+    assert run(["rule", "--topic", "article-authors", "--summary", "Every article names its author at the top.",
+                "--source", "chat", "--vault", str(vault)]) == 0
+    assert run(["build", "--check", "--vault", str(vault)]) == 0
 
 
 def test_what_a_ruling_wrote_every_reader_sees_and_an_edit_between_commands_is_seen(runtime, vault):

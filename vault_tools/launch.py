@@ -182,10 +182,10 @@ def script() -> None:
 # The agent's reading commands the vault's resident process answers, when `vault-tools watch` keeps one
 # (`resident`): those that write nothing of the record.
 RESIDENT_COMMANDS = {"lookup", "show", "search", "context"}
-# And the one it tries: answered there only when it writes nothing (refused, or a usage error); where it would
-# write, nothing is written there and it runs here, with the caller's own rights. Not `rule`: most rulings are
-# recorded, and each would pay for the try.
-RESIDENT_TRIES = {"ask"}
+# And those it tries: answered there only when they write nothing (refused, or a usage error); where one would
+# write, nothing is written there and it runs here, with the caller's own rights and the read of the vault this
+# process made while the try ran (`resident.answer_there`): a try declined costs little more than none.
+RESIDENT_TRIES = {"ask", "rule"}
 
 
 def _asked_of_resident(args: list[str]) -> bool:

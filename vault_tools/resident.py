@@ -7,8 +7,8 @@ paying for Python's start-up and the package's imports again
 
 Only commands that write nothing of the record: a command that does (`ask`, `rule`) runs with this process's
 own rights and view of the files (a sandbox, a read-only mount), which a process started by the watcher does not
-share. `ask` is tried there (`launch.RESIDENT_TRIES`): answered when it writes nothing (refused), else declined
-before its first write and run here. Not asked on a terminal (a person is not waiting on tenths of a second
+share. `ask` and `rule` are tried there (`launch.RESIDENT_TRIES`): answered when they write nothing (refused),
+else declined before the first write and run here, with the read this process made meanwhile. Not asked on a terminal (a person is not waiting on tenths of a second
 there, and the answer's colours and width are the terminal's), nor when `VAULT_TOOLS_NO_RESIDENT` is set. Whenever it does not answer in full
 (none listening, other code, another file-name encoding, a folder it cannot see, stopped, gone), the command
 runs in its own process as before: a reading command asked twice gives the same answer.
@@ -22,6 +22,7 @@ import socket
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from .errors import VaultToolsError
 from .record_files import LEDGER_LOCK, STATE_DIR, find_vault
@@ -107,7 +108,7 @@ def answer_there(args: list[str], *, tried: tuple[str, ...] | None = None) -> in
     lock = _ledger_lock_held(root) if tried is not None else None
     if tried is not None and lock is None:
         return None  # a writer holds it (the command waits for it here), or this process may not take it
-    loader = threading.Thread(target=_load, args=(tried,), daemon=True)
+    loader = threading.Thread(target=_load, args=(tried, root), daemon=True)
     if tried:
         loader.start()
     try:
@@ -146,12 +147,21 @@ def _ledger_lock_held(root: str) -> int | None:
     return lock
 
 
-def _load(modules: tuple[str, ...]) -> None:
-    """Import `modules`, saying nothing of what fails: run here, the command imports them again and says why."""
+def _load(modules: tuple[str, ...], root: str) -> None:
+    """Import `modules` and read the vault at `root` ahead, as the resident process reads it: where the try
+    declines, the command run here takes that read again, checked against a walk of the vault and the ledger
+    files' stat keys (`vault.KEEP_LAST_READ`), so the try costs little more than the command alone. Says
+    nothing of what fails: run here, the command does it again and says why."""
     try:
         for name in modules:
             importlib.import_module(name)
-    except Exception:  # said by the command itself, which imports them again
+        vault: Any = importlib.import_module(f"{__package__}.vault")  # as the modules above: only where a try runs
+        vault.KEEP_LAST_READ = True  # this process runs one command more, and takes this read again
+        found = vault.Vault(Path(root))
+        found.load()
+        found.ledger.read()
+        found.ledger.histories()
+    except Exception:  # said by the command itself, which does it again
         pass
 
 
