@@ -193,23 +193,33 @@ def test_a_rule_refused_is_answered_there_as_alone_and_one_that_records_runs_her
 
 
 def test_a_declined_try_takes_the_read_made_meanwhile_only_as_the_vault_still_is(vault, monkeypatch, capsys):
-    """While a try runs, the console script reads the vault ahead (`resident._load`); declined, the command run
-    here takes that read again, without recalling the memos of the notes and the ledger, and sees what changed
-    since: a ruling the owner saved after the read refuses a ruling on its topic."""
+    """While a try runs, the console script reads the vault ahead (`resident._load`), writing nothing: the
+    process leaves at once when the try is answered. Declined, the command run here takes that read once,
+    without recalling the memos of the notes and the ledger, and sees what changed since: a ruling the owner
+    saved after the read refuses a ruling on its topic; then it keeps the memos as any command does."""
     from vault_tools import state_memo
     from vault_tools import vault as vault_module
     from vault_tools.cli import run
     from vault_tools.ledger import EVENTS_MEMO, HISTORIES_MEMO
     from vault_tools.vault import STATE_MEMO
 
-    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", False)  # as in any one-command process, until the read
-    monkeypatch.setattr(vault_module, "_last_reads", {})
-    monkeypatch.setattr(vault_module, "_kept_ledgers", {})
-    decision(vault, 1, summary=FOOTER)
-    assert run(["lint", "--fix", "--vault", str(vault)]) == 0  # recorded and sealed; the memos kept
-    monkeypatch.setattr(vault_module, "time", ClockAhead(PAST_RACY_SECONDS))  # what is read now may be kept
+    monkeypatch.setattr(vault_module, "_reads_ahead", {})
+    monkeypatch.setattr(vault_module, "_ledgers_read_ahead", {})
+    from vault_tools import ledger
+
+    assert run(["rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat",
+                "--vault", str(vault)]) == 0  # recorded and sealed
+    for module in (vault_module, ledger):
+        monkeypatch.setattr(module, "time", ClockAhead(PAST_RACY_SECONDS))  # what is read now may be kept
+    vault_module.Vault(vault).ledger.summaries()  # as a large first read works them out (the records' memo)
+    assert run(["context", "--vault", str(vault)]) == 0  # the memos kept
+    cache = vault / ".vault-tools"
+    decision(vault, 5, topics=("podcast",), summary="The podcast stays monthly.")  # the memo of the notes is stale
+    (cache / EVENTS_MEMO).unlink()  # and the ledger's events are not kept: any other read would keep both
+    everything = {path: path.read_bytes() for path in sorted(vault.rglob("*")) if path.is_file()}
     resident._load(launch.LOADED_WHILE_TRIED, str(vault))
-    assert vault_module.KEEP_LAST_READ and str(vault) in vault_module._last_reads
+    assert {path: path.read_bytes() for path in sorted(vault.rglob("*")) if path.is_file()} == everything
+    assert str(vault) in vault_module._reads_ahead and not vault_module.KEEP_LAST_READ
     recalled = []
     recall = state_memo.recall
     monkeypatch.setattr(state_memo, "recall", lambda *args: recalled.append(args[0]) or recall(*args))
@@ -219,10 +229,26 @@ def test_a_declined_try_takes_the_read_made_meanwhile_only_as_the_vault_still_is
                    "--source", "chat", "--vault", str(vault)])
     assert refused == 1 and "topic article-images already has 1 current ruling" in capsys.readouterr().err
     taken_again = {STATE_MEMO, EVENTS_MEMO, HISTORIES_MEMO}  # the read made ahead: the notes, the ledger's events
-    assert [path for path in recalled if path.relative_to(vault / ".vault-tools").as_posix() in taken_again] == []
+    assert [path for path in recalled if path.relative_to(cache).as_posix() in taken_again] == []
+    assert vault_module._reads_ahead == {} and (cache / STATE_MEMO).stat().st_mtime_ns > 0
     assert run(["rule", "--topic", "article-authors", "--summary", "Every article names its author at the top.",
                 "--source", "chat", "--vault", str(vault)]) == 0
     assert run(["build", "--check", "--vault", str(vault)]) == 0
+
+
+def test_nothing_is_read_ahead_where_no_resident_process_takes_the_command(tmp_path):
+    """The thread reading ahead starts once the command is sent: with no resident process listening (a socket
+    left by one that is gone), the command runs here as if none had ever run, and nothing is read twice."""
+    called = []
+    gone = tmp_path / "gone.sock"
+    assert resident._asked(str(gone), {"argv": ["rule"]}, meanwhile=lambda: called.append(1)) == (None, b"", b"")
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listening.bind(str(gone))  # bound, never listening: a connection is refused
+    try:
+        assert resident._asked(str(gone), {"argv": ["rule"]}, meanwhile=lambda: called.append(1)) == (None, b"", b"")
+    finally:
+        listening.close()
+    assert called == []
 
 
 def test_what_a_ruling_wrote_every_reader_sees_and_an_edit_between_commands_is_seen(runtime, vault):

@@ -8,7 +8,8 @@ paying for Python's start-up and the package's imports again
 Only commands that write nothing of the record: a command that does (`ask`, `rule`) runs with this process's
 own rights and view of the files (a sandbox, a read-only mount), which a process started by the watcher does not
 share. `ask` and `rule` are tried there (`launch.RESIDENT_TRIES`): answered when they write nothing (refused),
-else declined before the first write and run here, with the read this process made meanwhile. Not asked on a terminal (a person is not waiting on tenths of a second
+else declined before the first write and run here, with the read this process made meanwhile
+(`vault.read_ahead`). Not asked on a terminal (a person is not waiting on tenths of a second
 there, and the answer's colours and width are the terminal's), nor when `VAULT_TOOLS_NO_RESIDENT` is set. Whenever it does not answer in full
 (none listening, other code, another file-name encoding, a folder it cannot see, stopped, gone), the command
 runs in its own process as before: a reading command asked twice gives the same answer.
@@ -21,6 +22,7 @@ import os
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +98,8 @@ def answer_there(args: list[str], *, tried: tuple[str, ...] | None = None) -> in
     run it here) is sent only while this process holds the vault's ledger lock, as the command would hold it
     here: the try reads the vault as no writer leaves it halfway, and a caller that could not take the lock
     (a read-only mount) runs the command here, which says why. While the answer is waited for, a thread
-    imports those modules: where the try declines (the command writes), that much of running it here is done;
-    where it answers, this process leaves without waiting for them."""
+    imports those modules and reads the vault ahead: where the try declines (the command writes), that much of
+    running it here is done; where it answers, this process leaves without waiting for them."""
     if os.environ.get(NO_RESIDENT_ENV) or sys.stdout.isatty() or sys.stderr.isatty():
         return None
     root = _vault_named(args)
@@ -108,16 +110,14 @@ def answer_there(args: list[str], *, tried: tuple[str, ...] | None = None) -> in
     lock = _ledger_lock_held(root) if tried is not None else None
     if tried is not None and lock is None:
         return None  # a writer holds it (the command waits for it here), or this process may not take it
-    loader = threading.Thread(target=_load, args=(tried, root), daemon=True)
-    if tried:
-        loader.start()
-    try:
-        code, out, err = _asked(path, request)
+    loader = threading.Thread(target=_load, args=(tried, root), daemon=True) if tried else None
+    try:  # the thread starts once the command is sent: with no resident process listening, nothing is read twice
+        code, out, err = _asked(path, request, meanwhile=loader.start if loader is not None else None)
     finally:
         if lock is not None:
             os.close(lock)  # run here, the command takes it again
     if code is None:
-        if tried:
+        if loader is not None and loader.ident is not None:
             loader.join()
         return None  # not answered in full (other code, a folder it cannot see, stopped, gone): asked here
     # stderr first: where stdout's reader has gone (`| head`), what the command said there is still said
@@ -148,26 +148,23 @@ def _ledger_lock_held(root: str) -> int | None:
 
 
 def _load(modules: tuple[str, ...], root: str) -> None:
-    """Import `modules` and read the vault at `root` ahead, as the resident process reads it: where the try
-    declines, the command run here takes that read again, checked against a walk of the vault and the ledger
-    files' stat keys (`vault.KEEP_LAST_READ`), so the try costs little more than the command alone. Says
-    nothing of what fails: run here, the command does it again and says why."""
+    """Import `modules` and read the vault at `root` ahead (`vault.read_ahead`, which writes nothing): where the
+    try declines, the command run here takes that read, checked against a walk of the vault and the ledger
+    files' stat keys, so the try costs little more than the command alone. Says nothing of what fails: run
+    here, the command does it again and says why."""
     try:
         for name in modules:
             importlib.import_module(name)
         vault: Any = importlib.import_module(f"{__package__}.vault")  # as the modules above: only where a try runs
-        vault.KEEP_LAST_READ = True  # this process runs one command more, and takes this read again
-        found = vault.Vault(Path(root))
-        found.load()
-        found.ledger.read()
-        found.ledger.histories()
+        vault.read_ahead(Path(root))
     except Exception:  # said by the command itself, which does it again
         pass
 
 
-def _asked(path: str, request: dict[str, object]) -> tuple[int | None, bytes, bytes]:
-    """The request sent to the resident process listening at `path`: the exit code of its answer (None: not
-    answered in full) and the bytes printed to each stream."""
+def _asked(path: str, request: dict[str, object],
+           meanwhile: Callable[[], None] | None = None) -> tuple[int | None, bytes, bytes]:
+    """The request sent to the resident process listening at `path` (`meanwhile` called once it is sent): the
+    exit code of its answer (None: not answered in full) and the bytes printed to each stream."""
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.settimeout(TAKEN_WITHIN_SECONDS)
@@ -177,6 +174,8 @@ def _asked(path: str, request: dict[str, object]) -> tuple[int | None, bytes, by
     except OSError:
         connection.close()
         return None, b"", b""
+    if meanwhile is not None:
+        meanwhile()
     head, out, err = _reply(connection)
     code = head.get("exit") if head is not None else None
     return (code, out, err) if isinstance(code, int) else (None, b"", b"")
