@@ -22,6 +22,8 @@ def main(folder: Path, shown: int = 25) -> None:
             own[module] += row["own"]
             children[module] += row["children"]
             tests[module] += 1
+    if not tests:
+        raise SystemExit(f"suite_time: no test's time in {folder}: run `VAULT_TOOLS_TEST_CPU={folder} make test` first")
     whole = own + children
     print(f"{sum(tests.values())} tests: {sum(own.values()):.0f} s in the test processes, "
           f"{sum(children.values()):.0f} s in the processes they started and waited for")

@@ -135,6 +135,7 @@ def pytest_runtest_protocol(item, nextitem):
     before = used()
     yield
     after = used()
+    Path(_CPU_FOLDER).mkdir(parents=True, exist_ok=True)
     with open(Path(_CPU_FOLDER) / f"cpu-{os.getpid()}.jsonl", "a", encoding="utf-8") as out:
         out.write(json.dumps({"test": item.nodeid, "own": after[0] - before[0],
                               "children": after[1] - before[1]}) + "\n")

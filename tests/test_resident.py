@@ -128,6 +128,16 @@ REFUSED_ASKS = [  # each writes nothing: answered by the resident process
 ]
 
 
+def assert_refused_there_as_alone(vault: Path, args: tuple[str, ...]) -> None:
+    """`args`, tried there, answered there (refused or a usage error) byte for byte as in its own process, and
+    so through the console script end to end."""
+    there = asked_there(*args, "--vault", str(vault), cwd=vault)
+    alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
+    assert alone.code != 0 and there[0] is not None, args
+    assert (there[0], there[1].decode(), there[2].decode()) == (alone.code, alone.out, alone.err), args
+    assert console_script(*args, "--vault", str(vault), cwd=vault) == alone, args
+
+
 def test_an_ask_refused_is_answered_there_as_alone_and_one_that_writes_runs_here(runtime, vault):
     """`ask` is tried there: refused (or a usage error), it wrote nothing, and the answer is its own process's
     byte for byte; where it would write, nothing is written there and the command runs in its own process,
@@ -138,11 +148,7 @@ def test_an_ask_refused_is_answered_there_as_alone_and_one_that_writes_runs_here
         time.sleep(2.1)  # past the racy window: what the resident process reads it may keep
         before = snapshot(vault)
         for args in REFUSED_ASKS:
-            there = asked_there(*args, "--vault", str(vault), cwd=vault)
-            alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
-            assert alone.code != 0 and there[0] is not None, args
-            assert (there[0], there[1].decode(), there[2].decode()) == (alone.code, alone.out, alone.err), args
-            assert console_script(*args, "--vault", str(vault), cwd=vault) == alone, args  # end to end
+            assert_refused_there_as_alone(vault, args)
         assert snapshot(vault) == before
         new_question = ("ask", "Should articles carry the author's photo?", "--topic", "author-photos")
         assert asked_there(*new_question, "--vault", str(vault), cwd=vault) == (None, b"", b"")
@@ -171,11 +177,7 @@ def test_a_rule_refused_is_answered_there_as_alone_and_one_that_records_runs_her
         time.sleep(2.1)  # past the racy window: what the resident process reads it may keep
         before = snapshot(vault)
         for args in REFUSED_RULINGS:
-            there = asked_there(*args, "--vault", str(vault), cwd=vault)
-            alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
-            assert alone.code != 0 and there[0] is not None, args
-            assert (there[0], there[1].decode(), there[2].decode()) == (alone.code, alone.out, alone.err), args
-            assert console_script(*args, "--vault", str(vault), cwd=vault) == alone, args  # end to end
+            assert_refused_there_as_alone(vault, args)
         new_ruling = ("rule", "--topic", "article-images", "--summary", "Articles use only images we took.",
                       "--source", "chat")
         assert asked_there(*new_ruling, "--vault", str(vault), cwd=vault) == (None, b"", b"")

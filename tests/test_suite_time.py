@@ -18,3 +18,12 @@ def test_the_modules_are_summed_and_the_costliest_comes_first(tmp_path, monkeypa
     assert lines[0] == "4 tests: 2 s in the test processes, 2 s in the processes they started and waited for"
     assert lines[2].split() == ["3.0", "0.8", "2.2", "2", "tests/test_a.py"]
     assert lines[3].split() == ["0.8", "0.8", "0.0", "2", "tests/test_b.py"]
+
+
+def test_a_folder_without_times_is_one_line_saying_what_to_run(tmp_path, monkeypatch):
+    suite_time = load_script(REPOSITORY / "scripts" / "suite_time.py", "suite_time", monkeypatch)
+    try:
+        suite_time.main(tmp_path / "none")
+    except SystemExit as stop:
+        said = str(stop.code)
+    assert said.startswith("suite_time: no test's time in ") and "make test" in said and "\n" not in said
