@@ -1,6 +1,7 @@
 """`ask`: register a question for the owner, refused when its topic is settled or already open."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,6 +12,7 @@ from ..matter import POSSIBLE_MATCH_THRESHOLD
 from ..model import MIN_TEXT, Decision, Status
 from ..note_edits import sections
 from ..services.checks import check_name, check_text, check_topics
+from ..services.live import writing_on
 from ..services.workspace import Workspace
 from ..topics import topics_match
 from ..vault import VaultState
@@ -28,9 +30,10 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
     reask_reason = check_text("--reask-reason", reask_reason)
     due_day = parse_day_option("--due", due)
     actor = check_name(asked_by) or ws.config.default_asker
-    # Not through a live view (`services.live.writing_once`, as `rule`): setting one up costs more than the
-    # second read it saves, and most asks an agent makes of a settled matter are refused before writing.
+    # The live view the pages are rebuilt from (`writing_on`) is set up only to write: most asks an agent makes
+    # of a settled matter are refused before that
     with ws.vault.ledger.locked():
+        read_started = time.time_ns()
         state = ws.state_for_write(asked)
         checked = judged_ids(ws, state, not_the_same)
         for question in ws.decisions_in_effect(state):
@@ -69,8 +72,9 @@ def ask(ws: Workspace, summary: str, topics: Iterable[str], *, body: str | None 
             fields.append(("reask_reason", reask_reason))
         text = note_edits.render_note(fields, sections(("Question", summary), ("Context", body)))
         decision = ws.parse_new(path, text)
-        durable.create_note(path, text)
-        ws.vault.ledger.append([ws.asked_event(decision, actor, text, checked)])
+        with writing_on(ws, state, read_started):
+            durable.create_note(path, text)
+            ws.vault.ledger.append([ws.asked_event(decision, actor, text, checked)])
         return decision
 
 

@@ -291,7 +291,9 @@ def refresh_pages(ws: Workspace) -> list[str]:
     try:
         written = ws.as_written()
         # What the command wrote, read back, unless a note changed since it read the vault (the owner saving)
-        result = build(ws, state=written if written is not None and ws.vault.unchanged_since(written) else None)
+        if written is not None and ws.vault.unchanged_since(written):
+            ws.keeps(written)
+        result = build(ws, state=ws.state())
     except (VaultToolsError, OSError) as error:
         return [f"warning: the pinned pages were not rebuilt ({error}); run `vault-tools build`"]
     return [f"a pinned page was edited by hand; the edited copy is kept in {kept}" for kept in result.kept]

@@ -55,11 +55,13 @@ class LiveState:
     """The vault as it is now, for a process that writes to it: use it as a context manager (it then sees
     every note written in this thread) and call `refresh()` after each step."""
 
-    def __init__(self, ws: Workspace, load: Callable[[], VaultState] | None = None) -> None:
-        """`load` reads the vault (default: `ws.state()`)."""
+    def __init__(self, ws: Workspace, load: Callable[[], VaultState] | None = None, *,
+                 read_started: int | None = None) -> None:
+        """`load` reads the vault (default: `ws.state()`), or hands over a state read from `read_started` on
+        (`time.time_ns()`): each note the read found past the racy window then is taken as unchanged."""
         self.ws = ws
         ws.vault.ledger.look_again()
-        started = time.time_ns()
+        started = time.time_ns() if read_started is None else read_started
         self.state = (load or ws.state)()
         self.written: set[str] = set()  # what the last `refresh` read again (vault-relative)
         # Each refresh that changed anything is a new version; for each note, the last version that changed
@@ -543,6 +545,17 @@ def writing_once(ws: Workspace, topics: tuple[str, ...] | None = None) -> Iterat
     again only what it wrote and the pages rebuilt next are made from it (`Workspace.written`), instead of
     from a second walk of the vault. A step refused writes nothing and hands nothing over."""
     with ws.vault.ledger.locked(), LiveState(ws, load=lambda: ws.state_for_write(topics)) as live:
+        yield live
+        live.refresh_with_keys()
+        ws.written(live.state)
+
+
+@contextlib.contextmanager
+def writing_on(ws: Workspace, state: VaultState, read_started: int) -> Iterator[LiveState]:
+    """As `writing_once`, for a command that read the vault for writing itself (`state`, read from
+    `read_started` on, under the ledger's lock held since) and checked what it read before writing (`ask`):
+    the live view is set up only once the step is certain, so a step refused pays nothing for it."""
+    with LiveState(ws, load=lambda: state, read_started=read_started) as live:
         yield live
         live.refresh_with_keys()
         ws.written(live.state)

@@ -107,6 +107,11 @@ class Workspace:
         writing, are made from (`as_written`)."""
         self._written_state = state
 
+    def keeps(self, state: VaultState) -> None:
+        """From now on every `state()` of this command gives `state`: the vault as its last write left it
+        (`as_written`), found unchanged since, so that what it says after writing needs no read of its own."""
+        self._kept_state, self._keeps_state = state, True
+
     def as_written(self) -> VaultState | None:
         """The vault as the last write left it, when that write said so (`written`) and nothing was written
         since (`state_for_write` forgets it); else None: read it."""
