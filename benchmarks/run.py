@@ -757,13 +757,13 @@ def agent_commands_table(workdir: Path, repeat: int, notes: int = 5500, decision
         time.sleep(RESIDENT_SETTLES_SECONDS)
         asked = {name: command for name, command in commands.items()  # the name starts with the command's
                  if name.split(",")[0] in RESIDENT_COMMANDS | RESIDENT_TRIES}
-        results.update({f"{name}, {'tried' if name.startswith(tuple(RESIDENT_TRIES)) else 'answered'} by the "
+        results.update({f"{name}, {'run' if name.startswith(tuple(RESIDENT_TRIES)) else 'answered'} by the "
                         f"watcher's resident process": found for name, found in time_commands(asked, repeat).items()})
         # Last: each leaves an open question, which every command after it works on (the rulings it lacks)
         new_question = "ask, a new question (each after the one before)"
         results.update(time_commands({
             new_question: (lambda: ["env", f"{NO_RESIDENT_ENV}=1", *ask_args()], 0),
-            f"{new_question}, tried by the watcher's resident process": (ask_args, 0),
+            f"{new_question}, run by the watcher's resident process": (ask_args, 0),
         }, repeat, settle=RESIDENT_SETTLES_SECONDS))
     time.sleep(2.1)  # the hooks' snapshot is kept once what the rulings wrote is past the racy window
     hooks = measure_hooks(vault, repeat)

@@ -1,14 +1,15 @@
 """The vault's resident process (vault_tools/resident.py, resident_process.py): `vault-tools watch` keeps one,
 the agent's reading commands sent to it answer byte for byte as in a process of their own, and whenever it
 does not answer in full (gone, stopped, other code, a folder others may enter or it cannot see, another
-locale) the command runs in its own process instead. `ask` is answered there only when it writes nothing (refused);
-`rule` always runs in its own process."""
+locale) the command runs in its own process instead. `ask` and `rule` are run there too, each write they make sent
+back and made by the console script with its own rights, as their own process would make it."""
 from __future__ import annotations
 
 import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools import launch, resident, resident_address, resident_process
+from vault_tools import durable, launch, resident, resident_address, resident_process
+from vault_tools.layout import device_tag
 from vault_tools.resident import runtime_stamp
 
 from .helpers import (
@@ -72,8 +74,7 @@ def asked_there(*args: str, cwd: Path) -> tuple[int | None, bytes, bytes]:
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(streams[0]), contextlib.redirect_stderr(streams[1]):
-            tried = launch.LOADED_WHILE_TRIED if args[0] in launch.RESIDENT_TRIES else None  # as the front door asks
-            code = resident.answer_there(list(args), tried=tried)
+            code = resident.answer_there(list(args), tried=args[0] in launch.RESIDENT_TRIES)  # as the front door asks
     finally:
         os.chdir(saved)
     return code, out.getvalue(), err.getvalue()
@@ -138,26 +139,44 @@ def assert_refused_there_as_alone(vault: Path, args: tuple[str, ...]) -> None:
     assert console_script(*args, "--vault", str(vault), cwd=vault) == alone, args
 
 
-def test_an_ask_refused_is_answered_there_as_alone_and_one_that_writes_runs_here(runtime, vault):
-    """`ask` is tried there: refused (or a usage error), it wrote nothing, and the answer is its own process's
-    byte for byte; where it would write, nothing is written there and the command runs in its own process,
-    with the caller's own rights."""
+def test_an_ask_refused_is_answered_there_as_alone_and_one_that_writes_is_written_here(runtime, vault, monkeypatch):
+    """`ask` is run there: refused (or a usage error), it wrote nothing, and the answer is its own process's
+    byte for byte; where it writes, each write is made by the caller (here), with its own rights: the note,
+    the ledger's line and the pages, recorded once."""
     decision(vault, 1, summary=FOOTER)
     decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
+    made = spy_on_writes_made_here(monkeypatch)
     with watching(vault):
         time.sleep(2.1)  # past the racy window: what the resident process reads it may keep
         before = snapshot(vault)
         for args in REFUSED_ASKS:
             assert_refused_there_as_alone(vault, args)
-        assert snapshot(vault) == before
+        assert snapshot(vault) == before and made == []
         new_question = ("ask", "Should articles carry the author's photo?", "--topic", "author-photos")
-        assert asked_there(*new_question, "--vault", str(vault), cwd=vault) == (None, b"", b"")
-        assert snapshot(vault) == before  # declined there: not a byte written
-        asked = console_script(*new_question, "--vault", str(vault), cwd=vault)
-        assert asked.code == 0 and asked.out.startswith(f"{made_id(vault, 'D-0003')} asked"), asked.err
-        assert len(list((vault / "Decisions").glob("D-0003*.md"))) == 1
+        code, out, err = asked_there(*new_question, "--vault", str(vault), cwd=vault)
+        note = next((vault / "Decisions").glob("D-0003*.md"))
+        assert (code, out.decode(), err) == (0, f"{made_id(vault, 'D-0003')} asked: {note.relative_to(vault)}\n", b"")
+        assert str(note) in made and str(page_path(vault)) in made  # written by this process
         assert [e["id"] for e in ledger_events(vault) if e["event"] == "asked"].count(made_id(vault, "D-0003")) == 1
         assert "D-0003" in console_script("lookup", "author-photos", "--vault", str(vault), cwd=vault).out
+        assert console_script("build", "--check", "--vault", str(vault), cwd=vault).code == 0  # pages current
+
+
+def spy_on_writes_made_here(monkeypatch) -> list[str]:
+    """The paths of the files this process makes for a command the resident process runs (`durable.make_asked`)."""
+    made: list[str] = []
+    real = durable.make_asked
+
+    def make_asked(asked, data, inside):
+        found = real(asked, data, inside)
+        made.extend(path for path, error in zip(asked["paths"], found, strict=True) if error is None)
+        return found
+    monkeypatch.setattr(durable, "make_asked", make_asked)
+    return made
+
+
+def page_path(vault: Path) -> Path:
+    return vault / "Pinned" / "Open questions.md"
 
 
 REFUSED_RULINGS = [  # each writes nothing: answered by the resident process
@@ -168,22 +187,24 @@ REFUSED_RULINGS = [  # each writes nothing: answered by the resident process
 ]
 
 
-def test_a_rule_refused_is_answered_there_as_alone_and_one_that_records_runs_here(runtime, vault):
-    """`rule` is tried there as `ask` is: refused, it wrote nothing and is answered as its own process answers;
-    a ruling that records is declined there with nothing written, and recorded once by the console script. An
-    ask reading its body from the caller's stdin is not sent at all."""
+def test_a_rule_refused_is_answered_there_as_alone_and_one_that_records_is_written_here(runtime, vault,
+                                                                                         monkeypatch):
+    """`rule` is run there as `ask` is: refused, it wrote nothing and is answered as its own process answers; a
+    ruling that records is written by the caller, once, the pages current. An ask reading its body from the
+    caller's stdin is not sent at all."""
     decision(vault, 1, summary=FOOTER)
+    made = spy_on_writes_made_here(monkeypatch)
     with watching(vault):
         time.sleep(2.1)  # past the racy window: what the resident process reads it may keep
         before = snapshot(vault)
         for args in REFUSED_RULINGS:
             assert_refused_there_as_alone(vault, args)
+        assert snapshot(vault) == before and made == []
         new_ruling = ("rule", "--topic", "article-images", "--summary", "Articles use only images we took.",
                       "--source", "chat")
-        assert asked_there(*new_ruling, "--vault", str(vault), cwd=vault) == (None, b"", b"")
-        assert snapshot(vault) == before  # declined there: not a byte written
-        ruled = console_script(*new_ruling, "--vault", str(vault), cwd=vault)
-        assert ruled.code == 0 and ruled.out.startswith(f"{made_id(vault, 'D-0002')} ruled"), ruled.err
+        code, out, err = asked_there(*new_ruling, "--vault", str(vault), cwd=vault)
+        assert code == 0 and out.decode().startswith(f"{made_id(vault, 'D-0002')} ruled and sealed"), err
+        assert str(next((vault / "Decisions").glob("D-0002*.md"))) in made  # written by this process
         assert [e["id"] for e in ledger_events(vault) if e["event"] == "ruled"] == [made_id(vault, "D-0002")]
         assert "D-0002" in console_script("lookup", "article-images", "--vault", str(vault), cwd=vault).out
         assert console_script("build", "--check", "--vault", str(vault), cwd=vault).code == 0  # pages current
@@ -192,65 +213,6 @@ def test_a_rule_refused_is_answered_there_as_alone_and_one_that_records_runs_her
                               input=b"The readers asked twice.", capture_output=True, timeout=60)
         assert body.returncode == 0, body.stderr
         assert "The readers asked twice." in next((vault / "Decisions").glob("D-0003*.md")).read_text("utf-8")
-
-
-def test_a_declined_try_takes_the_read_made_meanwhile_only_as_the_vault_still_is(vault, monkeypatch, capsys):
-    """While a try runs, the console script reads the vault ahead (`resident._load`), writing nothing: the
-    process leaves at once when the try is answered. Declined, the command run here takes that read once,
-    without recalling the memos of the notes and the ledger, and sees what changed since: a ruling the owner
-    saved after the read refuses a ruling on its topic; then it keeps the memos as any command does."""
-    from vault_tools import state_memo
-    from vault_tools import vault as vault_module
-    from vault_tools.cli import run
-    from vault_tools.ledger import EVENTS_MEMO, HISTORIES_MEMO
-    from vault_tools.vault import STATE_MEMO
-
-    monkeypatch.setattr(vault_module, "_reads_ahead", {})
-    monkeypatch.setattr(vault_module, "_ledgers_read_ahead", {})
-    from vault_tools import ledger
-
-    assert run(["rule", "--topic", "article-footer", "--summary", FOOTER, "--source", "chat",
-                "--vault", str(vault)]) == 0  # recorded and sealed
-    for module in (vault_module, ledger):
-        monkeypatch.setattr(module, "time", ClockAhead(PAST_RACY_SECONDS))  # what is read now may be kept
-    vault_module.Vault(vault).ledger.summaries()  # as a large first read works them out (the records' memo)
-    assert run(["context", "--vault", str(vault)]) == 0  # the memos kept
-    cache = vault / ".vault-tools"
-    decision(vault, 5, topics=("podcast",), summary="The podcast stays monthly.")  # the memo of the notes is stale
-    (cache / EVENTS_MEMO).unlink()  # and the ledger's events are not kept: any other read would keep both
-    everything = {path: path.read_bytes() for path in sorted(vault.rglob("*")) if path.is_file()}
-    resident._load(launch.LOADED_WHILE_TRIED, str(vault))
-    assert {path: path.read_bytes() for path in sorted(vault.rglob("*")) if path.is_file()} == everything
-    assert str(vault) in vault_module._reads_ahead and not vault_module.KEEP_LAST_READ
-    recalled = []
-    recall = state_memo.recall
-    monkeypatch.setattr(state_memo, "recall", lambda *args: recalled.append(args[0]) or recall(*args))
-    decision(vault, 2, topics=("article-images",), summary="Articles use only images we took ourselves.")
-    capsys.readouterr()
-    refused = run(["rule", "--topic", "article-images", "--summary", "Articles may use stock images as well.",
-                   "--source", "chat", "--vault", str(vault)])
-    assert refused == 1 and "topic article-images already has 1 current ruling" in capsys.readouterr().err
-    taken_again = {STATE_MEMO, EVENTS_MEMO, HISTORIES_MEMO}  # the read made ahead: the notes, the ledger's events
-    assert [path for path in recalled if path.relative_to(cache).as_posix() in taken_again] == []
-    assert vault_module._reads_ahead == {} and (cache / STATE_MEMO).stat().st_mtime_ns > 0
-    assert run(["rule", "--topic", "article-authors", "--summary", "Every article names its author at the top.",
-                "--source", "chat", "--vault", str(vault)]) == 0
-    assert run(["build", "--check", "--vault", str(vault)]) == 0
-
-
-def test_nothing_is_read_ahead_where_no_resident_process_takes_the_command(tmp_path):
-    """The thread reading ahead starts once the command is sent: with no resident process listening (a socket
-    left by one that is gone), the command runs here as if none had ever run, and nothing is read twice."""
-    called = []
-    gone = tmp_path / "gone.sock"
-    assert resident._asked(str(gone), {"argv": ["rule"]}, meanwhile=lambda: called.append(1)) == (None, b"", b"")
-    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listening.bind(str(gone))  # bound, never listening: a connection is refused
-    try:
-        assert resident._asked(str(gone), {"argv": ["rule"]}, meanwhile=lambda: called.append(1)) == (None, b"", b"")
-    finally:
-        listening.close()
-    assert called == []
 
 
 def test_what_a_ruling_wrote_every_reader_sees_and_an_edit_between_commands_is_seen(runtime, vault):
@@ -504,11 +466,40 @@ def test_the_code_stamp_changes_when_a_dependency_is_installed_or_pythonpath_dif
     assert runtime_stamp() != after
 
 
-def tried(vault: Path, *args: str) -> tuple[int | None, bytes, bytes]:
-    """The command as the resident process tries one that may write (in this process): its exit code, None
-    where it declined."""
+def tried(vault: Path, *args: str, stdin: bytes = b"") -> tuple[int | None, bytes, bytes]:
+    """The command as the resident process runs one that may write (in this process), each write made as its
+    caller makes them (`durable.make_asked`, here too): its exit code, None where it declined."""
+    writes = durable.CallerWrites(lambda asked, data: durable.make_asked(asked, data, str(vault)))
     return resident_process._run([*args, "--vault", str(vault)], str(vault), dict(os.environ), 0o22,
-                                 ["utf-8", "utf-8"], trying=True)
+                                 ["utf-8", "utf-8"], writes=writes)
+
+
+def put_back(vault: Path, files: dict[str, bytes], times: dict[str, int]) -> None:
+    """The vault's files as `snapshot` found them (and with those modification `times`): those made since
+    removed, the others written back."""
+    for path in sorted(vault.rglob("*"), reverse=True):
+        rel = path.relative_to(vault).as_posix()
+        if path.is_file() and rel not in files and not rel.endswith(".lock") and ".vault-tools/cache" not in rel:
+            path.unlink()
+    for rel, data in files.items():
+        (vault / rel).write_bytes(data)
+        os.utime(vault / rel, ns=(times[rel], times[rel]))
+
+
+_STAMPS = [(re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), b"<time>"),
+           (re.compile(rb"sha256:[0-9a-f]{64}"), b"<hash>"), (re.compile(rb"made:[0-9a-f]{16}"), b"<origin>"),
+           (re.compile(rb'"sum":"[0-9a-f]{16}"'), b"<line sum>"),
+           (re.compile(rb"\b[0-9a-f]{32}\b"), b"<record>")]
+
+
+def unstamped(files: dict[str, bytes]) -> dict[str, bytes]:
+    """`snapshot`'s files with what differs from one run to the next (times, record ids, seal hashes) masked."""
+    masked = {}
+    for rel, data in files.items():
+        for pattern, mask in _STAMPS:
+            data = pattern.sub(mask, data)
+        masked[rel] = data
+    return masked
 
 
 def _torn_ledger(vault: Path) -> None:
@@ -525,36 +516,54 @@ def _stale_temp(vault: Path) -> None:
     os.utime(temp, (time.time() - 3600, time.time() - 3600))
 
 
-WOULD_WRITE = [  # (what is done to the vault first, the command): each would write the vault in its own process
-    (None, ("ask", "Should articles carry the author's photo?", "--topic", "author-photos")),
+def _page_copy(vault: Path) -> None:
+    """A sync engine's conflict copy of a pinned page: the next build of the pages removes it."""
+    write(vault / "Pinned" / "Decisions log.sync-conflict-20260101-120000-ABCDEFG.md", "an older log\n")
+
+
+WOULD_WRITE = [  # (what is done to the vault first, the command, whether it declines): each writes the vault
+    (None, ("ask", "Should articles carry the author's photo?", "--topic", "author-photos"), False),
     (None, ("ask", "Should the article footer name the editor?", "--topic", "article-footer",
-            "--reask-reason", "The editor asked to be named in every footer.")),
-    (None, ("ask", FOOTER, "--topic", "article-endings", "--not-the-same", "D-0001")),
-    (None, ("ask", "Should replies be answered within a day?", "--topic", "reply-times", "--body", "-")),
-    (_torn_ledger, ("ask", "Should the article footer name the editor?", "--topic", "article-footer")),
-    (_stale_temp, ("ask", "Should the article footer name the editor?", "--topic", "article-footer")),
-    (None, ("rule", "--topic", "article-images", "--summary", "Articles use only images we took.")),
-    (None, ("rule", "D-0002", "--summary", "The agent answers reader replies within a day.")),
+            "--reask-reason", "The editor asked to be named in every footer."), False),
+    (None, ("ask", FOOTER, "--topic", "article-endings", "--not-the-same", "D-0001"), False),
+    (None, ("ask", "Should replies be answered within a day?", "--topic", "reply-times", "--body", "-"), True),
+    (_torn_ledger, ("ask", "Should the article footer name the editor?", "--topic", "article-footer"), True),
+    (_stale_temp, ("ask", "Should the article footer name the editor?", "--topic", "article-footer"), True),
+    (None, ("rule", "--topic", "article-images", "--summary", "Articles use only images we took."), False),
+    (_page_copy, ("rule", "--topic", "article-images", "--summary", "Articles use only images we took."), False),
+    (None, ("rule", "D-0002", "--summary", "The agent answers reader replies within a day."), False),
     (None, ("rule", "--topic", "article-footer", "--summary", "Every article ends with a two-line footer.",
-            "--supersedes", "D-0001", "--reason", "Readers found the old footer too long to read.")),
+            "--supersedes", "D-0001", "--reason", "Readers found the old footer too long to read."), False),
 ]
 
 
-@pytest.mark.parametrize(("prepare", "args"), WOULD_WRITE, ids=lambda value: getattr(value, "__name__", None))
-def test_a_command_tried_there_that_would_write_writes_nothing_and_says_nothing(vault, prepare, args):
-    """Where the command would write a note, the ledger, a page, cut a torn ledger line or remove a temp file
-    a killed write left, the try stops before the first write and says nothing: its caller runs it. Checked
-    against the same command run alone, which does write."""
+@pytest.mark.parametrize(("prepare", "args", "declines"), WOULD_WRITE,
+                         ids=lambda value: getattr(value, "__name__", None))
+def test_a_command_run_there_that_writes_leaves_the_vault_its_own_process_leaves(vault, prepare, args, declines):
+    """Run there, a command that writes (a note, the ledger, the pages; a target sealed and superseded) has
+    each write made by its caller, and leaves the vault byte for byte as the same command run alone leaves it
+    (times, record ids and seal hashes aside), saying the same. What the caller cannot be asked to write (a
+    torn ledger line cut, a temp file a killed write left removed) and a body read from the caller's stdin
+    decline it before any write: nothing written, nothing said, and its caller runs it."""
     decision(vault, 1, summary=FOOTER)
     decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
+    device_tag(vault)  # this device's first id draws it: drawn now, both runs make the same ids
     if prepare is not None:
         prepare(vault)
     before = snapshot(vault)
-    assert tried(vault, *args) == (None, b"", b"")
+    times = {rel: (vault / rel).stat().st_mtime_ns for rel in before}
+    code, out, err = tried(vault, *args)
+    there = snapshot(vault)
+    if declines:
+        assert (code, out, err, there) == (None, b"", b"", before)
+    put_back(vault, before, times)
     assert snapshot(vault) == before
     alone = subprocess.run([sys.executable, "-m", "vault_tools", *args, "--vault", str(vault)], cwd=vault,
                            input=b"Readers wait.", capture_output=True, timeout=60)
-    assert snapshot(vault) != before, alone.stderr  # what the try declined to write
+    assert snapshot(vault) != before, alone.stderr  # what the try declined to write, or had its caller write
+    if not declines:
+        assert (code, out, err) == (alone.returncode, alone.stdout, alone.stderr)
+        assert unstamped(there) == unstamped(snapshot(vault))
 
 
 @contextlib.contextmanager
@@ -601,14 +610,16 @@ def _lock_free(vault: Path) -> bool:
     return True
 
 
-def test_a_try_declined_for_a_device_tag_to_draw_makes_no_folder(tmp_path):
-    """In the shared layout a device's first id draws its tag, kept under `.vault-tools/devices/`: a try that
-    would draw one declines before making even the folder."""
+def test_a_device_tag_drawn_there_is_kept_by_the_caller(tmp_path, monkeypatch):
+    """In the shared layout a device's first id draws its tag, kept under `.vault-tools/devices/`: run there, the
+    caller writes it (and makes its folder), as it writes the note whose id carries it."""
     vault = make_vault(tmp_path / "vault", shared=True)
     shutil.rmtree(vault / ".vault-tools" / "devices", ignore_errors=True)
-    before = snapshot(vault)
-    assert tried(vault, "ask", "Should articles carry the author's photo?", "--topic", "author-photos") == (None, b"", b"")
-    assert snapshot(vault) == before and not (vault / ".vault-tools" / "devices").exists()
+    made = spy_on_writes_made_here(monkeypatch)
+    code, out, err = tried(vault, "ask", "Should articles carry the author's photo?", "--topic", "author-photos")
+    assert code == 0 and out.decode().startswith(made_id(vault, "D-0001")), err
+    tags = list((vault / ".vault-tools" / "devices").glob("*.json"))
+    assert len(tags) == 1 and str(tags[0]) in made and made_id(vault, "D-0001") != "D-0001"
 
 
 def test_a_cache_written_in_a_try_does_not_decline_it(vault):
@@ -631,3 +642,86 @@ def test_the_console_script_leaves_cleanly_while_a_module_is_still_being_loaded(
             "script()\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, b"")
+
+
+def test_a_caller_that_may_not_write_gets_its_own_processes_error_and_nothing_is_written(runtime, vault,
+                                                                                          monkeypatch):
+    """The caller makes the writes with its own rights: where it may not (a sandbox, a read-only mount), the
+    command says so as its own process would, naming the file, and nothing is written, not even by the resident
+    process, which could."""
+    decision(vault, 1, summary=FOOTER)
+    device_tag(vault)
+
+    def refused(asked, data, inside):
+        return [PermissionError(13, "Permission denied", path) for path in asked["paths"]]
+    monkeypatch.setattr(durable, "make_asked", refused)
+    with watching(vault):
+        time.sleep(2.1)
+        before = snapshot(vault)
+        code, out, err = asked_there("rule", "--topic", "article-images", "--summary",
+                                     "Articles use only images we took.", "--vault", str(vault), cwd=vault)
+        assert code not in (0, None) and out == b"", err
+        lines = err.decode().splitlines()
+        assert len(lines) == 1 and "permission denied" in lines[0] and "D-0002" in lines[0], lines
+        assert snapshot(vault) == before
+
+
+def test_a_resident_process_that_stops_answering_after_a_write_is_not_run_again_here(runtime, vault):
+    """Once the caller has made a write for the command, the command is not run again in the caller's process
+    when the resident process goes away before answering (it would be recorded twice): the caller says what
+    was written and exits with an error."""
+    root = str(vault.resolve())
+    path = resident_address.socket_path(root)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    note = vault / "Decisions" / "D-0009 Half.md"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def half_way():  # takes the command, has one note written, and is gone
+        connection, _ = listener.accept()
+        with connection, connection.makefile("rb") as reader:
+            reader.readline()
+            data = b"---\ntype: decision\n---\n"
+            connection.sendall(b"+" + json.dumps({"write": {"op": "files", "paths": [str(note)], "sizes": [len(data)],
+                                                            "folders": True}, "size": len(data)}).encode() + b"\n"
+                               + data)
+            reader.readline()
+    server = threading.Thread(target=half_way)
+    server.start()
+    try:
+        code, out, err = asked_there("rule", "--topic", "article-images", "--summary",
+                                     "Articles use only images we took.", "--vault", str(vault), cwd=vault)
+    finally:
+        server.join(timeout=30)
+        listener.close()
+    assert (code, out) == (1, b"") and str(note).encode() in err and b"vault-tools lint" in err, err
+    assert note.read_bytes() == b"---\ntype: decision\n---\n"
+    assert list((vault / "Decisions").glob("*.md")) == [note]  # and nothing recorded here besides
+    assert _lock_free(vault)
+
+
+def test_a_write_asked_for_outside_the_vault_or_on_a_changed_file_is_not_made(tmp_path):
+    """What the caller is asked to write stays within its vault, and an append lands only where the file still
+    holds what the resident process read: else nothing is written and the error is sent back."""
+    vault = tmp_path / "vault"
+    (vault / "ledger").mkdir(parents=True)
+    outside = tmp_path / "elsewhere.md"
+    found = durable.make_asked({"op": "files", "paths": [str(outside), str(vault / "in.md")], "sizes": [3, 2]},
+                               b"outin", str(vault))
+    assert isinstance(found[0], PermissionError) and found[1] is None
+    assert not outside.exists() and (vault / "in.md").read_bytes() == b"in"
+    escape = vault / "link"
+    escape.symlink_to(tmp_path)
+    assert isinstance(durable.make_asked({"op": "files", "paths": [str(escape / "x.md")], "sizes": [1]}, b"x",
+                                         str(vault))[0], PermissionError)
+    assert not (tmp_path / "x.md").exists()
+    ledger = vault / "ledger" / "dev.jsonl"
+    ledger.write_bytes(b'{"a":1}\n')
+    line = b'{"b":2}\n'
+    assert isinstance(durable.make_asked({"op": "append", "paths": [str(ledger)], "sizes": [len(line)], "at": 0},
+                                         line, str(vault))[0], OSError)
+    assert ledger.read_bytes() == b'{"a":1}\n'
+    assert durable.make_asked({"op": "append", "paths": [str(ledger)], "sizes": [len(line)], "at": 8}, line,
+                              str(vault)) == [None]
+    assert ledger.read_bytes() == b'{"a":1}\n{"b":2}\n'

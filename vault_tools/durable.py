@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import NoteError
 from .notes import BOM, Written
@@ -56,6 +56,67 @@ def nothing_written() -> Iterator[None]:
         yield
     finally:
         _writes_declined.reset(token)
+
+
+class CallerWrites:
+    """The writes of a command tried where the process that asked for it makes them (`written_by`): `send` asks
+    that process to make one batch (what it says, the bytes) and returns each file's error, or None where it was
+    made. `made`: a batch was sent (from then on the command cannot be handed back to be run there)."""
+
+    def __init__(self, send: Callable[[dict[str, Any], bytes], list[OSError | None]]) -> None:
+        self._send = send
+        self.made = False
+
+    def files(self, writes: list[tuple[Path, bytes, Note | None]], *, make_folders: bool) -> list[OSError | None]:
+        """`write_files` made there; each file made is told to whoever records this thread's writes, as here."""
+        for callback in _before_write.get():
+            callback()
+        self.made = True
+        found = self._send({"op": "files", "paths": [str(path) for path, _, _ in writes],
+                            "sizes": [len(data) for _, data, _ in writes], "folders": make_folders},
+                           b"".join(data for _, data, _ in writes))
+        for (path, data, parsed), error in zip(writes, found, strict=True):
+            if error is None:
+                for recorder in _recorders.get():
+                    recorder.append(Written(path, data, parsed))
+        return found
+
+    def remove(self, path: Path) -> None:
+        """`remove` made there."""
+        self.made = True
+        error = self._send({"op": "remove", "paths": [str(path)], "sizes": [0]}, b"")[0]
+        if error is not None:
+            raise error
+
+    def append(self, path: Path, payload: bytes, size: int) -> None:
+        """`payload` appended there to the file at `path`, which holds `size` bytes (see `append_asked`)."""
+        self.made = True
+        error = self._send({"op": "append", "paths": [str(path)], "sizes": [len(payload)], "at": size,
+                                  "folders": True}, payload)[0]
+        if error is not None:
+            raise error
+
+
+_caller_writes: ContextVar[CallerWrites | None] = ContextVar("caller_writes", default=None)
+
+
+@contextmanager
+def written_by(writes: CallerWrites) -> Iterator[None]:
+    """As `nothing_written`, but each write of a file of the vault (`write_atomic`, `write_files`, an append to
+    a ledger file) is made by the process that asked for the command, with its own rights (`writes`): how the
+    resident process runs `ask` and `rule` for the console script. What cannot be made so (a device's tag
+    drawn, a stale temp file removed, a torn ledger line cut) raises `WriteDeclined`, as under `nothing_written`."""
+    token = _caller_writes.set(writes)
+    try:
+        with nothing_written():
+            yield
+    finally:
+        _caller_writes.reset(token)
+
+
+def caller_writes() -> CallerWrites | None:
+    """Who makes this thread's writes, under `written_by`; None: this process makes them."""
+    return _caller_writes.get()
 
 
 def writes_declined() -> bool:
@@ -123,6 +184,12 @@ def write_atomic(path: Path, data: bytes, parsed: Note | None = None, *, derived
     `data` parses to, when the caller has it (see `Written`). `derived`: a cache, written even where
     `nothing_written` holds."""
     if not derived:
+        caller = _caller_writes.get()
+        if caller is not None:
+            error = caller.files([(path, data, parsed)], make_folders=True)[0]
+            if error is not None:
+                raise error
+            return
         may_write(path)  # before its folder is made (`write_files` checks the file again)
     path.parent.mkdir(parents=True, exist_ok=True)
     error = write_files([(path, data, parsed)], derived=derived)[0]
@@ -144,6 +211,9 @@ def write_files(writes: list[tuple[Path, bytes, Note | None]], *, derived: bool 
     it was: an error on one file does not stop the others). What `before_writes` asked for is done while the
     temp files are synced, before the first file is replaced."""
     if not derived:
+        caller = _caller_writes.get()
+        if caller is not None:
+            return caller.files(writes, make_folders=False) if writes else []
         for path, _, _ in writes:
             may_write(path)
     before = _before_write.get()
@@ -276,6 +346,17 @@ def remove_stale_temps(paths: Iterable[Path], now: float) -> list[Path]:
     return removed
 
 
+def remove(path: Path) -> None:
+    """Remove a file of the vault (a sync engine's copy of a page), by the process that asked for the command
+    under `written_by`."""
+    caller = _caller_writes.get()
+    if caller is not None:
+        caller.remove(path)
+        return
+    may_write(path)
+    path.unlink()
+
+
 def write_note(note: Note, text: str, parsed: Note | None = None) -> bytes:
     """Write `text` back with the note's own BOM and line endings; returns the bytes written. `parsed` is
     `text` parsed already (by `edited`), if the caller has it."""
@@ -296,3 +377,72 @@ def create_note(path: Path, text: str) -> bytes:
     data = encode(text, bom=False)
     write_atomic(path, data)
     return data
+
+
+def make_asked(asked: dict[str, Any], data: bytes, inside: str) -> list[OSError | None]:
+    """Make the writes another process asked for (`CallerWrites`), each file within the folder `inside` (the
+    vault: a path elsewhere is not written): each file's error, or None where it was made. A batch of files is
+    written as `write_files` writes it (with their folders made first, when asked); an append checks that the
+    file still holds the bytes the asker read, and takes back a partial line on a full disk; a removal removes."""
+    caller, declined = _caller_writes.set(None), _writes_declined.set(False)  # made here, whoever asks
+    try:
+        return _make_asked(asked, data, inside)
+    finally:
+        _caller_writes.reset(caller)
+        _writes_declined.reset(declined)
+
+
+def _make_asked(asked: dict[str, Any], data: bytes, inside: str) -> list[OSError | None]:
+    if asked["op"] not in ("files", "append", "remove"):
+        raise ValueError(f"no such write: {asked['op']!r}")
+    paths, sizes = [Path(path) for path in asked["paths"]], [int(size) for size in asked["sizes"]]
+    if len(paths) != len(sizes) or sum(sizes) != len(data):
+        raise ValueError("a write asked for does not match its bytes")
+    root = os.path.realpath(inside)
+    chunks, start = [], 0
+    for size in sizes:
+        chunks.append(data[start:start + size])
+        start += size
+    found: list[OSError | None] = [None] * len(paths)
+    for index, path in enumerate(paths):
+        if os.path.commonpath([root, os.path.realpath(path.parent)]) != root:
+            found[index] = PermissionError(errno.EPERM, "outside the vault", str(path))
+        elif asked.get("folders"):
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                found[index] = error
+    if asked["op"] == "append":
+        return [found[0] or _append_at(paths[0], chunks[0], int(asked["at"]))]
+    if asked["op"] == "remove":
+        return [found[0] or _removed(paths[0])]
+    todo = [index for index, error in enumerate(found) if error is None]
+    made = write_files([(paths[index], chunks[index], None) for index in todo])
+    for index, outcome in zip(todo, made, strict=True):
+        found[index] = outcome
+    return found
+
+
+def _removed(path: Path) -> OSError | None:
+    try:
+        path.unlink()
+    except OSError as error:
+        return error
+    return None
+
+
+def _append_at(path: Path, payload: bytes, size: int) -> OSError | None:
+    """`payload` appended to the file at `path` holding `size` bytes (made when `size` is 0), and synced."""
+    try:
+        with open(path, "ab", buffering=0) as handle:
+            if handle.seek(0, os.SEEK_END) != size:
+                return OSError(errno.EAGAIN, "changed while the command was recorded", str(path))
+            try:
+                _write_all(handle.fileno(), payload)
+                os.fsync(handle.fileno())
+            except OSError:
+                handle.truncate(size)
+                raise
+    except OSError as error:
+        return error
+    return None

@@ -165,7 +165,8 @@ def script() -> None:
         raise SystemExit(code)  # a profiler or coverage writes its report on the ordinary way out
 
     # The note cache a reader is still writing (exit handlers do not run here). Read through `stores_running`:
-    # the module may be partway imported by the thread that loads a tried command's code, and then ran nothing.
+    # a module may be partway imported by a thread (the one loading what a command run by the resident process
+    # needs to make its writes here), and then ran nothing.
     reading = sys.modules.get("vault_tools.reading")
     if reading is not None and getattr(reading, "stores_running", None):
         reading.finish_stores()
@@ -182,9 +183,8 @@ def script() -> None:
 # The agent's reading commands the vault's resident process answers, when `vault-tools watch` keeps one
 # (`resident`): those that write nothing of the record.
 RESIDENT_COMMANDS = {"lookup", "show", "search", "context"}
-# And those it tries: answered there only when they write nothing (refused, or a usage error); where one would
-# write, nothing is written there and it runs here, with the caller's own rights and the read of the vault this
-# process made while the try ran (`resident.answer_there`): a try declined costs little more than none.
+# And those that write the record: run there too, each write made here, with the caller's own rights
+# (`resident.answer_there`); declined before any write where one cannot be made so, then run here.
 RESIDENT_TRIES = {"ask", "rule"}
 
 
@@ -201,7 +201,7 @@ def main() -> None:
     args = sys.argv[1:]
     if _asked_of_resident(args):
         from .resident import answer_there  # here: only the agent's reading commands ask the resident process
-        answered = answer_there(args, tried=None if args[0] in RESIDENT_COMMANDS else LOADED_WHILE_TRIED)
+        answered = answer_there(args, tried=args[0] in RESIDENT_TRIES)
         if answered is not None:
             sys.exit(answered)
     quick = quick_arguments(args)
@@ -232,9 +232,6 @@ def main() -> None:
         sys.stdout.write(text + "\n")
     sys.exit(0)
 
-
-# What running a command tried by the resident process here needs first: its body and what rebuilds the pages
-LOADED_WHILE_TRIED = tuple(f"{__package__}.{name}" for name in ("answers", "commands.build"))
 
 
 def _merge_note(base: str, ours: str, theirs: str, shown: str) -> None:

@@ -5,14 +5,16 @@
 paying for Python's start-up and the package's imports again
 (docs/design/0048-a-resident-process-answers-the-agents-commands.md).
 
-Only commands that write nothing of the record: a command that does (`ask`, `rule`) runs with this process's
-own rights and view of the files (a sandbox, a read-only mount), which a process started by the watcher does not
-share. `ask` and `rule` are tried there (`launch.RESIDENT_TRIES`): answered when they write nothing (refused),
-else declined before the first write and run here, with the read this process made meanwhile
-(`vault.read_ahead`). Not asked on a terminal (a person is not waiting on tenths of a second
-there, and the answer's colours and width are the terminal's), nor when `VAULT_TOOLS_NO_RESIDENT` is set. Whenever it does not answer in full
-(none listening, other code, another file-name encoding, a folder it cannot see, stopped, gone), the command
-runs in its own process as before: a reading command asked twice gives the same answer.
+A command that writes the record (`ask`, `rule`) must write with this process's own rights and view of the
+files (a sandbox, a read-only mount), which a process started by the watcher does not share. Those are run there
+too (`launch.RESIDENT_TRIES`), but each write they make (a note, a ledger line, a page) is sent back and made
+here (`durable.written_by`, `durable.make_asked`): refused, they write nothing; where a write cannot be made so
+(a torn ledger line cut, a stale temp file removed) or the command reads this process's stdin, it is declined
+before any write and runs here. Not asked on a terminal (a person is not waiting on tenths of a second there,
+and the answer's colours and width are the terminal's), nor when `VAULT_TOOLS_NO_RESIDENT` is set. Whenever it
+does not answer in full (none listening, other code, another file-name encoding, a folder it cannot see,
+stopped, gone), the command runs in its own process as before: a reading command asked twice gives the same
+answer. Once a write was made here, the command is never run here again: it says what was written instead.
 """
 from __future__ import annotations
 
@@ -22,7 +24,6 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,14 +93,12 @@ def _request(args: list[str]) -> dict[str, object] | None:
             "merged": merged}
 
 
-def answer_there(args: list[str], *, tried: tuple[str, ...] | None = None) -> int | None:
+def answer_there(args: list[str], *, tried: bool = False) -> int | None:
     """The command answered by the vault's resident process, its output written here: its exit code; None when
-    it did not answer in full, and the command runs here. A command it tries (`tried`, naming the modules that
-    run it here) is sent only while this process holds the vault's ledger lock, as the command would hold it
-    here: the try reads the vault as no writer leaves it halfway, and a caller that could not take the lock
-    (a read-only mount) runs the command here, which says why. While the answer is waited for, a thread
-    imports those modules and reads the vault ahead: where the try declines (the command writes), that much of
-    running it here is done; where it answers, this process leaves without waiting for them."""
+    it did not answer in full, and the command runs here. A command that may write (`tried`) is sent only while
+    this process holds the vault's ledger lock, as the command would hold it here: it reads the vault as no
+    writer leaves it halfway, and a caller that could not take the lock (a read-only mount) runs the command
+    here, which says why. Each write it makes is made by this process (`_Writes`)."""
     if os.environ.get(NO_RESIDENT_ENV) or sys.stdout.isatty() or sys.stderr.isatty():
         return None
     root = _vault_named(args)
@@ -107,18 +106,21 @@ def answer_there(args: list[str], *, tried: tuple[str, ...] | None = None) -> in
     request = _request(args) if path is not None else None
     if root is None or path is None or request is None or not private_folder(os.path.dirname(path)):
         return None
-    lock = _ledger_lock_held(root) if tried is not None else None
-    if tried is not None and lock is None:
+    lock = _ledger_lock_held(root) if tried else None
+    if tried and lock is None:
         return None  # a writer holds it (the command waits for it here), or this process may not take it
-    loader = threading.Thread(target=_load, args=(tried, root), daemon=True) if tried else None
-    try:  # the thread starts once the command is sent: with no resident process listening, nothing is read twice
-        code, out, err = _asked(path, request, meanwhile=loader.start if loader is not None else None)
+    writes = _Writes(root) if tried else None
+    try:
+        code, out, err = _asked(path, request, writes)
     finally:
         if lock is not None:
             os.close(lock)  # run here, the command takes it again
+    if code is None and writes is not None and writes.made:
+        # halfway: what it wrote stays, and running the command here would record it twice
+        sys.stderr.write(f"error: {writes.made[-1]}: the watcher's resident process stopped answering while "
+                         "this command was being recorded; run `vault-tools lint` to see what was written\n")
+        return 1
     if code is None:
-        if loader is not None and loader.ident is not None:
-            loader.join()
         return None  # not answered in full (other code, a folder it cannot see, stopped, gone): asked here
     # stderr first: where stdout's reader has gone (`| head`), what the command said there is still said
     for stream, data in ((sys.stderr, err), (sys.stdout, out)):
@@ -147,50 +149,70 @@ def _ledger_lock_held(root: str) -> int | None:
     return lock
 
 
-def _load(modules: tuple[str, ...], root: str) -> None:
-    """Import `modules` and read the vault at `root` ahead (`vault.read_ahead`, which writes nothing): where the
-    try declines, the command run here takes that read, checked against a walk of the vault and the ledger
-    files' stat keys, so the try costs little more than the command alone. Says nothing of what fails: run
-    here, the command does it again and says why."""
-    try:
-        for name in modules:
-            importlib.import_module(name)
-        vault: Any = importlib.import_module(f"{__package__}.vault")  # as the modules above: only where a try runs
-        vault.read_ahead(Path(root))
-    except Exception:  # said by the command itself, which does it again
-        pass
+_DURABLE = f"{__package__}.durable"
+
+
+class _Writes:
+    """The writes of a tried command that the resident process asks this process to make (`durable.written_by`),
+    made with this process's own rights, each file within the vault at `root` (`durable.make_asked`); `made`
+    names the files made so far."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.made: list[str] = []
+
+    def prepare(self) -> None:
+        """Once the command is sent: the code that makes the writes, loaded while the resident process works
+        towards the first (a thread the process may leave halfway: nothing at exit touches that module)."""
+        threading.Thread(target=importlib.import_module, args=(_DURABLE,), daemon=True).start()
+
+    def make(self, asked: dict[str, Any], data: bytes) -> list[dict[str, object] | None]:
+        durable: Any = importlib.import_module(_DURABLE)  # only where a command writes
+        try:
+            found = durable.make_asked(asked, data, self.root)
+        except (KeyError, TypeError, ValueError):
+            raise ValueError("not a write") from None
+        self.made += [path for path, error in zip(asked["paths"], found, strict=True) if error is None]
+        return [None if error is None else {"errno": error.errno or 0, "strerror": error.strerror or str(error),
+                                            "filename": error.filename or path}
+                for path, error in zip(asked["paths"], found, strict=True)]
 
 
 def _asked(path: str, request: dict[str, object],
-           meanwhile: Callable[[], None] | None = None) -> tuple[int | None, bytes, bytes]:
-    """The request sent to the resident process listening at `path` (`meanwhile` called once it is sent): the
-    exit code of its answer (None: not answered in full) and the bytes printed to each stream."""
+           writes: _Writes | None = None) -> tuple[int | None, bytes, bytes]:
+    """The request sent to the resident process listening at `path` (the writes it asks for made by `writes`):
+    the exit code of its answer (None: not answered in full) and the bytes printed to each stream."""
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.settimeout(TAKEN_WITHIN_SECONDS)
         connection.connect(path)
-        connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape"))
-        connection.shutdown(socket.SHUT_WR)
+        connection.sendall(json.dumps(request).encode("utf-8", "surrogateescape") + b"\n")
     except OSError:
         connection.close()
         return None, b"", b""
-    if meanwhile is not None:
-        meanwhile()
-    head, out, err = _reply(connection)
+    if writes is not None:
+        writes.prepare()
+    head, out, err = _reply(connection, writes)
     code = head.get("exit") if head is not None else None
     return (code, out, err) if isinstance(code, int) else (None, b"", b"")
 
 
-def _reply(connection: socket.socket) -> tuple[dict[str, object] | None, bytes, bytes]:
+def _reply(connection: socket.socket,
+           writes: _Writes | None) -> tuple[dict[str, object] | None, bytes, bytes]:
     """The answer's head (None when it did not come whole, or in time), and what the command printed to each
     stream (with `merged`, all of it in the first, in the order printed). The resident process says at once
-    that it took the command (one byte), then answers."""
+    that it took the command (one byte); then, for a tried command, asks for each write it makes (made here
+    by `writes`, what became of each file sent back), then answers."""
     with connection, connection.makefile("rb") as reply:
         try:
             if reply.read(1) != b"+":
                 return None, b"", b""
             connection.settimeout(ANSWERED_WITHIN_SECONDS)
             head = json.loads(reply.readline() or b"null")
+            while isinstance(head, dict) and "write" in head and writes is not None:
+                done = writes.make(head["write"], reply.read(head["size"]))
+                connection.sendall(json.dumps({"done": done}).encode("utf-8") + b"\n")
+                head = json.loads(reply.readline() or b"null")
             out, err = reply.read(head["out"]), reply.read(head["err"])
         except (OSError, ValueError, TypeError, KeyError):
             return None, b"", b""

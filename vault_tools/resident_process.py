@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import gc
 import io
 import json
@@ -131,8 +132,9 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
     """Run one command sent on `connection` and send its answer; False when this process should end (its code
     is no longer the code installed). A command it does not run gets no answer: its caller runs it."""
     connection.settimeout(5.0)
+    reader = connection.makefile("rb")
     try:
-        request = json.loads(_read_all(connection).decode("utf-8", "surrogateescape"))
+        request = json.loads(_read_line(reader, or_closed=True).decode("utf-8", "surrogateescape"))
         argv, cwd, env = request["argv"], request["cwd"], request["env"]
         if not (_same_user(connection) and isinstance(argv, list) and all(isinstance(a, str) for a in argv)
                 and argv and argv[0] in launch.RESIDENT_COMMANDS | launch.RESIDENT_TRIES and isinstance(cwd, str)):
@@ -151,8 +153,9 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
         return True
     gc.disable()  # a command makes about a million objects; looking them over while it runs finds nothing to free
     try:
+        writes = _CallerWrites(connection, reader) if argv[0] in launch.RESIDENT_TRIES else None
         code, out, err = _run(argv, cwd, env, int(request.get("umask", 0o22)), request.get("encodings") or [],
-                              merged=request.get("merged") is True, trying=argv[0] in launch.RESIDENT_TRIES)
+                              merged=request.get("merged") is True, writes=writes)
     finally:
         gc.enable()
         finish_stores()  # the note-cache writes of a first read's readers, as the command's own process waits
@@ -166,16 +169,39 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
 
 
 SEND_WITHIN_SECONDS = 30  # a caller not reading its answer (stopped) holds up the next commands no longer
+CALLER_WRITES_WITHIN_SECONDS = 30  # nor one that does not make the writes it is asked for
 
 
-def _read_all(connection: socket.socket) -> bytes:
-    chunks, size = [], 0
-    while chunk := connection.recv(1 << 16):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > REQUEST_LIMIT:
-            raise ValueError("request too long")
-    return b"".join(chunks)
+def _read_line(reader: io.BufferedReader, *, or_closed: bool = False) -> bytes:
+    """One message of the caller's: a line of JSON (a command, or what became of the writes it was asked for);
+    `or_closed`: or all it sent before it closed its side (as the console script of other code sends one)."""
+    line = reader.readline(REQUEST_LIMIT + 1)
+    if len(line) > REQUEST_LIMIT or not (line.endswith(b"\n") or or_closed):
+        raise ValueError("not a whole message")
+    return line
+
+
+class _CallerWrites(durable.CallerWrites):
+    """The writes of a command tried here, made by the console script that sent it (`durable.written_by`): each
+    batch sent as a line of JSON and its bytes, and what became of each file read back."""
+
+    def __init__(self, connection: socket.socket, reader: io.BufferedReader) -> None:
+        super().__init__(self._asked)
+        self._connection, self._reader = connection, reader
+
+    def _asked(self, asked: dict[str, Any], data: bytes) -> list[OSError | None]:
+        try:
+            self._connection.settimeout(CALLER_WRITES_WITHIN_SECONDS)
+            self._connection.sendall(json.dumps({"write": asked, "size": len(data)}).encode("utf-8") + b"\n" + data)
+            done = json.loads(_read_line(self._reader))["done"]
+            if not isinstance(done, list) or len(done) != len(asked["paths"]):
+                raise ValueError("not an answer to the writes asked for")
+            return [None if error is None else OSError(int(error["errno"]), str(error["strerror"]),
+                                                       str(error["filename"])) for error in done]
+        except (OSError, ValueError, TypeError, KeyError):
+            # the caller went away or said something else: nothing more is asked of it (it says so itself)
+            return [OSError(errno.EIO, "the process that asked for this command stopped answering", path)
+                    for path in asked["paths"]]
 
 
 def _same_user(connection: socket.socket) -> bool:
@@ -192,12 +218,13 @@ def _send(connection: socket.socket, head: dict[str, Any], out: bytes, err: byte
 
 
 def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: list[str], *,
-         merged: bool = False, trying: bool = False) -> tuple[int | None, bytes, bytes]:
+         merged: bool = False, writes: durable.CallerWrites | None = None) -> tuple[int | None, bytes, bytes]:
     """The front door run with the command's arguments, folder, environment and umask: its exit code and the
     bytes it printed to each stream, in that stream's encoding (as the command's own process prints them); with
-    `merged` (the caller's two streams are one file), all of it in the first, in the order printed. `trying`
-    (`launch.RESIDENT_TRIES`): the exit code is None, and nothing said, where the command would write the vault
-    or read the caller's stdin; nothing was written then (`durable.nothing_written`)."""
+    `merged` (the caller's two streams are one file), all of it in the first, in the order printed. `writes`
+    (`launch.RESIDENT_TRIES`): each write of the vault is made by the caller (`durable.written_by`); the exit
+    code is None, and nothing said, where the command would make a write the caller cannot (a device's tag
+    drawn, a stale temp file removed, a torn ledger line cut) or read the caller's stdin, before any write."""
     saved_env, saved_argv, saved_stdin, saved_cwd = dict(os.environ), sys.argv, sys.stdin, os.getcwd()
     out_bytes = io.BytesIO()
     err_bytes = out_bytes if merged else io.BytesIO()
@@ -211,14 +238,18 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
         tempfile.tempdir = None  # found again from the command's environment
         console.vault_root = None  # where a crash is logged: the command's vault, once it finds it
         os.chdir(cwd)
-        sys.argv, sys.stdin = ["vault-tools", *argv], _CallersInput() if trying else io.StringIO("")
+        sys.argv, sys.stdin = ["vault-tools", *argv], _CallersInput() if writes is not None else io.StringIO("")
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                durable.nothing_written() if trying else contextlib.nullcontext():
+                durable.written_by(writes) if writes is not None else contextlib.nullcontext():
             try:
                 launch.main()
                 code = 0
-            except (durable.WriteDeclined, _CallersInput.Wanted):
-                return None, b"", b""
+            except (durable.WriteDeclined, _CallersInput.Wanted) as declined:
+                if writes is None or not writes.made:
+                    return None, b"", b""
+                err.write(f"error: {declined}: cannot be written for this command after what it wrote "
+                          "already; run `vault-tools lint`, then the command again\n")
+                code = 1
             except SystemExit as done:
                 code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
             except BaseException:  # the command's own process would have ended so
@@ -241,7 +272,7 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
 
 
 class _CallersInput(io.StringIO):
-    """The stdin of a command tried (`trying`): the caller's is not here, so reading it declines the command."""
+    """The stdin of a command tried (`writes`): the caller's is not here, so reading it declines the command."""
 
     class Wanted(BaseException):
         pass

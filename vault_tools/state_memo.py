@@ -10,15 +10,12 @@ trouble (no home folder, a read-only vault, a damaged file) means reading the va
 """
 from __future__ import annotations
 
-import _thread
-import contextlib
 import hashlib
 import hmac  # compare_digest
 import io
 import os
 import pickle
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,24 +135,8 @@ def _signed_payload(path: Path, secret: bytes) -> bytes | None:
     return payload
 
 
-_NOT_KEEPING: set[int] = set()  # the threads that keep nothing (see `keeping_nothing`)
-
-
-@contextlib.contextmanager
-def keeping_nothing() -> Iterator[None]:
-    """While in it, this thread keeps no memo: a thread the process may leave at any moment (`os._exit`, see
-    `vault.read_ahead`) leaves no half-written file behind."""
-    _NOT_KEEPING.add(_thread.get_ident())
-    try:
-        yield
-    finally:
-        _NOT_KEEPING.discard(_thread.get_ident())
-
-
 def keep(path: Path, key: Any, value: Any) -> None:
     """Keep `value` at `path` under `key`, signed; quietly nothing when it cannot be (derived data)."""
-    if _NOT_KEEPING and _thread.get_ident() in _NOT_KEEPING:
-        return
     secret = _user_key()
     if secret is None:
         return

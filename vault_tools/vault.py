@@ -50,15 +50,10 @@ FEW_CHANGED = 200  # notes changed since the state memo, at most, for which the 
 KEEP_LAST_READ = False
 # vault root -> what its walk met, the state (None when a note was in the racy window), each note's parts
 _last_reads: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple[StatKey, Piece]]]] = {}
-# A console script whose command the resident process tries reads the vault ahead while it waits (`read_ahead`):
-# the command run there if the try is declined takes that read, and that ledger reader, once, as the resident
-# process takes its last ones, and is otherwise a one-command process (it keeps the memos).
-_reads_ahead: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple[StatKey, Piece]]]] = {}
-_ledgers_read_ahead: dict[tuple[str, bool], Ledger] = {}
 # Such a process also keeps each vault's ledger reader: it checks its files' stat keys at each read and reads
 # again what changed, as the watcher's does over hours; what it worked out from them (events, histories,
 # summaries) is taken again while they are unchanged. The resident writes none of it: its readers never write,
-# and a try (`ask`) stops at its first write (`durable.nothing_written`).
+# and what a command it runs writes is written by the process that asked for it (`durable.written_by`).
 _kept_ledgers: dict[tuple[str, bool], Ledger] = {}  # (vault root, shared layout) -> its ledger
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
 
@@ -299,7 +294,7 @@ class Vault:
         self.state_dir = self.layout.local_dir  # this device's own files
         self.record_dir = self.layout.record_dir  # config, topic aliases, kept copies: carried to every device
         kept_as = (str(root), self.layout.shared)
-        kept = _kept_ledgers.get(kept_as) if KEEP_LAST_READ else _ledgers_read_ahead.pop(kept_as, None)
+        kept = _kept_ledgers.get(kept_as) if KEEP_LAST_READ else None
         if kept is not None:
             self.ledger = kept  # it reads again whatever changed in its files since (as the watcher's does)
         elif self.layout.shared:
@@ -320,15 +315,15 @@ class Vault:
     def inside(self, path: Path) -> bool:
         return inside_vault(self.root, path)
 
-    def load(self, *, ahead: bool = False) -> VaultState:
+    def load(self) -> VaultState:
         """Every decision note, from the state memo or the note cache when its file is certainly unchanged, else
-        read afresh. `ahead`: read for the next command this process runs (see `read_ahead`)."""
+        read afresh."""
         state = VaultState(self.root, self.config)
         aliases = load_aliases(self.record_dir)
         use_topic_aliases(aliases)  # every comparison of topics from here reads them
         memo_path = self.state_dir / STATE_MEMO
         sqlite_path = self.state_dir / CACHE_FILE
-        last = _last_reads.get(str(self.root)) if KEEP_LAST_READ else _reads_ahead.pop(str(self.root), None)
+        last = _last_reads.get(str(self.root)) if KEEP_LAST_READ else None
         others: list[str] = []
         walked_at = time.time_ns()
         misnamed: list[str] = []
@@ -352,8 +347,8 @@ class Vault:
                                     and memo[rel][0] == key}
         stat_keys: dict[str, StatKey] = {rel: key for rel, _, key in listed if rel in pieces}  # type: ignore[misc]
         if len(pieces) < len(listed) or len(memo) != len(listed):
-            self._read_into(pieces, stat_keys, listed, state, memo.keys(), stores=not ahead)
-            if warm and not KEEP_LAST_READ and not ahead:  # a first read stores the note cache (in a child); the next, the memo
+            self._read_into(pieces, stat_keys, listed, state, memo.keys())
+            if warm and not KEEP_LAST_READ:  # a first read stores the note cache (in a child); the next, the memo
                 self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at, recalled)
         state.stat_keys = stat_keys
         for rel in state.files:
@@ -365,11 +360,11 @@ class Vault:
         set_aside_conflict_copies(state)
         # Not kept while a name is not UTF-8: what is said of such a file depends on what it holds (a decision
         # note or not), which the walk does not compare
-        if (KEEP_LAST_READ or ahead) and warm and not misnamed:
+        if KEEP_LAST_READ and warm and not misnamed:
             settled = {rel: (key, pieces[rel]) for rel, key in stat_keys.items() if settled_by(key, walked_at)}
             whole = len(settled) == len(listed)
             kept = (walked, replace(state, derived=Derived()) if whole else None, settled)
-            (_last_reads if KEEP_LAST_READ else _reads_ahead)[str(self.root)] = kept
+            _last_reads[str(self.root)] = kept
         elif KEEP_LAST_READ:
             _last_reads.pop(str(self.root), None)
         return state
@@ -415,11 +410,11 @@ class Vault:
 
     def _read_into(self, pieces: dict[str, Piece], stat_keys: dict[str, StatKey],
                    listed: list[tuple[str, str, StatKey | OSError | None]], state: VaultState,
-                   remembered: Collection[str] = (), *, stores: bool = True) -> None:
+                   remembered: Collection[str] = ()) -> None:
         """The parts of every listed note not in `pieces` yet: from the note cache where its file is certainly
         unchanged, else read (in worker processes for a large first read). `remembered`: the notes the state
         memo held; when it held nearly all, only the others are looked up in the note cache, and the notes it
-        held that are gone now are the ones the cache forgets. Without `stores`, the note cache is not written."""
+        held that are gone now are the ones the cache forgets."""
         cache = NoteCache(self.state_dir / CACHE_FILE) if self.state_dir.is_dir() else None
         missing = [rel for rel, _, _ in listed if rel not in pieces]
         if cache and remembered and len(missing) <= FEW_CHANGED:
@@ -452,7 +447,7 @@ class Vault:
             cache.save(zip((rel for rel, _ in to_read), rows, strict=True), reading_from, gone)
 
         results, storing = read_payloads(self.root, [path for _, path in to_read], meanwhile=self._read_ledger,
-                                         store=store if cache and cache.enabled and stores else None)
+                                         store=store if cache and cache.enabled else None)
         if storing is not None:  # a reader writes the cache while this process goes on: waited for at exit
             stores_running.append(storing)
         for (rel, _), (kind, payload, stat_key, _) in zip(to_read, results, strict=True):
@@ -464,7 +459,7 @@ class Vault:
             if payload is not None and body is not None:
                 payload["body"] = body
             pieces[rel] = _piece(rel, kind, payload)
-        if cache and storing is None and stores:
+        if cache and storing is None:
             store(map(stored_of, results))
 
     def _read_ledger(self) -> None:
@@ -498,18 +493,3 @@ class Vault:
             path = self._paths[decision.path] = self.root / decision.path
         return path
 
-
-def read_ahead(root: Path) -> None:
-    """Read the vault at `root` for the next command this process runs, while it waits for something else (a
-    try by the resident process, `resident.answer_there`): that command's `Vault(root)` takes this ledger
-    reader, and its `load` this read, checked against a walk of the vault and the ledger files' stat keys, as
-    the resident process takes its last ones. Writes nothing (the process may leave at any moment); a vault
-    with no memo of its notes yet is not read ahead (a first read is the command's to make, in its readers)."""
-    found = Vault(root)
-    if not (found.state_dir / STATE_MEMO).is_file():
-        return
-    with state_memo.keeping_nothing():
-        found.load(ahead=True)
-        found.ledger.read()
-        found.ledger.histories()
-    _ledgers_read_ahead[(str(root), found.layout.shared)] = found.ledger

@@ -343,7 +343,7 @@ def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None
         data = copy.read_bytes()
         if not data.startswith(NOTICE.encode("utf-8")):
             result.kept.append(ws.keep_copy(copy.stem, data))
-        copy.unlink()
+        durable.remove(copy)
         result.written.append(rel)
     if result.written:
         _remember_pages(ws, {ws.vault.relative(page_path(ws, name)): result.pages.texts[name] for name in PAGE_NAMES})
