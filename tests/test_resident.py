@@ -28,8 +28,6 @@ from vault_tools.resident import runtime_stamp
 
 from .helpers import (
     FOOTER,
-    PAST_RACY_SECONDS,
-    ClockAhead,
     Result,
     config_file,
     decision,
