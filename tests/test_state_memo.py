@@ -387,6 +387,18 @@ def test_rule_and_ask_walk_the_vault_once_and_leave_the_pages_a_build_would_make
     assert "D-0004" in pages and "D-0005" in pages and "Tuesdays" in pages
 
 
+def test_a_write_after_the_pages_reads_the_vault_again(vault):
+    """After the pages, a command says what it says from the state its write left (`Workspace.keeps`); a
+    write after that reads the vault as it is then, a note saved meanwhile included."""
+    small_vault(vault)
+    ws = Workspace(Vault(vault))
+    kept = ws.state()
+    ws.keeps(kept)
+    decision(vault, 9, topics=("podcast",), summary="The podcast stays monthly.")
+    assert ws.state() is kept
+    assert "D-0009" in ws.state_for_write(("podcast",)).by_id() and ws.state() is not kept
+
+
 @pytest.mark.parametrize("command", [
     ("rule", "--topic", "glossary", "--summary", "Every term is defined once, in the glossary note.", "--source",
      "chat"),

@@ -80,6 +80,7 @@ class Workspace:
         self._kept_state: VaultState | None = None
         self._keeps_state = False
         self._written_state: VaultState | None = None  # see `written`
+        self._kept_as_written = False  # the kept state is the one a write left (`keeps`): a new write reads anew
         self._drawn_tag: str | None = None  # see `next_id`
 
     # reading
@@ -110,7 +111,7 @@ class Workspace:
     def keeps(self, state: VaultState) -> None:
         """From now on every `state()` of this command gives `state`: the vault as its last write left it
         (`as_written`), found unchanged since, so that what it says after writing needs no read of its own."""
-        self._kept_state, self._keeps_state = state, True
+        self._kept_state, self._keeps_state, self._kept_as_written = state, True, True
 
     def as_written(self) -> VaultState | None:
         """The vault as the last write left it, when that write said so (`written`) and nothing was written
@@ -321,6 +322,8 @@ class Workspace:
         be read, or one of them matches. A file that cannot be opened at all blocks only when it
         could be a decision note by where it is or how it is named."""
         self._written_state = None
+        if self._kept_as_written:
+            self._kept_state, self._keeps_state, self._kept_as_written = None, False, False
         state = self.state()
         broken = [e for e in state.broken if self._could_hide_a_ruling(state, e, topics)]
         if broken:
