@@ -758,7 +758,8 @@ def agent_commands_table(workdir: Path, repeat: int, notes: int = 5500, decision
         asked = {name: command for name, command in commands.items()  # the name starts with the command's
                  if name.split(",")[0] in RESIDENT_COMMANDS | RESIDENT_TRIES}
         results.update({f"{name}, {'run' if name.startswith(tuple(RESIDENT_TRIES)) else 'answered'} by the "
-                        f"watcher's resident process": found for name, found in time_commands(asked, repeat).items()})
+                        f"watcher's resident process": found
+                        for name, found in time_commands(asked, repeat, settle=RESIDENT_SETTLES_SECONDS).items()})
         # Last: each leaves an open question, which every command after it works on (the rulings it lacks)
         new_question = "ask, a new question (each after the one before)"
         results.update(time_commands({
