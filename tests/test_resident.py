@@ -608,16 +608,27 @@ def _lock_free(vault: Path) -> bool:
     return True
 
 
-def test_a_device_tag_drawn_there_is_kept_by_the_caller(tmp_path, monkeypatch):
-    """In the shared layout a device's first id draws its tag, kept under `.vault-tools/devices/`: run there, the
-    caller writes it (and makes its folder), as it writes the note whose id carries it."""
+def test_a_try_declined_for_a_device_tag_to_draw_makes_no_folder(tmp_path):
+    """In the shared layout a device's first id draws its tag, kept under `.vault-tools/devices/` or in the git
+    directory (outside the vault the caller writes in): a command that would draw one declines before making
+    even the folder, and its caller runs it."""
     vault = make_vault(tmp_path / "vault", shared=True)
     shutil.rmtree(vault / ".vault-tools" / "devices", ignore_errors=True)
+    before = snapshot(vault)
+    assert tried(vault, "ask", "Should articles carry the author's photo?", "--topic", "author-photos") == (None, b"", b"")
+    assert snapshot(vault) == before and not (vault / ".vault-tools" / "devices").exists()
+
+
+def test_the_ledgers_copy_is_written_by_the_caller_too(vault, monkeypatch):
+    """The copy of this device's ledger file the tripwire puts lines back from is appended to by the caller,
+    as the ledger itself, never by the resident process."""
+    device_tag(vault)
     made = spy_on_writes_made_here(monkeypatch)
-    code, out, err = tried(vault, "ask", "Should articles carry the author's photo?", "--topic", "author-photos")
-    assert code == 0 and out.decode().startswith(made_id(vault, "D-0001")), err
-    tags = list((vault / ".vault-tools" / "devices").glob("*.json"))
-    assert len(tags) == 1 and str(tags[0]) in made and made_id(vault, "D-0001") != "D-0001"
+    for topic, summary in (("article-images", "Articles use only images we took."),
+                           ("podcast-length", "Podcast episodes run under forty minutes.")):
+        assert tried(vault, "rule", "--topic", topic, "--summary", summary)[0] == 0
+    copies = [path for path in made if "ledger-copies" in path]
+    assert len(copies) == 2 and Path(copies[0]).read_bytes().count(b"\n") == 4  # each ruling: ruled, sealed
 
 
 def test_a_cache_written_in_a_try_does_not_decline_it(vault):
@@ -699,6 +710,22 @@ def test_a_resident_process_that_stops_answering_after_a_write_is_not_run_again_
     assert _lock_free(vault)
 
 
+def test_a_caller_that_stops_answering_is_asked_nothing_more(monkeypatch):
+    """Once an exchange with the caller fails (it stalled past the time allowed, or went away), the resident
+    process asks it for nothing more: a caller that wakes up later makes no write the command counted as not
+    made. Each write asked for carries the time after which the caller makes none of it."""
+    monkeypatch.setattr(resident_process, "CALLER_WRITES_WITHIN_SECONDS", 0.2)
+    here, there = socket.socketpair()
+    with here, there, here.makefile("rb") as reader:
+        writes = resident_process._CallerWrites(here, reader)
+        asked = {"op": "files", "paths": ["/v/a.md"], "sizes": [1]}
+        first = writes._asked(asked, b"a")
+        assert isinstance(first[0], TimeoutError) and writes._asked(asked, b"a")[0].errno == first[0].errno
+        there.settimeout(1)
+        sent = there.recv(1 << 16)
+    assert sent.count(b"\n") == 1 and json.loads(sent.split(b"\n")[0])["write"]["by"] < time.time() + 30
+
+
 def test_a_write_asked_for_outside_the_vault_or_on_a_changed_file_is_not_made(tmp_path):
     """What the caller is asked to write stays within its vault, and an append lands only where the file still
     holds what the resident process read: else nothing is written and the error is sent back."""
@@ -723,3 +750,17 @@ def test_a_write_asked_for_outside_the_vault_or_on_a_changed_file_is_not_made(tm
     assert durable.make_asked({"op": "append", "paths": [str(ledger)], "sizes": [len(line)], "at": 8}, line,
                               str(vault)) == [None]
     assert ledger.read_bytes() == b'{"a":1}\n{"b":2}\n'
+    new_file = vault / "ledger" / "new" / "other.jsonl"  # refused: neither it nor its folder made
+    assert isinstance(durable.make_asked({"op": "append", "paths": [str(new_file)], "sizes": [len(line)], "at": 5,
+                                          "folders": True}, line, str(vault))[0], OSError)
+    assert not new_file.parent.exists()
+    linked = vault / "ledger" / "linked.jsonl"  # an append follows a link: one out of the vault is refused
+    target = tmp_path / "target.txt"
+    target.write_bytes(b"")
+    linked.symlink_to(target)
+    assert isinstance(durable.make_asked({"op": "append", "paths": [str(linked)], "sizes": [len(line)], "at": 0},
+                                         line, str(vault))[0], PermissionError)
+    assert target.read_bytes() == b""
+    late = {"op": "files", "paths": [str(vault / "late.md")], "sizes": [1], "by": time.time() - 1}
+    assert isinstance(durable.make_asked(late, b"x", str(vault))[0], TimeoutError)
+    assert not (vault / "late.md").exists()

@@ -357,7 +357,8 @@ class Progress:
 # -- exit codes ---------------------------------------------------------------------------------------------
 
 # What the file system says when the disk is full or a file may not be written.
-EXPECTED_OS_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG})
+EXPECTED_OS_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EFBIG,
+                                errno.ETIMEDOUT})  # the last: a write the caller of the resident process did not make
 
 
 # docs/design/0016-faults-are-the-machines-state.md

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -404,9 +405,16 @@ def _make_asked(asked: dict[str, Any], data: bytes, inside: str) -> list[OSError
         chunks.append(data[start:start + size])
         start += size
     found: list[OSError | None] = [None] * len(paths)
+    late = time.time() > float(asked.get("by", "inf"))  # the asker may have given up on it: made by nobody
     for index, path in enumerate(paths):
-        if os.path.commonpath([root, os.path.realpath(path.parent)]) != root:
+        # An append goes through a link its file may be; a file written or removed replaces or removes the link
+        where = os.path.realpath(path if asked["op"] == "append" else path.parent)
+        if late:
+            found[index] = TimeoutError(errno.ETIMEDOUT, "asked for too late", str(path))
+        elif os.path.commonpath([root, where]) != root:
             found[index] = PermissionError(errno.EPERM, "outside the vault", str(path))
+        elif asked["op"] == "append" and _size_of(path) != int(asked["at"]):
+            found[index] = OSError(errno.EAGAIN, "changed while the command was recorded", str(path))
         elif asked.get("folders"):
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -421,6 +429,13 @@ def _make_asked(asked: dict[str, Any], data: bytes, inside: str) -> list[OSError
     for index, outcome in zip(todo, made, strict=True):
         found[index] = outcome
     return found
+
+
+def _size_of(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _removed(path: Path) -> OSError | None:

@@ -183,9 +183,13 @@ def _tag_file(root: Path, where: str, shared: bool | None) -> Path | None:
 
 
 def _keep_tag(path: Path, tag: str, where: str) -> None:
-    from .durable import write_atomic  # only a new tag is written: most commands never need it
+    from .durable import may_write, write_atomic  # only a new tag is written: most commands never need it
 
-    try:  # its folder made by the write (not at all where the write is declined, see `durable.nothing_written`)
+    # Declined before its folder is made, also where the caller would make the writes (`durable.written_by`):
+    # the tag may be kept in the git directory, outside the vault the caller writes in
+    may_write(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, json.dumps({"tag": tag, "for": where}).encode("utf-8"))
     except OSError as error:
         raise InconsistentVault(f"cannot record this device's id tag: {error.strerror}", path=str(path)) from None

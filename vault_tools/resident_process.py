@@ -169,7 +169,11 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
 
 
 SEND_WITHIN_SECONDS = 30  # a caller not reading its answer (stopped) holds up the next commands no longer
-CALLER_WRITES_WITHIN_SECONDS = 30  # nor one that does not make the writes it is asked for
+# A caller starts a write within CALLER_STARTS_WITHIN_SECONDS of being asked or makes none of it (its clock is
+# this machine's), and has it made within CALLER_WRITES_WITHIN_SECONDS: a caller stopped longer holds the
+# commands after it up no longer, and never makes a write this process counted as not made.
+CALLER_STARTS_WITHIN_SECONDS = 20
+CALLER_WRITES_WITHIN_SECONDS = 120
 
 
 def _read_line(reader: io.BufferedReader, *, or_closed: bool = False) -> bytes:
@@ -188,10 +192,14 @@ class _CallerWrites(durable.CallerWrites):
     def __init__(self, connection: socket.socket, reader: io.BufferedReader) -> None:
         super().__init__(self._asked)
         self._connection, self._reader = connection, reader
+        self._gone = False  # an exchange failed: nothing more is asked, whatever the caller does later
 
     def _asked(self, asked: dict[str, Any], data: bytes) -> list[OSError | None]:
+        if self._gone:
+            return self._not_made(asked)
         try:
             self._connection.settimeout(CALLER_WRITES_WITHIN_SECONDS)
+            asked = {**asked, "by": time.time() + CALLER_STARTS_WITHIN_SECONDS}  # else it makes none of them
             self._connection.sendall(json.dumps({"write": asked, "size": len(data)}).encode("utf-8") + b"\n" + data)
             done = json.loads(_read_line(self._reader))["done"]
             if not isinstance(done, list) or len(done) != len(asked["paths"]):
@@ -199,9 +207,14 @@ class _CallerWrites(durable.CallerWrites):
             return [None if error is None else OSError(int(error["errno"]), str(error["strerror"]),
                                                        str(error["filename"])) for error in done]
         except (OSError, ValueError, TypeError, KeyError):
-            # the caller went away or said something else: nothing more is asked of it (it says so itself)
-            return [OSError(errno.EIO, "the process that asked for this command stopped answering", path)
-                    for path in asked["paths"]]
+            # the caller went away, stalled or said something else: nothing more is asked of it
+            self._gone = True
+            return self._not_made(asked)
+
+    @staticmethod
+    def _not_made(asked: dict[str, Any]) -> list[OSError | None]:
+        return [TimeoutError(errno.ETIMEDOUT, "the command's own process did not make this write", path)
+                for path in asked["paths"]]
 
 
 def _same_user(connection: socket.socket) -> bool:
