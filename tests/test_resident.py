@@ -764,3 +764,38 @@ def test_a_write_asked_for_outside_the_vault_or_on_a_changed_file_is_not_made(tm
     late = {"op": "files", "paths": [str(vault / "late.md")], "sizes": [1], "by": time.time() - 1}
     assert isinstance(durable.make_asked(late, b"x", str(vault))[0], TimeoutError)
     assert not (vault / "late.md").exists()
+
+
+def test_a_caller_killed_halfway_leaves_the_resident_process_answering_as_a_fresh_one(runtime, vault):
+    """The console script killed once it made the first write of a recorded question (its note, not yet its
+    ledger line), as a kill -9 of the command's own process would leave it: the resident process is not held
+    up, the question is not recorded twice, and what it answers next is what a process of its own answers."""
+    decision(vault, 1, summary=FOOTER)
+    device_tag(vault)
+    with watching(vault):
+        time.sleep(2.1)
+        root = str(vault.resolve())
+        lock = resident._ledger_lock_held(root)
+        assert lock is not None
+        request = resident._request(["ask", "Should articles carry the author's photo?", "--topic", "author-photos",
+                                     "--vault", root])
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.settimeout(30)
+        connection.connect(resident_address.socket_path(root))
+        connection.sendall(json.dumps(request).encode() + b"\n")
+        with connection.makefile("rb") as reader:
+            assert reader.read(1) == b"+"
+            head = json.loads(reader.readline())
+            assert head["write"]["op"] == "files" and "Decisions" in head["write"]["paths"][0]
+            assert durable.make_asked(head["write"], reader.read(head["size"]), root) == [None]
+        connection.close()  # killed: its socket and its lock go with it
+        os.close(lock)
+        time.sleep(4)  # the watcher's pass over the note it left
+        for args in (("context",), ("lookup", "author-photos"), ("show", "D-0002"), ("search", "photo")):
+            code, out, err = asked_there(*args, "--vault", root, cwd=vault)  # answered there, not held up
+            alone = console_script(*args, "--vault", root, cwd=vault, alone=True)
+            assert (code, out.decode(), err.decode()) == (alone.code, alone.out, alone.err), args
+        asked = console_script("ask", "Should articles carry the author's photo?", "--topic", "author-photos",
+                               "--vault", root, cwd=vault)
+        assert asked.code != 0 and "already open" in asked.err, asked  # the note it left stands for the question
+    assert len(list((vault / "Decisions").glob("D-0002*.md"))) == 1
