@@ -723,7 +723,7 @@ def test_a_caller_that_stops_answering_is_asked_nothing_more(monkeypatch):
         assert isinstance(first[0], TimeoutError) and writes._asked(asked, b"a")[0].errno == first[0].errno
         there.settimeout(1)
         sent = there.recv(1 << 16)
-    assert sent.count(b"\n") == 1 and json.loads(sent.split(b"\n")[0])["write"]["by"] < time.time() + 30
+    assert sent.count(b"\n") == 1 and json.loads(sent.split(b"\n")[0])["write"]["by"] < time.monotonic() + 30
 
 
 def test_a_write_asked_for_outside_the_vault_or_on_a_changed_file_is_not_made(tmp_path):
@@ -761,9 +761,17 @@ def test_a_write_asked_for_outside_the_vault_or_on_a_changed_file_is_not_made(tm
     assert isinstance(durable.make_asked({"op": "append", "paths": [str(linked)], "sizes": [len(line)], "at": 0},
                                          line, str(vault))[0], PermissionError)
     assert target.read_bytes() == b""
-    late = {"op": "files", "paths": [str(vault / "late.md")], "sizes": [1], "by": time.time() - 1}
+    late = {"op": "files", "paths": [str(vault / "late.md")], "sizes": [1], "by": time.monotonic() - 1}
     assert isinstance(durable.make_asked(late, b"x", str(vault))[0], TimeoutError)
     assert not (vault / "late.md").exists()
+    (vault / ".git" / "hooks").mkdir(parents=True)  # the vault's own git directory: never the caller's to write
+    for name in (".git/hooks/pre-commit", ".git"):
+        hook = {"op": "files", "paths": [str(vault / name)], "sizes": [1]}
+        assert isinstance(durable.make_asked(hook, b"x", str(vault))[0], PermissionError), name
+    assert not (vault / ".git" / "hooks" / "pre-commit").exists() and (vault / ".git").is_dir()
+    with pytest.raises(ValueError):  # sizes that add up but are not sizes
+        durable.make_asked({"op": "files", "paths": [str(vault / "a.md"), str(vault / "b.md")], "sizes": [3, -1]},
+                           b"ab", str(vault))
 
 
 def test_a_caller_killed_halfway_leaves_the_resident_process_answering_as_a_fresh_one(runtime, vault):
@@ -799,3 +807,39 @@ def test_a_caller_killed_halfway_leaves_the_resident_process_answering_as_a_fres
                                "--vault", root, cwd=vault)
         assert asked.code != 0 and "already open" in asked.err, asked  # the note it left stands for the question
     assert len(list((vault / "Decisions").glob("D-0002*.md"))) == 1
+
+
+def test_a_write_made_after_the_resident_process_gave_up_on_it_is_said(runtime, vault):
+    """A caller that stalled in the middle of a write (a frozen process, a hung disk) may finish it after the
+    resident process stopped waiting and went on as if it were not made: the resident process says in its
+    answer how many writes it heard back about, and the caller names each file it made beyond them."""
+    root = str(vault.resolve())
+    path = resident_address.socket_path(root)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    note = vault / "Decisions" / "D-0009 Late.md"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def gave_up():  # asks for one note, then answers before hearing back: the command failed on that write
+        connection, _ = listener.accept()
+        with connection, connection.makefile("rb") as reader:
+            reader.readline()
+            data = b"---\ntype: decision\n---\n"
+            said = b"error: the note could not be written\n"
+            connection.sendall(b"+" + json.dumps({"write": {"op": "files", "paths": [str(note)], "sizes": [len(data)],
+                                                            "folders": True}, "size": len(data)}).encode() + b"\n"
+                               + data + json.dumps({"exit": 3, "writes_answered": 0, "out": 0, "err": len(said)}
+                                                   ).encode() + b"\n" + said)
+            reader.readline()
+    server = threading.Thread(target=gave_up)
+    server.start()
+    try:
+        code, out, err = asked_there("ask", "Should articles carry the author's photo?", "--topic", "author-photos",
+                                     "--vault", str(vault), cwd=vault)
+    finally:
+        server.join(timeout=30)
+        listener.close()
+    lines = err.decode().splitlines()
+    assert (code, out) == (3, b"") and lines[0] == "error: the note could not be written", lines
+    assert lines[1].startswith(f"error: {note}: written after") and note.exists()

@@ -380,6 +380,9 @@ def create_note(path: Path, text: str) -> bytes:
     return data
 
 
+ASKED_AT_ONCE = 4096  # files in one write asked for; `ask` and `rule` write a few
+
+
 def make_asked(asked: dict[str, Any], data: bytes, inside: str) -> list[OSError | None]:
     """Make the writes another process asked for (`CallerWrites`), each file within the folder `inside` (the
     vault: a path elsewhere is not written): each file's error, or None where it was made. A batch of files is
@@ -397,21 +400,22 @@ def _make_asked(asked: dict[str, Any], data: bytes, inside: str) -> list[OSError
     if asked["op"] not in ("files", "append", "remove"):
         raise ValueError(f"no such write: {asked['op']!r}")
     paths, sizes = [Path(path) for path in asked["paths"]], [int(size) for size in asked["sizes"]]
-    if len(paths) != len(sizes) or sum(sizes) != len(data):
+    if len(paths) != len(sizes) or len(paths) > ASKED_AT_ONCE or min(sizes, default=0) < 0 or \
+            sum(sizes) != len(data):
         raise ValueError("a write asked for does not match its bytes")
+    if time.monotonic() > float(asked.get("by", "inf")):  # the asker may have given up on it: made by nobody
+        return [TimeoutError(errno.ETIMEDOUT, "asked for too late", str(path)) for path in paths]
     root = os.path.realpath(inside)
     chunks, start = [], 0
     for size in sizes:
         chunks.append(data[start:start + size])
         start += size
     found: list[OSError | None] = [None] * len(paths)
-    late = time.time() > float(asked.get("by", "inf"))  # the asker may have given up on it: made by nobody
     for index, path in enumerate(paths):
         # An append goes through a link its file may be; a file written or removed replaces or removes the link
-        where = os.path.realpath(path if asked["op"] == "append" else path.parent)
-        if late:
-            found[index] = TimeoutError(errno.ETIMEDOUT, "asked for too late", str(path))
-        elif os.path.commonpath([root, where]) != root:
+        where = os.path.realpath(path) if asked["op"] == "append" else \
+            os.path.join(os.path.realpath(path.parent), path.name)
+        if os.path.commonpath([root, where]) != root or ".git" in Path(where).relative_to(root).parts:
             found[index] = PermissionError(errno.EPERM, "outside the vault", str(path))
         elif asked["op"] == "append" and _size_of(path) != int(asked["at"]):
             found[index] = OSError(errno.EAGAIN, "changed while the command was recorded", str(path))
@@ -432,10 +436,13 @@ def _make_asked(asked: dict[str, Any], data: bytes, inside: str) -> list[OSError
 
 
 def _size_of(path: Path) -> int:
+    """The file's size; 0 where there is none yet, -1 where none can be (a file where its folder should be)."""
     try:
         return os.stat(path).st_size
     except FileNotFoundError:
         return 0
+    except OSError:
+        return -1
 
 
 def _removed(path: Path) -> OSError | None:

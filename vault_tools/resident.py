@@ -35,6 +35,8 @@ from .state_memo import code_fingerprint
 if sys.platform != "win32":
     import fcntl  # no resident process where there are no Unix sockets
 
+HEAD_LIMIT = 1 << 20  # a line the resident process sends before its bytes
+WRITE_LIMIT = 1 << 26  # the bytes of one write it asks for (a note is at most a few hundred kilobytes)
 TAKEN_WITHIN_SECONDS = 2.0  # a resident process that does not take a command by then is stopped or stuck
 ANSWERED_WITHIN_SECONDS = 120.0  # and one that took it and does not answer by then
 
@@ -122,6 +124,11 @@ def answer_there(args: list[str], *, tried: bool = False) -> int | None:
         return 1
     if code is None:
         return None  # not answered in full (other code, a folder it cannot see, stopped, gone): asked here
+    late = writes.unanswered(writes.answered) if writes is not None else []
+    if late:  # made while the resident process no longer waited: the command said they were not
+        err += "".join(f"error: {path}: written after the watcher's resident process stopped waiting for it; "
+                       "run `vault-tools lint` to see what was recorded\n" for path in late).encode()
+        code = code or 1
     # stderr first: where stdout's reader has gone (`| head`), what the command said there is still said
     for stream, data in ((sys.stderr, err), (sys.stdout, out)):
         stream.flush()
@@ -160,6 +167,14 @@ class _Writes:
     def __init__(self, root: str) -> None:
         self.root = root
         self.made: list[str] = []
+        self.exchanges: list[list[str]] = []  # the files made for each write asked for, in order
+        self.answered: object = None  # how many of those the resident process got the answer of (its answer says)
+
+    def unanswered(self, answered: object) -> list[str]:
+        """The files made for writes whose answer the resident process did not get (it gave up waiting, and
+        the command went on as if they were not made): `answered` is how many it got, as its answer says."""
+        counted = answered if isinstance(answered, int) and answered >= 0 else 0
+        return [path for made in self.exchanges[counted:] for path in made]
 
     def prepare(self) -> None:
         """Once the command is sent: the code that makes the writes, loaded while the resident process works
@@ -172,7 +187,8 @@ class _Writes:
             found = durable.make_asked(asked, data, self.root)
         except (KeyError, TypeError, ValueError):
             raise ValueError("not a write") from None
-        self.made += [path for path, error in zip(asked["paths"], found, strict=True) if error is None]
+        self.exchanges.append([path for path, error in zip(asked["paths"], found, strict=True) if error is None])
+        self.made += self.exchanges[-1]
         return [None if error is None else {"errno": error.errno or 0, "strerror": error.strerror or str(error),
                                             "filename": error.filename or path}
                 for path, error in zip(asked["paths"], found, strict=True)]
@@ -208,12 +224,16 @@ def _reply(connection: socket.socket,
             if reply.read(1) != b"+":
                 return None, b"", b""
             connection.settimeout(ANSWERED_WITHIN_SECONDS)
-            head = json.loads(reply.readline() or b"null")
+            head = json.loads(reply.readline(HEAD_LIMIT) or b"null")
             while isinstance(head, dict) and "write" in head and writes is not None:
+                if not 0 <= head["size"] <= WRITE_LIMIT:
+                    raise ValueError("not a write")
                 done = writes.make(head["write"], reply.read(head["size"]))
                 connection.sendall(json.dumps({"done": done}).encode("utf-8") + b"\n")
-                head = json.loads(reply.readline() or b"null")
+                head = json.loads(reply.readline(HEAD_LIMIT) or b"null")
             out, err = reply.read(head["out"]), reply.read(head["err"])
+            if writes is not None:
+                writes.answered = head.get("writes_answered")
         except (OSError, ValueError, TypeError, KeyError):
             return None, b"", b""
     if not isinstance(head, dict) or len(out) != head["out"] or len(err) != head["err"]:

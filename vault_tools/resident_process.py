@@ -162,16 +162,20 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
     connection.settimeout(SEND_WITHIN_SECONDS)
     with contextlib.suppress(OSError):
         # declined (it would write): no exit code, and its caller runs it
-        _send(connection, {"exit": code} if code is not None else {"declined": True}, out, err)
+        head: dict[str, Any] = {"exit": code} if code is not None else {"declined": True}
+        if writes is not None:
+            head["writes_answered"] = writes.answered  # a write made after this process gave up on it is said there
+        _send(connection, head, out, err)
         connection.close()  # the caller has its answer: what is left to free is freed while nobody waits
     gc.collect()
     return True
 
 
 SEND_WITHIN_SECONDS = 30  # a caller not reading its answer (stopped) holds up the next commands no longer
-# A caller starts a write within CALLER_STARTS_WITHIN_SECONDS of being asked or makes none of it (its clock is
-# this machine's), and has it made within CALLER_WRITES_WITHIN_SECONDS: a caller stopped longer holds the
-# commands after it up no longer, and never makes a write this process counted as not made.
+# A caller starts a write within CALLER_STARTS_WITHIN_SECONDS of being asked or makes none of it, and has it
+# made within CALLER_WRITES_WITHIN_SECONDS: a caller stopped longer holds the commands after it up no longer.
+# One frozen in the middle of a write may still finish it later: the answer says how many writes this process
+# heard back about, and the caller names the files it made beyond them.
 CALLER_STARTS_WITHIN_SECONDS = 20
 CALLER_WRITES_WITHIN_SECONDS = 120
 
@@ -193,17 +197,20 @@ class _CallerWrites(durable.CallerWrites):
         super().__init__(self._asked)
         self._connection, self._reader = connection, reader
         self._gone = False  # an exchange failed: nothing more is asked, whatever the caller does later
+        self.answered = 0  # the exchanges whose answer came: told to the caller, which made the writes of each
 
     def _asked(self, asked: dict[str, Any], data: bytes) -> list[OSError | None]:
         if self._gone:
             return self._not_made(asked)
         try:
             self._connection.settimeout(CALLER_WRITES_WITHIN_SECONDS)
-            asked = {**asked, "by": time.time() + CALLER_STARTS_WITHIN_SECONDS}  # else it makes none of them
+            # the caller makes none of it after `by` (the clock both processes share: `time.monotonic`)
+            asked = {**asked, "by": time.monotonic() + CALLER_STARTS_WITHIN_SECONDS}
             self._connection.sendall(json.dumps({"write": asked, "size": len(data)}).encode("utf-8") + b"\n" + data)
             done = json.loads(_read_line(self._reader))["done"]
             if not isinstance(done, list) or len(done) != len(asked["paths"]):
                 raise ValueError("not an answer to the writes asked for")
+            self.answered += 1
             return [None if error is None else OSError(int(error["errno"]), str(error["strerror"]),
                                                        str(error["filename"])) for error in done]
         except (OSError, ValueError, TypeError, KeyError):
