@@ -769,6 +769,9 @@ def test_a_write_asked_for_outside_the_vault_or_on_a_changed_file_is_not_made(tm
         hook = {"op": "files", "paths": [str(vault / name)], "sizes": [1]}
         assert isinstance(durable.make_asked(hook, b"x", str(vault))[0], PermissionError), name
     assert not (vault / ".git" / "hooks" / "pre-commit").exists() and (vault / ".git").is_dir()
+    (vault / "afile").write_bytes(b"")  # a file where the folder of an append should be: refused, not raised
+    assert isinstance(durable.make_asked({"op": "append", "paths": [str(vault / "afile" / "x.jsonl")],
+                                          "sizes": [1], "at": 0}, b"x", str(vault))[0], OSError)
     with pytest.raises(ValueError):  # sizes that add up but are not sizes
         durable.make_asked({"op": "files", "paths": [str(vault / "a.md"), str(vault / "b.md")], "sizes": [3, -1]},
                            b"ab", str(vault))
@@ -843,3 +846,30 @@ def test_a_write_made_after_the_resident_process_gave_up_on_it_is_said(runtime, 
     lines = err.decode().splitlines()
     assert (code, out) == (3, b"") and lines[0] == "error: the note could not be written", lines
     assert lines[1].startswith(f"error: {note}: written after") and note.exists()
+
+
+def test_a_write_asked_for_beyond_what_the_caller_takes_is_not_made(tmp_path):
+    """What the caller reads from the resident process is bounded: a write of more bytes than any command makes
+    is not read, nor made, and the command, having written nothing, runs in the caller's own process."""
+    path = str(tmp_path / "r.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    target = tmp_path / "big.md"
+
+    def too_big():
+        size = resident.WRITE_LIMIT + 1
+        connection, _ = listener.accept()
+        with connection, contextlib.suppress(OSError):  # the caller hangs up on it
+            connection.makefile("rb").readline()
+            connection.sendall(b"+" + json.dumps({"write": {"op": "files", "paths": [str(target)], "sizes": [size]},
+                                                  "size": size}).encode() + b"\n" + bytes(size))
+    server = threading.Thread(target=too_big)
+    server.start()
+    try:
+        writes = resident._Writes(str(tmp_path))
+        assert resident._asked(path, {"argv": ["ask"]}, writes) == (None, b"", b"")
+    finally:
+        server.join(timeout=30)
+        listener.close()
+    assert writes.made == [] and not target.exists()
