@@ -1,6 +1,8 @@
 """Writing files so that a kill or a full disk never leaves one torn: a temp file in the same folder, written,
 synced and renamed over the old one, many at once when a reconcile writes many. Every note, page and record file
 vault-tools writes goes through here, and a process that keeps its own view of the vault is told what was written.
+A command the resident process runs has each of these writes made by the process that asked for it, with that
+process's own rights (`written_by`, `make_asked`).
 """
 from __future__ import annotations
 
@@ -90,7 +92,7 @@ class CallerWrites:
             raise error
 
     def append(self, path: Path, payload: bytes, size: int) -> None:
-        """`payload` appended there to the file at `path`, which holds `size` bytes (see `append_asked`)."""
+        """`payload` appended there to the file at `path`, which holds `size` bytes (see `make_asked`)."""
         self.made = True
         error = self._send({"op": "append", "paths": [str(path)], "sizes": [len(payload)], "at": size,
                                   "folders": True}, payload)[0]

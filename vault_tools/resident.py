@@ -9,12 +9,13 @@ A command that writes the record (`ask`, `rule`) must write with this process's 
 files (a sandbox, a read-only mount), which a process started by the watcher does not share. Those are run there
 too (`launch.RESIDENT_TRIES`), but each write they make (a note, a ledger line, a page) is sent back and made
 here (`durable.written_by`, `durable.make_asked`): refused, they write nothing; where a write cannot be made so
-(a torn ledger line cut, a stale temp file removed) or the command reads this process's stdin, it is declined
-before any write and runs here. Not asked on a terminal (a person is not waiting on tenths of a second there,
-and the answer's colours and width are the terminal's), nor when `VAULT_TOOLS_NO_RESIDENT` is set. Whenever it
-does not answer in full (none listening, other code, another file-name encoding, a folder it cannot see,
-stopped, gone), the command runs in its own process as before: a reading command asked twice gives the same
-answer. Once a write was made here, the command is never run here again: it says what was written instead.
+(a torn ledger line cut, a stale temp file removed, a device's first tag drawn) or the command reads this
+process's stdin, it is declined before any write and runs here. Not asked on a terminal (a person is not waiting
+on tenths of a second there, and the answer's colours and width are the terminal's), nor when
+`VAULT_TOOLS_NO_RESIDENT` is set. Whenever it does not answer in full (none listening, other code, another
+file-name encoding, a folder it cannot see, stopped, gone), the command runs in its own process as before: a
+reading command asked twice gives the same answer. Once a write was made here, the command is never run here
+again: it says what was written instead.
 """
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ def answer_there(args: list[str], *, tried: bool = False) -> int | None:
         return 1
     if code is None:
         return None  # not answered in full (other code, a folder it cannot see, stopped, gone): asked here
-    late = writes.unanswered(writes.answered) if writes is not None else []
+    late = writes.unanswered() if writes is not None else []
     if late:  # made while the resident process no longer waited: the command said they were not
         err += "".join(f"error: {path}: written after the watcher's resident process stopped waiting for it; "
                        "run `vault-tools lint` to see what was recorded\n" for path in late).encode()
@@ -170,10 +171,10 @@ class _Writes:
         self.exchanges: list[list[str]] = []  # the files made for each write asked for, in order
         self.answered: object = None  # how many of those the resident process got the answer of (its answer says)
 
-    def unanswered(self, answered: object) -> list[str]:
+    def unanswered(self) -> list[str]:
         """The files made for writes whose answer the resident process did not get (it gave up waiting, and
-        the command went on as if they were not made): `answered` is how many it got, as its answer says."""
-        counted = answered if isinstance(answered, int) and answered >= 0 else 0
+        the command went on as if they were not made), by how many it got as its answer says (`answered`)."""
+        counted = self.answered if isinstance(self.answered, int) and self.answered >= 0 else 0
         return [path for made in self.exchanges[counted:] for path in made]
 
     def prepare(self) -> None:
