@@ -40,7 +40,7 @@ check: $(STAMP)
 # synced devices and hypothesis), so a red CI replays exactly (a seed `make soak` finds failing becomes a
 # deterministic test).
 SOAK_RUNS ?= 1000
-SOAK_CI_RUNS ?= 300
+SOAK_CI_RUNS ?= 240
 
 soak: $(STAMP)
 	VAULT_TOOLS_SOAK_RUNS=$(SOAK_RUNS) VAULT_TOOLS_FUZZ_EXAMPLES=200 VAULT_TOOLS_SOAK_SECONDS=600 $(NO_RECOMPILE) $(PY) -m pytest -m soak
