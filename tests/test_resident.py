@@ -678,37 +678,45 @@ def test_a_caller_that_may_not_write_gets_its_own_processes_error_and_nothing_is
         assert snapshot(vault) == before
 
 
-def test_a_resident_process_that_stops_answering_after_a_write_is_not_run_again_here(runtime, vault):
-    """Once the caller has made a write for the command, the command is not run again in the caller's process
-    when the resident process goes away before answering (it would be recorded twice): the caller says what
-    was written and exits with an error."""
-    root = str(vault.resolve())
-    path = resident_address.socket_path(root)
+NOTE_WRITTEN = b"---\ntype: decision\n---\n"
+
+
+def asked_of_a_stand_in(vault: Path, note: Path, after: bytes, *args: str) -> tuple[int | None, bytes, bytes]:
+    """`args` sent, as the front door sends them, to a stand-in listening where the vault's resident process
+    would: it takes the command, asks for `note` to be written (`NOTE_WRITTEN`), sends `after` (b"": nothing,
+    it is gone) without waiting to hear back, and closes once the caller has answered or gone."""
+    path = resident_address.socket_path(str(vault.resolve()))
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    note = vault / "Decisions" / "D-0009 Half.md"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(1)
 
-    def half_way():  # takes the command, has one note written, and is gone
+    def stand_in():
         connection, _ = listener.accept()
         with connection, connection.makefile("rb") as reader:
             reader.readline()
-            data = b"---\ntype: decision\n---\n"
-            connection.sendall(b"+" + json.dumps({"write": {"op": "files", "paths": [str(note)], "sizes": [len(data)],
-                                                            "folders": True}, "size": len(data)}).encode() + b"\n"
-                               + data)
+            asked = {"op": "files", "paths": [str(note)], "sizes": [len(NOTE_WRITTEN)], "folders": True}
+            connection.sendall(b"+" + json.dumps({"write": asked, "size": len(NOTE_WRITTEN)}).encode() + b"\n"
+                               + NOTE_WRITTEN + after)
             reader.readline()
-    server = threading.Thread(target=half_way)
+    server = threading.Thread(target=stand_in)
     server.start()
     try:
-        code, out, err = asked_there("rule", "--topic", "article-images", "--summary",
-                                     "Articles use only images we took.", "--vault", str(vault), cwd=vault)
+        return asked_there(*args, "--vault", str(vault), cwd=vault)
     finally:
         server.join(timeout=30)
         listener.close()
+
+
+def test_a_resident_process_that_stops_answering_after_a_write_is_not_run_again_here(runtime, vault):
+    """Once the caller has made a write for the command, the command is not run again in the caller's process
+    when the resident process goes away before answering (it would be recorded twice): the caller says what
+    was written and exits with an error."""
+    note = vault / "Decisions" / "D-0009 Half.md"
+    code, out, err = asked_of_a_stand_in(vault, note, b"", "rule", "--topic", "article-images", "--summary",
+                                         "Articles use only images we took.")
     assert (code, out) == (1, b"") and str(note).encode() in err and b"vault-tools lint" in err, err
-    assert note.read_bytes() == b"---\ntype: decision\n---\n"
+    assert note.read_bytes() == NOTE_WRITTEN
     assert list((vault / "Decisions").glob("*.md")) == [note]  # and nothing recorded here besides
     assert _lock_free(vault)
 
@@ -819,33 +827,11 @@ def test_a_write_made_after_the_resident_process_gave_up_on_it_is_said(runtime, 
     """A caller that stalled in the middle of a write (a frozen process, a hung disk) may finish it after the
     resident process stopped waiting and went on as if it were not made: the resident process says in its
     answer how many writes it heard back about, and the caller names each file it made beyond them."""
-    root = str(vault.resolve())
-    path = resident_address.socket_path(root)
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     note = vault / "Decisions" / "D-0009 Late.md"
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(1)
-
-    def gave_up():  # asks for one note, then answers before hearing back: the command failed on that write
-        connection, _ = listener.accept()
-        with connection, connection.makefile("rb") as reader:
-            reader.readline()
-            data = b"---\ntype: decision\n---\n"
-            said = b"error: the note could not be written\n"
-            connection.sendall(b"+" + json.dumps({"write": {"op": "files", "paths": [str(note)], "sizes": [len(data)],
-                                                            "folders": True}, "size": len(data)}).encode() + b"\n"
-                               + data + json.dumps({"exit": 3, "writes_answered": 0, "out": 0, "err": len(said)}
-                                                   ).encode() + b"\n" + said)
-            reader.readline()
-    server = threading.Thread(target=gave_up)
-    server.start()
-    try:
-        code, out, err = asked_there("ask", "Should articles carry the author's photo?", "--topic", "author-photos",
-                                     "--vault", str(vault), cwd=vault)
-    finally:
-        server.join(timeout=30)
-        listener.close()
+    said = b"error: the note could not be written\n"  # the command failed on that write, as far as it knows
+    answer = json.dumps({"exit": 3, "writes_answered": 0, "out": 0, "err": len(said)}).encode() + b"\n" + said
+    code, out, err = asked_of_a_stand_in(vault, note, answer, "ask", "Should articles carry the author's photo?",
+                                         "--topic", "author-photos")
     lines = err.decode().splitlines()
     assert (code, out) == (3, b"") and lines[0] == "error: the note could not be written", lines
     assert lines[1].startswith(f"error: {note}: written after") and note.exists()
