@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from vault_tools import durable, launch, resident, resident_address, resident_process
+from vault_tools import ledger as ledger_module
+from vault_tools import vault as vault_module
 from vault_tools.layout import device_tag
 from vault_tools.resident import runtime_stamp
 
@@ -863,3 +865,38 @@ def test_a_write_asked_for_beyond_what_the_caller_takes_is_not_made(tmp_path, mo
         server.join(timeout=30)
         listener.close()
     assert writes.made == [] and not target.exists()
+
+
+@pytest.mark.parametrize("args", [
+    ("rule", "--topic", "article-images", "--summary", "Articles use only images we took."),
+    ("ask", "Should articles carry the author's photo?", "--topic", "author-photos")])
+def test_a_note_saved_while_a_command_writes_there_is_on_the_pages_once_the_watcher_passes(vault, monkeypatch,
+                                                                                          args):
+    """Run there, `ask` and `rule` make their pages from what they read and wrote without walking the vault
+    again to look for a note saved meanwhile: the watcher beside the resident process makes the pages again
+    from the vault as it is, after its debounce, as after any save. The owner's question, saved while the
+    command records, is on them then."""
+    decision(vault, 1, summary=FOOTER)
+    question = decision(vault, 2, status="open", topics=("reader-replies",),
+                        summary="Should the agent answer reader replies?")
+    assert console_script("seal", cwd=vault, alone=True).code == 0
+    real_append, walks = ledger_module.Ledger.append, []
+
+    def append(self, events, *more, **options):
+        done = real_append(self, events, *more, **options)
+        question.write_text(question.read_text(encoding="utf-8").replace("reader replies?", "reader replies by mail?"),
+                            encoding="utf-8")
+        return done
+    monkeypatch.setattr(ledger_module.Ledger, "append", append)
+    monkeypatch.setattr(vault_module.Vault, "unchanged_since", lambda self, state: walks.append(state) or True)
+    assert tried(vault, *args)[0] == 0
+    assert walks == []
+    monkeypatch.undo()
+    for note in (vault / "Decisions").glob("*.md"):  # the watcher's pass comes after its debounce
+        os.utime(note, (time.time() - 10, time.time() - 10))
+    done = subprocess.run([sys.executable, "-m", "vault_tools", "watch", "--once", "--vault", str(vault)],
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "reader replies by mail?" in (vault / "Pinned" / "Open questions.md").read_text(encoding="utf-8")
+    assert subprocess.run([sys.executable, "-m", "vault_tools", "build", "--check", "--vault", str(vault)],
+                          capture_output=True, timeout=60).returncode == 0

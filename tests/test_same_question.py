@@ -323,14 +323,20 @@ def test_lookup_with_free_text_puts_the_same_matter_first(cli, vault):
     assert json.loads(result.out)[0]["id"] == "D-0002"
 
 
-def test_lint_pairs_are_every_pair_a_full_comparison_finds_on_the_labelled_texts():
+@pytest.mark.parametrize("words_kept", [True, False])
+def test_lint_pairs_are_every_pair_a_full_comparison_finds_on_the_labelled_texts(monkeypatch, words_kept):
     """Lint scores only pairs sharing a word that is not weak and not used by hundreds of rulings; on the
     labelled set's texts (questions and rulings as rulings: many share words, some say the same matter) it
     finds exactly what scoring every pair as `rule` scores a ruling given directly finds, and at the strong
-    tier exactly the pairs `rule`'s check calls the same matter: lint and `rule` never disagree."""
+    tier exactly the pairs `rule`'s check calls the same matter: lint and `rule` never disagree. The same
+    whether the words' bits are kept from the call before or numbered anew at each call (a long-running
+    process forgets them past `BITS_REMEMBERED`)."""
     from itertools import combinations
 
+    from vault_tools import decision_words
     from vault_tools.decision_words import decision_terms, same_matter_pairs
+    if not words_kept:
+        monkeypatch.setattr(decision_words, "BITS_REMEMBERED", 1)
     from vault_tools.matter import matches, question_terms, similarity
     from vault_tools.model import build_decision
 

@@ -117,21 +117,10 @@ def same_matter_pairs(decisions: Sequence[Decision], *, threshold: float = SAME_
     is judged as `rule` judges one. `said_terms`: each decision's `question_terms`, where the caller has them."""
     said = list(said_terms) if said_terms is not None else [question_terms(d.summary, d.topics) for d in decisions]
     described = [decision_terms(d) for d in decisions]
-    # Each set of words as two sets of bits (its strong words, its weak ones): a pair's shared weight is then two
-    # ANDs and two counts, where intersecting the sets took ten times as long (a vault whose rulings share many
-    # words has a hundred thousand pairs to score).
-    bit_of: dict[str, int] = {}
-
-    def bits(found: frozenset[str]) -> tuple[int, int]:
-        strong = weak = 0
-        for term in found:
-            bit = bit_of.setdefault(term, 1 << len(bit_of))
-            if term in WEAK:
-                weak |= bit
-            else:
-                strong |= bit
-        return strong, weak
-    said_bits, described_bits = [bits(found) for found in said], [bits(found) for found in described]
+    if len(_BIT_OF) >= BITS_REMEMBERED or len(_BITS) >= BITS_REMEMBERED:
+        _BIT_OF.clear()  # only here, between calls: bits numbered before and after cannot meet
+        _BITS.clear()
+    said_bits, described_bits = [_bits(found) for found in said], [_bits(found) for found in described]
     whole = [thirds(found) for found in said]
     order = sorted(range(len(decisions)), key=lambda position: decisions[position].number)
     rank = {position: place for place, position in enumerate(order)}
@@ -157,6 +146,30 @@ def same_matter_pairs(decisions: Sequence[Decision], *, threshold: float = SAME_
                 pairs.append((older, newer, value))
     pairs.sort(key=lambda p: (rank[p[0]], rank[p[1]]))
     return [(decisions[older], decisions[newer], value) for older, newer, value in pairs]
+
+
+# Each set of words as two sets of bits (its strong words, its weak ones): a pair's shared weight is then two ANDs
+# and two counts, where intersecting the sets took ten times as long (a vault whose rulings share many words has a
+# hundred thousand pairs to score). Kept from call to call: a process that pairs the rulings again (the resident
+# process, the watcher, a command that writes and then rebuilds its pages) numbers only words it has not met.
+_BIT_OF: dict[str, int] = {}
+_BITS: dict[frozenset[str], tuple[int, int]] = {}
+BITS_REMEMBERED = 1 << 16  # words, or sets of words: past this both are forgotten (a watcher running for weeks)
+
+
+def _bits(found: frozenset[str]) -> tuple[int, int]:
+    known = _BITS.get(found)
+    if known is not None:
+        return known
+    strong = weak = 0
+    for term in found:
+        bit = _BIT_OF.setdefault(term, 1 << len(_BIT_OF))
+        if term in WEAK:
+            weak |= bit
+        else:
+            strong |= bit
+    _BITS[found] = (strong, weak)
+    return strong, weak
 
 
 # Rulings saying the same words, but for a number or a name the words leave out, under their own topics: a routine

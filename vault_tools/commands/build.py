@@ -290,8 +290,10 @@ def refresh_pages(ws: Workspace) -> list[str]:
     returned as a line to show, with a line for each page edited by hand whose copy was kept."""
     try:
         written = ws.as_written()
-        # What the command wrote, read back, unless a note changed since it read the vault (the owner saving)
-        if written is not None and ws.vault.unchanged_since(written):
+        # What the command wrote, read back, unless a note changed since it read the vault (the owner saving).
+        # Run by the watcher's resident process (its caller makes the writes), that walk is not paid: the watcher
+        # beside it makes the pages again from the vault as it is after its debounce, as after any save.
+        if written is not None and (durable.caller_writes() is not None or ws.vault.unchanged_since(written)):
             ws.keeps(written)
         result = build(ws, state=ws.state())
     except (VaultToolsError, OSError) as error:
