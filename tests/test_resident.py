@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -900,3 +901,41 @@ def test_a_note_saved_while_a_command_writes_there_is_on_the_pages_once_the_watc
     assert "reader replies by mail?" in (vault / "Pinned" / "Open questions.md").read_text(encoding="utf-8")
     assert subprocess.run([sys.executable, "-m", "vault_tools", "build", "--check", "--vault", str(vault)],
                           capture_output=True, timeout=60).returncode == 0
+
+
+def test_once_the_commands_stop_the_resident_process_reads_what_they_changed(runtime, vault):
+    """A ruling run there changes the notes the search index was last brought up to date with; once the agent's
+    commands stop for `READ_AGAIN_AFTER_SECONDS`, the resident process reads the vault as a lookup reads it, so
+    the next command finds the ruling indexed already (and the notes read) rather than paying for it."""
+    index = vault / ".vault-tools" / "cache" / "search-v3.sqlite"
+
+    def indexed() -> set[str]:
+        try:
+            with contextlib.closing(sqlite3.connect(f"{index.as_uri()}?mode=ro", uri=True)) as rows:
+                return {row[0] for row in rows.execute("SELECT path FROM files")}
+        except sqlite3.Error:  # not made yet
+            return set()
+    with watching(vault):
+        ruled = console_script("rule", "--topic", "article-footer", "--summary", FOOTER, "--vault", str(vault),
+                               cwd=vault)
+        assert ruled.code == 0, ruled.err
+        note = next((vault / "Decisions").glob("D-0001*.md")).relative_to(vault).as_posix()
+        assert note not in indexed()  # its check searched the index before the ruling was written
+        deadline = time.monotonic() + resident_process.READ_AGAIN_AFTER_SECONDS + 10
+        while note not in indexed():
+            assert time.monotonic() < deadline, "the resident process did not read the vault again"
+            time.sleep(0.2)
+
+
+def test_reading_the_vault_again_writes_nothing_in_it(vault, monkeypatch):
+    """What the resident process reads while no command waits is read as a lookup reads it: the vault is left
+    as it was (its caches aside), even where a writer would tidy something up."""
+    decision(vault, 1, summary=FOOTER)
+    write(vault / "Decisions" / f"{durable.TEMP_PREFIX}left-by-a-kill{durable.TEMP_SUFFIX}", "half a note")
+    assert console_script("lookup", "article-footer", "--vault", str(vault), cwd=vault, alone=True).code == 0
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+    monkeypatch.setattr(vault_module, "_last_reads", {})
+    before = snapshot(vault)
+    resident_process._read_vault_again(str(vault), str(vault), dict(os.environ), 0o22)
+    assert snapshot(vault) == before
+    assert str(vault) in vault_module._last_reads  # read, and kept for the next command

@@ -57,6 +57,8 @@ def serve(root: str, parent: int) -> None:
         gc.freeze()  # the modules and what they keep, looked over by no later collection
         stamp = runtime_stamp()
         while os.getppid() == parent and not _told_to_stop:
+            if _read_again and time.monotonic() - _read_again[0][0] >= READ_AGAIN_AFTER_SECONDS:
+                _read_vault_again(root, *_read_again.pop()[1:])
             try:
                 _waiting.append(True)
                 connection, _ = listener.accept()
@@ -77,6 +79,25 @@ def serve(root: str, parent: int) -> None:
 
 _waiting: list[bool] = []  # waiting for a command: nothing is under way
 _told_to_stop: list[bool] = []
+# Once the agent's commands stop for READ_AGAIN_AFTER_SECONDS (past the racy window of what they wrote, so what
+# is read then is kept), the vault is read as a lookup reads it, the answer thrown away: the next command finds
+# the notes, the ledger and the search index read already and kept, and pays for the walk that checks them
+# (not for reading what a ruling changed). Run as the last command was (its folder, environment and umask),
+# writing no note; each kept read is trusted later only as any is (the files it came from unchanged).
+READ_AGAIN_AFTER_SECONDS = 2.5
+_read_again: list[tuple[float, str, dict[str, str], int]] = []  # when the last command ended, and how it ran
+
+
+def _read_vault_again(root: str, cwd: str, env: dict[str, str], umask: int) -> None:
+    gc.disable()
+    try:
+        with durable.nothing_written():
+            # a topic no vault has: its rulings read from the notes, then the search index checked against them
+            _run(["lookup", "vault-tools-reads-again", "--vault", root], cwd, env, umask, [])
+    finally:
+        gc.enable()
+        finish_stores()
+    gc.collect()
 
 
 def _stop_between_commands(*_: object) -> None:
@@ -154,11 +175,13 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
     gc.disable()  # a command makes about a million objects; looking them over while it runs finds nothing to free
     try:
         writes = _CallerWrites(connection, reader) if argv[0] in launch.RESIDENT_TRIES else None
-        code, out, err = _run(argv, cwd, env, int(request.get("umask", 0o22)), request.get("encodings") or [],
+        umask = int(request.get("umask", 0o22))
+        code, out, err = _run(argv, cwd, env, umask, request.get("encodings") or [],
                               merged=request.get("merged") is True, writes=writes)
     finally:
         gc.enable()
         finish_stores()  # the note-cache writes of a first read's readers, as the command's own process waits
+    _read_again[:] = [(time.monotonic(), cwd, env, umask)]
     connection.settimeout(SEND_WITHIN_SECONDS)
     with contextlib.suppress(OSError):
         # declined (it would write): no exit code, and its caller runs it
