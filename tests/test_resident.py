@@ -23,14 +23,19 @@ from pathlib import Path
 
 import pytest
 
-from vault_tools import durable, launch, resident, resident_address, resident_process
+from vault_tools import console, durable, launch, resident, resident_address, resident_process
+from vault_tools import index as index_module
 from vault_tools import ledger as ledger_module
 from vault_tools import vault as vault_module
+from vault_tools.commands.read import READ_AHEAD_MOST, read_ahead
+from vault_tools.index import NO_FTS5_ENV, SearchIndex
 from vault_tools.layout import device_tag
 from vault_tools.resident import runtime_stamp
 
 from .helpers import (
     FOOTER,
+    PAST_RACY_SECONDS,
+    ClockAhead,
     Result,
     config_file,
     decision,
@@ -905,7 +910,7 @@ def test_a_note_saved_while_a_command_writes_there_is_on_the_pages_once_the_watc
 
 def test_once_the_commands_stop_the_resident_process_reads_what_they_changed(runtime, vault):
     """A ruling run there changes the notes the search index was last brought up to date with; once the agent's
-    commands stop for `READ_AGAIN_AFTER_SECONDS`, the resident process reads the vault as a lookup reads it, so
+    commands stop for `READ_AGAIN_AFTER_SECONDS`, the resident process reads the vault as the reading commands read it, so
     the next command finds the ruling indexed already (and the notes read) rather than paying for it."""
     index = vault / ".vault-tools" / "cache" / "search-v3.sqlite"
 
@@ -915,11 +920,13 @@ def test_once_the_commands_stop_the_resident_process_reads_what_they_changed(run
                 return {row[0] for row in rows.execute("SELECT path FROM files")}
         except sqlite3.Error:  # not made yet
             return set()
+    decision(vault, 1, topics=("reader-replies",), summary="The agent answers reader replies within a day.")
+    assert console_script("search", "replies", "--vault", str(vault), cwd=vault, alone=True).code == 0  # built
     with watching(vault):
         ruled = console_script("rule", "--topic", "article-footer", "--summary", FOOTER, "--vault", str(vault),
                                cwd=vault)
         assert ruled.code == 0, ruled.err
-        note = next((vault / "Decisions").glob("D-0001*.md")).relative_to(vault).as_posix()
+        note = next((vault / "Decisions").glob("D-0002*.md")).relative_to(vault).as_posix()
         assert note not in indexed()  # its check searched the index before the ruling was written
         deadline = time.monotonic() + resident_process.READ_AGAIN_AFTER_SECONDS + 10
         while note not in indexed():
@@ -928,7 +935,7 @@ def test_once_the_commands_stop_the_resident_process_reads_what_they_changed(run
 
 
 def test_reading_the_vault_again_writes_nothing_in_it(vault, monkeypatch):
-    """What the resident process reads while no command waits is read as a lookup reads it: the vault is left
+    """What the resident process reads while no command waits is read as the reading commands read it: the vault is left
     as it was (its caches aside), even where a writer would tidy something up."""
     decision(vault, 1, summary=FOOTER)
     write(vault / "Decisions" / f"{durable.TEMP_PREFIX}left-by-a-kill{durable.TEMP_SUFFIX}", "half a note")
@@ -939,3 +946,43 @@ def test_reading_the_vault_again_writes_nothing_in_it(vault, monkeypatch):
     resident_process._read_vault_again(str(vault), str(vault), dict(os.environ), 0o22)
     assert snapshot(vault) == before
     assert str(vault) in vault_module._last_reads  # read, and kept for the next command
+    # what a command says once (a Python without FTS5) is still said to the next command that searches
+    without_fts5 = {**os.environ, NO_FTS5_ENV: "1"}
+    resident_process._read_vault_again(str(vault), str(vault), without_fts5, 0o22)
+    searched = subprocess.run([sys.executable, "-m", "vault_tools", "search", "footer", "--vault", str(vault)],
+                              env={**without_fts5, resident_address.NO_RESIDENT_ENV: "1"}, capture_output=True,
+                              timeout=60)
+    assert "no FTS5" in searched.stderr.decode(), searched.stderr
+
+
+def test_a_read_ahead_leaves_a_large_change_to_the_command_that_needs_it(vault, monkeypatch):
+    """Read ahead of any command, a large read (an index not built yet, a pull bringing many notes) would hold
+    up the agent's next command for as long: it is left to the command that needs it, and a small one is made."""
+    decision(vault, 1, summary=FOOTER)
+    for module in (vault_module, index_module):  # what is read is past the racy window, so it is kept
+        monkeypatch.setattr(module, "time", ClockAhead(PAST_RACY_SECONDS))
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+    monkeypatch.setattr(vault_module, "_last_reads", {})
+    index = vault / ".vault-tools" / "cache" / "search-v3.sqlite"
+
+    def indexed() -> set[str]:
+        with contextlib.closing(sqlite3.connect(f"{index.as_uri()}?mode=ro", uri=True)) as rows:
+            return {row[0] for row in rows.execute("SELECT path FROM files")}
+
+    def kept() -> set[str]:
+        return set(vault_module._last_reads[str(vault)][2])
+
+    def searched() -> None:  # what a search does, the index brought up to date with the notes it read
+        ws = console.workspace(vault)
+        SearchIndex(ws.vault, ws.state()).search("topic")
+    read_ahead(console.workspace(vault))
+    assert not index.exists()  # never built: the first search builds it
+    searched()
+    pulled = {decision(vault, number, topics=(f"topic-{number}",)).relative_to(vault).as_posix()
+              for number in range(2, READ_AHEAD_MOST + 3)}
+    read_ahead(console.workspace(vault))
+    assert not pulled & (indexed() | kept())
+    searched()
+    saved = decision(vault, 99, topics=("late-topic",)).relative_to(vault).as_posix()
+    read_ahead(console.workspace(vault))
+    assert saved in indexed() and saved in kept()

@@ -368,3 +368,23 @@ def test_a_strong_match_is_refused_as_one_even_when_the_text_alone_matches_anoth
                "--source", "chat").code == 0
     refused = cli("ask", "Which should we pick?", "--topic", "footer-bio-author")
     assert refused.code == 1 and "D-0001 already settles this" in refused.err, refused.err
+
+
+def test_the_words_bits_stay_as_few_as_the_words_paired():
+    """A process that paired many words before (a watcher over weeks, another vault) numbers the words again
+    rather than pair rulings as long numbers: a word's bit is its number."""
+    from vault_tools import decision_words
+    from vault_tools.decision_words import same_matter_pairs
+    from vault_tools.model import build_decision
+
+    def rulings(words: list[str]) -> list:
+        return [build_decision({"type": "decision", "id": f"D-{number:04d}", "status": "ruled", "topics": ["t"],
+                                "summary": f"The {word} rule holds for the {word} team.",
+                                "ruled_at": "2026-01-01T09:00:00", "ruled_by": "owner"},
+                               path=f"Decisions/D-{number:04d}.md")[0] for number, word in enumerate(words, 1)]
+    many = rulings([f"zq{index:05d}x" for index in range(5000)])
+    same_matter_pairs(many)
+    assert len(decision_words._BIT_OF) >= 5000
+    few = rulings(["glossary", "footer", "pricing"])
+    same_matter_pairs(few)
+    assert len(decision_words._BIT_OF) < 1100

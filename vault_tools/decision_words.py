@@ -117,8 +117,10 @@ def same_matter_pairs(decisions: Sequence[Decision], *, threshold: float = SAME_
     is judged as `rule` judges one. `said_terms`: each decision's `question_terms`, where the caller has them."""
     said = list(said_terms) if said_terms is not None else [question_terms(d.summary, d.topics) for d in decisions]
     described = [decision_terms(d) for d in decisions]
-    if len(_BIT_OF) >= BITS_REMEMBERED or len(_BITS) >= BITS_REMEMBERED:
-        _BIT_OF.clear()  # only here, between calls: bits numbered before and after cannot meet
+    # Numbered anew (only here, between calls: bits numbered before and after never meet) once the words met
+    # are many more than this call's: a word's bit is its number, and pairs of long numbers take longer to AND.
+    if len(_BIT_OF) > 2 * len(frozenset().union(*said, *described)) + 1024 or len(_BITS) >= BITS_REMEMBERED:
+        _BIT_OF.clear()
         _BITS.clear()
     said_bits, described_bits = [_bits(found) for found in said], [_bits(found) for found in described]
     whole = [thirds(found) for found in said]
@@ -154,7 +156,7 @@ def same_matter_pairs(decisions: Sequence[Decision], *, threshold: float = SAME_
 # process, the watcher, a command that writes and then rebuilds its pages) numbers only words it has not met.
 _BIT_OF: dict[str, int] = {}
 _BITS: dict[frozenset[str], tuple[int, int]] = {}
-BITS_REMEMBERED = 1 << 16  # words, or sets of words: past this both are forgotten (a watcher running for weeks)
+BITS_REMEMBERED = 1 << 16  # sets of words: past this all are forgotten (a watcher running for weeks)
 
 
 def _bits(found: frozenset[str]) -> tuple[int, int]:

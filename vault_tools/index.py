@@ -36,7 +36,7 @@ from .matter import words
 from .model import FINAL_STATUSES, Decision, Status, build_decision, held_statuses_in_effect
 from .notes import StatKey, stat_key
 from .record_files import RACY_NANOSECONDS, settled_by
-from .vault import Vault, VaultState, iter_markdown
+from .vault import ReadPostponed, Vault, VaultState, iter_markdown
 
 INDEX_FILE = "cache/search-v3.sqlite"  # a new name whenever what is indexed changes
 NOTICE_FILE = "cache/search-without-fts5.notice"
@@ -130,6 +130,7 @@ class SearchIndex:
         self._synced = False  # brought up to date once: one command asks it more than once of the same notes
         self._docs_in_effect: tuple[dict[int, _Doc], dict[int, Status]] | None = None  # as of that once
         self._listing: str | None = None  # its listing as brought up to date: the digest, and when it was written
+        self._most_changed: int | None = None  # see `ready`
 
     # -- keeping it current
 
@@ -197,6 +198,8 @@ class SearchIndex:
                 continue
             changed.append((rel, key))
         gone = [path for path in stored if path not in seen]
+        if self._most_changed is not None and len(changed) + len(gone) > self._most_changed:
+            raise ReadPostponed(f"{len(changed) + len(gone)} notes to index")
         if not changed and not gone:
             return
         connection.execute("BEGIN IMMEDIATE")
@@ -336,6 +339,21 @@ class SearchIndex:
         return [Hit(docs[rowid].id, docs[rowid].path, in_effect[rowid], docs[rowid].summary, docs[rowid].topics,
                     snippets.get(rowid, docs[rowid].summary), -rank, conflicts.get(docs[rowid].id))
                 for rowid, rank in chosen]
+
+    def ready(self, most_changed: int) -> None:
+        """Brought up to date with the notes and the decisions in effect among them worked out, as a search does
+        first (kept where the process keeps them: `KEEP_DOCS_IN_EFFECT`), where that means indexing at most
+        `most_changed` notes again; otherwise (none built yet, more changed) left to the next search."""
+        if not self.path.is_file():
+            return
+        self._most_changed = most_changed
+        try:
+            with closing(self.open()) as connection:
+                self._docs_and_statuses(connection)
+        except ReadPostponed:
+            pass
+        finally:
+            self._most_changed = None
 
     def count(self, text: str, statuses: Iterable[Status]) -> int:
         """How many decisions whose status in effect is one of `statuses` match `text`."""

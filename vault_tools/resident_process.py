@@ -25,9 +25,11 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Any
 
 from . import answers, cli, console, durable, index, launch, state_memo, vault  # noqa: F401  (loaded now, not on the first command)
+from .commands.read import read_ahead
 from .reading import finish_stores
 from .resident import runtime_stamp
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
@@ -79,11 +81,13 @@ def serve(root: str, parent: int) -> None:
 
 _waiting: list[bool] = []  # waiting for a command: nothing is under way
 _told_to_stop: list[bool] = []
-# Once the agent's commands stop for READ_AGAIN_AFTER_SECONDS (past the racy window of what they wrote, so what
-# is read then is kept), the vault is read as a lookup reads it, the answer thrown away: the next command finds
-# the notes, the ledger and the search index read already and kept, and pays for the walk that checks them
-# (not for reading what a ruling changed). Run as the last command was (its folder, environment and umask),
-# writing no note; each kept read is trusted later only as any is (the files it came from unchanged).
+# Once the agent's commands stop for READ_AGAIN_AFTER_SECONDS after one that wrote (past the racy window of what
+# it wrote, so what is read then is kept), the vault is read as the reading commands read it
+# (`commands.read.read_ahead`), nothing said: the next command finds the notes, the ledger and the search index
+# read already and kept, and pays for the walk that checks them (not for reading what a ruling changed). Only
+# where few notes changed (`read.READ_AHEAD_MOST`): a command arriving meanwhile waits for it, so it is never
+# the whole read of a large vault. Run as that command was (its folder, environment and umask), writing no note;
+# each kept read is trusted later only as any is (the files it came from unchanged).
 READ_AGAIN_AFTER_SECONDS = 2.5
 _read_again: list[tuple[float, str, dict[str, str], int]] = []  # when the last command ended, and how it ran
 
@@ -91,9 +95,10 @@ _read_again: list[tuple[float, str, dict[str, str], int]] = []  # when the last 
 def _read_vault_again(root: str, cwd: str, env: dict[str, str], umask: int) -> None:
     gc.disable()
     try:
-        with durable.nothing_written():
-            # a topic no vault has: its rulings read from the notes, then the search index checked against them
-            _run(["lookup", "vault-tools-reads-again", "--vault", root], cwd, env, umask, [])
+        with _as_run_by(cwd, env, umask), durable.nothing_written():
+            read_ahead(console.workspace(root))
+    except Exception:  # what cannot be read now, the next command reads and reports
+        pass
     finally:
         gc.enable()
         finish_stores()
@@ -181,7 +186,8 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
     finally:
         gc.enable()
         finish_stores()  # the note-cache writes of a first read's readers, as the command's own process waits
-    _read_again[:] = [(time.monotonic(), cwd, env, umask)]
+    if writes is not None and writes.made:  # it changed the vault: read what it changed once commands stop
+        _read_again[:] = [(time.monotonic(), cwd, env, umask)]
     connection.settimeout(SEND_WITHIN_SECONDS)
     with contextlib.suppress(OSError):
         # declined (it would write): no exit code, and its caller runs it
@@ -268,22 +274,15 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
     (`launch.RESIDENT_TRIES`): each write of the vault is made by the caller (`durable.written_by`); the exit
     code is None, and nothing said, where the command would make a write the caller cannot (a device's tag
     drawn, a stale temp file removed, a torn ledger line cut) or read the caller's stdin, before any write."""
-    saved_env, saved_argv, saved_stdin, saved_cwd = dict(os.environ), sys.argv, sys.stdin, os.getcwd()
+    saved_argv, saved_stdin = sys.argv, sys.stdin
     out_bytes = io.BytesIO()
     err_bytes = out_bytes if merged else io.BytesIO()
     out, err = (io.TextIOWrapper(stream, encoding=_encoding(encodings, index), errors="backslashreplace",
                                  write_through=True) for index, stream in enumerate((out_bytes, err_bytes)))
-    saved_umask = os.umask(umask)
     try:
-        os.environ.clear()
-        os.environ.update({**env, NO_RESIDENT_ENV: "1"})  # the front door must not ask this very process
-        time.tzset()
-        tempfile.tempdir = None  # found again from the command's environment
-        console.vault_root = None  # where a crash is logged: the command's vault, once it finds it
-        os.chdir(cwd)
-        sys.argv, sys.stdin = ["vault-tools", *argv], _CallersInput() if writes is not None else io.StringIO("")
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+        with _as_run_by(cwd, env, umask), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
                 durable.written_by(writes) if writes is not None else contextlib.nullcontext():
+            sys.argv, sys.stdin = ["vault-tools", *argv], _CallersInput() if writes is not None else io.StringIO("")
             try:
                 launch.main()
                 code = 0
@@ -301,17 +300,33 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
     except OSError as error:  # the command's folder is gone
         return 2, b"", f"error: {cwd}: {error.strerror or error}\n".encode()
     finally:
+        sys.argv, sys.stdin = saved_argv, saved_stdin
+    out.flush()
+    err.flush()
+    return code, out_bytes.getvalue(), b"" if merged else err_bytes.getvalue()
+
+
+@contextlib.contextmanager
+def _as_run_by(cwd: str, env: dict[str, str], umask: int) -> Iterator[None]:
+    """This process as the caller's own would be: its environment (time zone included), folder and umask, put
+    back after. Raises OSError where the folder is not here."""
+    saved_env, saved_cwd, saved_umask = dict(os.environ), os.getcwd(), os.umask(umask)
+    try:
+        os.environ.clear()
+        os.environ.update({**env, NO_RESIDENT_ENV: "1"})  # the front door must not ask this very process
+        time.tzset()
+        tempfile.tempdir = None  # found again from the command's environment
+        console.vault_root = None  # where a crash is logged: the command's vault, once it finds it
+        os.chdir(cwd)
+        yield
+    finally:
         os.umask(saved_umask)
         os.environ.clear()
         os.environ.update(saved_env)
         time.tzset()
         tempfile.tempdir = None
-        sys.argv, sys.stdin = saved_argv, saved_stdin
         with contextlib.suppress(OSError):
             os.chdir(saved_cwd)
-    out.flush()
-    err.flush()
-    return code, out_bytes.getvalue(), b"" if merged else err_bytes.getvalue()
 
 
 class _CallersInput(io.StringIO):

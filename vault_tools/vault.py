@@ -282,6 +282,10 @@ def set_aside_conflict_copies(state: VaultState) -> None:
     state.conflict_copies = copies
 
 
+class ReadPostponed(Exception):
+    """More to read than a read made ahead of any command takes on (`Vault.load`'s `most_read`)."""
+
+
 class Vault:
     """A vault on disk: its root, config and ledger."""
 
@@ -315,9 +319,9 @@ class Vault:
     def inside(self, path: Path) -> bool:
         return inside_vault(self.root, path)
 
-    def load(self) -> VaultState:
+    def load(self, *, most_read: int | None = None) -> VaultState:
         """Every decision note, from the state memo or the note cache when its file is certainly unchanged, else
-        read afresh."""
+        read afresh. With `most_read`: `ReadPostponed` rather than read more notes than that."""
         state = VaultState(self.root, self.config)
         aliases = load_aliases(self.record_dir)
         use_topic_aliases(aliases)  # every comparison of topics from here reads them
@@ -346,6 +350,8 @@ class Vault:
                                     if key is not None and not isinstance(key, OSError) and rel in memo
                                     and memo[rel][0] == key}
         stat_keys: dict[str, StatKey] = {rel: key for rel, _, key in listed if rel in pieces}  # type: ignore[misc]
+        if most_read is not None and len(listed) - len(pieces) > most_read:
+            raise ReadPostponed(f"{len(listed) - len(pieces)} notes to read")
         if len(pieces) < len(listed) or len(memo) != len(listed):
             self._read_into(pieces, stat_keys, listed, state, memo.keys())
             if warm and not KEEP_LAST_READ:  # a first read stores the note cache (in a child); the next, the memo

@@ -291,8 +291,9 @@ def refresh_pages(ws: Workspace) -> list[str]:
     try:
         written = ws.as_written()
         # What the command wrote, read back, unless a note changed since it read the vault (the owner saving).
-        # Run by the watcher's resident process (its caller makes the writes), that walk is not paid: the watcher
-        # beside it makes the pages again from the vault as it is after its debounce, as after any save.
+        # Run by the watcher's resident process (its caller makes the writes), that walk is not paid: the save
+        # sets off a pass of the watcher beside it, which waits for the ledger lock this command's caller holds,
+        # so it reads the vault after these pages are written and makes them again from it.
         if written is not None and (durable.caller_writes() is not None or ws.vault.unchanged_since(written)):
             ws.keeps(written)
         result = build(ws, state=ws.state())

@@ -19,7 +19,7 @@ from ..ruling_graph import Overlap, describe_chain, settled_topics, unresolved_o
 from ..services.checks import check_topics
 from ..services.workspace import Workspace
 from ..topics import topics_match
-from ..vault import VaultState
+from ..vault import ReadPostponed, VaultState
 from .build import page_problems, remembered
 from .same import remember_terms
 
@@ -109,6 +109,25 @@ def search(ws: Workspace, query: str, *, history: bool = False, limit: int = 20)
     if not history:
         notices += _closed_also(query, index.count(query, set(Status) - set(CURRENT)))
     return SearchResult(hits, notices)
+
+
+# A read made ahead of any command takes on this many changed notes at most: more (a pull, a first read, an index
+# not built yet) is left to the command that needs it, which a read ahead must not hold up for long.
+READ_AHEAD_MOST = 50
+
+
+def read_ahead(ws: Workspace) -> None:
+    """What the reading commands read, read now with nothing said (the resident process does it while no command
+    waits), where few notes changed: the notes, the ledger, and the search index checked against the notes as
+    read, with the decisions in effect among them. A process keeps each only as it keeps any read (trusted while
+    its files are unchanged)."""
+    try:
+        state = ws.vault.load(most_read=READ_AHEAD_MOST)
+    except ReadPostponed:
+        return
+    ws.histories()
+    if fts5_available():
+        SearchIndex(ws.vault, state).ready(READ_AHEAD_MOST)
 
 
 CLOSED_COUNTED = 1000  # matches looked at for the closed decisions a search without --history counts
