@@ -986,3 +986,63 @@ def test_a_read_ahead_leaves_a_large_change_to_the_command_that_needs_it(vault, 
     saved = decision(vault, 99, topics=("late-topic",)).relative_to(vault).as_posix()
     read_ahead(console.workspace(vault))
     assert saved in indexed() and saved in kept()
+
+
+def test_a_resident_process_whose_own_folder_was_removed_still_answers(runtime, vault, tmp_path):
+    """The folder the watcher was started from is removed (a temp folder, a checkout moved): the resident
+    process still runs each command in the command's own folder and answers as its own process does."""
+    decision(vault, 1, summary=FOOTER)
+    started_in = tmp_path / "gone-soon"
+    started_in.mkdir()
+    watcher = subprocess.Popen([sys.executable, "-m", "vault_tools", "watch", "--vault", str(vault)], cwd=started_in,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        socket_file = Path(resident_address.socket_path(str(vault.resolve())))
+        deadline = time.monotonic() + 30
+        while not socket_file.exists():
+            assert time.monotonic() < deadline and watcher.poll() is None, "no resident process listened"
+            time.sleep(0.05)
+        shutil.rmtree(started_in)
+        there = asked_there("lookup", "article-footer", "--vault", str(vault), cwd=vault)
+        alone = console_script("lookup", "article-footer", "--vault", str(vault), cwd=vault, alone=True)
+        assert (there[0], there[1].decode(), there[2].decode()) == (alone.code, alone.out, alone.err)
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        watcher.wait(timeout=30)
+
+
+def test_told_to_stop_while_reading_ahead_it_stops_at_once(runtime, vault, monkeypatch):
+    """SIGTERM while the resident process reads ahead: it ends once that read is done, not after waiting a
+    second more for a command."""
+    decision(vault, 1, summary=FOOTER)
+    ended: list[float] = []
+
+    def read_ahead_then_told_to_stop(*_: object) -> None:
+        resident_process._told_to_stop.append(True)  # as the SIGTERM handler does mid-read
+        ended.append(time.monotonic())
+    monkeypatch.setattr(resident_process, "_told_to_stop", [])
+    monkeypatch.setattr(resident_process, "_read_again", [(0.0, str(vault), dict(os.environ), 0o22)])
+    monkeypatch.setattr(resident_process, "_read_vault_again", read_ahead_then_told_to_stop)
+    monkeypatch.setattr(resident_process, "_warm_up", lambda: None)
+    resident_process.serve(str(vault.resolve()), os.getppid())
+    assert ended and time.monotonic() - ended[0] < 0.5
+
+
+def test_a_read_ahead_leaves_an_index_being_written_or_damaged_to_the_next_search(vault, monkeypatch):
+    """Another process writing the search index: the read ahead does not wait for it (a command arriving would).
+    A damaged index is left for the next search, which builds it again and says so."""
+    decision(vault, 1, summary=FOOTER)
+    assert console_script("search", "footer", "--vault", str(vault), cwd=vault, alone=True).code == 0
+    decision(vault, 2, topics=("reader-replies",), summary="The agent answers reader replies within a day.")
+    index = vault / ".vault-tools" / "cache" / "search-v3.sqlite"
+    with contextlib.closing(sqlite3.connect(index, isolation_level=None)) as writer:
+        writer.execute("BEGIN EXCLUSIVE")
+        started = time.monotonic()
+        read_ahead(console.workspace(vault))
+        assert time.monotonic() - started < 1
+        writer.execute("ROLLBACK")
+    index.write_bytes(b"not a database at all" * 100)
+    read_ahead(console.workspace(vault))
+    assert index.read_bytes().startswith(b"not a database")
+    searched = console_script("search", "replies", "--vault", str(vault), cwd=vault, alone=True)
+    assert searched.code == 0 and "was damaged; it was built again" in searched.err, searched.err

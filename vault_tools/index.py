@@ -134,9 +134,10 @@ class SearchIndex:
 
     # -- keeping it current
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, wait: float = 5) -> sqlite3.Connection:
+        """The index, waiting up to `wait` seconds for another process's write."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+        connection = sqlite3.connect(self.path, timeout=wait, isolation_level=None)
         # Derived data: a crash mid-write at worst damages it, and a damaged index is built again.
         connection.execute("PRAGMA synchronous = OFF")
         connection.executescript(f"""
@@ -343,14 +344,17 @@ class SearchIndex:
     def ready(self, most_changed: int) -> None:
         """Brought up to date with the notes and the decisions in effect among them worked out, as a search does
         first (kept where the process keeps them: `KEEP_DOCS_IN_EFFECT`), where that means indexing at most
-        `most_changed` notes again; otherwise (none built yet, more changed) left to the next search."""
+        `most_changed` notes again, at once; otherwise (none built yet, more changed, another process writing
+        it, damaged: what a search repairs and says) left as it is to the next search."""
         if not self.path.is_file():
             return
         self._most_changed = most_changed
         try:
-            with closing(self.open()) as connection:
+            with closing(self._connect(wait=0)) as connection:
+                self._sync(connection)
+                self._synced = True
                 self._docs_and_statuses(connection)
-        except ReadPostponed:
+        except (ReadPostponed, sqlite3.Error):
             pass
         finally:
             self._most_changed = None

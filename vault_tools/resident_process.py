@@ -61,6 +61,7 @@ def serve(root: str, parent: int) -> None:
         while os.getppid() == parent and not _told_to_stop:
             if _read_again and time.monotonic() - _read_again[0][0] >= READ_AGAIN_AFTER_SECONDS:
                 _read_vault_again(root, *_read_again.pop()[1:])
+                continue  # told to stop meanwhile: out now, not after a wait for a command
             try:
                 _waiting.append(True)
                 connection, _ = listener.accept()
@@ -89,7 +90,7 @@ _told_to_stop: list[bool] = []
 # the whole read of a large vault. Run as that command was (its folder, environment and umask), writing no note;
 # each kept read is trusted later only as any is (the files it came from unchanged).
 READ_AGAIN_AFTER_SECONDS = 2.5
-_read_again: list[tuple[float, str, dict[str, str], int]] = []  # when the last command ended, and how it ran
+_read_again: list[tuple[float, str, dict[str, str], int]] = []  # since a write: when the last command ended, how it ran
 
 
 def _read_vault_again(root: str, cwd: str, env: dict[str, str], umask: int) -> None:
@@ -186,7 +187,7 @@ def _answer(connection: socket.socket, stamp: str) -> bool:
     finally:
         gc.enable()
         finish_stores()  # the note-cache writes of a first read's readers, as the command's own process waits
-    if writes is not None and writes.made:  # it changed the vault: read what it changed once commands stop
+    if (writes is not None and writes.made) or _read_again:  # read what it changed once the commands stop
         _read_again[:] = [(time.monotonic(), cwd, env, umask)]
     connection.settimeout(SEND_WITHIN_SECONDS)
     with contextlib.suppress(OSError):
@@ -310,7 +311,11 @@ def _run(argv: list[str], cwd: str, env: dict[str, str], umask: int, encodings: 
 def _as_run_by(cwd: str, env: dict[str, str], umask: int) -> Iterator[None]:
     """This process as the caller's own would be: its environment (time zone included), folder and umask, put
     back after. Raises OSError where the folder is not here."""
-    saved_env, saved_cwd, saved_umask = dict(os.environ), os.getcwd(), os.umask(umask)
+    try:
+        saved_cwd = os.getcwd()
+    except OSError:  # this process's own folder was removed: it is left at the root
+        saved_cwd = os.sep
+    saved_env, saved_umask = dict(os.environ), os.umask(umask)
     try:
         os.environ.clear()
         os.environ.update({**env, NO_RESIDENT_ENV: "1"})  # the front door must not ask this very process
