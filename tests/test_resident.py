@@ -1046,3 +1046,22 @@ def test_a_read_ahead_leaves_an_index_being_written_or_damaged_to_the_next_searc
     assert index.read_bytes().startswith(b"not a database")
     searched = console_script("search", "replies", "--vault", str(vault), cwd=vault, alone=True)
     assert searched.code == 0 and "was damaged; it was built again" in searched.err, searched.err
+
+
+def test_after_a_ruling_and_the_read_ahead_every_reader_answers_as_a_fresh_process(runtime, vault):
+    """A ruling run there, then the read ahead once the commands stop: what the readers answer there from what
+    it kept (the notes, the ledger, the index's decisions in effect) is what a fresh process answers."""
+    decision(vault, 1, topics=("reader-replies",), summary="The agent answers reader replies within a day.")
+    assert console_script("search", "replies", "--vault", str(vault), cwd=vault, alone=True).code == 0
+    with watching(vault):
+        ruled = console_script("rule", "--topic", "article-footer", "--summary", FOOTER, "--vault", str(vault),
+                               cwd=vault)
+        assert ruled.code == 0, ruled.err
+        time.sleep(resident_process.READ_AGAIN_AFTER_SECONDS + 1.5)  # the read ahead is over by then
+        ruling = made_id(vault, "D-0002")
+        for args, code in ((("lookup", "article-footer"), 0), (("show", ruling), 0), (("search", "footer"), 0),
+                           (("context",), 0), (("ask", FOOTER, "--topic", "footers"), 1)):
+            there = asked_there(*args, "--vault", str(vault), cwd=vault)
+            alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
+            assert (there[0], there[1].decode(), there[2].decode()) == (code, alone.out, alone.err), args
+            assert alone.code == code and (ruling in alone.out + alone.err or args[0] == "context"), args
