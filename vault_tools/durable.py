@@ -461,12 +461,20 @@ def _append_at(path: Path, payload: bytes, size: int) -> OSError | None:
         with open(path, "ab", buffering=0) as handle:
             if handle.seek(0, os.SEEK_END) != size:
                 return OSError(errno.EAGAIN, "changed while the command was recorded", str(path))
-            try:
-                _write_all(handle.fileno(), payload)
-                os.fsync(handle.fileno())
-            except OSError:
-                handle.truncate(size)
-                raise
+            append_whole(handle.fileno(), payload, size)
     except OSError as error:
         return error
     return None
+
+
+def append_whole(fd: int, payload: bytes, size: int, *, sync: bool = True) -> None:
+    """`payload` written at the end of the file open as `fd` (in append mode), which holds `size` bytes, and
+    synced unless not `sync`: all of it, or none, where the disk takes part of it and refuses the rest (full):
+    the file is cut back to `size`, never left with a torn line, and the error raised."""
+    try:
+        _write_all(fd, payload)
+        if sync:
+            os.fsync(fd)
+    except OSError:
+        os.ftruncate(fd, size)
+        raise

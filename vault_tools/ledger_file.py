@@ -3,14 +3,13 @@ knowing when it changed. `ledger` reads every device's file as one ledger and ap
 """
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from .durable import CallerWrites, caller_writes, may_write
+from .durable import CallerWrites, append_whole, caller_writes, may_write
 from .errors import InconsistentVault
 from .history import placed
 from .ledger_lines import Event, event_line, parse_ledger
@@ -113,21 +112,10 @@ class LedgerFile:
         size = handle.seek(0, os.SEEK_END)
         ours = self._read_cache is not None and self._read_cache.key == before  # ends with a line read or written
         if size > 0 and not ours:
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                self.read()  # raises, naming the torn line
-            handle.seek(0, os.SEEK_END)
+            self._refuse_a_torn_end(handle, size)
         try:
-            written = 0
-            while written < len(payload):  # a full disk may take part of a write before it refuses
-                step = handle.write(payload[written:])
-                if not step:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
-                written += step
-            if durable:
-                os.fsync(handle.fileno())
-        except OSError:  # a full disk: take back a partial line rather than leave it torn
-            handle.truncate(size)
+            append_whole(handle.fileno(), payload, size, sync=durable)  # a full disk: none of it, no torn line
+        except OSError:
             self.close()
             raise
         finally:
@@ -143,11 +131,16 @@ class LedgerFile:
         ours = self._read_cache is not None and self._read_cache.key == before
         if size > 0 and not ours:
             with open(self.path, "rb") as handle:
-                handle.seek(size - 1)
-                if handle.read(1) != b"\n":
-                    self.read()  # raises, naming the torn line
+                self._refuse_a_torn_end(handle, size)
         caller.append(self.path, payload, size)
         return self._appended(events, payload, before, size, ours)
+
+    def _refuse_a_torn_end(self, handle: BinaryIO, size: int) -> None:
+        """The file, `size` bytes long, read whole where it does not end with a whole line: a read raises,
+        naming the torn line."""
+        handle.seek(size - 1)
+        if handle.read(1) != b"\n":
+            self.read()
 
     def _appended(self, events: list[Event], payload: bytes, before: StatKey | None, size: int,
                   ours: bool) -> list[Event] | None:
