@@ -58,16 +58,17 @@ def missing_rulings(ws: RecordReader, state: VaultState) -> list[Decision]:
         tied = {summary.record for summary in (state.derived.summary_ties or {}).values()}
         held = {d.id for d in state.decisions}
         unreadable = {e.path for e in state.broken if e.path}
+        untied = [summary for summary in candidates if not (
+            summary.record in tied or summary.id in held or unreadable & set(summary.paths))]
         try:
-            known = ws.histories()
+            known = ws.histories() if untied else {}  # nearly always none: the histories are not loaded
         except InconsistentVault:
             known = {}
         # a note given two ids, one record closed by `commands.twins`: its note went with it on purpose
         twins_closed = {record.record for twins in twin_notes(known) for record in twins.records
                         if record.status in (Status.WITHDRAWN, Status.RETRACTED)}
-        for summary in candidates:
-            if summary.record in tied or summary.id in held or unreadable & set(summary.paths) or \
-                    summary.record in twins_closed:
+        for summary in untied:
+            if summary.record in twins_closed:
                 continue
             history, status = known.get(summary.record), summary.status
             if history is None or status is None or kept_text(history, status) is None:
