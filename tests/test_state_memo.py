@@ -112,6 +112,35 @@ def test_the_same_matter_check_takes_each_decisions_words_from_the_memo(vault, a
     assert scored == ["Footers carry the postal address."]
 
 
+def test_a_refused_ask_takes_the_ledger_as_verified_without_reading_its_events(vault, aged, monkeypatch):
+    """A write checks first that the ledger is whole; `ask` refused, warm, takes the ledger a whole read of this
+    user's verified, its files as they are now, without reading every event again to refuse."""
+    small_vault(vault)
+    question = ("Do footers carry the unsubscribe link?", "--topic", "email-footer")
+    first = vt_here("ask", *question, cwd=vault)
+    assert first.code == 1 and "D-0001" in first.err
+    (vault / ".vault-tools" / ledger_module.EVENTS_MEMO).unlink()  # reading the events now parses every line
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("the ledger read again, though nothing changed")
+
+    monkeypatch.setattr(ledger_file_module, "parse_ledger", not_again)
+    again = vt_here("ask", *question, cwd=vault)
+    assert (again.code, again.err) == (first.code, first.err)
+
+
+def test_a_ledger_changed_after_it_was_verified_still_stops_the_next_write(vault, aged):
+    small_vault(vault)
+    assert vt_here("ask", "Do footers carry the unsubscribe link?", "--topic", "email-footer", cwd=vault).code == 1
+    assert (vault / ".vault-tools" / ledger_module.VERIFIED_MEMO).is_file()
+    ledger = ledger_file(vault)
+    ledger.write_text(ledger.read_text().replace('"owner"', '"0wner"'))  # the same size
+    before = sorted(path.name for path in (vault / "Decisions").iterdir())
+    asked = vt_here("ask", "Should the podcast get a theme tune?", "--topic", "podcast-music", cwd=vault)
+    assert asked.code != 0 and "ledger" in asked.err, asked.err
+    assert sorted(path.name for path in (vault / "Decisions").iterdir()) == before
+
+
 def test_a_note_made_a_decision_in_place_is_seen_at_once(vault, aged):
     small_vault(vault)
     assert vt_here("lookup", "glossary", cwd=vault).code == 1

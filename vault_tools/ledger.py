@@ -39,6 +39,7 @@ from .record_files import (
 EVENTS_MEMO = "cache/ledger-events.pickle"
 HISTORIES_MEMO = "cache/ledger-histories.pickle"
 RECORDS_MEMO = "cache/ledger-records.json"  # each record's summary (`summaries`), JSON
+VERIFIED_MEMO = "cache/ledger-verified.pickle"  # the files' stat keys as a whole read verified them, signed
 LOCK_TIMEOUT_SECONDS = 30
 
 
@@ -299,6 +300,22 @@ class Ledger:
     def read(self) -> list[Event]:
         """Every event, verified. A long-running process re-reads only what changed."""
         return list(self._events())
+
+    def verify(self) -> None:
+        """Raises as `read` does where the ledger is torn or was changed (what stops every write), without
+        reading its events where this user's code verified its files as they are now (`VERIFIED_MEMO`: a
+        command refused before it writes does not pay for reading the events)."""
+        if self._merged is not None or self._look is not None:  # read in this process: kept, or read again
+            self._events()
+            return
+        files = self.files()
+        key, memo_key, stamp = self._files_key(files), self._memo_key(files), self.local_dir / VERIFIED_MEMO
+        if key and state_memo.recall(stamp, memo_key) == key:
+            return
+        read_at = time.time_ns()
+        self._events()
+        if key and self._merged is not None and self._merged[0] == key:
+            self._remember(stamp, key, memo_key, read_at, lambda: key)
 
     def appended_since(self, count: int, last: Event | None) -> list[Event] | None:
         """The events after the first `count`, when those are still the events this process read (`last` the

@@ -293,7 +293,7 @@ def apply_review(ws: Workspace, note_path: Path | None = None) -> Applied:
 
 def _merge(ws: Workspace, alias: str, topic: str, day: str) -> str:
     with ws.vault.ledger.locked():
-        ws.vault.ledger.read()  # a damaged ledger stops this write as every other
+        ws.vault.ledger.verify()  # a damaged ledger stops this write as every other
         if not add_alias(ws.vault.record_dir, topic, alias):
             return f"{alias} was already merged into {canonical_topic(topic)}"
         ws.vault.ledger.append([Event(event="topics-merged", id="topics", at=utc_stamp(ws.now()),

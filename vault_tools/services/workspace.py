@@ -344,7 +344,7 @@ class Workspace:
             if cycle:
                 raise InconsistentVault(f"supersedes links form a cycle: {' -> '.join(cycle)}", path=decision.path,
                                         line=decision.line_of("supersedes"))
-        self.vault.ledger.read()  # a torn or changed ledger stops every write
+        self.vault.ledger.verify()  # a torn or changed ledger stops every write
         self.remove_stale_temps(state)
         return state
 
