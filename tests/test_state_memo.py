@@ -129,6 +129,40 @@ def test_a_refused_ask_takes_the_ledger_as_verified_without_reading_its_events(v
     assert (again.code, again.err) == (first.code, first.err)
 
 
+def test_a_refused_ruling_reads_no_ledger_event_either(vault, aged, monkeypatch):
+    """`rule` refused as the matter of another, warm: no live view is set up for writes it does not make, so the
+    ledger's events are not read to refuse it; given `--not-the-same`, it records as before."""
+    small_vault(vault)
+    ruling = ("rule", "--topic", "email-footer", "--summary", "Footers carry the unsubscribe link.")
+    first = vt_here(*ruling, cwd=vault)
+    assert first.code == 1 and "D-0001" in first.err
+    (vault / ".vault-tools" / ledger_module.EVENTS_MEMO).unlink()
+    real = ledger_file_module.parse_ledger
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("the ledger read again to refuse a ruling")
+
+    monkeypatch.setattr(ledger_file_module, "parse_ledger", not_again)
+    again = vt_here(*ruling, cwd=vault)
+    assert (again.code, again.err) == (first.code, first.err)
+    monkeypatch.setattr(ledger_file_module, "parse_ledger", real)
+    recorded = vt_here(*ruling, "--not-the-same", "D-0001", cwd=vault)
+    assert recorded.code == 0, recorded.err
+    assert vt_here("build", "--check", cwd=vault).code == 0  # the pages made from the live view, as a build makes them
+
+
+def test_an_id_only_the_ledger_names_is_not_handed_out_again_from_its_stamp(vault, aged):
+    """The stamp a refused command takes the ledger from carries the ids its events name: an id whose note is
+    gone is still never given to a new note."""
+    small_vault(vault)
+    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
+    assert vt_here("ask", "Do footers carry the unsubscribe link?", "--topic", "email-footer", cwd=vault).code == 1
+    assert (vault / ".vault-tools" / ledger_module.VERIFIED_MEMO).is_file()
+    note_path(vault, "D-0003").unlink()
+    asked = vt_here("ask", "Should the podcast get a theme tune?", "--topic", "podcast-music", cwd=vault)
+    assert asked.code == 0 and "D-0004" in asked.out, asked.out + asked.err
+
+
 def test_a_ledger_changed_after_it_was_verified_still_stops_the_next_write(vault, aged):
     small_vault(vault)
     assert vt_here("ask", "Do footers carry the unsubscribe link?", "--topic", "email-footer", cwd=vault).code == 1

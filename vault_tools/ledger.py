@@ -23,7 +23,9 @@ from .history import History, RecordSummary, extend_histories, histories, placed
 from .ledger_file import LedgerFile, Look, start_of_last_line, whole_json
 from .ledger_lines import Event, event_line, parse_line
 from .model import (
+    ID_PATTERN,
     Status,
+    id_number,
 )
 from .record_files import (
     KEPT_FOLDER,
@@ -72,6 +74,8 @@ class Ledger:
         self._merged: tuple[Any, list[Event]] | None = None  # (the files' stat keys, the events as read)
         # (the files' stat keys, event count, histories, last event): appends extend the histories
         self._histories_memo: tuple[Any, int, dict[str, History], Event | None] | None = None
+        # `id_marks` of the events list `_events` keeps, as far as it was looked at: (the list, its length then, marks)
+        self._marks: tuple[list[Event], int, tuple[int, frozenset[str]]] | None = None
         self._sync_later = 0  # inside `synced_together`: appends are fsynced by `sync`
         self._unsynced: LedgerFile | None = None
         self._tag: str | None = None  # this device's tag once it has one (it never changes after)
@@ -305,17 +309,45 @@ class Ledger:
         """Raises as `read` does where the ledger is torn or was changed (what stops every write), without
         reading its events where this user's code verified its files as they are now (`VERIFIED_MEMO`: a
         command refused before it writes does not pay for reading the events)."""
-        if self._merged is not None or self._look is not None:  # read in this process: kept, or read again
-            self._events()
-            return
-        files = self.files()
-        key, memo_key, stamp = self._files_key(files), self._memo_key(files), self.local_dir / VERIFIED_MEMO
-        if key and state_memo.recall(stamp, memo_key) == key:
-            return
-        read_at = time.time_ns()
-        self._events()
-        if key and self._merged is not None and self._merged[0] == key:
-            self._remember(stamp, key, memo_key, read_at, lambda: key)
+        self._verified_marks()
+
+    def id_marks(self) -> tuple[int, frozenset[str]]:
+        """The highest number of any id the events name (as `id` or `was`: an id handed out once is never handed
+        out again) and the device tags of those ids; read and verified as `verify` does."""
+        return self._verified_marks()
+
+    def _verified_marks(self) -> tuple[int, frozenset[str]]:
+        if self._merged is None and self._look is None:  # a first look in this process: the stamp may do
+            files = self.files()
+            key, memo_key, stamp = self._files_key(files), self._memo_key(files), self.local_dir / VERIFIED_MEMO
+            kept = state_memo.recall(stamp, memo_key) if key else None
+            if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == key:
+                return kept[1]  # type: ignore[no-any-return]
+            read_at = time.time_ns()
+            events = self._events()
+            marks = self._marks_of(events)
+            if key and self._merged is not None and self._merged[0] == key:
+                self._remember(stamp, key, memo_key, read_at, lambda: (key, marks))
+            return marks
+        return self._marks_of(self._events())
+
+    def _marks_of(self, events: list[Event]) -> tuple[int, frozenset[str]]:
+        """`id_marks` of `events`, the list `_events` keeps: only the events appended to it since the last call
+        are looked at (it is only ever extended; another read makes another list)."""
+        kept = self._marks
+        if kept is not None and kept[0] is events and kept[1] <= len(events):
+            start, top, tags = kept[1], kept[2][0], set(kept[2][1])
+        else:
+            start, top, tags = 0, 0, set()
+        for event in events[start:]:
+            for known in (event.id, event.was):
+                if known and ID_PATTERN.match(known):
+                    top = max(top, id_number(known))
+                    if known.count("-") == 2:
+                        tags.add(known.rsplit("-", 1)[1])
+        marks = (top, frozenset(tags))
+        self._marks = (events, len(events), marks)
+        return marks
 
     def appended_since(self, count: int, last: Event | None) -> list[Event] | None:
         """The events after the first `count`, when those are still the events this process read (`last` the

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from ..model import MAX_TEXT, MIN_TEXT, TERM_PREFIX, Decision, Status, transitio
 from ..note_edits import sections
 from ..scope import problem as scope_problem
 from ..services.checks import check_id, check_name, check_text, check_topics, parse_terms
-from ..services.live import writing_once
+from ..services.live import writing_on
 from ..services.workspace import Workspace
 from ..topics import topics_match
 from ..vault import VaultState
@@ -69,8 +70,11 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             raise UsageError(f"--scope {why}")
     if globs:
         changes["scope"] = globs
-    with writing_once(ws, direct_topics) as live:
-        state = live.state
+    # The live view the pages are rebuilt from (`writing_on`) is set up only to write, as `ask` does: a ruling
+    # refused as the matter of another pays nothing for it
+    with ws.vault.ledger.locked():
+        read_started = time.time_ns()
+        state = ws.state_for_write(direct_topics)
         if superseded_ids:
             changes["supersedes"] = [ws.link_to(state, value) for value in superseded_ids]
             changes["reason"] = reason
@@ -86,12 +90,12 @@ def rule(ws: Workspace, decision_id: str | None, summary: str, *, topics: Iterab
             fields = [("type", "decision"), ("id", new_id), ("status", Status.RULED.value),
                       ("topics", list(asked)), *((k, v) for k, v in changes.items() if k != "status")]
             text = note_edits.render_note(fields, _ruling_section(body or summary))
-            return write_ruling(ws, state, path, None, text, actor, reason, not_the_same=judged)
+            return write_ruling(ws, state, read_started, path, None, text, actor, reason, not_the_same=judged)
         if topics:
             raise UsageError("--topic is for a ruling given directly; a question keeps its own topics")
         if list(not_the_same):
             raise UsageError("--not-the-same is for a ruling given directly; an answer is recorded on its question")
-        return _answer(ws, state, decision_id, changes, body, actor, reason)
+        return _answer(ws, state, read_started, decision_id, changes, body, actor, reason)
 
 
 def _ruling_properties(ws: Workspace, summary: str, actor: str, ruled_at: str | None, source: str | None,
@@ -111,8 +115,8 @@ def _ruling_properties(ws: Workspace, summary: str, actor: str, ruled_at: str | 
     return changes
 
 
-def _answer(ws: Workspace, state: VaultState, decision_id: str, changes: dict[str, Any], body: str | None,
-            actor: str, reason: str | None) -> Decision:
+def _answer(ws: Workspace, state: VaultState, read_started: int, decision_id: str, changes: dict[str, Any],
+            body: str | None, actor: str, reason: str | None) -> Decision:
     """The ruling written into the open question it answers."""
     question = ws.find(state, decision_id)
     ws.check_writable(state, question)
@@ -124,7 +128,7 @@ def _answer(ws: Workspace, state: VaultState, decision_id: str, changes: dict[st
     text = note_edits.with_fields(note, changes)
     if body:
         text = text.rstrip("\r\n") + note.newline * 2 + _ruling_section(body).replace("\n", note.newline)
-    return write_ruling(ws, state, path, note, text, actor, reason, question)
+    return write_ruling(ws, state, read_started, path, note, text, actor, reason, question)
 
 
 _RULING_HEADING = re.compile(r"^##[ \t]+Ruling[ \t]*$", re.MULTILINE | re.IGNORECASE)
@@ -137,11 +141,12 @@ def _ruling_section(body: str) -> str:
 
 
 # docs/design/0003-rule-seals-at-once.md
-def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note | None, text: str, actor: str,
-                 reason: str | None, question: Decision | None = None, *,
+def write_ruling(ws: Workspace, state: VaultState, read_started: int, path: Path, note: notes.Note | None, text: str,
+                 actor: str, reason: str | None, question: Decision | None = None, *,
                  not_the_same: tuple[str, ...] | None = None) -> Decision:
     """Write and seal a ruling (on `question`, or given directly: then `not_the_same` is what the recorder said
-    the near decisions are not, and None means the check is not made)."""
+    the near decisions are not, and None means the check is not made), into `state`, read for writing from
+    `read_started` on under the ledger's lock held since."""
     decision = ws.parse_new(path, text)
     why = unanswered(decision, unchanged_question_counts=False)
     if why:
@@ -159,19 +164,21 @@ def write_ruling(ws: Workspace, state: VaultState, path: Path, note: notes.Note 
     if targets and reason is None:
         raise UsageError("superseding a ruling needs --reason (at least 20 characters)")
     ws.keep_drawn_tag()  # its new id's tag, drawn for it: the checks have passed, the writes start
-    seal_targets_first(ws, state, targets)
-    plans = [plan_superseded(ws, state, target, decision, reason or "") for target in targets]
-    answered = answered_questions(ws, state, decision)
-    if note is None:
-        durable.create_note(path, text)
-    else:
-        durable.write_note(note, text)
-        text = note_edits.file_text(note, text)
-    history = ws.history_of(state, question) if question is not None else None
-    ws.vault.ledger.append(seal_events(ws, state, decision, text, history, actor, not_the_same=not_the_same or ())
-                           + close_answered(ws, state, decision, answered, actor))
-    for plan in plans:
-        apply_superseded(ws, state, plan, actor)
+    with writing_on(ws, state, read_started):
+        seal_targets_first(ws, state, targets)
+        plans = [plan_superseded(ws, state, target, decision, reason or "") for target in targets]
+        answered = answered_questions(ws, state, decision)
+        if note is None:
+            durable.create_note(path, text)
+        else:
+            durable.write_note(note, text)
+            text = note_edits.file_text(note, text)
+        history = ws.history_of(state, question) if question is not None else None
+        ws.vault.ledger.append(seal_events(ws, state, decision, text, history, actor,
+                                           not_the_same=not_the_same or ())
+                               + close_answered(ws, state, decision, answered, actor))
+        for plan in plans:
+            apply_superseded(ws, state, plan, actor)
     return decision
 
 

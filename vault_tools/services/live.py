@@ -539,22 +539,12 @@ def _add_in_order(records: list[str], record: str, order: Mapping[str, int]) -> 
 
 
 @contextlib.contextmanager
-def writing_once(ws: Workspace, topics: tuple[str, ...] | None = None) -> Iterator[LiveState]:
-    """For a command that records one step (`rule`): the ledger's lock held and the vault read for
-    writing (`Workspace.state_for_write` on `topics`) as a live view. Once the step is written, the view reads
-    again only what it wrote and the pages rebuilt next are made from it (`Workspace.written`), instead of
-    from a second walk of the vault. A step refused writes nothing and hands nothing over."""
-    with ws.vault.ledger.locked(), LiveState(ws, load=lambda: ws.state_for_write(topics)) as live:
-        yield live
-        live.refresh_with_keys()
-        ws.written(live.state)
-
-
-@contextlib.contextmanager
 def writing_on(ws: Workspace, state: VaultState, read_started: int) -> Iterator[LiveState]:
-    """As `writing_once`, for a command that read the vault for writing itself (`state`, read from
-    `read_started` on, under the ledger's lock held since) and checked what it read before writing (`ask`):
-    the live view is set up only once the step is certain, so a step refused pays nothing for it."""
+    """For a command that records one step (`ask`, `rule`), which read the vault for writing itself (`state`,
+    read from `read_started` on, under the ledger's lock held since: `Workspace.state_for_write`) and checked
+    what it read before writing: the live view is set up only once the step is certain, so a step refused pays
+    nothing for it. Once the step is written, the view reads again only what it wrote and the pages rebuilt
+    next are made from it (`Workspace.written`), instead of from a second walk of the vault."""
     with LiveState(ws, load=lambda: state, read_started=read_started) as live:
         yield live
         live.refresh_with_keys()

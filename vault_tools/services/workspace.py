@@ -104,7 +104,7 @@ class Workspace:
 
     def written(self, state: VaultState) -> None:
         """`state` is the vault as this workspace's last write left it, as a live view saw it (see
-        `services.live.writing_once`): what the pages rebuilt right after, and what the command says after
+        `services.live.writing_on`): what the pages rebuilt right after, and what the command says after
         writing, are made from (`as_written`)."""
         self._written_state = state
 
@@ -403,12 +403,9 @@ class Workspace:
         `keep_drawn_tag` (a command that checks its note before writing anything)."""
         numbers = [d.number for d in state.decisions]
         tags = {d.id.rsplit("-", 1)[1] for d in state.decisions if d.id.count("-") == 2}
-        for event in self.vault.ledger.read():
-            for known in (event.id, event.was):
-                if known and ID_PATTERN.match(known):
-                    numbers.append(id_number(known))
-                    if known.count("-") == 2:
-                        tags.add(known.rsplit("-", 1)[1])
+        top, named = self.vault.ledger.id_marks()
+        numbers.append(top)
+        tags |= named
         folder = self.vault.root / self.config.decisions_folder
         if folder.is_dir():
             for path in folder.glob("[Dd]-*.md"):
