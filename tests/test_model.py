@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from vault_tools.links import link_target
-from vault_tools.model import Status, build_decision, near_field_name, note_title
+from vault_tools.model import Decision, Status, build_decision, near_field_name, note_title
 from vault_tools.topics import topics_match
 
 
@@ -154,6 +156,63 @@ def test_unresolved_overlaps_are_every_pair_of_current_rulings_on_matching_topic
                   reverse=True)
     found = [(o.newer.id, o.older.id, o.topic) for o in unresolved_overlaps(rulings, LinkResolver(rulings), tz)]
     assert len(found) > 50 and found == expected
+
+
+def test_the_pairs_taken_again_for_the_same_rulings_are_those_worked_out_afresh():
+    """A long-running process takes the last pairs again when given the very same current rulings (the pages after
+    a question); any change to them, to a ruling a chain reaches, or to how a link resolves, pairs them afresh."""
+    from vault_tools import decision_words, ruling_graph
+    from vault_tools.decision_words import unsaid_same_matter_pairs
+    from vault_tools.links import LinkResolver
+    from vault_tools.ruling_graph import unresolved_overlaps
+
+    def made(number: int, topics: list[str], summary: str, path: str = "", **more) -> Decision:
+        data = {"type": "decision", "id": f"D-{number:04d}", "status": "ruled", "topics": topics, "summary": summary,
+                "ruled_at": f"2026-03-{number:02d}", "ruled_by": "owner", **more}
+        decision, _ = build_decision(data, path=path or f"Decisions/D-{number:04d} Ruling.md")
+        assert decision is not None
+        return decision
+
+    old = made(1, ["archive-policy"], "Old issues stay online forever.", status="superseded")
+    rulings = [old, made(2, ["article-footer"], "Footers carry the unsubscribe link."),
+               made(3, ["email-footer"], "Footers carry the unsubscribe link in every email.",
+                    alongside=["[[Unsubscribe link]]"]),  # no note of that name yet
+               made(4, ["article-footers"], "Footers name the author.", alongside=["[[Unsubscribe link]]"]),
+               made(5, ["archive-policy-new"], "Old issues move to the archive.", supersedes=["[[D-0001]]"]),
+               made(6, ["archive-policy"], "Archive pages show the year.")]
+    question = made(7, ["sponsor-slot"], "May sponsors choose the slot?", status="open")
+    tz = dt.UTC
+
+    def fresh(decisions: list[Decision]) -> tuple[list, list]:
+        decision_words._LAST_UNSAID.clear()
+        ruling_graph._LAST_OVERLAPS.clear()
+        return answers(decisions)
+
+    def answers(decisions: list[Decision]) -> tuple[list, list]:
+        resolve = LinkResolver(decisions)
+        return ([(o.newer, o.older, o.topic) for o in unresolved_overlaps(decisions, resolve, tz)],
+                [(a, b, round(score, 6)) for a, b, score in unsaid_same_matter_pairs(decisions, resolve)])
+
+    first = fresh(rulings)
+    assert first[0] and first[1]  # pairs of both kinds: D-0006 takes over D-0005's topic; D-0003 says D-0002's words
+    assert answers([*rulings, question]) == first  # kept: the same rulings (a question is none)
+    newer, older, _ = answers(rulings)[0][0]
+    assert newer is first[0][0][0] and older is first[0][0][1]  # this call's very decisions
+    moved = [made(1, ["reader-reply"], "Old issues stay online forever.", status="superseded"), *rulings[1:]]
+    assert answers(moved) == fresh(moved) != first  # a ruling the chain reaches says other topics
+    named = [*rulings[:3], made(4, ["article-footers"], "Footers name the author.", alongside=["[[D-0002]]"]),
+             *rulings[4:]]  # D-0004 now stands beside D-0002
+    assert answers(named) == fresh(named) != first
+    answers(rulings)
+    # The very same rulings, and a note (another id D-0002 lint reports) that D-0003's and D-0004's link now names
+    linked = [*rulings, made(2, ["article-footer"], "Do footers link out?", path="Decisions/Unsubscribe link.md",
+                             status="open")]
+    assert answers(linked) == fresh(linked) != first
+    answers(rulings)
+    same_words = [*rulings[:2], made(3, ["email-footer"], "Footers carry the unsubscribe link in every email.",
+                                     alongside=["[[Unsubscribe link]]"]),
+                  *rulings[3:]]  # another object saying the same: paired again, the same pairs
+    assert answers(same_words) == fresh(same_words)
 
 
 @pytest.mark.parametrize("value, expected", [(True, True), ("yes", True), (False, False), ("no", False),

@@ -195,6 +195,27 @@ def unsaid_same_matter_pairs(decisions: Sequence[Decision],
     current = [d for d in decisions if d.status is Status.RULED and not d.conflict]
     related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
                if (target := resolve(link) or leading_id(link))}
+    limits = (SAME_MATTER_THRESHOLD, LOOK_ALIKES)
+    kept = _LAST_UNSAID[0] if _LAST_UNSAID else None
+    if kept is not None and kept[0] == limits and len(kept[1]) == len(current) and kept[2] == related and \
+            all(mine is theirs for mine, theirs in zip(kept[1], current, strict=True)):
+        return [(current[older], current[newer], score) for older, newer, score in kept[3]]
+    found = _unsaid_same_matter_pairs(current, related)
+    position = {id(decision): place for place, decision in enumerate(current)}
+    _LAST_UNSAID[:] = [(limits, tuple(current), related,
+                        [(position[id(older)], position[id(newer)], score) for older, newer, score in found])]
+    return found
+
+
+# The last answer of `unsaid_same_matter_pairs`, by the very decisions it was given (frozen: the same objects say
+# the same words) and the links among them as resolved then: a process that pairs the same current rulings again
+# (the resident process after a question, the watcher after a note that is no ruling) takes it again.
+_LAST_UNSAID: list[tuple[tuple[float, int], tuple[Decision, ...], set[tuple[str, str]],
+                         list[tuple[int, int, float]]]] = []
+
+
+def _unsaid_same_matter_pairs(current: list[Decision],
+                              related: set[tuple[str, str]]) -> list[tuple[Decision, Decision, float]]:
     whole = [question_terms(d.summary, d.topics) for d in current]  # worked out once: a vault has thousands
     said = {d.id: found - {term for topic in d.topics for term in terms(topic)}
             for d, found in zip(current, whole, strict=True)}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .links import Resolve, leading_id
 from .model import Decision, newest_first_key
@@ -59,6 +60,27 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
     settles = {d.id: settled_topics(d, by_id, resolve) for d in current}
     related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
                if (target := resolve(link) or leading_id(link))}
+    kept = _LAST_OVERLAPS[0] if _LAST_OVERLAPS else None
+    if kept is not None and kept[0] is tz and len(kept[1]) == len(current) and kept[2] == related and \
+            kept[3] == settles and all(mine is theirs for mine, theirs in zip(kept[1], current, strict=True)):
+        return [Overlap(current[newer], current[older], topic) for newer, older, topic in kept[4]]
+    found = _overlaps(current, settles, related, when)
+    position = {id(decision): place for place, decision in enumerate(current)}
+    _LAST_OVERLAPS[:] = [(tz, tuple(current), related, settles,
+                          [(position[id(o.newer)], position[id(o.older)], o.topic) for o in found])]
+    return found
+
+
+# The last answer of `unresolved_overlaps`, by the very current rulings it was given (frozen: the same objects say
+# the same), in the same zone, with the topics each settles and the links among them as found then: a process
+# that pairs the same current rulings again (the resident process after a question, the watcher after a note that
+# is no ruling) takes it again.
+_LAST_OVERLAPS: list[tuple[dt.tzinfo, tuple[Decision, ...], set[tuple[str, str]],
+                           dict[str, dict[str, tuple[str, ...]]], list[tuple[int, int, str]]]] = []
+
+
+def _overlaps(current: list[Decision], settles: dict[str, dict[str, tuple[str, ...]]],
+              related: set[tuple[str, str]], when: dict[int, Any]) -> list[Overlap]:
     # Each topic's matches among all topics, found once: a ruling meets those of them already settled
     every = TopicIndex()
     for topics in settles.values():
