@@ -233,3 +233,38 @@ def test_lookup_and_context_say_when_a_decision_note_cannot_be_read(cli, vault):
     assert looked.code == 3 and json.loads(looked.out) == [] and "D-0001 Prices.md:4" in looked.err
     problems = json.loads(cli("context", "--json").out)["problems"]
     assert problems[0]["path"] == "Decisions/D-0001 Prices.md" and problems[0]["line"] == 4
+
+
+def test_the_lines_made_again_for_the_same_rulings_are_those_made_afresh():
+    """A long-running process makes each ruling's line once and takes it again for the very same ruling; what else
+    the line says of it (a newer ruling on its topic that says nothing of it, the zone) is made afresh."""
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    from vault_tools import decision_words, pages, ruling_graph
+    from vault_tools.links import LinkResolver
+    from vault_tools.model import build_decision
+
+    def made(number: int, topics: list[str], summary: str, ruled_at: str) -> object:
+        found, _ = build_decision({"type": "decision", "id": f"D-{number:04d}", "status": "ruled", "topics": topics,
+                                   "summary": summary, "ruled_at": ruled_at, "ruled_by": "owner"},
+                                  path=f"Decisions/D-{number:04d} Ruling.md")
+        return found
+
+    older = made(1, ["article-footer"], "Footers carry the unsubscribe link.", "2026-03-01T23:30:00Z")
+    newer = made(2, ["article-footer"], "Footers carry the author's name.", "2026-03-02T10:00:00Z")
+    other = made(3, ["pricing"], "Prices are shown with tax.", "2026-03-03T10:00:00Z")
+
+    def texts(decisions: list, tz: dt.tzinfo, fresh: bool) -> dict[str, str]:
+        if fresh:
+            pages._LINES.clear()
+            decision_words._LAST_UNSAID.clear()
+            ruling_graph._LAST_OVERLAPS.clear()
+        return pages.build_pages(decisions, LinkResolver(decisions), tz, pages.Settings()).texts
+
+    utc, tokyo = dt.UTC, ZoneInfo("Asia/Tokyo")
+    alone = texts([older, other], utc, fresh=True)
+    both = texts([older, newer, other], utc, fresh=False)
+    assert both == texts([older, newer, other], utc, fresh=True) != alone  # the older ruling's line says more now
+    assert texts([older, other], utc, fresh=False) == alone
+    assert texts([older, other], tokyo, fresh=False) == texts([older, other], tokyo, fresh=True) != alone  # its day
