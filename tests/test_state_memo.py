@@ -175,6 +175,29 @@ def test_a_ledger_changed_after_it_was_verified_still_stops_the_next_write(vault
     assert sorted(path.name for path in (vault / "Decisions").iterdir()) == before
 
 
+def test_a_ledger_reader_kept_from_command_to_command_writes_no_memo(vault, aged, monkeypatch):
+    """The resident process keeps its ledger reader and what it works out in memory, and leaves the memos to the
+    commands' own processes and the watcher: after a change, it answers from memory and writes none."""
+    small_vault(vault)
+    assert vt_here("show", "D-0003", cwd=vault).code == 0
+    cache = vault / ".vault-tools" / "cache"
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+    monkeypatch.setattr(vault_module, "_kept_ledgers", {})
+    monkeypatch.setattr(vault_module, "_last_reads", {})
+    assert vt_here("show", "D-0003", cwd=vault).code == 0  # the reader kept from here on
+    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
+    written = {path.name: path.stat().st_mtime_ns for path in cache.iterdir()}
+    shown = json.loads(vt_here("show", "D-0003", "--json", cwd=vault).out)
+    assert shown["status"] == "withdrawn"
+    for name in (ledger_module.RECORDS_MEMO, ledger_module.HISTORIES_MEMO, ledger_module.EVENTS_MEMO):
+        memo = vault / ".vault-tools" / name
+        assert written.get(memo.name) == (memo.stat().st_mtime_ns if memo.exists() else None), name
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", False)
+    assert json.loads(vt_here("show", "D-0003", "--json", cwd=vault).out) == shown  # its own process writes them
+    assert (vault / ".vault-tools" / ledger_module.RECORDS_MEMO).stat().st_mtime_ns != written[
+        ledger_module.RECORDS_MEMO.rsplit("/", 1)[1]]
+
+
 def test_a_note_made_a_decision_in_place_is_seen_at_once(vault, aged):
     small_vault(vault)
     assert vt_here("lookup", "glossary", cwd=vault).code == 1

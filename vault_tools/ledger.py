@@ -64,6 +64,9 @@ class Ledger:
         self.local_dir = state_dir
         self.kept_dir = kept_dir if kept_dir is not None else state_dir / KEPT_FOLDER
         self.torn_lines_kept: list[Path] = []  # torn last lines this process cut off, as kept
+        # Its memos kept under `.vault-tools/cache/`; not by a reader kept from command to command (the resident
+        # process): it keeps them in memory, and the commands' own processes and the watcher write them
+        self.writes_memos = True
         self.shared_dir = shared_dir
         self._device = device
         self._lock_path = state_dir / LEDGER_LOCK
@@ -335,10 +338,8 @@ class Ledger:
         """`id_marks` of `events`, the list `_events` keeps: only the events appended to it since the last call
         are looked at (it is only ever extended; another read makes another list)."""
         kept = self._marks
-        if kept is not None and kept[0] is events and kept[1] <= len(events):
-            start, top, tags = kept[1], kept[2][0], set(kept[2][1])
-        else:
-            start, top, tags = 0, 0, set()
+        extended = kept is not None and kept[0] is events and kept[1] <= len(events)
+        start, top, tags = (kept[1], kept[2][0], set(kept[2][1])) if kept and extended else (0, 0, set())
         for event in events[start:]:
             for known in (event.id, event.was):
                 if known and ID_PATTERN.match(known):
@@ -394,7 +395,7 @@ class Ledger:
         """Keep what was made from the files as `key` found them, unless one was written within the racy window
         before they were read (a later write in the same clock tick could leave its key as it was). Not on a
         first read with no cache at all (a new clone, a cleared cache): the next command keeps it."""
-        if not path.exists() and not (self.local_dir / RECORDS_MEMO).exists():
+        if not self.writes_memos or (not path.exists() and not (self.local_dir / RECORDS_MEMO).exists()):
             return
         if self.local_dir.is_dir() and all(settled_by(file_key, read_at) for _, file_key in key if file_key is not None):
             state_memo.keep(path, memo_key, value())
@@ -568,7 +569,7 @@ class Ledger:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass
         found = [RecordSummary.of(history) for history in self.histories().values()]
-        if not self.local_dir.is_dir():
+        if not self.local_dir.is_dir() or not self.writes_memos:
             return found  # a clone this device never wrote in: a read writes nothing there (nor do the other caches)
         try:
             memo.parent.mkdir(exist_ok=True)

@@ -52,8 +52,9 @@ KEEP_LAST_READ = False
 _last_reads: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple[StatKey, Piece]]]] = {}
 # Such a process also keeps each vault's ledger reader: it checks its files' stat keys at each read and reads
 # again what changed, as the watcher's does over hours; what it worked out from them (events, histories,
-# summaries) is taken again while they are unchanged. The resident writes none of it: its readers never write,
-# and what a command it runs writes is written by the process that asked for it (`durable.written_by`).
+# summaries) is taken again while they are unchanged. The resident writes none of it (`Ledger.writes_memos`): the
+# commands' own processes and the watcher do, and what a command it runs writes in the vault is written by the
+# process that asked for it (`durable.written_by`).
 _kept_ledgers: dict[tuple[str, bool], Ledger] = {}  # (vault root, shared layout) -> its ledger
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
 
@@ -307,6 +308,7 @@ class Vault:
         else:
             self.ledger = Ledger(self.state_dir, kept_dir=self.layout.kept_dir)
         if KEEP_LAST_READ:
+            self.ledger.writes_memos = False
             _kept_ledgers[kept_as] = self.ledger
 
     @classmethod
