@@ -1065,3 +1065,43 @@ def test_after_a_ruling_and_the_read_ahead_every_reader_answers_as_a_fresh_proce
             alone = console_script(*args, "--vault", str(vault), cwd=vault, alone=True)
             assert (there[0], there[1].decode(), there[2].decode()) == (code, alone.out, alone.err), args
             assert alone.code == code and (ruling in alone.out + alone.err or args[0] == "context"), args
+
+
+@pytest.mark.parametrize("mode", ["--no-rebase", "--rebase"])
+def test_what_a_pull_brought_is_answered_there_as_alone(runtime, tmp_path, capsys, mode):
+    """Two clones carried by git, the agent's commands on A answered by A's watcher's resident process: what B
+    recorded, pulled into A (merged, or A's own commits replayed on B's), is answered there as a process of its
+    own answers it, and a ruling recorded there after the pull takes an id no clone gave."""
+    from .git_repo import git_env
+    from .test_machines import clone, make_origin
+
+    origin = make_origin(tmp_path, capsys)
+    a, b = clone(origin, "A"), clone(origin, "B")
+    in_a = ("--vault", str(a.root))
+    with watching(a.root):
+        time.sleep(2.1)  # past the racy window: what the resident process reads it keeps
+        here = console_script("rule", "--topic", "podcast-music", "--summary", "The podcast has no theme tune.",
+                              "--source", "chat", *in_a, cwd=a.root)
+        assert here.code == 0, here.err
+        assert asked_there("lookup", "podcast-music", *in_a, cwd=a.root)[0] == 0  # its kept read has A's ruling
+        there_ruled = b.rule("--topic", "sponsor-slot", "--summary", "Sponsors never choose the slot.")
+        there_asked = b.ask("Should the agent answer reader replies?", "reader-replies")
+        b.commit("recorded on B")
+        a.commit("recorded on A")
+        pulled = subprocess.run(["git", "pull", "-q", mode, "--no-edit", str(b.root), "main"], cwd=a.root,
+                                capture_output=True, text=True, env=git_env(), timeout=120)
+        assert pulled.returncode == 0, pulled.stderr
+        time.sleep(3)  # the watcher's pass over what the pull brought is over
+        for args in (("lookup", "sponsor-slot"), ("show", there_ruled, "--json"), ("show", there_asked),
+                     ("search", "sponsors slot"), ("context", "--json"), ("lookup", "podcast-music"),
+                     ("ask", "Do sponsors choose the slot?", "--topic", "sponsor-placement")):
+            there = asked_there(*args, *in_a, cwd=a.root)
+            alone = console_script(*args, *in_a, cwd=a.root, alone=True)
+            assert there[0] is not None, f"{args}: not answered there"
+            assert (there[0], there[1].decode(), there[2].decode()) == (alone.code, alone.out, alone.err), args
+        assert there_ruled in console_script("lookup", "sponsor-slot", *in_a, cwd=a.root).out
+        after = console_script("rule", "--topic", "newsletter-length", "--summary", "The newsletter stays under "
+                               "a thousand words.", "--source", "chat", *in_a, cwd=a.root)
+        assert after.code == 0, after.err
+        numbers = [int(made.split("-")[1]) for made in (here.out.split()[0], there_ruled, there_asked)]
+        assert int(after.out.split()[0].split("-")[1]) > max(numbers), after.out
