@@ -988,6 +988,44 @@ def test_a_read_ahead_leaves_a_large_change_to_the_command_that_needs_it(vault, 
     assert saved in indexed() and saved in kept()
 
 
+def test_a_read_ahead_leaves_a_ledger_replaced_whole_to_the_next_command(vault, monkeypatch):
+    """A ledger file replaced whole (a checkout, a sync engine writing a new file) is read again whole: ahead of
+    any command, past `READ_AHEAD_LEDGER_BYTES` that is left to the command that needs it; lines appended to
+    the file it read are read ahead."""
+    from vault_tools import ledger_file as ledger_file_module
+    from vault_tools.commands import read as read_module
+    decision(vault, 1, summary=FOOTER)
+    decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
+    assert console_script("seal", "--vault", str(vault), cwd=vault, alone=True).code == 0
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+    monkeypatch.setattr(vault_module, "_last_reads", {})
+    monkeypatch.setattr(vault_module, "_kept_ledgers", {})
+    read_ahead(console.workspace(vault))  # the kept ledger reader has read the ledger
+    ledger = ledger_file(vault)
+    monkeypatch.setattr(read_module, "READ_AHEAD_LEDGER_BYTES", ledger.stat().st_size - 1)
+    parsed: list[str] = []
+    real = ledger_file_module.parse_ledger
+
+    def parse_ledger(text: str, *args: object, **kwargs: object) -> object:
+        parsed.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(ledger_file_module, "parse_ledger", parse_ledger)
+    replaced = ledger.with_name(ledger.name + ".new")
+    replaced.write_bytes(ledger.read_bytes())
+    replaced.replace(ledger)  # the same lines, in a new file
+    read_ahead(console.workspace(vault))
+    assert parsed == []
+    console.workspace(vault).histories()  # the next command, as the resident process runs it, reads it whole
+    assert len(parsed) == 1
+    withdrawn = console_script("withdraw", "D-0002", "--reason", "The agent does not answer replies at all.",
+                               "--vault", str(vault), cwd=vault, alone=True)  # a line another process appends
+    assert withdrawn.code == 0, withdrawn.err
+    parsed.clear()
+    read_ahead(console.workspace(vault))
+    assert len(parsed) == 1 and '"withdrawn"' in parsed[0] and '"ruled"' not in parsed[0]  # the line appended alone
+
+
 def test_a_resident_process_whose_own_folder_was_removed_still_answers(runtime, vault, tmp_path):
     """The folder the watcher was started from is removed (a temp folder, a checkout moved): the resident
     process still runs each command in the command's own folder and answers as its own process does."""

@@ -114,6 +114,7 @@ def search(ws: Workspace, query: str, *, history: bool = False, limit: int = 20)
 # A read made ahead of any command takes on this many changed notes at most: more (a pull, a first read, an index
 # not built yet) is left to the command that needs it, which a read ahead must not hold up for long.
 READ_AHEAD_MOST = 50
+READ_AHEAD_LEDGER_BYTES = 512 * 1024  # and as many of the ledger's bytes (a ledger file replaced whole: later)
 
 
 def read_ahead(ws: Workspace) -> None:
@@ -125,9 +126,22 @@ def read_ahead(ws: Workspace) -> None:
         state = ws.vault.load(most_read=READ_AHEAD_MOST)
     except ReadPostponed:
         return
-    ws.histories()
+    if _ledger_bytes_to_read(ws) <= READ_AHEAD_LEDGER_BYTES:
+        ws.histories()
     if fts5_available():
         SearchIndex(ws.vault, state).ready(READ_AHEAD_MOST)
+
+
+def _ledger_bytes_to_read(ws: Workspace) -> int:
+    """How many bytes of the ledger's files its reader reads to be up to date: what was appended to a file it
+    read, and the whole of a file it has not read or that was replaced since (a new inode)."""
+    total = 0
+    for file in ws.vault.ledger.files():
+        now, read = file.stat_key(), file.known_key()
+        if now is not None:
+            appended = read is not None and read[3] == now[3] and now[0] >= read[0]
+            total += now[0] - read[0] if appended and read is not None else now[0]
+    return total
 
 
 CLOSED_COUNTED = 1000  # matches looked at for the closed decisions a search without --history counts
