@@ -1026,6 +1026,45 @@ def test_a_read_ahead_leaves_a_ledger_replaced_whole_to_the_next_command(vault, 
     assert len(parsed) == 1 and '"withdrawn"' in parsed[0] and '"ruled"' not in parsed[0]  # the line appended alone
 
 
+@pytest.mark.parametrize("shared", [True, False])
+def test_after_its_own_append_a_line_another_process_appends_is_read_alone(tmp_path, monkeypatch, shared):
+    """The resident process records a question (its reader appends to the ledger file), then another process
+    appends a line (the watcher, `withdraw`): the reader, ahead of any command or in the next one, reads that
+    line alone, not the whole file again (the digest of what it read goes on with what it appended)."""
+    from vault_tools import ledger_file as ledger_file_module
+    from vault_tools.commands import read as read_module
+    from vault_tools.commands.ask import ask
+
+    vault = make_vault(tmp_path / "vault", shared=shared)
+    decision(vault, 1, summary=FOOTER)
+    decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
+    assert console_script("seal", "--vault", str(vault), cwd=vault, alone=True).code == 0
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+    monkeypatch.setattr(vault_module, "_last_reads", {})
+    monkeypatch.setattr(vault_module, "_kept_ledgers", {})
+    read_ahead(console.workspace(vault))
+    ask(console.workspace(vault), "Which colour should the newsletter header use?", ["newsletter-header"])
+    ledger = ledger_file(vault)
+    monkeypatch.setattr(read_module, "READ_AHEAD_LEDGER_BYTES", ledger.stat().st_size // 2)
+    parsed: list[str] = []
+    real = ledger_file_module.parse_ledger
+
+    def parse_ledger(text: str, *args: object, **kwargs: object) -> object:
+        parsed.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(ledger_file_module, "parse_ledger", parse_ledger)
+    withdrawn = console_script("withdraw", "D-0002", "--reason", "The agent does not answer replies at all.",
+                               "--vault", str(vault), cwd=vault, alone=True)
+    assert withdrawn.code == 0, withdrawn.err
+    read_ahead(console.workspace(vault))
+    assert len(parsed) == 1 and '"withdrawn"' in parsed[0] and '"asked"' not in parsed[0], parsed
+    shown = console_script("show", "D-0002", "--json", "--vault", str(vault), cwd=vault, alone=True)
+    assert json.loads(shown.out)["status"] == "withdrawn"
+    kept = {history.id: history for history in console.workspace(vault).histories().values()}
+    assert kept["D-0002"].events[-1].event == "withdrawn"  # the kept reader holds it, read ahead
+
+
 def test_a_resident_process_whose_own_folder_was_removed_still_answers(runtime, vault, tmp_path):
     """The folder the watcher was started from is removed (a temp folder, a checkout moved): the resident
     process still runs each command in the command's own folder and answers as its own process does."""

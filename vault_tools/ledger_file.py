@@ -61,6 +61,9 @@ class LedgerFile:
         # Another device's file, as a carrier brings it: a torn last line is the part still on its way.
         self.in_transit_ok = in_transit_ok
         self._read_cache: FileRead | None = None
+        # The digest of the bytes `_read_cache` holds, as a hash that can go on: an append made here extends it,
+        # so a later read of lines another process appended reads only those (None: not known in this process)
+        self._hashed: Any = None
         # Kept open between appends that are made durable later (`Ledger.synced_together`), with its inode
         self._handle: tuple[BinaryIO, int] | None = None
 
@@ -92,7 +95,8 @@ class LedgerFile:
         events = before + parse_ledger(text, self.display_path, source=self.display_path, first_line=lines + 1)
         if len(raw) == key[0]:  # not appended to while being read
             whole = raw.endswith(b"\n") or not raw  # a part still in transit is read again with the rest
-            self._read_cache = FileRead(key, events, _digest(raw) if whole else None, raw.count(b"\n"))
+            self._hashed = hashlib.blake2b(raw, digest_size=16) if whole else None
+            self._read_cache = FileRead(key, events, self._hashed.digest() if whole else None, raw.count(b"\n"))
         return list(events)
 
     def append(self, events: list[Event], *, durable: bool = True) -> list[Event] | None:
@@ -153,8 +157,12 @@ class LedgerFile:
             after = self.stat_key()
             if after is not None and after[0] == size + len(payload):
                 self._read_cache.events.extend(numbered)  # never handed out: `read` gives copies
-                # the bytes' digest is not carried over: a later process reading this file reads it whole
-                self._read_cache = FileRead(after, self._read_cache.events, None,
+                # the bytes' digest goes on with the payload where this process hashed what it read
+                hashed = self._hashed if self._read_cache.digest is not None else None
+                if hashed is not None:
+                    hashed.update(payload)
+                self._hashed = hashed
+                self._read_cache = FileRead(after, self._read_cache.events, hashed.digest() if hashed else None,
                                             self._read_cache.lines + payload.count(b"\n"))
                 return numbered
         self._read_cache = None
@@ -167,7 +175,7 @@ class LedgerFile:
     def take_read(self, read: FileRead) -> None:
         """What a read of the file as `read.key` finds it gives, known already (a memo of an earlier read): taken
         as it is while the file is so, or as the start of what it holds once lines were appended."""
-        self._read_cache = read
+        self._read_cache, self._hashed = read, None
 
     def known_key(self) -> StatKey | None:
         """The stat key of the file as this process last read or wrote it."""
