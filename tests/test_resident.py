@@ -1063,6 +1063,11 @@ def test_after_its_own_append_a_line_another_process_appends_is_read_alone(tmp_p
     assert json.loads(shown.out)["status"] == "withdrawn"
     kept = {history.id: history for history in console.workspace(vault).histories().values()}
     assert kept["D-0002"].events[-1].event == "withdrawn"  # the kept reader holds it, read ahead
+    events = console.workspace(vault).vault.ledger.read()  # the lines it wrote as it made them, then the read one
+    monkeypatch.setattr(vault_module, "_kept_ledgers", {})
+    fresh = console.workspace(vault).vault.ledger.read()  # every line read from the file
+    assert [(event, event.line, event.source, event.position) for event in events] == \
+        [(event, event.line, event.source, event.position) for event in fresh]
 
 
 def test_a_resident_process_whose_own_folder_was_removed_still_answers(runtime, vault, tmp_path):
