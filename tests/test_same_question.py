@@ -388,3 +388,69 @@ def test_the_words_bits_stay_as_few_as_the_words_paired():
     few = rulings(["glossary", "footer", "pricing"])
     same_matter_pairs(few)
     assert len(decision_words._BIT_OF) < 1100
+
+
+def test_the_pairs_of_one_ruling_more_are_those_every_pair_scored_again_gives(monkeypatch):
+    """A process that pairs the rulings after each new one (the resident process, the watcher) scores only the
+    new ruling's pairs: whatever it says, wherever its note sits, however it is numbered, and as words come to be
+    used by more decisions than are looked up, the pairs are those of scoring every pair again."""
+    import dataclasses
+    import random
+
+    from vault_tools import decision_words
+    from vault_tools.decision_words import same_matter_pairs
+    from vault_tools.model import build_decision
+
+    monkeypatch.setattr(decision_words, "WORDS_MOST_USED", 6)  # words pass the bound within the run
+    monkeypatch.setattr(decision_words, "_LAST_PAIRED", [])
+    rng = random.Random(5)
+    words = ["footer", "sponsor", "pricing", "archive", "podcast", "tune", "reply", "slot", "newsletter", "tax",
+             "author", "comment", "thursday", "design", "header", "colour", "image", "caption", "budget", "launch"]
+
+    def ruling(number: int, tag: str = "") -> object:
+        said = " ".join(rng.sample(words, rng.randint(2, 5)))
+        found, _ = build_decision({"type": "decision", "id": f"D-{number:04d}{tag}", "status": "ruled",
+                                   "topics": [f"topic-{rng.randint(1, 30)}"], "summary": f"The {said} rule holds.",
+                                   "ruled_at": "2026-01-01T09:00:00", "ruled_by": "owner"},
+                                  path=f"Decisions/{rng.random():.6f}.md")
+        return found
+
+    def fresh(decisions: list) -> list:
+        kept = list(decision_words._LAST_PAIRED)
+        decision_words._LAST_PAIRED.clear()
+        try:
+            return same_matter_pairs(decisions)
+        finally:
+            decision_words._LAST_PAIRED[:] = kept
+
+    def named(pairs: list) -> list:
+        return [(older.id, newer.id, round(score, 9)) for older, newer, score in pairs]
+
+    scored_once: list[bool] = []  # whether each call scored only the new ruling's pairs
+    one_added = decision_words._Paired.one_added
+
+    def counted(self, *args):
+        found = one_added(self, *args)
+        scored_once.append(found is not None)
+        return found
+
+    monkeypatch.setattr(decision_words._Paired, "one_added", counted)
+    decisions: list = []
+    compared = 0
+    for number in range(1, 90):
+        step = rng.random()
+        if step < 0.65 or not decisions:  # one ruling more, its note anywhere among the others
+            decisions.insert(rng.randint(0, len(decisions)), ruling(number))
+        elif step < 0.8:  # and the one before read again (another object saying the same)
+            again = rng.randrange(len(decisions))
+            decisions[again] = dataclasses.replace(decisions[again])
+            decisions.insert(rng.randint(0, len(decisions)), ruling(number))
+        elif step < 0.9:  # one numbered below others (another device's, pulled)
+            decisions.insert(rng.randint(0, len(decisions)), ruling(rng.randint(1, number), tag="-b2"))
+        else:  # one superseded: no longer among the current rulings
+            decisions.pop(rng.randrange(len(decisions)))
+        found = same_matter_pairs(decisions)
+        assert named(found) == named(fresh(decisions)), number
+        compared += len(found)
+    assert compared > 200  # the comparison is not empty
+    assert 30 < sum(scored_once) < len(scored_once)  # both ways taken, often

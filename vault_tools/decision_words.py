@@ -114,40 +114,109 @@ def same_matter_pairs(decisions: Sequence[Decision], *, threshold: float = SAME_
     as `rule` scores a ruling given directly: its summary and topics against the older's words (`decision_terms`),
     at or over `threshold` (the strong tier: what `rule` refuses as the matter of another). Only pairs sharing a
     word that is not weak are scored. Used by lint (VT044) on current rulings, so that a ruling typed in Obsidian
-    is judged as `rule` judges one. `said_terms`: each decision's `question_terms`, where the caller has them."""
+    is judged as `rule` judges one. `said_terms`: each decision's `question_terms`, where the caller has them.
+    Given the decisions of the last call and one newer than all of them (a ruling just recorded), only its pairs
+    are scored (`_Paired`)."""
     said = list(said_terms) if said_terms is not None else [question_terms(d.summary, d.topics) for d in decisions]
     described = [decision_terms(d) for d in decisions]
+    kept = _LAST_PAIRED.pop() if _LAST_PAIRED else None  # taken out: `one_added` extends it in place
+    added = kept.one_added(decisions, said, described) if kept is not None and kept.threshold == threshold else None
+    if added is not None:
+        _LAST_PAIRED.append(added)
+        return [(decisions[older], decisions[newer], value) for older, newer, value in added.pairs]
     # Numbered anew (only here, between calls: bits numbered before and after never meet) once the words met
     # are many more than this call's: a word's bit is its number, and pairs of long numbers take longer to AND.
     if len(_BIT_OF) > 2 * len(frozenset().union(*said, *described)) + 1024 or len(_BITS) >= BITS_REMEMBERED:
         _BIT_OF.clear()
         _BITS.clear()
-    said_bits, described_bits = [_bits(found) for found in said], [_bits(found) for found in described]
-    whole = [thirds(found) for found in said]
-    order = sorted(range(len(decisions)), key=lambda position: decisions[position].number)
-    rank = {position: place for place, position in enumerate(order)}
-    by_term: dict[str, list[int]] = {}  # the ranks of the decisions that use each word, in order
-    for position in order:
-        for term in described[position] - WEAK:
-            by_term.setdefault(term, []).append(rank[position])
-    for term in [term for term, users in by_term.items() if len(users) > 200]:
-        del by_term[term]  # a word half the vault uses says nothing
-    pairs = []
-    for newer, found in enumerate(said):
-        below = rank[newer]
-        olders: set[int] = set()
-        for term in found - WEAK:
-            users = by_term.get(term)
-            if users:
-                olders.update(users[:bisect_left(users, below)])
-        for older in map(order.__getitem__, olders):
-            shared = 3 * (said_bits[newer][0] & described_bits[older][0]).bit_count() + \
-                (said_bits[newer][1] & described_bits[older][1]).bit_count()  # `thirds` of what both say
-            value = share(shared, whole[newer])
-            if value >= threshold:
-                pairs.append((older, newer, value))
-    pairs.sort(key=lambda p: (rank[p[0]], rank[p[1]]))
-    return [(decisions[older], decisions[newer], value) for older, newer, value in pairs]
+    paired = _Paired.of(decisions, said, described, threshold)
+    _LAST_PAIRED[:] = [paired]
+    return [(decisions[older], decisions[newer], value) for older, newer, value in paired.pairs]
+
+
+WORDS_MOST_USED = 200  # a word more decisions use than this says nothing of a pair: not looked up
+
+
+class _Paired:
+    """One call of `same_matter_pairs`: the decisions, their words as bits, who uses each word, and the pairs (by
+    position), kept so that the next call, given the same decisions and one newer than all (a ruling just
+    recorded), scores only that one's pairs."""
+
+    def __init__(self, decisions: tuple[Decision, ...], said: list[frozenset[str]], described: list[frozenset[str]],
+                 threshold: float, users: dict[str, list[int]], order: list[int],
+                 pairs: list[tuple[int, int, float]]) -> None:
+        self.decisions, self.said, self.described, self.threshold = decisions, said, described, threshold
+        self.users, self.order, self.pairs = users, order, pairs  # users: word -> ranks; order: rank -> position
+
+    @classmethod
+    def of(cls, decisions: Sequence[Decision], said: list[frozenset[str]], described: list[frozenset[str]],
+           threshold: float) -> _Paired:
+        order = sorted(range(len(decisions)), key=lambda position: decisions[position].number)
+        rank = {position: place for place, position in enumerate(order)}
+        users: dict[str, list[int]] = {}  # the ranks of the decisions that use each word, in order
+        for position in order:
+            for term in described[position] - WEAK:
+                users.setdefault(term, []).append(rank[position])
+        pairs = []
+        for newer in range(len(decisions)):
+            pairs += _pairs_of(newer, rank[newer], said, described, users, order, threshold)
+        pairs.sort(key=lambda p: (rank[p[0]], rank[p[1]]))
+        return cls(tuple(decisions), said, described, threshold, users, order, pairs)
+
+    def one_added(self, decisions: Sequence[Decision], said: list[frozenset[str]],
+                  described: list[frozenset[str]]) -> _Paired | None:
+        """The pairs of `decisions`, when they are the last call's (in the same order, numbered and saying the
+        same: a note read again is another object) and one more numbered above all of them, using no word that
+        becomes one too many use; else None. Extends this one in place: the caller keeps only what it returns."""
+        kept = self.decisions
+        if len(decisions) != len(kept) + 1:
+            return None
+        mine = [(decision.number, said[place], described[place]) for place, decision in enumerate(decisions)]
+        theirs = [(decision.number, self.said[place], self.described[place]) for place, decision in enumerate(kept)]
+        at = next((place for place, (one, other) in enumerate(zip(mine[:len(kept)], theirs, strict=True))
+                   if one != other), len(kept))
+        if mine[:at] + mine[at + 1:] != theirs:
+            return None
+        new = decisions[at]
+        if any(new.number <= other.number for other in kept) or any(
+                len(self.users.get(term, ())) == WORDS_MOST_USED for term in described[at] - WEAK):
+            return None  # a word one more decision uses would be looked up no more: every pair is scored again
+
+        def moved(position: int) -> int:
+            return position + 1 if position >= at else position
+        order = [moved(position) for position in self.order] + [at]
+        users = self.users
+        for term in described[at] - WEAK:
+            users.setdefault(term, []).append(len(kept))
+        pairs = [(moved(older), moved(newer), value) for older, newer, value in self.pairs]
+        rank = {position: place for place, position in enumerate(order)}
+        pairs += _pairs_of(at, len(kept), said, described, users, order, self.threshold)
+        pairs.sort(key=lambda p: (rank[p[0]], rank[p[1]]))
+        return _Paired(tuple(decisions), said, described, self.threshold, users, order, pairs)
+
+
+def _pairs_of(newer: int, below: int, said: list[frozenset[str]], described: list[frozenset[str]],
+              users: dict[str, list[int]], order: list[int], threshold: float) -> list[tuple[int, int, float]]:
+    """(older, newer, score) by position: the decisions ranked below `below` that `newer` says the same matter
+    as, found through the words it says that are not weak nor used by too many decisions."""
+    olders: set[int] = set()
+    for term in said[newer] - WEAK:
+        ranks = users.get(term)
+        if ranks and len(ranks) <= WORDS_MOST_USED:
+            olders.update(ranks[:bisect_left(ranks, below)])
+    found = []
+    said_bits, whole = _bits(said[newer]), thirds(said[newer])
+    for older in map(order.__getitem__, olders):
+        described_bits = _bits(described[older])
+        shared = 3 * (said_bits[0] & described_bits[0]).bit_count() + \
+            (said_bits[1] & described_bits[1]).bit_count()  # `thirds` of what both say
+        value = share(shared, whole)
+        if value >= threshold:
+            found.append((older, newer, value))
+    return found
+
+
+_LAST_PAIRED: list[_Paired] = []
 
 
 # Each set of words as two sets of bits (its strong words, its weak ones): a pair's shared weight is then two ANDs
