@@ -454,3 +454,6 @@ def test_the_pairs_of_one_ruling_more_are_those_every_pair_scored_again_gives(mo
         compared += len(found)
     assert compared > 200  # the comparison is not empty
     assert 30 < sum(scored_once) < len(scored_once)  # both ways taken, often
+    monkeypatch.setattr(decision_words, "WORDS_MOST_USED", 2)  # under another bound, every pair scored again
+    decisions.append(ruling(1000))
+    assert named(same_matter_pairs(decisions)) == named(fresh(decisions))

@@ -120,7 +120,8 @@ def same_matter_pairs(decisions: Sequence[Decision], *, threshold: float = SAME_
     said = list(said_terms) if said_terms is not None else [question_terms(d.summary, d.topics) for d in decisions]
     described = [decision_terms(d) for d in decisions]
     kept = _LAST_PAIRED.pop() if _LAST_PAIRED else None  # taken out: `one_added` extends it in place
-    added = kept.one_added(decisions, said, described) if kept is not None and kept.threshold == threshold else None
+    added = kept.one_added(decisions, said, described) if kept is not None and kept.threshold == threshold and \
+        kept.words_most_used == WORDS_MOST_USED and len(_BITS) < BITS_REMEMBERED else None
     if added is not None:
         _LAST_PAIRED.append(added)
         return [(decisions[older], decisions[newer], value) for older, newer, value in added.pairs]
@@ -147,6 +148,7 @@ class _Paired:
                  pairs: list[tuple[int, int, float]]) -> None:
         self.decisions, self.said, self.described, self.threshold = decisions, said, described, threshold
         self.users, self.order, self.pairs = users, order, pairs  # users: word -> ranks; order: rank -> position
+        self.words_most_used = WORDS_MOST_USED  # the bound the pairs were found under
 
     @classmethod
     def of(cls, decisions: Sequence[Decision], said: list[frozenset[str]], described: list[frozenset[str]],
