@@ -988,21 +988,21 @@ def test_a_read_ahead_leaves_a_large_change_to_the_command_that_needs_it(vault, 
     assert saved in indexed() and saved in kept()
 
 
-def test_a_read_ahead_leaves_a_ledger_replaced_whole_to_the_next_command(vault, monkeypatch):
-    """A ledger file replaced whole (a checkout, a sync engine writing a new file) is read again whole: ahead of
-    any command, past `READ_AHEAD_LEDGER_BYTES` that is left to the command that needs it; lines appended to
-    the file it read are read ahead."""
-    from vault_tools import ledger_file as ledger_file_module
-    from vault_tools.commands import read as read_module
+def sealed_and_read_by_a_kept_reader(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ruling and an open question sealed by a process of their own; from here on this process keeps its read
+    and its ledger reader from command to command, as the resident process does."""
     decision(vault, 1, summary=FOOTER)
     decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
     assert console_script("seal", "--vault", str(vault), cwd=vault, alone=True).code == 0
     monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
     monkeypatch.setattr(vault_module, "_last_reads", {})
     monkeypatch.setattr(vault_module, "_kept_ledgers", {})
-    read_ahead(console.workspace(vault))  # the kept ledger reader has read the ledger
-    ledger = ledger_file(vault)
-    monkeypatch.setattr(read_module, "READ_AHEAD_LEDGER_BYTES", ledger.stat().st_size - 1)
+
+
+def ledger_lines_parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The text of each ledger read from here on, as it is parsed."""
+    from vault_tools import ledger_file as ledger_file_module
+
     parsed: list[str] = []
     real = ledger_file_module.parse_ledger
 
@@ -1011,6 +1011,19 @@ def test_a_read_ahead_leaves_a_ledger_replaced_whole_to_the_next_command(vault, 
         return real(text, *args, **kwargs)
 
     monkeypatch.setattr(ledger_file_module, "parse_ledger", parse_ledger)
+    return parsed
+
+
+def test_a_read_ahead_leaves_a_ledger_replaced_whole_to_the_next_command(vault, monkeypatch):
+    """A ledger file replaced whole (a checkout, a sync engine writing a new file) is read again whole: ahead of
+    any command, past `READ_AHEAD_LEDGER_BYTES` that is left to the command that needs it; lines appended to
+    the file it read are read ahead."""
+    from vault_tools.commands import read as read_module
+    sealed_and_read_by_a_kept_reader(vault, monkeypatch)
+    read_ahead(console.workspace(vault))  # the kept ledger reader has read the ledger
+    ledger = ledger_file(vault)
+    monkeypatch.setattr(read_module, "READ_AHEAD_LEDGER_BYTES", ledger.stat().st_size - 1)
+    parsed = ledger_lines_parsed(monkeypatch)
     replaced = ledger.with_name(ledger.name + ".new")
     replaced.write_bytes(ledger.read_bytes())
     replaced.replace(ledger)  # the same lines, in a new file
@@ -1031,29 +1044,16 @@ def test_after_its_own_append_a_line_another_process_appends_is_read_alone(tmp_p
     """The resident process records a question (its reader appends to the ledger file), then another process
     appends a line (the watcher, `withdraw`): the reader, ahead of any command or in the next one, reads that
     line alone, not the whole file again (the digest of what it read goes on with what it appended)."""
-    from vault_tools import ledger_file as ledger_file_module
     from vault_tools.commands import read as read_module
     from vault_tools.commands.ask import ask
 
     vault = make_vault(tmp_path / "vault", shared=shared)
-    decision(vault, 1, summary=FOOTER)
-    decision(vault, 2, status="open", topics=("reader-replies",), summary="Should the agent answer reader replies?")
-    assert console_script("seal", "--vault", str(vault), cwd=vault, alone=True).code == 0
-    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
-    monkeypatch.setattr(vault_module, "_last_reads", {})
-    monkeypatch.setattr(vault_module, "_kept_ledgers", {})
+    sealed_and_read_by_a_kept_reader(vault, monkeypatch)
     read_ahead(console.workspace(vault))
     ask(console.workspace(vault), "Which colour should the newsletter header use?", ["newsletter-header"])
     ledger = ledger_file(vault)
     monkeypatch.setattr(read_module, "READ_AHEAD_LEDGER_BYTES", ledger.stat().st_size // 2)
-    parsed: list[str] = []
-    real = ledger_file_module.parse_ledger
-
-    def parse_ledger(text: str, *args: object, **kwargs: object) -> object:
-        parsed.append(text)
-        return real(text, *args, **kwargs)
-
-    monkeypatch.setattr(ledger_file_module, "parse_ledger", parse_ledger)
+    parsed = ledger_lines_parsed(monkeypatch)
     withdrawn = console_script("withdraw", "D-0002", "--reason", "The agent does not answer replies at all.",
                                "--vault", str(vault), cwd=vault, alone=True)
     assert withdrawn.code == 0, withdrawn.err
