@@ -47,6 +47,12 @@ class FileRead(NamedTuple):
     lines: int
 
 
+def _appended_to(cached: FileRead | None, inode: int, size: int) -> bool:
+    """Whether the file, now of `size` bytes at `inode`, may be what `cached` read with lines appended: the same
+    file, longer, read whole (the digest of what was read checks its start)."""
+    return cached is not None and cached.digest is not None and inode == cached.key[3] and size > cached.key[0]
+
+
 def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
@@ -79,8 +85,8 @@ class LedgerFile:
         except FileNotFoundError:
             return []
         start = 0
-        if cached is not None and cached.digest is not None and key[3] == cached.key[3] and \
-                len(raw) > cached.key[0] and _digest(raw[:cached.key[0]]) == cached.digest:
+        if _appended_to(cached, key[3], len(raw)) and cached is not None and \
+                _digest(raw[:cached.key[0]]) == cached.digest:
             start = cached.key[0]  # only appended to since: the lines after what was read are read
         try:
             text = raw[start:].decode("utf-8")
@@ -98,6 +104,14 @@ class LedgerFile:
             self._hashed = hashlib.blake2b(raw, digest_size=16) if whole else None
             self._read_cache = FileRead(key, events, self._hashed.digest() if whole else None, raw.count(b"\n"))
         return list(events)
+
+    def bytes_to_read(self) -> int:
+        """How many of the file's bytes `read` reads now: none while it is as last read, the lines appended to a
+        file read whole (its bytes' digest known), else all of them."""
+        key, cached = self.stat_key(), self._read_cache
+        if key is None or (cached is not None and cached.key == key):
+            return 0
+        return key[0] - cached.key[0] if _appended_to(cached, key[3], key[0]) and cached is not None else key[0]
 
     def append(self, events: list[Event], *, durable: bool = True) -> list[Event] | None:
         """Append `events`; fsynced unless `durable` is False (the caller syncs later, see

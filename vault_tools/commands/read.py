@@ -126,24 +126,10 @@ def read_ahead(ws: Workspace) -> None:
         state = ws.vault.load(most_read=READ_AHEAD_MOST)
     except ReadPostponed:
         return
-    if _ledger_bytes_to_read(ws) <= READ_AHEAD_LEDGER_BYTES:
+    if sum(file.bytes_to_read() for file in ws.vault.ledger.files()) <= READ_AHEAD_LEDGER_BYTES:
         ws.histories()
     if fts5_available():
         SearchIndex(ws.vault, state).ready(READ_AHEAD_MOST)
-
-
-def _ledger_bytes_to_read(ws: Workspace) -> int:
-    """How many bytes of the ledger's files its reader reads to be up to date (`LedgerFile.read`): what was appended
-    to a file it read whole, and the whole of a file it has not read, that was replaced since (a new inode), or
-    whose bytes' digest it does not know."""
-    total = 0
-    for file in ws.vault.ledger.files():
-        now, read = file.stat_key(), file.as_read()
-        if now is None or (read is not None and read.key == now):
-            continue
-        appended = read is not None and read.digest is not None and read.key[3] == now[3] and now[0] > read.key[0]
-        total += now[0] - read.key[0] if appended and read is not None else now[0]
-    return total
 
 
 CLOSED_COUNTED = 1000  # matches looked at for the closed decisions a search without --history counts
