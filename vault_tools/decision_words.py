@@ -13,7 +13,7 @@ from typing import NamedTuple
 from .bodies import above_import_note, adr_decision, inline_plain, preview, sections, without_comments
 from .links import Resolve, leading_id
 from .matter import SAME_MATTER_THRESHOLD, WEAK, About, about, fold, question_terms, share, terms, thirds
-from .model import Decision, Status
+from .model import ByDecision, Decision, Status
 from .ruling_graph import Overlap
 from .topics import topics_match
 
@@ -74,25 +74,21 @@ def section_starts(decision: Decision) -> Starts:
 def decision_terms(decision: Decision, starts: Starts | None = None) -> frozenset[str]:
     """What a decision is about: summary, topics and the start of its `## Question` and `## Ruling` sections.
     Worked out once per decision (object) in a process, or taken as `known_terms` was told them."""
-    known = _TERMS.get(id(decision))
-    if known is not None and known[0] is decision:
-        return known[1]
+    known = _TERMS.get(decision)
+    if known is not None:
+        return known
     starts = starts or section_starts(decision)
     found = terms("\n".join((decision.summary, *decision.topics, starts.question, starts.ruling)))
     known_terms(decision, found)
     return found
 
 
-# id(decision) -> (the decision, its words): the decision is kept with them, so an id is never another's
-_TERMS: dict[int, tuple[Decision, frozenset[str]]] = {}
-TERMS_REMEMBERED = 50_000  # a watcher running for weeks reads many versions of each note: forgotten past this
+_TERMS: ByDecision[frozenset[str]] = ByDecision(most=50_000)  # each decision's words
 
 
 def known_terms(decision: Decision, found: frozenset[str]) -> None:
     """`decision_terms` of `decision` are `found` (worked out by an earlier run, kept on disk)."""
-    if len(_TERMS) >= TERMS_REMEMBERED:
-        _TERMS.clear()
-    _TERMS[id(decision)] = (decision, found)
+    _TERMS.keep(decision, found)
 
 
 _HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)

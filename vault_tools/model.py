@@ -12,11 +12,13 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .cjk import text_size
 from .dates import instant, parse_date, parse_datetime
 from .topics import edit_distance
+
+T = TypeVar("T")
 
 # `D-0007` (sequential, one writer) or `D-0007-k7q2` (a counter and the tag of the clone that made it:
 # unique without coordination across clones; see docs/several-machines.md).
@@ -200,6 +202,28 @@ def id_matches(typed: str, decision_id: str) -> bool:
     """Whether a typed id names this decision: the whole id, or its counter alone (`D-0003` for
     `D-0003-k7q2`), as a short form that only counts when it names one note."""
     return decision_id == typed or decision_id.startswith(typed + "-")
+
+
+class ByDecision(Generic[T]):
+    """What a long-running process worked out from one decision (frozen: the very object says the same), with what
+    else it was worked out from (`given`, compared with ==): the decision is kept with it, so an id is never
+    another's. Forgotten all at once past `most` (a watcher running for weeks reads many versions of each note)."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._kept: dict[int, tuple[Decision, object, T]] = {}
+
+    def get(self, decision: Decision, given: object = None) -> T | None:
+        known = self._kept.get(id(decision))
+        return known[2] if known is not None and known[0] is decision and known[1] == given else None
+
+    def keep(self, decision: Decision, value: T, given: object = None) -> None:
+        if len(self._kept) >= self.most:
+            self._kept.clear()
+        self._kept[id(decision)] = (decision, given, value)
+
+    def clear(self) -> None:
+        self._kept.clear()
 
 
 def is_decision_mapping(data: Any) -> bool:

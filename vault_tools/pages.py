@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 from .dates import local_date
 from .decision_words import unsaid_same_matter
 from .links import Resolve
-from .model import CONFIRMED, Decision, Status, newest_first_key
+from .model import CONFIRMED, ByDecision, Decision, Status, newest_first_key
 from .page_names import (
     ARCHIVE,
     BASE_FILE,
@@ -293,22 +293,18 @@ def taken_over_topics(rulings: Iterable[Decision], by_id: Mapping[str, Decision]
 
 
 def _ruling_line(ruling: Decision, tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
-    taken, notes = tuple(taken_over.get(ruling.id, ())), tuple(unsaid.get(ruling.id, ()))
-    known = _LINES.get(id(ruling))
-    if known is not None and known[0] is ruling and known[1] is tz and known[2] == taken and known[3] == notes:
-        return known[4]
-    line = _line_of(ruling, tz, taken_over, unsaid)
-    if len(_LINES) >= LINES_REMEMBERED:
-        _LINES.clear()
-    _LINES[id(ruling)] = (ruling, tz, taken, notes, line)
+    given = (tz, tuple(taken_over.get(ruling.id, ())), tuple(unsaid.get(ruling.id, ())))
+    line = _LINES.get(ruling, given)
+    if line is None:
+        line = _line_of(ruling, tz, taken_over, unsaid)
+        _LINES.keep(ruling, line, given)
     return line
 
 
-# Each ruling's line as last made, by the very decision (frozen: kept with it, so an id is never another's) and
-# what else the line says of it: a process that makes the pages again (the resident process, the watcher) makes
-# again only the lines of the rulings that changed (a vault of 1,000 rulings lists each, in the log or the archive).
-_LINES: dict[int, tuple[Decision, dt.tzinfo, tuple[tuple[str, str], ...], tuple[str, ...], str]] = {}
-LINES_REMEMBERED = 20_000  # a watcher running for weeks reads many versions of each note: forgotten past this
+# Each ruling's line as last made, with the zone and what else the line says of it: a process that makes the pages
+# again (the resident process, the watcher) makes again only the lines of the rulings that changed (a vault of
+# 1,000 rulings lists each, in the log or the archive).
+_LINES: ByDecision[str] = ByDecision(most=20_000)
 
 
 def _line_of(ruling: Decision, tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
