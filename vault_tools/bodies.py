@@ -149,6 +149,8 @@ def sections(body: str) -> dict[str, str]:
 def above_import_note(section: str) -> str | None:
     """Of a section of an imported ADR (its `## Ruling`, or `## Question` when it is open), what is above the
     importer's line: its summary. None when the section has no such line (no import, or the owner changed it)."""
+    if "_Imported from `" not in section:
+        return None
     lines = section.split("\n")
     return next(("\n".join(lines[:at]).strip("\n") for at, line in enumerate(lines) if _IMPORT_NOTE.match(line)), None)
 

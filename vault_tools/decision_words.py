@@ -60,7 +60,7 @@ def section_starts(decision: Decision) -> Starts:
         return Starts("", "", "")
     body = decision.body.replace("\r\n", "\n")
     # Markdown is parsed only where a code block or comment could hide a heading: it costs milliseconds.
-    found = sections(without_comments(body)) if any(m in body for m in ("```", "~~~", "%%", "    #")) \
+    found = sections(without_comments(body)) if "```" in body or "~~~" in body or "%%" in body or "    #" in body \
         else _plain_sections(body)
     question, ruling = found.get("Question", ""), found.get("Ruling", "")
     # An imported ADR's is its summary above the importer's line (the ADR's preamble below it says nothing)
@@ -91,16 +91,19 @@ def known_terms(decision: Decision, found: frozenset[str]) -> None:
     _TERMS.keep(decision, found)
 
 
-_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+# A heading line, after the line break before it: a pattern starting with a fixed character is looked for by
+# that character (five times faster than `^` in multiline mode, tried at every position of a body).
+_HEADING = re.compile(r"\n#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
 
 
 def _plain_sections(body: str) -> dict[str, str]:
     """The text under each heading, to the next heading, of a body with no code and no comments."""
     found: dict[str, str] = {}
-    marks = list(_HEADING.finditer(body))
+    text = "\n" + body
+    marks = list(_HEADING.finditer(text))
     for position, mark in enumerate(marks):
-        end = marks[position + 1].start() if position + 1 < len(marks) else len(body)
-        found.setdefault(mark.group(1).strip(), body[mark.end():end].strip("\n"))
+        end = marks[position + 1].start() if position + 1 < len(marks) else len(text)
+        found.setdefault(mark.group(1).strip(), text[mark.end():end].strip("\n"))
     return found
 
 
