@@ -181,6 +181,7 @@ PHRASES = (
 
 _PHRASE = re.compile(r"\b(" + "|".join(re.escape(a) for a, _ in PHRASES) + r")\b")
 _PHRASE_TO = dict(PHRASES)
+_PHRASE_PARTS = [frozenset(phrase.split()) for phrase, _ in PHRASES]  # a phrase is there only where all are
 
 
 def stem(word: str) -> str:
@@ -252,14 +253,29 @@ def terms(text: str) -> frozenset[str]:
     if "d-" in folded:  # a decision's id (lower case once folded); looking costs a tenth of the regex
         folded = _DECISION_ID.sub(" ", folded)
     folded = folded.replace("-", " ").replace("_", " ")
-    folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
-    cjk = has_cjk(text)
-    said = set(_WORD.findall(fold(folded.replace("-", "")))) - STOPWORDS  # as `words`, each word once
-    found = {_term(word) for word in said if len(word) > 1 and (len(word) == 4 or not word.isdigit())
-             and not (cjk and has_cjk(word))}
+    said = set(_WORD.findall(folded))
+    if any(parts <= said for parts in _PHRASE_PARTS):  # else no phrase is there: the text is not looked through
+        folded = _PHRASE.sub(lambda match: _PHRASE_TO[match.group(1)].replace(" ", "-"), folded)
+        said = set(_WORD.findall(fold(folded.replace("-", ""))))
+    elif not folded.isascii():
+        said = set(_WORD.findall(fold(folded)))  # as `words` finds them (folded once more)
+    said -= STOPWORDS
+    cjk = not text.isascii() and has_cjk(text)
+    if cjk:
+        found = {_term(word) for word in said if len(word) > 1 and (len(word) == 4 or not word.isdigit())
+                 and not has_cjk(word)}
+    else:
+        found = set(map(_kept_term, said))
+        found.discard("")
     kinds = _with_kind(text, found)
     found |= {KIND_OF[term] for term in kinds} | {named(NAME_OF_KIND[term]) for term in kinds if term in NAME_OF_KIND}
     return frozenset(found) | frozenset(content_pairs(text)) if cjk else frozenset(found)
+
+
+@lru_cache(maxsize=65536)
+def _kept_term(word: str) -> str:
+    """A word's term, "" for one that counts for none: a letter alone, a number but a year."""
+    return _term(word) if len(word) > 1 and (len(word) == 4 or not word.isdigit()) else ""
 
 
 @lru_cache(maxsize=65536)
