@@ -345,3 +345,13 @@ def test_a_line_like_a_fence_in_a_first_short_read_is_not_taken_for_the_end_of_t
     finally:
         writer.join()
     assert head is not None and "type: decision" in head and whole == data
+
+
+def test_a_note_a_stopped_merge_left_with_git_markers_is_refused_on_the_first_marker_line(tmp_path):
+    kept = "---\ntype: decision\nid: D-0001\nstatus: ruled\n---\n## Ruling\n"
+    path = write(tmp_path / "note.md", kept + "<<<<<<< HEAD\nNo ads.\n=======\nAds.\n>>>>>>> theirs\n")
+    with pytest.raises(NoteError) as raised:
+        notes.read_note(path)
+    assert "conflict markers" in raised.value.message and raised.value.line == 7
+    quoted = write(tmp_path / "quoted.md", kept + "Git writes `<<<<<<< HEAD` where a merge stopped.\n")
+    assert notes.read_note(quoted).data["id"] == "D-0001"
