@@ -10,19 +10,26 @@ pairs out. The choice and how it was measured: docs/design/0041-words-inside-cjk
 from __future__ import annotations
 
 import re
+from functools import cache
 
 # Han (with extension A and compatibility), kana (with the prolonged sound mark and half-width katakana), Hangul
-RUN = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
-                 "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]+")
-_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+_RUN = "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]+"
+_HANGUL = "[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]"
+
+
+@cache
+def _pattern(source: str) -> re.Pattern[str]:
+    """Compiled when first needed: these character classes take 2-4 ms to compile, which every command would
+    pay at start-up, and a process that meets no CJK text (nothing but ASCII, most of them) never needs."""
+    return re.compile(source)
 
 
 def has_cjk(text: str) -> bool:
-    return RUN.search(text) is not None
+    return not text.isascii() and _pattern(_RUN).search(text) is not None
 
 
 def runs(text: str) -> list[str]:
-    return RUN.findall(text)
+    return _pattern(_RUN).findall(text) if not text.isascii() else []
 
 
 def pairs(run: str) -> list[str]:
@@ -54,7 +61,7 @@ def query_forms(run: str) -> list[list[str]]:
     if len(run) < 2:
         return []
     forms = [pairs(run)]
-    if len(run) >= 3 and _HANGUL.match(run[-1]):
+    if len(run) >= 3 and _pattern(_HANGUL).match(run[-1]):
         forms.append(pairs(run[:-1]))
     return forms
 
@@ -68,7 +75,7 @@ def marked_passage(text: str, asked: str, around: int = PASSAGE_CHARS) -> str | 
     never the index's pairs. None when no word of `asked` is in `text`."""
     wanted = {pair for run in runs(asked) for form in query_forms(run) for pair in form}
     covered = [False] * len(text)
-    for match in RUN.finditer(text):
+    for match in _pattern(_RUN).finditer(text):
         run = match.group()
         for index in range(len(run) - 1):
             if run[index:index + 2] in wanted:
@@ -96,4 +103,4 @@ def marked_passage(text: str, asked: str, around: int = PASSAGE_CHARS) -> str | 
 def text_size(text: str) -> int:
     """A text's length as the minimum of a summary or a reason counts it: a Chinese, Japanese or Korean character
     as two, since it says about as much as a word of a few letters."""
-    return len(text) + sum(map(len, RUN.findall(text)))
+    return len(text) + sum(map(len, runs(text)))
