@@ -152,6 +152,20 @@ def test_the_check_finds_a_match_among_many_decisions_through_the_index(vault, m
     assert refused.code == 1 and "D-0041" in refused.err
 
 
+def test_closed_decisions_saying_the_same_words_do_not_crowd_the_current_one_out_of_the_shortlist(vault, monkeypatch):
+    """The index ranks every decision; the shortlist takes the best of those in effect: a dozen retracted rulings
+    saying the question's very words rank above the current ruling, which is still the one found."""
+    from vault_tools.commands import same
+    monkeypatch.setattr(same, "SHORTLIST", 5)
+    write_rulings(vault, [(f"area-{number}", f"Team {number} reviews its dashboards every quarter.")
+                          for number in range(30)] + [("article-footer", FOOTER)])  # the footer's: D-0031
+    for number in range(40, 52):
+        decision(vault, number, status="retracted", topics=("article-footer",), summary=NEAR_BOTTOM.replace("?", "."),
+                 title=f"D-{number:04d}")
+    refused = vt_here("ask", NEAR_BOTTOM, "--topic", "article-endings", cwd=vault)
+    assert refused.code == 1 and "D-0031" in refused.err
+
+
 def write_rulings(vault: Path, rulings: list[tuple[str, str]]) -> None:
     """Rulings written as the owner writes notes in Obsidian (D-0001 upward), then recorded as the watcher does."""
     for number, (topic, summary) in enumerate(rulings, start=1):

@@ -341,6 +341,20 @@ class SearchIndex:
                     snippets.get(rowid, docs[rowid].summary), -rank, conflicts.get(docs[rowid].id))
                 for rowid, rank in chosen]
 
+    def ranked_ids(self, text: str) -> list[str]:
+        """The ids of the decisions matching `text`, best first (bm25, as `search` ranks them), whatever their
+        status: for a caller that knows the decisions in effect itself and takes the best of those (the same-matter
+        shortlist), without the index working out every decision's status in effect."""
+        query = fts_query(text)
+        if query is None:
+            return []
+        weights = ", ".join(str(w) for w in WEIGHTS)
+        with closing(self.open()) as connection:
+            ids = dict(connection.execute("SELECT rowid, id FROM docs").fetchall())
+            ranked = connection.execute(f"SELECT rowid FROM search WHERE search MATCH ? ORDER BY bm25(search, {weights})",
+                                        (query,)).fetchall()
+        return [ids[rowid] for rowid, in ranked if rowid in ids]
+
     def ready(self, most_changed: int) -> None:
         """Brought up to date with the notes and the decisions in effect among them worked out, as a search does
         first (kept where the process keeps them: `KEEP_DOCS_IN_EFFECT`), where that means indexing at most

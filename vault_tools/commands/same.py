@@ -221,9 +221,13 @@ def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], t
     asked = question_terms(text, topics)
     query = " ".join((text, *topics, *asked, *(w for w, c in LEXICON.items() if c in asked)))
     by_id = {d.id: d for d in decisions}
-    index = SearchIndex(ws.vault, state)
-    hits = index.search(query, limit=SHORTLIST, statuses={d.status for d in decisions}, passages=False)
-    return [by_id[hit.id] for hit in hits if hit.id in by_id]
+    listed: dict[str, Decision] = {}  # by id, best first: the index's order
+    for found in SearchIndex(ws.vault, state).ranked_ids(query):
+        if found in by_id and found not in listed:
+            listed[found] = by_id[found]
+            if len(listed) == SHORTLIST:
+                break
+    return list(listed.values())
 
 
 def rank_hits(ws: Workspace, text: str, hits: Sequence[Hit]) -> list[Hit]:
