@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -14,6 +17,7 @@ from vault_tools.ledger_lines import Event, parse_ledger
 from vault_tools.links import LinkResolver
 from vault_tools.meaning import seal_hash
 from vault_tools.model import Status, build_decision
+from vault_tools.record_files import LEDGER_LOCK
 
 from .helpers import write
 
@@ -344,3 +348,51 @@ def test_an_event_read_from_a_line_is_the_event_its_constructor_makes():
         lines = ledger.read_text(encoding="utf-8").splitlines(keepends=True)
         assert [event_line(parse_line(line.rstrip("\n"), number, "ledger")) for number, line in
                 enumerate(lines, 1)] == lines
+
+
+# A process holding the ledger lock through filelock, as an earlier version of this package (or the owner's own tool)
+# takes it; it says "held" once it holds it, and keeps it until it is killed.
+HOLD_WITH_FILELOCK = """
+import sys, time
+from filelock import FileLock
+lock = FileLock(sys.argv[1], timeout=float(sys.argv[2]))
+lock.acquire()
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def _holder(path: Path, timeout: float = 5) -> subprocess.Popen[str]:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_WITH_FILELOCK, str(path), str(timeout)],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_the_ledger_lock_waits_for_a_process_holding_it_through_filelock_then_says_so(tmp_path, monkeypatch):
+    import vault_tools.ledger as ledger_module
+    monkeypatch.setattr(ledger_module, "LOCK_TIMEOUT_SECONDS", 0.3)
+    ledger = Ledger(tmp_path)
+    holder = _holder(tmp_path / LEDGER_LOCK)
+    try:
+        started = time.monotonic()
+        with pytest.raises(InconsistentVault, match="held the ledger lock"), ledger.locked():
+            pass
+        assert time.monotonic() - started >= 0.3
+    finally:
+        holder.kill()
+        holder.wait()
+    with ledger.locked():  # let go with its process
+        pass
+
+
+def test_the_ledger_lock_is_taken_again_inside_itself_and_kept_from_other_processes_until_let_go(tmp_path):
+    ledger = Ledger(tmp_path)
+    lock_file = tmp_path / LEDGER_LOCK
+    try_lock = [sys.executable, "-c", HOLD_WITH_FILELOCK, str(lock_file), "0"]
+    with ledger.locked():
+        with ledger.locked():  # a write inside a write of the same process
+            pass
+        refused = subprocess.run(try_lock, capture_output=True, text=True, timeout=30)
+        assert refused.returncode != 0 and "Timeout" in refused.stderr  # still held: the outer one holds it
+    _holder(lock_file, timeout=0).kill()  # let go: another process takes it at once

@@ -22,6 +22,7 @@ from .errors import InconsistentVault
 from .history import History, RecordSummary, extend_histories, histories, placed
 from .ledger_file import LedgerFile, Look, start_of_last_line, whole_json
 from .ledger_lines import Event, event_line, parse_line
+from .ledger_lock import LedgerLock, LockTimeout
 from .model import (
     ID_PATTERN,
     Status,
@@ -70,7 +71,7 @@ class Ledger:
         self.shared_dir = shared_dir
         self._device = device
         self._lock_path = state_dir / LEDGER_LOCK
-        self._lock: Any = None  # made on first use: only writers lock, and filelock is slow to import
+        self._lock: LedgerLock | None = None  # made on first use: only writers lock
         self._files: dict[Path, LedgerFile] = {}
         self._legacy = LedgerFile(state_dir / LEGACY_LEDGER, display_path)
         self._own: LedgerFile | None = None if shared_dir is not None else self._legacy
@@ -224,16 +225,14 @@ class Ledger:
             self._cut_torn_tail()  # which declines where there is a torn line to cut
             yield
             return
-        from filelock import FileLock, Timeout  # only writers take the lock
-
         if self._lock is None:
-            self._lock = FileLock(str(self._lock_path), timeout=LOCK_TIMEOUT_SECONDS)
+            self._lock = LedgerLock(self._lock_path, LOCK_TIMEOUT_SECONDS)
         try:
             self.local_dir.mkdir(parents=True, exist_ok=True)
             with self._lock:
                 self._cut_torn_tail()
                 yield
-        except Timeout:
+        except LockTimeout:
             raise InconsistentVault(
                 f"another vault-tools process has held the ledger lock for {LOCK_TIMEOUT_SECONDS} s",
                 path=self.display_path if not self.shared else str(LEDGER_LOCK)) from None
