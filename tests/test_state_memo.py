@@ -112,6 +112,28 @@ def test_the_same_matter_check_takes_each_decisions_words_from_the_memo(vault, a
     assert scored == ["Footers carry the postal address."]
 
 
+def test_words_taken_from_the_memo_are_not_looked_up_there_again_by_the_same_process(vault, aged, monkeypatch):
+    """A process answering command after command (the resident process) takes each decision's words from the memo
+    once: for the very decisions it holds, the memo is not read again; a decision read again is looked up."""
+    small_vault(vault)
+    assert vt_here("ask", "Do footers carry the unsubscribe link?", "--topic", "email-footer", cwd=vault).code == 1
+    recalled: list[object] = []
+    real = state_memo.recall
+    monkeypatch.setattr(state_memo, "recall", lambda path, key: recalled.append(key) or real(path, key))
+    ws = Workspace(Vault(vault))
+    state = ws.state()
+    rulings = [d for d in ws.decisions_in_effect(state) if d.status.value == "ruled"]
+    for _ in range(3):
+        same_module.remember_terms(ws, state, rulings)
+    assert recalled.count("decision terms") == 1
+    assert all(decision_words._TERMS.get(d) is not None for d in rulings)
+    again = Workspace(Vault(vault))
+    read_again = again.state()
+    same_module.remember_terms(again, read_again, [d for d in again.decisions_in_effect(read_again)
+                                                   if d.status.value == "ruled"])
+    assert recalled.count("decision terms") == 2
+
+
 def test_a_refused_ask_takes_the_ledger_as_verified_without_reading_its_events(vault, aged, monkeypatch):
     """A write checks first that the ledger is whole; `ask` refused, warm, takes the ledger a whole read of this
     user's verified, its files as they are now, without reading every event again to refuse."""

@@ -32,7 +32,7 @@ from ..matter import (
     similarity,
     tier,
 )
-from ..model import Decision, Status
+from ..model import ByDecision, Decision, Status
 from ..record_files import settled_by
 from ..services.checks import check_id
 from ..services.workspace import Workspace
@@ -192,24 +192,40 @@ def same_matter(ws: Workspace, state: VaultState, text: str, topics: Sequence[st
 def remember_terms(ws: Workspace, state: VaultState, decisions: Sequence[Decision]) -> None:
     """Make `decision_terms` of each decision known (`known_terms`) from what an earlier run kept under its note's
     stat key, and keep those worked out now: reading the words of hundreds of decisions is most of what the
-    same-matter check takes, and of what the pairs nobody recorded take (`decision_words.unsaid_same_matter`)."""
+    same-matter check takes, and of what the pairs nobody recorded take (`decision_words.unsaid_same_matter`).
+    A decision this process took from the memo or kept in it already is passed over, and when every one is, the
+    memo is not read (the resident process, command after command)."""
     path = ws.vault.state_dir / TERMS_MEMO
+    waiting = [decision for decision in decisions if _REMEMBERED.get(decision, str(path)) is None]
+    if not waiting:
+        return
     kept: dict[str, tuple[Any, frozenset[str]]] = state_memo.recall(path, "decision terms") or {}
     keys = state.stat_keys or {}
     read = {id(decision) for decision in state.decisions}  # a ruling read from the ledger has no note of its own
     now = time.time_ns()
-    grown = False
-    for decision in decisions:
+    fresh: list[Decision] = []
+    for decision in waiting:
         key = keys.get(decision.path) if id(decision) in read else None
         entry = kept.get(decision.path)
         if key is not None and entry is not None and entry[0] == key:
             known_terms(decision, entry[1])
+            _REMEMBERED.keep(decision, True, str(path))
             continue
         words = decision_terms(decision)
-        if key is not None and settled_by(key, now):
-            kept[decision.path], grown = (key, words), True
-    if grown and ws.vault.state_dir.is_dir():  # notes gone from the vault are left out
+        if key is None:
+            _REMEMBERED.keep(decision, True, str(path))  # no note of its own to keep its words under
+        elif settled_by(key, now):
+            kept[decision.path] = (key, words)
+            fresh.append(decision)
+    if fresh and ws.vault.state_dir.is_dir():  # notes gone from the vault are left out
         state_memo.keep(path, "decision terms", {rel: entry for rel, entry in kept.items() if rel in keys})
+        for decision in fresh:
+            _REMEMBERED.keep(decision, True, str(path))
+
+
+# The decisions whose words this process took from the memo at a path, or kept there (frozen: the very object has
+# the same words and the same note); a note written within the racy window is looked up again until it is kept.
+_REMEMBERED: ByDecision[bool] = ByDecision(most=50_000)
 
 
 def shortlist(ws: Workspace, state: VaultState, decisions: Sequence[Decision], text: str,
