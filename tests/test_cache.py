@@ -341,13 +341,13 @@ def _open_page(vault) -> str:
 def test_pages_taken_from_the_last_build_follow_every_change_of_what_they_are_made_from(cli, vault, monkeypatch):
     """`build` takes the pages from its last run when nothing they are made from changed; a same-size edit with
     its mtime put back, a ledger step, a note that no longer parses and a hand-edited page are all seen."""
-    from vault_tools.commands import build as build_module
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    from vault_tools.commands import page_inputs
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)
     trust_the_cache_at_once(monkeypatch)
     question = decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
     decision(vault, 2, "ruled", ("blog-comments",), summary="Comments stay closed on every post.")
     assert cli("build").code == 0
-    memo = vault / ".vault-tools" / build_module.MEMO_FILE
+    memo = vault / ".vault-tools" / page_inputs.MEMO_FILE
     assert memo.exists() and "footers carry the newsletter link" in _open_page(vault)
     assert cli("build").out == ""  # taken from the memo: nothing to write
 
@@ -369,11 +369,11 @@ def test_pages_taken_from_the_last_build_follow_every_change_of_what_they_are_ma
 
 
 def test_a_damaged_memo_of_the_pages_is_made_again(cli, vault, monkeypatch):
-    from vault_tools.commands import build as build_module
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    from vault_tools.commands import page_inputs
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)
     decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
     assert cli("build").code == 0
-    memo = vault / ".vault-tools" / build_module.MEMO_FILE
+    memo = vault / ".vault-tools" / page_inputs.MEMO_FILE
     generated = _open_page(vault)
     key = memo.read_text().split("\n", 1)[0]
     for damage in ("not json at all", f"{key}\nnot json", f"{key}\n[]", f'{key}\n{{"pages": {{"texts": []}}}}',
@@ -386,10 +386,10 @@ def test_a_damaged_memo_of_the_pages_is_made_again(cli, vault, monkeypatch):
 def test_pages_are_not_remembered_from_inputs_written_within_the_racy_window(cli, vault):
     """An edit in the clock tick the pages were made in may leave the note's size and times as they were: such
     pages are never taken from the memo."""
-    from vault_tools.commands import build as build_module
+    from vault_tools.commands import page_inputs
     question = decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
     assert cli("build").code == 0
-    assert not (vault / ".vault-tools" / build_module.MEMO_FILE).exists()
+    assert not (vault / ".vault-tools" / page_inputs.MEMO_FILE).exists()
     before = question.stat()
     question.write_text(question.read_text().replace("footers carry", "headers carry"))
     os.utime(question, ns=(before.st_atime_ns, before.st_mtime_ns))
@@ -398,14 +398,14 @@ def test_pages_are_not_remembered_from_inputs_written_within_the_racy_window(cli
 
 def test_the_pages_are_made_anew_when_only_the_ledger_or_the_config_changed(cli, vault, monkeypatch):
     """A pull can bring ledger lines (another clone's steps) or a config without touching any note."""
-    from vault_tools.commands import build as build_module
+    from vault_tools.commands import page_inputs
     from vault_tools.services.workspace import Workspace
     decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
     assert cli("ask", "Should the blog keep comments open?", "--topic", "blog-comments").code == 0
 
     def key() -> str | None:
         ws = Workspace(Vault(vault))
-        return build_module.inputs_key(ws, ws.state())[0]
+        return page_inputs.inputs_key(ws, ws.state())[0]
 
     first = key()
     assert first is not None and key() == first
@@ -422,14 +422,14 @@ def test_the_pages_are_made_anew_when_only_the_ledger_or_the_config_changed(cli,
 
 
 def test_the_agents_view_taken_from_an_earlier_run_follows_the_notes_the_day_and_the_budget(cli, vault, monkeypatch):
-    from vault_tools.commands import build as build_module
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    from vault_tools.commands import page_inputs
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)
     trust_the_cache_at_once(monkeypatch)
     decision(vault, 1, "open", summary="Should footers carry the newsletter link?", asked_at="2026-11-01T09:00:00")
     decision(vault, 2, "ruled", ("blog-comments",), summary="Comments stay closed on every post.")
     first = cli("context", "--today", "2026-11-03")
     assert first.code == 0 and "footers carry the newsletter link" in first.out
-    assert (vault / ".vault-tools" / build_module.MEMO_FILE).exists()
+    assert (vault / ".vault-tools" / page_inputs.MEMO_FILE).exists()
     assert cli("context", "--today", "2026-11-03").out == first.out  # the same, from the memo
     later = cli("context", "--today", "2026-12-20")
     assert later.code == 0 and later.out != first.out  # the question has grown old since
@@ -443,8 +443,8 @@ def test_the_agents_view_taken_from_an_earlier_run_follows_the_notes_the_day_and
 
 def test_lint_takes_the_agents_budget_check_from_an_earlier_run_only_while_the_questions_are_the_same(
         cli, vault, monkeypatch):
-    from vault_tools.commands import build as build_module
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    from vault_tools.commands import page_inputs
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)
     trust_the_cache_at_once(monkeypatch)
     questions = [decision(vault, number, "open", (f"topic-{number}",),
                           summary=f"Question number {number}: " + "should the footer carry this link " * 6 + "?")
@@ -463,8 +463,8 @@ def _codes(cli) -> list[str]:
 def test_lint_findings_from_an_earlier_run_follow_the_names_of_the_vaults_files(cli, vault, monkeypatch):
     """A sealed ruling's link may follow its note to a new name; when a note of the old name appears again,
     the link points elsewhere than the seal said. Only a file name changed, no decision note: lint sees it."""
-    from vault_tools.commands import build as build_module
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    from vault_tools.commands import page_inputs
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)
     trust_the_cache_at_once(monkeypatch)
     write(vault / "Style guide.md", "# Style guide\n\nHouse rules.\n")
     assert cli("rule", "--topic", "article-footer", "--summary", "Every article footer follows the style guide.",
@@ -482,9 +482,9 @@ def test_lint_findings_from_an_earlier_run_follow_the_names_of_the_vaults_files(
 def test_lint_findings_inside_the_settle_window_are_found_again_when_it_ends(vault, monkeypatch):
     """A ruling not sealed yet is a warning while the owner may still be typing, an error after; a note with
     no id says nothing while it is being written. Nothing but the clock changes between the runs."""
-    from vault_tools.commands import build as build_module
+    from vault_tools.commands import page_inputs
     from vault_tools.lint import gather, lint
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)
     trust_the_cache_at_once(monkeypatch)
     ruling = decision(vault, 1, "ruled", summary="Comments stay closed on every post, always.")
     write(vault / "Decisions" / "Draft.md", "---\ntype: decision\nstatus: open\ntopics: [podcast]\n---\n")
@@ -508,8 +508,8 @@ def test_lint_findings_inside_the_settle_window_are_found_again_when_it_ends(vau
 
 
 def test_a_damaged_lint_memo_is_found_again_and_a_damaged_ledger_is_seen(cli, vault, monkeypatch):
-    from vault_tools.commands import build as build_module
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    from vault_tools.commands import page_inputs
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)
     trust_the_cache_at_once(monkeypatch)
     decision(vault, 1, "open", summary="Should footers carry the newsletter link?")
     decision(vault, 2, "ruled", ("blog-comments",), summary="Comments stay closed on every post.")
@@ -542,10 +542,11 @@ def test_a_watchers_view_behind_the_ledger_is_never_remembered(tmp_path, monkeyp
 
     from vault_tools.cli import run
     from vault_tools.commands import build as build_module
+    from vault_tools.commands import page_inputs
     from vault_tools.commands.setup import init_vault
     from vault_tools.services.live import LiveState
     from vault_tools.services.workspace import Workspace
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)
     trust_the_cache_at_once(monkeypatch)
     laptop, phone = tmp_path / "laptop", tmp_path / "phone"
     (laptop / ".obsidian").mkdir(parents=True)
@@ -569,7 +570,7 @@ def test_a_watchers_view_behind_the_ledger_is_never_remembered(tmp_path, monkeyp
                 shutil.copy2(carried, laptop / "vault-tools" / "ledger" / carried.name)
         build_module.build(ws, state=live.state, remembered=True)
     with_memo = cli(laptop, "build", "--check")
-    (laptop / ".vault-tools" / build_module.MEMO_FILE).unlink(missing_ok=True)
+    (laptop / ".vault-tools" / page_inputs.MEMO_FILE).unlink(missing_ok=True)
     assert with_memo == cli(laptop, "build", "--check")
 
 
@@ -579,14 +580,14 @@ def test_real_decision_records_get_from_the_memo_what_they_get_with_nothing_kept
     what was kept, are what they are made afresh."""
     import shutil
 
-    from vault_tools.commands import build as build_module
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)
+    from vault_tools.commands import page_inputs
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)
     trust_the_cache_at_once(monkeypatch)
     assert cli("import", "adr", str(CORPORA / "adr-jabref")).code == 0
     commands = (["lint", "--format", "json"], ["context", "--json"], ["context", "--budget", "codex-hook"],
                 ["build", "--check"])
     first = [cli(*args) for args in commands]
-    assert (vault / ".vault-tools" / LINT_MEMO_FILE).exists() and (vault / ".vault-tools" / build_module.MEMO_FILE).exists()
+    assert (vault / ".vault-tools" / LINT_MEMO_FILE).exists() and (vault / ".vault-tools" / page_inputs.MEMO_FILE).exists()
     assert [cli(*args) for args in commands] == first
     shutil.rmtree(vault / ".vault-tools" / "cache")
     assert [cli(*args) for args in commands] == first

@@ -206,8 +206,8 @@ def test_what_a_clone_remembered_is_not_answered_once_a_pull_changed_the_vault(t
     committed): after a `git pull` brought the other clone's ruling and its ledger lines, every answer is the
     one a clone with nothing kept gives."""
     from vault_tools import reading as reading_module
-    from vault_tools.commands import build as build_module
-    monkeypatch.setattr(build_module, "RACY_NANOSECONDS", 0)  # kept at once, not after two seconds
+    from vault_tools.commands import page_inputs
+    monkeypatch.setattr(page_inputs, "RACY_NANOSECONDS", 0)  # kept at once, not after two seconds
     monkeypatch.setattr(reading_module, "RACY_NANOSECONDS", 0)
     a, b = two
     question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")

@@ -20,7 +20,7 @@ from vault_tools import index as index_module
 from vault_tools import ledger as ledger_module
 from vault_tools import ledger_file as ledger_file_module
 from vault_tools import vault as vault_module
-from vault_tools.commands import build as build_module
+from vault_tools.commands import page_inputs
 from vault_tools.commands import read as read_module
 from vault_tools.commands import same as same_module
 from vault_tools.commands.close import withdraw
@@ -41,7 +41,7 @@ def aged(monkeypatch):
     monkeypatch.setattr(vault_module, "time", ClockAhead(PAST_RACY_SECONDS))
     monkeypatch.setattr(ledger_module, "time", ClockAhead(PAST_RACY_SECONDS))
     monkeypatch.setattr(same_module, "time", ClockAhead(PAST_RACY_SECONDS))
-    monkeypatch.setattr(build_module, "time", ClockAhead(PAST_RACY_SECONDS))  # what `remembered` keeps
+    monkeypatch.setattr(page_inputs, "time", ClockAhead(PAST_RACY_SECONDS))  # what `remembered` keeps
     monkeypatch.setattr(index_module, "time", ClockAhead(PAST_RACY_SECONDS))  # the search index's listing
 
 

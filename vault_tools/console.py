@@ -148,20 +148,17 @@ def budget_json(pages: Any) -> dict[str, Any]:
 
 def context(budget: str = "config", hook: bool = False, today: str | None = None, vault: Path | str | None = None,
             json_: bool = False) -> None:
-    from .commands.build import (
-        context,  # the operation, in place of this command's own name here
-        remembered,
-    )
+    from .commands import build, page_inputs  # the operation's modules: only `context` loads the agent's view
     ws = workspace(vault)
     day = today_option(today) or ws.today()
     state = ws.state()
 
     def shown() -> dict[str, Any]:
-        found = context(ws, budget, day, state)
+        found = build.context(ws, budget, day, state)
         return {"overflow": found.questions_overflow, "left_out": found.questions_left_out,
                 "shown": context_json(found) if json_ else found.text}
 
-    view = remembered(ws, state, f"context {budget} {day.isoformat()} {'json' if json_ else 'text'}", shown)
+    view = page_inputs.remembered(ws, state, f"context {budget} {day.isoformat()} {'json' if json_ else 'text'}", shown)
     if not (isinstance(view, dict) and {"overflow", "left_out", "shown"} <= view.keys()):
         view = shown()  # a memo damaged by hand: made again
     overflow = view["overflow"]

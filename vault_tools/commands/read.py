@@ -20,7 +20,7 @@ from ..services.checks import check_topics
 from ..services.workspace import Workspace
 from ..topics import topics_match
 from ..vault import ReadPostponed, VaultState
-from .build import page_problems, remembered
+from .page_inputs import page_problems, remembered
 from .same import remember_terms
 
 

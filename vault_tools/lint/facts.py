@@ -15,8 +15,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..commands.build import build, context, page_path, remembered
+from ..commands.build import build, context, page_path
 from ..commands.held import agent_steps_not_held
+from ..commands.page_inputs import remembered
 from ..commands.setup import merge_drivers_missing
 from ..config import Config
 from ..drafts import lacks_id
