@@ -252,6 +252,25 @@ def test_the_vault_is_found_from_the_commands_own_folder(runtime, vault):
         assert console_script("show", "D-0001", cwd=inside) == console_script("show", "D-0001", cwd=inside, alone=True)
 
 
+def test_the_resident_process_runs_the_watchers_code_whatever_folder_the_watcher_started_in(runtime, vault, tmp_path):
+    """`python -m` looks in the working folder first: a watcher started where another `vault_tools` lies (a checkout
+    of it, an older copy) still starts its resident process with its own code, which answers."""
+    decoy = tmp_path / "elsewhere"
+    write(decoy / "vault_tools" / "__init__.py", "raise ImportError('the vault_tools of the working folder')\n")
+    decision(vault, 1, summary=FOOTER)
+    watcher = subprocess.Popen([sys.executable, "-P", "-m", "vault_tools", "watch", "--vault", str(vault)], cwd=decoy,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    path = Path(resident_address.socket_path(str(vault.resolve())))
+    try:
+        deadline = time.monotonic() + 30
+        while not path.exists() and time.monotonic() < deadline and watcher.poll() is None:
+            time.sleep(0.05)
+        assert asked_there("show", "D-0001", "--vault", str(vault), cwd=vault)[0] == 0
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        watcher.wait(timeout=30)
+
+
 def test_it_ends_with_its_watcher_and_leaves_no_socket(runtime, vault):
     path = Path(resident_address.socket_path(str(vault.resolve())))
     with watching(vault) as watcher:

@@ -256,8 +256,9 @@ def start_resident(root: Path) -> subprocess.Popen[bytes] | None:
 
     if os.environ.get(NO_RESIDENT_ENV) or socket_path(str(root)) is None:
         return None
-    # A session of its own: stopping the watcher's terminal (Ctrl-Z) does not stop what answers the agent
-    return subprocess.Popen([sys.executable, "-m", "vault_tools.resident_process", str(root), str(os.getpid())],
+    # A session of its own: stopping the watcher's terminal (Ctrl-Z) does not stop what answers the agent. `-P`: the
+    # watcher's own code, not a `vault_tools` folder where it was started (`-m` would look there first)
+    return subprocess.Popen([sys.executable, "-P", "-m", "vault_tools.resident_process", str(root), str(os.getpid())],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
 
