@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -396,3 +397,28 @@ def test_the_ledger_lock_is_taken_again_inside_itself_and_kept_from_other_proces
         refused = subprocess.run(try_lock, capture_output=True, text=True, timeout=30)
         assert refused.returncode != 0 and "Timeout" in refused.stderr  # still held: the outer one holds it
     _holder(lock_file, timeout=0).kill()  # let go: another process takes it at once
+
+
+def test_the_ledger_lock_is_let_go_at_once_though_a_child_forked_while_it_was_held_lives_on(tmp_path):
+    """A first read of a large vault forks readers while a writer holds the lock; one goes on writing the note
+    cache after the command. The lock is free as soon as the command lets go, not when that child ends."""
+    ledger = Ledger(tmp_path)
+    with ledger.locked():
+        child = os.fork()
+        if child == 0:
+            time.sleep(3)
+            os._exit(0)
+    try:
+        taken = subprocess.run([sys.executable, "-c", TRY_ONCE, str(tmp_path / LEDGER_LOCK)], capture_output=True,
+                               text=True, timeout=30)
+        assert taken.stdout == "taken\n", taken.stderr
+    finally:
+        os.waitpid(child, 0)
+
+
+TRY_ONCE = """
+import fcntl, os, sys
+descriptor = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("taken")
+"""

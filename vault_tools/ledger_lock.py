@@ -58,7 +58,12 @@ class LedgerLock:
             if self._depth == 0:
                 held, self._held = self._held, None
                 if isinstance(held, int):
-                    os.close(held)  # the flock goes with the last descriptor of its open file
+                    # Let go first: a child forked meanwhile (a first read's readers) holds a copy of the descriptor,
+                    # and closing ours alone would leave the lock held until that child exits
+                    try:
+                        fcntl.flock(held, fcntl.LOCK_UN)
+                    finally:
+                        os.close(held)
                 else:
                     held.release()
         finally:
@@ -89,6 +94,10 @@ class LedgerLock:
             except BaseException:
                 os.close(descriptor)
                 raise
-            if os.fstat(descriptor).st_nlink:
-                return descriptor
+            try:
+                if os.fstat(descriptor).st_nlink:
+                    return descriptor
+            except BaseException:
+                os.close(descriptor)
+                raise
             os.close(descriptor)  # its file was removed meanwhile: a process opening the path now locks another
