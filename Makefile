@@ -74,13 +74,5 @@ journey: $(STAMP)
 		$(JOURNEY)/venv/bin/pipx install '.[mcp]' && $(JOURNEY)/bin/vault-tools --version
 	rm -rf $(JOURNEY)
 
-# The benchmarks time what a user installs: the wheel, in a new environment (an editable install adds its import
-# finder to every Python start, 10-13 ms of each command on this machine). The script's own helpers come from
-# the checkout.
-BENCH_ENV := $(shell mktemp -u -d /tmp/vault-tools-bench.XXXXXX)
-
 bench: $(STAMP)
-	$(PY) -m build --wheel --outdir $(BENCH_ENV)/dist . > /dev/null
-	python3 -m venv $(BENCH_ENV)/venv
-	$(BENCH_ENV)/venv/bin/python -m pip install --quiet "$$(ls $(BENCH_ENV)/dist/*.whl)"
-	$(BENCH_ENV)/venv/bin/python benchmarks/run.py $(BENCH_ARGS); status=$$?; rm -rf $(BENCH_ENV); exit $$status
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
