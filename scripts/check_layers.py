@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("services", ("services",)),
     ("operations", ("commands", "importers", "starter", "figures", "shapes", "agents.instructions", "agents.json_edit")),
     ("engines", ("watch", "reconcile", "lint", "tripwire")),
-    ("faces", ("cli", "console", "answers", "launch", "resident", "resident_process", "docs", "agents", "__main__")),
+    ("faces", ("cli", "console", "answers", "recording", "launch", "resident", "resident_process", "docs", "agents", "__main__")),
 ]
 # Imports inside functions: at most 90 in all, each with its reason written beside it (start-up time is the only
 # good one: what a hook or a quick command does not need waits until it is needed).

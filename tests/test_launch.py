@@ -3,6 +3,7 @@ would answer them."""
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -75,6 +76,22 @@ def test_a_quick_command_never_imports_the_parser(vault, command):
             f"{str(vault)!r}]\ntry:\n    main()\nexcept SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
             "print(sorted(name for name in sys.modules if name.split('.')[0] in ('typer', 'click', 'rich')))")
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("command", [["show", "D-0001"], ["lookup", "article-footer"], ["search", "footer"]])
+def test_a_reading_command_loads_neither_the_recording_commands_nor_the_page_builder(vault, command):
+    """What a reader started on its own imports is what it reads with: not `ask` and `rule` (`recording`), nor the
+    page builder with the agent's view and the held answers (`commands/page_inputs` holds what readers share)."""
+    assert vt("rule", "--topic", "article-footer", "--summary", FOOTER_R, "--source", "chat", cwd=vault).code == 0
+    heavy = ("vault_tools.commands.ask", "vault_tools.commands.rule", "vault_tools.commands.build",
+             "vault_tools.agent_view", "vault_tools.commands.held", "filelock")
+    code = (f"import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', *{command!r}, '--vault', "
+            f"{str(vault)!r}]\ntry:\n    main()\nexcept SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
+            f"print(sorted(name for name in {heavy!r} if name in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "VAULT_TOOLS_NO_RESIDENT": "1"})
     assert found.returncode == 0, found.stderr
     assert found.stdout.splitlines()[-1] == "[]"
 

@@ -1,6 +1,7 @@
-"""The commands an agent runs many times a session (`show`, `lookup`, `search`, `ask`, `rule`): their bodies,
-which `launch` calls without the parser when their arguments are plain (`launch.QUICK`) and `cli` calls once
-typer has parsed anything else. Importing typer costs about a fifth of what one of them takes on a large vault.
+"""The reading commands an agent runs many times a session (`show`, `lookup`, `search`): their bodies, which
+`launch` calls without the parser when their arguments are plain (`launch.QUICK`) and `cli` calls once typer has
+parsed anything else. Importing typer costs about a fifth of what one of them takes on a large vault. The
+recording ones (`ask`, `rule`) are in `recording`: a reader does not load what recording needs (4 ms).
 """
 from __future__ import annotations
 
@@ -8,14 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from .bodies import LOOKUP_FULL_LIMIT, SHOW_LIMIT
-from .commands.ask import ask as ask_question
 from .commands.read import became_of, body_view, day_said, is_topic_key, ruling_preview
 from .commands.read import lookup as lookup_topics
 from .commands.read import search as search_decisions
 from .commands.read import show as show_decision
-from .commands.rule import rule as record_ruling
 from .commands.same import rank_hits
-from .console import out, print_json, read_body, refresh_pages, stderr, workspace
+from .console import out, print_json, stderr, workspace
 from .dates import local_date
 from .history import History
 from .model import Decision, Status
@@ -159,42 +158,3 @@ def search(query: list[str], history: bool = False, limit: int = 20, vault: Path
     if not result.hits:
         stderr.print("no decision matches", markup=False)
     _print_hits(result.hits)
-
-
-def ask(summary: str, topic: list[str], body: str | None = None, due: str | None = None,
-        reask_reason: str | None = None, not_the_same: list[str] | None = None, by: str | None = None,
-        vault: Path | str | None = None, json_: bool = False) -> None:
-    ws = workspace(vault)
-    decision = ask_question(ws, summary, topic, body=read_body(body), due=due, reask_reason=reask_reason, asked_by=by,
-                            not_the_same=not_the_same or [])
-    ws.reads_once()  # written: the pages and what is said after are made from one read of the vault as it is now
-    refresh_pages(ws)
-    if json_:
-        print_json(decision_json(decision))
-    else:
-        out(f"{decision.id} asked: {decision.path}")
-    for closed in became_of(ws, decision.topics):  # a ruling retracted on the topic: what ended it, and why
-        if closed.status is Status.RETRACTED:
-            stderr.print(f"note: {closed.id} on this topic was retracted: {closed.summary} (because: {closed.reason})",
-                         markup=False)
-
-
-def rule(decision_id: str | None = None, summary: str = "", topic: list[str] | None = None, source: str | None = None,
-         ruled_at: str | None = None, supersedes: list[str] | None = None, alongside: list[str] | None = None,
-         alongside_all: bool = False, reason: str | None = None, body: str | None = None,
-         revisit_if: str | None = None, revisit_by: str | None = None, term: list[str] | None = None,
-         scope: list[str] | None = None, not_the_same: list[str] | None = None, by: str | None = None,
-         vault: Path | str | None = None, json_: bool = False) -> None:
-    ws = workspace(vault)
-    decision = record_ruling(ws, decision_id, summary, topics=topic or [], source=source, ruled_at=ruled_at,
-                             ruled_by=by, supersedes=supersedes or [], alongside=alongside or [],
-                             alongside_all=alongside_all, reason=reason, body=read_body(body), revisit_if=revisit_if,
-                             revisit_by=revisit_by, terms=term or [], scope=scope or [],
-                             not_the_same=not_the_same or [])
-    refresh_pages(ws)
-    if json_:
-        print_json(decision_json(decision))
-    else:
-        out(f"{decision.id} ruled and sealed: {decision.path}")
-        for link in decision.supersedes:
-            out(f"  supersedes {link}")

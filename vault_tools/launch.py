@@ -6,7 +6,7 @@ take, so `vault-tools hook AGENT EVENT [--vault PATH]` is answered from here, pr
 runs once per conflicting decision note of a pull and is answered from here too. `build`, `context`,
 `lint` and `watch`, which pre-commit, CI and agents run on every commit, session or pull, and `show`, `lookup`,
 `search`, `ask` and `rule`, which an agent runs many times a session, are answered from here when every
-argument is one of theirs, spelt plainly (`QUICK`); their bodies are in `console` and `answers`, which `cli`
+argument is one of theirs, spelt plainly (`QUICK`); their bodies are in `console`, `answers` and `recording`, which `cli`
 calls too. Anything else, including `--help`, any other spelling of these, or an option given twice (but
 those the parser takes as a list), goes to `cli.main`, which parses it (and reports a mistake) as every other
 command.
@@ -69,7 +69,7 @@ QUICK: dict[str, tuple[dict[str, str], dict[str, str], str | None]] = {
 }
 # The module holding each quick command's body (`console` unless named here): the reading commands an agent runs
 # many times a session are in `answers`.
-QUICK_BODIES = {"show": "answers", "lookup": "answers", "search": "answers", "ask": "answers", "rule": "answers"}
+QUICK_BODIES = {"show": "answers", "lookup": "answers", "search": "answers", "ask": "recording", "rule": "recording"}
 # Those whose positional argument is one value, not a list; and those that need at least one.
 ONE_ARGUMENT = {"show", "ask", "rule"}
 ARGUMENT_REQUIRED = {"show", "lookup", "search", "ask"}

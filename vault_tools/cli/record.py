@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .. import answers, console
+from .. import console, recording
 from ..errors import VaultToolsError
 from ..model import Decision
 from ..shapes import decision_json
@@ -143,7 +143,7 @@ def ask_command(summary: Annotated[str, typer.Argument(help="The question, one l
     words say the same matter as a current ruling, an open or a withdrawn question under other topics. When they
     may say it, the nearest decisions are shown with their text: if none is the matter, ask again with
     --not-the-same for each."""
-    answers.ask(summary, topic, body=body, due=due, reask_reason=reask_reason, not_the_same=not_the_same, by=by,
+    recording.ask(summary, topic, body=body, due=due, reask_reason=reask_reason, not_the_same=not_the_same, by=by,
                 vault=vault, json_=json_)
 
 
@@ -174,7 +174,7 @@ def rule_command(decision_id: Annotated[str | None, typer.Argument(metavar="[ID]
     refused. So is one given directly whose words are, or may be, the matter of a current ruling or an open
     question under other topics: all of them are listed with their text and the words matched (look-alikes
     grouped); say which way it goes, or --not-the-same for each entry."""
-    answers.rule(decision_id, summary, topic=topic, source=source, ruled_at=ruled_at, supersedes=supersedes,
+    recording.rule(decision_id, summary, topic=topic, source=source, ruled_at=ruled_at, supersedes=supersedes,
                  alongside=alongside, alongside_all=alongside_all, reason=reason, body=body, revisit_if=revisit_if,
                  revisit_by=revisit_by, term=term, scope=scope, not_the_same=not_the_same, by=by, vault=vault,
                  json_=json_)
