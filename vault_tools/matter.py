@@ -261,12 +261,8 @@ def terms(text: str) -> frozenset[str]:
         said = set(_WORD.findall(fold(folded)))  # as `words` finds them (folded once more)
     said -= STOPWORDS
     cjk = not text.isascii() and has_cjk(text)
-    if cjk:
-        found = {_term(word) for word in said if len(word) > 1 and (len(word) == 4 or not word.isdigit())
-                 and not has_cjk(word)}
-    else:
-        found = set(map(_kept_term, said))
-        found.discard("")
+    found = set(map(_kept_term, (word for word in said if not has_cjk(word)) if cjk else said))
+    found.discard("")
     kinds = _with_kind(text, found)
     found |= {KIND_OF[term] for term in kinds} | {named(NAME_OF_KIND[term]) for term in kinds if term in NAME_OF_KIND}
     return frozenset(found) | frozenset(content_pairs(text)) if cjk else frozenset(found)
