@@ -45,6 +45,7 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 # `cjk`: the pairs of characters of the Chinese, Japanese and Korean text of the other four (see `cjk`)
 COLUMNS = ("summary", "topics", "body", "reason", "cjk")
 WEIGHTS = (5.0, 4.0, 1.0, 2.0, 3.0)  # bm25 weight of each column, in COLUMNS order
+_RANK = f"bm25(search, {', '.join(str(w) for w in WEIGHTS)})"  # a match's rank, lowest best
 CURRENT = frozenset({Status.RULED, Status.OPEN})
 # Set by the resident process (`resident_process`), which answers command after command: the decisions in
 # effect an index worked out are taken again by the next command while the index's listing (the digest of the
@@ -319,8 +320,7 @@ class SearchIndex:
         wanted = set(statuses) if statuses is not None else (set(Status) if history else set(CURRENT))
         with closing(self.open()) as connection:
             docs, in_effect = self._docs_and_statuses(connection)
-            weights = ", ".join(str(w) for w in WEIGHTS)
-            ranked = connection.execute(f"SELECT rowid, bm25(search, {weights}) FROM search WHERE search MATCH ? "
+            ranked = connection.execute(f"SELECT rowid, {_RANK} FROM search WHERE search MATCH ? "
                                         "ORDER BY 2", (query,)).fetchall()
             chosen = [(rowid, rank) for rowid, rank in ranked if rowid in docs and in_effect[rowid] in wanted][:limit]
             if not chosen:
@@ -348,10 +348,9 @@ class SearchIndex:
         query = fts_query(text)
         if query is None:
             return []
-        weights = ", ".join(str(w) for w in WEIGHTS)
         with closing(self.open()) as connection:
             ids = dict(connection.execute("SELECT rowid, id FROM docs").fetchall())
-            ranked = connection.execute(f"SELECT rowid FROM search WHERE search MATCH ? ORDER BY bm25(search, {weights})",
+            ranked = connection.execute(f"SELECT rowid FROM search WHERE search MATCH ? ORDER BY {_RANK}",
                                         (query,)).fetchall()
         return [ids[rowid] for rowid, in ranked if rowid in ids]
 
