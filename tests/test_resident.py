@@ -838,7 +838,7 @@ def test_a_caller_killed_halfway_leaves_the_resident_process_answering_as_a_fres
             assert head["write"]["op"] == "files" and "Decisions" in head["write"]["paths"][0]
             assert durable.make_asked(head["write"], reader.read(head["size"]), root) == [None]
         connection.close()  # killed: its socket and its lock go with it
-        os.close(lock)
+        lock.let_go()
         time.sleep(4)  # the watcher's pass over the note it left
         for args in (("context",), ("lookup", "author-photos"), ("show", "D-0002"), ("search", "photo")):
             code, out, err = asked_there(*args, "--vault", root, cwd=vault)  # answered there, not held up

@@ -40,19 +40,27 @@ class LedgerLock:
         self._held: int | Any = None  # the lock file's descriptor (or filelock's lock) while held
 
     def __enter__(self) -> None:
+        self.take()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.let_go()
+
+    def take(self) -> None:
+        """Hold it (again, in the thread holding it), waiting at most the timeout; LockTimeout after."""
         deadline = time.monotonic() + self.timeout
         if not self._threads.acquire(timeout=self.timeout):
             raise LockTimeout
         try:
             if self._depth == 0:
-                self._held = self._take(deadline)
+                self._held = self._lock_file(deadline)
             self._depth += 1
         except BaseException:
             self._threads.release()
             raise
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def let_go(self) -> None:
+        """Let go of one `take`; of the lock itself with the outermost."""
         self._depth -= 1
         try:
             if self._depth == 0:
@@ -69,7 +77,7 @@ class LedgerLock:
         finally:
             self._threads.release()
 
-    def _take(self, deadline: float) -> int | Any:
+    def _lock_file(self, deadline: float) -> int | Any:
         if sys.platform == "win32":
             from filelock import FileLock, Timeout  # here: only where there is no flock
 

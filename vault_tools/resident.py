@@ -29,12 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import VaultToolsError
+from .ledger_lock import LedgerLock, LockTimeout
 from .record_files import LEDGER_LOCK, STATE_DIR, find_vault
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
 from .state_memo import code_fingerprint
-
-if sys.platform != "win32":
-    import fcntl  # no resident process where there are no Unix sockets
 
 HEAD_LIMIT = 1 << 20  # a line the resident process sends before its bytes
 WRITE_LIMIT = 1 << 26  # the bytes of one write it asks for (a note is at most a few hundred kilobytes)
@@ -117,7 +115,7 @@ def answer_there(args: list[str], *, tried: bool = False) -> int | None:
         code, out, err = _asked(path, request, writes)
     finally:
         if lock is not None:
-            os.close(lock)  # run here, the command takes it again
+            lock.let_go()  # run here, the command takes it again
     if code is None and writes is not None and writes.made:
         # halfway: what it wrote stays, and running the command here would record it twice
         sys.stderr.write(f"error: {writes.made[-1]}: the watcher's resident process stopped answering while "
@@ -141,18 +139,13 @@ def answer_there(args: list[str], *, tried: bool = False) -> int | None:
     return code
 
 
-def _ledger_lock_held(root: str) -> int | None:
-    """The vault's ledger lock taken by this process at once, as `Ledger.locked` takes it (filelock locks the
-    file with flock, which is what is taken here: filelock itself costs 50 ms to import); its file, open, or
-    None when another process holds it or this one cannot open it for writing."""
+def _ledger_lock_held(root: str) -> LedgerLock | None:
+    """The vault's ledger lock taken by this process at once, as `Ledger.locked` takes it; None when another
+    process holds it or this one cannot open its file for writing."""
+    lock = LedgerLock(Path(root) / STATE_DIR / LEDGER_LOCK, timeout=0)
     try:
-        lock = os.open(os.path.join(root, STATE_DIR, LEDGER_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(lock)
+        lock.take()
+    except (LockTimeout, OSError):
         return None
     return lock
 
