@@ -321,6 +321,22 @@ def test_a_note_is_told_a_decision_or_not_from_its_start_however_it_arrives(tmp_
         assert whole[1] == data
 
 
+def test_a_body_quoting_a_decisions_properties_leaves_its_note_ordinary(tmp_path):
+    """Only the properties make a decision note: a meeting note whose body quotes one's properties, and says
+    "decision" all through, is an ordinary note, however its bytes arrive; a decision note saying it in its
+    properties is one."""
+    from vault_tools import reading
+
+    quoted = "---\ntags: [meeting]\n---\nIts properties:\n\n```yaml\ntype: decision\nstatus: ruled\n```\n"
+    for body in ("", "The decision stands.\n" * 2000):  # within the first read, and past it
+        path = write(tmp_path / "meeting.md", quoted + body)
+        assert notes.read_start(path) == (None, None)
+        assert reading.read_payload(tmp_path, path) == ("other", None)
+    path = write(tmp_path / "decision.md", DECISION + "The decision stands.\n" * 2000)
+    kind, payload = reading.read_payload(tmp_path, path)
+    assert kind == "decision" and payload is not None and payload["data"]["type"] == "decision"
+
+
 def test_a_line_like_a_fence_in_a_first_short_read_is_not_taken_for_the_end_of_the_properties(tmp_path):
     """`---x: 1` is a property line, not the closing fence: a note whose first read ends just after it is
     read on, and found to be the decision note it is."""

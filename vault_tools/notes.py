@@ -32,12 +32,15 @@ _CLOSE_FENCE = re.compile(r"^---[ \t]*(\r?\n|$)", re.MULTILINE)
 # Loose on purpose: a frontmatter that is a list or broken YAML but says
 # `type: decision` is a decision note the owner got wrong, not someone else's note.
 _CLOSING_LINE = re.compile(rb"\n---[ \t]*\r?\n")  # a closing fence, its line whole in the bytes read
+_OPENING_LINE = re.compile(rb"(?:\xef\xbb\xbf)?---[ \t]*\r?\n")  # `_OPEN_FENCE` in the bytes read
 _CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE | re.IGNORECASE)
 
 
-def mentions_decision(raw: bytes) -> bool:
-    """Whether the bytes hold the word `decision` in any case (`type: Decision` is meant as `decision`)."""
-    return b"ecision" in raw or b"ECISION" in raw
+def mentions_decision(raw: bytes, end: int | None = None) -> bool:
+    """Whether the bytes (up to `end`) hold the word `decision` in any case (`type: Decision` is meant as
+    `decision`)."""
+    end = len(raw) if end is None else end
+    return raw.find(b"ecision", 0, end) >= 0 or raw.find(b"ECISION", 0, end) >= 0
 
 
 _CORE_SCHEMA = (
@@ -158,8 +161,8 @@ def read_head(path: str | Path) -> str | None:
 
 
 def read_start(path: str | Path) -> tuple[str | None, bytes | None]:
-    """What `read_head` gives, and the note's whole bytes when they were all read on the way (a note
-    shorter than the head): a decision note that short is then parsed without being read again."""
+    """What `read_head` gives, and, where that is a head, the note's whole bytes when they were all read on
+    the way (a note shorter than the head): a decision note that short is then parsed without being read again."""
     head, data, _ = read_start_keyed(path)
     return head, data
 
@@ -194,14 +197,21 @@ def read_start_keyed(path: str | Path) -> tuple[str | None, bytes | None, StatKe
             raw += more
     finally:
         os.close(fd)
-    return _decision_head(raw), (raw if whole else None), key
+    head = _decision_head(raw)
+    return head, (raw if whole and head is not None else None), key
 
 
 def _plainly_ordinary(raw: bytes) -> bool:
     """Whether the first bytes of a note (however many one read gave) already show it is no decision note:
     no frontmatter, or frontmatter closed without the word. Then it need not be read to its end."""
     if raw.startswith(b"---") or raw.startswith(b"\xef\xbb\xbf---"):
-        return not mentions_decision(raw) and _CLOSING_LINE.search(raw, 3) is not None
+        closing = _CLOSING_LINE.search(raw, 3)
+        if closing is None:
+            return False
+        # Below a fence, the properties end at the first closing line: the word is looked for there alone (a
+        # body, most of the bytes read, may say it freely). A first line only like one (`----`) leaves the
+        # note without properties, judged on all it holds (`_decision_head`).
+        return not mentions_decision(raw, closing.start() if _OPENING_LINE.match(raw) else None)
     return len(raw) >= 6  # too long to be the start of an opening `---`, even after a byte order mark
 
 
