@@ -162,6 +162,31 @@ def test_a_reader_process_that_fails_has_its_share_read_by_the_command(vault, mo
     assert everything_read(vault) == one
 
 
+def test_a_reader_that_fails_after_handing_some_notes_over_loses_and_doubles_nothing(vault, monkeypatch):
+    """A reader that hands chunks over (the command builds their notes as they come) and then dies: the command
+    reads all it took again, and the vault reads as one process reads it."""
+    for number in range(1, 25):
+        decision(vault, number, status="open" if number % 2 else "ruled", topics=(f"topic-{number}",))
+        write(vault / "Daily" / f"2026-07-{number:02d}.md", f"---\ntags: [daily]\n---\nDay {number}.\n")
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 10**9)
+    one = everything_read(vault)
+    forget_note_cache(vault)
+    command, read_share, chunks_read = os.getpid(), reading_module._read_share, []
+
+    def dies_after_its_second_chunk(root, paths):
+        if os.getpid() != command:
+            chunks_read.append(paths)
+            if len(chunks_read) > 2:
+                os.kill(os.getpid(), 9)
+        return read_share(root, paths)
+
+    monkeypatch.setattr(reading_module, "_read_share", dies_after_its_second_chunk)
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(reading_module, "READ_CHUNK", 2)
+    monkeypatch.setattr(reading_module, "free_processors", lambda: 2)
+    assert everything_read(vault) == one
+
+
 def cached_paths(vault):
     with sqlite3.connect(vault / ".vault-tools" / CACHE_FILE) as connection:
         return sorted(path for table in ("notes", "ordinary")
@@ -213,7 +238,7 @@ def test_the_reader_writing_the_note_cache_is_waited_for_when_the_command_stops_
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(vault_module, "_piece", interrupted)
+    monkeypatch.setattr(vault_module, "_place", interrupted)  # each note's parts put in place, once all are read
     with pytest.raises(KeyboardInterrupt):
         Vault(vault).load()
     assert len(reading_module.stores_running) == 1

@@ -154,18 +154,21 @@ def finish_stores() -> None:
 
 # docs/design/0021-reading-a-large-vault-in-parallel.md
 def read_payloads(root: Path, paths: list[str], meanwhile: Callable[[], None] | None = None,
-                  store: Callable[[list[Stored]], None] | None = None) -> tuple[list[Read], int | None]:
+                  store: Callable[[list[Stored]], None] | None = None,
+                  taken: Callable[[int, list[Read]], None] | None = None) -> tuple[list[Read], int | None]:
     """What each note is, and its key as it was opened (None: it could not be), in order: in several processes
     when there are many to read and processors free to read them. Only where a process can be forked safely
     (Linux, no other thread running): elsewhere starting one costs more than it saves. `meanwhile` is other
     work this process does while the others read (it is not done when they do not). `store` is handed every
     note as the note cache stores it, in order, by a reader once all are read, while this process goes on:
     then the second value is that reader's pid, which the caller waits for; None when `store` was not
-    called (the caller calls it itself)."""
+    called (the caller calls it itself). `taken` is handed each chunk (where it starts among `paths`, its notes)
+    as this process has it while the others read: what the caller does with them there is work it does not do
+    once all are read."""
     workers = free_processors() if len(paths) >= PARALLEL_READ_MIN and can_fork() else 1
     if workers < 2:
         return _read_share(root, paths), None
-    return _read_in_processes(root, paths, min(workers, 8), meanwhile, store)
+    return _read_in_processes(root, paths, min(workers, 8), meanwhile, store, taken)
 
 
 def _read_share(root: Path, paths: list[str]) -> list[Read]:
@@ -194,14 +197,15 @@ _CHUNK_BYTES = 4  # a chunk's number as it goes through the pipe that hands them
 
 
 def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Callable[[], None] | None,
-                       store: Callable[[list[Stored]], None] | None = None) -> tuple[list[Read], int | None]:
+                       store: Callable[[list[Stored]], None] | None = None,
+                       taken: Callable[[int, list[Read]], None] | None = None) -> tuple[list[Read], int | None]:
     """The notes read by this process and `readers - 1` forked children, each taking chunks from one pipe (a
     read of a few bytes from a pipe is never split between readers on Linux); what a child that fails took is
     read here. Plain forks and pipes: a `multiprocessing` pool costs 20-25 ms to import and start, a sixth of
     a first read of 10,000 notes. With `store`, the first child, once it has handed its chunks over, is sent
     every other chunk as the cache stores it and calls `store` (writing the note cache of 10,000 notes takes
     a tenth of their first read, which this process spends on the pages meanwhile)."""
-    shared = _SharedRead(root, paths, store)
+    shared = _SharedRead(root, paths, store, taken)
     try:
         shared.fork_readers(readers - 1)
         shared.hand_out()
@@ -219,8 +223,9 @@ def _read_in_processes(root: Path, paths: list[str], readers: int, meanwhile: Ca
 class _SharedRead:
     """One read of many notes shared with forked children: the pipes, the children and the chunks read."""
 
-    def __init__(self, root: Path, paths: list[str], store: Callable[[list[Stored]], None] | None) -> None:
-        self.root, self.paths, self.store = root, paths, store
+    def __init__(self, root: Path, paths: list[str], store: Callable[[list[Stored]], None] | None,
+                 taken: Callable[[int, list[Read]], None] | None = None) -> None:
+        self.root, self.paths, self.store, self.taken = root, paths, store, taken
         self.size = max(READ_CHUNK, -(-len(paths) // 8192))
         self.starts = range(0, len(paths), self.size)
         self.handing_out, self.handed = os.pipe()
@@ -316,9 +321,16 @@ class _SharedRead:
             meanwhile()
         while True:
             for handed_over, got in zip(handing_back, chunks, strict=True):
-                got.update(handed_over.take_in())
-            if self.take_chunk() is None:
+                handed = handed_over.take_in()
+                got.update(handed)
+                if self.taken is not None:
+                    for handed_start, reads in handed:
+                        self.taken(handed_start, reads)
+            start = self.take_chunk()
+            if start is None:
                 break
+            if self.taken is not None:
+                self.taken(start, self.found[start])
         storing: int | None = None
         read_there: dict[int, list[Read]] = {}
         for child, ((pid, _), handed_over, got) in enumerate(zip(self.children, handing_back, chunks, strict=True)):

@@ -25,6 +25,7 @@ from .reading import (
     CACHE_FILE,
     CachedNote,
     NoteCache,
+    Read,
     Stored,
     inside_vault,
     read_payload,
@@ -454,14 +455,26 @@ class Vault:
             assert cache is not None
             cache.save(zip((rel for rel, _ in to_read), rows, strict=True), reading_from, gone)
 
+        # Each note's parts built as its chunk comes in, while other processes read: by the read it was built
+        # from (a chunk of a reader that failed is read again, and built again)
+        built: dict[int, tuple[Read, Piece]] = {}
+
+        def build_meanwhile(start: int, reads: list[Read]) -> None:
+            for (rel, _), read in zip(to_read[start:start + len(reads)], reads, strict=True):
+                if read[0] != "other":
+                    built[id(read)] = (read, _piece(rel, read[0], read[1]))
+
         results, storing = read_payloads(self.root, [path for _, path in to_read], meanwhile=self._read_ledger,
-                                         store=store if cache and cache.enabled else None)
+                                         store=store if cache and cache.enabled else None,
+                                         taken=build_meanwhile)
         if storing is not None:  # a reader writes the cache while this process goes on: waited for at exit
             stores_running.append(storing)
-        for (rel, _), (kind, payload, stat_key, _) in zip(to_read, results, strict=True):
+        for (rel, _), read in zip(to_read, results, strict=True):
+            kind, payload, stat_key, _ = read
             if stat_key is not None:  # None: it could not be opened
                 stat_keys[rel] = stat_key
-            pieces[rel] = _piece(rel, kind, payload)
+            early = built.get(id(read))
+            pieces[rel] = early[1] if early is not None and early[0] is read else _piece(rel, kind, payload)
         for rel, (_, kind, form, body) in held.items():
             payload = json.loads(form) if kind != "other" and form is not None else None
             if payload is not None and body is not None:
