@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -279,6 +280,35 @@ def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_
     with pytest.raises(VaultToolsError) as error:
         damaged.ledger.summaries()
     assert ledger.name in str(error.value.path) and error.value.line == 2
+
+
+def test_the_pages_of_a_first_read_in_several_processes_are_those_of_one(vault, monkeypatch):
+    """The rulings' words are worked out while the readers read (for the pairs on one matter the pages list):
+    the same words, and the same pages, as a read in one process gives; a ruling's words are known once read."""
+    from vault_tools.commands.build import pages
+    from vault_tools.decision_words import _TERMS, decision_terms
+    from vault_tools.services.workspace import Workspace
+
+    for number in range(1, 61):
+        decision(vault, number, status="open" if number % 4 == 0 else "ruled", topics=(f"topic-{number}",),
+                 summary=f"Newsletter footer {number} keeps the sponsor line." if number % 5 else
+                 "Invoices are paid by bank transfer within thirty days.")
+        write(vault / "Daily" / f"2026-07-{number:03d}.md", f"---\ntags: [daily]\n---\nDay {number}.\n")
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 10**9)
+    one = pages(Workspace(Vault(vault))).texts
+    assert "Invoices are paid" in one["Decisions log"] and "same matter" in "".join(one.values())
+    forget_note_cache(vault)
+    for cached in (vault / ".vault-tools" / "cache").iterdir():
+        cached.unlink()
+    monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 1)
+    monkeypatch.setattr(reading_module, "free_processors", lambda: 2)
+    monkeypatch.setattr(reading_module, "READ_CHUNK", 8)
+    _TERMS.clear()
+    workspace = Workspace(Vault(vault))
+    rulings = [d for d in workspace.state().decisions if d.status.value == "ruled"]
+    assert len(rulings) == 45 and all(_TERMS.get(d) is not None for d in rulings)  # worked out as they were read
+    assert all(_TERMS.get(d) == decision_terms(replace(d)) for d in rulings)  # a copy's words are worked out anew
+    assert pages(workspace).texts == one
 
 
 @pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_SETPIPE_SZ"), reason="pipe sizes are set on Linux only")

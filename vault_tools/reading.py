@@ -321,11 +321,7 @@ class _SharedRead:
             meanwhile()
         while True:
             for handed_over, got in zip(handing_back, chunks, strict=True):
-                handed = handed_over.take_in()
-                got.update(handed)
-                if self.taken is not None:
-                    for handed_start, reads in handed:
-                        self.taken(handed_start, reads)
+                self._taken_in(handed_over, got)
             start = self.take_chunk()
             if start is None:
                 break
@@ -335,7 +331,7 @@ class _SharedRead:
         read_there: dict[int, list[Read]] = {}
         for child, ((pid, _), handed_over, got) in enumerate(zip(self.children, handing_back, chunks, strict=True)):
             os.set_blocking(handed_over.fd, True)
-            got.update(handed_over.take_in())  # the rest, to its end
+            self._taken_in(handed_over, got)  # the rest, to its end
             if self.store is not None and child == 0 and handed_over.whole:
                 storing, read_there = pid, got  # it goes on: it stores what the others send it
                 self.found.update(read_there)
@@ -345,6 +341,14 @@ class _SharedRead:
             if os.waitstatus_to_exitcode(status) == 0 and handed_over.whole:
                 self.found.update(got)
         return storing, read_there
+
+    def _taken_in(self, handed_over: Receiver, got: dict[int, list[Read]]) -> None:
+        """What a child handed over since the last look, added to `got` (and handed to `taken`)."""
+        handed = handed_over.take_in()
+        got.update(handed)
+        if self.taken is not None:
+            for start, reads in handed:
+                self.taken(start, reads)
 
     def send_rows(self, storing: int, read_there: dict[int, list[Read]]) -> bool:
         """Send the storing child every chunk it did not read; False if it went away."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,6 +141,12 @@ def _utf8(name: str) -> bool:
 # line its body starts on. Kept in the state memo under the note's stat key.
 NoteParts = tuple[Decision | None, list[Problem], dict[str, Any], dict[str, int], int]
 Piece = NoteError | NoteParts | None
+
+
+# What the commands that need every decision's words (the pages, lint, the same-matter check) do with each decision
+# a first read in several processes builds, done while the other processes read (`Vault._read_into`): work they
+# would otherwise do once all is read. Added to by the module that does it (`commands.same`).
+WHILE_READING: list[Callable[[Decision], object]] = []
 
 
 def _piece(rel: str, kind: str, payload: dict[str, Any] | None, decided: Decision | None = None) -> Piece:
@@ -462,7 +468,11 @@ class Vault:
         def build_meanwhile(start: int, reads: list[Read]) -> None:
             for (rel, _), read in zip(to_read[start:start + len(reads)], reads, strict=True):
                 if read[0] != "other":
-                    built[id(read)] = (read, _piece(rel, read[0], read[1]))
+                    piece = _piece(rel, read[0], read[1])
+                    built[id(read)] = (read, piece)
+                    if isinstance(piece, tuple) and piece[0] is not None:
+                        for work in WHILE_READING:
+                            work(piece[0])
 
         results, storing = read_payloads(self.root, [path for _, path in to_read], meanwhile=self._read_ledger,
                                          store=store if cache and cache.enabled else None,

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import state_memo
+from .. import state_memo, vault
 from ..decision_words import decision_terms, first_lines, known_terms
 from ..index import Hit, SearchIndex, fts5_available
 from ..matter import (
@@ -221,6 +221,16 @@ def remember_terms(ws: Workspace, state: VaultState, decisions: Sequence[Decisio
         state_memo.keep(path, "decision terms", {rel: entry for rel, entry in kept.items() if rel in keys})
         for decision in fresh:
             _REMEMBERED.keep(decision, True, str(path))
+
+
+def _words_while_reading(decision: Decision) -> None:
+    """A ruling's words, worked out while a first read of a large vault goes on in other processes too: every
+    command that loads this module works out the words of every current ruling."""
+    if decision.status is Status.RULED:
+        decision_terms(decision)
+
+
+vault.WHILE_READING.append(_words_while_reading)
 
 
 # The decisions whose words this process took from the memo at a path, or kept there (frozen: the very object has
