@@ -115,6 +115,8 @@ def test_body_view_cuts_on_a_line_boundary_and_counts_what_it_left_out():
 
 def test_comments_inside_inline_code_are_text():
     assert without_comments("Keep `%%literal%%` but drop %%this%%.") == "Keep `%%literal%%` but drop ."
+    # Whatever characters a body holds (NUL and digits among them), what is not a comment stays as written
+    assert without_comments("`a` %%b%% \x000\x00 `c`\n\n\n\nd") == "`a`  \x000\x00 `c`\n\nd"
     assert sections("## A\n\none\n\n## A\n\ntwo\n") == {"A": "one"}
 
 

@@ -90,16 +90,24 @@ def blank_comments(body: str) -> str:
 
 
 def _strip_comments(text: str) -> str:
-    spans: list[str] = []
+    """`text` less its comments, inline code left as written, and no hole where a block comment was. What is
+    code and what is a comment is found in a copy with each code span blanked in place (`masked`): whatever
+    characters the text holds, the two line up."""
+    masked = _INLINE_CODE.sub(lambda match: "\x01" * len(match.group(0)), text)
+    kept, kept_masked, start = [], [], 0
+    for comment in _COMMENT.finditer(masked):
+        kept.append(text[start:comment.start()])
+        kept_masked.append(masked[start:comment.start()])
+        start = comment.end()
+    text, masked = "".join(kept) + text[start:], "".join(kept_masked) + masked[start:]
+    cleaned, start = [], 0
+    for blank in _BLANK_LINES.finditer(masked):  # outside code
+        cleaned += [text[start:blank.start()], "\n\n"]
+        start = blank.end()
+    return "".join(cleaned) + text[start:]
 
-    def keep(match: re.Match[str]) -> str:
-        spans.append(match.group(0))
-        return f"\x00{len(spans) - 1}\x00"
 
-    masked = _INLINE_CODE.sub(keep, text)
-    cleaned = _COMMENT.sub("", masked)
-    cleaned = re.sub(r"\n{3,}", "\n\n", cleaned)  # a removed block comment leaves no hole
-    return re.sub(r"\x00(\d+)\x00", lambda match: spans[int(match.group(1))], cleaned)
+_BLANK_LINES = re.compile(r"\n{3,}")
 
 
 # A line that makes a body need CommonMark's reading to find its headings: a fence, an indented or tabbed line
