@@ -337,6 +337,37 @@ def test_a_body_quoting_a_decisions_properties_leaves_its_note_ordinary(tmp_path
     assert kind == "decision" and payload is not None and payload["data"]["type"] == "decision"
 
 
+@pytest.mark.parametrize("spelt", ["dEcision", "DECISION", "deci\u017fion"])
+def test_a_type_spelt_in_other_cases_makes_a_decision_note_however_it_arrives(tmp_path, spelt):
+    """The model casefolds `type`: a note saying `type: dEcision` (or `decision` with the long s) is a decision
+    note, its body saying "decision" or not, read at once or handed over a few bytes at a time."""
+    import threading
+
+    from vault_tools import reading
+
+    for body in ("Body\n", "The decision stands.\n"):
+        text = f"---\ntype: {spelt}\nid: D-0001\nstatus: open\n---\n{body}"
+        path = write(tmp_path / "note.md", text)
+        assert reading.read_payload(tmp_path, path)[0] == "decision"
+        fifo = tmp_path / "arriving.md"
+        os.mkfifo(fifo)
+        data = text.encode("utf-8")
+
+        def hand_over(data: bytes = data, fifo: Path = fifo) -> None:
+            with open(fifo, "wb", buffering=0) as pipe:
+                for start in range(0, len(data), 3):
+                    pipe.write(data[start:start + 3])
+                    time.sleep(0.001)
+
+        writer = threading.Thread(target=hand_over)
+        writer.start()
+        try:
+            assert notes.read_start(fifo)[0] is not None
+        finally:
+            writer.join()
+            fifo.unlink()
+
+
 def test_a_line_like_a_fence_in_a_first_short_read_is_not_taken_for_the_end_of_the_properties(tmp_path):
     """`---x: 1` is a property line, not the closing fence: a note whose first read ends just after it is
     read on, and found to be the decision note it is."""

@@ -186,6 +186,19 @@ def test_a_decision_note_with_crlf_or_quoted_keys_is_still_guarded(guarded) -> N
         assert shell("claude", f"rm '{rel}'", root), rel
 
 
+def test_a_decision_note_whose_type_is_spelt_otherwise_is_still_guarded(guarded) -> None:
+    """`type: dEcision`, and `decision` spelt with the long s (U+017F), read as `decision` (the model casefolds
+    `type`): the vault counts such a note as a decision note, and the agent may not write it."""
+    from vault_tools.reading import read_payload
+
+    root = Path(guarded["root"])
+    for number, spelt in ((97, "dEcision"), (98, "deci\u017fion")):
+        note = write(root / "Decisions" / f"D-00{number} Spelt.md",
+                     f"---\ntype: {spelt}\nid: D-00{number}\nstatus: open\nsummary: Which one?\n---\nBody\n")
+        assert read_payload(root, note)[0] == "decision", spelt
+        assert file_write("claude", note.relative_to(root).as_posix(), root), spelt
+
+
 def test_links_into_the_record_do_not_open_a_way_around_it(guarded) -> None:
     root = Path(guarded["root"])
     (root / "LL").symlink_to(root / guarded["record_dir"])

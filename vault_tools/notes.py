@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import NoteError
+from .record_files import DECISION_WORD
 
 if TYPE_CHECKING:
     import yaml
@@ -38,9 +39,8 @@ _CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decisi
 
 def mentions_decision(raw: bytes, end: int | None = None) -> bool:
     """Whether the bytes (up to `end`) hold the word `decision` in any case (`type: Decision` is meant as
-    `decision`)."""
-    end = len(raw) if end is None else end
-    return raw.find(b"ecision", 0, end) >= 0 or raw.find(b"ECISION", 0, end) >= 0
+    `decision`, as is one spelt with the long s, U+017F: `DECISION_WORD`)."""
+    return DECISION_WORD.search(raw, 0, len(raw) if end is None else end) is not None
 
 
 _CORE_SCHEMA = (

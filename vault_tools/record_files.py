@@ -361,7 +361,11 @@ def end_agent_call(root: Path, call: str) -> None:
         _keep_calls(root, AgentCalls({c: b for c, b in calls.open.items() if c != call}, joined[-MAX_ENDED_CALLS:]))
 
 
-_DECISION_TYPE = re.compile(rb"^type:[ \t]*[\"']?decision[\"']?[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
+# The word `decision` in UTF-8 bytes, in any case and with the long s too: the model casefolds `type`, so
+# `type: Decision`, and `decision` spelt with the long s (U+017F), mark a decision note. Whether some bytes may
+# say so at all.
+DECISION_WORD = re.compile(rb"deci(?:s|\xc5\xbf)ion", re.IGNORECASE)
+_DECISION_TYPE = re.compile(rb"^type:[ \t]*[\"']?deci(?:s|\xc5\xbf)ion[\"']?[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
 
 
 class NotesChanged(NamedTuple):
