@@ -283,9 +283,13 @@ def test_a_first_read_in_chunks_while_the_ledger_is_read_gives_what_one_process_
 
 
 def test_the_pages_of_a_first_read_in_several_processes_are_those_of_one(vault, monkeypatch):
-    """The rulings' words are worked out while the readers read (for the pairs on one matter the pages list):
-    the same words, and the same pages, as a read in one process gives; a ruling's words are known once read."""
+    """For the pages, the rulings' words are worked out while the readers read (the pages list the pairs on one
+    matter): the same words, and the same pages, as a read in one process gives; a ruling's words are known once
+    read. A command reading a few decisions does not work them out; and a ruling whose words cannot be worked
+    out (here, an error planted for one) leaves the read as it is."""
+    from vault_tools import decision_words
     from vault_tools.commands.build import pages
+    from vault_tools.commands.same import words_while_reading
     from vault_tools.decision_words import _TERMS, decision_terms
     from vault_tools.services.workspace import Workspace
 
@@ -297,6 +301,7 @@ def test_the_pages_of_a_first_read_in_several_processes_are_those_of_one(vault, 
     monkeypatch.setattr(reading_module, "PARALLEL_READ_MIN", 10**9)
     one = pages(Workspace(Vault(vault))).texts
     assert "Invoices are paid" in one["Decisions log"] and "same matter" in "".join(one.values())
+    one_read = everything_read(vault)
     forget_note_cache(vault)
     for cached in (vault / ".vault-tools" / "cache").iterdir():
         cached.unlink()
@@ -304,8 +309,28 @@ def test_the_pages_of_a_first_read_in_several_processes_are_those_of_one(vault, 
     monkeypatch.setattr(reading_module, "free_processors", lambda: 2)
     monkeypatch.setattr(reading_module, "READ_CHUNK", 8)
     _TERMS.clear()
+    assert Vault(vault).load().decisions and not _TERMS._kept  # a reading command's read
+    forget_note_cache(vault)
+    words = decision_words.decision_terms
+
+    def fails_once(decision):
+        if decision.id == "D-0007" and not fails_once.failed:
+            fails_once.failed = True
+            raise IndexError("planted")
+        return words(decision)
+
+    fails_once.failed = False
+    monkeypatch.setattr(decision_words, "decision_terms", fails_once)
+    monkeypatch.setattr("vault_tools.commands.same.decision_terms", fails_once)
+    with words_while_reading():
+        assert everything_read(vault) == one_read
+    assert fails_once.failed
+    monkeypatch.setattr("vault_tools.commands.same.decision_terms", words)
+    forget_note_cache(vault)
+    _TERMS.clear()
     workspace = Workspace(Vault(vault))
-    rulings = [d for d in workspace.state().decisions if d.status.value == "ruled"]
+    with words_while_reading():
+        rulings = [d for d in workspace.state().decisions if d.status.value == "ruled"]
     assert len(rulings) == 45 and all(_TERMS.get(d) is not None for d in rulings)  # worked out as they were read
     assert all(_TERMS.get(d) == decision_terms(replace(d)) for d in rulings)  # a copy's words are worked out anew
     assert pages(workspace).texts == one

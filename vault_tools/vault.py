@@ -143,9 +143,9 @@ NoteParts = tuple[Decision | None, list[Problem], dict[str, Any], dict[str, int]
 Piece = NoteError | NoteParts | None
 
 
-# What the commands that need every decision's words (the pages, lint, the same-matter check) do with each decision
-# a first read in several processes builds, done while the other processes read (`Vault._read_into`): work they
-# would otherwise do once all is read. Added to by the module that does it (`commands.same`).
+# What a command that needs something of every decision (the pages: each ruling's words) does with each decision a
+# first read in several processes builds, done while the other processes read (`Vault._read_into`): work it would
+# otherwise do once all is read. Set for the length of a read (`commands.same.words_while_reading`).
 WHILE_READING: list[Callable[[Decision], object]] = []
 
 
@@ -472,7 +472,10 @@ class Vault:
                     built[id(read)] = (read, piece)
                     if isinstance(piece, tuple) and piece[0] is not None:
                         for work in WHILE_READING:
-                            work(piece[0])
+                            try:
+                                work(piece[0])
+                            except Exception:  # done ahead of being asked: any trouble is met when it is asked
+                                pass
 
         results, storing = read_payloads(self.root, [path for _, path in to_read], meanwhile=self._read_ledger,
                                          store=store if cache and cache.enabled else None,

@@ -31,7 +31,7 @@ from ..vault import VaultState
 from .held import owner_like_step
 from .page_inputs import page_problems, remembered
 from .review_notes import waiting_line
-from .same import remember_terms
+from .same import remember_terms, words_while_reading
 
 
 @dataclass
@@ -178,11 +178,10 @@ def build(ws: Workspace, *, check: bool = False, state: VaultState | None = None
     made from exactly the same inputs before are taken from `.vault-tools/cache/` (see `remembered_pages`):
     their texts and sizes only, the lists of decisions they show left empty.
     """
-    if remembered:
-        state = state or ws.state()
-        result = BuildResult(remembered_pages(ws, state))
-    else:
-        result = BuildResult(pages(ws, state))
+    if state is None:
+        with words_while_reading():  # the pages pair every current ruling by its words
+            state = ws.state()
+    result = BuildResult(remembered_pages(ws, state) if remembered else pages(ws, state))
     generated = _generated_digests(ws)
     for name in PAGE_NAMES:
         path = page_path(ws, name)

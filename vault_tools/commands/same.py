@@ -15,8 +15,9 @@ tests/data/same_question_pairs.jsonl; `make bench` prints their figures (design 
 """
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,14 +224,21 @@ def remember_terms(ws: Workspace, state: VaultState, decisions: Sequence[Decisio
             _REMEMBERED.keep(decision, True, str(path))
 
 
+@contextlib.contextmanager
+def words_while_reading() -> Iterator[None]:
+    """Within it, a first read of a large vault in several processes works out each ruling's words as it builds
+    it (`vault.WHILE_READING`), while the others read: for a command that needs every current ruling's words (the
+    pages pair them), not for one that reads a few."""
+    vault.WHILE_READING.append(_words_while_reading)
+    try:
+        yield
+    finally:
+        vault.WHILE_READING.remove(_words_while_reading)
+
+
 def _words_while_reading(decision: Decision) -> None:
-    """A ruling's words, worked out while a first read of a large vault goes on in other processes too: every
-    command that loads this module works out the words of every current ruling."""
     if decision.status is Status.RULED:
         decision_terms(decision)
-
-
-vault.WHILE_READING.append(_words_while_reading)
 
 
 # The decisions whose words this process took from the memo at a path, or kept there (frozen: the very object has
