@@ -126,6 +126,20 @@ def test_the_agents_reading_commands_answer_there_as_they_answer_alone(runtime, 
             assert console_script(*args, "--vault", str(vault), cwd=vault) == alone, args  # the console script, end to end
 
 
+def test_the_console_script_answered_there_loads_no_vault_nor_memo_code(runtime, vault):
+    """What the console script loads to have a reading command answered by the resident process: not what
+    reading the vault takes, nor the memos' code (pickle, hmac): each is start-up time on every command."""
+    decision(vault, 1, topics=("article-footer",), summary=FOOTER)
+    loaded = ("vault_tools.vault", "vault_tools.state_memo", "vault_tools.notes", "pickle", "hmac")
+    code = (f"import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', 'show', 'D-0001', '--vault', "
+            f"{str(vault)!r}]\ntry:\n    main()\nexcept SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
+            f"print(sorted(name for name in {loaded!r} if name in sys.modules))")
+    with watching(vault):
+        found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=vault)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[-1] == "[]"  # `vault` among them had it been answered here
+
+
 REFUSED_ASKS = [  # each writes nothing: answered by the resident process
     ("ask", "Should the article footer name the editor?", "--topic", "article-footer"),  # settled topic
     ("ask", "Should the article footer name the editor?", "--topic", "article-footer", "--json"),

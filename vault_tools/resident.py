@@ -28,11 +28,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .code_stamp import code_fingerprint
 from .errors import VaultToolsError
 from .ledger_lock import LedgerLock, LockTimeout
 from .record_files import LEDGER_LOCK, STATE_DIR, find_vault
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
-from .state_memo import code_fingerprint
 
 HEAD_LIMIT = 1 << 20  # a line the resident process sends before its bytes
 WRITE_LIMIT = 1 << 26  # the bytes of one write it asks for (a note is at most a few hundred kilobytes)

@@ -15,11 +15,10 @@ import hmac  # compare_digest
 import io
 import os
 import pickle
-import sys
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from .code_stamp import code_fingerprint
 
 SIGNATURE_BYTES = 32
 
@@ -62,27 +61,6 @@ def _read_or_make_key(base: str) -> bytes | None:
         return key if len(key) >= 32 else None
     except OSError:
         return None
-
-
-_CODE: list[str] = []
-
-
-def code_fingerprint() -> str:
-    """The package's version, Python's, where it is installed and its source files by name, size and mtime: what
-    other code kept (another install, an edit, another Python) is made anew."""
-    if not _CODE:
-        package = os.path.dirname(os.path.abspath(__file__))
-        found = []
-        for folder, folders, files in os.walk(package):  # os.walk and os.stat: a third of pathlib's 3 ms
-            folders[:] = [name for name in folders if name != "__pycache__"]
-            for name in files:
-                if name.endswith(".py"):
-                    path = os.path.join(folder, name)
-                    info = os.stat(path)
-                    found.append((os.path.relpath(path, package), info.st_size, info.st_mtime_ns))
-        found.sort()
-        _CODE.append(hashlib.sha256(repr((__version__, sys.version, package, found)).encode("utf-8")).hexdigest())
-    return _CODE[0]
 
 
 def _sign(key: bytes, payload: bytes) -> bytes:

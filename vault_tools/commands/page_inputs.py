@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import durable
+from ..code_stamp import code_fingerprint
 from ..drafts import being_written, lacks_id, unanswered
 from ..model import Decision, Status
 from ..pages import NOTE_MISSING, QUESTION_NOTE_MISSING, PageProblem
 from ..record_files import RACY_NANOSECONDS
 from ..services.missing import not_here_said
 from ..services.workspace import Workspace, blocking_problems
-from ..state_memo import code_fingerprint
 from ..topics import topic_aliases_in_use
 from ..vault import VaultState
 from .review_notes import waiting_line
