@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import NoteError
-from .record_files import DECISION_WORD
+from .record_files import mentions_decision
 
 if TYPE_CHECKING:
     import yaml
@@ -35,12 +35,6 @@ _CLOSE_FENCE = re.compile(r"^---[ \t]*(\r?\n|$)", re.MULTILINE)
 _CLOSING_LINE = re.compile(rb"\n---[ \t]*\r?\n")  # a closing fence, its line whole in the bytes read
 _OPENING_LINE = re.compile(rb"(?:\xef\xbb\xbf)?---[ \t]*\r?\n")  # `_OPEN_FENCE` in the bytes read
 _CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE | re.IGNORECASE)
-
-
-def mentions_decision(raw: bytes, end: int | None = None) -> bool:
-    """Whether the bytes (up to `end`) hold the word `decision` in any case (`type: Decision` is meant as
-    `decision`, as is one spelt with the long s, U+017F: `DECISION_WORD`)."""
-    return DECISION_WORD.search(raw, 0, len(raw) if end is None else end) is not None
 
 
 _CORE_SCHEMA = (

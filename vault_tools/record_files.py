@@ -361,10 +361,13 @@ def end_agent_call(root: Path, call: str) -> None:
         _keep_calls(root, AgentCalls({c: b for c, b in calls.open.items() if c != call}, joined[-MAX_ENDED_CALLS:]))
 
 
-# The word `decision` in UTF-8 bytes, in any case and with the long s too: the model casefolds `type`, so
-# `type: Decision`, and `decision` spelt with the long s (U+017F), mark a decision note. Whether some bytes may
-# say so at all.
-DECISION_WORD = re.compile(rb"deci(?:s|\xc5\xbf)ion", re.IGNORECASE)
+def mentions_decision(raw: bytes, end: int | None = None) -> bool:
+    """Whether the bytes (up to `end`) hold the word `decision` in any case, or spelt with the long s (U+017F):
+    the model casefolds `type`, so `type: Decision` marks a decision note as `type: decision` does. Whether some
+    bytes may say so at all (the hooks ask it of every note of a folder a command would remove)."""
+    low = (raw if end is None else raw[:end]).lower()  # ASCII letters only: as fast as looking twice
+    return b"decision" in low or b"deci\xc5\xbfion" in low
+
 _DECISION_TYPE = re.compile(rb"^type:[ \t]*[\"']?deci(?:s|\xc5\xbf)ion[\"']?[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
 
 

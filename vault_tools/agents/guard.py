@@ -20,7 +20,6 @@ from pathlib import Path
 from ..page_names import BASE_FILE, PAGE_NAMES
 from ..record_files import (
     CONFIG,
-    DECISION_WORD,
     KEPT,
     LEDGER,
     LEDGER_FOLDER,
@@ -30,6 +29,7 @@ from ..record_files import (
     RECORD_DIR,
     STATE_DIR,
     TOPICS,
+    mentions_decision,
     record_part,
 )
 from .shell import bash_write_targets
@@ -242,7 +242,7 @@ def _decision_head(target: Path) -> str | None:
         return None  # a new note, a folder, a name the system refuses
     # As notes.read_head judges a note, without importing what parsing one needs.
     if not start.lstrip(b"\xef\xbb\xbf").startswith(b"---") or (
-            not DECISION_WORD.search(start) and (len(start) < 4096 or start.count(b"\n---", 3) > 0)):
+            not mentions_decision(start) and (len(start) < 4096 or start.count(b"\n---", 3) > 0)):
         return None
     from ..notes import claims_decision, read_head  # parsing only a file that may be a decision note
     try:
