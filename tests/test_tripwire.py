@@ -68,6 +68,30 @@ def test_lines_an_agents_command_took_out_are_put_back_and_the_agent_is_told(lay
     assert vt_here("lint", cwd=layout_vault).code == 0
 
 
+def test_the_look_after_a_call_finds_each_note_the_read_takes_for_a_decision_note(tmp_path):
+    """What the tripwire looks at after an agent's call (`decision_notes_changed_since`) finds a changed note in
+    every form of `type: decision` the read takes for a decision note, and no other note."""
+    import time
+
+    from vault_tools.reading import read_payload
+    from vault_tools.record_files import decision_notes_changed_since
+
+    root = tmp_path / "vault"
+    (root / "Decisions").mkdir(parents=True)
+    began = time.time_ns() - 1
+    forms = {"plain": "type: decision", "commented": "type: decision  # the owner's", "quoted key": '"type": decision',
+             "spaced": "type : decision", "capitals": "type: Decision", "long s": "type: deci\u017fion",
+             "a list": "- type: decision", "other": "type: decisions", "none": "tags: [decision]"}
+    for name, line in forms.items():
+        (root / "Decisions" / f"{name}.md").write_text(f"---\n{line}\nid: D-0001\nstatus: open\n---\nBody\n",
+                                                       encoding="utf-8")
+    read_as = {name: read_payload(root, root / "Decisions" / f"{name}.md")[0] for name in forms}
+    assert read_as["plain"] == read_as["long s"] == "decision" and read_as["a list"] == "broken"
+    found = decision_notes_changed_since(root, began).decision_notes
+    assert found == sorted(f"Decisions/{name}.md" for name, kind in read_as.items() if kind != "other")
+    assert "Decisions/other.md" not in found and "Decisions/none.md" not in found
+
+
 def test_what_vault_tools_appends_is_the_record_growing_not_a_change_to_undo(layout_vault):
     ledger = ledger_file(layout_vault)
     assert after_tool(layout_vault) is None

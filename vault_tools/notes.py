@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .errors import NoteError
-from .record_files import mentions_decision
+from .record_files import claims_decision, mentions_decision
 
 if TYPE_CHECKING:
     import yaml
@@ -30,11 +30,8 @@ HEAD_BYTES = 16 * 1024
 
 _OPEN_FENCE = re.compile(r"^---[ \t]*\r?\n")
 _CLOSE_FENCE = re.compile(r"^---[ \t]*(\r?\n|$)", re.MULTILINE)
-# Loose on purpose: a frontmatter that is a list or broken YAML but says
-# `type: decision` is a decision note the owner got wrong, not someone else's note.
 _CLOSING_LINE = re.compile(rb"\n---[ \t]*\r?\n")  # a closing fence, its line whole in the bytes read
 _OPENING_LINE = re.compile(rb"(?:\xef\xbb\xbf)?---[ \t]*\r?\n")  # `_OPEN_FENCE` in the bytes read
-_CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE | re.IGNORECASE)
 
 
 _CORE_SCHEMA = (
@@ -139,10 +136,6 @@ def decode(raw: bytes, path: Path) -> tuple[str, bool]:
     if text.startswith(BOM):
         return text[1:], True
     return text, False
-
-
-def claims_decision(frontmatter: str) -> bool:
-    return bool(_CLAIMS_DECISION.search(frontmatter))
 
 
 def read_head(path: str | Path) -> str | None:

@@ -368,7 +368,14 @@ def mentions_decision(raw: bytes, end: int | None = None) -> bool:
     low = (raw if end is None else raw[:end]).lower()  # ASCII letters only: as fast as looking twice
     return b"decision" in low or b"deci\xc5\xbfion" in low
 
-_DECISION_TYPE = re.compile(rb"^type:[ \t]*[\"']?deci(?:s|\xc5\xbf)ion[\"']?[ \t]*\r?$", re.IGNORECASE | re.MULTILINE)
+# Loose on purpose: a frontmatter that is a list or broken YAML but says `type: decision` is a decision note the
+# owner got wrong, not someone else's note. In any case (the long s too: `decision\b` matches it so).
+_CLAIMS_DECISION = re.compile(r"""^[ \t-]*["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.MULTILINE | re.IGNORECASE)
+
+
+def claims_decision(frontmatter: str) -> bool:
+    """Whether a note's properties say `type: decision`, as the read takes a note for a decision note."""
+    return bool(_CLAIMS_DECISION.search(frontmatter))
 
 
 class NotesChanged(NamedTuple):
@@ -428,4 +435,5 @@ def _says_decision(path: str) -> bool:
     if not head.startswith(b"---"):
         return False
     end = head.find(b"\n---", 3)
-    return bool(_DECISION_TYPE.search(head[:end] if end >= 0 else head))
+    properties = head[:end] if end >= 0 else head
+    return mentions_decision(properties) and claims_decision(properties.decode("utf-8", "replace"))

@@ -29,6 +29,7 @@ from ..record_files import (
     RECORD_DIR,
     STATE_DIR,
     TOPICS,
+    claims_decision,
     mentions_decision,
     record_part,
 )
@@ -39,7 +40,7 @@ _ID_LINE = re.compile(r"""^["']?id["']?:[ \t]*["']?(D-\d+(?:-[0-9a-z]{2,8})?)["'
 _STATUS_LINE = re.compile(r"""^["']?status["']?:[ \t]*["']?([a-z]+)["']?[ \t]*$""", re.MULTILINE)
 _WALK_SKIPPED = {".git", ".obsidian", ".trash", "node_modules"}
 _PAGE_KEYS = {name.casefold() for name in PAGE_NAMES}
-# Text that makes a note a decision note, typed into a command or an edit (`notes.claims_decision` judges files).
+# Text that makes a note a decision note, typed into a command or an edit (`record_files.claims_decision` judges files).
 _TYPES_DECISION = re.compile(r"""["']?type["']?[ \t]*:[ \t]*["']?decision\b""", re.IGNORECASE)  # `Decision` too
 
 
@@ -244,7 +245,7 @@ def _decision_head(target: Path) -> str | None:
     if not start.lstrip(b"\xef\xbb\xbf").startswith(b"---") or (
             not mentions_decision(start) and (len(start) < 4096 or start.count(b"\n---", 3) > 0)):
         return None
-    from ..notes import claims_decision, read_head  # parsing only a file that may be a decision note
+    from ..notes import read_head  # parsing only a file that may be a decision note
     try:
         head = read_head(target)
     except (OSError, ValueError):
