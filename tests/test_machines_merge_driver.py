@@ -106,6 +106,29 @@ def test_one_closing_with_two_reasons_merges_to_this_clones_reason_and_both_side
         assert {mine, other} <= set(kept_merge_copies(in_a_vault)), name
 
 
+def test_a_note_the_vault_reads_as_ordinary_is_merged_as_git_merges_text(tmp_path, in_a_vault):
+    """Properties the model would take for `type: decision` only through a YAML form the read does not look for
+    (a folded block): the vault reads the note as an ordinary one, so the merge driver merges it as git merges
+    text (a clash left marked), keeping no copies; the same note saying `type: decision` is merged as one."""
+    from vault_tools.commands.gitmerge import merge_note
+    from vault_tools.reading import read_payload
+
+    for form, kind in (("type: >-\n  decision", "other"), ("type: decision", "decision")):
+        base = f"---\n{form}\nid: D-0002\nstatus: retracted\ntopics: [comments]\nsummary: Comments stay closed.\n" \
+            "reason: Recorded in error, as first written.\n---\n## Ruling\n\nClosed.\n"
+        folder = tmp_path / kind
+        paths = [write(folder / f"{part}.md", text) for part, text in (
+            ("base", base), ("ours", base.replace("as first written", "step 4")),
+            ("theirs", base.replace("as first written", "step 3")))]
+        assert read_payload(folder, paths[0])[0] == kind
+        code = merge_note(*paths, "Decisions/D-0002 Comments.md")
+        merged = paths[1].read_text(encoding="utf-8")
+        if kind == "other":
+            assert code == 1 and "<<<<<<<" in merged and "step 3" in merged and not kept_merge_copies(in_a_vault)
+        else:
+            assert code == 0 and "<<<<<<<" not in merged and kept_merge_copies(in_a_vault)
+
+
 def test_two_answers_kept_by_two_settlements_merge_to_this_clones_lines_where_both_changed_them(tmp_path, in_a_vault):
     """The base holds one answer and each side another (two settlements, each keeping its own): the lines both
     sides changed are this clone's (both answers are in the ledger, and both sides are kept whole). Every other

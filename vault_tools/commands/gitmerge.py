@@ -33,7 +33,7 @@ from .. import durable, note_edits, notes
 from ..errors import NoteError, VaultToolsError
 from ..layout import layout_of
 from ..model import KNOWN_FIELDS, answer_of, is_decision_mapping, is_ledger_property
-from ..record_files import find_vault, merge_copy_name
+from ..record_files import claims_decision, find_vault, merge_copy_name
 
 _PROPERTY_LINE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:")
 _LIST_ITEM = re.compile(r"^\s*- ")
@@ -52,6 +52,14 @@ def _read(text: bytes | None) -> notes.Note | None:
     except Exception:  # a side that cannot be read has no lifecycle to compare
         return None
     return note if hasattr(note.data, "get") else None
+
+
+def _a_decision_note(note: notes.Note | None) -> bool:
+    """Whether the vault reads this side as a decision note: its properties say `type: decision` as the read
+    looks for it (`claims_decision`), and mean it. A note the model would take so only through a YAML form the
+    read does not look for (a block scalar, an escape) is an ordinary note to every reader, and merged as one."""
+    return note is not None and note.frontmatter is not None and claims_decision(note.frontmatter) and \
+        is_decision_mapping(note.data)
 
 
 def _lifecycle(note: notes.Note | None) -> tuple[object, object]:
@@ -164,7 +172,7 @@ def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
     mine_bytes, other_bytes = ours.read_bytes(), theirs.read_bytes()
     mine, other = _read(mine_bytes), _read(other_bytes)
     common = _read(base.read_bytes() if base.exists() else None)
-    if not any(note is not None and is_decision_mapping(note.data) for note in (mine, other, common)):
+    if not any(_a_decision_note(note) for note in (mine, other, common)):
         ours.write_bytes(merged)  # any other note (`*.md` names them all): git's own text merge, as without us
         return done.returncode
     here, there, before = _lifecycle(mine), _lifecycle(other), _lifecycle(common)
