@@ -1032,6 +1032,24 @@ def sealed_and_read_by_a_kept_reader(vault: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(vault_module, "_kept_ledgers", {})
 
 
+def test_a_kept_ledger_reader_whose_device_tag_changed_reads_as_a_new_process(vault, monkeypatch):
+    """This device's tag decides which ledger file is its own (a torn last line there is an error; in another
+    device's file, a line still arriving). Once the tag is gone (the devices folder removed; a git folder made
+    has the same effect), a reader kept from command to command answers as a process of its own does."""
+    sealed_and_read_by_a_kept_reader(vault, monkeypatch)
+    kept = vault_module.Vault(vault).ledger
+    assert kept.summaries() and kept.own_name() is not None  # its own file found, by its tag
+    own = ledger_file(vault)
+    shutil.rmtree(vault / ".vault-tools" / "devices")
+    with own.open("a", encoding="utf-8") as ledger:
+        ledger.write('{"event": "ruled", "id": "D-00')  # a torn last line, in what is no longer this device's file
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", False)
+    alone = vault_module.Vault(vault).ledger.summaries()
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+    again = vault_module.Vault(vault).ledger
+    assert again is not kept and again.summaries() == alone
+
+
 def ledger_lines_parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The text of each ledger read from here on, as it is parsed."""
     from vault_tools import ledger_file as ledger_file_module

@@ -33,7 +33,7 @@ from .reading import (
     stored_of,
     stores_running,
 )
-from .record_files import RECORD_DIR, find_vault, settled_by
+from .record_files import LEDGER_SUFFIX, RECORD_DIR, find_vault, settled_by
 from .topic_aliases import load_aliases
 from .topics import use_topic_aliases
 
@@ -290,6 +290,12 @@ def set_aside_conflict_copies(state: VaultState) -> None:
     state.conflict_copies = copies
 
 
+def _own_file_name(root: Path) -> str | None:
+    """This device's ledger file's name in the shared layout as its tag says now (None: it has no tag yet)."""
+    tag = device_tag(root, shared=True, create=False)
+    return f"{tag}{LEDGER_SUFFIX}" if tag else None
+
+
 class ReadPostponed(Exception):
     """More to read than a read made ahead of any command takes on (`Vault.load`'s `most_read`)."""
 
@@ -307,6 +313,10 @@ class Vault:
         self.record_dir = self.layout.record_dir  # config, topic aliases, kept copies: carried to every device
         kept_as = (str(root), self.layout.shared)
         kept = _kept_ledgers.get(kept_as) if KEEP_LAST_READ else None
+        if kept is not None and kept.shared and kept.own_name() != _own_file_name(root):
+            # This device's tag, which says which ledger file is its own, changed (a vault set up again at this
+            # path, its git folder made, its devices folder removed): read as a process of its own reads
+            kept = None
         if kept is not None:
             self.ledger = kept  # it reads again whatever changed in its files since (as the watcher's does)
         elif self.layout.shared:
