@@ -29,7 +29,6 @@ from ..record_files import (
     RECORD_DIR,
     STATE_DIR,
     TOPICS,
-    claims_decision,
     mentions_decision,
     record_part,
 )
@@ -250,10 +249,7 @@ def _decision_head(target: Path) -> str | None:
         head = read_head(target)
     except (OSError, ValueError):
         return None
-    if head is None:
-        return None
-    head = head.replace("\r\n", "\n")
-    return head if claims_decision(head) else None
+    return head.replace("\r\n", "\n") if head is not None else None  # `read_head` judged it by `claims_decision`
 
 
 def types_decision(text: str) -> bool:
