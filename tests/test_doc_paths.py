@@ -60,7 +60,6 @@ MADE_ONLY_WHEN: dict[str, str] = {
     ".vault-tools/crash.log": "a command fails with a bug (exit 4): its traceback",
     "vault-tools/topics.yaml": "the owner merges two topics (a review item ticked, or written by hand)",
     ".vault-tools/merged/": "git's notes merge driver keeps both sides of a note during a merge",
-    ".vault-tools/cache/resident-walk-<pid>-<n>.marker": "the resident process walks the vault (one at a time)",
 }
 
 # A path: `vault-tools/...`, `.vault-tools/...` (or `.vault-tools` alone) or `Pinned/...`, at the start of a span or

@@ -26,7 +26,6 @@ import tempfile
 import time
 import traceback
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from . import answers, cli, console, durable, index, launch, state_memo, vault  # noqa: F401  (loaded now, not on the first command)
@@ -34,7 +33,6 @@ from .commands.read import read_ahead
 from .reading import finish_stores
 from .resident import runtime_stamp
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
-from .watched_walk import WatchedWalk
 
 REQUEST_LIMIT = 16 * 1024 * 1024  # a command's arguments and environment; what is longer is not a command
 
@@ -56,9 +54,6 @@ def serve(root: str, parent: int) -> None:
         if listening is None:
             return
         listener = listening[0]
-        watched = WatchedWalk(str(Path(root).resolve()))
-        if watched.start():
-            vault.WATCHED_WALK = watched
         _warm_up()
         gc.collect()
         gc.freeze()  # the modules and what they keep, looked over by no later collection
@@ -71,29 +66,21 @@ def serve(root: str, parent: int) -> None:
                 _waiting.append(True)
                 connection, _ = listener.accept()
             except TimeoutError:
-                if vault.WATCHED_WALK is not None and _look_again:
-                    _look_again.clear()
-                    vault.WATCHED_WALK.look_again()
                 continue
             finally:
                 _waiting.clear()
             with connection:
-                _look_again[:] = [True]
                 if not _answer(connection, stamp):
                     break
     except SystemExit:
         pass
     finally:
-        if vault.WATCHED_WALK is not None:
-            vault.WATCHED_WALK.stop()
-            vault.WATCHED_WALK = None
         signal.signal(signal.SIGTERM, stopping)
         if listening is not None:
             _remove_if_ours(path, *listening)
 
 
 _waiting: list[bool] = []  # waiting for a command: nothing is under way
-_look_again: list[bool] = []  # commands ran since the walk's kept stat keys were last looked at (`look_again`)
 _told_to_stop: list[bool] = []
 # Once the agent's commands stop for READ_AGAIN_AFTER_SECONDS after one that wrote (past the racy window of what
 # it wrote, so what is read then is kept), the vault is read as the reading commands read it

@@ -39,7 +39,6 @@ from .topics import use_topic_aliases
 
 if TYPE_CHECKING:
     from .history import History, RecordSummary
-    from .watched_walk import WatchedWalk
 
 SKIPPED_FOLDERS = {".trash", "node_modules"}
 FEW_CHANGED = 200  # notes changed since the state memo, at most, for which the note cache is read note by note
@@ -58,8 +57,6 @@ _last_reads: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple
 # commands' own processes and the watcher do, and what a command it runs writes in the vault is written by the
 # process that asked for it (`durable.written_by`).
 _kept_ledgers: dict[tuple[str, bool], Ledger] = {}  # (vault root, shared layout) -> its ledger
-# The resident process's walk of its vault (`watched_walk`): the stat keys of notes nothing happened to since
-WATCHED_WALK: WatchedWalk | None = None
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
 
 
@@ -403,41 +400,11 @@ class Vault:
         its path, where it is, and with `stat` its stat key or why it could not be stat'ed (None without: a first
         read takes each note's key as it opens it)."""
         listed: list[tuple[str, str, StatKey | OSError | None]] = []
-        watched = WATCHED_WALK if stat and WATCHED_WALK is not None and WATCHED_WALK.root == str(self.root) else None
-        if watched is None:
-            for rel, entry in iter_markdown(self.root, self.config, others, temps, misnamed):
-                try:
-                    listed.append((rel, entry.path, notes.stat_key(entry.stat()) if stat else None))
-                except OSError as error:
-                    listed.append((rel, entry.path, error))
-            return listed
-        kept = watched.kept_keys()
-        keep: dict[str, StatKey] = {}
-        linked: set[int] = set()  # inodes with more than one name: a write through either says nothing of the other
         for rel, entry in iter_markdown(self.root, self.config, others, temps, misnamed):
-            key = kept.get(rel)
-            if key is None:
-                try:
-                    found = entry.stat()
-                except OSError as error:
-                    listed.append((rel, entry.path, error))
-                    continue
-                key = notes.stat_key(found)
-                if found.st_nlink > 1:
-                    linked.add(found.st_ino)
-                elif not entry.is_symlink():
-                    keep[rel] = key
-            else:
-                keep[rel] = key
-            listed.append((rel, entry.path, key))
-        if linked:  # a name kept before its inode had another: stat'ed now, and from now on
-            for number, (rel, path, taken) in enumerate(listed):
-                if isinstance(taken, tuple) and taken[3] in linked and keep.pop(rel, None) is not None:
-                    try:
-                        listed[number] = (rel, path, notes.stat_key(os.stat(path)))
-                    except OSError as error:
-                        listed[number] = (rel, path, error)
-        watched.keep(keep)
+            try:
+                listed.append((rel, entry.path, notes.stat_key(entry.stat()) if stat else None))
+            except OSError as error:
+                listed.append((rel, entry.path, error))
         return listed
 
     def unchanged_since(self, state: VaultState) -> bool:
