@@ -30,7 +30,9 @@ from vault_tools import vault as vault_module
 from vault_tools.commands.read import READ_AHEAD_MOST, read_ahead
 from vault_tools.index import NO_FTS5_ENV, SearchIndex
 from vault_tools.layout import device_tag
+from vault_tools.record_files import CEILING_ENV, find_vault
 from vault_tools.resident import runtime_stamp
+from vault_tools.vault_root import vault_named
 
 from .helpers import (
     FOOTER,
@@ -128,9 +130,12 @@ def test_the_agents_reading_commands_answer_there_as_they_answer_alone(runtime, 
 
 def test_the_console_script_answered_there_loads_no_vault_nor_memo_code(runtime, vault):
     """What the console script loads to have a reading command answered by the resident process: not what
-    reading the vault takes, nor the memos' code (pickle, hmac): each is start-up time on every command."""
+    reading the vault takes, nor the memos' code (pickle, hmac), nor the record's file names with pathlib,
+    typing and the regular expressions (`record_files`: the vault is found with `vault_root`), nor OpenSSL's
+    digests: each is start-up time on every command."""
     decision(vault, 1, topics=("article-footer",), summary=FOOTER)
-    loaded = ("vault_tools.vault", "vault_tools.state_memo", "vault_tools.notes", "pickle", "hmac")
+    loaded = ("vault_tools.vault", "vault_tools.state_memo", "vault_tools.notes", "pickle", "hmac",
+              "vault_tools.record_files", "typing", "_hashlib")
     code = (f"import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', 'show', 'D-0001', '--vault', "
             f"{str(vault)!r}]\ntry:\n    main()\nexcept SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
             f"print(sorted(name for name in {loaded!r} if name in sys.modules))")
@@ -1238,3 +1243,31 @@ def test_what_a_pull_brought_is_answered_there_as_alone(runtime, tmp_path, capsy
         assert after.code == 0, after.err
         numbers = [int(made.split("-")[1]) for made in (here.out.split()[0], there_ruled, there_asked)]
         assert int(after.out.split()[0].split("-")[1]) > max(numbers), after.out
+
+
+def test_the_console_script_finds_the_vault_the_command_finds(tmp_path, monkeypatch):
+    """The console script finds the vault to ask about without `record_files` (`vault_root.vault_named`): the
+    folder `find_vault` gives, from a note's folder, through a symbolic link, with `--vault` given relative or
+    with `~`, below the ceiling and not above it, and none where there is none."""
+    vault = tmp_path / "notes" / "vault"
+    (vault / ".obsidian").mkdir(parents=True)
+    (vault / "Projects" / "deep").mkdir(parents=True)
+    shared = tmp_path / "shared"
+    (shared / "vault-tools" / "ledger").mkdir(parents=True)
+    (shared / "inside").mkdir()
+    (tmp_path / "link").symlink_to(vault / "Projects")
+    (tmp_path / "plain").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv(CEILING_ENV, str(tmp_path))
+    for folder in (vault, vault / "Projects" / "deep", tmp_path / "link", shared / "inside"):
+        monkeypatch.chdir(folder)
+        assert vault_named(None) == str(find_vault(None)), folder
+    monkeypatch.chdir(tmp_path)
+    for given in ("notes/vault", "~/notes/vault", "link", str(shared)):
+        assert vault_named(given) == str(find_vault(Path(given))), given
+    monkeypatch.chdir(tmp_path / "plain")
+    assert vault_named(None) is None
+    assert vault_named("no-such-folder") is None
+    monkeypatch.setenv(CEILING_ENV, str(vault / "Projects"))  # a vault above the ceiling is not looked for
+    monkeypatch.chdir(vault / "Projects" / "deep")
+    assert vault_named(None) is None

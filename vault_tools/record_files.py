@@ -17,24 +17,29 @@ from pathlib import Path
 from time import time_ns
 from typing import NamedTuple
 
+from . import vault_root
 from .errors import ConfigError
 from .page_names import PAGE_NAMES
+from .vault_root import holds_record, vault_folder_above
 
-STATE_DIR = ".vault-tools"  # this device's own (hidden; never carried by Obsidian Sync); the whole record before
-RECORD_DIR = "vault-tools"  # the shared layout's record (visible; carried with the notes)
-CONFIG_FILE = "config.yaml"
+# Defined with the walk up to a vault (`vault_root`), which the console script takes without this module
+STATE_DIR = vault_root.STATE_DIR  # this device's own (hidden; never carried by Obsidian Sync); the record before
+RECORD_DIR = vault_root.RECORD_DIR  # the shared layout's record (visible; carried with the notes)
+CONFIG_FILE = vault_root.CONFIG_FILE
+LEDGER_FOLDER = vault_root.LEDGER_FOLDER  # the shared layout's ledger: one `<device tag>.jsonl` per device
+LEDGER_LOCK = vault_root.LEDGER_LOCK  # in STATE_DIR: held by whatever writes the record (`Ledger.locked`)
+CEILING_ENV = vault_root.CEILING_ENV  # set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault
+
 TOPICS_FILE = "topics.yaml"  # the topics the owner merged (`topic_aliases`)
 KEPT_FOLDER = "kept"  # copies of text vault-tools replaced (an edited page, a torn ledger line)
 WATCH_LOG = "watch.log"  # in STATE_DIR: the watcher's log, rotated (`watch.open_log`; `service` prints where)
 MERGE_COPIES_FOLDER = "merged"  # in STATE_DIR: both sides of a note git's notes driver merged, until filed in kept/
 LEGACY_LEDGER = "ledger.jsonl"  # the hidden layout's one ledger
-LEDGER_LOCK = "ledger.lock"  # in STATE_DIR: held by whatever writes the record (`Ledger.locked`)
 LEDGER_COPIES_FOLDER = "ledger-copies"  # in STATE_DIR: this device's copy of each ledger file (`tripwire`)
 LEDGER_STAMP = "checked.json"  # in LEDGER_COPIES_FOLDER: each ledger file's (size, mtime_ns, inode) when checked
 SETTINGS_COPIES_FOLDER = "settings-copies"  # in STATE_DIR: this device's copy of the config and merged topics
 AGENT_CALLS = "agent-calls.json"  # in STATE_DIR: {"open": {call: began}, "ended": [[began, ended], ...]} (ns)
 SETTINGS_STAMP = "checked.json"  # in SETTINGS_COPIES_FOLDER: the agent call it was taken for, and the files' stats
-LEDGER_FOLDER = "ledger"  # the shared layout's ledger: one `<device tag>.jsonl` per device
 LEDGER_SUFFIX = ".jsonl"
 DEFAULT_PINNED_FOLDER = "Pinned"
 
@@ -70,7 +75,6 @@ def merge_copy_id(file_name: str) -> str | None:
     return head.split(" ")[0] if found and " " in head else None
 
 
-CEILING_ENV = "VAULT_TOOLS_CEILING"  # set (like GIT_CEILING_DIRECTORIES) to stop the upward search for a vault
 
 
 def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
@@ -94,19 +98,13 @@ def vault_above(here: Path, normal: Callable[[Path], Path]) -> Path | None:
     record), not above `$VAULT_TOOLS_CEILING`; None when there is none. `normal` makes a path comparable (the
     command line resolves symbolic links, the hooks keep them as the agent gave them): `here` is given so."""
     ceiling = os.environ.get(CEILING_ENV)
-    stop = normal(Path(ceiling)) if ceiling else None
-    for folder in (here, *here.parents):
-        if (folder / STATE_DIR).is_dir() or (folder / ".obsidian").is_dir() or holds_shared_record(folder):
-            return folder
-        if folder == stop:
-            break
-    return None
+    found = vault_folder_above(str(here), str(normal(Path(ceiling))) if ceiling else None)
+    return Path(found) if found is not None else None
 
 
 def holds_shared_record(root: Path) -> bool:
     """Whether `vault-tools/` holds a record (a folder of that name holding none is the owner's)."""
-    folder = root / RECORD_DIR
-    return (folder / CONFIG_FILE).is_file() or (folder / LEDGER_FOLDER).is_dir()
+    return holds_record(str(root))
 
 
 def record_part(root: Path, rel: str, pinned_folder: Callable[[], str] = lambda: DEFAULT_PINNED_FOLDER) -> str | None:

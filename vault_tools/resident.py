@@ -25,14 +25,15 @@ import os
 import socket
 import sys
 import threading
-from pathlib import Path
-from typing import Any
 
 from .code_stamp import code_fingerprint
-from .errors import VaultToolsError
 from .ledger_lock import LedgerLock, LockTimeout
-from .record_files import LEDGER_LOCK, STATE_DIR, find_vault
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
+from .vault_root import LEDGER_LOCK, STATE_DIR, vault_named
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (3 ms of the console script's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 HEAD_LIMIT = 1 << 20  # a line the resident process sends before its bytes
 WRITE_LIMIT = 1 << 26  # the bytes of one write it asks for (a note is at most a few hundred kilobytes)
@@ -58,9 +59,9 @@ def runtime_stamp() -> str:
 
 
 def _vault_named(args: list[str]) -> str | None:
-    """The vault the command names, or the one around the working folder, as `find_vault` finds it; None when
-    there is none (the command then says so itself). Only which resident process to ask: it finds the vault
-    again from the same arguments and folder."""
+    """The vault the command names, or the one around the working folder, as `record_files.find_vault` finds it;
+    None when there is none (the command then says so itself). Only which resident process to ask: it finds the
+    vault again from the same arguments and folder (pathlib and typing are not loaded for it here)."""
     given = None
     for index, token in enumerate(args):
         if token == "--":
@@ -70,8 +71,8 @@ def _vault_named(args: list[str]) -> str | None:
         elif token.startswith("--vault="):
             given = token.removeprefix("--vault=")
     try:
-        return str(find_vault(Path(given) if given else None))
-    except (VaultToolsError, OSError, RuntimeError):
+        return vault_named(given or None)
+    except (OSError, ValueError):
         return None
 
 
@@ -142,7 +143,7 @@ def answer_there(args: list[str], *, tried: bool = False) -> int | None:
 def _ledger_lock_held(root: str) -> LedgerLock | None:
     """The vault's ledger lock taken by this process at once, as `Ledger.locked` takes it; None when another
     process holds it or this one cannot open its file for writing."""
-    lock = LedgerLock(Path(root) / STATE_DIR / LEDGER_LOCK, timeout=0)
+    lock = LedgerLock(os.path.join(root, STATE_DIR, LEDGER_LOCK), timeout=0)
     try:
         lock.take()
     except (LockTimeout, OSError):

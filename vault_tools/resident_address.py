@@ -4,10 +4,11 @@ imports of any of them.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import stat
+
+from .code_stamp import digest
 
 NO_RESIDENT_ENV = "VAULT_TOOLS_NO_RESIDENT"  # set (to anything): every command runs in its own process
 
@@ -19,7 +20,7 @@ def socket_path(root: str) -> str | None:
     if os.name != "posix" or not hasattr(socket, "AF_UNIX"):
         return None
     base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
-    name = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    name = digest(root.encode("utf-8", "surrogateescape"), 12)
     path = os.path.join(base, f"vault-tools-{os.getuid()}", f"{name}.sock")
     return path if len(path.encode("utf-8", "surrogateescape")) < 100 else None  # sun_path holds 104-108 bytes
 
