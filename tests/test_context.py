@@ -4,6 +4,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+import subprocess
+import sys
+import time
 import zoneinfo
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from vault_tools.links import LinkResolver
 from vault_tools.model import Decision, Status
 from vault_tools.pages import Settings
 
-from .helpers import decision
+from .helpers import FOOTER, PAST_RACY_SECONDS, decision
 
 TODAY = "2026-11-29"
 TZ = zoneinfo.ZoneInfo("Asia/Tokyo")
@@ -324,3 +327,27 @@ def test_nothing_any_hook_injects_is_an_order_to_the_model(agent, tmp_path):
     orders = [line for text in said for line in text.splitlines()
               if ORDER_STARTS.match(line) or ORDER_INSIDE.search(line)]
     assert orders == []
+
+
+def test_context_taken_from_its_memo_loads_neither_the_agents_view_nor_the_page_builder(cli, vault):
+    """`context` on a vault unchanged since it last ran (as the session-start hook runs it): the view made then
+    from the same inputs, printed without importing what makes it (the agent's view, the page builder, the
+    same-matter check): start-up time on every session."""
+    assert cli("rule", "--topic", "article-footer", "--summary", FOOTER).code == 0
+    assert cli("ask", "Should the agent cross-post new articles to Mastodon?", "--topic", "social-crossposting").code == 0
+    time.sleep(PAST_RACY_SECONDS)  # what is read past the racy window is kept
+    makers = ("vault_tools.commands.build", "vault_tools.agent_view", "vault_tools.commands.same")
+    code = ("import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', 'context']\ntry:\n"
+            "    main()\nexcept SystemExit as exit_:\n    assert exit_.code in (0, None), exit_.code\n"
+            f"sys.stderr.write(repr(sorted(name for name in {makers!r} if name in sys.modules)))")
+
+    def context() -> tuple[str, str]:
+        ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=vault)
+        assert ran.returncode == 0, ran.stderr
+        return ran.stdout, ran.stderr.splitlines()[-1]
+
+    made, made_with = context()
+    taken, taken_with = context()
+    assert "Mastodon" in made and taken == made
+    assert made_with == repr(sorted(makers))  # made: each of them loaded
+    assert taken_with == "[]"

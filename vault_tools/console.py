@@ -148,12 +148,13 @@ def budget_json(pages: Any) -> dict[str, Any]:
 
 def context(budget: str = "config", hook: bool = False, today: str | None = None, vault: Path | str | None = None,
             json_: bool = False) -> None:
-    from .commands import build, page_inputs  # the operation's modules: only `context` loads the agent's view
+    from .commands import page_inputs  # the view as made before from the same inputs (`remembered`)
     ws = workspace(vault)
     day = today_option(today) or ws.today()
     state = ws.state()
 
     def shown() -> dict[str, Any]:
+        from .commands import build  # here: the agent's view and the page builder load only where the view changed
         found = build.context(ws, budget, day, state)
         return {"overflow": found.questions_overflow, "left_out": found.questions_left_out,
                 "shown": context_json(found) if json_ else found.text}

@@ -17,7 +17,7 @@ import importlib  # loaded already by Python's start-up: costs nothing here
 import os
 import sys
 
-from .errors import PIPE_CLOSED
+from .errors import PIPE_CLOSED, VaultToolsError
 
 # Imports inside functions: the front door answers hooks, `version` and the quick commands before anything else is loaded: start-up.
 
@@ -240,7 +240,6 @@ def _merge_note(base: str, ours: str, theirs: str, shown: str) -> None:
     from pathlib import Path
 
     from .commands.gitmerge import merge_note
-    from .errors import VaultToolsError
 
     try:
         code = merge_note(Path(base), Path(ours), Path(theirs), shown)
