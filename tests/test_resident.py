@@ -32,7 +32,7 @@ from vault_tools.index import NO_FTS5_ENV, SearchIndex
 from vault_tools.layout import device_tag
 from vault_tools.record_files import CEILING_ENV, find_vault
 from vault_tools.resident import runtime_stamp
-from vault_tools.vault_root import vault_named
+from vault_tools.vault_root import vault_folder_above, vault_named
 
 from .helpers import (
     FOOTER,
@@ -46,6 +46,7 @@ from .helpers import (
     made_id,
     make_vault,
     snapshot,
+    vt,
     write,
 )
 
@@ -1271,3 +1272,36 @@ def test_the_console_script_finds_the_vault_the_command_finds(tmp_path, monkeypa
     monkeypatch.setenv(CEILING_ENV, str(vault / "Projects"))  # a vault above the ceiling is not looked for
     monkeypatch.chdir(vault / "Projects" / "deep")
     assert vault_named(None) is None
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="run as root, every folder can be stat'ed: a record that may not be read "
+                    "does not happen")
+def test_a_record_that_cannot_be_read_is_not_taken_for_no_record(tmp_path):
+    """A shared record whose folder may not be read is an error naming it, never no record: the command would
+    otherwise work on the vault further up, or write a second record beside the first."""
+    outer = tmp_path / "outer"
+    (outer / ".obsidian").mkdir(parents=True)
+    inner = outer / "inner"
+    (inner / "vault-tools" / "ledger").mkdir(parents=True)
+    (inner / "vault-tools" / "config.yaml").write_text("timezone: UTC\n", encoding="utf-8")
+    (inner / "notes").mkdir()
+    (inner / "vault-tools").chmod(0)
+    try:
+        ran = vt("ask", "Should the inner project use the new storage engine?", "--topic", "storage-engine",
+                 cwd=inner / "notes")
+    finally:
+        (inner / "vault-tools").chmod(0o755)
+    assert ran.code != 0 and "vault-tools" in ran.err, ran
+    assert sorted(p.name for p in outer.iterdir()) == [".obsidian", "inner"]  # nothing written in the vault above
+    assert sorted(p.name for p in inner.iterdir()) == ["notes", "vault-tools"]
+
+
+def test_a_name_too_long_on_the_way_up_is_an_error_not_no_vault(tmp_path):
+    """Only a file that is not there is passed over on the way up to a vault, as pathlib takes it: any other
+    error (here a name longer than the file system takes) is raised, by the console script's walk and the
+    command's alike."""
+    too_long = str(tmp_path / ("x" * 300))
+    with pytest.raises(OSError):
+        vault_folder_above(too_long, None)
+    with pytest.raises(OSError):
+        find_vault(None, Path(too_long))

@@ -1,11 +1,17 @@
 """Which folder is a vault: the nearest one from a folder up that holds `.vault-tools/`, `.obsidian/` or a shared
-record, on plain strings. A leaf that imports only `os`: the console script finds the vault with it before it asks
-the resident process (`resident`), where pathlib, the regular expressions and typing that `record_files` loads
-would be most of its start-up; `record_files.find_vault` walks up with it too.
+record, on plain strings. A leaf that imports only `os`, `stat` and `errno`: the console script finds the vault
+with it before it asks the resident process (`resident`), where pathlib, the regular expressions and typing that
+`record_files` loads would be most of its start-up; `record_files.find_vault` walks up with it too.
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 STATE_DIR = ".vault-tools"  # this device's own (hidden; never carried by Obsidian Sync); the whole record before
 RECORD_DIR = "vault-tools"  # the shared layout's record (visible; carried with the notes)
@@ -20,7 +26,7 @@ def vault_folder_above(here: str, stop: str | None) -> str | None:
     vault; None when there is none at or below `stop`, the ceiling."""
     folder = here
     while True:
-        if os.path.isdir(os.path.join(folder, STATE_DIR)) or os.path.isdir(os.path.join(folder, ".obsidian")) \
+        if _is(os.path.join(folder, STATE_DIR), stat.S_ISDIR) or _is(os.path.join(folder, ".obsidian"), stat.S_ISDIR) \
                 or holds_record(folder):
             return folder
         parent = os.path.dirname(folder)
@@ -32,7 +38,24 @@ def vault_folder_above(here: str, stop: str | None) -> str | None:
 def holds_record(root: str) -> bool:
     """Whether `vault-tools/` holds a record (a folder of that name holding none is the owner's)."""
     folder = os.path.join(root, RECORD_DIR)
-    return os.path.isfile(os.path.join(folder, CONFIG_FILE)) or os.path.isdir(os.path.join(folder, LEDGER_FOLDER))
+    return _is(os.path.join(folder, CONFIG_FILE), stat.S_ISREG) or _is(os.path.join(folder, LEDGER_FOLDER), stat.S_ISDIR)
+
+
+# What says a file is not there, as pathlib's `is_dir` and `is_file` take it; any other error (a folder that may
+# not be read, a name too long) is raised: a record that cannot be read is not taken for no record (the command
+# would then write a second one, or work on a vault further up)
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+def _is(path: str, kind: Callable[[int], bool]) -> bool:
+    try:
+        return kind(os.stat(path).st_mode)
+    except OSError as error:
+        if error.errno in _ABSENT:
+            return False
+        raise
+    except ValueError:  # a name the system cannot take (a NUL in it)
+        return False
 
 
 def vault_named(given: str | None) -> str | None:
@@ -40,6 +63,6 @@ def vault_named(given: str | None) -> str | None:
     `record_files.find_vault` resolves it; None where there is none."""
     if given is not None:
         root = os.path.realpath(os.path.expanduser(given))
-        return root if os.path.isdir(root) else None
+        return root if _is(root, stat.S_ISDIR) else None
     ceiling = os.environ.get(CEILING_ENV)
     return vault_folder_above(os.path.realpath(os.getcwd()), os.path.realpath(ceiling) if ceiling else None)
