@@ -53,3 +53,16 @@ def test_seal_and_lint_fix_give_ids_too_and_a_linked_untitled_keeps_its_name(vau
                    topics="blog-comments")
     sealed = vt_here("seal", cwd=vault, counted=True)
     assert sealed.code == 0 and "D-0002 sealed" in sealed.out
+
+
+def test_a_new_id_passes_every_id_named_in_the_decisions_folder(vault):
+    """A file in the decisions folder named like an id holds its number even where no decision is read from it
+    (a note of another kind, one whose properties do not parse, a name starting `d-`): a new id comes after it."""
+    write(vault / "Decisions" / "D-0007 half typed.md", "---\ntags: [unclosed\n---\nBody.\n")
+    write(vault / "Decisions" / "d-0011 a plain note.md", "Just a note the owner named so.\n")
+    write(vault / "Decisions" / "D-0009.md", "---\ntags: [plain]\n---\nNot a decision.\n")
+    write(vault / "Decisions" / "X-0040 other.md", "Not an id.\n")
+    asked = vt_here("ask", "Should the newsletter go out on Mondays?", "--topic", "newsletter-day", cwd=vault,
+                    counted=True)
+    assert asked.code == 0, asked.err
+    assert "D-0012" in asked.out

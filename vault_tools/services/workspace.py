@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import secrets
 import time
@@ -406,10 +407,14 @@ class Workspace:
         top, named = self.vault.ledger.id_marks()
         numbers.append(top)
         tags |= named
-        folder = self.vault.root / self.config.decisions_folder
-        if folder.is_dir():
-            for path in folder.glob("[Dd]-*.md"):
-                match = ID_PATTERN.match("D-" + path.name.split(" ", 1)[0].removesuffix(".md")[2:])
+        try:  # the names as `[Dd]-*.md` globs them, without a Path for each (a thousand notes: 0.8 ms against 1.6-2.4)
+            with os.scandir(self.vault.root / self.config.decisions_folder) as listed:
+                names = [entry.name for entry in listed]
+        except OSError:  # no such folder yet (or one this process may not list)
+            names = []
+        for name in names:
+            if name[:2] in ("D-", "d-") and name.endswith(".md"):
+                match = ID_PATTERN.match("D-" + name.split(" ", 1)[0].removesuffix(".md")[2:])
                 if match:
                     numbers.append(int(match.group(1)))
         root = self.vault.root
