@@ -1,6 +1,7 @@
 """What code a process runs (`code_fingerprint`): what a memo or page kept by other code is made anew under, and
-what the console script and the resident process compare before one answers for the other. A leaf: the console
-script imports it before asking the resident process, so it imports nothing a memo needs (pickle, hmac).
+what the console script and the resident process compare before one answers for the other; and the digest it is
+taken with (`digest`), which names the resident process's socket too. A leaf: the console script imports it
+before asking the resident process, so it imports nothing a memo needs (pickle, hmac), nor OpenSSL's digests.
 """
 from __future__ import annotations
 

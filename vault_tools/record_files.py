@@ -20,7 +20,7 @@ from typing import NamedTuple
 from . import vault_root
 from .errors import ConfigError
 from .page_names import PAGE_NAMES
-from .vault_root import holds_record, vault_folder_above
+from .vault_root import holds_record, vault_above_folder
 
 # Defined with the walk up to a vault (`vault_root`), which the console script takes without this module
 STATE_DIR = vault_root.STATE_DIR  # this device's own (hidden; never carried by Obsidian Sync); the record before
@@ -75,8 +75,6 @@ def merge_copy_id(file_name: str) -> str | None:
     return head.split(" ")[0] if found and " " in head else None
 
 
-
-
 def find_vault(explicit: Path | None, start: Path | None = None) -> Path:
     """The vault a command works on: `explicit` (resolved, a folder), else the nearest one from `start` (the
     working folder) up (`vault_above`); a ConfigError naming the path when there is none."""
@@ -97,8 +95,7 @@ def vault_above(here: Path, normal: Callable[[Path], Path]) -> Path | None:
     """The nearest folder from `here` up that is a vault (it holds `.vault-tools/`, `.obsidian/` or a shared
     record), not above `$VAULT_TOOLS_CEILING`; None when there is none. `normal` makes a path comparable (the
     command line resolves symbolic links, the hooks keep them as the agent gave them): `here` is given so."""
-    ceiling = os.environ.get(CEILING_ENV)
-    found = vault_folder_above(str(here), str(normal(Path(ceiling))) if ceiling else None)
+    found = vault_above_folder(str(here), lambda ceiling: str(normal(Path(ceiling))))
     return Path(found) if found is not None else None
 
 

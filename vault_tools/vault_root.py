@@ -35,6 +35,12 @@ def vault_folder_above(here: str, stop: str | None) -> str | None:
         folder = parent
 
 
+def vault_above_folder(here: str, normal: Callable[[str], str]) -> str | None:
+    """`vault_folder_above` not above `$VAULT_TOOLS_CEILING`, made comparable by `normal` as `here` was."""
+    ceiling = os.environ.get(CEILING_ENV)
+    return vault_folder_above(here, normal(ceiling) if ceiling else None)
+
+
 def holds_record(root: str) -> bool:
     """Whether `vault-tools/` holds a record (a folder of that name holding none is the owner's)."""
     folder = os.path.join(root, RECORD_DIR)
@@ -64,5 +70,4 @@ def vault_named(given: str | None) -> str | None:
     if given is not None:
         root = os.path.realpath(os.path.expanduser(given))
         return root if _is(root, stat.S_ISDIR) else None
-    ceiling = os.environ.get(CEILING_ENV)
-    return vault_folder_above(os.path.realpath(os.getcwd()), os.path.realpath(ceiling) if ceiling else None)
+    return vault_above_folder(os.path.realpath(os.getcwd()), os.path.realpath)
