@@ -14,7 +14,17 @@ import traceback
 
 import pytest
 
-from tests.helpers import PAST_RACY_SECONDS, ClockAhead, config_file, decision, ledger_file, note_path, vt_here, write
+from tests.helpers import (
+    PAST_RACY_SECONDS,
+    ClockAhead,
+    config_file,
+    decision,
+    ledger_file,
+    note_path,
+    vt,
+    vt_here,
+    write,
+)
 from vault_tools import decision_words, state_memo
 from vault_tools import index as index_module
 from vault_tools import ledger as ledger_module
@@ -405,9 +415,10 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     memo_name = STATE_MEMO.split("/")[-1]
 
     def both(kept_before: bool = True) -> list[tuple[int, str]]:
-        for keep in (False, True):  # the index's decisions in effect kept too (`index.KEEP_DOCS_IN_EFFECT`)
+        for keep in (False, True):  # the index's decisions in effect and rows kept too (`index.KEEP_*`)
             monkeypatch.setattr(vault_module, "KEEP_LAST_READ", keep)
             monkeypatch.setattr(index_module, "KEEP_DOCS_IN_EFFECT", keep)
+            monkeypatch.setattr(index_module, "KEEP_ROWS", keep)
             if not keep:
                 alone = answers(vault)
         recalled.clear()
@@ -466,6 +477,58 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     rows.commit()
     rows.close()
     both()
+
+
+def test_a_process_keeping_the_index_rows_searches_as_one_that_reads_them(vault, aged, monkeypatch):
+    """The resident process keeps the search index's rows of notes between commands (`index.KEEP_ROWS`): after
+    each change (a note made, edited, renamed, removed) its searches find what a process reading the rows finds,
+    without reading them; once another process wrote the index, or its rows were numbered anew, it reads them."""
+    small_vault(vault)
+    monkeypatch.setattr(index_module, "KEEP_ROWS", True)
+    read_rows: list[bool] = []  # for each comparison of the notes with the rows: whether the rows were read
+    real_sync_notes = SearchIndex._sync_notes
+
+    def sync_notes(index, connection, listing, rows=None):
+        read_rows.append(rows is None)
+        return real_sync_notes(index, connection, listing, rows)
+    monkeypatch.setattr(SearchIndex, "_sync_notes", sync_notes)
+    words = ("footer", "unsubscribe", "tax", "sponsors", "postal address", "kiosk")
+
+    def searched(*, rows_read: bool) -> list[str]:
+        read_rows.clear()
+        kept = [vt_here("search", word, "--history", "--json", cwd=vault).out for word in words]
+        assert read_rows[:1] == [rows_read], read_rows
+        monkeypatch.setattr(index_module, "KEEP_ROWS", False)
+        assert [vt_here("search", word, "--history", "--json", cwd=vault).out for word in words] == kept
+        monkeypatch.setattr(index_module, "KEEP_ROWS", True)
+        return kept
+
+    first = searched(rows_read=True)
+    assert "D-0001" in first[0]
+    decision(vault, 4, topics=("article-footer",), summary="Footers also carry the postal address.")
+    assert "D-0004" in searched(rows_read=False)[4]
+    note = note_path(vault, "D-0001")
+    note.write_text(note.read_text(encoding="utf-8").replace("unsubscribe link", "kiosk hours"), encoding="utf-8")
+    edited = searched(rows_read=False)
+    assert "D-0001" in edited[5] and "D-0001" not in edited[1]
+    renamed = note.with_name("D-0001 Footers and kiosks.md")
+    note.rename(renamed)
+    assert searched(rows_read=False) != edited  # the path a hit names
+    note_path(vault, "D-0004").unlink()
+    assert "D-0004" not in searched(rows_read=False)[4]
+    # another process brings the index up to date with an edit; the next edit is compared with the rows it left
+    renamed.write_text(renamed.read_text(encoding="utf-8").replace("kiosk hours", "tide tables"), encoding="utf-8")
+    assert vt("search", "tide", cwd=vault).code == 0
+    renamed.write_text(renamed.read_text(encoding="utf-8").replace("tide tables", "kiosk hours"), encoding="utf-8")
+    assert "D-0001" in searched(rows_read=True)[5]
+    with sqlite3.connect(vault / ".vault-tools" / INDEX_FILE) as rows:  # numbered anew by another program
+        rows.execute("UPDATE docs SET rowid = rowid + 1000")
+        rows.execute("UPDATE search SET rowid = rowid + 1000")
+        rows.execute("UPDATE files SET doc = doc + 1000")
+    renamed.write_text(renamed.read_text(encoding="utf-8").replace("kiosk hours", "unsubscribe link"),
+                       encoding="utf-8")
+    renumbered = searched(rows_read=True)
+    assert "D-0001" in renumbered[1] and "D-0001" not in renumbered[5]
 
 
 def test_rule_and_ask_walk_the_vault_once_and_leave_the_pages_a_build_would_make(vault, aged, monkeypatch):

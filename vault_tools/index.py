@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
 import sqlite3
 import time
@@ -53,6 +54,11 @@ CURRENT = frozenset({Status.RULED, Status.OPEN})
 # file and the ledger's files are as they were then.
 KEEP_DOCS_IN_EFFECT = False
 _kept_docs_in_effect: dict[str, tuple[tuple[Any, ...], tuple[dict[int, _Doc], dict[int, Status]]]] = {}
+# Set by the resident process too: the index's rows of notes as this process last read or wrote them, taken again
+# instead of reading them all while the index's listing and its file's stat key are as it left them (every
+# writer of rows writes a new listing).
+KEEP_ROWS = False
+_kept_rows: dict[str, tuple[str, StatKey, _Rows]] = {}
 SNIPPET_TOKENS = 12
 NO_FTS5_NOTICE = ("this Python's SQLite has no FTS5: search scans the notes instead (slower, plurals only "
                   "for stemming); a Python built with a recent SQLite gives ranked search")
@@ -103,6 +109,14 @@ class Hit:
 class SearchResult:
     hits: list[Hit] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # said once or when something was repaired
+
+
+@dataclass
+class _Rows:
+    """The index's rows of notes: each note's doc (None: not a decision note), and the stat key of each whose
+    row may be trusted on its key alone (indexed well after its last write: `settled_by`)."""
+    docs: dict[str, int | None]
+    trusted: dict[str, StatKey]
 
 
 @dataclass(frozen=True)
@@ -175,49 +189,75 @@ class SearchIndex:
         listing = list(self._notes())
         # The whole listing's digest: while every note is as it was (and was so well before the index last
         # checked), nothing is compared note by note.
-        digest = hashlib.sha256("\n".join(f"{rel}\0{key[0]}\0{key[1]}\0{key[2]}\0{key[3]}"
-                                          for rel, key in listing).encode("utf-8")).hexdigest()
+        # marshal's version 2 writes no references: the same listing is the same bytes in every process
+        digest = hashlib.sha256(marshal.dumps(listing, 2)).hexdigest()
         newest = max((max(key[1], key[2]) for _, key in listing), default=0)
         kept = connection.execute("SELECT value FROM meta WHERE name = 'listing'").fetchone()
         kept_digest, _, kept_at = kept[0].partition(" ") if kept else ("", "", "0")
         if kept_digest == digest and int(kept_at) - newest > RACY_NANOSECONDS:
             self._listing = kept[0]
             return
-        self._sync_notes(connection, listing)
+        rows = self._sync_notes(connection, listing, self._rows_kept(kept[0] if kept else None))
         self._listing = f"{digest} {time.time_ns()}"  # a new value at each write: rows may have new numbers
         connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (self._listing,))
+        if KEEP_ROWS:
+            try:
+                _kept_rows[str(self.path)] = (self._listing, stat_key(os.stat(self.path)), rows)
+            except OSError:
+                _kept_rows.pop(str(self.path), None)
 
-    def _sync_notes(self, connection: sqlite3.Connection,
-                    listing: list[tuple[str, StatKey]]) -> None:
-        stored = {row[0]: row[1:] for row in connection.execute(
-            "SELECT path, size, mtime_ns, ctime_ns, inode, indexed_at_ns, doc FROM files")}
-        seen: set[str] = set()
-        changed: list[tuple[str, StatKey]] = []
-        for rel, key in listing:
-            seen.add(rel)
-            row = stored.get(rel)
-            if row is not None and tuple(row[:4]) == key and settled_by(key, row[4]):
-                continue
-            changed.append((rel, key))
-        gone = [path for path in stored if path not in seen]
+    def _rows_kept(self, listing: str | None) -> _Rows | None:
+        """The rows this process last left in the index, while nothing else has written it since."""
+        kept = _kept_rows.get(str(self.path)) if KEEP_ROWS else None
+        if kept is None or listing != kept[0]:
+            return None
+        try:
+            return kept[2] if stat_key(os.stat(self.path)) == kept[1] else None
+        except OSError:
+            return None
+
+    def _sync_notes(self, connection: sqlite3.Connection, listing: list[tuple[str, StatKey]],
+                    rows: _Rows | None = None) -> _Rows:
+        """The index's rows brought up to date with `listing` (`rows`: what they are, where that is known), and
+        returned as they now are."""
+        if rows is None:
+            rows = _Rows({}, {})
+            for rel, size, mtime, ctime, inode, indexed_at, doc in connection.execute(
+                    "SELECT path, size, mtime_ns, ctime_ns, inode, indexed_at_ns, doc FROM files"):
+                rows.docs[rel] = doc
+                if settled_by(key := (size, mtime, ctime, inode), indexed_at):
+                    rows.trusted[rel] = key
+        changed = [(rel, key) for rel, key in listing if rows.trusted.get(rel) != key]
+        listed = {rel for rel, _ in listing}
+        gone = [rel for rel in rows.docs if rel not in listed]
         if self._most_changed is not None and len(changed) + len(gone) > self._most_changed:
             raise ReadPostponed(f"{len(changed) + len(gone)} notes to index")
         if not changed and not gone:
-            return
+            return rows
+        written: dict[str, tuple[StatKey, int, int | None]] = {}
         connection.execute("BEGIN IMMEDIATE")
         try:
             for rel in gone:
-                self._forget(connection, rel, stored[rel][5])
+                self._forget(connection, rel, rows.docs[rel])
             for rel, key in changed:
-                previous = stored.get(rel)
-                self._forget(connection, rel, previous[5] if previous else None)
-                doc = self._index_note(connection, rel, self.vault.root / rel)
-                connection.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                   (rel, *key, time.time_ns(), doc))
+                self._forget(connection, rel, rows.docs.get(rel))
+                written[rel] = (key, time.time_ns(), self._index_note(connection, rel, self.vault.root / rel))
+                connection.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", (rel, *key, *written[rel][1:]))
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")
             raise
+        now = _Rows(dict(rows.docs), dict(rows.trusted))
+        for rel in gone:
+            del now.docs[rel]
+            now.trusted.pop(rel, None)
+        for rel, (key, indexed_at, doc) in written.items():
+            now.docs[rel] = doc
+            if settled_by(key, indexed_at):
+                now.trusted[rel] = key
+            else:
+                now.trusted.pop(rel, None)
+        return now
 
     def _notes(self) -> Iterator[tuple[str, StatKey]]:
         """(path relative to the vault, stat key) of every note: as the state read them, or walked now."""

@@ -358,7 +358,7 @@ def _encoding(encodings: list[str], index: int) -> str:
 if __name__ == "__main__":
     state_memo.KEEP_SIGNED_PAYLOADS = True
     vault.KEEP_LAST_READ = True
-    index.KEEP_DOCS_IN_EFFECT = True
+    index.KEEP_DOCS_IN_EFFECT = index.KEEP_ROWS = True
     gc.set_threshold(launch.YOUNG_COLLECTION_AFTER, *gc.get_threshold()[1:])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the watcher's terminal stops the watcher, which stops this
     serve(sys.argv[1], int(sys.argv[2]))
