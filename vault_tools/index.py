@@ -118,6 +118,15 @@ class _Rows:
     docs: dict[str, int | None]
     trusted: dict[str, StatKey]
 
+    def hold(self, listing: list[tuple[str, StatKey]]) -> bool:
+        """Whether every note listed, and only those, has a row trusted under its stat key."""
+        return len(listing) == len(self.docs) and all(self.trusted.get(rel) == key for rel, key in listing)
+
+
+def _listing_digest(listing: list[tuple[str, StatKey]]) -> str:
+    # marshal's version 2 writes no references: the same listing is the same bytes in every process
+    return hashlib.sha256(marshal.dumps(listing, 2)).hexdigest()
+
 
 @dataclass(frozen=True)
 class _Doc:
@@ -187,18 +196,26 @@ class SearchIndex:
 
     def _sync(self, connection: sqlite3.Connection) -> None:
         listing = list(self._notes())
-        # The whole listing's digest: while every note is as it was (and was so well before the index last
-        # checked), nothing is compared note by note.
-        # marshal's version 2 writes no references: the same listing is the same bytes in every process
-        digest = hashlib.sha256(marshal.dumps(listing, 2)).hexdigest()
-        newest = max((max(key[1], key[2]) for _, key in listing), default=0)
-        kept = connection.execute("SELECT value FROM meta WHERE name = 'listing'").fetchone()
-        kept_digest, _, kept_at = kept[0].partition(" ") if kept else ("", "", "0")
-        if kept_digest == digest and int(kept_at) - newest > RACY_NANOSECONDS:
-            self._listing = kept[0]
+        found = connection.execute("SELECT value FROM meta WHERE name = 'listing'").fetchone()
+        stamp: str | None = found[0] if found else None
+        rows = self._rows_kept(stamp)
+        digest = None
+        if rows is None:
+            # The whole listing's digest: while every note is as it was (and was so well before the index last
+            # checked), nothing is compared note by note.
+            digest = _listing_digest(listing)
+            newest = max((max(key[1], key[2]) for _, key in listing), default=0)
+            kept_digest, _, kept_at = stamp.partition(" ") if stamp else ("", "", "0")
+            if kept_digest == digest and int(kept_at) - newest > RACY_NANOSECONDS:
+                self._listing = stamp
+                return
+            rows = self._rows_read(connection)
+        elif rows.hold(listing):  # the notes this process left the rows with: the stamp's digest is theirs
+            self._listing = stamp
             return
-        rows = self._sync_notes(connection, listing, self._rows_kept(kept[0] if kept else None))
-        self._listing = f"{digest} {time.time_ns()}"  # a new value at each write: rows may have new numbers
+        rows = self._sync_notes(connection, listing, rows)
+        # a new value at each write: rows may have new numbers
+        self._listing = f"{digest or _listing_digest(listing)} {time.time_ns()}"
         connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (self._listing,))
         if KEEP_ROWS:
             try:
@@ -206,27 +223,29 @@ class SearchIndex:
             except OSError:
                 _kept_rows.pop(str(self.path), None)
 
-    def _rows_kept(self, listing: str | None) -> _Rows | None:
+    def _rows_kept(self, stamp: str | None) -> _Rows | None:
         """The rows this process last left in the index, while nothing else has written it since."""
         kept = _kept_rows.get(str(self.path)) if KEEP_ROWS else None
-        if kept is None or listing != kept[0]:
+        if kept is None or stamp != kept[0]:
             return None
         try:
             return kept[2] if stat_key(os.stat(self.path)) == kept[1] else None
         except OSError:
             return None
 
+    @staticmethod
+    def _rows_read(connection: sqlite3.Connection) -> _Rows:
+        rows = _Rows({}, {})
+        for rel, size, mtime, ctime, inode, indexed_at, doc in connection.execute(
+                "SELECT path, size, mtime_ns, ctime_ns, inode, indexed_at_ns, doc FROM files"):
+            rows.docs[rel] = doc
+            if settled_by(key := (size, mtime, ctime, inode), indexed_at):
+                rows.trusted[rel] = key
+        return rows
+
     def _sync_notes(self, connection: sqlite3.Connection, listing: list[tuple[str, StatKey]],
-                    rows: _Rows | None = None) -> _Rows:
-        """The index's rows brought up to date with `listing` (`rows`: what they are, where that is known), and
-        returned as they now are."""
-        if rows is None:
-            rows = _Rows({}, {})
-            for rel, size, mtime, ctime, inode, indexed_at, doc in connection.execute(
-                    "SELECT path, size, mtime_ns, ctime_ns, inode, indexed_at_ns, doc FROM files"):
-                rows.docs[rel] = doc
-                if settled_by(key := (size, mtime, ctime, inode), indexed_at):
-                    rows.trusted[rel] = key
+                    rows: _Rows) -> _Rows:
+        """The index's `rows` brought up to date with `listing`, and returned as they now are."""
         changed = [(rel, key) for rel, key in listing if rows.trusted.get(rel) != key]
         listed = {rel for rel, _ in listing}
         gone = [rel for rel in rows.docs if rel not in listed]
