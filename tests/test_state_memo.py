@@ -482,7 +482,8 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
 def test_a_process_keeping_the_index_rows_searches_as_one_that_reads_them(vault, aged, monkeypatch):
     """The resident process keeps the search index's rows of notes between commands (`index.KEEP_ROWS`): after
     each change (a note made, edited, renamed, removed) its searches find what a process reading the rows finds,
-    without reading them; once another process wrote the index, or its rows were numbered anew, it reads them."""
+    without reading them; once another process wrote the index, or its rows were numbered anew, it reads them.
+    While they hold every note, nothing is compared."""
     small_vault(vault)
     monkeypatch.setattr(index_module, "KEEP_ROWS", True)
     steps: list[str] = []  # the rows read from the index, the notes compared with them
@@ -499,16 +500,19 @@ def test_a_process_keeping_the_index_rows_searches_as_one_that_reads_them(vault,
     monkeypatch.setattr(SearchIndex, "_sync_notes", sync_notes)
     words = ("footer", "unsubscribe", "tax", "sponsors", "postal address", "kiosk")
 
-    def searched(*, rows_read: bool) -> list[str]:
+    def searched(*, rows_read: bool, compared: bool = True) -> list[str]:
         steps.clear()
         kept = [vt_here("search", word, "--history", "--json", cwd=vault).out for word in words]
-        assert steps == (["read", "compared"] if rows_read else ["compared"]), steps
+        assert steps == ["read"] * rows_read + ["compared"] * compared, steps
         monkeypatch.setattr(index_module, "KEEP_ROWS", False)
         assert [vt_here("search", word, "--history", "--json", cwd=vault).out for word in words] == kept
         monkeypatch.setattr(index_module, "KEEP_ROWS", True)
         return kept
 
-    first = searched(rows_read=True)
+    monkeypatch.setattr(index_module, "KEEP_ROWS", False)
+    assert vt_here("search", "footer", cwd=vault).code == 0  # the index built by a process keeping nothing
+    monkeypatch.setattr(index_module, "KEEP_ROWS", True)
+    first = searched(rows_read=True, compared=False)  # its rows hold every note: read once, nothing written
     assert "D-0001" in first[0]
     decision(vault, 4, topics=("article-footer",), summary="Footers also carry the postal address.")
     assert "D-0004" in searched(rows_read=False)[4]

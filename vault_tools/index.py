@@ -58,7 +58,7 @@ _kept_docs_in_effect: dict[str, tuple[tuple[Any, ...], tuple[dict[int, _Doc], di
 # instead of reading them all while the index's listing and its file's stat key are as it left them (every
 # writer of rows writes a new listing).
 KEEP_ROWS = False
-_kept_rows: dict[str, tuple[str, StatKey, _Rows]] = {}
+_kept_rows: dict[str, tuple[str | None, StatKey, _Rows]] = {}
 SNIPPET_TOKENS = 12
 NO_FTS5_NOTICE = ("this Python's SQLite has no FTS5: search scans the notes instead (slower, plurals only "
                   "for stemming); a Python built with a recent SQLite gives ranked search")
@@ -120,7 +120,7 @@ class _Rows:
 
     def hold(self, listing: list[tuple[str, StatKey]]) -> bool:
         """Whether every note listed, and only those, has a row trusted under its stat key."""
-        return len(listing) == len(self.docs) and all(self.trusted.get(rel) == key for rel, key in listing)
+        return len(listing) == len(self.docs) and self.trusted == dict(listing)
 
 
 def _listing_digest(listing: list[tuple[str, StatKey]]) -> str:
@@ -198,9 +198,8 @@ class SearchIndex:
         listing = list(self._notes())
         found = connection.execute("SELECT value FROM meta WHERE name = 'listing'").fetchone()
         stamp: str | None = found[0] if found else None
-        rows = self._rows_kept(stamp)
         digest = None
-        if rows is None:
+        if not KEEP_ROWS:
             # The whole listing's digest: while every note is as it was (and was so well before the index last
             # checked), nothing is compared note by note.
             digest = _listing_digest(listing)
@@ -209,19 +208,24 @@ class SearchIndex:
             if kept_digest == digest and int(kept_at) - newest > RACY_NANOSECONDS:
                 self._listing = stamp
                 return
-            rows = self._rows_read(connection)
-        elif rows.hold(listing):  # the notes this process left the rows with: the stamp's digest is theirs
+        rows = self._rows_kept(stamp) or self._rows_read(connection)
+        if KEEP_ROWS and rows.hold(listing):  # every note has a row trusted under its stat key: nothing to write
             self._listing = stamp
+            self._keep(rows)
             return
         rows = self._sync_notes(connection, listing, rows)
         # a new value at each write: rows may have new numbers
         self._listing = f"{digest or _listing_digest(listing)} {time.time_ns()}"
         connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (self._listing,))
         if KEEP_ROWS:
-            try:
-                _kept_rows[str(self.path)] = (self._listing, stat_key(os.stat(self.path)), rows)
-            except OSError:
-                _kept_rows.pop(str(self.path), None)
+            self._keep(rows)
+
+    def _keep(self, rows: _Rows) -> None:
+        """Keep `rows` for the next command, under the listing stamp and the file's stat key they go with."""
+        try:
+            _kept_rows[str(self.path)] = (self._listing, stat_key(os.stat(self.path)), rows)
+        except OSError:
+            _kept_rows.pop(str(self.path), None)
 
     def _rows_kept(self, stamp: str | None) -> _Rows | None:
         """The rows this process last left in the index, while nothing else has written it since."""
