@@ -74,5 +74,12 @@ journey: $(STAMP)
 		$(JOURNEY)/venv/bin/pipx install '.[mcp]' && $(JOURNEY)/bin/vault-tools --version
 	rm -rf $(JOURNEY)
 
+# Timed as a user installs it: the wheel built and installed into a virtual environment of its own (the
+# checkout's editable install adds an import hook to every process of its environment).
+BENCH_ENV := $(shell mktemp -u -d /tmp/vault-tools-bench.XXXXXX)
+
 bench: $(STAMP)
-	$(PY) benchmarks/run.py $(BENCH_ARGS)
+	$(PY) -m build --wheel --outdir $(BENCH_ENV)/dist . > /dev/null
+	python3 -m venv $(BENCH_ENV)/venv
+	$(BENCH_ENV)/venv/bin/python -m pip install --quiet "$$(ls $(BENCH_ENV)/dist/*.whl)"
+	$(PY) benchmarks/run.py --installed $(BENCH_ENV)/venv $(BENCH_ARGS); status=$$?; rm -rf $(BENCH_ENV); exit $$status
