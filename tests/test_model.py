@@ -158,6 +158,70 @@ def test_unresolved_overlaps_are_every_pair_of_current_rulings_on_matching_topic
     assert len(found) > 50 and found == expected
 
 
+def test_a_ruling_added_as_the_newest_is_paired_alone_and_the_pairs_are_those_worked_out_afresh():
+    """A long-running process given the rulings it paired last and one more, the newest (the pages after a
+    ruling), pairs that one alone; the pairs are those a fresh pairing finds, also when the new one is not the
+    newest, repeats an id, stands beside all or is said to stand beside an earlier one later."""
+    import datetime as dt
+    import random
+
+    from vault_tools import ruling_graph
+    from vault_tools.links import LinkResolver
+    from vault_tools.ruling_graph import unresolved_overlaps
+    rng = random.Random(7)
+    topics = ["article-footer", "article-footers", "footer-article", "artcle-footer", "pricing", "pricing-sales",
+              "reader-reply", "raeder-reply", "sale-draft", "newsletter", "archive-policy", "archive-policies"]
+    tz = dt.UTC
+
+    def made(number: int, day: int, *, number_as: int | None = None, path: str = "", **more) -> Decision:
+        earlier = [f"D-{n:04d}" for n in range(1, number)]
+        data = {"type": "decision", "id": f"D-{number_as or number:04d}", "status": "ruled",
+                "topics": rng.sample(topics, rng.choice([1, 1, 2])), "summary": f"ruling number {number} on it",
+                "ruled_at": (dt.date(2026, 1, 1) + dt.timedelta(days=day)).isoformat(), "ruled_by": "owner",
+                "alongside": [f"[[{n}]]" for n in rng.sample(earlier, min(len(earlier), rng.choice([0, 0, 1, 2])))],
+                **more}
+        decision, _ = build_decision(data, path=path or f"Decisions/D-{number:04d} Ruling.md")
+        assert decision is not None
+        return decision
+
+    def pairs(decisions: list[Decision]) -> list[tuple[str, str, str]]:
+        return [(o.newer.id, o.older.id, o.topic) for o in unresolved_overlaps(decisions, LinkResolver(decisions), tz)]
+
+    def fresh(decisions: list[Decision]) -> list[tuple[str, str, str]]:
+        ruling_graph._LAST_PAIRING.clear()
+        return pairs(decisions)
+
+    rulings = [made(number, number) for number in range(1, 40)]
+    assert fresh(rulings)
+    added_alone = 0
+    for number in range(40, 70):
+        before = ruling_graph._LAST_PAIRING[0]
+        shape = number % 6
+        if shape == 0:  # ruled before the newest: paired afresh
+            ruling = made(number, rng.randint(1, 38))
+        elif shape == 1:  # an id another ruling has: paired afresh
+            ruling = made(number, number, number_as=rng.randint(1, number - 1))
+        elif shape == 2:
+            ruling = made(number, number, alongside_all=True)
+        else:
+            ruling = made(number, number)
+        rulings.append(ruling)
+        found = pairs(rulings)
+        added_alone += ruling_graph._LAST_PAIRING[0] is before
+        assert found == fresh(rulings), number
+    assert added_alone >= 15  # each added as the newest, under an id of its own, was paired alone
+    # an earlier ruling now said to stand beside another: the links among the earlier ones changed, paired afresh
+    rulings[5] = made(6, 6, alongside=[f"[[{ruling.id}]]" for ruling in rulings[:5]])
+    assert pairs(rulings) == fresh(rulings)
+    # a link of an earlier ruling that named one note, ambiguous once the new one comes: those two are paired now
+    rulings += [made(70, 70, topics=["pricing"], alongside=[], path="Decisions/Footers.md"),
+                made(71, 71, topics=["pricing"], alongside=["[[footers]]"])]
+    assert ("D-0071", "D-0070", "pricing") not in pairs(rulings)
+    rulings.append(made(72, 72, topics=["newsletter"], alongside=[], path="Decisions/FOOTERS.md"))
+    found = pairs(rulings)
+    assert ("D-0071", "D-0070", "pricing") in found and found == fresh(rulings)
+
+
 def test_the_pairs_taken_again_for_the_same_rulings_are_those_worked_out_afresh():
     """A long-running process takes the last pairs again when given the very same current rulings (the pages after
     a question); any change to them, to a ruling a chain reaches, or to how a link resolves, pairs them afresh."""
@@ -185,7 +249,7 @@ def test_the_pairs_taken_again_for_the_same_rulings_are_those_worked_out_afresh(
 
     def fresh(decisions: list[Decision]) -> tuple[list, list]:
         decision_words._LAST_UNSAID.clear()
-        ruling_graph._LAST_OVERLAPS.clear()
+        ruling_graph._LAST_PAIRING.clear()
         return answers(decisions)
 
     def answers(decisions: list[Decision]) -> tuple[list, list]:

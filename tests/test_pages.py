@@ -259,7 +259,7 @@ def test_the_lines_made_again_for_the_same_rulings_are_those_made_afresh():
         if fresh:
             pages._LINES.clear()
             decision_words._LAST_UNSAID.clear()
-            ruling_graph._LAST_OVERLAPS.clear()
+            ruling_graph._LAST_PAIRING.clear()
         return pages.build_pages(decisions, LinkResolver(decisions), tz, pages.Settings()).texts
 
     utc, tokyo = dt.UTC, ZoneInfo("Asia/Tokyo")

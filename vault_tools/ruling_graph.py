@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .links import Resolve, leading_id
 from .model import Decision, newest_first_key
@@ -60,52 +59,87 @@ def unresolved_overlaps(decisions: Sequence[Decision], resolve: Resolve, tz: dt.
     settles = {d.id: settled_topics(d, by_id, resolve) for d in current}
     related = {(d.id, target) for d in current for link in (*d.supersedes, *d.alongside)
                if (target := resolve(link) or leading_id(link))}
-    kept = _LAST_OVERLAPS[0] if _LAST_OVERLAPS else None
-    if kept is not None and kept[0] is tz and len(kept[1]) == len(current) and kept[2] == related and \
-            kept[3] == settles and all(mine is theirs for mine, theirs in zip(kept[1], current, strict=True)):
-        return [Overlap(current[newer], current[older], topic) for newer, older, topic in kept[4]]
-    found = _overlaps(current, settles, related, when)
-    position = {id(decision): place for place, decision in enumerate(current)}
-    _LAST_OVERLAPS[:] = [(tz, tuple(current), related, settles,
-                          [(position[id(o.newer)], position[id(o.older)], o.topic) for o in found])]
-    return found
+    kept = _LAST_PAIRING[0] if _LAST_PAIRING else None
+    _LAST_PAIRING.clear()  # taken while it is worked on: a call that fails leaves none
+
+    def newest_first(found: list[Overlap]) -> list[Overlap]:  # the newest ruling first, the older ones under it too
+        return sorted(found, key=lambda o: (when[id(o.newer)], when[id(o.older)]), reverse=True)
+
+    if kept is not None and kept.holds(tz, current, settles, related):
+        pairing = kept
+    elif kept is not None and current and kept.holds(tz, current[:-1], settles, related, newest=current[-1]):
+        pairing = kept  # a ruling added as the newest (the pages after a ruling): only its own pairs are new
+        pairing.found = newest_first(pairing.found + pairing.add(current[-1], settles, related))
+    else:
+        pairing = _Pairing(tz)
+        # oldest first: each ruling meets those before it
+        pairing.found = newest_first([pair for newer in current for pair in pairing.add(newer, settles, related)])
+    _LAST_PAIRING.append(pairing)
+    return list(pairing.found)
 
 
-# The last answer of `unresolved_overlaps`, by the very current rulings it was given (frozen: the same objects say
-# the same), in the same zone, with the topics each settles and the links among them as found then: a process
-# that pairs the same current rulings again (the resident process after a question, the watcher after a note that
-# is no ruling) takes it again.
-_LAST_OVERLAPS: list[tuple[dt.tzinfo, tuple[Decision, ...], set[tuple[str, str]],
-                           dict[str, dict[str, tuple[str, ...]]], list[tuple[int, int, str]]]] = []
+class _Pairing:
+    """The pairs of current rulings nobody related, worked out ruling by ruling from the oldest, with what a ruling
+    added as the newest meets: the topics settled so far (the rulings settling each, and when each was first
+    settled), every topic met (`TopicIndex`) and the pairs found. Kept between calls by the very current rulings it
+    was given (frozen: the same objects say the same), the zone, the topics each settles and the links among them:
+    a process that pairs the same current rulings again (the resident process after a question, the watcher after
+    a note that is no ruling) takes it again, and one given a ruling more, as the newest, pairs that one alone."""
 
+    def __init__(self, tz: dt.tzinfo) -> None:
+        self.tz = tz
+        self.current: list[Decision] = []
+        self.settles: dict[str, dict[str, tuple[str, ...]]] = {}
+        self.related: set[tuple[str, str]] = set()
+        self.topics = TopicIndex()
+        self.owners: dict[str, list[Decision]] = {}  # topic -> the current rulings settling it, oldest first
+        self.first_settled: dict[str, int] = {}  # topic -> when a ruling first settled it (the rulings' order)
+        self.paired: set[tuple[str, str]] = set()
+        self.found: list[Overlap] = []  # all pairs, the newest ruling first, under it the older ones newest first
 
-def _overlaps(current: list[Decision], settles: dict[str, dict[str, tuple[str, ...]]],
-              related: set[tuple[str, str]], when: dict[int, Any]) -> list[Overlap]:
-    # Each topic's matches among all topics, found once: a ruling meets those of them already settled
-    every = TopicIndex()
-    for topics in settles.values():
+    def holds(self, tz: dt.tzinfo, current: list[Decision], settles: Mapping[str, dict[str, tuple[str, ...]]],
+              related: set[tuple[str, str]], *, newest: Decision | None = None) -> bool:
+        """Whether these are the very rulings paired (with `newest` after them, of an id none of them has), in
+        the same zone, settling the same topics and related as they were."""
+        if tz is not self.tz or len(current) != len(self.current) or \
+                not all(mine is theirs for mine, theirs in zip(self.current, current, strict=True)):
+            return False
+        if newest is None:
+            return related == self.related and settles == self.settles
+        if newest.id in self.settles or len(settles) != len(self.settles) + 1 or \
+                not all(settles.get(ruling_id) == topics for ruling_id, topics in self.settles.items()):
+            return False
+        return self.related <= related and all(pair[0] == newest.id for pair in related - self.related)
+
+    def add(self, newer: Decision, settles: Mapping[str, dict[str, tuple[str, ...]]],
+            related: set[tuple[str, str]]) -> list[Overlap]:
+        """`newer`, the newest ruling so far, paired with those before it on each topic it settles: its pairs, in
+        the order they are met."""
+        topics = settles[newer.id]
         for topic in topics:
-            every.add(topic)
-    matching = {topic: every.matches(topic) for topic in every.topics()}
-    owners: dict[str, list[Decision]] = {}  # topic -> the current rulings settling it, oldest first
-    first_settled: dict[str, int] = {}  # topic -> when a ruling first settled it (the rulings' order)
-    found: list[Overlap] = []
-    paired: set[tuple[str, str]] = set()
-    for newer in current:  # oldest first: each ruling meets those before it
-        for topic in sorted(settles[newer.id]) if not newer.alongside_all else ():  # it said: beside them all
-            known = sorted((match for match in matching[topic] if match in owners), key=first_settled.__getitem__)
+            self.topics.add(topic)
+        found = []
+        for topic in sorted(topics) if not newer.alongside_all else ():  # it said: beside them all
+            known = sorted((match for match in self.topics.matches(topic) if match in self.owners),
+                           key=self.first_settled.__getitem__)
             for match in known:
-                for older in owners[match]:
+                for older in self.owners[match]:
                     pair = (newer.id, older.id)
-                    if older.id == newer.id or pair in paired or pair in related or pair[::-1] in related:
+                    if older.id == newer.id or pair in self.paired or pair in related or pair[::-1] in related:
                         continue
-                    paired.add(pair)
+                    self.paired.add(pair)
                     found.append(Overlap(newer, older, topic))
-        for topic in settles[newer.id]:
-            first_settled.setdefault(topic, len(first_settled))
-            owners.setdefault(topic, []).append(newer)
-    # the newest ruling first, and under it the older rulings newest first
-    return sorted(found, key=lambda o: (when[id(o.newer)], when[id(o.older)]), reverse=True)
+        for topic in topics:
+            self.first_settled.setdefault(topic, len(self.first_settled))
+            self.owners.setdefault(topic, []).append(newer)
+        self.current.append(newer)
+        self.settles[newer.id] = topics
+        self.related = related
+        return found
+
+
+# The last `_Pairing`, taken again by the next call that gives the same current rulings (or one more).
+_LAST_PAIRING: list[_Pairing] = []
 
 
 def duplicate_ids(decisions: Iterable[Decision]) -> dict[str, list[Decision]]:
