@@ -144,6 +144,36 @@ def test_words_taken_from_the_memo_are_not_looked_up_there_again_by_the_same_pro
     assert recalled.count("decision terms") == 2
 
 
+def test_the_words_of_a_ruling_just_written_are_not_looked_up_in_the_memo(vault, monkeypatch):
+    """Words are kept in the memo only under a stat key past the racy window: a ruling just written (the pages
+    after `rule`) cannot be there, so its words are worked out without reading the memo; once its note has been
+    left alone past the window they are kept, and the next process takes them from the memo."""
+    small_vault(vault)
+    decision(vault, 4, topics=("postal-address",), summary="Footers carry the postal address.")
+    recalled: list[object] = []
+    real = state_memo.recall
+    monkeypatch.setattr(state_memo, "recall", lambda path, key: recalled.append(key) or real(path, key))
+
+    def words_known(*, fresh_process: bool) -> None:
+        if fresh_process:
+            same_module._REMEMBERED.clear()
+        ws = Workspace(Vault(vault))
+        state = ws.state()
+        same_module.remember_terms(ws, state, [d for d in ws.decisions_in_effect(state) if d.id == "D-0004"])
+
+    words_known(fresh_process=True)
+    assert "decision terms" not in recalled
+    monkeypatch.setattr(same_module, "time", ClockAhead(PAST_RACY_SECONDS))  # the note left alone since
+    words_known(fresh_process=True)
+    assert recalled.count("decision terms") == 1  # looked up, worked out, kept
+    scored: list[str] = []
+    real_terms = decision_words.terms
+    monkeypatch.setattr(decision_words, "terms", lambda text: scored.append(text) or real_terms(text))
+    decision_words._TERMS.clear()
+    words_known(fresh_process=True)
+    assert recalled.count("decision terms") == 2 and not [text for text in scored if "\n" in text]  # from the memo
+
+
 def test_a_refused_ask_takes_the_ledger_as_verified_without_reading_its_events(vault, aged, monkeypatch):
     """A write checks first that the ledger is whole; `ask` refused, warm, takes the ledger a whole read of this
     user's verified, its files as they are now, without reading every event again to refuse."""

@@ -200,13 +200,17 @@ def remember_terms(ws: Workspace, state: VaultState, decisions: Sequence[Decisio
     waiting = [decision for decision in decisions if _REMEMBERED.get(decision, str(path)) is None]
     if not waiting:
         return
-    kept: dict[str, tuple[Any, frozenset[str]]] = state_memo.recall(path, "decision terms") or {}
     keys = state.stat_keys or {}
     read = {id(decision) for decision in state.decisions}  # a ruling read from the ledger has no note of its own
     now = time.time_ns()
+    waiting_keys = [keys.get(decision.path) if id(decision) in read else None for decision in waiting]
+    # Only words kept under a key past the racy window are kept, and a note left so since is past it now: when
+    # none is (a ruling just written), the memo holds none of them and is not read.
+    kept: dict[str, tuple[Any, frozenset[str]]] = {}
+    if any(key is not None and settled_by(key, now) for key in waiting_keys):
+        kept = state_memo.recall(path, "decision terms") or {}
     fresh: list[Decision] = []
-    for decision in waiting:
-        key = keys.get(decision.path) if id(decision) in read else None
+    for decision, key in zip(waiting, waiting_keys, strict=True):
         entry = kept.get(decision.path)
         if key is not None and entry is not None and entry[0] == key:
             known_terms(decision, entry[1])
