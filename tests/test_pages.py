@@ -258,6 +258,7 @@ def test_the_lines_made_again_for_the_same_rulings_are_those_made_afresh():
     def texts(decisions: list, tz: dt.tzinfo, fresh: bool) -> dict[str, str]:
         if fresh:
             pages._LINES.clear()
+            pages._LAST_ARCHIVE.clear()
             decision_words._LAST_UNSAID.clear()
             ruling_graph._LAST_PAIRING.clear()
         return pages.build_pages(decisions, LinkResolver(decisions), tz, pages.Settings()).texts
@@ -268,3 +269,47 @@ def test_the_lines_made_again_for_the_same_rulings_are_those_made_afresh():
     assert both == texts([older, newer, other], utc, fresh=True) != alone  # the older ruling's line says more now
     assert texts([older, other], utc, fresh=False) == alone
     assert texts([older, other], tokyo, fresh=False) == texts([older, other], tokyo, fresh=True) != alone  # its day
+
+
+def test_the_archive_made_again_from_the_very_same_decisions_is_the_one_made_afresh():
+    """A process making the pages again (the resident process after a question) takes the archive it made last
+    when given the very same decisions; any other decision object, even one equal to the last but for what
+    only readers add (a conflict between clones, a note gone), another zone or what the lines say, makes it
+    afresh."""
+    import dataclasses
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    from vault_tools import pages
+    from vault_tools.links import LinkResolver
+    from vault_tools.model import build_decision
+
+    def made(number: int, status: str = "ruled", **more: object) -> object:
+        found, _ = build_decision({"type": "decision", "id": f"D-{number:04d}", "status": status,
+                                   "topics": [f"topic-{number % 7}"], "summary": f"Ruling {number} says this.",
+                                   "ruled_at": f"2026-03-{1 + number % 27:02d}T10:00:00Z", "ruled_by": "owner",
+                                   **more}, path=f"Decisions/D-{number:04d} Ruling.md")
+        return found
+
+    rulings = [made(number) for number in range(1, 60)] + [made(60, "withdrawn", reason="Not needed any more.")]
+    small = pages.Settings(budget_lines=40, budget_bytes=4000)  # most current rulings left off the log
+
+    def archive(decisions: list, tz: dt.tzinfo = dt.UTC, fresh: bool = False) -> str:
+        if fresh:
+            pages._LINES.clear()
+            pages._LAST_ARCHIVE.clear()
+        return pages.build_pages(decisions, LinkResolver(decisions), tz, small).texts[pages.ARCHIVE]
+
+    first = archive(rulings, fresh=True)
+    assert "Current rulings left off the log" in first and "D-0003" in first
+    assert archive(rulings) == first
+    question = made(61, "open")
+    assert archive([*rulings, question]) == first  # a question changes no line of the archive
+    in_conflict = [*rulings[:2], dataclasses.replace(rulings[2], conflict="ruled here, withdrawn there"),
+                   *rulings[3:]]
+    assert in_conflict[2] == rulings[2]  # equal as decisions: the conflict is what readers add
+    marked = archive(in_conflict)
+    assert marked == archive(in_conflict, fresh=True) != first and pages.IN_CONFLICT in marked
+    assert archive(rulings, ZoneInfo("Pacific/Kiritimati")) == archive(rulings, ZoneInfo("Pacific/Kiritimati"),
+                                                                         fresh=True)
+    assert archive(rulings) == first

@@ -374,6 +374,31 @@ def _mermaid_label(decision: Decision, tz: dt.tzinfo) -> str:
 
 def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], successor_of: dict[str, Decision],
                  tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
+    given = (tz, {key: tuple(value) for key, value in taken_over.items()},
+             {key: tuple(value) for key, value in unsaid.items()})
+    kept = _LAST_ARCHIVE[0] if _LAST_ARCHIVE else None
+    if kept is not None and kept[3] == given and _the_very(kept[0], left_out) and _the_very(kept[1], history) and \
+            kept[2].keys() == successor_of.keys() and all(kept[2][key] is value for key, value in successor_of.items()):
+        return kept[4]
+    text = _archive_page(left_out, history, successor_of, tz, taken_over, unsaid)
+    _LAST_ARCHIVE[:] = [(tuple(left_out), tuple(history), dict(successor_of), given, text)]
+    return text
+
+
+# The last archive page made, with what it was made from: the very decisions (frozen: the same objects say the
+# same), the zone and what else the lines say. A process that makes the pages again (the resident process after
+# a question, the watcher after a note that changes no closed decision) takes it again.
+_LAST_ARCHIVE: list[tuple[tuple[Decision, ...], tuple[Decision, ...], dict[str, Decision],
+                          tuple[dt.tzinfo, dict[str, tuple[tuple[str, str], ...]], dict[str, tuple[str, ...]]],
+                          str]] = []
+
+
+def _the_very(kept: Sequence[Decision], given: Sequence[Decision]) -> bool:
+    return len(kept) == len(given) and all(mine is theirs for mine, theirs in zip(kept, given, strict=True))
+
+
+def _archive_page(left_out: Sequence[Decision], history: Sequence[Decision], successor_of: dict[str, Decision],
+                  tz: dt.tzinfo, taken_over: TakenOver, unsaid: Unsaid) -> str:
     out = [NOTICE, "", f"# {ARCHIVE}", ""]
     out += [f"## Current rulings left off the log ({len(left_out)})", ""]
     if left_out:
