@@ -18,6 +18,8 @@ def settled_topics(ruling: Decision, by_id: Mapping[str, Decision], resolve: Res
     whatever topics the chain crosses. Each topic maps to the ids through which it came, from the
     ruling to the one that carried the topic (empty for the ruling's own topics)."""
     found: dict[str, tuple[str, ...]] = {topic: () for topic in ruling.topics}
+    if not ruling.supersedes:  # most rulings: asked once per current ruling by the pages, lookup and ask
+        return found
     seen = {ruling.id}
     todo: list[tuple[Decision, tuple[str, ...]]] = [(ruling, (ruling.id,))]
     while todo:
