@@ -523,9 +523,9 @@ def test_a_process_keeping_the_index_rows_searches_as_one_that_reads_them(vault,
         steps.append("read")
         return real_rows_read(connection)
 
-    def sync_notes(index, connection, listing, rows):
+    def sync_notes(index, connection, listing, rows, *stamp_and_digest):
         steps.append("compared")
-        return real_sync_notes(index, connection, listing, rows)
+        return real_sync_notes(index, connection, listing, rows, *stamp_and_digest)
     monkeypatch.setattr(SearchIndex, "_rows_read", staticmethod(rows_read))
     monkeypatch.setattr(SearchIndex, "_sync_notes", sync_notes)
     words = ("footer", "unsubscribe", "tax", "sponsors", "postal address", "kiosk")
@@ -568,6 +568,38 @@ def test_a_process_keeping_the_index_rows_searches_as_one_that_reads_them(vault,
                        encoding="utf-8")
     renumbered = searched(rows_read=True)
     assert "D-0001" in renumbered[1] and "D-0001" not in renumbered[5]
+
+
+def test_rows_another_process_writes_while_they_are_compared_are_read_again(vault, aged, monkeypatch):
+    """A process keeping the index's rows (`index.KEEP_ROWS`) takes them once it has read the listing stamp; if
+    another process writes rows before this one takes the write's lock, they are read again under it: each note
+    stays one document, and searches find what a process reading the rows finds."""
+    small_vault(vault)
+    monkeypatch.setattr(index_module, "KEEP_ROWS", True)
+    assert vt_here("search", "footer", cwd=vault).code == 0
+    note = note_path(vault, "D-0002")
+
+    def edit(old: str, new: str) -> None:
+        note.write_text(note.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+
+    edit("shown with tax", "shown with tide tables")
+    real = SearchIndex._rows_kept
+    raced: list[str] = []
+
+    def kept_while_another_writes(index, stamp):
+        rows = real(index, stamp)
+        if not raced:
+            raced.append(stamp)
+            edit("tide tables", "kiosk hours")
+            assert vt("search", "kiosk", cwd=vault).code == 0  # another process indexes D-0002 meanwhile
+        return rows
+    monkeypatch.setattr(SearchIndex, "_rows_kept", kept_while_another_writes)
+    here = vt_here("search", "prices", "--json", cwd=vault).out
+    assert raced
+    with sqlite3.connect(vault / ".vault-tools" / INDEX_FILE) as rows:
+        assert rows.execute("SELECT count(*) FROM docs WHERE id = 'D-0002'").fetchone() == (1,)
+    assert [hit["id"] for hit in json.loads(here)] == ["D-0002"]
+    assert vt_here("search", "kiosk", "--json", cwd=vault).out == vt("search", "kiosk", "--json", cwd=vault).out
 
 
 def test_rule_and_ask_walk_the_vault_once_and_leave_the_pages_a_build_would_make(vault, aged, monkeypatch):

@@ -124,6 +124,16 @@ class _Rows:
         """Whether every note listed, and only those, has a row trusted under its stat key."""
         return len(listing) == len(self.docs) and self.trusted == dict(listing)
 
+    def changes(self, listing: list[tuple[str, StatKey]], most: int | None) -> tuple[list[tuple[str, StatKey]], list[str]]:
+        """The notes listed whose row is not trusted under their stat key, and the rows of notes no longer
+        listed; `ReadPostponed` where they are more than `most`."""
+        changed = [(rel, key) for rel, key in listing if self.trusted.get(rel) != key]
+        listed = {rel for rel, _ in listing}
+        gone = [rel for rel in self.docs if rel not in listed]
+        if most is not None and len(changed) + len(gone) > most:
+            raise ReadPostponed(f"{len(changed) + len(gone)} notes to index")
+        return changed, gone
+
 
 def _listing_digest(listing: list[tuple[str, StatKey]]) -> str:
     # marshal's version 2 writes no references: the same listing is the same bytes in every process
@@ -215,10 +225,7 @@ class SearchIndex:
             self._listing = stamp
             self._keep(rows)
             return
-        rows = self._sync_notes(connection, listing, rows)
-        # a new value at each write: rows may have new numbers
-        self._listing = f"{digest or _listing_digest(listing)} {time.time_ns()}"
-        connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (self._listing,))
+        rows = self._sync_notes(connection, listing, rows, stamp, digest)
         if KEEP_ROWS:
             self._keep(rows)
 
@@ -249,29 +256,33 @@ class SearchIndex:
                 rows.trusted[rel] = key
         return rows
 
-    def _sync_notes(self, connection: sqlite3.Connection, listing: list[tuple[str, StatKey]],
-                    rows: _Rows) -> _Rows:
-        """The index's `rows` brought up to date with `listing`, and returned as they now are."""
-        changed = [(rel, key) for rel, key in listing if rows.trusted.get(rel) != key]
-        listed = {rel for rel, _ in listing}
-        gone = [rel for rel in rows.docs if rel not in listed]
-        if self._most_changed is not None and len(changed) + len(gone) > self._most_changed:
-            raise ReadPostponed(f"{len(changed) + len(gone)} notes to index")
-        if not changed and not gone:
-            return rows
+    def _sync_notes(self, connection: sqlite3.Connection, listing: list[tuple[str, StatKey]], rows: _Rows,
+                    stamp: str | None, digest: str | None) -> _Rows:
+        """The index's `rows` (as of the listing stamp `stamp`) brought up to date with `listing`, with a new
+        stamp in the same transaction (`digest`: the listing's, where it was taken), and returned as they now
+        are. Rows another process wrote since they were read are read again under the write's lock."""
+        changed, gone = rows.changes(listing, self._most_changed)
         written: dict[str, tuple[StatKey, int, int | None]] = {}
         connection.execute("BEGIN IMMEDIATE")
         try:
+            found = connection.execute("SELECT value FROM meta WHERE name = 'listing'").fetchone()
+            if (found[0] if found else None) != stamp:
+                rows = self._rows_read(connection)
+                changed, gone = rows.changes(listing, self._most_changed)
             for rel in gone:
                 self._forget(connection, rel, rows.docs[rel])
             for rel, key in changed:
                 self._forget(connection, rel, rows.docs.get(rel))
                 written[rel] = (key, time.time_ns(), self._index_note(connection, rel, self.vault.root / rel))
                 connection.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", (rel, *key, *written[rel][1:]))
+            # a new value at each write: rows may have new numbers
+            listing_stamp = f"{digest or _listing_digest(listing)} {time.time_ns()}"
+            connection.execute("INSERT OR REPLACE INTO meta VALUES ('listing', ?)", (listing_stamp,))
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")
             raise
+        self._listing = listing_stamp
         now = _Rows(dict(rows.docs), dict(rows.trusted))
         for rel in gone:
             del now.docs[rel]
