@@ -174,6 +174,35 @@ def test_the_words_of_a_ruling_just_written_are_not_looked_up_in_the_memo(vault,
     assert recalled.count("decision terms") == 2 and not [text for text in scored if "\n" in text]  # from the memo
 
 
+def test_show_takes_one_records_history_from_the_memo_and_it_is_the_one_a_whole_read_ties(vault, aged, monkeypatch):
+    """`show` in a process of its own takes the note's record alone from the histories memo (each record is kept
+    apart there), tied by the records' summaries: the same history, for every note, as tying every record's
+    events gives (a note renamed since it was sealed), and once the ledger has grown since the memo."""
+    small_vault(vault)
+    renamed = note_path(vault, "D-0001").with_name("D-0001 Footers everywhere.md")
+    note_path(vault, "D-0001").rename(renamed)
+    ids = ("D-0001", "D-0002", "D-0003")
+
+    def shown() -> list[str]:
+        return [vt_here("show", decision_id, "--json", cwd=vault).out for decision_id in ids]
+
+    real_alone = Workspace.history_alone
+    monkeypatch.setattr(Workspace, "history_alone", Workspace.history_of)
+    assert shown() == shown()  # every memo kept
+    tied_whole = shown()
+    monkeypatch.setattr(Workspace, "history_alone", real_alone)
+
+    def whole(ledger):
+        raise AssertionError("every record's events loaded to show one")
+    monkeypatch.setattr(ledger_module.Ledger, "histories", whole)
+    assert shown() == tied_whole and json.loads(tied_whole[0])["history"]  # the renamed ruling's, sealed
+    monkeypatch.undo()
+    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
+    grown = [vt_here("show", decision_id, "--json", cwd=vault).out for decision_id in ids]
+    monkeypatch.setattr(Workspace, "history_alone", Workspace.history_of)
+    assert grown == shown() != tied_whole
+
+
 def test_a_refused_ask_takes_the_ledger_as_verified_without_reading_its_events(vault, aged, monkeypatch):
     """A write checks first that the ledger is whole; `ask` refused, warm, takes the ledger a whole read of this
     user's verified, its files as they are now, without reading every event again to refuse."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import pickle
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from typing import Any
 from . import durable, state_memo
 from .errors import InconsistentVault
 from .history import History, RecordSummary, extend_histories, histories, placed
-from .ledger_file import LedgerFile, Look, start_of_last_line, whole_json
+from .ledger_file import LedgerFile, Look, ends_a_line, start_of_last_line, whole_json
 from .ledger_lines import Event, event_line, parse_line
 from .ledger_lock import LedgerLock, LockTimeout
 from .model import (
@@ -459,7 +460,7 @@ class Ledger:
         back one that was not written."""
         copy = self.copy_of(file)
         try:
-            if copy.exists() and _ends_a_line(copy):
+            if copy.exists() and ends_a_line(copy):
                 caller = durable.caller_writes()
                 if caller is not None:  # a command run by the resident process: its caller writes the copy too
                     caller.append(copy, payload, copy.stat().st_size)
@@ -513,11 +514,12 @@ class Ledger:
         if memo is None:  # a first look in this process: an earlier one may have kept them
             remembered = state_memo.recall(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
             if remembered is not None:
-                kept_key, count, kept_last, kept = remembered
+                kept_key, count, kept_last, pickled = remembered
+                kept = {record: pickle.loads(one) for record, one in pickled.items()}  # signed: see state_memo
                 memo = (kept_key, count, kept, kept_last)  # extended below when lines were appended since
                 if kept_key == files_key:
                     self._histories_memo = (key, count, kept, kept_last)
-                    return kept  # type: ignore[no-any-return]
+                    return kept
         first = self._histories_memo is None
         read_at = time.time_ns()
         events = self._events()
@@ -529,10 +531,22 @@ class Ledger:
         last = events[-1] if events else None
         self._histories_memo = (key, len(events), found, last)
         if first and self._read_as(files, files_key):
-            made = found
-            self._remember(self.local_dir / HISTORIES_MEMO, files_key, self._memo_key(files), read_at,
-                           lambda: (files_key, len(events), last, made))
+            made = found  # each record pickled on its own: `history` takes one without the others
+            self._remember(self.local_dir / HISTORIES_MEMO, files_key, self._memo_key(files), read_at, lambda: (
+                files_key, len(events), last, {record: pickle.dumps(h, pickle.HIGHEST_PROTOCOL) for record, h in made.items()}))
         return found
+
+    def history(self, record: str) -> History | None:
+        """One record (`histories()[record]`), from the memo without the others' events where it holds them."""
+        memo = self._histories_memo
+        if memo is None or memo[0] != self.stat_key():
+            files = list(self._look.files) if self._look is not None else self.files()
+            files_key = self._look.key if self._look is not None else self._files_key(files)
+            remembered = state_memo.recall(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
+            if remembered is not None and remembered[0] == files_key:
+                one = remembered[3].get(record)
+                return pickle.loads(one) if one is not None else None
+        return self.histories().get(record)
 
     @staticmethod
     def _read_as(files: list[LedgerFile], key: tuple[tuple[str, Any], ...]) -> bool:
@@ -580,20 +594,3 @@ class Ledger:
             pass  # derived data: without it the next run reads the ledger again
         return found
 
-
-# -- what the events say ------------------------------------------------------------
-
-
-# -- seal hash ----------------------------------------------------------------------
-
-
-
-
-def _ends_a_line(path: Path) -> bool:
-    """Whether a file is empty or ends with a newline (a copy an append can extend)."""
-    with open(path, "rb") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return True
-        handle.seek(size - 1)
-        return handle.read(1) == b"\n"

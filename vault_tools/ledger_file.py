@@ -233,3 +233,13 @@ class Look(NamedTuple):
     files: list[LedgerFile]
     key: tuple[tuple[str, Any], ...]  # each file's path and stat key, as `Ledger._events` keeps its events by
     stat_key: Any  # as `Ledger.stat_key` gives it
+
+
+def ends_a_line(path: Path) -> bool:
+    """Whether a file is empty or ends with a newline (a copy an append can extend)."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return True
+        handle.seek(size - 1)
+        return handle.read(1) == b"\n"

@@ -47,7 +47,7 @@ def show(ws: Workspace, decision_id: str) -> tuple[Decision, History, list[Probl
             read_as = f"read everywhere else as {in_effect.value}" if in_effect else "in no reader's view"
             problems.append(Problem(CONFIRMED, f"held: changed during an agent's command, {read_as} until the owner "
                                                f"ticks `{CONFIRMED}`", decision.line_of(CONFIRMED), "VT056"))
-    return decision, ws.history_of(state, decision) or History(decision.id), problems
+    return decision, ws.history_alone(state, decision) or History(decision.id), problems
 
 
 def list_decisions(ws: Workspace, status: str | None = None,

@@ -218,6 +218,15 @@ class Workspace:
             state.derived.history_ties = memo
         return memo[1].get(decision.path)
 
+    def history_alone(self, state: VaultState, decision: Decision) -> History | None:
+        """`history_of` one note, without the other records' events where the ledger's memo keeps each apart: tied
+        by the records' summaries, which carry all a tie looks at (`record_ties.RecordLike`), in the same order."""
+        if state.derived.history_ties is not None:
+            return self.history_of(state, decision)
+        self.vault.ledger.summaries()  # a damaged ledger is an error here, as it is to `history_of`
+        summary = self.summary_of(state, decision)
+        return self.vault.ledger.history(summary.record) if summary is not None else None
+
     def record_for(self, state: VaultState, decision: Decision, known: dict[str, History] | None = None) -> str:
         """The record identity events about this note carry: its record's, or a new one."""
         history = self.history_of(state, decision, known)
