@@ -449,6 +449,24 @@ def test_ask_and_rule_refuse_on_the_rulings_alone_without_pairing_every_ruling(v
     assert ruled.code == 1 and "say whether this one replaces them" in ruled.err
 
 
+def test_a_ruling_that_names_no_question_reads_no_records_events_to_be_refused(vault, monkeypatch):
+    """A ruling given directly closes the open questions it names in `supersedes` (design 0039): only then are
+    the records' events read to check them. Refused as the matter of a ruling under other topics, one that names
+    none reads no record's events; one naming an open question still answers and closes it."""
+    small_vault(vault)
+    real = ledger_module.Ledger.histories
+    monkeypatch.setattr(ledger_module.Ledger, "histories", lambda ledger: pytest.fail("every record's events read"))
+    refused = vt_here("rule", "--topic", "email-footer", "--summary", "Footers carry the unsubscribe link.",
+                      "--source", "chat", cwd=vault)
+    assert refused.code == 1 and "D-0001" in refused.err
+    monkeypatch.setattr(ledger_module.Ledger, "histories", real)
+    answered = vt_here("rule", "--topic", "sponsor-slot", "--summary", "Sponsors may not choose the slot; the "
+                       "editor places them.", "--supersedes", "D-0003", "--reason", "The owner answered the "
+                       "question in the weekly review.", "--source", "chat", cwd=vault)
+    assert answered.code == 0, answered.err
+    assert "status: withdrawn" in note_path(vault, "D-0003").read_text(encoding="utf-8")
+
+
 def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, aged, monkeypatch):
     """The resident process keeps its last whole read and its ledger reader between commands
     (`vault.KEEP_LAST_READ`): after each change (a note edited at the same size with its time set back, a ledger

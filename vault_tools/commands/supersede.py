@@ -94,13 +94,13 @@ def supersede_targets(ws: Workspace, state: VaultState, decision: Decision, link
 def answered_questions(ws: Workspace, state: VaultState, decision: Decision) -> list[Decision]:
     """The open questions a ruling names in `supersedes`: it answers them, and sealing it closes each (withdrawn,
     its reason naming the answer) rather than refusing the link, so no question stays open beside its answer."""
-    resolve, by_id, known = ws.resolver_with(state, decision), state.by_id(), ws.histories()
+    resolve, by_id = ws.resolver_with(state, decision), state.by_id()
     found = []
     for link in decision.supersedes:
         target = by_id.get(resolve(link) or "")
         if target is None or target.id == decision.id or target.status is not Status.OPEN:
             continue
-        history = ws.history_of(state, target, known)
+        history = ws.history_of(state, target)  # every record's events, only where a question is named
         if history is None or history.status in (None, Status.OPEN):
             found.append(target)
     return found
