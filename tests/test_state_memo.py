@@ -4,6 +4,7 @@ after a change (a note edited in place, a note made a decision, a line another c
 `rm -rf .vault-tools/cache`, and a memo this user did not sign (a cloned vault carrying one) is never unpickled."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pickle
@@ -203,6 +204,27 @@ def test_show_takes_one_records_history_from_the_memo_and_it_is_the_one_a_whole_
     assert grown == shown() != tied_whole
 
 
+def test_show_meeting_a_write_to_the_ledger_halfway_still_shows_the_notes_record(vault, aged, monkeypatch):
+    """`show` looks at the ledger more than once: a look that met an append halfway (and took the ledger as
+    unreadable for a moment) does not leave the note without its record once the line is whole."""
+    small_vault(vault)
+    expected = vt_here("show", "D-0001", "--json", cwd=vault).out
+    assert json.loads(expected)["history"]
+    ledger = ledger_file(vault)
+    whole = ledger.read_bytes()
+    last_line = whole.rstrip(b"\n").rfind(b"\n") + 1
+    real = Workspace.with_conflict
+
+    def halfway(ws, state, decision):
+        ledger.write_bytes(whole[:last_line + 40])  # the last line not all there yet
+        try:
+            return real(ws, state, decision)
+        finally:
+            ledger.write_bytes(whole)
+    monkeypatch.setattr(Workspace, "with_conflict", halfway)
+    assert vt_here("show", "D-0001", "--json", cwd=vault).out == expected
+
+
 def test_a_refused_ask_takes_the_ledger_as_verified_without_reading_its_events(vault, aged, monkeypatch):
     """A write checks first that the ledger is whole; `ask` refused, warm, takes the ledger a whole read of this
     user's verified, its files as they are now, without reading every event again to refuse."""
@@ -325,7 +347,7 @@ class Planted:
         return (os.mkdir, (os.environ["PLANTED_AT"],))
 
 
-@pytest.mark.parametrize("signed_by", ["nobody", "another user"])
+@pytest.mark.parametrize("signed_by", ["nobody", "another user", "this user, the way signatures were made before"])
 def test_a_memo_this_user_did_not_sign_is_never_unpickled(vault, aged, tmp_path, monkeypatch, signed_by):
     small_vault(vault)
     expected = answers(vault)
@@ -335,6 +357,10 @@ def test_a_memo_this_user_did_not_sign_is_never_unpickled(vault, aged, tmp_path,
     signature = b"\0" * state_memo.SIGNATURE_BYTES
     if signed_by == "another user":
         signature = state_memo._sign(b"k" * 32, payload)
+    elif signed_by.startswith("this user"):  # a keyed BLAKE2b MAC with this user's own key, until 2026-12-07
+        key = state_memo._user_key()
+        assert key is not None
+        signature = hashlib.blake2b(payload, key=key[:64], digest_size=state_memo.SIGNATURE_BYTES).digest()
     for memo in (STATE_MEMO, ledger_module.EVENTS_MEMO, ledger_module.HISTORIES_MEMO):
         (vault / ".vault-tools" / memo).write_bytes(signature + payload)
     assert answers(vault) == expected

@@ -223,8 +223,11 @@ class Workspace:
         by the records' summaries, which carry all a tie looks at (`record_ties.RecordLike`), in the same order."""
         if state.derived.history_ties is not None:
             return self.history_of(state, decision)
-        self.vault.ledger.summaries()  # a damaged ledger is an error here, as it is to `history_of`
-        summary = self.summary_of(state, decision)
+        # Tied afresh by the summaries read now (a damaged ledger an error, as it is to `history_of`), not by
+        # `summary_of`'s, which a reader that met a write halfway took as none. Each id is tied apart.
+        summaries = [summary for summary in self.vault.ledger.summaries() if summary.id == decision.id]
+        summary = tie_notes([note for note in state.decisions if note.id == decision.id], summaries,
+                            lambda note: self.seal_hash_of(state, note)).get(decision.path)
         return self.vault.ledger.history(summary.record) if summary is not None else None
 
     def record_for(self, state: VaultState, decision: Decision, known: dict[str, History] | None = None) -> str:
