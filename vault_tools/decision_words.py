@@ -13,7 +13,7 @@ from typing import NamedTuple
 from .bodies import above_import_note, adr_decision, inline_plain, preview, sections, without_comments
 from .links import Resolve, leading_id
 from .matter import SAME_MATTER_THRESHOLD, WEAK, About, about, fold, question_terms, share, terms, thirds
-from .model import ByDecision, Decision, Status
+from .model import ByDecision, Decision, Status, the_very
 from .ruling_graph import Overlap
 from .topics import topics_match
 
@@ -267,8 +267,7 @@ def unsaid_same_matter_pairs(decisions: Sequence[Decision],
                if (target := resolve(link) or leading_id(link))}
     limits = (SAME_MATTER_THRESHOLD, LOOK_ALIKES)
     kept = _LAST_UNSAID[0] if _LAST_UNSAID else None
-    if kept is not None and kept[0] == limits and len(kept[1]) == len(current) and kept[2] == related and \
-            all(mine is theirs for mine, theirs in zip(kept[1], current, strict=True)):
+    if kept is not None and kept[0] == limits and kept[2] == related and the_very(kept[1], current):
         return [(current[older], current[newer], score) for older, newer, score in kept[3]]
     found = _unsaid_same_matter_pairs(current, related)
     position = {id(decision): place for place, decision in enumerate(current)}

@@ -509,8 +509,7 @@ class Ledger:
         key = self.stat_key()
         if memo is not None and memo[0] is not None and memo[0] == key:
             return memo[2]  # the files are as they were: no need to look at their events
-        files = list(self._look.files) if self._look is not None else self.files()
-        files_key = self._look.key if self._look is not None else self._files_key(files)
+        files, files_key = self._files_and_key()
         if memo is None:  # a first look in this process: an earlier one may have kept them
             remembered = state_memo.recall(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
             if remembered is not None:
@@ -536,12 +535,16 @@ class Ledger:
                 files_key, len(events), last, {record: pickle.dumps(h, pickle.HIGHEST_PROTOCOL) for record, h in made.items()}))
         return found
 
+    def _files_and_key(self) -> tuple[list[LedgerFile], tuple[tuple[str, Any], ...]]:
+        """The ledger's files and their key, as the look in force found them, else as they are now."""
+        files = list(self._look.files) if self._look is not None else self.files()
+        return files, self._look.key if self._look is not None else self._files_key(files)
+
     def history(self, record: str) -> History | None:
         """One record (`histories()[record]`), from the memo without the others' events where it holds them."""
         memo = self._histories_memo
         if memo is None or memo[0] != self.stat_key():
-            files = list(self._look.files) if self._look is not None else self.files()
-            files_key = self._look.key if self._look is not None else self._files_key(files)
+            files, files_key = self._files_and_key()
             remembered = state_memo.recall(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
             if remembered is not None and remembered[0] == files_key:
                 one = remembered[3].get(record)

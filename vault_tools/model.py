@@ -226,6 +226,13 @@ class ByDecision(Generic[T]):
         self._kept.clear()
 
 
+def the_very(kept: Sequence[Decision], given: Sequence[Decision]) -> bool:
+    """Whether `given` are the very decision objects `kept` holds, in the same order: what a long-running process
+    worked out from them holds for them (frozen; compared by identity, since what readers add to a decision, a
+    conflict or a missing note, is not compared by equality)."""
+    return len(kept) == len(given) and all(mine is theirs for mine, theirs in zip(kept, given, strict=True))
+
+
 def is_decision_mapping(data: Any) -> bool:
     return isinstance(data, Mapping) and str(data.get("type", "")).strip().casefold() == "decision"  # `Decision` too
 

@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 from .dates import local_date
 from .decision_words import unsaid_same_matter
 from .links import Resolve
-from .model import CONFIRMED, ByDecision, Decision, Status, newest_first_key
+from .model import CONFIRMED, ByDecision, Decision, Status, newest_first_key, the_very
 from .page_names import (
     ARCHIVE,
     BASE_FILE,
@@ -377,7 +377,7 @@ def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], succ
     given = (tz, {key: tuple(value) for key, value in taken_over.items()},
              {key: tuple(value) for key, value in unsaid.items()})
     kept = _LAST_ARCHIVE[0] if _LAST_ARCHIVE else None
-    if kept is not None and kept[3] == given and _the_very(kept[0], left_out) and _the_very(kept[1], history) and \
+    if kept is not None and kept[3] == given and the_very(kept[0], left_out) and the_very(kept[1], history) and \
             kept[2].keys() == successor_of.keys() and all(kept[2][key] is value for key, value in successor_of.items()):
         return kept[4]
     text = _archive_page(left_out, history, successor_of, tz, taken_over, unsaid)
@@ -391,10 +391,6 @@ def archive_page(left_out: Sequence[Decision], history: Sequence[Decision], succ
 _LAST_ARCHIVE: list[tuple[tuple[Decision, ...], tuple[Decision, ...], dict[str, Decision],
                           tuple[dt.tzinfo, dict[str, tuple[tuple[str, str], ...]], dict[str, tuple[str, ...]]],
                           str]] = []
-
-
-def _the_very(kept: Sequence[Decision], given: Sequence[Decision]) -> bool:
-    return len(kept) == len(given) and all(mine is theirs for mine, theirs in zip(kept, given, strict=True))
 
 
 def _archive_page(left_out: Sequence[Decision], history: Sequence[Decision], successor_of: dict[str, Decision],

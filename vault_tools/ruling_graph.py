@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .links import Resolve, leading_id
-from .model import Decision, newest_first_key
+from .model import Decision, newest_first_key, the_very
 from .topics import TopicIndex
 
 
@@ -103,8 +103,7 @@ class _Pairing:
               related: set[tuple[str, str]], *, newest: Decision | None = None) -> bool:
         """Whether these are the very rulings paired (with `newest` after them, of an id none of them has), in
         the same zone, settling the same topics and related as they were."""
-        if tz is not self.tz or len(current) != len(self.current) or \
-                not all(mine is theirs for mine, theirs in zip(self.current, current, strict=True)):
+        if tz is not self.tz or not the_very(self.current, current):
             return False
         if newest is None:
             return related == self.related and settles == self.settles
