@@ -6,10 +6,12 @@ git's merge driver in test_machines_merge_driver.py, the random work in test_mac
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -22,7 +24,7 @@ from vault_tools.vault import Vault
 
 from .clones import BLOG_COMMENTS, NEWSLETTER_DAY, Clone, check_invariants, clone, make_origin
 from .git_repo import git_env
-from .helpers import note_path, write
+from .helpers import make_vault, note_path, write
 
 
 def test_the_issues_script_keeps_both_rulings_current(tmp_path):
@@ -259,3 +261,18 @@ def test_a_ruling_deleted_on_one_clone_comes_back_on_both_and_nothing_typed_is_l
         assert [path.read_bytes() for path in back] == [sealed_text], side.root.name
         assert any(answer in text for text in side.decision_texts().values()), side.root.name
         side.vt("lint")
+
+
+def test_a_device_outside_git_keeps_the_tag_it_kept_under_its_host_name(tmp_path):
+    """Outside git, in the shared layout, a device's tag is kept in a file named after its host name and folder,
+    the host name as the socket module gives it (every version before took it so; it is read now without
+    loading that module): a device that kept its tag then still has it, and so its ledger file and its ids."""
+    vault = make_vault(tmp_path / "vault", shared=True)
+    devices = vault / ".vault-tools" / "devices"
+    shutil.rmtree(devices, ignore_errors=True)
+    devices.mkdir()
+    where = f"{socket.gethostname()}:{vault.resolve()}"
+    (devices / (hashlib.sha256(where.encode("utf-8")).hexdigest()[:16] + ".json")).write_text(
+        json.dumps({"tag": "k7q2", "for": where}), encoding="utf-8")
+    assert device_tag(vault, create=False) == "k7q2"
+    assert len(list(devices.iterdir())) == 1  # no other tag drawn beside it

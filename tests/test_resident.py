@@ -146,6 +146,22 @@ def test_the_console_script_answered_there_loads_no_vault_nor_memo_code(runtime,
     assert found.stdout.splitlines()[-1] == "[]"  # `vault` among them had it been answered here
 
 
+def test_with_no_resident_process_a_refused_ask_loads_neither_the_asking_nor_a_rulings_code(runtime, vault):
+    """With no watcher (CI, a vault nobody watches) the console script finds no socket and runs the command in its
+    own process without loading what asking one takes (`resident`, the socket module, threads); a refused `ask`
+    loads neither what a ruling needs (`commands.rule`) nor `secrets`, nor the socket module for this device's
+    host name. Each is start-up time on every such command."""
+    decision(vault, 1, topics=("article-footer",), summary=FOOTER)
+    loaded = ("vault_tools.resident", "socket", "vault_tools.commands.rule", "secrets")
+    code = (f"import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', 'ask', {FOOTER!r}, "
+            f"'--topic', 'article-endings', '--vault', {str(vault)!r}]\ntry:\n    main()\n"
+            f"except SystemExit as exit_:\n    assert exit_.code == 1, exit_.code\n"
+            f"print(sorted(name for name in {loaded!r} if name in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=vault)
+    assert found.returncode == 0, found.stderr
+    assert "already settles this" in found.stderr and found.stdout.splitlines()[-1] == "[]"
+
+
 REFUSED_ASKS = [  # each writes nothing: answered by the resident process
     ("ask", "Should the article footer name the editor?", "--topic", "article-footer"),  # settled topic
     ("ask", "Should the article footer name the editor?", "--topic", "article-footer", "--json"),

@@ -17,7 +17,9 @@ import importlib  # loaded already by Python's start-up: costs nothing here
 import os
 import sys
 
+from . import __version__  # the package's own __init__: loaded already
 from .errors import PIPE_CLOSED, VaultToolsError
+from .resident_address import socket_to_ask
 
 # Imports inside functions: the front door answers hooks, `version` and the quick commands before anything else is loaded: start-up.
 
@@ -199,8 +201,8 @@ def _asked_of_resident(args: list[str]) -> bool:
 def main() -> None:
     _print_whatever_the_encoding()
     args = sys.argv[1:]
-    if _asked_of_resident(args):
-        from .resident import answer_there  # here: only the agent's reading commands ask the resident process
+    if _asked_of_resident(args) and socket_to_ask(args) is not None:
+        from .resident import answer_there  # here: only the agent's commands ask, and only where one listens
         answered = answer_there(args, tried=args[0] in RESIDENT_TRIES)
         if answered is not None:
             sys.exit(answered)
@@ -211,7 +213,6 @@ def main() -> None:
         body = getattr(importlib.import_module(f"{__package__}.{QUICK_BODIES.get(command, 'console')}"), command)
         sys.exit(console.exit_code_of(lambda: body(**parameters)))
     if args in (["version"], ["--version"]):
-        from . import __version__
         sys.stdout.write(__version__ + "\n")
         sys.exit(0)
     if len(args) == 5 and args[0] == "merge-note" and not any(arg.startswith("-") for arg in args[1:]):

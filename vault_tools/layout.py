@@ -114,6 +114,8 @@ def git_dir(root: Path) -> Path | None:
 
 
 def _where(root: Path) -> str:
+    if hasattr(os, "uname"):  # gethostname(2) is uname's node name on every POSIX system: no socket module loaded
+        return f"{os.uname().nodename}:{root.resolve()}"
     import socket  # imported here, as `secrets` below: most commands never need this device's tag
 
     return f"{socket.gethostname()}:{root.resolve()}"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from .commands.ask import ask as ask_question
 from .commands.read import became_of
-from .commands.rule import rule as record_ruling
 from .console import out, print_json, read_body, refresh_pages, stderr, workspace
 from .model import Status
 from .shapes import decision_json
@@ -38,6 +37,8 @@ def rule(decision_id: str | None = None, summary: str = "", topic: list[str] | N
          revisit_if: str | None = None, revisit_by: str | None = None, term: list[str] | None = None,
          scope: list[str] | None = None, not_the_same: list[str] | None = None, by: str | None = None,
          vault: Path | str | None = None, json_: bool = False) -> None:
+    from .commands.rule import rule as record_ruling  # here: a refused `ask` does not load what a ruling needs
+
     ws = workspace(vault)
     decision = record_ruling(ws, decision_id, summary, topics=topic or [], source=source, ruled_at=ruled_at,
                              ruled_by=by, supersedes=supersedes or [], alongside=alongside or [],

@@ -28,8 +28,8 @@ import threading
 
 from .code_stamp import code_fingerprint
 from .ledger_lock import LedgerLock, LockTimeout
-from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
-from .vault_root import LEDGER_LOCK, STATE_DIR, vault_named
+from .resident_address import socket_to_ask
+from .vault_root import LEDGER_LOCK, STATE_DIR
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (3 ms of the console script's start-up)
 if TYPE_CHECKING:
@@ -58,24 +58,6 @@ def runtime_stamp() -> str:
     return code_fingerprint() + repr((folders, _STARTED_WITH_PYTHONPATH))
 
 
-def _vault_named(args: list[str]) -> str | None:
-    """The vault the command names, or the one around the working folder, as `record_files.find_vault` finds it;
-    None when there is none (the command then says so itself). Only which resident process to ask: it finds the
-    vault again from the same arguments and folder (pathlib and typing are not loaded for it here)."""
-    given = None
-    for index, token in enumerate(args):
-        if token == "--":
-            break  # what follows is arguments, not options
-        if token == "--vault" and index + 1 < len(args):
-            given = args[index + 1]
-        elif token.startswith("--vault="):
-            given = token.removeprefix("--vault=")
-    try:
-        return vault_named(given or None)
-    except (OSError, ValueError):
-        return None
-
-
 def _request(args: list[str]) -> dict[str, object] | None:
     """What the resident process needs to run the command as this process would; None when this process cannot
     say (its working folder is gone)."""
@@ -101,13 +83,11 @@ def answer_there(args: list[str], *, tried: bool = False) -> int | None:
     this process holds the vault's ledger lock, as the command would hold it here: it reads the vault as no
     writer leaves it halfway, and a caller that could not take the lock (a read-only mount) runs the command
     here, which says why. Each write it makes is made by this process (`_Writes`)."""
-    if os.environ.get(NO_RESIDENT_ENV) or sys.stdout.isatty() or sys.stderr.isatty():
+    found = socket_to_ask(args)
+    request = _request(args) if found is not None else None
+    if found is None or request is None:
         return None
-    root = _vault_named(args)
-    path = socket_path(root) if root is not None else None
-    request = _request(args) if path is not None else None
-    if root is None or path is None or request is None or not private_folder(os.path.dirname(path)):
-        return None
+    root, path = found
     lock = _ledger_lock_held(root) if tried else None
     if tried and lock is None:
         return None  # a writer holds it (the command waits for it here), or this process may not take it

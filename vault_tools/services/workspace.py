@@ -4,7 +4,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -500,7 +499,8 @@ class Workspace:
         `next_id`): its copies end with four random hex digits instead, for the same reason."""
 
         stamp = self.now().astimezone(self.tz).strftime("%Y-%m-%d %H%M%S")
-        tag = device_tag(self.vault.root, create=False) or secrets.token_hex(2)
+        # os.urandom(2).hex() is secrets.token_hex(2), without loading `secrets` in every command
+        tag = device_tag(self.vault.root, create=False) or os.urandom(2).hex()
         base = f"{name} {stamp} {tag}"
         kept = self.vault.record_dir / KEPT_FOLDER / f"{base}.md"
         counter = 1
