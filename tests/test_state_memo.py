@@ -22,6 +22,7 @@ from tests.helpers import (
     decision,
     ledger_file,
     note_path,
+    topics_file,
     vt,
     vt_here,
     write,
@@ -309,6 +310,33 @@ def test_a_ledger_reader_kept_from_command_to_command_writes_no_memo(vault, aged
     assert json.loads(vt_here("show", "D-0003", "--json", cwd=vault).out) == shown  # its own process writes them
     assert (vault / ".vault-tools" / ledger_module.RECORDS_MEMO).stat().st_mtime_ns != written[
         ledger_module.RECORDS_MEMO.rsplit("/", 1)[1]]
+
+
+def test_a_note_read_again_alike_is_the_very_decision_the_process_built_last(vault, monkeypatch):
+    """A process keeping its reads (the resident process) hands out the very decision it last built from a note
+    read again and found alike in every field (here every note is within the racy window, so read at each load,
+    as the note a command has just written is by the next): what it worked out from that object by identity (the
+    topic pairing, the pairs on one matter, the words) holds. A note changed in any field, even to a value equal
+    under == (the same moment at another offset), or read under other merged topics, is a new decision."""
+    small_vault(vault)
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+    monkeypatch.setattr(vault_module, "_last_reads", {})
+    monkeypatch.setattr(vault_module, "_last_built", {})
+    note = note_path(vault, "D-0002")
+    write(note, note.read_text(encoding="utf-8").replace("T09:00:00", "T10:00:00+01:00"))
+    first = Vault(vault).load()
+    again = Vault(vault).load()
+    assert again is not first and all(new is old for new, old in zip(again.decisions, first.decisions, strict=True))
+    write(note, note.read_text(encoding="utf-8").replace("T10:00:00+01:00", "T09:00:00+00:00"))
+    moved = Vault(vault).load()
+    assert moved.get("D-0002") == first.get("D-0002") and moved.get("D-0002") is not first.get("D-0002")
+    assert str(moved.get("D-0002").ruled_at) == "2026-01-03 09:00:00+00:00"
+    assert moved.get("D-0001") is first.get("D-0001")
+    write(topics_file(vault), "article-footer: [site-bottom]\n")
+    merged = Vault(vault).load()
+    assert merged.get("D-0001") == first.get("D-0001") and merged.get("D-0001") is not first.get("D-0001")
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", False)  # a process of its own keeps none
+    assert Vault(vault).load().get("D-0001") is not Vault(vault).load().get("D-0001")
 
 
 def test_a_note_made_a_decision_in_place_is_seen_at_once(vault, aged):

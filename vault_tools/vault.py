@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -185,6 +186,39 @@ def _place(state: VaultState, rel: str, piece: NoteError | NoteParts) -> None:
         state.decisions.append(decision)
     elif problems:
         state.broken.append(NoteError("; ".join(map(str, problems)), path=rel, line=problems[0].line))
+
+
+# Such a process also hands out again the very decision it last built from a note, where reading the note again
+# under the same config and merged topics builds one alike in every field (pickled the same): a note read again
+# only because it was written within the racy window, or built by the command that wrote it and read by the next.
+# What it worked out from that object by identity (`model.the_very`, `ByDecision`: the topic pairing, the pairs on
+# one matter, each ruling's words) then holds for the next command as well, as for a note it did not read again.
+_last_built: dict[str, tuple[Any, dict[str, Decision]]] = {}  # vault root -> (`_memo_key`, note -> decision)
+LAST_BUILT_MOST = 100_000  # forgotten all at once past this many (a watcher running for weeks meets many notes)
+
+
+def _take_last_built(root: str, memo_key: Any, pieces: dict[str, Piece], read: Iterable[str]) -> None:
+    """The notes just `read` (of `pieces`), each holding the decision last built from it where alike."""
+    built = _last_built.get(root)
+    if built is None or built[0] != memo_key:  # built under another config or other topics: they say nothing
+        built = _last_built[root] = (memo_key, {})
+    for rel in read:
+        pieces[rel] = _as_last_built(built[1], rel, pieces[rel])
+
+
+def _as_last_built(built: dict[str, Decision], rel: str, piece: Piece) -> Piece:
+    """`piece` as read, or holding the decision last built from the note at `rel` (in `built`) where that one is
+    alike in every field; the decision it holds is the one last built from that note from now on."""
+    if not isinstance(piece, tuple) or piece[0] is None:
+        return piece
+    last = built.get(rel)
+    if last is not None and last is not piece[0] and last == piece[0] and \
+            pickle.dumps(last, pickle.HIGHEST_PROTOCOL) == pickle.dumps(piece[0], pickle.HIGHEST_PROTOCOL):
+        return (last, *piece[1:])
+    if len(built) >= LAST_BUILT_MOST:
+        built.clear()
+    built[rel] = piece[0]
+    return piece
 
 
 # docs/design/0011-names-and-output-that-are-not-utf-8.md
@@ -372,7 +406,10 @@ class Vault:
         if most_read is not None and len(listed) - len(pieces) > most_read:
             raise ReadPostponed(f"{len(listed) - len(pieces)} notes to read")
         if len(pieces) < len(listed) or len(memo) != len(listed):
+            known = set(pieces) if KEEP_LAST_READ else None
             self._read_into(pieces, stat_keys, listed, state, memo.keys())
+            if known is not None:
+                _take_last_built(str(self.root), walked[0], pieces, pieces.keys() - known)
             if warm and not KEEP_LAST_READ:  # a first read stores the note cache (in a child); the next, the memo
                 self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at, recalled)
         state.stat_keys = stat_keys
@@ -524,6 +561,9 @@ class Vault:
         as_written = parsed is not None and payload is not None and payload.get("data") is parsed.data and \
             payload.get("body") is parsed.body  # the very parse `read_note` handed back for those bytes
         piece = _piece(rel, kind, payload, decided if as_written else None)
+        built = _last_built.get(str(self.root)) if KEEP_LAST_READ else None
+        if built is not None:  # under the config and topics of this process's last read of the vault
+            piece = _as_last_built(built[1], rel, piece)
         if piece is not None:
             _place(state, rel, piece)
         return state
