@@ -73,7 +73,8 @@ def test_answers_are_the_same_from_the_memo_cold_and_after_the_cache_is_removed(
     small_vault(vault)
     first = answers(vault)
     read = Vault(vault)
-    kept = state_memo.recall(vault / ".vault-tools" / STATE_MEMO, read._memo_key(load_aliases(read.record_dir)))
+    kept, _ = state_memo.recall_mapping(vault / ".vault-tools" / STATE_MEMO,
+                                        read._memo_key(load_aliases(read.record_dir)))
     assert "Notes/Plain.md" in kept
     assert sum(1 for rel in kept if rel.startswith("Decisions/")) == 3  # each decision note's parts
     assert (vault / ".vault-tools" / ledger_module.EVENTS_MEMO).is_file()
@@ -81,6 +82,44 @@ def test_answers_are_the_same_from_the_memo_cold_and_after_the_cache_is_removed(
     shutil.rmtree(vault / ".vault-tools" / "cache")
     assert answers(vault) == first  # read afresh
     assert answers(vault) == first
+
+
+def test_after_a_few_notes_changed_only_they_are_kept_beside_the_memo(vault, aged, monkeypatch):
+    """The state memo is megabytes on a large vault: after a note is edited or made, the next command keeps
+    only the notes that differ from it, in a small memo beside it (its delta), and leaves the whole one as it
+    was; past `DELTA_MOST` notes changed it writes the whole again and removes the delta. A delta made for
+    another whole memo (an older one copied back) is never taken. Every answer is a fresh read's."""
+    small_vault(vault)
+    memo = vault / ".vault-tools" / STATE_MEMO
+    delta = memo.with_name(memo.stem + "-delta" + memo.suffix)
+    first = answers(vault)
+    whole = memo.read_bytes()
+    assert not delta.exists()
+    note = note_path(vault, "D-0002")
+    write(note, note.read_text(encoding="utf-8").replace("Prices are shown with tax.", "Prices are shown with "
+                                                                                       "tax, in euros."))
+    decision(vault, 5, topics=("postal-address",), summary="Footers carry the postal address.")
+    edited = answers(vault)
+    assert edited != first and memo.read_bytes() == whole and delta.is_file()
+    read = Vault(vault)
+    _, (_, in_delta) = state_memo.recall_mapping(memo, read._memo_key(load_aliases(read.record_dir)))
+    assert in_delta == {note.relative_to(vault).as_posix(), "Decisions/D-0005 Note.md"}
+    assert answers(vault) == edited  # from the whole memo and its delta
+    older = vault / "older.pickle"
+    shutil.copyfile(memo, older)
+    monkeypatch.setattr(state_memo, "DELTA_MOST", 1)
+    (vault / "Notes" / "Plain.md").unlink()
+    answers(vault)
+    assert memo.read_bytes() != whole and not delta.exists()  # three notes differ: the whole written again
+    decision(vault, 6, topics=("podcast-length",), summary="Episodes run under forty minutes.")
+    latest = answers(vault)
+    assert delta.is_file()
+    shutil.copyfile(older, memo)  # the whole memo of before, beside a delta made for the later one
+    older.unlink()
+    assert state_memo.recall_mapping(memo, read._memo_key(load_aliases(read.record_dir)))[1][1] == frozenset()
+    assert answers(vault) == latest
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    assert answers(vault) == latest
 
 
 def test_a_warm_command_builds_no_decision_and_parses_no_ledger_line(vault, aged, monkeypatch):
@@ -412,7 +451,8 @@ def test_a_note_written_within_the_racy_window_is_not_kept(vault):
     small_vault(vault)
     assert vt_here("lookup", "article-footer", cwd=vault).code == 0
     read = Vault(vault)
-    kept = state_memo.recall(vault / ".vault-tools" / STATE_MEMO, read._memo_key(load_aliases(read.record_dir)))
+    kept, _ = state_memo.recall_mapping(vault / ".vault-tools" / STATE_MEMO,
+                                        read._memo_key(load_aliases(read.record_dir)))
     assert kept == {}
 
 
@@ -528,12 +568,11 @@ def test_a_process_keeping_its_last_read_answers_as_one_that_reads_again(vault, 
     those of a process that keeps nothing; unchanged, it takes the notes as kept without recalling the memo."""
     small_vault(vault)
     recalled: list[str] = []
-    real_recall = state_memo.recall
-
-    def recall(path, key):
-        recalled.append(path.name)
-        return real_recall(path, key)
-    monkeypatch.setattr(state_memo, "recall", recall)
+    for name in ("recall", "recall_mapping"):  # the state memo is a mapping, recalled with its delta
+        def recall(path, key, real=getattr(state_memo, name)):
+            recalled.append(path.name)
+            return real(path, key)
+        monkeypatch.setattr(state_memo, name, recall)
 
     searched: list[str] = []
     real_docs = SearchIndex._docs

@@ -14,6 +14,7 @@ import hmac
 import io
 import os
 import pickle
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -72,30 +73,82 @@ def recall(path: Path, key: Any) -> Any | None:
     """What was kept at `path` under `key` (compared with ==), or None when there is none to trust. The code
     stamp and the key come first in the file, so a memo of other inputs is told apart without unpickling what
     it keeps."""
+    found = _recall_signed(path, key)
+    return found[1] if found is not None else None
+
+
+def _recall_signed(path: Path, key: Any) -> tuple[bytes, Any] | None:
+    """`recall`, with the memo's signature: (signature, what it keeps)."""
     secret = _user_key()
     if secret is None:
         return None
-    payload = _signed_payload(path, secret)
-    if payload is None:
+    signed = _signed_payload(path, secret)
+    if signed is None:
         return None
     try:
-        stream = io.BytesIO(payload)
+        stream = io.BytesIO(signed[1])
         if pickle.load(stream) != (code_fingerprint(), key):  # signed by this user: checked above
             return None
-        return pickle.load(stream)  # a pickler of its own: each pickle numbers its objects from 0
+        return signed[0], pickle.load(stream)  # a pickler of its own: each pickle numbers its objects from 0
     except Exception:  # signed by this user, but made by code that no longer loads: not taken
         return None
+
+
+# A memo of a mapping (each note's parts by its path) is megabytes whole, and changes in a few entries from one
+# command to the next (a note edited, a ruling recorded): those entries are kept in a small memo beside it, its
+# delta, signed for the whole memo's very signature (a delta is never taken with another), until they are more
+# than this; then the whole is written again.
+DELTA_MOST = 256
+Origin = tuple[bytes, frozenset[Any]]  # the whole memo's signature, the keys its delta holds
+
+
+def recall_mapping(path: Path, key: Any) -> tuple[dict[Any, Any], Origin] | None:
+    """A mapping `keep_mapping` kept at `path` under `key`: the whole memo with its delta's entries in place, and
+    where it came from (what `keep_mapping` needs to keep only what changes); None as `recall`."""
+    found = _recall_signed(path, key)
+    if found is None or not isinstance(found[1], dict):
+        return None
+    signature, mapping = found
+    delta = recall(_delta_path(path), (key, signature))
+    if delta is None:
+        return mapping, (signature, frozenset())
+    changed, removed = delta
+    mapping.update(changed)
+    for name in removed:
+        mapping.pop(name, None)
+    return mapping, (signature, frozenset(changed) | frozenset(removed))
+
+
+def keep_mapping(path: Path, key: Any, mapping: dict[Any, Any], origin: Origin | None, changed: Iterable[Any]) -> None:
+    """Keep `mapping` at `path` under `key`. Where it was recalled (`origin`, from `recall_mapping`; `changed`: the
+    keys added, changed or removed since) and at most `DELTA_MOST` entries differ from the whole memo kept there,
+    only those, in its delta; else the whole, its delta removed."""
+    if origin is not None:
+        covered = origin[1] | frozenset(changed)
+        if len(covered) <= DELTA_MOST:
+            keep(_delta_path(path), (key, origin[0]), ({name: mapping[name] for name in covered if name in mapping},
+                                                       [name for name in covered if name not in mapping]))
+            return
+    keep(path, key, mapping)
+    try:
+        _delta_path(path).unlink(missing_ok=True)  # it names the whole memo replaced: it would never be taken
+    except OSError:
+        pass
+
+
+def _delta_path(path: Path) -> Path:
+    return path.with_name(f"{path.stem}-delta{path.suffix}")
 
 
 # A process that answers command after command (the resident process) keeps the last payload of each memo it
 # found signed, under the file's stat key, and takes it again while the file is the same file, unchanged: the
 # read and the check of its signature are then not paid again. A one-command process keeps none.
 KEEP_SIGNED_PAYLOADS = False
-_PAYLOADS: dict[Path, tuple[tuple[int, int, int, int], bytes, bytes]] = {}  # path -> stat key, secret, payload
+_PAYLOADS: dict[Path, tuple[tuple[int, int, int, int], bytes, tuple[bytes, bytes]]] = {}  # path -> stat key, secret, signed
 
 
-def _signed_payload(path: Path, secret: bytes) -> bytes | None:
-    """The memo at `path` without its signature, when this user's key signed it; None otherwise."""
+def _signed_payload(path: Path, secret: bytes) -> tuple[bytes, bytes] | None:
+    """The memo at `path` as (its signature, the rest), when this user's key signed it; None otherwise."""
     try:
         with open(path, "rb") as handle:
             info = os.fstat(handle.fileno())
@@ -110,8 +163,8 @@ def _signed_payload(path: Path, secret: bytes) -> bytes | None:
     if len(signature) < SIGNATURE_BYTES or not hmac.compare_digest(signature, _sign(secret, payload)):
         return None
     if KEEP_SIGNED_PAYLOADS:
-        _PAYLOADS[path] = (stat_key, secret, payload)
-    return payload
+        _PAYLOADS[path] = (stat_key, secret, (signature, payload))
+    return signature, payload
 
 
 def keep(path: Path, key: Any, value: Any) -> None:

@@ -393,11 +393,13 @@ class Vault:
             return replace(last[1], derived=Derived())
         # Each note's parts as the last whole read built them, under its stat key (see `_memo_key` for the rest)
         recalled: dict[str, tuple[StatKey, Piece]] | None
+        origin = None  # where the memo recalled came from: what keeping it again needs (`state_memo.keep_mapping`)
         if last is not None and last[0][0] == walked[0]:  # kept by this process, under the same config and topics
             recalled = last[2]
             _forget_frames(piece for _, piece in recalled.values() if isinstance(piece, NoteError))
         else:
-            recalled = state_memo.recall(memo_path, self._memo_key(aliases)) if memo_path.is_file() else None
+            found = state_memo.recall_mapping(memo_path, walked[0]) if memo_path.is_file() else None
+            recalled, origin = found if found is not None else (None, None)
         memo = recalled or {}
         pieces: dict[str, Piece] = {rel: memo[rel][1] for rel, _, key in listed
                                     if key is not None and not isinstance(key, OSError) and rel in memo
@@ -411,7 +413,7 @@ class Vault:
             if known is not None:
                 _take_last_built(str(self.root), walked[0], pieces, pieces.keys() - known)
             if warm and not KEEP_LAST_READ:  # a first read stores the note cache (in a child); the next, the memo
-                self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at, recalled)
+                self._keep_memo(memo_path, aliases, pieces, stat_keys, walked_at, recalled, origin)
         state.stat_keys = stat_keys
         for rel in state.files:
             piece = pieces.get(rel)
@@ -457,18 +459,22 @@ class Vault:
         return (str(self.root), repr(self.config), repr(aliases))
 
     def _keep_memo(self, path: Path, aliases: Any, pieces: dict[str, Piece], stat_keys: dict[str, StatKey],
-                   walked_at: int, memo: dict[str, tuple[StatKey, Piece]] | None) -> None:
+                   walked_at: int, memo: dict[str, tuple[StatKey, Piece]] | None,
+                   origin: state_memo.Origin | None) -> None:
         """Keep each note's parts under its stat key, but for a note written in the racy window before the walk
         (a later write in the same clock tick could leave the key as it was): it is read again next time. Not
         written again when it would hold what `memo`, the one read, holds (the notes read afresh were all
-        written in the racy window: a command reading the vault again after writing a note)."""
+        written in the racy window: a command reading the vault again after writing a note). Where `memo` was
+        recalled from `path` (`origin`), only the notes that differ from it are written, in its delta."""
         if not self.state_dir.is_dir():
             return  # a clone this device never wrote in: a read writes nothing there
         kept = {rel: (key, piece) for rel, piece in pieces.items()
                 if (key := stat_keys.get(rel)) is not None and settled_by(key, walked_at)}
-        if memo is not None and kept.keys() == memo.keys() and all(memo[rel][0] == key for rel, (key, _) in kept.items()):
+        changed = [rel for rel, (key, _) in kept.items() if memo is None or rel not in memo or memo[rel][0] != key]
+        gone = [rel for rel in memo if rel not in kept] if memo is not None else []
+        if memo is not None and not changed and not gone:
             return  # the same notes under the same stat keys: the same parts
-        state_memo.keep(path, self._memo_key(aliases), kept)
+        state_memo.keep_mapping(path, self._memo_key(aliases), kept, origin, changed + gone)
 
     def _read_into(self, pieces: dict[str, Piece], stat_keys: dict[str, StatKey],
                    listed: list[tuple[str, str, StatKey | OSError | None]], state: VaultState,
