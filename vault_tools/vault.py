@@ -212,13 +212,19 @@ def _as_last_built(built: dict[str, Decision], rel: str, piece: Piece) -> Piece:
     if not isinstance(piece, tuple) or piece[0] is None:
         return piece
     last = built.get(rel)
-    if last is not None and last is not piece[0] and last == piece[0] and \
-            pickle.dumps(last, pickle.HIGHEST_PROTOCOL) == pickle.dumps(piece[0], pickle.HIGHEST_PROTOCOL):
+    if last is not None and last is not piece[0] and last == piece[0] and _pickled_alike(last, piece[0]):
         return (last, *piece[1:])
     if len(built) >= LAST_BUILT_MOST:
         built.clear()
     built[rel] = piece[0]
     return piece
+
+
+def _pickled_alike(one: Decision, other: Decision) -> bool:
+    try:
+        return pickle.dumps(one, pickle.HIGHEST_PROTOCOL) == pickle.dumps(other, pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError):  # as `state_memo.keep`: not alike
+        return False
 
 
 # docs/design/0011-names-and-output-that-are-not-utf-8.md
