@@ -122,6 +122,28 @@ def test_after_a_few_notes_changed_only_they_are_kept_beside_the_memo(vault, age
     assert answers(vault) == latest
 
 
+def test_after_an_append_only_the_records_it_changed_are_kept_beside_the_histories_memo(vault, aged):
+    """The histories memo pickles each record apart (megabytes on a real ledger): after a withdrawal appended to
+    one record, the next command keeps that record alone, with the memo's count of events, in its delta, the
+    whole memo left as it was; every record shown is what a fresh read shows."""
+    small_vault(vault)
+    answers(vault)
+    memo = vault / ".vault-tools" / ledger_module.HISTORIES_MEMO
+    delta = memo.with_name(memo.stem + "-delta" + memo.suffix)
+    whole = memo.read_bytes()
+    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
+    after = answers(vault)
+    shown = [vt_here("show", number, "--json", cwd=vault).out for number in ("D-0001", "D-0002", "D-0003")]
+    assert memo.read_bytes() == whole and delta.is_file()
+    ledger = Vault(vault).ledger
+    _, (_, in_delta) = state_memo.recall_mapping(memo, ledger._memo_key(ledger.files()))
+    assert in_delta == {"", next(summary.record for summary in ledger.summaries() if summary.id == "D-0003")}
+    assert '"withdrawn"' in shown[2]
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    assert answers(vault) == after
+    assert [vt_here("show", number, "--json", cwd=vault).out for number in ("D-0001", "D-0002", "D-0003")] == shown
+
+
 def test_a_warm_command_builds_no_decision_and_parses_no_ledger_line(vault, aged, monkeypatch):
     """What the memos are for: with nothing changed, the next command takes the decisions and the ledger's events
     and histories as kept, without building or parsing any of them again."""

@@ -22,13 +22,9 @@ from . import durable, state_memo
 from .errors import InconsistentVault
 from .history import History, RecordSummary, extend_histories, histories, placed
 from .ledger_file import LedgerFile, Look, ends_a_line, start_of_last_line, whole_json
-from .ledger_lines import Event, event_line, parse_line
+from .ledger_lines import Event, event_line, id_marks_from, parse_line
 from .ledger_lock import LedgerLock, LockTimeout
-from .model import (
-    ID_PATTERN,
-    Status,
-    id_number,
-)
+from .model import Status
 from .record_files import (
     KEPT_FOLDER,
     LEDGER_COPIES_FOLDER,
@@ -79,6 +75,7 @@ class Ledger:
         self._merged: tuple[Any, list[Event]] | None = None  # (the files' stat keys, the events as read)
         # (the files' stat keys, event count, histories, last event): appends extend the histories
         self._histories_memo: tuple[Any, int, dict[str, History], Event | None] | None = None
+        self._histories_kept: tuple[dict[str, History], dict[str, bytes], Any] | None = None  # as the memo held them
         # `id_marks` of the events list `_events` keeps, as far as it was looked at: (the list, its length then, marks)
         self._marks: tuple[list[Event], int, tuple[int, frozenset[str]]] | None = None
         self._sync_later = 0  # inside `synced_together`: appends are fsynced by `sync`
@@ -330,7 +327,7 @@ class Ledger:
             events = self._events()
             marks = self._marks_of(events)
             if key and self._merged is not None and self._merged[0] == key:
-                self._remember(stamp, key, memo_key, read_at, lambda: (key, marks))
+                self._remember(stamp, key, read_at, lambda: state_memo.keep(stamp, memo_key, (key, marks)))
             return marks
         return self._marks_of(self._events())
 
@@ -340,13 +337,7 @@ class Ledger:
         kept = self._marks
         extended = kept is not None and kept[0] is events and kept[1] <= len(events)
         start, top, tags = (kept[1], kept[2][0], set(kept[2][1])) if kept and extended else (0, 0, set())
-        for event in events[start:]:
-            for known in (event.id, event.was):
-                if known and ID_PATTERN.match(known):
-                    top = max(top, id_number(known))
-                    if known.count("-") == 2:
-                        tags.add(known.rsplit("-", 1)[1])
-        marks = (top, frozenset(tags))
+        marks = id_marks_from(events[start:], top, tags)
         self._marks = (events, len(events), marks)
         return marks
 
@@ -381,8 +372,8 @@ class Ledger:
         merged = self._merge(files)
         self._merged = (key, merged)
         if first and self._read_as(files, key):
-            self._remember(self.local_dir / EVENTS_MEMO, key, memo_key, read_at,
-                           lambda: (key, merged, [file.as_read() for file in files]))
+            self._remember(self.local_dir / EVENTS_MEMO, key, read_at, lambda: state_memo.keep(
+                self.local_dir / EVENTS_MEMO, memo_key, (key, merged, [file.as_read() for file in files])))
         return merged
 
     @staticmethod
@@ -390,15 +381,14 @@ class Ledger:
         """What the ledger's memos are kept under: its files (the keys each was read as are kept inside)."""
         return [(file.display_path, file.in_transit_ok) for file in files]
 
-    def _remember(self, path: Path, key: tuple[tuple[str, Any], ...], memo_key: Any, read_at: int,
-                  value: Callable[[], Any]) -> None:
-        """Keep what was made from the files as `key` found them, unless one was written within the racy window
-        before they were read (a later write in the same clock tick could leave its key as it was). Not on a
-        first read with no cache at all (a new clone, a cleared cache): the next command keeps it."""
+    def _remember(self, path: Path, key: tuple[tuple[str, Any], ...], read_at: int, keep: Callable[[], None]) -> None:
+        """Keep (`keep`) the memo at `path` made from the files as `key` found them, unless one was written within
+        the racy window before they were read (a later write in the same clock tick could leave its key as it
+        was). Not on a first read with no cache at all (a new clone, a cleared cache): the next command keeps it."""
         if not self.writes_memos or (not path.exists() and not (self.local_dir / RECORDS_MEMO).exists()):
             return
         if self.local_dir.is_dir() and all(settled_by(file_key, read_at) for _, file_key in key if file_key is not None):
-            state_memo.keep(path, memo_key, value())
+            keep()
 
     def _merge(self, files: list[LedgerFile]) -> list[Event]:
         """Every event of `files`, in the ledger's order."""
@@ -511,10 +501,11 @@ class Ledger:
             return memo[2]  # the files are as they were: no need to look at their events
         files, files_key = self._files_and_key()
         if memo is None:  # a first look in this process: an earlier one may have kept them
-            remembered = state_memo.recall(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
-            if remembered is not None:
-                kept_key, count, kept_last, pickled = remembered
-                kept = {record: pickle.loads(one) for record, one in pickled.items()}  # signed: see state_memo
+            remembered = state_memo.recall_mapping(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
+            if remembered is not None and "" in remembered[0]:  # each record pickled apart, and under "": the rest
+                kept_key, count, kept_last = remembered[0].pop("")
+                kept = {record: pickle.loads(one) for record, one in remembered[0].items()}  # signed: see state_memo
+                self._histories_kept = (kept, *remembered)
                 memo = (kept_key, count, kept, kept_last)  # extended below when lines were appended since
                 if kept_key == files_key:
                     self._histories_memo = (key, count, kept, kept_last)
@@ -530,10 +521,19 @@ class Ledger:
         last = events[-1] if events else None
         self._histories_memo = (key, len(events), found, last)
         if first and self._read_as(files, files_key):
-            made = found  # each record pickled on its own: `history` takes one without the others
-            self._remember(self.local_dir / HISTORIES_MEMO, files_key, self._memo_key(files), read_at, lambda: (
-                files_key, len(events), last, {record: pickle.dumps(h, pickle.HIGHEST_PROTOCOL) for record, h in made.items()}))
+            self._remember(self.local_dir / HISTORIES_MEMO, files_key, read_at, lambda: self._keep_histories(
+                self._memo_key(files), (files_key, len(events), last), found))
         return found
+
+    def _keep_histories(self, memo_key: Any, rest: tuple[Any, int, Event | None], found: dict[str, History]) -> None:
+        """Each record pickled apart (`history` takes one alone), and under "" the rest; only those that changed
+        since the memo was recalled are pickled and kept anew (`state_memo.keep_mapping`)."""
+        held, pickled, origin = self._histories_kept or ({}, {}, None)
+        mapping: dict[str, Any] = {record: pickled[record] if held.get(record) is h else
+                                   pickle.dumps(h, pickle.HIGHEST_PROTOCOL) for record, h in found.items()}
+        changed = ["", *(record for record, one in mapping.items() if one is not pickled.get(record)),
+                   *(record for record in pickled if record not in mapping)]
+        state_memo.keep_mapping(self.local_dir / HISTORIES_MEMO, memo_key, {**mapping, "": rest}, origin, changed)
 
     def _files_and_key(self) -> tuple[list[LedgerFile], tuple[tuple[str, Any], ...]]:
         """The ledger's files and their key, as the look in force found them, else as they are now."""
@@ -545,9 +545,9 @@ class Ledger:
         memo = self._histories_memo
         if memo is None or memo[0] != self.stat_key():
             files, files_key = self._files_and_key()
-            remembered = state_memo.recall(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
-            if remembered is not None and remembered[0] == files_key:
-                one = remembered[3].get(record)
+            remembered = state_memo.recall_mapping(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
+            if remembered is not None and remembered[0].get("", (None,))[0] == files_key:
+                one = remembered[0].get(record)
                 return pickle.loads(one) if one is not None else None
         return self.histories().get(record)
 

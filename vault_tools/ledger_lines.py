@@ -11,7 +11,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from .errors import InconsistentVault
-from .model import Status
+from .model import ID_PATTERN, Status, id_number
 
 # What each event says about a note's status.
 STATUS_AFTER = {
@@ -210,3 +210,16 @@ def parse_ledger(text: str, where: str, source: str | None = None, first_line: i
             message += "; the next write on this device cuts it off (`vault-tools lint --fix` does now)"
         raise InconsistentVault(message, path=where, line=number)
     return events
+
+
+def id_marks_from(events: list[Event], top: int = 0, tags: set[str] | None = None) -> tuple[int, frozenset[str]]:
+    """The highest number of any id `events` name (as `id` or `was`: an id handed out once is never handed out
+    again), at least `top`, and the device tags of those ids, with `tags`."""
+    found = set(tags or ())
+    for event in events:
+        for known in (event.id, event.was):
+            if known and ID_PATTERN.match(known):
+                top = max(top, id_number(known))
+                if known.count("-") == 2:
+                    found.add(known.rsplit("-", 1)[1])
+    return top, frozenset(found)
