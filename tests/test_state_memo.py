@@ -39,6 +39,7 @@ from vault_tools.commands.close import withdraw
 from vault_tools.index import INDEX_FILE, SearchIndex
 from vault_tools.services.workspace import Workspace
 from vault_tools.topic_aliases import load_aliases
+from vault_tools.topics import use_topic_aliases
 from vault_tools.vault import STATE_MEMO, Vault
 
 READS = (("lookup", "article-footer", "--json"), ("show", "D-0002", "--json"), ("list", "--json"),
@@ -393,7 +394,11 @@ def test_a_note_read_again_alike_is_the_very_decision_the_process_built_last(vau
     assert moved.get("D-0002") == first.get("D-0002") and moved.get("D-0002") is not first.get("D-0002")
     assert str(moved.get("D-0002").ruled_at) == "2026-01-03 09:00:00+00:00"
     assert moved.get("D-0001") is first.get("D-0001")
+    rel = note_path(vault, "D-0001").relative_to(vault).as_posix()
+    assert Vault(vault).read_one(rel).get("D-0001") is first.get("D-0001")  # as a live view reads what it wrote
     write(topics_file(vault), "article-footer: [site-bottom]\n")
+    use_topic_aliases({"site-bottom": "article-footer"})  # what every comparison reads from here: as a read sets
+    assert Vault(vault).read_one(rel).get("D-0001") is not first.get("D-0001")
     merged = Vault(vault).load()
     assert merged.get("D-0001") == first.get("D-0001") and merged.get("D-0001") is not first.get("D-0001")
     monkeypatch.setattr(vault_module, "KEEP_LAST_READ", False)  # a process of its own keeps none

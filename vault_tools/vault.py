@@ -36,7 +36,7 @@ from .reading import (
 )
 from .record_files import LEDGER_SUFFIX, RECORD_DIR, find_vault, settled_by
 from .topic_aliases import load_aliases
-from .topics import use_topic_aliases
+from .topics import topic_aliases_in_use, use_topic_aliases
 
 if TYPE_CHECKING:
     from .history import History, RecordSummary
@@ -204,6 +204,8 @@ def _take_last_built(root: str, memo_key: Any, pieces: dict[str, Piece], read: I
         built = _last_built[root] = (memo_key, {})
     for rel in read:
         pieces[rel] = _as_last_built(built[1], rel, pieces[rel])
+    for rel in built[1].keys() - pieces.keys():  # a note gone, renamed or no longer a note: forgotten
+        del built[1][rel]
 
 
 def _as_last_built(built: dict[str, Decision], rel: str, piece: Piece) -> Piece:
@@ -574,8 +576,8 @@ class Vault:
             payload.get("body") is parsed.body  # the very parse `read_note` handed back for those bytes
         piece = _piece(rel, kind, payload, decided if as_written else None)
         built = _last_built.get(str(self.root)) if KEEP_LAST_READ else None
-        if built is not None:  # under the config and topics of this process's last read of the vault
-            piece = _as_last_built(built[1], rel, piece)
+        if built is not None and built[0] == self._memo_key(topic_aliases_in_use()):  # as built: the same config
+            piece = _as_last_built(built[1], rel, piece)  # and merged topics (those every comparison reads now)
         if piece is not None:
             _place(state, rel, piece)
         return state
