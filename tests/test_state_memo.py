@@ -27,7 +27,7 @@ from tests.helpers import (
     vt_here,
     write,
 )
-from vault_tools import decision_words, state_memo
+from vault_tools import decision_words, ledger_memo, state_memo
 from vault_tools import index as index_module
 from vault_tools import ledger as ledger_module
 from vault_tools import ledger_file as ledger_file_module
@@ -37,6 +37,7 @@ from vault_tools.commands import read as read_module
 from vault_tools.commands import same as same_module
 from vault_tools.commands.close import withdraw
 from vault_tools.index import INDEX_FILE, SearchIndex
+from vault_tools.ledger_memo import memo_key_of
 from vault_tools.services.workspace import Workspace
 from vault_tools.topic_aliases import load_aliases
 from vault_tools.topics import use_topic_aliases
@@ -137,12 +138,87 @@ def test_after_an_append_only_the_records_it_changed_are_kept_beside_the_histori
     shown = [vt_here("show", number, "--json", cwd=vault).out for number in ("D-0001", "D-0002", "D-0003")]
     assert memo.read_bytes() == whole and delta.is_file()
     ledger = Vault(vault).ledger
-    _, (_, in_delta) = state_memo.recall_mapping(memo, ledger._memo_key(ledger.files()))
+    _, (_, in_delta) = state_memo.recall_mapping(memo, memo_key_of(ledger.files()))
     assert in_delta == {"", next(summary.record for summary in ledger.summaries() if summary.id == "D-0003")}
     assert '"withdrawn"' in shown[2]
     shutil.rmtree(vault / ".vault-tools" / "cache")
     assert answers(vault) == after
     assert [vt_here("show", number, "--json", cwd=vault).out for number in ("D-0001", "D-0002", "D-0003")] == shown
+
+
+def test_after_appends_only_the_events_added_are_kept_beside_the_events_memo(vault, aged, monkeypatch):
+    """The events memo holds every event, sealed texts included (megabytes on a real ledger): after an append,
+    the next command keeps the events added, in the ledger's order and in their file, in a delta beside it, the
+    whole memo left as it was; the events it then gives are a fresh read's. Past `DELTA_MOST` events added the
+    whole is written again and the delta removed; a delta beside an older whole memo is never taken."""
+    small_vault(vault)
+    answers(vault)
+    memo = vault / ".vault-tools" / ledger_module.EVENTS_MEMO
+    delta = memo.with_name(memo.stem + "-delta" + memo.suffix)
+    whole = memo.read_bytes()
+
+    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
+    after = answers(vault)
+    assert memo.read_bytes() == whole and delta.is_file()
+    kept, _ = ledger_memo.recall_events(memo, memo_key_of(Vault(vault).ledger.files()))
+    shutil.copytree(vault / ".vault-tools" / "cache", vault / "cache-kept")
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    assert answers(vault) == after
+    assert kept[1] == Vault(vault).ledger.read()  # the events it gives are a fresh read's
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    shutil.copytree(vault / "cache-kept", vault / ".vault-tools" / "cache")
+    assert vt_here("rule", "--topic", "podcast-length", "--summary", "Episodes run under forty minutes.",
+                   "--source", "chat", cwd=vault).code == 0
+    latest = answers(vault)
+    assert memo.read_bytes() == whole  # two appends: both in the delta
+    assert ledger_memo.recall_events(memo, memo_key_of(Vault(vault).ledger.files()))[0][1] == \
+        Vault(vault).ledger.read()
+    older = vault / "older.pickle"
+    shutil.copyfile(memo, older)
+    monkeypatch.setattr(ledger_memo, "DELTA_MOST", 1)
+    assert vt_here("rule", "--topic", "podcast-music", "--summary", "Episodes open without a theme tune.",
+                   "--source", "chat", cwd=vault).code == 0
+    answers(vault)
+    assert memo.read_bytes() != whole and not delta.exists()
+    monkeypatch.setattr(ledger_memo, "DELTA_MOST", 2048)
+    assert vt_here("rule", "--topic", "podcast-guests", "--summary", "Every episode has at most two guests.",
+                   "--source", "chat", cwd=vault).code == 0
+    latest = answers(vault)
+    assert delta.is_file()
+    shutil.copyfile(older, memo)  # the whole memo of before, beside a delta made for the later one
+    kept, _ = ledger_memo.recall_events(memo, memo_key_of(Vault(vault).ledger.files()))
+    assert len(kept[1]) < len(Vault(vault).ledger.read())  # the delta not taken with it
+    assert answers(vault) == latest
+
+
+@pytest.mark.parametrize("vault_layout", ["shared"])
+def test_events_another_device_placed_among_those_kept_make_the_events_memo_whole_again(vault, aged, tmp_path):
+    """Another device's ledger file, grown by a line whose clock places it among the events the memo holds (that
+    device had not read them when it wrote): the events in the ledger's order are no longer the memo's with more
+    after them, so the next command writes the whole memo again, and every answer is a fresh read's."""
+    small_vault(vault)
+    other = tmp_path / "other"
+    shutil.copytree(vault, other)  # another device: another folder, so a tag and a ledger file of its own
+    assert vt_here("rule", "--topic", "podcast-length", "--summary", "Episodes run under forty minutes.",
+                   "--source", "chat", cwd=other).code == 0
+    theirs = next(path for path in (other / "vault-tools" / "ledger").glob("*.jsonl")
+                  if not (vault / "vault-tools" / "ledger" / path.name).exists())
+    shutil.copyfile(theirs, vault / "vault-tools" / "ledger" / theirs.name)  # as a sync engine brings it
+    assert vt_here("rule", "--topic", "podcast-music", "--summary", "Episodes open without a theme tune.",
+                   "--source", "chat", cwd=vault).code == 0
+    memo = vault / ".vault-tools" / ledger_module.EVENTS_MEMO
+    delta = memo.with_name(memo.stem + "-delta" + memo.suffix)
+    for path in (memo, delta):
+        path.unlink(missing_ok=True)  # the whole memo made again with our ruling in it: its events end with ours
+    answers(vault)
+    whole = memo.read_bytes()
+    withdraw(Workspace(Vault(other)), "D-0003", "The sponsor left the newsletter.")  # placed before our ruling
+    shutil.copyfile(theirs, vault / "vault-tools" / "ledger" / theirs.name)
+    after = answers(vault)
+    assert memo.read_bytes() != whole and not delta.exists()
+    assert '"withdrawn"' in vt_here("show", "D-0003", "--json", cwd=vault).out
+    shutil.rmtree(vault / ".vault-tools" / "cache")
+    assert answers(vault) == after
 
 
 def test_a_warm_command_builds_no_decision_and_parses_no_ledger_line(vault, aged, monkeypatch):

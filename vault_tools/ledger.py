@@ -24,6 +24,7 @@ from .history import History, RecordSummary, extend_histories, histories, placed
 from .ledger_file import LedgerFile, Look, ends_a_line, start_of_last_line, whole_json
 from .ledger_lines import Event, event_line, id_marks_from, parse_line
 from .ledger_lock import LedgerLock, LockTimeout
+from .ledger_memo import Origin, keep_events, memo_key_of, recall_events
 from .model import Status
 from .record_files import (
     KEPT_FOLDER,
@@ -76,6 +77,7 @@ class Ledger:
         # (the files' stat keys, event count, histories, last event): appends extend the histories
         self._histories_memo: tuple[Any, int, dict[str, History], Event | None] | None = None
         self._histories_kept: tuple[dict[str, History], dict[str, bytes], Any] | None = None  # as the memo held them
+        self._events_origin: Origin | None = None  # where the events memo recalled came from (`keep_events`)
         # `id_marks` of the events list `_events` keeps, as far as it was looked at: (the list, its length then, marks)
         self._marks: tuple[list[Event], int, tuple[int, frozenset[str]]] | None = None
         self._sync_later = 0  # inside `synced_together`: appends are fsynced by `sync`
@@ -319,7 +321,7 @@ class Ledger:
     def _verified_marks(self) -> tuple[int, frozenset[str]]:
         if self._merged is None and self._look is None:  # a first look in this process: the stamp may do
             files = self.files()
-            key, memo_key, stamp = self._files_key(files), self._memo_key(files), self.local_dir / VERIFIED_MEMO
+            key, memo_key, stamp = self._files_key(files), memo_key_of(files), self.local_dir / VERIFIED_MEMO
             kept = state_memo.recall(stamp, memo_key) if key else None
             if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == key:
                 return kept[1]  # type: ignore[no-any-return]
@@ -359,27 +361,22 @@ class Ledger:
         if self._merged is not None and self._merged[0] == key:
             return self._merged[1]
         first = self._merged is None  # after it, a file unchanged since is not read again: no memo needed
-        memo_key = self._memo_key(files)
-        remembered = state_memo.recall(self.local_dir / EVENTS_MEMO, memo_key) if first else None
+        memo_key = memo_key_of(files)
+        remembered = recall_events(self.local_dir / EVENTS_MEMO, memo_key) if first else None
         if remembered is not None:
-            kept_key, kept_merged, each = remembered
+            (kept_key, kept_merged, each), self._events_origin = remembered
             for file, read in zip(files, each, strict=True):
                 file.take_read(read)  # as it is, or the start of what it holds now (appended to since)
             if kept_key == key:
                 self._merged = (key, kept_merged)
-                return kept_merged  # type: ignore[no-any-return]
+                return kept_merged
         read_at = time.time_ns()
         merged = self._merge(files)
         self._merged = (key, merged)
         if first and self._read_as(files, key):
-            self._remember(self.local_dir / EVENTS_MEMO, key, read_at, lambda: state_memo.keep(
-                self.local_dir / EVENTS_MEMO, memo_key, (key, merged, [file.as_read() for file in files])))
+            self._remember(self.local_dir / EVENTS_MEMO, key, read_at, lambda: keep_events(self.local_dir / EVENTS_MEMO,
+                           memo_key, (key, merged, [file.as_read() for file in files]), self._events_origin))
         return merged
-
-    @staticmethod
-    def _memo_key(files: list[LedgerFile]) -> list[tuple[str, bool]]:
-        """What the ledger's memos are kept under: its files (the keys each was read as are kept inside)."""
-        return [(file.display_path, file.in_transit_ok) for file in files]
 
     def _remember(self, path: Path, key: tuple[tuple[str, Any], ...], read_at: int, keep: Callable[[], None]) -> None:
         """Keep (`keep`) the memo at `path` made from the files as `key` found them, unless one was written within
@@ -501,7 +498,7 @@ class Ledger:
             return memo[2]  # the files are as they were: no need to look at their events
         files, files_key = self._files_and_key()
         if memo is None:  # a first look in this process: an earlier one may have kept them
-            remembered = state_memo.recall_mapping(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
+            remembered = state_memo.recall_mapping(self.local_dir / HISTORIES_MEMO, memo_key_of(files))
             if remembered is not None and "" in remembered[0]:  # each record pickled apart, and under "": the rest
                 kept_key, count, kept_last = remembered[0].pop("")
                 kept = {record: pickle.loads(one) for record, one in remembered[0].items()}  # signed: see state_memo
@@ -522,7 +519,7 @@ class Ledger:
         self._histories_memo = (key, len(events), found, last)
         if first and self._read_as(files, files_key):
             self._remember(self.local_dir / HISTORIES_MEMO, files_key, read_at, lambda: self._keep_histories(
-                self._memo_key(files), (files_key, len(events), last), found))
+                memo_key_of(files), (files_key, len(events), last), found))
         return found
 
     def _keep_histories(self, memo_key: Any, rest: tuple[Any, int, Event | None], found: dict[str, History]) -> None:
@@ -545,7 +542,7 @@ class Ledger:
         memo = self._histories_memo
         if memo is None or memo[0] != self.stat_key():
             files, files_key = self._files_and_key()
-            remembered = state_memo.recall_mapping(self.local_dir / HISTORIES_MEMO, self._memo_key(files))
+            remembered = state_memo.recall_mapping(self.local_dir / HISTORIES_MEMO, memo_key_of(files))
             if remembered is not None and remembered[0].get("", (None,))[0] == files_key:
                 one = remembered[0].get(record)
                 return pickle.loads(one) if one is not None else None

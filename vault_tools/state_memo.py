@@ -73,11 +73,11 @@ def recall(path: Path, key: Any) -> Any | None:
     """What was kept at `path` under `key` (compared with ==), or None when there is none to trust. The code
     stamp and the key come first in the file, so a memo of other inputs is told apart without unpickling what
     it keeps."""
-    found = _recall_signed(path, key)
+    found = recall_signed(path, key)
     return found[1] if found is not None else None
 
 
-def _recall_signed(path: Path, key: Any) -> tuple[bytes, Any] | None:
+def recall_signed(path: Path, key: Any) -> tuple[bytes, Any] | None:
     """`recall`, with the memo's signature: (signature, what it keeps)."""
     secret = _user_key()
     if secret is None:
@@ -105,7 +105,7 @@ Origin = tuple[bytes, frozenset[Any]]  # the whole memo's signature, the keys it
 def recall_mapping(path: Path, key: Any) -> tuple[dict[Any, Any], Origin] | None:
     """A mapping `keep_mapping` kept at `path` under `key`: the whole memo with its delta's entries in place, and
     where it came from (what `keep_mapping` needs to keep only what changes); None as `recall`."""
-    found = _recall_signed(path, key)
+    found = recall_signed(path, key)
     if found is None or not isinstance(found[1], dict):
         return None
     signature, mapping = found
