@@ -499,9 +499,10 @@ class Ledger:
         files, files_key = self._files_and_key()
         if memo is None:  # a first look in this process: an earlier one may have kept them
             remembered = state_memo.recall_mapping(self.local_dir / HISTORIES_MEMO, memo_key_of(files))
-            if remembered is not None and "" in remembered[0]:  # each record pickled apart, and under "": the rest
-                kept_key, count, kept_last = remembered[0].pop("")
-                kept = {record: pickle.loads(one) for record, one in remembered[0].items()}  # signed: see state_memo
+            rest = remembered[0].pop(None, None) if remembered is not None else None  # each record pickled apart,
+            if remembered is not None and rest is not None and remembered[0].keys() == set(rest[3]):  # the rest: None
+                kept_key, count, kept_last, order = rest  # the records in the ledger's order (a delta's come last)
+                kept = {record: pickle.loads(remembered[0][record]) for record in order}  # signed: see state_memo
                 self._histories_kept = (kept, *remembered)
                 memo = (kept_key, count, kept, kept_last)  # extended below when lines were appended since
                 if kept_key == files_key:
@@ -519,18 +520,18 @@ class Ledger:
         self._histories_memo = (key, len(events), found, last)
         if first and self._read_as(files, files_key):
             self._remember(self.local_dir / HISTORIES_MEMO, files_key, read_at, lambda: self._keep_histories(
-                memo_key_of(files), (files_key, len(events), last), found))
+                memo_key_of(files), (files_key, len(events), last, tuple(found)), found))
         return found
 
-    def _keep_histories(self, memo_key: Any, rest: tuple[Any, int, Event | None], found: dict[str, History]) -> None:
-        """Each record pickled apart (`history` takes one alone), and under "" the rest; only those that changed
-        since the memo was recalled are pickled and kept anew (`state_memo.keep_mapping`)."""
+    def _keep_histories(self, memo_key: Any, rest: tuple[Any, ...], found: dict[str, History]) -> None:
+        """Each record pickled apart (`history` takes one alone), and under None the rest, the records' order with
+        it; only those that changed since the memo was recalled are pickled and kept anew (`keep_mapping`)."""
         held, pickled, origin = self._histories_kept or ({}, {}, None)
         mapping: dict[str, Any] = {record: pickled[record] if held.get(record) is h else
                                    pickle.dumps(h, pickle.HIGHEST_PROTOCOL) for record, h in found.items()}
-        changed = ["", *(record for record, one in mapping.items() if one is not pickled.get(record)),
-                   *(record for record in pickled if record not in mapping)]
-        state_memo.keep_mapping(self.local_dir / HISTORIES_MEMO, memo_key, {**mapping, "": rest}, origin, changed)
+        changed: list[str | None] = [None, *(record for record, one in mapping.items() if one is not pickled.get(record)),
+                                     *(record for record in pickled if record not in mapping)]
+        state_memo.keep_mapping(self.local_dir / HISTORIES_MEMO, memo_key, {**mapping, None: rest}, origin, changed)
 
     def _files_and_key(self) -> tuple[list[LedgerFile], tuple[tuple[str, Any], ...]]:
         """The ledger's files and their key, as the look in force found them, else as they are now."""
@@ -543,7 +544,7 @@ class Ledger:
         if memo is None or memo[0] != self.stat_key():
             files, files_key = self._files_and_key()
             remembered = state_memo.recall_mapping(self.local_dir / HISTORIES_MEMO, memo_key_of(files))
-            if remembered is not None and remembered[0].get("", (None,))[0] == files_key:
+            if remembered is not None and remembered[0].get(None, (None,))[0] == files_key:
                 one = remembered[0].get(record)
                 return pickle.loads(one) if one is not None else None
         return self.histories().get(record)
