@@ -3,6 +3,7 @@ would answer them."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
@@ -76,6 +77,21 @@ def test_a_quick_command_never_imports_the_parser(vault, command):
             f"{str(vault)!r}]\ntry:\n    main()\nexcept SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
             "print(sorted(name for name in sys.modules if name.split('.')[0] in ('typer', 'click', 'rich')))")
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("command", [["version"], ["hook", "claude", "pre-tool-use"]])
+def test_version_and_a_hook_load_nothing_that_looks_for_a_resident_process(vault, command):
+    """Only the agent's commands may be answered by the watcher's resident process: `version` (the start-up every
+    figure is compared with) and the hooks (every tool call) load nothing that looks for one."""
+    code = (f"import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', *{command!r}]\ntry:\n"
+            f"    main()\nexcept SystemExit as exit_:\n    assert exit_.code == 0, exit_.code\n"
+            f"print(sorted(name for name in ('vault_tools.resident_address', 'vault_tools.resident') "
+            f"if name in sys.modules))")
+    call = json.dumps({"cwd": str(vault), "tool_name": "Bash", "tool_input": {"command": "ls"}})
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, input=call,
+                           cwd=vault)
     assert found.returncode == 0, found.stderr
     assert found.stdout.splitlines()[-1] == "[]"
 

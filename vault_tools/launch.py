@@ -19,7 +19,6 @@ import sys
 
 from . import __version__  # the package's own __init__: loaded already
 from .errors import PIPE_CLOSED, VaultToolsError
-from .resident_address import socket_to_ask
 
 # Imports inside functions: the front door answers hooks, `version` and the quick commands before anything else is loaded: start-up.
 
@@ -201,11 +200,14 @@ def _asked_of_resident(args: list[str]) -> bool:
 def main() -> None:
     _print_whatever_the_encoding()
     args = sys.argv[1:]
-    if _asked_of_resident(args) and socket_to_ask(args) is not None:
-        from .resident import answer_there  # here: only the agent's commands ask, and only where one listens
-        answered = answer_there(args, tried=args[0] in RESIDENT_TRIES)
-        if answered is not None:
-            sys.exit(answered)
+    if _asked_of_resident(args):
+        from .resident_address import socket_to_ask  # here: neither a hook nor `version` looks for a socket
+
+        if socket_to_ask(args) is not None:
+            from .resident import answer_there  # here: only where one listens (socket, threads, JSON)
+            answered = answer_there(args, tried=args[0] in RESIDENT_TRIES)
+            if answered is not None:
+                sys.exit(answered)
     quick = quick_arguments(args)
     if quick is not None:
         from . import console
@@ -238,12 +240,10 @@ def main() -> None:
 def _merge_note(base: str, ours: str, theirs: str, shown: str) -> None:
     """git's merge driver: exit 0 merged, 1 conflicts left in OURS; 2 (git keeps OURS) when the sides cannot
     be read or merged, said in one line naming the note."""
-    from pathlib import Path
-
     from .commands.gitmerge import merge_note
 
     try:
-        code = merge_note(Path(base), Path(ours), Path(theirs), shown)
+        code = merge_note(base, ours, theirs, shown)
     except VaultToolsError as error:
         sys.stderr.write(f"error: {error}\n")
         code = 2

@@ -161,8 +161,9 @@ def resolve_lifecycle_conflicts(merged: bytes, fields: frozenset[str] = KNOWN_FI
     return b"".join(out), clean
 
 
-def merge_note(base: Path, ours: Path, theirs: Path, shown: str) -> int:
+def merge_note(base: Path | str, ours: Path | str, theirs: Path | str, shown: str) -> int:
     """Merge `theirs` into `ours` (written in place, as git expects); 0 when merged, 1 when conflicts remain."""
+    base, ours, theirs = Path(base), Path(ours), Path(theirs)  # git's merge driver passes the paths as text
     done = subprocess.run(["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs",
                            str(ours), str(base), str(theirs)], capture_output=True, timeout=60)
     if done.returncode < 0 or done.returncode > 127:  # git could not merge at all: ours is left as it is
