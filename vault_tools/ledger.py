@@ -501,7 +501,7 @@ class Ledger:
             remembered = state_memo.recall_mapping(self.local_dir / HISTORIES_MEMO, memo_key_of(files))
             rest = remembered[0].pop(None, None) if remembered is not None else None  # each record pickled apart,
             if remembered is not None and rest is not None and remembered[0].keys() == set(rest[3]):  # the rest: None
-                kept_key, count, kept_last, order = rest  # the records in the ledger's order (a delta's come last)
+                kept_key, count, kept_last, order = rest  # the ledger's order (in the mapping a delta's come last)
                 kept = {record: pickle.loads(remembered[0][record]) for record in order}  # signed: see state_memo
                 self._histories_kept = (kept, *remembered)
                 memo = (kept_key, count, kept, kept_last)  # extended below when lines were appended since
