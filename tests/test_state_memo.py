@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 import time
 import traceback
+from pathlib import Path
 
 import pytest
 
@@ -93,7 +94,7 @@ def test_after_a_few_notes_changed_only_they_are_kept_beside_the_memo(vault, age
     another whole memo (an older one copied back) is never taken. Every answer is a fresh read's."""
     small_vault(vault)
     memo = vault / ".vault-tools" / STATE_MEMO
-    delta = memo.with_name(memo.stem + "-delta" + memo.suffix)
+    delta = state_memo.delta_path(memo)
     first = answers(vault)
     whole = memo.read_bytes()
     assert not delta.exists()
@@ -124,17 +125,22 @@ def test_after_a_few_notes_changed_only_they_are_kept_beside_the_memo(vault, age
     assert answers(vault) == latest
 
 
+def kept_then_withdrawn(vault, name: str) -> tuple[Path, Path, bytes, list[tuple[int, str]]]:
+    """The small vault read with its memos kept, then D-0003 withdrawn (an append) and read again: the memo `name`,
+    its delta, the whole memo's bytes before the append, and the answers after it."""
+    small_vault(vault)
+    answers(vault)
+    memo = vault / ".vault-tools" / name
+    whole = memo.read_bytes()
+    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
+    return memo, state_memo.delta_path(memo), whole, answers(vault)
+
+
 def test_after_an_append_only_the_records_it_changed_are_kept_beside_the_histories_memo(vault, aged):
     """The histories memo pickles each record apart (megabytes on a real ledger): after a withdrawal appended to
     one record, the next command keeps that record alone, with the memo's count of events, in its delta, the
     whole memo left as it was; every record shown is what a fresh read shows."""
-    small_vault(vault)
-    answers(vault)
-    memo = vault / ".vault-tools" / ledger_module.HISTORIES_MEMO
-    delta = memo.with_name(memo.stem + "-delta" + memo.suffix)
-    whole = memo.read_bytes()
-    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
-    after = answers(vault)
+    memo, delta, whole, after = kept_then_withdrawn(vault, ledger_module.HISTORIES_MEMO)
     shown = [vt_here("show", number, "--json", cwd=vault).out for number in ("D-0001", "D-0002", "D-0003")]
     assert memo.read_bytes() == whole and delta.is_file()
     ledger = Vault(vault).ledger
@@ -151,14 +157,7 @@ def test_after_appends_only_the_events_added_are_kept_beside_the_events_memo(vau
     the next command keeps the events added, in the ledger's order and in their file, in a delta beside it, the
     whole memo left as it was; the events it then gives are a fresh read's. Past `DELTA_MOST` events added the
     whole is written again and the delta removed; a delta beside an older whole memo is never taken."""
-    small_vault(vault)
-    answers(vault)
-    memo = vault / ".vault-tools" / ledger_module.EVENTS_MEMO
-    delta = memo.with_name(memo.stem + "-delta" + memo.suffix)
-    whole = memo.read_bytes()
-
-    withdraw(Workspace(Vault(vault)), "D-0003", "The sponsor left the newsletter.")
-    after = answers(vault)
+    memo, delta, whole, after = kept_then_withdrawn(vault, ledger_module.EVENTS_MEMO)
     assert memo.read_bytes() == whole and delta.is_file()
     kept, _ = ledger_memo.recall_events(memo, memo_key_of(Vault(vault).ledger.files()))
     shutil.copytree(vault / ".vault-tools" / "cache", vault / "cache-kept")
@@ -207,7 +206,7 @@ def test_events_another_device_placed_among_those_kept_make_the_events_memo_whol
     assert vt_here("rule", "--topic", "podcast-music", "--summary", "Episodes open without a theme tune.",
                    "--source", "chat", cwd=vault).code == 0
     memo = vault / ".vault-tools" / ledger_module.EVENTS_MEMO
-    delta = memo.with_name(memo.stem + "-delta" + memo.suffix)
+    delta = state_memo.delta_path(memo)
     for path in (memo, delta):
         path.unlink(missing_ok=True)  # the whole memo made again with our ruling in it: its events end with ours
     answers(vault)
@@ -231,7 +230,7 @@ def test_records_kept_beside_the_histories_memo_come_back_in_the_ledgers_order(v
                        cwd=vault).code == 0
     answers(vault)
     memo = vault / ".vault-tools" / ledger_module.HISTORIES_MEMO
-    assert memo.with_name(memo.stem + "-delta" + memo.suffix).is_file()
+    assert state_memo.delta_path(memo).is_file()
     kept = list(Vault(vault).ledger.histories())
     shutil.rmtree(vault / ".vault-tools" / "cache")
     assert kept == list(Vault(vault).ledger.histories())

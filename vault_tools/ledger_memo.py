@@ -36,7 +36,7 @@ def recall_events(path: Path, key: Any) -> tuple[tuple[Any, list[Event], list[Fi
         return None
     signature, (files_key, merged, reads) = found
     origin = (signature, (merged, len(merged)), [(read.events, len(read.events)) for read in reads])
-    delta = state_memo.recall(_delta_path(path), (key, signature))
+    delta = state_memo.recall_delta(path, key, signature)
     if delta is not None and len(delta[2]) == len(reads):
         files_key, merged_tail, tails = delta
         merged = merged + merged_tail
@@ -55,13 +55,9 @@ def keep_events(path: Path, key: Any, value: tuple[Any, list[Event], list[FileRe
             and len(merged) - origin[1][1] <= DELTA_MOST:
         tails = [(read.key, read.events[was[1]:], read.digest, read.lines)
                  for read, was in zip(reads, origin[2], strict=True) if read is not None]
-        state_memo.keep(_delta_path(path), (key, origin[0]), (files_key, merged[origin[1][1]:], tails))
+        state_memo.keep_delta(path, key, origin[0], (files_key, merged[origin[1][1]:], tails))
         return
-    state_memo.keep(path, key, value)
-    try:
-        _delta_path(path).unlink(missing_ok=True)  # it names the whole memo replaced: it would never be taken
-    except OSError:
-        pass
+    state_memo.keep_whole(path, key, value)
 
 
 def _grown(now: list[Event], before: list[Event], count: int) -> bool:
@@ -77,6 +73,3 @@ def _same_places(now: list[Event], before: list[Event], count: int) -> bool:
                                      mine.position == theirs.position  # `before` held `count` then, and only grows
                                      for mine, theirs in zip(islice(now, count), islice(before, count), strict=True))
 
-
-def _delta_path(path: Path) -> Path:
-    return path.with_name(f"{path.stem}-delta{path.suffix}")

@@ -109,7 +109,7 @@ def recall_mapping(path: Path, key: Any) -> tuple[dict[Any, Any], Origin] | None
     if found is None or not isinstance(found[1], dict):
         return None
     signature, mapping = found
-    delta = recall(_delta_path(path), (key, signature))
+    delta = recall_delta(path, key, signature)
     if delta is None:
         return mapping, (signature, frozenset())
     changed, removed = delta
@@ -126,17 +126,33 @@ def keep_mapping(path: Path, key: Any, mapping: dict[Any, Any], origin: Origin |
     if origin is not None:
         covered = origin[1] | frozenset(changed)
         if len(covered) <= DELTA_MOST:
-            keep(_delta_path(path), (key, origin[0]), ({name: mapping[name] for name in covered if name in mapping},
-                                                       [name for name in covered if name not in mapping]))
+            keep_delta(path, key, origin[0], ({name: mapping[name] for name in covered if name in mapping},
+                                               [name for name in covered if name not in mapping]))
             return
-    keep(path, key, mapping)
+    keep_whole(path, key, mapping)
+
+
+def recall_delta(path: Path, key: Any, signature: bytes) -> Any | None:
+    """What the delta beside the memo at `path` keeps for the whole memo signed `signature`, or None."""
+    return recall(delta_path(path), (key, signature))
+
+
+def keep_delta(path: Path, key: Any, signature: bytes, value: Any) -> None:
+    """Keep `value` in the delta beside the memo at `path`, for the whole memo signed `signature` only."""
+    keep(delta_path(path), (key, signature), value)
+
+
+def keep_whole(path: Path, key: Any, value: Any) -> None:
+    """Keep `value` at `path`, the whole memo, and remove its delta (it names the memo replaced: never taken)."""
+    keep(path, key, value)
     try:
-        _delta_path(path).unlink(missing_ok=True)  # it names the whole memo replaced: it would never be taken
+        delta_path(path).unlink(missing_ok=True)
     except OSError:
         pass
 
 
-def _delta_path(path: Path) -> Path:
+def delta_path(path: Path) -> Path:
+    """Where the delta beside the memo at `path` is kept."""
     return path.with_name(f"{path.stem}-delta{path.suffix}")
 
 
