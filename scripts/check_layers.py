@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves", ("errors", "record_files", "resident_address", "page_names", "rule_codes", "scope", "bodies", "carriers", "handover", "cjk", "matter", "code_stamp", "vault_root",
                 "__init__", "agents.__init__")),
     ("domain", ("model", "links", "topics", "ruling_graph", "drafts", "dates", "notes", "durable", "note_edits", "pages", "agent_view", "topic_aliases", "ledger_lines", "history", "meaning", "record_ties", "conflicts", "decision_words")),
-    ("storage", ("layout", "config", "ledger", "ledger_file", "ledger_memo", "ledger_lock", "reading", "state_memo", "vault", "index")),
+    ("storage", ("layout", "config", "ledger", "ledger_file", "ledger_memo", "ledger_lock", "reading", "state_memo", "vault", "vault_walk", "folder_watch", "index")),
     ("services", ("services",)),
     ("operations", ("commands", "importers", "starter", "figures", "shapes", "agents.instructions", "agents.json_edit")),
     ("engines", ("watch", "reconcile", "lint", "tripwire")),

@@ -37,7 +37,8 @@ from .matter import words
 from .model import FINAL_STATUSES, Decision, Status, build_decision, held_statuses_in_effect
 from .notes import StatKey, stat_key
 from .record_files import RACY_NANOSECONDS, settled_by
-from .vault import ReadPostponed, Vault, VaultState, iter_markdown
+from .vault import ReadPostponed, Vault, VaultState
+from .vault_walk import iter_markdown
 
 INDEX_FILE = "cache/search-v3.sqlite"  # a new name whenever what is indexed changes
 NOTICE_FILE = "cache/search-without-fts5.notice"

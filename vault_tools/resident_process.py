@@ -30,6 +30,7 @@ from typing import Any
 
 from . import answers, cli, console, durable, index, launch, state_memo, vault  # noqa: F401  (loaded now, not on the first command)
 from .commands.read import read_ahead
+from .folder_watch import watch_of
 from .reading import finish_stores
 from .resident import runtime_stamp
 from .resident_address import NO_RESIDENT_ENV, private_folder, socket_path
@@ -358,6 +359,7 @@ def _encoding(encodings: list[str], index: int) -> str:
 if __name__ == "__main__":
     state_memo.KEEP_SIGNED_PAYLOADS = True
     vault.KEEP_LAST_READ = True
+    vault.WATCH_FOLDERS = watch_of  # a read kept is taken again where the kernel says no folder changed
     index.KEEP_DOCS_IN_EFFECT = index.KEEP_ROWS = True
     gc.set_threshold(launch.YOUNG_COLLECTION_AFTER, *gc.get_threshold()[1:])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the watcher's terminal stops the watcher, which stops this

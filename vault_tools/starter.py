@@ -23,7 +23,7 @@ from .errors import ConfigError
 from .layout import relative
 from .page_names import BASE_FILE, CURRENT_RULINGS_VIEW, HISTORY_VIEW, OPEN_QUESTIONS_VIEW, RECENT_VIEW
 from .record_files import CONFIG_FILE, RECORD_DIR, STATE_DIR
-from .vault import iter_markdown
+from .vault_walk import iter_markdown
 
 TEMPLATE_NAMES = ("Decision.md", "Question.md")
 OBSIDIAN_TEMPLATES_SETTINGS = ".obsidian/templates.json"

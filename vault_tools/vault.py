@@ -9,16 +9,16 @@ import json
 import os
 import pickle
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import durable, notes, state_memo
+from . import notes, state_memo
 from .carriers import ConflictCopy, find_copies
 from .config import Config, check_folders_on_disk, load_config
 from .errors import NoteError, VaultToolsError
-from .layout import device_tag, is_shared, layout_of, relative
+from .layout import device_tag, layout_of, relative
 from .ledger import Ledger
 from .links import LinkResolver, NoteIndex
 from .model import Decision, Problem, build_decision
@@ -34,14 +34,15 @@ from .reading import (
     stored_of,
     stores_running,
 )
-from .record_files import LEDGER_SUFFIX, RECORD_DIR, find_vault, settled_by
+from .record_files import LEDGER_SUFFIX, find_vault, settled_by
 from .topic_aliases import load_aliases
 from .topics import topic_aliases_in_use, use_topic_aliases
+from .vault_walk import iter_markdown
 
 if TYPE_CHECKING:
+    from .folder_watch import FolderWatch
     from .history import History, RecordSummary
 
-SKIPPED_FOLDERS = {".trash", "node_modules"}
 FEW_CHANGED = 200  # notes changed since the state memo, at most, for which the note cache is read note by note
 # A process that answers command after command (the resident process) keeps its last whole read of each vault:
 # while the walk meets the same files with the same stat keys (all past the racy window when it was kept), the
@@ -50,8 +51,12 @@ FEW_CHANGED = 200  # notes changed since the state memo, at most, for which the 
 # Where the walk meets changed files, each note's parts as that read built them stand for the memo (not
 # recalled, nor written: a process of its own writes it when it reads). A one-command process keeps none.
 KEEP_LAST_READ = False
-# vault root -> what its walk met, the state (None when a note was in the racy window), each note's parts
-_last_reads: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple[StatKey, Piece]]]] = {}
+# vault root -> what its walk met, the state (None when a note was in the racy window), each note's parts, and the
+# number `FolderWatch.arm` gave before that walk
+_last_reads: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple[StatKey, Piece]], int]] = {}
+# Set by such a process (`folder_watch.watch_of`): where the kernel says nothing in a vault's folders changed since
+# the walk its last whole read came from, that read is taken again without a walk (docs/design/0049-...).
+WATCH_FOLDERS: Callable[[Path], FolderWatch | None] | None = None
 # Such a process also keeps each vault's ledger reader: it checks its files' stat keys at each read and reads
 # again what changed, as the watcher's does over hours; what it worked out from them (events, histories,
 # summaries) is taken again while they are unchanged. The resident writes none of it (`Ledger.writes_memos`): the
@@ -59,82 +64,6 @@ _last_reads: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple
 # process that asked for it (`durable.written_by`).
 _kept_ledgers: dict[tuple[str, bool], Ledger] = {}  # (vault root, shared layout) -> its ledger
 STATE_MEMO = "cache/state-memo.pickle"  # in the state folder: each note's parts, signed (`state_memo`)
-
-
-def skipped_folders(root: Path, config: Config) -> set[str]:
-    """The vault-relative folders whose notes are not the vault's decision notes."""
-    skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
-    if is_shared(root):
-        skipped.add(RECORD_DIR)  # the record: kept copies of notes are the owner's text, not notes of the vault
-    return skipped
-
-
-def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
-                  temps: list[str] | None = None, misnamed: list[str] | None = None,
-                  ) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """(vault-relative path, directory entry) of every note a decision could live in, in a stable order.
-
-    Every other file met is added to `others` (what a link can name), and our own temp files
-    to `temps`. A file or folder whose name is not valid UTF-8 (no note can link to it, and its name can
-    be neither stored nor printed as it is) is passed over, its path added to `misnamed`. Works on strings
-    rather than Path objects: on a vault of 50,000 notes the difference is a large part of the whole run.
-    """
-    skipped = skipped_folders(root, config)
-    stack = [""]
-    while stack:
-        prefix = stack.pop()
-        try:
-            entries = sorted(os.scandir(os.path.join(root, prefix) if prefix else root), key=lambda e: e.name)
-        except OSError:
-            continue
-        subfolders = []
-        for entry in entries:
-            name = entry.name
-            if not name.isascii() and not _utf8(name):
-                if misnamed is not None and not name.startswith("."):
-                    misnamed.append(entry.path)
-                continue
-            if name.startswith(".") or name in SKIPPED_FOLDERS:
-                if temps is not None and name.startswith(durable.TEMP_PREFIX) and name.endswith(durable.TEMP_SUFFIX):
-                    temps.append(f"{prefix}/{name}" if prefix else name)
-                continue
-            relative_name = f"{prefix}/{name}" if prefix else name
-            if entry.is_dir(follow_symlinks=False):
-                if relative_name not in skipped:
-                    subfolders.append(relative_name)
-            elif name.endswith(".md") and (entry.is_file() or entry.is_symlink()):
-                yield relative_name, entry
-            elif others is not None:
-                others.append(relative_name)
-        stack.extend(reversed(subfolders))
-
-
-def notes_changed_since(root: Path, config: Config, keys: Mapping[str, StatKey], files: Collection[str]) -> list[str]:
-    """The notes (vault-relative, as `iter_markdown` walks them) whose file no longer has its stat key in `keys`,
-    that came since `files` were listed, or that went: what a watcher that stopped observing for a while has
-    to look at again."""
-    found, walked = [], set()
-    for rel, entry in iter_markdown(root, config):
-        walked.add(rel)
-        try:
-            stat = entry.stat()
-        except OSError:
-            found.append(rel)
-            continue
-        if keys.get(rel) != notes.stat_key(stat):
-            found.append(rel)
-    found += sorted(rel for rel in files if rel.endswith(".md") and rel not in walked)
-    return found
-
-
-def _utf8(name: str) -> bool:
-    """Whether a name read from the file system is valid UTF-8 (Python keeps the bytes that are not as
-    lone surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 # What one note gives a state: nothing (not a decision note), the error that keeps it from being read, or its
@@ -170,6 +99,24 @@ def _forget_frames(errors: Iterable[BaseException]) -> None:
     """Errors a command raised before, kept to be raised again: the frames they carried go with them."""
     for kept_error in errors:
         kept_error.__traceback__ = kept_error.__context__ = kept_error.__cause__ = None
+
+
+def _taken_again(kept: VaultState) -> VaultState:
+    """The state a process kept, for another command (what that command works out of it is worked out anew)."""
+    _forget_frames(kept.broken)
+    return replace(kept, derived=Derived())
+
+
+def _keep_last_read(root: str, walked: tuple[Any, ...], state: VaultState, pieces: dict[str, Piece], walked_at: int,
+                    armed: int, keep: bool) -> None:
+    """Keep this read for the next command (`_last_reads`): the state, where every note was past the racy window
+    when walked, and each such note's parts; with `keep` False, forget the last one."""
+    if not keep or state.stat_keys is None:
+        _last_reads.pop(root, None)
+        return
+    settled = {rel: (key, pieces[rel]) for rel, key in state.stat_keys.items() if settled_by(key, walked_at)}
+    whole = len(settled) == len(walked[1])
+    _last_reads[root] = (walked, replace(state, derived=Derived()) if whole else None, settled, armed)
 
 
 def _place(state: VaultState, rel: str, piece: NoteError | NoteParts) -> None:
@@ -389,16 +336,21 @@ class Vault:
         memo_path = self.state_dir / STATE_MEMO
         sqlite_path = self.state_dir / CACHE_FILE
         last = _last_reads.get(str(self.root)) if KEEP_LAST_READ else None
+        watch = WATCH_FOLDERS(self.root) if WATCH_FOLDERS is not None and KEEP_LAST_READ else None
+        if watch is not None and last is not None and last[1] is not None and \
+                last[0][0] == self._memo_key(aliases) and watch.quiet_since(last[3]):
+            return _taken_again(last[1])
+        armed = watch.arm() if watch is not None else 0
         others: list[str] = []
         walked_at = time.time_ns()
         misnamed: list[str] = []
         warm = last is not None or memo_path.is_file() or sqlite_path.is_file()
-        listed = self._walk(others, state.temp_files, misnamed, stat=warm)
+        listed = self._walk(others, state.temp_files, misnamed, stat=warm, watch=watch)
         state.files += [rel for rel, _, _ in listed]
         walked = (self._memo_key(aliases), listed, others, state.temp_files, misnamed)
         if last is not None and last[0] == walked and last[1] is not None:
-            _forget_frames(last[1].broken)
-            return replace(last[1], derived=Derived())
+            _last_reads[str(self.root)] = (*last[:3], armed)  # as the walk armed now met it
+            return _taken_again(last[1])
         # Each note's parts as the last whole read built them, under its stat key (see `_memo_key` for the rest)
         recalled: dict[str, tuple[StatKey, Piece]] | None
         origin = None  # where the memo recalled came from: what keeping it again needs (`state_memo.keep_mapping`)
@@ -432,26 +384,31 @@ class Vault:
         set_aside_conflict_copies(state)
         # Not kept while a name is not UTF-8: what is said of such a file depends on what it holds (a decision
         # note or not), which the walk does not compare
-        if KEEP_LAST_READ and warm and not misnamed:
-            settled = {rel: (key, pieces[rel]) for rel, key in stat_keys.items() if settled_by(key, walked_at)}
-            whole = len(settled) == len(listed)
-            kept = (walked, replace(state, derived=Derived()) if whole else None, settled)
-            _last_reads[str(self.root)] = kept
-        elif KEEP_LAST_READ:
-            _last_reads.pop(str(self.root), None)
+        if KEEP_LAST_READ:
+            _keep_last_read(str(self.root), walked, state, pieces, walked_at, armed, warm and not misnamed)
         return state
 
-    def _walk(self, others: list[str], temps: list[str], misnamed: list[str], *,
-              stat: bool) -> list[tuple[str, str, StatKey | OSError | None]]:
+    def _walk(self, others: list[str], temps: list[str], misnamed: list[str], *, stat: bool,
+              watch: FolderWatch | None = None) -> list[tuple[str, str, StatKey | OSError | None]]:
         """Every Markdown file in the walk's order (`iter_markdown`, which fills `others`, `temps` and `misnamed`):
         its path, where it is, and with `stat` its stat key or why it could not be stat'ed (None without: a first
-        read takes each note's key as it opens it)."""
+        read takes each note's key as it opens it). `watch` is then told the folders entered, and whether every
+        note met was stat'ed, a file of one link (`FolderWatch.cover`)."""
         listed: list[tuple[str, str, StatKey | OSError | None]] = []
-        for rel, entry in iter_markdown(self.root, self.config, others, temps, misnamed):
+        folders: list[str] | None = [] if watch is not None else None
+        plain = stat
+        for rel, entry in iter_markdown(self.root, self.config, others, temps, misnamed, folders):
             try:
-                listed.append((rel, entry.path, notes.stat_key(entry.stat()) if stat else None))
+                found = entry.stat() if stat else None
             except OSError as error:
                 listed.append((rel, entry.path, error))
+                plain = False
+                continue
+            listed.append((rel, entry.path, notes.stat_key(found) if found is not None else None))
+            if folders is not None and found is not None and (found.st_nlink != 1 or entry.is_symlink()):
+                plain = False
+        if watch is not None and folders is not None:
+            watch.cover(folders, plain)
         return listed
 
     def unchanged_since(self, state: VaultState) -> bool:

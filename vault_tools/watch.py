@@ -32,7 +32,8 @@ from .notes import stat_key
 from .reconcile import Action, Progress, Reconciled, reconcile
 from .record_files import STATE_DIR, WATCH_LOG
 from .services.workspace import Workspace
-from .vault import StatKey, notes_changed_since
+from .vault import StatKey
+from .vault_walk import notes_changed_since
 
 EpochClock = Callable[[], float]  # seconds since the epoch, comparable with file times
 # Longest the loop sleeps with nothing due: it wakes to see whether the day changed (a scheduled review),

@@ -24,7 +24,8 @@ from ..importers import harvest as harvesting  # one foreign format's reader, lo
 from ..model import MIN_TEXT, Decision, Status
 from ..note_edits import sections
 from ..services.workspace import Workspace
-from ..vault import VaultState, iter_markdown
+from ..vault import VaultState
+from ..vault_walk import iter_markdown
 from .build import build
 from .import_ import Outcome, imported_ids
 from .rule import rule

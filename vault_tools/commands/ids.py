@@ -21,7 +21,8 @@ from ..links import link_target
 from ..meaning import wikilinks
 from ..model import format_id, id_number, note_title
 from ..services.workspace import Workspace
-from ..vault import VaultState, iter_markdown
+from ..vault import VaultState
+from ..vault_walk import iter_markdown
 from .setup import run_git
 
 _UNTITLED = re.compile(r"^Untitled( \d+)?$")  # the names Obsidian gives a new note

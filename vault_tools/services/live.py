@@ -29,7 +29,8 @@ from ..model import Decision
 from ..notes import StatKey, stat_key
 from ..record_files import RACY_NANOSECONDS
 from ..record_ties import tie_notes
-from ..vault import SKIPPED_FOLDERS, VaultState, skipped_folders
+from ..vault import VaultState
+from ..vault_walk import SKIPPED_FOLDERS, skipped_folders
 from .workspace import KnownSeal, Workspace
 
 if TYPE_CHECKING:

@@ -1,0 +1,202 @@
+"""A process that keeps its last read (the resident process) takes it again without walking the vault only where
+the kernel says that nothing in its folders changed since the walk it came from; every change a walk would see is
+seen, and where the kernel cannot be trusted to say so, the vault is walked every time. Real folders, real
+inotify; the walks are counted, and each read is compared with a read of a process that keeps nothing."""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import PAST_RACY_SECONDS, ClockAhead, decision, write
+from vault_tools import folder_watch
+from vault_tools import vault as vault_module
+from vault_tools.vault import Vault, VaultState
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+
+
+def seen(state: VaultState) -> tuple[object, ...]:
+    """What a command reads of a state: the files (and each note's stat key), each decision as read, what could not
+    be read."""
+    return (sorted(state.files), sorted((state.stat_keys or {}).items()),
+            [(d.path, d.id, d.status, d.summary, d.body) for d in state.decisions],
+            sorted(str(error) for error in state.broken))
+
+
+@pytest.fixture
+def kept_reads(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], tuple[VaultState, bool]]:
+    """Reads of `vault` as the resident process makes them (its last read kept, the kernel watching its folders),
+    each notes past the racy window; each gives the state and whether the vault was walked for it."""
+    monkeypatch.setattr(vault_module, "time", ClockAhead(PAST_RACY_SECONDS))
+    monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
+    monkeypatch.setattr(vault_module, "WATCH_FOLDERS", folder_watch.watch_of)
+    monkeypatch.setattr(vault_module, "_last_reads", {})
+    monkeypatch.setattr(folder_watch, "_watches", {})
+    walks: list[int] = []
+    real_walk = Vault._walk
+
+    def counted(self: Vault, *args: object, **kwargs: object) -> object:
+        walks.append(1)
+        return real_walk(self, *args, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(Vault, "_walk", counted)
+
+    def read() -> tuple[VaultState, bool]:
+        before = len(walks)
+        return Vault(vault).load(), len(walks) > before
+    yield read
+    for watch in folder_watch._watches.values():
+        if watch is not None:
+            watch.close()
+
+
+def alone(vault: Path, monkeypatch: pytest.MonkeyPatch) -> VaultState:
+    """The vault as a process of its own reads it."""
+    with monkeypatch.context() as own:
+        own.setattr(vault_module, "KEEP_LAST_READ", False)
+        own.setattr(vault_module, "WATCH_FOLDERS", None)
+        return Vault(vault).load()
+
+
+def settled(read: Callable[[], tuple[VaultState, bool]]) -> None:
+    """Read until no walk is made: the second read after a change walks again (the first one's folders were
+    listed before they were watched, where a folder is new), the third takes it again."""
+    for _ in range(3):
+        _, walked = read()
+    assert not walked
+
+
+def _edit_in_place(vault: Path) -> None:
+    note = vault / "Decisions" / "D-0002 Note.md"
+    text = note.read_text(encoding="utf-8")
+    with note.open("r+", encoding="utf-8") as handle:  # the same size: only its bytes and times differ
+        handle.write(text.replace("Summary of decision number 2.", "Summary of decision number 9.", 1))
+
+
+def _times_only(vault: Path) -> None:
+    note = vault / "Decisions" / "D-0002 Note.md"
+    os.utime(note, ns=(note.stat().st_atime_ns, note.stat().st_mtime_ns - 10**9))
+
+
+def _new_note_in_a_new_folder(vault: Path) -> None:
+    decision(vault / "Projects" / "Later", 4, topics=("project-later",))
+
+
+def _renamed(vault: Path) -> None:
+    (vault / "Decisions" / "D-0002 Note.md").rename(vault / "Decisions" / "D-0002 Renamed.md")
+
+
+def _removed(vault: Path) -> None:
+    (vault / "Decisions" / "D-0002 Note.md").unlink()
+
+
+def _replaced_by_a_rename(vault: Path) -> None:  # as Obsidian's sync and every careful writer save a file
+    note = vault / "Decisions" / "D-0002 Note.md"
+    temp = vault / "Decisions" / ".saving.tmp"
+    temp.write_text(note.read_text(encoding="utf-8").replace("number 2.", "number two."), encoding="utf-8")
+    os.replace(temp, note)
+
+
+def _ordinary_note_becomes_a_decision(vault: Path) -> None:
+    write(vault / "Notes" / "Reading list.md", "---\ntype: decision\nid: D-0005\nstatus: open\ntopics: [reading]\n"
+          "summary: \"Which book do we read next?\"\n---\n")
+
+
+def _folder_removed(vault: Path) -> None:
+    for note in (vault / "Notes").iterdir():
+        note.unlink()
+    (vault / "Notes").rmdir()
+
+
+@pytest.mark.parametrize("change", [_edit_in_place, _times_only, _new_note_in_a_new_folder, _renamed, _removed,
+                                    _replaced_by_a_rename, _ordinary_note_becomes_a_decision, _folder_removed],
+                         ids=lambda change: change.__name__.strip("_").replace("_", " "))
+def test_a_kept_read_is_taken_again_without_a_walk_until_a_change_and_every_change_is_read(
+        vault, monkeypatch, kept_reads, change):
+    for number in (1, 2, 3):
+        decision(vault, number, topics=(f"topic-{number}",))
+    write(vault / "Notes" / "Reading list.md", "# Books\n\nNothing decided here.\n")
+    settled(kept_reads)
+    taken, walked = kept_reads()
+    assert not walked and seen(taken) == seen(alone(vault, monkeypatch))
+    change(vault)
+    changed, walked = kept_reads()
+    assert walked and seen(changed) == seen(alone(vault, monkeypatch)) != seen(taken)
+    settled(kept_reads)
+    assert seen(kept_reads()[0]) == seen(alone(vault, monkeypatch))
+
+
+def test_a_note_with_a_second_link_or_that_is_a_link_is_walked_every_time(vault, monkeypatch, kept_reads, tmp_path):
+    """A change made through another name of a note, elsewhere, is said to that other folder only: while a note has
+    two links, or is a symbolic link (to a note in a folder the walk does not enter), the kernel's silence says
+    nothing of it."""
+    decision(vault, 1, topics=("topic-one",))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.link(decision(vault, 2, topics=("topic-two",)), elsewhere / "second name.md")
+    for _ in range(3):
+        assert kept_reads()[1]
+    text = (elsewhere / "second name.md").read_text(encoding="utf-8")
+    (elsewhere / "second name.md").write_text(text.replace("number 2.", "number two."), encoding="utf-8")
+    assert seen(kept_reads()[0]) == seen(alone(vault, monkeypatch))
+    assert "Summary of decision number two." in [d.summary for d in kept_reads()[0].decisions]
+
+    (vault / "Decisions" / "D-0002 Note.md").unlink()
+    target = decision(vault / ".drafts", 3, topics=("topic-three",))  # a folder no walk enters, nor watches
+    (vault / "Decisions" / "D-0003 Note.md").symlink_to(target)
+    for _ in range(3):
+        assert kept_reads()[1]
+    target.write_text(target.read_text(encoding="utf-8").replace("number 3.", "number three."), encoding="utf-8")
+    assert "Summary of decision number three." in [d.summary for d in kept_reads()[0].decisions]
+    (vault / "Decisions" / "D-0003 Note.md").unlink()
+    settled(kept_reads)
+
+
+def test_a_folder_on_a_file_system_not_known_to_be_local_is_never_trusted(tmp_path):
+    """Changes to a network, FUSE or overlay file system may come from elsewhere, unseen by this kernel: a folder
+    there leaves the kernel's silence meaning nothing (here /proc, a file system of neither kind)."""
+    watch = folder_watch.FolderWatch.start()
+    assert watch is not None
+    try:
+        for folders, trusted in (([str(tmp_path)], True), ([str(tmp_path), "/proc"], False)):
+            watch.cover(folders, notes_plain=True)  # the first cover of a folder is never trusted
+            armed = watch.arm()
+            watch.cover(folders, notes_plain=True)
+            assert watch.quiet_since(armed) is trusted
+        armed = watch.arm()
+        watch.cover([str(tmp_path)], notes_plain=False)
+        assert not watch.quiet_since(armed)
+    finally:
+        watch.close()
+
+
+
+def test_a_change_made_between_a_folder_listed_and_watched_is_read(vault, monkeypatch, kept_reads):
+    """A folder first met is walked before its watch is there: a note changed in between, whose parts were taken by
+    the stat key the walk met, is said to nobody, so the next read walks again (here the first read of a process
+    that kept a read and watches no folder yet)."""
+    decision(vault, 1, topics=("topic-one",))
+    note = decision(vault, 2, topics=("topic-two",))
+    settled(kept_reads)
+    for watch in folder_watch._watches.values():
+        if watch is not None:
+            watch.close()
+    monkeypatch.setattr(folder_watch, "_watches", {})
+    real_cover = folder_watch.FolderWatch.cover
+    edits = []
+
+    def edited_before_the_watch(self: folder_watch.FolderWatch, folders: list[str], notes_plain: bool) -> None:
+        if not edits:
+            note.write_text(note.read_text(encoding="utf-8").replace("number 2.", "number 5."), encoding="utf-8")
+            edits.append(note)
+        real_cover(self, folders, notes_plain)
+    monkeypatch.setattr(folder_watch.FolderWatch, "cover", edited_before_the_watch)
+    first, walked = kept_reads()
+    assert walked and "Summary of decision number 2." in [d.summary for d in first.decisions]  # as walked
+    again, walked = kept_reads()
+    assert walked and seen(again) == seen(alone(vault, monkeypatch))
+    assert "Summary of decision number 5." in [d.summary for d in again.decisions]
+    settled(kept_reads)
