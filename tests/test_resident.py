@@ -150,9 +150,11 @@ def test_with_no_resident_process_a_refused_ask_loads_neither_the_asking_nor_a_r
     """With no watcher (CI, a vault nobody watches) the console script finds no socket and runs the command in its
     own process without loading what asking one takes (`resident`, the socket module, threads); a refused `ask`
     loads neither what a ruling needs (`commands.rule`) nor `secrets`, nor the socket module for this device's
-    host name. Each is start-up time on every such command."""
+    host name, nor what the resident process watches folders with (`folder_watch`, ctypes). Each is start-up
+    time on every such command."""
     decision(vault, 1, topics=("article-footer",), summary=FOOTER)
-    loaded = ("vault_tools.resident", "socket", "vault_tools.commands.rule", "secrets")
+    loaded = ("vault_tools.resident", "socket", "vault_tools.commands.rule", "secrets", "vault_tools.folder_watch",
+              "ctypes")
     code = (f"import sys\nfrom vault_tools.launch import main\nsys.argv = ['vault-tools', 'ask', {FOOTER!r}, "
             f"'--topic', 'article-endings', '--vault', {str(vault)!r}]\ntry:\n    main()\n"
             f"except SystemExit as exit_:\n    assert exit_.code == 1, exit_.code\n"
