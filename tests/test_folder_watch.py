@@ -19,6 +19,12 @@ from vault_tools.vault import Vault, VaultState
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 
 
+@pytest.fixture(autouse=True)
+def _on_a_local_file_system(tmp_path: Path) -> None:
+    if not folder_watch.on_local_file_system(str(tmp_path)):  # CI and `make test` use /dev/shm, a tmpfs
+        pytest.skip(f"{tmp_path} is on a file system the watch does not trust (network, FUSE or overlay)")
+
+
 def seen(state: VaultState) -> tuple[object, ...]:
     """What a command reads of a state: the files (and each note's stat key), each decision as read, what could not
     be read."""

@@ -20,6 +20,7 @@ docs/design/0049-the-kernel-says-what-changed.md
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import struct
 import sys
@@ -59,7 +60,7 @@ class FolderWatch:
         if not sys.platform.startswith("linux"):
             return None
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
+            libc = _libc()
             fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         except (OSError, AttributeError):
             return None
@@ -83,7 +84,7 @@ class FolderWatch:
                 continue
             if wd not in self._watches:
                 self._changed = True  # listed before its watch was there: what changed between is not known
-                self._types[wd] = self._local_file_system(folder)
+                self._types[wd] = on_local_file_system(folder)
             kept[wd] = folder
         for wd in self._watches.keys() - kept.keys():
             self._removed.add(wd)
@@ -100,14 +101,6 @@ class FolderWatch:
 
     def close(self) -> None:
         os.close(self._fd)
-
-    def _local_file_system(self, folder: str) -> bool:
-        """Whether the folder is on a file system of `LOCAL_FILE_SYSTEMS` (statfs(2): the struct's first field is
-        f_type, a machine word; 120 bytes in all on 64-bit Linux)."""
-        found = ctypes.create_string_buffer(256)
-        if self._libc.statfs(os.fsencode(folder), found) != 0:
-            return False
-        return ctypes.c_long.from_buffer(found).value & 0xFFFFFFFF in LOCAL_FILE_SYSTEMS
 
     def _take_in(self) -> None:
         """Empty the queue: any event but a watch this process removed means a change."""
@@ -127,6 +120,20 @@ class FolderWatch:
                     self._removed.discard(wd)
                     continue
                 self._changed = True
+
+
+def on_local_file_system(folder: str) -> bool:
+    """Whether the folder is on a file system of `LOCAL_FILE_SYSTEMS` (statfs(2): the struct's first field is f_type,
+    a machine word; 120 bytes in all on 64-bit Linux)."""
+    found = ctypes.create_string_buffer(256)
+    if _libc().statfs(os.fsencode(folder), found) != 0:
+        return False
+    return ctypes.c_long.from_buffer(found).value & 0xFFFFFFFF in LOCAL_FILE_SYSTEMS
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 _watches: dict[str, FolderWatch | None] = {}  # vault root -> its watch (None: none can be had), oldest first
