@@ -5,14 +5,15 @@ inotify; the walks are counted, and each read is compared with a read of a proce
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import PAST_RACY_SECONDS, ClockAhead, decision, write
-from vault_tools import folder_watch
+from tests.helpers import PAST_RACY_SECONDS, ClockAhead, decision, make_vault, write
+from vault_tools import folder_watch, vault_walk
 from vault_tools import vault as vault_module
 from vault_tools.vault import Vault, VaultState
 
@@ -33,10 +34,10 @@ def seen(state: VaultState) -> tuple[object, ...]:
             sorted(str(error) for error in state.broken))
 
 
-@pytest.fixture
-def kept_reads(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], tuple[VaultState, bool]]:
-    """Reads of `vault` as the resident process makes them (its last read kept, the kernel watching its folders),
-    each notes past the racy window; each gives the state and whether the vault was walked for it."""
+def keeping_reads(monkeypatch: pytest.MonkeyPatch, root: Path) -> Callable[[], tuple[VaultState, bool]]:
+    """Reads of the vault at `root` as the resident process makes them (its last read kept, the kernel watching its
+    folders and decision notes), each note past the racy window; each gives the state and whether the vault was
+    walked for it."""
     monkeypatch.setattr(vault_module, "time", ClockAhead(PAST_RACY_SECONDS))
     monkeypatch.setattr(vault_module, "KEEP_LAST_READ", True)
     monkeypatch.setattr(vault_module, "WATCH_FOLDERS", folder_watch.watch_of)
@@ -52,8 +53,13 @@ def kept_reads(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], tup
 
     def read() -> tuple[VaultState, bool]:
         before = len(walks)
-        return Vault(vault).load(), len(walks) > before
-    yield read
+        return Vault(root).load(), len(walks) > before
+    return read
+
+
+@pytest.fixture
+def kept_reads(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], tuple[VaultState, bool]]:
+    yield keeping_reads(monkeypatch, vault)
     for watch in folder_watch._watches.values():
         if watch is not None:
             watch.close()
@@ -68,9 +74,10 @@ def alone(vault: Path, monkeypatch: pytest.MonkeyPatch) -> VaultState:
 
 
 def settled(read: Callable[[], tuple[VaultState, bool]]) -> None:
-    """Read until no walk is made: the second read after a change walks again (the first one's folders were
-    listed before they were watched, where a folder is new), the third takes it again."""
-    for _ in range(3):
+    """Read until no walk is made: the read after a change walks, the next one walks again where a folder or a
+    decision note was new to the watch (listed before its watch was there; a first read of a vault with no cache
+    watches no note), and the fourth read at the latest takes the last again."""
+    for _ in range(4):
         _, walked = read()
     assert not walked
 
@@ -168,17 +175,31 @@ def test_a_folder_on_a_file_system_not_known_to_be_local_is_never_trusted(tmp_pa
     assert watch is not None
     try:
         for folders, trusted in (([str(tmp_path)], True), ([str(tmp_path), "/proc"], False)):
-            watch.cover(folders, notes_plain=True)  # the first cover of a folder is never trusted
+            watch.cover(folders, [], notes_plain=True)  # the first cover of a folder is never trusted
             armed = watch.arm()
-            watch.cover(folders, notes_plain=True)
+            watch.cover(folders, [], notes_plain=True)
             assert watch.quiet_since(armed) is trusted
         armed = watch.arm()
-        watch.cover([str(tmp_path)], notes_plain=False)
+        watch.cover([str(tmp_path)], [], notes_plain=False)
+        assert not watch.quiet_since(armed)
+        armed = watch.arm()
+        watch.cover([str(tmp_path), None], [], notes_plain=True)  # a folder that could not be listed
         assert not watch.quiet_since(armed)
     finally:
         watch.close()
 
 
+def test_no_two_walks_of_a_process_are_given_the_same_number():
+    """A read kept under one watch's number is never taken for a walk of a watch made later (one forgotten and
+    started again counts anew)."""
+    first, second = folder_watch.FolderWatch.start(), folder_watch.FolderWatch.start()
+    assert first is not None and second is not None
+    try:
+        numbers = [watch.arm() for watch in (first, second, first, second, first)]
+        assert len(set(numbers)) == len(numbers)
+    finally:
+        first.close()
+        second.close()
 
 def test_a_change_made_between_a_folder_listed_and_watched_is_read(vault, monkeypatch, kept_reads):
     """A folder first met is walked before its watch is there: a note changed in between, whose parts were taken by
@@ -194,11 +215,12 @@ def test_a_change_made_between_a_folder_listed_and_watched_is_read(vault, monkey
     real_cover = folder_watch.FolderWatch.cover
     edits = []
 
-    def edited_before_the_watch(self: folder_watch.FolderWatch, folders: list[str], notes_plain: bool) -> None:
+    def edited_before_the_watch(self: folder_watch.FolderWatch, folders: list[str | None], notes: list[str],
+                                notes_plain: bool) -> None:
         if not edits:
             note.write_text(note.read_text(encoding="utf-8").replace("number 2.", "number 5."), encoding="utf-8")
             edits.append(note)
-        real_cover(self, folders, notes_plain)
+        real_cover(self, folders, notes, notes_plain)
     monkeypatch.setattr(folder_watch.FolderWatch, "cover", edited_before_the_watch)
     first, walked = kept_reads()
     assert walked and "Summary of decision number 2." in [d.summary for d in first.decisions]  # as walked
@@ -206,3 +228,95 @@ def test_a_change_made_between_a_folder_listed_and_watched_is_read(vault, monkey
     assert walked and seen(again) == seen(alone(vault, monkeypatch))
     assert "Summary of decision number 5." in [d.summary for d in again.decisions]
     settled(kept_reads)
+
+
+
+def test_a_link_made_to_a_decision_note_from_elsewhere_after_the_walk_and_written_through_is_read(
+        vault, monkeypatch, kept_reads, tmp_path):
+    """A second name made for a decision note outside the vault, after the walk, and a write through it, are said to
+    the note's own watch (not to the vault's folder): the next read walks and reads it. So is a write through a
+    descriptor opened under a name since removed."""
+    decision(vault, 1, topics=("topic-one",))
+    note = decision(vault, 2, status="open", topics=("topic-two",), summary="Should the footer name the editor?")
+    settled(kept_reads)
+    elsewhere = tmp_path / "snapshot.md"
+    os.link(note, elsewhere)
+    os.unlink(elsewhere)  # the link count back to one: a walk now meets the note as it was
+    os.link(note, elsewhere)
+    held = os.open(elsewhere, os.O_WRONLY)
+    os.unlink(elsewhere)
+    settled_text = note.read_text(encoding="utf-8")
+    os.pwrite(held, settled_text.replace("status: open", "status: ruled").encode("utf-8"), 0)
+    os.close(held)
+    read, walked = kept_reads()
+    assert walked and seen(read) == seen(alone(vault, monkeypatch))
+    assert [d.status.value for d in read.decisions if d.id == "D-0002"] == ["ruled"]
+
+
+def test_a_vault_whose_folder_was_swapped_for_another_is_walked(tmp_path, monkeypatch):
+    """Nothing inside the vault's folders says that another folder now stands at its path (a folder above it
+    renamed and another put in its place): the vault's folder is compared at each read."""
+    root = make_vault(tmp_path / "home" / "vault", shared=True)
+    decision(root, 1, topics=("topic-one",))
+    read = keeping_reads(monkeypatch, root)
+    try:
+        settled(read)
+        shutil.copytree(root, tmp_path / "other" / "vault", symlinks=True)
+        decision(tmp_path / "other" / "vault", 2, topics=("topic-two",))
+        (tmp_path / "home").rename(tmp_path / "before")
+        (tmp_path / "other").rename(tmp_path / "home")
+        state, walked = read()
+        assert walked and [d.id for d in state.decisions] == ["D-0001", "D-0002"]
+        assert seen(state) == seen(alone(root, monkeypatch))
+    finally:
+        for watch in folder_watch._watches.values():
+            if watch is not None:
+                watch.close()
+
+
+def test_a_vault_whose_layout_changed_is_walked(vault, monkeypatch, kept_reads):
+    """The record moved out of `vault-tools/` (its config to `.vault-tools/`, its ledger folder renamed) leaves
+    that folder the owner's, walked from then on; no folder the walk entered says so: the layout is compared at
+    each read."""
+    decision(vault, 1, topics=("topic-one",))
+    decision(vault / "vault-tools" / "Drafts", 2, topics=("topic-two",))
+    settled(kept_reads)
+    assert [d.id for d in kept_reads()[0].decisions] == ["D-0001"]
+    (vault / "vault-tools" / "config.yaml").replace(vault / ".vault-tools" / "config.yaml")
+    (vault / "vault-tools" / "ledger").rename(vault / "vault-tools" / "ledger-before")
+    state, walked = kept_reads()
+    assert walked and seen(state) == seen(alone(vault, monkeypatch))
+    assert [d.id for d in state.decisions] == ["D-0001", "D-0002"]
+
+
+def test_a_read_kept_is_walked_again_once_its_walk_is_old(vault, monkeypatch, kept_reads):
+    """What no event says (a write through a memory mapping) is seen once the last walk is `MOST_SECONDS_UNWALKED`
+    old, at the latest."""
+    decision(vault, 1, topics=("topic-one",))
+    settled(kept_reads)
+    monkeypatch.setattr(folder_watch, "MOST_SECONDS_UNWALKED", 0.0)
+    assert kept_reads()[1] and kept_reads()[1]
+
+
+def test_a_folder_that_could_not_be_listed_leaves_the_next_read_walking(vault, monkeypatch, kept_reads):
+    """A walk that could not list a folder (its notes missing from that read) is no walk to trust: the next read
+    walks again, and reads them."""
+    decision(vault, 1, topics=("topic-one",))
+    decision(vault / "Projects", 2, topics=("topic-two",))
+    settled(kept_reads)
+    (vault / "Projects" / "Decisions" / "D-0002 Note.md").write_text(
+        (vault / "Projects" / "Decisions" / "D-0002 Note.md").read_text(encoding="utf-8") + "\nLater.\n",
+        encoding="utf-8")
+    real_scandir = os.scandir
+    failed: list[str] = []
+
+    def once_refused(path: str) -> object:  # as a folder whose permission was taken away, then given back
+        if path.endswith("Projects") and not failed:
+            failed.append(path)
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+    monkeypatch.setattr(vault_walk.os, "scandir", once_refused)
+    partial, walked = kept_reads()
+    assert walked and failed and [d.id for d in partial.decisions] == ["D-0001"]
+    again, walked = kept_reads()
+    assert walked and seen(again) == seen(alone(vault, monkeypatch))

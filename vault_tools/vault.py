@@ -18,7 +18,7 @@ from . import notes, state_memo
 from .carriers import ConflictCopy, find_copies
 from .config import Config, check_folders_on_disk, load_config
 from .errors import NoteError, VaultToolsError
-from .layout import device_tag, layout_of, relative
+from .layout import Layout, device_tag, layout_of, relative
 from .ledger import Ledger
 from .links import LinkResolver, NoteIndex
 from .model import Decision, Problem, build_decision
@@ -99,6 +99,29 @@ def _forget_frames(errors: Iterable[BaseException]) -> None:
     """Errors a command raised before, kept to be raised again: the frames they carried go with them."""
     for kept_error in errors:
         kept_error.__traceback__ = kept_error.__context__ = kept_error.__cause__ = None
+
+
+def _cover(watch: FolderWatch | None, folders: list[str | None] | None,
+           listed: list[tuple[str, str, StatKey | OSError | None]], pieces: Mapping[str, Piece | None],
+           plain: bool) -> None:
+    """Tell the watch what the walk armed last entered and which of the notes it met are decision notes."""
+    if watch is not None and folders is not None:
+        watch.cover(folders, [path for rel, path, _ in listed if pieces.get(rel) is not None], plain)
+
+
+def _unchanged(watch: FolderWatch | None, last: tuple[Any, ...], memo_key: Any, layout: Layout) -> bool:
+    """Whether the kernel says no folder or decision note changed since the walk the last read came from, under
+    the same config and merged topics (`memo_key`) and layout (which folders the walk skips)."""
+    return watch is not None and last[0][::5] == (memo_key, layout.shared) and watch.quiet_since(last[3])
+
+
+def _walked_alike(root: str, last: tuple[Any, ...], armed: int, watch: FolderWatch | None,
+                  folders: list[str | None] | None, listed: list[tuple[str, str, StatKey | OSError | None]],
+                  plain: bool) -> VaultState:
+    """The last read, which the walk armed with `armed` met alike: kept as that walk's."""
+    _last_reads[root] = (*last[:3], armed)
+    _cover(watch, folders, listed, {rel: piece for rel, (_, piece) in last[2].items()}, plain)
+    return _taken_again(last[1])
 
 
 def _taken_again(kept: VaultState) -> VaultState:
@@ -334,23 +357,22 @@ class Vault:
         aliases = load_aliases(self.record_dir)
         use_topic_aliases(aliases)  # every comparison of topics from here reads them
         memo_path = self.state_dir / STATE_MEMO
-        sqlite_path = self.state_dir / CACHE_FILE
         last = _last_reads.get(str(self.root)) if KEEP_LAST_READ else None
         watch = WATCH_FOLDERS(self.root) if WATCH_FOLDERS is not None and KEEP_LAST_READ else None
-        if watch is not None and last is not None and last[1] is not None and \
-                last[0][0] == self._memo_key(aliases) and watch.quiet_since(last[3]):
+        if last is not None and last[1] is not None and _unchanged(watch, last, self._memo_key(aliases), self.layout):
             return _taken_again(last[1])
         armed = watch.arm() if watch is not None else 0
         others: list[str] = []
         walked_at = time.time_ns()
         misnamed: list[str] = []
-        warm = last is not None or memo_path.is_file() or sqlite_path.is_file()
-        listed = self._walk(others, state.temp_files, misnamed, stat=warm, watch=watch)
+        warm = last is not None or memo_path.is_file() or (self.state_dir / CACHE_FILE).is_file()
+        folders: list[str | None] | None = [] if watch is not None else None
+        linked: list[str] = []
+        listed = self._walk(others, state.temp_files, misnamed, stat=warm, folders=folders, linked=linked)
         state.files += [rel for rel, _, _ in listed]
-        walked = (self._memo_key(aliases), listed, others, state.temp_files, misnamed)
+        walked = (self._memo_key(aliases), listed, others, state.temp_files, misnamed, self.layout.shared)
         if last is not None and last[0] == walked and last[1] is not None:
-            _last_reads[str(self.root)] = (*last[:3], armed)  # as the walk armed now met it
-            return _taken_again(last[1])
+            return _walked_alike(str(self.root), last, armed, watch, folders, listed, warm and not linked)
         # Each note's parts as the last whole read built them, under its stat key (see `_memo_key` for the rest)
         recalled: dict[str, tuple[StatKey, Piece]] | None
         origin = None  # where the memo recalled came from: what keeping it again needs (`state_memo.keep_mapping`)
@@ -382,6 +404,7 @@ class Vault:
         state.files += others
         state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
         set_aside_conflict_copies(state)
+        _cover(watch, folders, listed, pieces, warm and not linked)
         # Not kept while a name is not UTF-8: what is said of such a file depends on what it holds (a decision
         # note or not), which the walk does not compare
         if KEEP_LAST_READ:
@@ -389,26 +412,24 @@ class Vault:
         return state
 
     def _walk(self, others: list[str], temps: list[str], misnamed: list[str], *, stat: bool,
-              watch: FolderWatch | None = None) -> list[tuple[str, str, StatKey | OSError | None]]:
-        """Every Markdown file in the walk's order (`iter_markdown`, which fills `others`, `temps` and `misnamed`):
-        its path, where it is, and with `stat` its stat key or why it could not be stat'ed (None without: a first
-        read takes each note's key as it opens it). `watch` is then told the folders entered, and whether every
-        note met was stat'ed, a file of one link (`FolderWatch.cover`)."""
+              folders: list[str | None] | None = None,
+              linked: list[str] | None = None) -> list[tuple[str, str, StatKey | OSError | None]]:
+        """Every Markdown file in the walk's order (`iter_markdown`, which fills `others`, `temps`, `misnamed` and
+        `folders`): its path, where it is, and with `stat` its stat key or why it could not be stat'ed (None
+        without: a first read takes each note's key as it opens it). Each note stat'ed that is a symbolic link, has
+        a second link or could not be stat'ed is added to `linked`."""
         listed: list[tuple[str, str, StatKey | OSError | None]] = []
-        folders: list[str] | None = [] if watch is not None else None
-        plain = stat
         for rel, entry in iter_markdown(self.root, self.config, others, temps, misnamed, folders):
             try:
                 found = entry.stat() if stat else None
             except OSError as error:
                 listed.append((rel, entry.path, error))
-                plain = False
+                if linked is not None:
+                    linked.append(rel)
                 continue
             listed.append((rel, entry.path, notes.stat_key(found) if found is not None else None))
-            if folders is not None and found is not None and (found.st_nlink != 1 or entry.is_symlink()):
-                plain = False
-        if watch is not None and folders is not None:
-            watch.cover(folders, plain)
+            if linked is not None and found is not None and (found.st_nlink != 1 or entry.is_symlink()):
+                linked.append(rel)
         return listed
 
     def unchanged_since(self, state: VaultState) -> bool:

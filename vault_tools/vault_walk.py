@@ -26,11 +26,12 @@ def skipped_folders(root: Path, config: Config) -> set[str]:
 
 def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
                   temps: list[str] | None = None, misnamed: list[str] | None = None,
-                  folders: list[str] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
+                  folders: list[str | None] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(vault-relative path, directory entry) of every note a decision could live in, in a stable order.
 
     Every other file met is added to `others` (what a link can name), and our own temp files
-    to `temps`; each folder entered (its full path) to `folders`. A file or folder whose name is not valid
+    to `temps`; each folder entered (its full path, None for one that could not be listed) to `folders`, the
+    vault's first. A file or folder whose name is not valid
     UTF-8 (no note can link to it, and its name can be neither stored nor printed as it is) is passed over, its
     path added to `misnamed`. Works on strings rather than Path objects: on a vault of 50,000 notes the
     difference is a large part of the whole run.
@@ -40,12 +41,14 @@ def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
     while stack:
         prefix = stack.pop()
         folder = os.path.join(root, prefix) if prefix else str(root)
-        if folders is not None:
-            folders.append(folder)
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
+            if folders is not None:
+                folders.append(None)
             continue
+        if folders is not None:
+            folders.append(folder)
         subfolders = []
         for entry in entries:
             name = entry.name
