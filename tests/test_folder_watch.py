@@ -320,3 +320,45 @@ def test_a_folder_that_could_not_be_listed_leaves_the_next_read_walking(vault, m
     assert walked and failed and [d.id for d in partial.decisions] == ["D-0001"]
     again, walked = kept_reads()
     assert walked and seen(again) == seen(alone(vault, monkeypatch))
+
+
+def test_an_ordinary_note_written_through_a_descriptor_opened_under_another_name_is_read(
+        vault, monkeypatch, kept_reads, tmp_path):
+    """A note brought into the vault under a second name, its first name removed before the walk, then written
+    through a descriptor still open under that first name: the write is said to the note's own watch (every note
+    has one), not to its folder's."""
+    decision(vault, 1, topics=("topic-one",))
+    draft = tmp_path / "draft.md"
+    draft.write_text("Nothing decided yet.\n", encoding="utf-8")
+    held = os.open(draft, os.O_WRONLY)
+    os.link(draft, vault / "Decisions" / "Draft.md")
+    draft.unlink()
+    settled(kept_reads)
+    os.pwrite(held, b"---\ntype: decision\nid: D-0002\nstatus: open\ntopics: [topic-two]\n"
+                    b"summary: \"Should the draft be kept?\"\n---\n", 0)
+    os.close(held)
+    read, walked = kept_reads()
+    assert walked and [d.id for d in read.decisions] == ["D-0001", "D-0002"]
+    assert seen(read) == seen(alone(vault, monkeypatch))
+
+
+def inotify_watches_held(vault: Path) -> int:
+    """The inotify watches the vault's watch holds, as the kernel counts them."""
+    watch = folder_watch._watches[str(vault)]
+    assert watch is not None
+    return sum(line.startswith(b"inotify wd:") for line in Path(f"/proc/self/fdinfo/{watch._fd}").read_bytes().splitlines())
+
+
+def test_a_vault_needing_more_than_its_share_of_the_users_watches_holds_none(vault, monkeypatch, kept_reads):
+    """The watcher beside the resident process, and every other program of the user, need inotify watches too:
+    a vault whose folders and notes would take more than an eighth of the user's is walked every time, holding
+    none."""
+    for number in (1, 2, 3):
+        decision(vault, number, topics=(f"topic-{number}",))
+    settled(kept_reads)
+    assert inotify_watches_held(vault) == 5  # the vault and its Decisions folder, its three notes
+    monkeypatch.setattr(folder_watch, "_most_watches", lambda: 8 * 4)  # as if the user had 32 in all
+    _edit_in_place(vault)  # the next walk finds five to watch, one more than its share
+    for _ in range(3):
+        assert kept_reads()[1]
+    assert inotify_watches_held(vault) == 0

@@ -5,20 +5,22 @@ stat'ing every note (a walk of 6,500 notes is 0.02-0.05 s of each of its answers
 The kernel queues an event for a watched folder or file within the very system call that changes it (a write, a
 rename, a file added or removed, its times or links changed), whichever process makes it and through whichever
 mount: a command that finds the queue empty knows that nothing a walk would see changed since the queue was
-last emptied, before that walk. Each folder the walk enters is watched, and each decision note itself (a change
-made through another name of the file, or a descriptor opened under one, is said to the file's own watch
-only). Where it cannot know, the vault is walked as before:
+last emptied, before that walk. Each folder the walk enters is watched, and each note itself (a change made
+through another name of the file, or a descriptor opened under one, is said to the file's own watch only).
+Where it cannot know, the vault is walked as before, and nothing is watched:
 
-- off Linux, or where inotify cannot be had (a sandbox), or where watching every decision note would take more
+- off Linux, or where inotify cannot be had (a sandbox), or where the vault's folders and notes would take more
   than an eighth of the user's inotify watches (the watcher and other programs need theirs);
 - a folder on a file system whose changes may come from elsewhere (NFS, SMB, FUSE, 9p, overlayfs, and file
-  systems that roll a folder back without a word: only those of `LOCAL_FILE_SYSTEMS` are trusted), a folder
-  that could not be listed or watched, a note that is a symbolic link or has a second link;
-- after any event at all (the queue overflowing among them), a mount or unmount anywhere (the mount table is
-  polled), the vault's folder itself replaced, and for the walk after a folder or note first watched (it was
-  listed before its watch was there);
-- once the last walk is `MOST_SECONDS_UNWALKED` old: what no event says (a write through a memory mapping) is
-  seen that late at the latest.
+  systems that roll a folder back without a word: only those of `LOCAL_FILE_SYSTEMS` are trusted), a file
+  system mounted on a folder or note inside the vault, a folder that could not be listed or watched, a note
+  that is a symbolic link, has a second link or could not be stat'ed.
+
+And it walks after any event at all (the queue overflowing among them), a mount or unmount anywhere (the mount
+table is polled), the vault's folder itself replaced, for the walk after a folder first watched (it was listed
+before its watch was there) or a note changed between its read and its watch, and once the last walk is
+`MOST_SECONDS_UNWALKED` old: what no event says (a write through a memory mapping) is seen that late at the
+latest.
 
 docs/design/0049-the-kernel-says-what-changed.md
 """
@@ -28,11 +30,14 @@ import ctypes
 import functools
 import itertools
 import os
+import re
 import select
 import struct
 import sys
 import time
 from pathlib import Path
+
+from .notes import StatKey, stat_key
 
 # inotify(7): the changes that alter what a walk meets (content, times, links, names), and to the watched itself
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -52,6 +57,7 @@ LOCAL_FILE_SYSTEMS = frozenset({0xEF53, 0x58465342, 0x9123683E, 0x01021994, 0xF2
 MOST_SECONDS_UNWALKED = 30.0
 SHARE_OF_WATCHES = 8  # at most this fraction (1/8) of the user's inotify watches for one vault
 MOST_WATCHED_VAULTS = 8  # a process answering for more vaults than this forgets the watch used least lately
+MOUNT_TABLE = "/proc/self/mountinfo"
 _ARMED = itertools.count(1)  # numbers `arm` gives, never twice in a process (a watch forgotten and made again)
 
 
@@ -62,12 +68,14 @@ class FolderWatch:
     def __init__(self, fd: int, mounts: select.poll, mounts_fd: int) -> None:
         self._fd, self._mounts, self._mounts_fd = fd, mounts, mounts_fd
         self._watches: dict[int, str] = {}  # watch descriptor -> the folder's or note's path
+        self._notes: dict[tuple[str, int], int] = {}  # (a note's path, its inode) -> its watch descriptor
         self._removed: set[int] = set()  # watches this process removed: their IN_IGNORED says nothing changed
         self._local: dict[int, bool] = {}  # a folder's watch descriptor -> whether its file system is trusted
         self._changed = True
         self._armed = 0
         self._walked_at = 0.0
         self._root: tuple[str, int, int] | None = None  # the vault's folder, its device and inode
+        self._mounted_inside: bool | None = None  # whether a mount point lies inside it (None: to be looked at)
 
     @classmethod
     def start(cls) -> FolderWatch | None:
@@ -76,10 +84,14 @@ class FolderWatch:
             return None
         try:
             fd = _libc().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-            if fd < 0:
-                return None
-            mounts_fd = os.open("/proc/self/mountinfo", os.O_RDONLY | os.O_CLOEXEC)
         except (OSError, AttributeError):
+            return None
+        if fd < 0:
+            return None
+        try:
+            mounts_fd = os.open(MOUNT_TABLE, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            os.close(fd)
             return None
         mounts = select.poll()
         mounts.register(mounts_fd, select.POLLPRI)
@@ -88,51 +100,62 @@ class FolderWatch:
     def arm(self) -> int:
         """Take in what happened so far and start anew, before a walk: the number `quiet_since` is then asked."""
         self._take_in()
-        self._mounts.poll(0)  # a mount made before this is seen by the walk
+        if self._mounts.poll(0):  # a mount made before this is looked at once the walk is over
+            self._mounted_inside = None
         self._changed = False
         self._armed = next(_ARMED)
         self._walked_at = time.monotonic()
         return self._armed
 
-    def cover(self, folders: list[str | None], notes: list[str], notes_plain: bool) -> None:
+    def cover(self, folders: list[str | None], notes: list[tuple[str, StatKey | None]], notes_plain: bool) -> None:
         """After the walk armed last and the read that followed: watch each folder it entered (full paths, the
-        vault's first; None for one it could not list) and each decision note (full paths), and no longer what
-        they no longer are. `notes_plain`: every note met is a regular file with one link."""
-        if not folders or folders[0] is None or None in folders or not notes_plain or \
+        vault's first; None for one it could not list) and each note it met (its full path and the stat key the
+        read holds for it), and no longer what they no longer are. `notes_plain`: every note met is a regular
+        file with one link. Where the vault cannot be trusted to say all its changes, nothing is watched."""
+        root = folders[0] if folders else None
+        if root is None or None in folders or not notes_plain or self._mount_inside(root) or \
                 len(folders) + len(notes) > _most_watches() // SHARE_OF_WATCHES:
-            self._changed = True
-            notes = []  # a note's own watch is of no use while the vault is walked every time anyway
+            self._keep({})
+            self._changed, self._root = True, None
+            return
         kept: dict[int, str] = {}
-        for path, events in itertools.chain(((folder, FOLDER_EVENTS) for folder in folders if folder is not None),
-                                            ((note, NOTE_EVENTS) for note in notes)):
-            wd = _libc().inotify_add_watch(self._fd, os.fsencode(path), events)
+        for folder in folders:
+            assert folder is not None
+            wd = _libc().inotify_add_watch(self._fd, os.fsencode(folder), FOLDER_EVENTS)
             if wd < 0:
                 self._changed = True  # gone since, or past the watch limit: walked again, and again
                 continue
             if wd not in self._watches:
                 self._changed = True  # listed before its watch was there: what changed between is not known
-                if events == FOLDER_EVENTS:
-                    self._local[wd] = on_local_file_system(path)
+                self._local[wd] = on_local_file_system(folder)
+            kept[wd] = folder
+        notes_kept: dict[tuple[str, int], int] = {}
+        for path, key in notes:
+            known = self._notes.get((path, key[3])) if key is not None else None
+            wd = known if known is not None else _libc().inotify_add_watch(self._fd, os.fsencode(path), NOTE_EVENTS)
+            if wd < 0 or key is None:
+                self._changed = True
+                continue
+            if wd not in self._watches and not _still(path, key):
+                self._changed = True  # changed since it was read, before its watch was there
             kept[wd] = path
-        for wd in self._watches.keys() - kept.keys():
-            if _libc().inotify_rm_watch(self._fd, wd) == 0:
-                self._removed.add(wd)
-            self._local.pop(wd, None)
-        self._watches = kept
+            notes_kept[(path, key[3])] = wd
+        self._keep(kept)
+        self._notes = notes_kept
         if not all(self._local.get(wd, True) for wd in kept):
             self._changed = True
-        root = folders[0] if folders else None
         try:
-            found = os.stat(root) if root is not None else None
+            found = os.stat(root)
         except OSError:
-            found = None
-        self._root = (root, found.st_dev, found.st_ino) if root is not None and found is not None else None
+            self._changed, self._root = True, None
+            return
+        self._root = (root, found.st_dev, found.st_ino)
 
     def quiet_since(self, armed: int) -> bool:
         """Whether nothing a walk meets changed since the walk armed with `armed` (the last one) began."""
         self._take_in()
         if self._mounts.poll(0):
-            self._changed = True
+            self._changed, self._mounted_inside = True, None
         if armed != self._armed or self._changed or self._root is None or \
                 time.monotonic() - self._walked_at >= MOST_SECONDS_UNWALKED:
             return False
@@ -145,6 +168,29 @@ class FolderWatch:
     def close(self) -> None:
         os.close(self._fd)
         os.close(self._mounts_fd)
+
+    def _keep(self, kept: dict[int, str]) -> None:
+        """Watch what `kept` names (watches added already), and remove every other watch."""
+        for wd in self._watches.keys() - kept.keys():
+            if _libc().inotify_rm_watch(self._fd, wd) == 0:
+                self._removed.add(wd)
+            self._local.pop(wd, None)
+        self._watches = kept
+        if not kept:
+            self._notes = {}
+
+    def _mount_inside(self, root: str) -> bool:
+        """Whether a file system is mounted on a folder or note inside the vault (its changes, a bind mount's
+        among them, are said elsewhere), as the mount table says it now; looked at again once it changes."""
+        if self._mounted_inside is None:
+            try:
+                with open(MOUNT_TABLE, "rb") as table:
+                    points = [_unescaped(line.split(b" ")[4]) for line in table.read().splitlines()]
+            except (OSError, IndexError):
+                return True
+            inside = os.fsencode(root).rstrip(b"/") + b"/"
+            self._mounted_inside = any(point.startswith(inside) for point in points)
+        return self._mounted_inside
 
     def _take_in(self) -> None:
         """Empty the queue: any event but a watch this process removed means a change."""
@@ -163,7 +209,24 @@ class FolderWatch:
                 if mask & _IN_IGNORED and wd in self._removed:
                     self._removed.discard(wd)
                     continue
+                if mask & _IN_IGNORED:  # what it watched went: a watch added at its path again is new
+                    self._watches.pop(wd, None)
+                    self._local.pop(wd, None)
+                    self._notes = {pair: kept for pair, kept in self._notes.items() if kept != wd}
                 self._changed = True
+
+
+def _still(path: str, key: StatKey) -> bool:
+    """Whether the file at `path` has the stat key `key` now."""
+    try:
+        return stat_key(os.stat(path)) == key
+    except OSError:
+        return False
+
+
+def _unescaped(field: bytes) -> bytes:
+    """A path as the mount table writes it (space, tab, newline and backslash as octal escapes)."""
+    return re.sub(rb"\\([0-7]{3})", lambda escape: bytes([int(escape.group(1), 8)]), field)
 
 
 def on_local_file_system(folder: str) -> bool:

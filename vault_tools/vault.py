@@ -102,11 +102,12 @@ def _forget_frames(errors: Iterable[BaseException]) -> None:
 
 
 def _cover(watch: FolderWatch | None, folders: list[str | None] | None,
-           listed: list[tuple[str, str, StatKey | OSError | None]], pieces: Mapping[str, Piece | None],
+           listed: list[tuple[str, str, StatKey | OSError | None]], stat_keys: Mapping[str, StatKey] | None,
            plain: bool) -> None:
-    """Tell the watch what the walk armed last entered and which of the notes it met are decision notes."""
+    """Tell the watch what the walk armed last entered and met, each note with the stat key the read holds."""
     if watch is not None and folders is not None:
-        watch.cover(folders, [path for rel, path, _ in listed if pieces.get(rel) is not None], plain)
+        keys = stat_keys or {}
+        watch.cover(folders, [(path, keys.get(rel)) for rel, path, _ in listed], plain)
 
 
 def _unchanged(watch: FolderWatch | None, last: tuple[Any, ...], memo_key: Any, layout: Layout) -> bool:
@@ -120,7 +121,7 @@ def _walked_alike(root: str, last: tuple[Any, ...], armed: int, watch: FolderWat
                   plain: bool) -> VaultState:
     """The last read, which the walk armed with `armed` met alike: kept as that walk's."""
     _last_reads[root] = (*last[:3], armed)
-    _cover(watch, folders, listed, {rel: piece for rel, (_, piece) in last[2].items()}, plain)
+    _cover(watch, folders, listed, last[1].stat_keys, plain)
     return _taken_again(last[1])
 
 
@@ -404,7 +405,7 @@ class Vault:
         state.files += others
         state.broken += filter(None, (_misnamed_problem(self.root, path) for path in misnamed))
         set_aside_conflict_copies(state)
-        _cover(watch, folders, listed, pieces, warm and not linked)
+        _cover(watch, folders, listed, stat_keys, warm and not linked)
         # Not kept while a name is not UTF-8: what is said of such a file depends on what it holds (a decision
         # note or not), which the walk does not compare
         if KEEP_LAST_READ:
@@ -419,7 +420,9 @@ class Vault:
         without: a first read takes each note's key as it opens it). Each note stat'ed that is a symbolic link, has
         a second link or could not be stat'ed is added to `linked`."""
         listed: list[tuple[str, str, StatKey | OSError | None]] = []
-        for rel, entry in iter_markdown(self.root, self.config, others, temps, misnamed, folders):
+        # With `folders` (a watch), as the read is kept under: the layout this Vault was made with
+        shared = self.layout.shared if folders is not None else None
+        for rel, entry in iter_markdown(self.root, self.config, others, temps, misnamed, folders, shared):
             try:
                 found = entry.stat() if stat else None
             except OSError as error:

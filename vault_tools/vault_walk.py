@@ -16,27 +16,29 @@ from .record_files import RECORD_DIR
 SKIPPED_FOLDERS = {".trash", "node_modules"}
 
 
-def skipped_folders(root: Path, config: Config) -> set[str]:
-    """The vault-relative folders whose notes are not the vault's decision notes."""
+def skipped_folders(root: Path, config: Config, shared: bool | None = None) -> set[str]:
+    """The vault-relative folders whose notes are not the vault's decision notes (`shared`: whether `vault-tools/`
+    holds the record, where the caller knows it)."""
     skipped = {config.templates_folder.strip("/"), config.pinned_folder.strip("/")}
-    if is_shared(root):
+    if is_shared(root) if shared is None else shared:
         skipped.add(RECORD_DIR)  # the record: kept copies of notes are the owner's text, not notes of the vault
     return skipped
 
 
 def iter_markdown(root: Path, config: Config, others: list[str] | None = None,
                   temps: list[str] | None = None, misnamed: list[str] | None = None,
-                  folders: list[str | None] | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
+                  folders: list[str | None] | None = None,
+                  shared: bool | None = None) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """(vault-relative path, directory entry) of every note a decision could live in, in a stable order.
 
     Every other file met is added to `others` (what a link can name), and our own temp files
     to `temps`; each folder entered (its full path, None for one that could not be listed) to `folders`, the
-    vault's first. A file or folder whose name is not valid
+    vault's first; `shared` as `skipped_folders` takes it. A file or folder whose name is not valid
     UTF-8 (no note can link to it, and its name can be neither stored nor printed as it is) is passed over, its
     path added to `misnamed`. Works on strings rather than Path objects: on a vault of 50,000 notes the
     difference is a large part of the whole run.
     """
-    skipped = skipped_folders(root, config)
+    skipped = skipped_folders(root, config, shared)
     stack = [""]
     while stack:
         prefix = stack.pop()
