@@ -368,7 +368,7 @@ class Vault:
         misnamed: list[str] = []
         warm = last is not None or memo_path.is_file() or (self.state_dir / CACHE_FILE).is_file()
         folders: list[str | None] | None = [] if watch is not None else None
-        linked: list[str] = []
+        linked: list[str] | None = [] if watch is not None else None  # what only a watch asks
         listed = self._walk(others, state.temp_files, misnamed, stat=warm, folders=folders, linked=linked)
         state.files += [rel for rel, _, _ in listed]
         walked = (self._memo_key(aliases), listed, others, state.temp_files, misnamed, self.layout.shared)
