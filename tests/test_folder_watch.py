@@ -362,3 +362,26 @@ def test_a_vault_needing_more_than_its_share_of_the_users_watches_holds_none(vau
     for _ in range(3):
         assert kept_reads()[1]
     assert inotify_watches_held(vault) == 0
+
+
+def test_a_folder_or_note_that_cannot_be_watched_leaves_none_watched(vault, monkeypatch, kept_reads):
+    """A watch the kernel refuses (what it names gone since the walk, or the user's watches all taken: the watcher
+    beside the resident process needs its own) leaves the vault holding none, walked at every read."""
+    decision(vault, 1, topics=("topic-one",))
+    decision(vault / "Projects", 2, topics=("topic-two",))
+    settled(kept_reads)
+    assert inotify_watches_held(vault) > 0
+    real_cover = folder_watch.FolderWatch.cover
+
+    def folder_gone_before_its_watch(self: folder_watch.FolderWatch, folders: list[str | None],
+                                     notes: list[tuple[str, object]], notes_plain: bool) -> None:
+        shutil.rmtree(vault / "Projects")
+        real_cover(self, folders, notes, notes_plain)  # type: ignore[arg-type]
+    monkeypatch.setattr(folder_watch.FolderWatch, "cover", folder_gone_before_its_watch)
+    note = vault / "Decisions" / "D-0001 Note.md"
+    note.write_text(note.read_text(encoding="utf-8") + "\nLater.\n", encoding="utf-8")  # the next read walks
+    kept_reads()
+    assert inotify_watches_held(vault) == 0
+    monkeypatch.setattr(folder_watch.FolderWatch, "cover", real_cover)
+    again, walked = kept_reads()
+    assert walked and seen(again) == seen(alone(vault, monkeypatch))

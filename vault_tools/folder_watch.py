@@ -115,27 +115,29 @@ class FolderWatch:
         root = folders[0] if folders else None
         if root is None or None in folders or not notes_plain or self._mount_inside(root) or \
                 len(folders) + len(notes) > _most_watches() // SHARE_OF_WATCHES:
-            self._keep({})
-            self._changed, self._root = True, None
+            self._refuse({})
             return
         kept: dict[int, str] = {}
+        notes_kept: dict[tuple[str, int], int] = {}
         for folder in folders:
             assert folder is not None
             wd = _libc().inotify_add_watch(self._fd, os.fsencode(folder), FOLDER_EVENTS)
-            if wd < 0:
-                self._changed = True  # gone since, or past the watch limit: walked again, and again
-                continue
+            if wd < 0:  # gone since, or no watch left for the user: none is held
+                self._refuse(kept)
+                return
             if wd not in self._watches:
                 self._changed = True  # listed before its watch was there: what changed between is not known
                 self._local[wd] = on_local_file_system(folder)
             kept[wd] = folder
-        notes_kept: dict[tuple[str, int], int] = {}
         for path, key in notes:
-            known = self._notes.get((path, key[3])) if key is not None else None
-            wd = known if known is not None else _libc().inotify_add_watch(self._fd, os.fsencode(path), NOTE_EVENTS)
-            if wd < 0 or key is None:
+            if key is None:  # not read whole (gone since its walk): the next read walks
                 self._changed = True
                 continue
+            known = self._notes.get((path, key[3]))
+            wd = known if known is not None else _libc().inotify_add_watch(self._fd, os.fsencode(path), NOTE_EVENTS)
+            if wd < 0:
+                self._refuse(kept)
+                return
             if wd not in self._watches and not _still(path, key):
                 self._changed = True  # changed since it was read, before its watch was there
             kept[wd] = path
@@ -169,6 +171,12 @@ class FolderWatch:
         os.close(self._fd)
         os.close(self._mounts_fd)
 
+    def _refuse(self, added: dict[int, str]) -> None:
+        """Hold no watch (`added`: those this cover added so far): the vault is walked at every read."""
+        self._watches.update(added)
+        self._keep({})
+        self._changed, self._root = True, None
+
     def _keep(self, kept: dict[int, str]) -> None:
         """Watch what `kept` names (watches added already), and remove every other watch."""
         for wd in self._watches.keys() - kept.keys():
@@ -185,7 +193,7 @@ class FolderWatch:
         if self._mounted_inside is None:
             try:
                 with open(MOUNT_TABLE, "rb") as table:
-                    points = [_unescaped(line.split(b" ")[4]) for line in table.read().splitlines()]
+                    points = [_unescaped(line.split(b" ")[4]) for line in table.read().split(b"\n") if line]
             except (OSError, IndexError):
                 return True
             inside = os.fsencode(root).rstrip(b"/") + b"/"
@@ -194,14 +202,15 @@ class FolderWatch:
 
     def _take_in(self) -> None:
         """Empty the queue: any event but a watch this process removed means a change."""
+        gone: set[int] = set()  # watches the kernel removed (what they watched went): one added again is new
         while True:
             try:
                 events = os.read(self._fd, 64 * 1024)
             except BlockingIOError:
-                return
+                break
             except OSError:
                 self._changed = True
-                return
+                break
             at = 0
             while at + _EVENT.size <= len(events):
                 wd, mask, _, length = _EVENT.unpack_from(events, at)
@@ -209,11 +218,14 @@ class FolderWatch:
                 if mask & _IN_IGNORED and wd in self._removed:
                     self._removed.discard(wd)
                     continue
-                if mask & _IN_IGNORED:  # what it watched went: a watch added at its path again is new
-                    self._watches.pop(wd, None)
-                    self._local.pop(wd, None)
-                    self._notes = {pair: kept for pair, kept in self._notes.items() if kept != wd}
+                if mask & _IN_IGNORED:
+                    gone.add(wd)
                 self._changed = True
+        if gone:
+            for wd in gone:
+                self._watches.pop(wd, None)
+                self._local.pop(wd, None)
+            self._notes = {pair: kept for pair, kept in self._notes.items() if kept not in gone}
 
 
 def _still(path: str, key: StatKey) -> bool:
