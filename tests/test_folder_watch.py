@@ -5,8 +5,10 @@ inotify; the walks are counted, and each read is compared with a read of a proce
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -385,3 +387,106 @@ def test_a_folder_or_note_that_cannot_be_watched_leaves_none_watched(vault, monk
     monkeypatch.setattr(folder_watch.FolderWatch, "cover", real_cover)
     again, walked = kept_reads()
     assert walked and seen(again) == seen(alone(vault, monkeypatch))
+
+
+@pytest.mark.soak
+def test_kept_reads_answer_as_a_process_of_its_own_through_random_changes(vault, monkeypatch, kept_reads, tmp_path):
+    """Random changes of every kind the watch must see (edits of any size, times, renames within and between
+    folders, removals, notes and folders made and moved, saves by rename, ordinary notes made decisions and back,
+    writes through a second name or a held descriptor), each followed by one to three reads: every read answers
+    as a process that keeps nothing, and reads with nothing changed are taken again without a walk. Bounded by
+    VAULT_TOOLS_SOAK_RUNS steps (default 80) and 20 s; VAULT_TOOLS_SOAK_SEED replays a run."""
+    seed = int(os.environ.get("VAULT_TOOLS_SOAK_SEED", time.time_ns() % 10_000))
+    print(f"seed {seed} (VAULT_TOOLS_SOAK_SEED={seed} replays it)")
+    rng = random.Random(f"folder-watch-{seed}")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folders = ["Decisions", "Projects/Alpha", "Projects/Beta", "Notes"]
+    numbers = iter(range(1, 10_000))
+
+    def notes() -> list[Path]:
+        return sorted(path for path in vault.rglob("*.md") if not any(part.startswith(".") or part == "vault-tools"
+                                                                      or part == "Pinned" for part in
+                                                                      path.relative_to(vault).parts))
+
+    def new_note() -> None:
+        folder = vault / rng.choice([*folders, "Projects/New", "Later/Deeper"])
+        if rng.random() < 0.6:
+            decision(folder.parent if folder.name == "Decisions" else folder, next(numbers),
+                     status=rng.choice(["open", "ruled"]), topics=(f"topic-{rng.randrange(6)}",))
+        else:
+            write(folder / f"Plain {next(numbers)}.md", "# A note\n\nNothing decided here.\n")
+
+    def edit(note: Path) -> None:
+        text = note.read_text(encoding="utf-8")
+        choice = rng.randrange(5)
+        if choice == 0:
+            text = text.replace("status: open", "status: ruled") if "status: open" in text else \
+                text.replace("status: ruled", "status: open")
+        elif choice == 1:
+            text = text.replace("topic-", "topik-", 1)  # the same size
+        elif choice == 2:
+            text += "\nAnother line.\n"
+        elif choice == 3 and not text.startswith("---"):
+            text = f"---\ntype: decision\nid: D-{next(numbers):04d}\nstatus: open\ntopics: [made]\n" \
+                   f"summary: \"Was this note a decision all along?\"\n---\n" + text
+        elif text.startswith("---"):
+            text = "# No longer a decision\n"
+        with note.open("r+", encoding="utf-8") as handle:  # in place, as an editor that writes through
+            handle.write(text)
+            handle.truncate()
+
+    def change() -> None:
+        present = notes()
+        kind = rng.randrange(9) if present else 0
+        note = rng.choice(present) if present else None
+        if kind == 0 or note is None:
+            new_note()
+        elif kind == 1:
+            edit(note)
+        elif kind == 2:
+            os.utime(note, ns=(note.stat().st_atime_ns, note.stat().st_mtime_ns - rng.randrange(1, 10**9)))
+        elif kind == 3:
+            target = vault / rng.choice(folders)
+            target.mkdir(parents=True, exist_ok=True)
+            note.rename(target / f"Moved {next(numbers)}.md")
+        elif kind == 4:
+            note.unlink()
+        elif kind == 5:  # saved by rename, as a careful writer saves
+            temp = note.parent / ".saving.tmp"
+            temp.write_text(note.read_text(encoding="utf-8").replace("topic-", "topic-x"), encoding="utf-8")
+            os.replace(temp, note)
+        elif kind == 6:  # a second name outside, written through, then removed
+            other = outside / f"link {next(numbers)}.md"
+            os.link(note, other)
+            edit(other)
+            other.unlink()
+        elif kind == 7:  # a descriptor held under a name since removed
+            other = outside / f"held {next(numbers)}.md"
+            os.link(note, other)
+            held = os.open(other, os.O_WRONLY | os.O_APPEND)
+            other.unlink()
+            os.write(held, b"\nWritten through a held descriptor.\n")
+            os.close(held)
+        else:  # a whole folder moved, or made and left empty
+            source = vault / rng.choice(["Projects/Alpha", "Projects/Beta", "Later"])
+            if source.is_dir():
+                source.rename(vault / f"Moved folder {next(numbers)}")
+            else:
+                source.mkdir(parents=True)
+
+    for number in range(1, 6):
+        decision(vault, number, topics=(f"topic-{number}",))
+    settled(kept_reads)
+    steps = int(os.environ.get("VAULT_TOOLS_SOAK_RUNS", "80"))
+    deadline = time.monotonic() + 20
+    taken_again = 0
+    for step in range(steps):
+        if time.monotonic() > deadline:
+            break
+        change()
+        for _ in range(rng.randrange(1, 4)):
+            read, walked = kept_reads()
+            taken_again += not walked
+            assert seen(read) == seen(alone(vault, monkeypatch)), f"seed {seed}, step {step}"
+    assert taken_again > 0  # the kernel's word was taken, not only the walk's
