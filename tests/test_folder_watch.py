@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PAST_RACY_SECONDS, ClockAhead, decision, make_vault, write
+from tests.helpers import CORPORA, PAST_RACY_SECONDS, ClockAhead, decision, make_vault, write
 from vault_tools import folder_watch, vault_walk
 from vault_tools import vault as vault_module
 from vault_tools.vault import Vault, VaultState
@@ -490,3 +490,26 @@ def test_kept_reads_answer_as_a_process_of_its_own_through_random_changes(vault,
             taken_again += not walked
             assert seen(read) == seen(alone(vault, monkeypatch)), f"seed {seed}, step {step}"
     assert taken_again > 0  # the kernel's word was taken, not only the walk's
+
+
+@pytest.mark.skipif(not CORPORA.is_dir(), reason=f"corpora not found at {CORPORA}")
+@pytest.mark.parametrize("name", ["obsidian-tasks-vault", "kepano-obsidian", "dendron-site"])
+def test_a_real_vault_kept_and_edited_reads_as_a_process_of_its_own(name, tmp_path, monkeypatch):
+    """Real vaults written by other people (their folders, names and notes), copied and given a record folder:
+    kept reads are taken again without a walk, and an edit is read as a process of its own reads it."""
+    root = tmp_path / name
+    shutil.copytree(CORPORA / name, root, symlinks=True)
+    (root / ".vault-tools").mkdir(exist_ok=True)
+    read = keeping_reads(monkeypatch, root)
+    try:
+        settled(read)
+        note = sorted(path for path in root.rglob("*.md")
+                      if not any(part.startswith(".") for part in path.relative_to(root).parts))[0]
+        note.write_text(note.read_text(encoding="utf-8", errors="replace") + "\nEdited.\n", encoding="utf-8")
+        edited, walked = read()
+        assert walked and seen(edited) == seen(alone(root, monkeypatch))
+        settled(read)
+    finally:
+        for watch in folder_watch._watches.values():
+            if watch is not None:
+                watch.close()
