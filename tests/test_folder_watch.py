@@ -59,12 +59,17 @@ def keeping_reads(monkeypatch: pytest.MonkeyPatch, root: Path) -> Callable[[], t
     return read
 
 
-@pytest.fixture
-def kept_reads(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], tuple[VaultState, bool]]:
-    yield keeping_reads(monkeypatch, vault)
+def close_watches() -> None:
+    """Close every watch this process keeps (their inotify descriptors)."""
     for watch in folder_watch._watches.values():
         if watch is not None:
             watch.close()
+
+
+@pytest.fixture
+def kept_reads(vault: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[], tuple[VaultState, bool]]:
+    yield keeping_reads(monkeypatch, vault)
+    close_watches()
 
 
 def alone(vault: Path, monkeypatch: pytest.MonkeyPatch) -> VaultState:
@@ -210,9 +215,7 @@ def test_a_change_made_between_a_folder_listed_and_watched_is_read(vault, monkey
     decision(vault, 1, topics=("topic-one",))
     note = decision(vault, 2, topics=("topic-two",))
     settled(kept_reads)
-    for watch in folder_watch._watches.values():
-        if watch is not None:
-            watch.close()
+    close_watches()
     monkeypatch.setattr(folder_watch, "_watches", {})
     real_cover = folder_watch.FolderWatch.cover
     edits = []
@@ -271,9 +274,7 @@ def test_a_vault_whose_folder_was_swapped_for_another_is_walked(tmp_path, monkey
         assert walked and [d.id for d in state.decisions] == ["D-0001", "D-0002"]
         assert seen(state) == seen(alone(root, monkeypatch))
     finally:
-        for watch in folder_watch._watches.values():
-            if watch is not None:
-                watch.close()
+        close_watches()
 
 
 def test_a_vault_whose_layout_changed_is_walked(vault, monkeypatch, kept_reads):
@@ -510,6 +511,4 @@ def test_a_real_vault_kept_and_edited_reads_as_a_process_of_its_own(name, tmp_pa
         assert walked and seen(edited) == seen(alone(root, monkeypatch))
         settled(read)
     finally:
-        for watch in folder_watch._watches.values():
-            if watch is not None:
-                watch.close()
+        close_watches()

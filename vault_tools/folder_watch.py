@@ -129,6 +129,9 @@ class FolderWatch:
                 self._changed = True  # listed before its watch was there: what changed between is not known
                 self._local[wd] = on_local_file_system(folder)
             kept[wd] = folder
+        if not all(self._local.get(wd, False) for wd in kept):  # a folder whose changes may come from elsewhere
+            self._refuse(kept)
+            return
         for path, key in notes:
             if key is None:  # not read whole (gone since its walk): the next read walks
                 self._changed = True
@@ -144,8 +147,6 @@ class FolderWatch:
             notes_kept[(path, key[3])] = wd
         self._keep(kept)
         self._notes = notes_kept
-        if not all(self._local.get(wd, True) for wd in kept):
-            self._changed = True
         try:
             found = os.stat(root)
         except OSError:

@@ -55,7 +55,7 @@ KEEP_LAST_READ = False
 # number `FolderWatch.arm` gave before that walk
 _last_reads: dict[str, tuple[tuple[Any, ...], VaultState | None, dict[str, tuple[StatKey, Piece]], int]] = {}
 # Set by such a process (`folder_watch.watch_of`): where the kernel says nothing in a vault's folders changed since
-# the walk its last whole read came from, that read is taken again without a walk (docs/design/0049-...).
+# the walk its last whole read came from, that read is taken again without a walk (docs/design/0049).
 WATCH_FOLDERS: Callable[[Path], FolderWatch | None] | None = None
 # Such a process also keeps each vault's ledger reader: it checks its files' stat keys at each read and reads
 # again what changed, as the watcher's does over hours; what it worked out from them (events, histories,
@@ -111,9 +111,11 @@ def _cover(watch: FolderWatch | None, folders: list[str | None] | None,
 
 
 def _unchanged(watch: FolderWatch | None, last: tuple[Any, ...], memo_key: Any, layout: Layout) -> bool:
-    """Whether the kernel says no folder or decision note changed since the walk the last read came from, under
-    the same config and merged topics (`memo_key`) and layout (which folders the walk skips)."""
-    return watch is not None and last[0][::5] == (memo_key, layout.shared) and watch.quiet_since(last[3])
+    """Whether the kernel says no folder or note changed since the walk the last read came from, under the same
+    config and merged topics (`memo_key`) and layout (which folders the walk skips): what `load` walked is
+    (memo key, listed, others, temps, misnamed, layout.shared)."""
+    walked = last[0]
+    return watch is not None and walked[0] == memo_key and walked[5] == layout.shared and watch.quiet_since(last[3])
 
 
 def _walked_alike(root: str, last: tuple[Any, ...], armed: int, watch: FolderWatch | None,
