@@ -78,7 +78,8 @@ def test_the_look_after_a_call_finds_each_note_the_read_takes_for_a_decision_not
 
     root = tmp_path / "vault"
     (root / "Decisions").mkdir(parents=True)
-    began = time.time_ns() - 1
+    # A file's times come from a clock Linux reads once a tick (1-10 ms behind `time_ns`): well before the writes
+    began = time.time_ns() - 50_000_000
     forms = {"plain": "type: decision", "commented": "type: decision  # the owner's", "quoted key": '"type": decision',
              "spaced": "type : decision", "capitals": "type: Decision", "long s": "type: deci\u017fion",
              "a list": "- type: decision", "other": "type: decisions", "none": "tags: [decision]"}
