@@ -547,6 +547,51 @@ def test_kill_9_in_the_middle_of_a_large_first_reconcile_loses_nothing(tmp_path,
     assert _kill_9_in_a_large_first_reconcile(tmp_path, monkeypatch, runs=5, topics=60, aim=True) >= 1
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the watcher dies in a child, as a kill -9 leaves it")
+@pytest.mark.parametrize("cut", ["after the ruled line", "in the sealed line"])
+def test_a_kill_between_a_rulings_two_ledger_lines_leaves_it_sealed_on_restart(tmp_path, monkeypatch, cut):
+    """A kill -9 stops a large append at a page of the file, which can fall right after a ruling's `ruled` line
+    or inside its `sealed` line (cut off on restart): the note still says what was ruled, so the restarted
+    watcher seals it, where a `sealed` line removed from before an edit keeps it unsealed (test_hostile)."""
+    from vault_tools import durable
+
+    from .helpers import make_vault
+    vault = make_vault(tmp_path / "vault")
+    _large_first_reconcile(vault, topics=10)
+    past_the_racy_window(monkeypatch)
+    pid = os.fork()
+    if pid == 0:  # the watcher, dying as a kill leaves the file: the append written up to the cut
+        try:
+            whole = durable._write_all
+
+            def torn(fd: int, data: bytes) -> None:
+                ruled = data.find(b'"event":"ruled"')
+                if ruled < 0:
+                    whole(fd, data)
+                    return
+                end = data.index(b"\n", ruled) + 1 + (20 if cut == "in the sealed line" else 0)
+                os.write(fd, data[:end])
+                os._exit(0)
+
+            monkeypatch.setattr(durable, "_write_all", torn)
+            watcher = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
+            watcher.acquire()
+            watcher.process(everything=True)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0  # it died at the cut
+    assert [event.event for event in scan_ledger(ledger_file(vault).read_text(), "ledger")[0]][-1:] == ["ruled"] \
+        if cut == "after the ruled line" else not ledger_file(vault).read_bytes().endswith(b"\n")
+    restarted = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
+    restarted.acquire()
+    try:
+        restarted.process(everything=True)
+    finally:
+        restarted.release()
+    _check_all_sealed_once(vault, 20, f"; restart: error {restarted.last_error}")
+
+
 @pytest.mark.soak
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fault injection forks a child to kill -9")
 def test_kill_9_at_random_moments_of_a_large_first_reconcile_loses_nothing(tmp_path, monkeypatch):

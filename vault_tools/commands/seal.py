@@ -102,7 +102,15 @@ def _to_seal(ws: Workspace, state: VaultState, decision: Decision, history: Hist
     if history is not None and history.conflict is not None:
         return False
     # a lost seal is reported by lint (VT027); sealing it again is refused when asked by id
-    return bool(wanted) or history is None or history.seal_lost is None
+    return bool(wanted) or lost_seal(ws, state, decision, history) is None
+
+
+def lost_seal(ws: Workspace, state: VaultState, decision: Decision, history: History | None) -> Event | None:
+    """The `ruled` line of `decision`'s record left without its `sealed` line, where the note no longer means what
+    that line recorded (`History.seal_lost_for`): it is not sealed again from its text as it is now."""
+    if history is None or history.seal_lost is None:
+        return None
+    return history.seal_lost_for(ws.seal_hash_of(state, decision))
 
 
 def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None,
@@ -111,7 +119,7 @@ def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: Hist
     note's text when the caller knows the file still holds what `decision` was read from (then, with nothing
     to stamp, it is not parsed again). With `pending`, its events and the notes it supersedes are left there
     to be written with others (see `PendingWrites`)."""
-    lost = history.seal_lost if history is not None else None
+    lost = lost_seal(ws, state, decision, history)
     if lost is not None:
         raise InconsistentVault(
             f"{decision.id} was sealed on {lost.at[:10]}, but its `sealed` line is missing from the ledger; "

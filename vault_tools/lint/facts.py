@@ -130,6 +130,17 @@ class Facts:
     def history_of(self, decision: Decision) -> History | None:
         return self.ties.get(decision.path)
 
+    def seal_lost(self, history: History) -> Event | None:
+        """`History.seal_lost_for` the note tied to the record: a `ruled` line left without its `sealed` line is
+        reported (VT027) unless that note still means what the line recorded (then it is sealed again, VT020)."""
+        lost = history.seal_lost
+        if lost is None:
+            return None
+        tied = (decision for decision in self.state.decisions if self.ties.get(decision.path) is history)
+        if any(history.seal_lost_for(seal_hash(decision, self.resolve, self.config.tz)) is None for decision in tied):
+            return None
+        return lost
+
     def in_conflict(self, decision: Decision) -> bool:
         history = self.history_of(decision)
         return history is not None and history.conflict is not None

@@ -10,7 +10,7 @@ from ..commands.held import Held, hold_agent_changes
 from ..commands.ids import Given, give_ids
 from ..commands.repair import finish_interrupted
 from ..commands.restore import describe, restore_missing
-from ..commands.seal import seal
+from ..commands.seal import lost_seal, seal
 from ..commands.twins import merge_twin_notes
 from ..errors import VaultToolsError
 from ..history import histories
@@ -42,7 +42,7 @@ def _due_to_seal(ws: Workspace, moment: float, given_paths: set[str], not_done: 
             continue
         if decision.held or calls.changed_during(vault.path_of(decision)):
             continue  # held for the owner (`commands.held`), or the agent's call looks at it first
-        if history is not None and history.seal_lost:
+        if lost_seal(ws, state, decision, history) is not None:
             not_done.append(f"could not seal {decision.id}: its `sealed` line is missing from the ledger (VT027)")
             continue
         try:

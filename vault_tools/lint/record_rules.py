@@ -40,7 +40,7 @@ def unsealed_ruling(facts: Facts) -> Iterator[Finding]:
         if decision.status is not Status.RULED or facts.sealed(decision) or decision.held:
             continue  # (a held ruling is VT056's)
         history = facts.history_of(decision)
-        if history is not None and history.seal_lost:
+        if history is not None and facts.seal_lost(history):
             continue  # VT027
         where = first_line(decision, "status")
         saved = facts.mtimes.get(decision.path, facts.now)
@@ -432,9 +432,11 @@ def merge_conflict(facts: Facts) -> Iterator[Finding]:
 def seal_line_missing(facts: Facts) -> Iterator[Finding]:
     """
     ## What it does
-    Reports a ruling whose `ruled` event is in the ledger but whose `sealed` line is not. vault-tools
-    writes the two together, so the `sealed` line was removed (by hand, or by a bad merge). Works
-    without git.
+    Reports a ruling whose `ruled` event is in the ledger but whose `sealed` line is not, where the note
+    no longer means what the `ruled` line recorded. vault-tools writes the two together, so the `sealed`
+    line was removed (by hand, or by a bad merge). A kill in the middle of that one append can leave the
+    `ruled` line alone too, but then the note is as ruled: it is sealed again, as any ruling not sealed
+    yet (VT020), since that seals nothing but the ruling. Works without git.
 
     ## Why
     Without its seal line an in-place edit of the ruling would look like a ruling never sealed, and be
@@ -446,7 +448,7 @@ def seal_line_missing(facts: Facts) -> Iterator[Finding]:
     `vault-tools lint` shows whether the note was edited since it was sealed.
     """
     for history in sorted(facts.histories.values(), key=lambda h: (h.id, h.record)):
-        lost = history.seal_lost
+        lost = facts.seal_lost(history)
         if lost is None:
             continue
         yield Finding(lost.source or LEDGER_PATH, lost.line, f"{history.id} was ruled and sealed, but its `sealed` line is missing "
