@@ -239,6 +239,39 @@ def test_an_answer_kept_meets_a_supersession_of_the_answer_dropped(tmp_path, cap
     assert b.decision_texts() == c.decision_texts()
 
 
+@pytest.mark.parametrize("rebase,later", [(False, "C"), (True, "C"), (False, "B")],
+                         ids=["merge", "rebase", "merge-B-later"])
+def test_the_kept_answer_and_the_dropped_one_both_retracted_since_is_no_conflict(tmp_path, capsys, rebase, later):
+    """C settled for A's answer over B's, then retracted it; B, not knowing of the settlement, retracted its
+    own answer. Both clones ended the record alike: retracted, with no conflict to settle, and the note is the
+    kept answer's retraction whichever retraction the merged ledger holds last (`later`). (A conflict was
+    shown, "ruled" among its choices, and keeping it wrote the note back as ruled while the ledger said
+    retracted: VT022 in the randomized test, seed 1.)"""
+    a, b, c, question = answered_on_a(tmp_path, capsys)
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    c.vt("retract", question, "--reason", "Recorded in error on C: the owner has not decided yet.")
+    c.commit("settled and retracted on C")
+    if later == "B":  # B's clock runs ahead of C's
+        for number in range(4):
+            b.rule("--topic", f"zine-{number}", "--summary", f"Issue {number} of the zine is printed on stock {number}.")
+    b.vt("retract", question, "--reason", "Recorded in error on B: the owner has not decided yet.")
+    b.commit("retracted on B")
+    before = [b.decision_texts(), c.decision_texts()]
+    c.pull(b, rebase=rebase)
+    retractions = [e.reason for e in Vault(c.root).ledger.read() if e.id == question and e.event == "retracted"]
+    assert len(retractions) == 2 and f"on {later}" in retractions[-1], retractions
+    check_invariants(c, before)
+    assert json.loads(c.vt("context", "--json")[1])["conflicts"] == []
+    shown = json.loads(c.vt("show", question, "--json")[1])
+    assert shown["status"] == "retracted" and "No podcast" in shown["summary"]
+    assert notes.read_note(c.root / shown["path"]).data["reason"] == \
+        "Recorded in error on C: the owner has not decided yet."
+
+
 def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(two):
     """After a settlement kept B's answer, the owner added a ruling to its `alongside` in Obsidian (a new seal
     hash for the same answer), then retracted it. That retraction is of the kept answer, not of the one the

@@ -140,9 +140,11 @@ class History:
 
     @property
     def seal(self) -> Event | None:
-        """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit)."""
+        """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit), but for those of
+        an answer the standing settlement dropped (closed on its clone, not knowing of the settlement)."""
+        settled = self.settled if any(event.event == "settled" for event in self.events) else None
         for event in reversed(self.events):
-            if event.event in SEALING_EVENTS and event.text is not None:
+            if event.event in SEALING_EVENTS and event.text is not None and not self.of_dropped_answer(event, settled):
                 return event
         return None
 
@@ -193,8 +195,9 @@ class History:
             return None
         settled = self.settled
         since = self.since_settled if settled is not None else []
-        if any(e.event in CLOSING_EVENTS for e in since):
-            return next(e for e in reversed(since) if e.event in CLOSING_EVENTS)
+        closings = [e for e in since if e.event in CLOSING_EVENTS]
+        if closings:  # the kept answer's own, where it was closed too
+            return next((e for e in reversed(closings) if not self.closed_a_dropped_answer(e, settled)), closings[-1])
         if settled is not None and settled.outcome == "superseded":
             return next((e for e in reversed(self.events) if e.event == "superseded"
                          and e.successor == settled.successor), None)
@@ -243,8 +246,11 @@ class History:
             return Conflict(self.record, self.id, "ruled-twice", tuple(f"ruling-{n}" for n in range(1, len(answers) + 1)),
                             rulings=tuple(_summary_of(e.text) or "?" for e in answers))
         settled = self.settled
-        dropped = [e for e in self.since_settled if self.closed_a_dropped_answer(e, settled)]
-        if settled is not None and dropped:
+        since = self.since_settled
+        dropped = [e for e in since if self.closed_a_dropped_answer(e, settled)]
+        # The kept answer closed since as well: the clones' closings are what may differ (below), not "ruled".
+        kept_closed = any(e.event in CLOSING_EVENTS and not self.closed_a_dropped_answer(e, settled) for e in since)
+        if settled is not None and dropped and not kept_closed:
             outcome = dropped[-1]
             successor = outcome.successor if outcome.event == "superseded" else None
             return Conflict(self.record, self.id, "kept-and-superseded",
