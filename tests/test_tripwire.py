@@ -93,6 +93,36 @@ def test_the_look_after_a_call_finds_each_note_the_read_takes_for_a_decision_not
     assert "Decisions/other.md" not in found and "Decisions/none.md" not in found
 
 
+def test_a_note_written_at_once_after_a_call_began_is_the_calls(tmp_path):
+    """A file's times come from a clock Linux reads once a tick (1-10 ms behind `time.time_ns`): a call's
+    beginning is taken from that clock too, so a note the agent writes within the same tick as the pre-tool-use
+    hook noted the call is still one it changed (with the finer clock, most such writes looked older)."""
+    import sys
+    import time
+
+    from vault_tools.record_files import (
+        STATE_DIR,
+        agent_call_began,
+        agent_calls,
+        begin_agent_call,
+        decision_notes_changed_since,
+    )
+
+    root = tmp_path / "vault"
+    (root / "Decisions").mkdir(parents=True)
+    (root / STATE_DIR).mkdir()
+    for call in range(20):
+        note = root / "Decisions" / f"D-{call + 1:04d} Note.md"
+        begin_agent_call(root, f"call-{call}")
+        note.write_text(f"---\ntype: decision\nid: D-{call + 1:04d}\nstatus: open\n---\nBody\n", encoding="utf-8")
+        began = agent_call_began(root, f"call-{call}")
+        assert began is not None
+        if sys.platform.startswith("linux"):  # a kernel from 6.13 stamps a new file finer: the clock itself, then
+            assert began <= time.clock_gettime_ns(5), call  # CLOCK_REALTIME_COARSE, what older kernels stamp with
+        assert f"Decisions/{note.name}" in decision_notes_changed_since(root, began).decision_notes, call
+        assert agent_calls(root).changed_during(note), call
+
+
 def test_what_vault_tools_appends_is_the_record_growing_not_a_change_to_undo(layout_vault):
     ledger = ledger_file(layout_vault)
     assert after_tool(layout_vault) is None

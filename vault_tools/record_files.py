@@ -12,6 +12,8 @@ import contextlib
 import json
 import os
 import re
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from time import time_ns
@@ -324,6 +326,18 @@ def _keep_calls(root: Path, calls: AgentCalls) -> None:
         pass  # a safeguard: a read-only state folder must not stop the agent
 
 
+# Linux stamps a file's times from the clock it reads once a tick (CLOCK_REALTIME_COARSE, 1-10 ms behind
+# `time_ns`; from 6.13 finer, but only for a file whose times were asked for since): a call's beginning is read
+# from that clock, so a note written at once after it never looks older than the call. A note written within
+# the tick before it may count as the call's: held for the owner's tick, never taken as the owner's.
+_FILE_CLOCK = 5 if sys.platform.startswith("linux") else None  # <linux/time.h> CLOCK_REALTIME_COARSE
+
+
+def file_clock_ns() -> int:
+    """Now, by the clock the file system stamps files with where that clock is coarser than `time_ns`."""
+    return time.clock_gettime_ns(_FILE_CLOCK) if _FILE_CLOCK is not None else time_ns()
+
+
 def begin_agent_call(root: Path, call: str) -> None:
     """Note that the agent's tool call `call` begins now (pre-tool-use): a decision note it changes is not taken as
     the owner's step (see `commands.held`)."""
@@ -331,7 +345,7 @@ def begin_agent_call(root: Path, call: str) -> None:
         return
     with _calls_locked(root):
         calls = agent_calls(root)
-        _keep_calls(root, AgentCalls({**calls.open, call: time_ns()}, calls.ended))
+        _keep_calls(root, AgentCalls({**calls.open, call: file_clock_ns()}, calls.ended))
 
 
 def agent_call_began(root: Path, call: str) -> int | None:
