@@ -364,6 +364,29 @@ def test_a_removed_seal_line_is_noticed_without_git_or_a_copy_and_the_edit_is_ne
     assert "nothing else at all" in note.read_text()  # nothing of the owner's is lost either
 
 
+@pytest.mark.parametrize("how", ["lint --fix", "watch --once", "seal D-0001"])
+@pytest.mark.parametrize("old,new", [("[[Design A]]", "[[Design B]]"), ("[[Plan X]]", "[[Plan Y]]")],
+                         ids=["to-another-note", "naming-no-note"])
+def test_a_link_pointed_elsewhere_after_the_seal_line_was_removed_is_never_sealed(cli, vault, how, old, new):
+    """The seal hash reads a link to a note that is not a decision as "a link" (which note it names is checked
+    against the sealed text): with the `sealed` line gone, a ruling whose link now names another note is an
+    edit the hash cannot see, and is not sealed again (a kill between the two lines leaves such a ruling
+    unsealed, for the owner to restore)."""
+    write(vault / "Designs" / "Design A.md", "The first design.\n")
+    write(vault / "Designs" / "Design B.md", "The second design.\n")
+    assert cli("rule", "--topic", "article-footer", "--summary", RULING, "--body", f"Use {old} for the footer.\n",
+               "--source", "chat").code == 0
+    (vault / ".vault-tools" / "ledger-copies" / ledger_file(vault).name).unlink()  # a copy this device never made
+    drop_ledger_line(vault, 2)
+    note = only_note(vault, "D-0001")
+    note.write_text(note.read_text().replace(old, new))
+    age(note)
+    assert "VT027" in codes(cli("lint"))
+    cli(*how.split())
+    assert [e["event"] for e in ledger_events(vault)] == ["ruled"]
+    assert new in note.read_text()  # nothing of the owner's is lost either
+
+
 def test_a_ruling_whose_ledger_line_was_tampered_is_not_promised_a_seal(cli, vault):
     assert cli("rule", "--topic", "article-footer", "--summary", RULING).code == 0
     ledger = ledger_file(vault)

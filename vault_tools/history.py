@@ -161,12 +161,13 @@ class History:
             return None
         return next((event for event in self.events if event.event == "ruled" and event.hash), None)
 
-    def seal_lost_for(self, digest: str) -> Event | None:
+    def seal_lost_for(self, digest: str | None) -> Event | None:
         """`seal_lost`, unless the note now (its seal hash `digest`) still means what the `ruled` line recorded:
         sealing it then seals nothing but the ruling. A kill in the middle of the append that wrote both lines
-        leaves just that; a note edited since keeps the refusal (docs/design/0017)."""
+        leaves just that; a note edited since keeps the refusal (docs/design/0017). `digest` is None where the
+        hash cannot vouch for the note alone (`meaning.links_other_notes`)."""
         lost = self.seal_lost
-        return None if lost is not None and lost.hash == digest else lost
+        return None if lost is not None and digest is not None and lost.hash == digest else lost
 
     @property
     def path(self) -> str | None:

@@ -77,6 +77,13 @@ def _links_as_meaning(text: str, resolve: Resolve) -> str:
     return "".join(parts) + text[last:] if parts else text
 
 
+def links_other_notes(decision: Decision, resolve: Resolve) -> bool:
+    """Whether the body or `source` links a note that is not a decision: the seal hash reads such a link as "a
+    link" (`_links_as_meaning`), so the hash alone cannot say which note the link named when it was sealed."""
+    return any(not (resolve(match.group(0)) or leading_id(match.group(0)))
+               for text in (decision.source or "", normalise_body(decision.body)) for match in wikilinks(text))
+
+
 # docs/design/0001-a-seal-covers-meaning-not-bytes.md
 # docs/design/0002-fields-added-later-join-only-when-set.md
 def seal_payload(decision: Decision, resolve: Resolve, tz: dt.tzinfo) -> dict[str, Any]:
