@@ -272,6 +272,42 @@ def test_the_kept_answer_and_the_dropped_one_both_retracted_since_is_no_conflict
         "Recorded in error on C: the owner has not decided yet."
 
 
+@pytest.mark.parametrize("rebase,later", [(False, False), (True, False), (False, True)],
+                         ids=["merge", "rebase", "merge-B-later"])
+def test_the_dropped_answer_related_to_another_ruling_on_its_clone_leaves_the_kept_one_standing(tmp_path, capsys,
+                                                                                                 rebase, later):
+    """C settled for A's answer over B's; B, not knowing of it, related its own answer to another ruling in
+    Obsidian (an `amended` event: a new seal hash for the same answer). That amends the answer the settlement
+    dropped: A's answer stands, and C's note is not taken for an edit of B's (it was, where B's amendment
+    sorted last: the settlement undone without a word; found by an independent review)."""
+    a, b, c, question = answered_on_a(tmp_path, capsys)
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    c.commit("settled on C")
+    if later:  # B's clock runs ahead of C's
+        for number in range(4):
+            b.rule("--topic", f"zine-{number}", "--summary", f"Issue {number} of the zine is printed on stock {number}.")
+    shown = {d["id"]: d for d in json.loads(b.vt("list", "--json")[1])}
+    other = next(d for d in shown.values() if d["summary"] == NEWSLETTER_DAY)
+    path = b.root / shown[question]["path"]
+    text = path.read_text(encoding="utf-8")
+    write(path, text.replace("\nsource:", f"\nalongside:\n  - \"[[{Path(other['path']).stem}]]\"\nsource:", 1))
+    b.vt("watch", "--once")
+    assert [e.event for e in Vault(b.root).ledger.read() if e.id == question][-1] == "amended"
+    b.commit("amended on B")
+    before = [b.decision_texts(), c.decision_texts()]
+    c.pull(b, rebase=rebase)
+    assert "amended" in [e.event for e in Vault(c.root).ledger.read() if e.id == question]
+    check_invariants(c, before)
+    assert json.loads(c.vt("context", "--json")[1])["conflicts"] == []
+    shown = json.loads(c.vt("show", question, "--json")[1])
+    assert shown["status"] == "ruled" and "No podcast" in shown["summary"]
+    assert not [p for p in (c.root / "Decisions").glob("*Revision*")]
+
+
 def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(two):
     """After a settlement kept B's answer, the owner added a ruling to its `alongside` in Obsidian (a new seal
     hash for the same answer), then retracted it. That retraction is of the kept answer, not of the one the

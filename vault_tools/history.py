@@ -22,6 +22,10 @@ CLOSING_EVENTS = ("superseded", "retracted")
 
 _MAY_CONFLICT = frozenset(("withdrawn", "settled", *CLOSING_EVENTS))  # see `History.conflict`
 
+# Events that carry one answer's seal hash (`History.of_dropped_answer`): an amendment or a relinking changes the
+# hash but not the answer, which `_same_answer` compares.
+_OF_AN_ANSWER = frozenset(("ruled", "sealed", "amended", "relinked", *CLOSING_EVENTS))
+
 
 def placed(event: Event, **where: Any) -> Event:
     """`event` with `where` changed (its place: line, source, position; or its clock), as `dataclasses.replace`
@@ -62,8 +66,10 @@ class History:
     events: list[Event] = field(default_factory=list)
     record: str = ""
 
+    @functools.cached_property
     def _settlements(self) -> tuple[list[Event], list[Event]]:
-        """The settlements no other settlement knew of (in ledger order), and the events none of them knew of.
+        """The settlements no other settlement knew of (in ledger order), and the events none of them knew of
+        (worked out once: a History is not changed once built, see `summary`).
 
         A settlement knows the events it names in `settles` (an older one: every line before it), and what
         the settlements among them knew. Line order alone does not say what a clone knew: a rebase replays
@@ -96,13 +102,13 @@ class History:
     @property
     def settled(self) -> Event | None:
         """The settlement that stands (where two clones settled differently, they are in conflict)."""
-        frontier, _ = self._settlements()
+        frontier, _ = self._settlements
         return frontier[-1] if frontier else None
 
     @property
     def since_settled(self) -> list[Event]:
         """What no standing settlement knew of: all events, if none was settled."""
-        return self._settlements()[1]
+        return self._settlements[1]
 
     @property
     def status(self) -> Status | None:
@@ -126,10 +132,10 @@ class History:
 
     @staticmethod
     def of_dropped_answer(event: Event, settled: Event | None) -> bool:
-        """Whether `event` (ruled, sealed, or a closing) is about an answer the standing settlement `settled`
-        did not keep."""
+        """Whether `event` (ruled, sealed, a closing, or an amendment made on its clone) is about an answer the
+        standing settlement `settled` did not keep."""
         return (settled is not None and settled.outcome == Status.RULED.value
-                and event.event in ("ruled", "sealed", *CLOSING_EVENTS)
+                and event.event in _OF_AN_ANSWER
                 and bool(event.hash) and bool(settled.hash) and event.hash != settled.hash
                 and not _same_answer(event, settled))
 
@@ -222,7 +228,7 @@ class History:
     @property
     def conflict_events(self) -> list[Event]:
         """The outcomes that may conflict: what no standing settlement knew of, and what each kept."""
-        frontier, since = self._settlements()
+        frontier, since = self._settlements
         chosen = [event for event in (self._chosen(s) for s in frontier) if event is not None]
         if len(frontier) == 1 and not any(e.event in ("withdrawn", "sealed", *CLOSING_EVENTS) for e in since):
             return since  # settled, and nothing it did not know of has ended or answered it since
