@@ -43,10 +43,15 @@ def layout_vault(request, tmp_path) -> Path:
 
 
 def saved_a_minute_ago(root: Path) -> None:
-    """Every file and folder of the vault saved a minute ago: past the racy window, so the hooks keep a snapshot."""
+    """Every file and folder of the vault saved a minute ago: past the racy window, so the hooks keep a snapshot.
+    Their ctimes are now: the clock a call's beginning is read from (`record_files.file_clock_ns`, a tick behind)
+    is let past them, so a call that begins next finds none of them changed during it."""
     then = time.time() - 60
     for path in [root, *root.rglob("*")]:
         os.utime(path, (then, then), follow_symlinks=False)
+    changed = max(os.stat(path, follow_symlinks=False).st_ctime_ns for path in [root, *root.rglob("*")])
+    while record_files.file_clock_ns() <= changed:
+        time.sleep(0.001)
 
 
 def payload(root: Path, command: str) -> dict:
