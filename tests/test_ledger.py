@@ -422,3 +422,19 @@ descriptor = os.open(sys.argv[1], os.O_RDWR)
 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
 print("taken")
 """
+
+
+def test_an_older_ledgers_ruled_and_withdrawn_record_is_a_conflict_whatever_was_asked_while_reading_it():
+    """Lines written before events carried their record are given one while the histories are built, by asking
+    the records so far for their status: what each record settles must be worked out from all its events, not
+    from those it had when it was asked (a ruling withdrawn on another clone was then no conflict at all;
+    found by an independent review)."""
+    from vault_tools.history import histories
+
+    def event(kind: str, **fields: str) -> Event:
+        return Event(kind, "D-0001", "2026-01-01T00:00:00Z", "owner", "Decisions/D-0001 Podcast.md", **fields)
+
+    history, = histories([event("asked", text="---\nid: D-0001\n---\n"), event("ruled", hash="sha256:1"),
+                          event("sealed", hash="sha256:1", text="---\nid: D-0001\nsummary: No podcast.\n---\n"),
+                          event("withdrawn", reason="Out of scope for this year, said on the laptop.")]).values()
+    assert history.conflict is not None and history.conflict.kind == "ruled-and-withdrawn"

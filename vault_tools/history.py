@@ -66,10 +66,20 @@ class History:
     events: list[Event] = field(default_factory=list)
     record: str = ""
 
-    @functools.cached_property
+    @property
     def _settlements(self) -> tuple[list[Event], list[Event]]:
-        """The settlements no other settlement knew of (in ledger order), and the events none of them knew of
-        (worked out once: a History is not changed once built, see `summary`).
+        """The settlements no other settlement knew of (in ledger order), and the events none of them knew of;
+        worked out once for the events the record has (`histories` asks an older line's record for its status
+        while it is still adding events to it)."""
+        kept: tuple[int, tuple[list[Event], list[Event]]] | None = self.__dict__.get("_settled_for")
+        if kept is not None and kept[0] == len(self.events):
+            return kept[1]
+        found = self._settlements_of_events()
+        self.__dict__["_settled_for"] = (len(self.events), found)
+        return found
+
+    def _settlements_of_events(self) -> tuple[list[Event], list[Event]]:
+        """`_settlements`, worked out.
 
         A settlement knows the events it names in `settles` (an older one: every line before it), and what
         the settlements among them knew. Line order alone does not say what a clone knew: a rebase replays
