@@ -308,6 +308,37 @@ def test_the_dropped_answer_related_to_another_ruling_on_its_clone_leaves_the_ke
     assert not [p for p in (c.root / "Decisions").glob("*Revision*")]
 
 
+@pytest.mark.parametrize("then", ["kept", "retracted"])
+def test_an_answer_kept_is_kept_as_related_on_its_clone_before_the_settlement(tmp_path, capsys, then):
+    """A related its answer to another ruling (`relate --alongside`: an `amended` event, a new seal hash for the
+    same answer) before C settled for it over B's: the note C writes is the answer as it stood, relation
+    included, and so after it was retracted there too (it was the answer as first sealed, the relation gone from
+    the note with lint clean; found by an independent review)."""
+    a, b, c, question = answered_on_a(tmp_path, capsys)
+    shown = {d["id"]: d for d in json.loads(a.vt("list", "--json")[1])}
+    other = next(d for d in shown.values() if d["summary"] == NEWSLETTER_DAY)
+    a.vt("relate", question, "--alongside", other["id"])
+    assert [e.event for e in Vault(a.root).ledger.read() if e.id == question][-1] == "amended"
+    if then == "retracted":
+        a.vt("retract", question, "--reason", "Recorded in error on A: the owner has not decided yet.")
+    a.commit("related on A")
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    c.pull(a)
+    c.pull(b)
+    before = [a.decision_texts(), c.decision_texts()]
+    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    c.commit("settled on C")
+    check_invariants(c, before)
+    shown = json.loads(c.vt("show", question, "--json")[1])
+    assert shown["status"] == ("ruled" if then == "kept" else "retracted") and "No podcast" in shown["summary"]
+    note = notes.read_note(c.root / shown["path"]).data
+    assert [str(link) for link in note["alongside"]] == [f"[[{Path(other['path']).stem}]]"], note
+    a.pull(c)
+    check_invariants(a, before)
+    assert a.decision_texts() == c.decision_texts()
+
+
 def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(two):
     """After a settlement kept B's answer, the owner added a ruling to its `alongside` in Obsidian (a new seal
     hash for the same answer), then retracted it. That retraction is of the kept answer, not of the one the

@@ -225,6 +225,12 @@ class History:
         return next((e for e in reversed(self.events) if e.event in CLOSING_EVENTS
                      and not self.closed_a_dropped_answer(e, settled)), None)
 
+    def as_it_stands(self, answer: Event) -> Event:
+        """The answer sealed as `answer`, as it now stands on its clone: its latest amendment, relinking or closing
+        (each carries the note's text then; an amendment gives it a new hash, `_same_answer` follows it)."""
+        return next((e for e in reversed(self.events) if e.text and e.event in _OF_AN_ANSWER and e.event != "ruled"
+                     and (e.hash == answer.hash or _same_answer(e, answer))), answer)
+
     def _chosen(self, settlement: Event) -> Event | None:
         """The outcome a settlement kept, as the event that recorded it."""
         if settlement.outcome == "superseded":

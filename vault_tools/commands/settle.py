@@ -10,7 +10,7 @@ from typing import Any
 from .. import durable, note_edits, notes
 from ..conflicts import keep_choices
 from ..errors import NoteError, Refused, UsageError
-from ..history import CLOSING_EVENTS, History
+from ..history import History
 from ..ledger_lines import Event, event_key
 from ..meaning import seal_hash
 from ..model import Decision, Status
@@ -148,11 +148,9 @@ def _settle_answer(ws: Workspace, state: VaultState, decision: Decision, history
                    who: str) -> Settled:
     """A question answered on two clones: one answer stays; the other stays in the ledger and a kept copy."""
     answers = list({e.hash: e for e in history.conflict_events if e.event == "sealed" and e.hash}.values())
-    chosen = answers[number - 1]
-    # The answer as it now stands on its clone: superseded or retracted there since, it is kept so (a closing
-    # event carries the ruling's own hash and its note's text as closed).
-    chosen = next((e for e in reversed(history.events) if e.hash == chosen.hash and e.text
-                   and e.event in CLOSING_EVENTS), chosen)
+    # The answer as it now stands on its clone: related to other rulings, superseded or retracted there since,
+    # it is kept so (each of those events carries its note's text then).
+    chosen = history.as_it_stands(answers[number - 1])
     if chosen.text is None:
         raise Refused(f"{decision.id}: the ledger holds no text of ruling-{number}", path=decision.path)
     updated, written, kept = _write(ws, state, decision, chosen.text)
