@@ -18,6 +18,30 @@ from .git_repo import git
 from .helpers import note_path, write
 
 
+def settled_for_a_on_c(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple:
+    """A question answered on A and, not knowing it, on B; C pulled both and settled for A's answer (not
+    committed yet): (a, b, c, the question)."""
+    a, b, c, question = answered_on_a(tmp_path, capsys)
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    return a, b, c, question
+
+
+def related_in_obsidian(clone, question: str) -> None:
+    """The owner relates the answer to `question` on `clone` to another current ruling by typing its `alongside`
+    in Obsidian; the watcher records it as an amendment (a new seal hash for the same answer)."""
+    shown = {d["id"]: d for d in json.loads(clone.vt("list", "--json")[1])}
+    other = next(d for d in shown.values() if d["summary"] == NEWSLETTER_DAY)
+    path = clone.root / shown[question]["path"]
+    text = path.read_text(encoding="utf-8")
+    write(path, text.replace("\nsource:", f"\nalongside:\n  - \"[[{Path(other['path']).stem}]]\"\nsource:", 1))
+    clone.vt("watch", "--once")
+    assert [e.event for e in Vault(clone.root).ledger.read() if e.id == question][-1] == "amended"
+
+
 @pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
 def test_two_rulings_superseding_one_ruling_are_kept_as_a_conflict_then_settled(two, rebase):
     a, b = two
@@ -247,12 +271,7 @@ def test_the_kept_answer_and_the_dropped_one_both_retracted_since_is_no_conflict
     kept answer's retraction whichever retraction the merged ledger holds last (`later`). (A conflict was
     shown, "ruled" among its choices, and keeping it wrote the note back as ruled while the ledger said
     retracted: VT022 in the randomized test, seed 1.)"""
-    a, b, c, question = answered_on_a(tmp_path, capsys)
-    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
-    b.commit("answered on B")
-    c.pull(a)
-    c.pull(b)
-    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    _, b, c, question = settled_for_a_on_c(tmp_path, capsys)
     c.vt("retract", question, "--reason", "Recorded in error on C: the owner has not decided yet.")
     c.commit("settled and retracted on C")
     if later == "B":  # B's clock runs ahead of C's
@@ -280,23 +299,12 @@ def test_the_dropped_answer_related_to_another_ruling_on_its_clone_leaves_the_ke
     Obsidian (an `amended` event: a new seal hash for the same answer). That amends the answer the settlement
     dropped: A's answer stands, and C's note is not taken for an edit of B's (it was, where B's amendment
     sorted last: the settlement undone without a word; found by an independent review)."""
-    a, b, c, question = answered_on_a(tmp_path, capsys)
-    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
-    b.commit("answered on B")
-    c.pull(a)
-    c.pull(b)
-    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    _, b, c, question = settled_for_a_on_c(tmp_path, capsys)
     c.commit("settled on C")
     if later:  # B's clock runs ahead of C's
         for number in range(4):
             b.rule("--topic", f"zine-{number}", "--summary", f"Issue {number} of the zine is printed on stock {number}.")
-    shown = {d["id"]: d for d in json.loads(b.vt("list", "--json")[1])}
-    other = next(d for d in shown.values() if d["summary"] == NEWSLETTER_DAY)
-    path = b.root / shown[question]["path"]
-    text = path.read_text(encoding="utf-8")
-    write(path, text.replace("\nsource:", f"\nalongside:\n  - \"[[{Path(other['path']).stem}]]\"\nsource:", 1))
-    b.vt("watch", "--once")
-    assert [e.event for e in Vault(b.root).ledger.read() if e.id == question][-1] == "amended"
+    related_in_obsidian(b, question)
     b.commit("amended on B")
     before = [b.decision_texts(), c.decision_texts()]
     c.pull(b, rebase=rebase)
@@ -355,13 +363,7 @@ def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(t
     b.pull(a)
     b.vt("settle", question, "--keep", answer_choice(b, "monthly"), "--reason", "The owner keeps the monthly answer.")
     b.commit("settled")
-    shown = {d["id"]: d for d in json.loads(b.vt("list", "--json")[1])}
-    other = next(d for d in shown.values() if d["summary"] == NEWSLETTER_DAY)
-    path = b.root / shown[question]["path"]
-    text = path.read_text(encoding="utf-8")
-    write(path, text.replace("\nsource:", f"\nalongside:\n  - \"[[{Path(other['path']).stem}]]\"\nsource:", 1))
-    b.vt("watch", "--once")
-    assert [e.event for e in Vault(b.root).ledger.read() if e.id == question][-1] == "amended"
+    related_in_obsidian(b, question)
     b.vt("retract", question, "--reason", "Recorded in error: the owner has not decided yet.")
     assert json.loads(b.vt("context", "--json")[1])["conflicts"] == []
     assert json.loads(b.vt("show", question, "--json")[1])["status"] == "retracted"

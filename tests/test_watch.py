@@ -409,12 +409,7 @@ def _kill_9_at_random_moments(cli, tmp_path: Path, runs: int) -> int:
         _, status = os.waitpid(pid, 0)
         killed_mid_work += os.WIFSIGNALED(status)
         # Restart: the next watcher reconciles whatever state the kill left.
-        restarted = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
-        restarted.acquire()
-        try:
-            restarted.process(everything=True)
-        finally:
-            restarted.release()
+        _restarted(vault)
         _check_invariants(vault, typed)
         shutil.rmtree(vault)  # kept only when a check fails: a long soak would fill the disk
     return killed_mid_work
@@ -433,6 +428,17 @@ def test_kill_9_at_random_moments_loses_nothing(cli, tmp_path):
     killed_mid_work = _kill_9_at_random_moments(cli, tmp_path, runs)
     # Many kills land mid-work, not after it (75-85 of 300 here; the window is calibrated on a cold first run).
     assert killed_mid_work >= runs * 12 // 52, killed_mid_work
+
+
+def _restarted(vault: Path) -> tuple[Watcher, list]:
+    """A watcher started on `vault` after a kill: its first pass reconciles whatever the kill left (the watcher,
+    and what that pass did)."""
+    restarted = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
+    restarted.acquire()
+    try:
+        return restarted, restarted.process(everything=True)
+    finally:
+        restarted.release()
 
 
 def _large_first_reconcile(vault: Path, topics: int) -> None:
@@ -527,12 +533,7 @@ def _kill_9_in_a_large_first_reconcile(tmp_path: Path, monkeypatch: pytest.Monke
             early = moment
         elif sealed == 2 * topics:
             late = moment
-        restarted = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
-        restarted.acquire()
-        try:
-            done = restarted.process(everything=True)
-        finally:
-            restarted.release()
+        restarted, done = _restarted(vault)
         # what the restart's pass reported, should a check fail: an error, or what it left for later
         _check_all_sealed_once(vault, 2 * topics, f"; restart: error {restarted.last_error}, left {restarted.left}, "
                                                   f"invalid {[a for a in done if a.kind == 'invalid']}")
@@ -583,12 +584,7 @@ def test_a_kill_between_a_rulings_two_ledger_lines_leaves_it_sealed_on_restart(t
     assert os.waitstatus_to_exitcode(status) == 0  # it died at the cut
     assert [event.event for event in scan_ledger(ledger_file(vault).read_text(), "ledger")[0]][-1:] == ["ruled"] \
         if cut == "after the ruled line" else not ledger_file(vault).read_bytes().endswith(b"\n")
-    restarted = Watcher(Workspace(Vault(vault)), on_actions=lambda actions: None)
-    restarted.acquire()
-    try:
-        restarted.process(everything=True)
-    finally:
-        restarted.release()
+    restarted, _ = _restarted(vault)
     _check_all_sealed_once(vault, 20, f"; restart: error {restarted.last_error}")
 
 
