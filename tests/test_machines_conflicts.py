@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from vault_tools import note_edits, notes
+from vault_tools.history import histories
 from vault_tools.ledger_lines import event_key
 from vault_tools.vault import Vault
 
@@ -345,6 +346,54 @@ def test_an_answer_kept_is_kept_as_related_on_its_clone_before_the_settlement(tm
     a.pull(c)
     check_invariants(a, before)
     assert a.decision_texts() == c.decision_texts()
+
+
+@pytest.mark.parametrize("keep", [1, 2])
+def test_two_answers_alike_but_for_their_bodies_are_each_kept_as_chosen(two, keep):
+    """Two clones answered with the same summary, time and ruler, in other words below: settling for one writes
+    that one's body (following an answer by its fields must never take the other answer's own seal)."""
+    a, b = two
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    for each, body in ((a, "Body from A: the sponsor fell through."), (b, "Body from B: nobody has time to record.")):
+        each.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.",
+                "--source", "chat", "--ruled-at", "2026-01-05T09:00:00", "--body", body)
+        each.commit(f"answered on {each.root.name}")
+    a.pull(b)
+    record = next(h for h in histories(Vault(a.root).ledger.read()).values() if h.id == question)
+    answers = list({e.hash: e for e in record.conflict_events if e.event == "sealed"}.values())  # as `settle` numbers
+    wanted, other = ("A", "B") if "Body from A" in (answers[keep - 1].text or "") else ("B", "A")
+    a.vt("settle", question, "--keep", f"ruling-{keep}", "--reason", "The owner keeps this answer for now.")
+    text = (a.root / json.loads(a.vt("show", question, "--json")[1])["path"]).read_text(encoding="utf-8")
+    assert f"Body from {wanted}" in text and f"Body from {other}" not in text, text
+
+
+@pytest.mark.parametrize("tags", [("0000", "1111", "zzzz"), ("0000", "zzzz", "1111")], ids=["a-first", "b-first"])
+def test_two_settlements_one_keeping_an_answer_related_before_are_still_a_conflict(tmp_path, capsys, tags):
+    """A related its answer to another ruling, then A and B settled for different answers: the settlement of the
+    related answer carries its new hash, and is still found keeping that answer (it was taken for B's, the
+    two settlements agreed, and A's was overridden without a word; found by an independent review)."""
+    origin = make_origin(tmp_path, capsys, tag=tags[0])
+    a, b = clone(origin, "A", tags[1]), clone(origin, "B", tags[2])
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    shown = {d["id"]: d for d in json.loads(a.vt("list", "--json")[1])}
+    other = next(d for d in shown.values() if d["summary"] == NEWSLETTER_DAY)
+    a.vt("relate", question, "--alongside", other["id"])
+    a.commit("related on A")
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    a.pull(b)
+    b.pull(a)
+    for each, words in ((a, "No podcast"), (b, "monthly")):
+        each.vt("settle", question, "--keep", answer_choice(each, words), "--reason", f"The owner keeps {words} here.")
+        each.commit("settled")
+    before = [a.decision_texts(), b.decision_texts()]
+    b.pull(a)
+    check_invariants(b, before, conflicts=1)
 
 
 def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(two):

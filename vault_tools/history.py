@@ -226,10 +226,21 @@ class History:
                      and not self.closed_a_dropped_answer(e, settled)), None)
 
     def as_it_stands(self, answer: Event) -> Event:
-        """The answer sealed as `answer`, as it now stands on its clone: its latest amendment, relinking or closing
-        (each carries the note's text then; an amendment gives it a new hash, `_same_answer` follows it)."""
-        return next((e for e in reversed(self.events) if e.text and e.event in _OF_AN_ANSWER and e.event != "ruled"
-                     and (e.hash == answer.hash or _same_answer(e, answer))), answer)
+        """The answer sealed as `answer`, as it now stands on its clone: its latest amendment, relinking or closing,
+        each carrying the note's text then. An amendment gives the answer a new hash, followed by its answer
+        (`_same_answer`); a closing carries the hash the answer had, so it is followed by hash alone. The other
+        answers' own events are never taken."""
+        others = {e.hash for e in self.events if e.event == "sealed" and e.hash != answer.hash}
+        hashes, found = {answer.hash}, answer
+        for event in self.events:
+            if not event.text or event.hash in others:
+                continue
+            if event.event in ("amended", "relinked") and (event.hash in hashes or _same_answer(event, answer)):
+                hashes.add(event.hash)
+                found = event
+            elif event.event in CLOSING_EVENTS and event.hash in hashes:
+                found = event
+        return found
 
     def _chosen(self, settlement: Event) -> Event | None:
         """The outcome a settlement kept, as the event that recorded it."""
@@ -237,8 +248,11 @@ class History:
             return next((e for e in self.events if e.event == "superseded" and e.successor == settlement.successor),
                         None)
         if settlement.outcome == Status.RULED.value:
+            # The kept answer's seal: by its hash, or by its answer where it was related before it was kept (the
+            # settlement then carries the amended hash); an older settlement with neither, the last answer.
             sealed = [e for e in self.events if e.event == "sealed"]
-            return next((e for e in sealed if e.hash == settlement.hash), sealed[-1] if sealed else None)
+            return next((e for e in sealed if e.hash == settlement.hash), None) or \
+                next((e for e in sealed if _same_answer(e, settlement)), None) or (sealed[-1] if sealed else None)
         return next((e for e in self.events if e.event == settlement.outcome), None)
 
     @property
