@@ -348,25 +348,136 @@ def test_an_answer_kept_is_kept_as_related_on_its_clone_before_the_settlement(tm
     assert a.decision_texts() == c.decision_texts()
 
 
-@pytest.mark.parametrize("keep", [1, 2])
+def answered_alike(clones, question: str, related_on_b: bool = False) -> None:
+    """Each of `clones` (A, B) answers `question` with the same summary, time and ruler, in other words below;
+    B's answer related to another ruling in Obsidian where `related_on_b`."""
+    for each in clones:
+        each.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.",
+                "--source", "chat", "--ruled-at", "2026-01-05T09:00:00", "--body", f"Body from {each.root.name}.")
+        if related_on_b and each is clones[1]:
+            related_in_obsidian(each, question)
+        each.commit(f"answered on {each.root.name}")
+
+
+def ruling_number(clone, question: str, words: str) -> int:
+    """The `ruling-N` of the answer holding `words`, as `settle` numbers the answers in conflict."""
+    record = next(h for h in histories(Vault(clone.root).ledger.read()).values() if h.id == question)
+    answers = list({e.hash: e for e in record.conflict_events if e.event == "sealed"}.values())
+    return next(number for number, event in enumerate(answers, 1) if words in (event.text or ""))
+
+
+@pytest.mark.parametrize("keep", ["A", "B"])
 def test_two_answers_alike_but_for_their_bodies_are_each_kept_as_chosen(two, keep):
-    """Two clones answered with the same summary, time and ruler, in other words below: settling for one writes
-    that one's body (following an answer by its fields must never take the other answer's own seal)."""
+    """Two clones answered with the same summary, time and ruler, in other words below, and B related its answer
+    to another ruling: settling for one writes that one as it stands (following an answer by its fields alone
+    took the other answer's seal or amendment; found by independent reviews)."""
     a, b = two
     question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
     a.commit("asked")
     b.pull(a)
-    for each, body in ((a, "Body from A: the sponsor fell through."), (b, "Body from B: nobody has time to record.")):
-        each.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.",
-                "--source", "chat", "--ruled-at", "2026-01-05T09:00:00", "--body", body)
-        each.commit(f"answered on {each.root.name}")
+    answered_alike((a, b), question, related_on_b=True)
     a.pull(b)
-    record = next(h for h in histories(Vault(a.root).ledger.read()).values() if h.id == question)
-    answers = list({e.hash: e for e in record.conflict_events if e.event == "sealed"}.values())  # as `settle` numbers
-    wanted, other = ("A", "B") if "Body from A" in (answers[keep - 1].text or "") else ("B", "A")
-    a.vt("settle", question, "--keep", f"ruling-{keep}", "--reason", "The owner keeps this answer for now.")
+    number = ruling_number(a, question, f"Body from {keep}.")
+    a.vt("settle", question, "--keep", f"ruling-{number}", "--reason", "The owner keeps this answer for now.")
     text = (a.root / json.loads(a.vt("show", question, "--json")[1])["path"]).read_text(encoding="utf-8")
-    assert f"Body from {wanted}" in text and f"Body from {other}" not in text, text
+    other = "B" if keep == "A" else "A"
+    assert f"Body from {keep}." in text and f"Body from {other}." not in text, text
+    assert ("\nalongside:" in text) == (keep == "B"), text
+
+
+@pytest.mark.parametrize("tags", [("1111", "2222", "3333"), ("3333", "2222", "1111")], ids=["a-c", "c-a"])
+def test_the_dropped_one_of_two_answers_alike_related_after_the_settlement_leaves_the_kept_one(tmp_path, capsys,
+                                                                                               tags):
+    """C settled for A's answer over B's, alike but for its body; B, not knowing, related its own: the note stays
+    A's answer (B's amendment was taken for A's: the watcher filed C's note as a revision)."""
+    origin = make_origin(tmp_path, capsys, tag="0000")
+    a, b, c = (clone(origin, name, tag) for name, tag in zip("ABC", tags, strict=True))
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    answered_alike((a, b), question)
+    c.pull(a)
+    c.pull(b)
+    number = ruling_number(c, question, "Body from A.")
+    c.vt("settle", question, "--keep", f"ruling-{number}", "--reason", "The owner keeps A's answer for now.")
+    c.commit("settled on C")
+    related_in_obsidian(b, question)
+    b.commit("related on B")
+    before = [b.decision_texts(), c.decision_texts()]
+    c.pull(b)
+    check_invariants(c, before)
+    text = (c.root / json.loads(c.vt("show", question, "--json")[1])["path"]).read_text(encoding="utf-8")
+    assert "Body from A." in text and "Body from B." not in text, text
+
+
+@pytest.mark.parametrize("step", ["related", "retracted"])
+def test_the_kept_answer_changed_on_its_clone_after_the_settlement_is_kept_so(tmp_path, capsys, step):
+    """C settled for A's answer; A, not knowing, related it to another ruling (or retracted it), and its line sorts
+    before the settlement (B's clock ran ahead). That step is newer than what the settlement wrote: the note
+    keeps it on both clones (the relation was put back out as "an earlier recorded version", lint clean; found
+    by an independent review)."""
+    origin = make_origin(tmp_path, capsys)
+    a, b, c = (clone(origin, name) for name in "ABC")
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    a.commit("answered on A")
+    for number in range(4):  # B's clock runs ahead
+        b.rule("--topic", f"zine-{number}", "--summary", f"Issue {number} of the zine is printed on stock {number}.")
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    c.commit("settled on C")
+    if step == "related":
+        related_in_obsidian(a, question)
+    else:
+        a.vt("retract", question, "--reason", "Recorded in error on A: the owner has not decided yet.")
+    a.commit(f"{step} on A")
+    before = [a.decision_texts(), c.decision_texts()]
+    c.pull(a)
+    check_invariants(c, before)
+    shown = json.loads(c.vt("show", question, "--json")[1])
+    if step == "related":
+        assert notes.read_note(c.root / shown["path"]).data.get("alongside")
+    else:
+        assert shown["status"] == "retracted" and question not in json.loads(c.vt("as-of", "2099-01-01", "--json")[1])
+    a.pull(c)
+    check_invariants(a, before)
+    assert a.decision_texts() == c.decision_texts()
+
+
+@pytest.mark.parametrize("tags", [("1111", "2222", "3333"), ("3333", "2222", "1111")], ids=["a-c", "c-a"])
+def test_an_answer_kept_again_over_a_supersession_keeps_what_its_clone_related_since(tmp_path, capsys, tags):
+    """C settled for A's answer; A, not knowing, related it; B, not knowing, superseded its dropped answer. C keeps
+    the answer again (`--keep ruled`): as it stands, relation included (the settlement's own text was written)."""
+    origin = make_origin(tmp_path, capsys, tag="0000")
+    a, b, c = (clone(origin, name, tag) for name, tag in zip("ABC", tags, strict=True))
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    a.commit("answered on A")
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    c.commit("settled on C")
+    related_in_obsidian(a, question)
+    a.commit("related on A")
+    b.rule("--topic", "podcast", "--summary", "A podcast after all: fortnightly, from April on.", "--supersedes",
+           question, "--reason", "Sponsors offered to pay for the production.")
+    b.commit("superseded on B")
+    before = [a.decision_texts(), b.decision_texts(), c.decision_texts()]
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", "ruled", "--reason", "The owner keeps the first answer, once more.")
+    c.commit("settled again")
+    check_invariants(c, before)
+    assert notes.read_note(c.root / json.loads(c.vt("show", question, "--json")[1])["path"]).data.get("alongside")
 
 
 @pytest.mark.parametrize("tags", [("0000", "1111", "zzzz"), ("0000", "zzzz", "1111")], ids=["a-first", "b-first"])

@@ -4,6 +4,7 @@ kept, and the conflicts two clones' outcomes make. Pure: events in, histories ou
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -159,9 +160,13 @@ class History:
         """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit), but for those of
         an answer the standing settlement dropped (closed on its clone, not knowing of the settlement)."""
         settled = self.settled if any(event.event == "settled" for event in self.events) else None
-        for event in reversed(self.events):
-            if event.event in SEALING_EVENTS and event.text is not None and not self.of_dropped_answer(event, settled):
-                return event
+        # What a clone did to the kept answer not knowing of the settlement (related it, say) is newer than what
+        # the settlement wrote, wherever its line sorts
+        for events in ((self.since_settled, self.events) if settled is not None else (self.events,)):
+            for event in reversed(events):
+                if event.event in SEALING_EVENTS and event.text is not None and \
+                        not self.of_dropped_answer(event, settled):
+                    return event
         return None
 
     @property
@@ -307,14 +312,28 @@ class History:
 
 
 def _same_answer(event: Event, settled: Event | None) -> bool:
-    """Whether `event` is about the answer a settlement kept, though its seal hash differs: the ruling was
-    related to others (`alongside`), renumbered or relinked since, which gives it a new hash but keeps its
-    answer (summary, ruled_at, ruled_by). Two clones' answers differ in those."""
+    """Whether `event` is about the answer a settlement kept (or the answer `settled` seals), though its seal hash
+    differs: the ruling was related to others (`alongside`), renumbered or relinked since, which gives it a new
+    hash but keeps its answer: its summary, ruled_at and ruled_by, and its body but for where its links point.
+    Two clones' answers differ in those (two agents recording one owner's words on one day may write the first
+    three alike, not the body)."""
     if settled is None:
         return False
-    mine, kept = (properties_of(e.text) for e in (event, settled))
-    answer = answer_of(mine) if mine is not None else None
-    return answer is not None and kept is not None and answer == answer_of(kept)
+    mine = _answer_key(event.text)
+    return mine is not None and mine == _answer_key(settled.text)
+
+
+@functools.lru_cache(maxsize=256)
+def _answer_key(text: str | None) -> tuple[tuple[str, str, str], str] | None:
+    """What tells one answer from another in an event's text (`_same_answer`); None where it cannot be read."""
+    parsed = _parsed(text)
+    answer = answer_of(parsed[0]) if parsed is not None else None
+    if parsed is None or answer is None:
+        return None
+    return answer, _ANY_LINK.sub("[[]]", parsed[1].replace("\r\n", "\n")).strip()
+
+
+_ANY_LINK = re.compile(r"\[\[[^\[\]]*\]\]")  # a link, wherever it points (relinking moves it)
 
 
 def _summary_of(text: str | None) -> str | None:
@@ -323,18 +342,24 @@ def _summary_of(text: str | None) -> str | None:
     return str(summary) if summary is not None else None
 
 
-@functools.lru_cache(maxsize=256)
 def properties_of(text: str | None) -> Mapping[str, Any] | None:
     """The properties of a text an event holds; None when it has none that can be read."""
+    parsed = _parsed(text)
+    return parsed[0] if parsed is not None else None
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str | None) -> tuple[Mapping[str, Any], str] | None:
+    """The properties and body of a text an event holds; None when it has no properties that can be read."""
     if not text:
         return None
     from .notes import parse_text  # only a conflict, or a settled one, needs to read a sealed text
 
     try:
-        data = parse_text(text.removeprefix("\ufeff"), Path("sealed.md")).data
+        note = parse_text(text.removeprefix("\ufeff"), Path("sealed.md"))
     except Exception:  # a text that cannot be read has no properties to compare or show
         return None
-    return data if hasattr(data, "get") else None
+    return (note.data, note.body) if hasattr(note.data, "get") else None
 
 
 def seal_text_without_bom(history: History) -> str:

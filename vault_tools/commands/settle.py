@@ -162,11 +162,10 @@ def _settle_kept(ws: Workspace, state: VaultState, decision: Decision, history: 
                  who: str) -> Settled:
     """One clone settled on an answer while another superseded (or retracted) the answer that was dropped:
     keep the settled answer (its successor there is retracted), or the retraction."""
-    settled = history.settled
     if keep == "retracted":
         chosen = next((e for e in reversed(history.events) if e.event == "retracted" and e.text), None)
-    else:
-        chosen = settled
+    else:  # the settled answer as it stands: related since on its clone, say
+        chosen = history.seal
     if chosen is None or chosen.text is None:
         raise Refused(f"{decision.id}: the ledger holds no text to keep", path=decision.path)
     plans = []
