@@ -5,6 +5,8 @@ decides, and a settlement decides only what its clone knew.
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -505,6 +507,61 @@ def test_two_settlements_one_keeping_an_answer_related_before_are_still_a_confli
     before = [a.decision_texts(), b.decision_texts()]
     b.pull(a)
     check_invariants(b, before, conflicts=1)
+
+
+@pytest.mark.parametrize("tags", [("1111", "2222", "3333"), ("3333", "2222", "1111")], ids=["a-c", "c-a"])
+def test_a_withdrawal_kept_stays_withdrawn_though_the_answer_was_related_meanwhile(tmp_path, capsys, tags):
+    """A answered, B withdrew; C kept the withdrawal, while A, not knowing, related its answer to another ruling.
+    The record stays withdrawn, and so does the note on both clones (the watcher wrote A's related ruling back,
+    status ruled, lint VT022; found by an independent review)."""
+    origin = make_origin(tmp_path, capsys, tag="0000")
+    a, b, c = (clone(origin, name, tag) for name, tag in zip("ABC", tags, strict=True))
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    a.commit("ruled on A")
+    b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
+    b.commit("withdrawn on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", "withdrawn", "--reason", "The owner withdraws the question for now.")
+    c.commit("settled")
+    related_in_obsidian(a, question)
+    a.commit("related on A")
+    before = [a.decision_texts(), c.decision_texts()]
+    c.pull(a)
+    check_invariants(c, before)
+    assert json.loads(c.vt("show", question, "--json")[1])["status"] == "withdrawn"
+    a.pull(c)
+    check_invariants(a, before)
+    assert a.decision_texts() == c.decision_texts()
+
+
+def test_a_kept_answer_over_the_size_limit_shortened_by_its_owner_stays_short(tmp_path, capsys, monkeypatch):
+    """C kept B's answer, sealed over the size limit (a limit raised then); the owner shortens it in Obsidian: the
+    watcher seals it as it now reads, and keeps it so (the cut was taken for another answer's, and the long text
+    written back; found by an independent review)."""
+    monkeypatch.setattr(notes, "MAX_NOTE_BYTES", 50 * 1024 * 1024)
+    a, b, c, question = answered_on_a(tmp_path, capsys)
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat",
+         "--body", "A very long ruling.\n" * (6 * 1024 * 1024 // 20))
+    b.commit("answered on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", answer_choice(c, "monthly"), "--reason", "The owner keeps the second answer.")
+    c.commit("settled on C")
+    note = c.root / json.loads(c.vt("show", question, "--json")[1])["path"]
+    monkeypatch.undo()
+    text = note.read_text(encoding="utf-8")
+    note.write_text(text[:text.index("A very long ruling.")] + "A monthly podcast, cut short by the owner.\n",
+                    encoding="utf-8")
+    ten_minutes_ago = time.time() - 600
+    os.utime(note, (ten_minutes_ago, ten_minutes_ago))
+    for _ in range(2):
+        c.vt("watch", "--once")
+        assert "cut short by the owner" in note.read_text(encoding="utf-8") and note.stat().st_size < 4096
+    assert c.vt("lint")[0] == 0
 
 
 def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(two):

@@ -141,30 +141,37 @@ class History:
                 return STATUS_AFTER[event.event]
         return None
 
-    @staticmethod
-    def of_dropped_answer(event: Event, settled: Event | None) -> bool:
+    def of_dropped_answer(self, event: Event, settled: Event | None) -> bool:
         """Whether `event` (ruled, sealed, a closing, or an amendment made on its clone) is about an answer the
         standing settlement `settled` did not keep."""
         return (settled is not None and settled.outcome == Status.RULED.value
                 and event.event in _OF_AN_ANSWER
                 and bool(event.hash) and bool(settled.hash) and event.hash != settled.hash
-                and not _same_answer(event, settled))
+                and not self.same_answer(event, settled))
 
-    @staticmethod
-    def closed_a_dropped_answer(event: Event, settled: Event | None) -> bool:
+    def closed_a_dropped_answer(self, event: Event, settled: Event | None) -> bool:
         """A supersession or retraction of an answer that the standing settlement did not keep."""
-        return event.event in CLOSING_EVENTS and History.of_dropped_answer(event, settled)
+        return event.event in CLOSING_EVENTS and self.of_dropped_answer(event, settled)
 
     @property
     def seal(self) -> Event | None:
         """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit), but for those of
         an answer the standing settlement dropped (closed on its clone, not knowing of the settlement)."""
         settled = self.settled if any(event.event == "settled" for event in self.events) else None
-        # What a clone did to the kept answer not knowing of the settlement (related it, say) is newer than what
-        # the settlement wrote, wherever its line sorts
-        for events in ((self.since_settled, self.events) if settled is not None else (self.events,)):
+        if settled is None:
+            return next((e for e in reversed(self.events) if e.event in SEALING_EVENTS and e.text is not None), None)
+        since = self.since_settled
+        if settled.outcome == Status.RULED.value:
+            # What a clone did to the kept answer not knowing of the settlement (related it, say) is newer than
+            # what the settlement wrote, wherever its line sorts
+            unknown: set[int] = set()
+            searched: tuple[list[Event], ...] = (since, self.events)
+        else:  # a withdrawal or a closing kept: an answer related meanwhile does not bring the ruling back
+            unknown = {id(e) for e in since if e.event in ("amended", "relinked")}
+            searched = (self.events,)
+        for events in searched:
             for event in reversed(events):
-                if event.event in SEALING_EVENTS and event.text is not None and \
+                if event.event in SEALING_EVENTS and event.text is not None and id(event) not in unknown and \
                         not self.of_dropped_answer(event, settled):
                     return event
         return None
@@ -230,17 +237,36 @@ class History:
         return next((e for e in reversed(self.events) if e.event in CLOSING_EVENTS
                      and not self.closed_a_dropped_answer(e, settled)), None)
 
+    def same_answer(self, event: Event, other: Event | None) -> bool:
+        """Whether `event` is about the answer `other` seals (or a settlement kept), though its seal hash differs:
+        the ruling was related to others (`alongside`), renumbered, relinked or shortened by its owner since,
+        which gives it a new hash but keeps its answer: its summary, ruled_at and ruled_by. Where two of the
+        record's answers share those (two agents recording one owner's words on one day), their bodies tell
+        them apart, links blanked (relinking moves them)."""
+        if other is None:
+            return False
+        mine, theirs = _answer_key(event.text), _answer_key(other.text)
+        if mine is None or theirs is None or mine[0] != theirs[0]:
+            return False
+        return mine[1] == theirs[1] or not self._answers_alike(mine[0])
+
+    def _answers_alike(self, fields: tuple[str, str, str]) -> bool:
+        """Whether two of the record's answers share `fields` (summary, ruled_at, ruled_by)."""
+        bodies = {key[1] for e in self.events if e.event == "sealed" and (key := _answer_key(e.text)) is not None
+                  and key[0] == fields}
+        return len(bodies) > 1
+
     def as_it_stands(self, answer: Event) -> Event:
         """The answer sealed as `answer`, as it now stands on its clone: its latest amendment, relinking or closing,
         each carrying the note's text then. An amendment gives the answer a new hash, followed by its answer
-        (`_same_answer`); a closing carries the hash the answer had, so it is followed by hash alone. The other
+        (`same_answer`); a closing carries the hash the answer had, so it is followed by hash alone. The other
         answers' own events are never taken."""
         others = {e.hash for e in self.events if e.event == "sealed" and e.hash != answer.hash}
         hashes, found = {answer.hash}, answer
         for event in self.events:
             if not event.text or event.hash in others:
                 continue
-            if event.event in ("amended", "relinked") and (event.hash in hashes or _same_answer(event, answer)):
+            if event.event in ("amended", "relinked") and (event.hash in hashes or self.same_answer(event, answer)):
                 hashes.add(event.hash)
                 found = event
             elif event.event in CLOSING_EVENTS and event.hash in hashes:
@@ -257,7 +283,7 @@ class History:
             # settlement then carries the amended hash); an older settlement with neither, the last answer.
             sealed = [e for e in self.events if e.event == "sealed"]
             return next((e for e in sealed if e.hash == settlement.hash), None) or \
-                next((e for e in sealed if _same_answer(e, settlement)), None) or (sealed[-1] if sealed else None)
+                next((e for e in sealed if self.same_answer(e, settlement)), None) or (sealed[-1] if sealed else None)
         return next((e for e in self.events if e.event == settlement.outcome), None)
 
     @property
@@ -311,21 +337,10 @@ class History:
         return None
 
 
-def _same_answer(event: Event, settled: Event | None) -> bool:
-    """Whether `event` is about the answer a settlement kept (or the answer `settled` seals), though its seal hash
-    differs: the ruling was related to others (`alongside`), renumbered or relinked since, which gives it a new
-    hash but keeps its answer: its summary, ruled_at and ruled_by, and its body but for where its links point.
-    Two clones' answers differ in those (two agents recording one owner's words on one day may write the first
-    three alike, not the body)."""
-    if settled is None:
-        return False
-    mine = _answer_key(event.text)
-    return mine is not None and mine == _answer_key(settled.text)
-
-
 @functools.lru_cache(maxsize=256)
 def _answer_key(text: str | None) -> tuple[tuple[str, str, str], str] | None:
-    """What tells one answer from another in an event's text (`_same_answer`); None where it cannot be read."""
+    """What tells one answer from another in an event's text (`History.same_answer`); None where it cannot be
+    read."""
     parsed = _parsed(text)
     answer = answer_of(parsed[0]) if parsed is not None else None
     if parsed is None or answer is None:
