@@ -564,6 +564,104 @@ def test_a_kept_answer_over_the_size_limit_shortened_by_its_owner_stays_short(tm
     assert c.vt("lint")[0] == 0
 
 
+def _three_tagged(tmp_path: Path, capsys: pytest.CaptureFixture[str], tags: tuple[str, ...]) -> tuple:
+    """Clones of one origin (tag 0000), named A, B, C... and tagged `tags` (which orders their lines in a merge)."""
+    origin = make_origin(tmp_path, capsys, tag="0000")
+    return tuple(clone(origin, name, tag) for name, tag in zip("ABCD", tags, strict=False))
+
+
+@pytest.mark.parametrize("tags", [("1111", "2222", "3333"), ("3333", "2222", "1111")], ids=["a-c", "c-a"])
+def test_a_withdrawal_kept_then_the_ruling_retracted_meanwhile_ends_retracted_on_both(tmp_path, capsys, tags):
+    """C kept B's withdrawal over A's ruling; A, not knowing, retracted the ruling. Note and record agree on the
+    retraction, whichever line sorts last (where the settlement's sorted last the note stayed withdrawn: VT022)."""
+    a, b, c = _three_tagged(tmp_path, capsys, tags)
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    a.commit("ruled on A")
+    b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
+    b.commit("withdrawn on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", "withdrawn", "--reason", "The owner withdraws the question for now.")
+    c.commit("settled")
+    a.vt("retract", question, "--reason", "Recorded in error on A: the owner has not decided yet.")
+    a.commit("retracted on A")
+    before = [a.decision_texts(), c.decision_texts()]
+    c.pull(a)
+    check_invariants(c, before)
+    assert json.loads(c.vt("show", question, "--json")[1])["status"] == "retracted"
+    a.pull(c)
+    check_invariants(a, before)
+    assert a.decision_texts() == c.decision_texts()
+
+
+@pytest.mark.parametrize("tags", [("1111", "2222", "3333", "4444"), ("4444", "2222", "3333", "1111")],
+                         ids=["a-d", "d-a"])
+def test_the_ruling_kept_over_two_settlements_is_kept_as_related_since(tmp_path, capsys, tags):
+    """C kept A's ruling and D kept B's withdrawal; A, not knowing, related its ruling. C meets both and keeps the
+    ruling: the note is the ruling as related, and every reader says ruled (the withdrawal was written back as
+    the ruling kept, lint clean; found by an independent review)."""
+    a, b, c, d = _three_tagged(tmp_path, capsys, tags)
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    a.commit("ruled on A")
+    b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
+    b.commit("withdrawn on B")
+    for settling, keep in ((c, "ruled"), (d, "withdrawn")):
+        settling.pull(a)
+        settling.pull(b)
+        settling.vt("settle", question, "--keep", keep, "--reason", f"The owner keeps {keep} here for now.")
+        settling.commit("settled")
+    related_in_obsidian(a, question)
+    a.commit("related on A")
+    c.pull(d)
+    c.pull(a)
+    before = [a.decision_texts(), c.decision_texts()]
+    c.vt("settle", question, "--keep", "ruled", "--reason", "The owner keeps the ruling, as related on A.")
+    c.commit("settled again")
+    check_invariants(c, before)
+    shown = json.loads(c.vt("show", question, "--json")[1])
+    assert shown["status"] == "ruled" and notes.read_note(c.root / shown["path"]).data.get("alongside")
+    assert question in {d["id"] for d in json.loads(c.vt("as-of", "2099-01-01", "--json")[1])}
+
+
+@pytest.mark.parametrize("tags", [("1111", "2222", "3333"), ("3333", "2222", "1111")], ids=["a-c", "c-a"])
+def test_a_successor_kept_then_relinked_on_the_settling_clone_keeps_its_new_link(tmp_path, capsys, tags):
+    """C kept A's successor of a ruling two clones superseded; later, on C, a note the ruling's `source` links is
+    renumbered (its link rewritten: `relinked`). The watcher keeps the link as rewritten (a settlement that kept
+    no answer of its own took that step for one made not knowing of it, and wrote the dead link back)."""
+    a, b, c = _three_tagged(tmp_path, capsys, tags)
+    blog = note_path(a.root, "D-0002")
+    ruling = a.rule("--topic", "shop-day", "--summary", "The shop opens on Mondays only.", "--source", f"[[{blog.stem}]]")
+    a.commit("ruled")
+    b.pull(a)
+    successor = a.rule("--topic", "shop-day", "--summary", "The shop opens on Fridays at noon.", "--supersedes", ruling,
+                       "--reason", "Readers shop more on Fridays, says the survey.")
+    a.commit("superseded on A")
+    b.rule("--topic", "shop-day", "--summary", "The shop opens on Tuesday evenings.", "--supersedes", ruling,
+           "--reason", "Tuesday suits the editor's week much better now.")
+    b.commit("superseded on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", ruling, "--keep", successor, "--reason", "The owner prefers Friday, as discussed.")
+    c.commit("settled on C")
+    original = note_path(c.root, "D-0002-0000")
+    copy = write(original.with_name("Copy of the ruling.md"), original.read_text(encoding="utf-8"))
+    c.vt("renumber", "D-0002-0000", "--path", f"Decisions/{original.name}")  # a copy shares its id
+    copy.unlink()
+    path = c.root / json.loads(c.vt("show", ruling, "--json")[1])["path"]
+    relinked = path.read_text(encoding="utf-8")
+    before = [c.decision_texts()]
+    c.vt("watch", "--once")
+    assert path.read_text(encoding="utf-8") == relinked
+    c.commit("renumbered")
+    check_invariants(c, before)
+
+
 def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(two):
     """After a settlement kept B's answer, the owner added a ruling to its `alongside` in Obsidian (a new seal
     hash for the same answer), then retracted it. That retraction is of the kept answer, not of the one the

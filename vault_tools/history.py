@@ -160,19 +160,12 @@ class History:
         settled = self.settled if any(event.event == "settled" for event in self.events) else None
         if settled is None:
             return next((e for e in reversed(self.events) if e.event in SEALING_EVENTS and e.text is not None), None)
-        since = self.since_settled
-        if settled.outcome == Status.RULED.value:
-            # What a clone did to the kept answer not knowing of the settlement (related it, say) is newer than
-            # what the settlement wrote, wherever its line sorts
-            unknown: set[int] = set()
-            searched: tuple[list[Event], ...] = (since, self.events)
-        else:  # a withdrawal or a closing kept: an answer related meanwhile does not bring the ruling back
-            unknown = {id(e) for e in since if e.event in ("amended", "relinked")}
-            searched = (self.events,)
-        for events in searched:
+        # What a clone did not knowing of the settlement (related the kept answer, say) is newer than what the
+        # settlement wrote, wherever its line sorts; but not what it did to what the settlement did not keep
+        for events in (self.since_settled, self.events):
             for event in reversed(events):
-                if event.event in SEALING_EVENTS and event.text is not None and id(event) not in unknown and \
-                        not self.of_dropped_answer(event, settled):
+                if event.event in SEALING_EVENTS and event.text is not None and \
+                        not self.of_dropped_answer(event, settled) and not _of_an_outcome_not_kept(event, settled):
                     return event
         return None
 
@@ -273,7 +266,7 @@ class History:
                 found = event
         return found
 
-    def _chosen(self, settlement: Event) -> Event | None:
+    def chosen(self, settlement: Event) -> Event | None:
         """The outcome a settlement kept, as the event that recorded it."""
         if settlement.outcome == "superseded":
             return next((e for e in self.events if e.event == "superseded" and e.successor == settlement.successor),
@@ -290,7 +283,7 @@ class History:
     def conflict_events(self) -> list[Event]:
         """The outcomes that may conflict: what no standing settlement knew of, and what each kept."""
         frontier, since = self._settlements
-        chosen = [event for event in (self._chosen(s) for s in frontier) if event is not None]
+        chosen = [event for event in (self.chosen(s) for s in frontier) if event is not None]
         if len(frontier) == 1 and not any(e.event in ("withdrawn", "sealed", *CLOSING_EVENTS) for e in since):
             return since  # settled, and nothing it did not know of has ended or answered it since
         return sorted({id(e): e for e in chosen + since}.values(), key=self.events.index) if chosen else since
@@ -335,6 +328,15 @@ class History:
             successors = tuple(successor for kind, successor in closings if kind == "superseded" and successor)
             return Conflict(self.record, self.id, "closed-twice", outcomes, successors)
         return None
+
+
+def _of_an_outcome_not_kept(event: Event, settled: Event) -> bool:
+    """An amendment or relinking of a text in another status than the one a settlement kept where it kept no
+    answer (a withdrawal, a retraction, a successor): the ruling it relates is not what the record stands at."""
+    if settled.outcome in (None, Status.RULED.value) or event.event not in ("amended", "relinked"):
+        return False
+    data = properties_of(event.text)
+    return data is None or str(data.get("status")) != settled.outcome
 
 
 @functools.lru_cache(maxsize=256)

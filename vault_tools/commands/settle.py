@@ -121,7 +121,9 @@ def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, histor
                     who: str) -> Settled:
     """A question ruled on one clone and withdrawn on another: keep the ruling, or the withdrawal."""
     if keep == "ruled":
-        seal = history.seal  # the ruling as last fixed: sealed, or closed since on its own clone
+        # the ruling as it stands on its clone: sealed, related or closed since there
+        answer = next((e for e in reversed(history.events) if e.event == "sealed"), None)
+        seal = history.as_it_stands(answer) if answer is not None else None
         if seal is None or seal.text is None:
             raise Refused(f"{decision.id}: the ledger holds no sealed text of the ruling to keep", path=decision.path)
         text = seal.text
@@ -165,7 +167,8 @@ def _settle_kept(ws: Workspace, state: VaultState, decision: Decision, history: 
     if keep == "retracted":
         chosen = next((e for e in reversed(history.events) if e.event == "retracted" and e.text), None)
     else:  # the settled answer as it stands: related since on its clone, say
-        chosen = history.seal
+        kept_answer = history.chosen(history.settled) if history.settled is not None else None
+        chosen = history.as_it_stands(kept_answer) if kept_answer is not None else None
     if chosen is None or chosen.text is None:
         raise Refused(f"{decision.id}: the ledger holds no text to keep", path=decision.path)
     plans = []
