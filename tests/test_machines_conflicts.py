@@ -662,6 +662,35 @@ def test_a_successor_kept_then_relinked_on_the_settling_clone_keeps_its_new_link
     check_invariants(c, before)
 
 
+@pytest.mark.parametrize("tags", [("1111", "2222", "3333", "4444"), ("2222", "1111", "3333", "4444")],
+                         ids=["b-last", "a-last"])
+def test_the_ruling_kept_again_over_a_later_withdrawal_is_the_answer_settled_before(tmp_path, capsys, tags):
+    """C settled for A's answer over B's; D, knowing only the question, withdrew it. Keeping the ruling is keeping
+    A's answer, whichever answer's line sorts last (B's was written: found by an independent review)."""
+    a, b, c, d = _three_tagged(tmp_path, capsys, tags)
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    d.pull(a)
+    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
+    a.commit("answered on A")
+    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
+    b.commit("answered on B")
+    c.pull(a)
+    c.pull(b)
+    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    c.commit("settled")
+    d.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
+    d.commit("withdrawn on D")
+    c.pull(d)
+    before = [c.decision_texts(), d.decision_texts()]
+    c.vt("settle", question, "--keep", "ruled", "--reason", "The owner keeps the ruling settled before.")
+    c.commit("settled again")
+    check_invariants(c, before)
+    text = (c.root / json.loads(c.vt("show", question, "--json")[1])["path"]).read_text(encoding="utf-8")
+    assert "No podcast" in text and "monthly podcast" not in text, text
+
+
 def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(two):
     """After a settlement kept B's answer, the owner added a ruling to its `alongside` in Obsidian (a new seal
     hash for the same answer), then retracted it. That retraction is of the kept answer, not of the one the

@@ -121,8 +121,11 @@ def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, histor
                     who: str) -> Settled:
     """A question ruled on one clone and withdrawn on another: keep the ruling, or the withdrawal."""
     if keep == "ruled":
-        # the ruling as it stands on its clone: sealed, related or closed since there
-        answer = next((e for e in reversed(history.events) if e.event == "sealed"), None)
+        # the ruling as it stands on its clone (sealed, related or closed since there): the answer a settlement
+        # kept where one stands, else the last one sealed
+        settled = history.settled
+        answer = history.chosen(settled) if settled is not None and settled.outcome == Status.RULED.value else \
+            next((e for e in reversed(history.events) if e.event == "sealed"), None)
         seal = history.as_it_stands(answer) if answer is not None else None
         if seal is None or seal.text is None:
             raise Refused(f"{decision.id}: the ledger holds no sealed text of the ruling to keep", path=decision.path)
