@@ -139,12 +139,19 @@ def answered_on_a(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[C
     """Three clones; a question asked on A, pulled by B, then answered on A: (a, b, c, the question)."""
     origin = make_origin(tmp_path, capsys)
     a, b, c = (clone(origin, name) for name in "ABC")
+    return a, b, c, ask_and_answer_on(a, b)
+
+
+def ask_and_answer_on(a: Clone, *pulling: Clone) -> str:
+    """The podcast question asked on `a` and pulled by each of `pulling`, then answered on `a` (no podcast this
+    year): the question's id."""
     question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
     a.commit("asked")
-    b.pull(a)
+    for each in pulling:
+        each.pull(a)
     a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
     a.commit("answered on A")
-    return a, b, c, question
+    return question
 
 
 def answer_choice(clone: Clone, words: str) -> str:

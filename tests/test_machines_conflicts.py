@@ -16,7 +16,15 @@ from vault_tools.history import histories
 from vault_tools.ledger_lines import event_key
 from vault_tools.vault import Vault
 
-from .clones import NEWSLETTER_DAY, answer_choice, answered_on_a, check_invariants, clone, make_origin
+from .clones import (
+    NEWSLETTER_DAY,
+    answer_choice,
+    answered_on_a,
+    ask_and_answer_on,
+    check_invariants,
+    clone,
+    make_origin,
+)
 from .git_repo import git
 from .helpers import note_path, write
 
@@ -25,12 +33,18 @@ def settled_for_a_on_c(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tu
     """A question answered on A and, not knowing it, on B; C pulled both and settled for A's answer (not
     committed yet): (a, b, c, the question)."""
     a, b, c, question = answered_on_a(tmp_path, capsys)
+    answered_on_b_and_settled_for_a_on_c(a, b, c, question)
+    return a, b, c, question
+
+
+def answered_on_b_and_settled_for_a_on_c(a, b, c, question: str) -> None:
+    """B answers `question` (answered on A, not knowing it); C pulls both and settles for A's answer (not
+    committed yet)."""
     b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
     b.commit("answered on B")
     c.pull(a)
     c.pull(b)
     c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
-    return a, b, c, question
 
 
 def related_in_obsidian(clone, question: str) -> None:
@@ -412,27 +426,9 @@ def test_the_dropped_one_of_two_answers_alike_related_after_the_settlement_leave
     assert "Body from A." in text and "Body from B." not in text, text
 
 
-@pytest.mark.parametrize("step", ["related", "retracted"])
-def test_the_kept_answer_changed_on_its_clone_after_the_settlement_is_kept_so(tmp_path, capsys, step):
-    """C settled for A's answer; A, not knowing, related it to another ruling (or retracted it), and its line sorts
-    before the settlement (B's clock ran ahead). That step is newer than what the settlement wrote: the note
-    keeps it on both clones (the relation was put back out as "an earlier recorded version", lint clean; found
-    by an independent review)."""
-    origin = make_origin(tmp_path, capsys)
-    a, b, c = (clone(origin, name) for name in "ABC")
-    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
-    a.commit("answered on A")
-    for number in range(4):  # B's clock runs ahead
-        b.rule("--topic", f"zine-{number}", "--summary", f"Issue {number} of the zine is printed on stock {number}.")
-    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
-    b.commit("answered on B")
-    c.pull(a)
-    c.pull(b)
-    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
-    c.commit("settled on C")
+def _stepped_on_a_then_pulled_by_c(a, c, question: str, step: str) -> list[dict[str, str]]:
+    """A, not knowing of C's settlement, relates its ruling to another in Obsidian (`related`) or retracts it; C
+    pulls A and the invariants are checked. The texts both had before, for the checks after."""
     if step == "related":
         related_in_obsidian(a, question)
     else:
@@ -441,6 +437,23 @@ def test_the_kept_answer_changed_on_its_clone_after_the_settlement_is_kept_so(tm
     before = [a.decision_texts(), c.decision_texts()]
     c.pull(a)
     check_invariants(c, before)
+    return before
+
+
+@pytest.mark.parametrize("step", ["related", "retracted"])
+def test_the_kept_answer_changed_on_its_clone_after_the_settlement_is_kept_so(tmp_path, capsys, step):
+    """C settled for A's answer; A, not knowing, related it to another ruling (or retracted it), and its line sorts
+    before the settlement (B's clock ran ahead). That step is newer than what the settlement wrote: the note
+    keeps it on both clones (the relation was put back out as "an earlier recorded version", lint clean; found
+    by an independent review)."""
+    origin = make_origin(tmp_path, capsys)
+    a, b, c = (clone(origin, name) for name in "ABC")
+    question = ask_and_answer_on(a, b)
+    for number in range(4):  # B's clock runs ahead
+        b.rule("--topic", f"zine-{number}", "--summary", f"Issue {number} of the zine is printed on stock {number}.")
+    answered_on_b_and_settled_for_a_on_c(a, b, c, question)
+    c.commit("settled on C")
+    before = _stepped_on_a_then_pulled_by_c(a, c, question, step)
     shown = json.loads(c.vt("show", question, "--json")[1])
     if step == "related":
         assert notes.read_note(c.root / shown["path"]).data.get("alongside")
@@ -457,16 +470,8 @@ def test_an_answer_kept_again_over_a_supersession_keeps_what_its_clone_related_s
     the answer again (`--keep ruled`): as it stands, relation included (the settlement's own text was written)."""
     origin = make_origin(tmp_path, capsys, tag="0000")
     a, b, c = (clone(origin, name, tag) for name, tag in zip("ABC", tags, strict=True))
-    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
-    a.commit("answered on A")
-    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
-    b.commit("answered on B")
-    c.pull(a)
-    c.pull(b)
-    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    question = ask_and_answer_on(a, b)
+    answered_on_b_and_settled_for_a_on_c(a, b, c, question)
     c.commit("settled on C")
     related_in_obsidian(a, question)
     a.commit("related on A")
@@ -509,33 +514,17 @@ def test_two_settlements_one_keeping_an_answer_related_before_are_still_a_confli
     check_invariants(b, before, conflicts=1)
 
 
-@pytest.mark.parametrize("tags", [("1111", "2222", "3333"), ("3333", "2222", "1111")], ids=["a-c", "c-a"])
-def test_a_withdrawal_kept_stays_withdrawn_though_the_answer_was_related_meanwhile(tmp_path, capsys, tags):
-    """A answered, B withdrew; C kept the withdrawal, while A, not knowing, related its answer to another ruling.
-    The record stays withdrawn, and so does the note on both clones (the watcher wrote A's related ruling back,
-    status ruled, lint VT022; found by an independent review)."""
-    origin = make_origin(tmp_path, capsys, tag="0000")
-    a, b, c = (clone(origin, name, tag) for name, tag in zip("ABC", tags, strict=True))
-    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
-    a.commit("ruled on A")
+def _withdrawal_kept_on_c(tmp_path: Path, capsys: pytest.CaptureFixture[str], tags: tuple[str, ...]) -> tuple:
+    """A answered the question, B withdrew it; C pulled both and kept the withdrawal: (a, c, the question)."""
+    a, b, c = _three_tagged(tmp_path, capsys, tags)
+    question = ask_and_answer_on(a, b)
     b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
     b.commit("withdrawn on B")
     c.pull(a)
     c.pull(b)
     c.vt("settle", question, "--keep", "withdrawn", "--reason", "The owner withdraws the question for now.")
     c.commit("settled")
-    related_in_obsidian(a, question)
-    a.commit("related on A")
-    before = [a.decision_texts(), c.decision_texts()]
-    c.pull(a)
-    check_invariants(c, before)
-    assert json.loads(c.vt("show", question, "--json")[1])["status"] == "withdrawn"
-    a.pull(c)
-    check_invariants(a, before)
-    assert a.decision_texts() == c.decision_texts()
+    return a, c, question
 
 
 def test_a_kept_answer_over_the_size_limit_shortened_by_its_owner_stays_short(tmp_path, capsys, monkeypatch):
@@ -571,27 +560,15 @@ def _three_tagged(tmp_path: Path, capsys: pytest.CaptureFixture[str], tags: tupl
 
 
 @pytest.mark.parametrize("tags", [("1111", "2222", "3333"), ("3333", "2222", "1111")], ids=["a-c", "c-a"])
-def test_a_withdrawal_kept_then_the_ruling_retracted_meanwhile_ends_retracted_on_both(tmp_path, capsys, tags):
-    """C kept B's withdrawal over A's ruling; A, not knowing, retracted the ruling. Note and record agree on the
-    retraction, whichever line sorts last (where the settlement's sorted last the note stayed withdrawn: VT022)."""
-    a, b, c = _three_tagged(tmp_path, capsys, tags)
-    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
-    a.commit("ruled on A")
-    b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
-    b.commit("withdrawn on B")
-    c.pull(a)
-    c.pull(b)
-    c.vt("settle", question, "--keep", "withdrawn", "--reason", "The owner withdraws the question for now.")
-    c.commit("settled")
-    a.vt("retract", question, "--reason", "Recorded in error on A: the owner has not decided yet.")
-    a.commit("retracted on A")
-    before = [a.decision_texts(), c.decision_texts()]
-    c.pull(a)
-    check_invariants(c, before)
-    assert json.loads(c.vt("show", question, "--json")[1])["status"] == "retracted"
+@pytest.mark.parametrize("step,ends", [("related", "withdrawn"), ("retracted", "retracted")])
+def test_a_withdrawal_kept_meets_what_the_rulings_clone_did_meanwhile(tmp_path, capsys, tags, step, ends):
+    """C kept B's withdrawal over A's ruling; A, not knowing, related the ruling to another (the record stays
+    withdrawn: the watcher wrote the related ruling back, lint VT022) or retracted it (the record ends retracted:
+    where the settlement's line sorted last the note stayed withdrawn, VT022). Note and record agree on both
+    clones, whichever line sorts last (found by independent reviews)."""
+    a, c, question = _withdrawal_kept_on_c(tmp_path, capsys, tags)
+    before = _stepped_on_a_then_pulled_by_c(a, c, question, step)
+    assert json.loads(c.vt("show", question, "--json")[1])["status"] == ends
     a.pull(c)
     check_invariants(a, before)
     assert a.decision_texts() == c.decision_texts()
@@ -604,11 +581,7 @@ def test_the_ruling_kept_over_two_settlements_is_kept_as_related_since(tmp_path,
     ruling: the note is the ruling as related, and every reader says ruled (the withdrawal was written back as
     the ruling kept, lint clean; found by an independent review)."""
     a, b, c, d = _three_tagged(tmp_path, capsys, tags)
-    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
-    a.commit("ruled on A")
+    question = ask_and_answer_on(a, b)
     b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
     b.commit("withdrawn on B")
     for settling, keep in ((c, "ruled"), (d, "withdrawn")):
@@ -668,17 +641,8 @@ def test_the_ruling_kept_again_over_a_later_withdrawal_is_the_answer_settled_bef
     """C settled for A's answer over B's; D, knowing only the question, withdrew it. Keeping the ruling is keeping
     A's answer, whichever answer's line sorts last (B's was written: found by an independent review)."""
     a, b, c, d = _three_tagged(tmp_path, capsys, tags)
-    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    d.pull(a)
-    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
-    a.commit("answered on A")
-    b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
-    b.commit("answered on B")
-    c.pull(a)
-    c.pull(b)
-    c.vt("settle", question, "--keep", answer_choice(c, "No podcast"), "--reason", "The owner keeps the first answer.")
+    question = ask_and_answer_on(a, b, d)
+    answered_on_b_and_settled_for_a_on_c(a, b, c, question)
     c.commit("settled")
     d.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
     d.commit("withdrawn on D")
@@ -697,11 +661,7 @@ def test_a_kept_answer_related_to_another_ruling_then_retracted_is_no_conflict(t
     settlement dropped: no conflict to settle (there was one, and settling it again put the answer back as
     it was before both steps; found by an independent review)."""
     a, b = two
-    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
-    a.commit("asked")
-    b.pull(a)
-    a.vt("rule", question, "--summary", "No podcast this year; revisit at ten thousand subscribers.", "--source", "chat")
-    a.commit("answered on A")
+    question = ask_and_answer_on(a, b)
     b.vt("rule", question, "--summary", "A monthly podcast starts in March, recorded by the owner.", "--source", "chat")
     b.commit("answered on B")
     b.pull(a)
