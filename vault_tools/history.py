@@ -23,9 +23,11 @@ CLOSING_EVENTS = ("superseded", "retracted")
 
 _MAY_CONFLICT = frozenset(("withdrawn", "settled", *CLOSING_EVENTS))  # see `History.conflict`
 
-# Events that carry one answer's seal hash (`History.of_dropped_answer`): an amendment or a relinking changes the
-# hash but not the answer, which `_same_answer` compares.
-_OF_AN_ANSWER = frozenset(("ruled", "sealed", "amended", "relinked", *CLOSING_EVENTS))
+# Steps that give an answer a new seal hash but keep the answer (`History.same_answer` follows it through them)
+_AMENDING = ("amended", "relinked")
+
+# Events that carry one answer's seal hash (`History.of_dropped_answer`)
+_OF_AN_ANSWER = frozenset(("ruled", "sealed", *_AMENDING, *CLOSING_EVENTS))
 
 
 def placed(event: Event, **where: Any) -> Event:
@@ -186,7 +188,7 @@ class History:
         """`seal_lost`, unless the note now (its seal hash `digest`) still means what the `ruled` line recorded:
         sealing it then seals nothing but the ruling. A kill in the middle of the append that wrote both lines
         leaves just that; a note edited since keeps the refusal (docs/design/0017). `digest` is None where the
-        hash cannot vouch for the note alone (`meaning.links_other_notes`)."""
+        hash cannot vouch for the note alone (`meaning.hash_alone_vouching`)."""
         lost = self.seal_lost
         return None if lost is not None and digest is not None and lost.hash == digest else lost
 
@@ -259,12 +261,20 @@ class History:
         for event in self.events:
             if not event.text or event.hash in others:
                 continue
-            if event.event in ("amended", "relinked") and (event.hash in hashes or self.same_answer(event, answer)):
+            if event.event in _AMENDING and (event.hash in hashes or self.same_answer(event, answer)):
                 hashes.add(event.hash)
                 found = event
             elif event.event in CLOSING_EVENTS and event.hash in hashes:
                 found = event
         return found
+
+    def ruling_as_it_stands(self) -> Event | None:
+        """The ruling to keep when the owner keeps it (`settle`), as it stands on its clone: the answer the
+        standing settlement kept, where one did, else the last one sealed (`as_it_stands`)."""
+        settled = self.settled
+        answer = self.chosen(settled) if settled is not None and settled.outcome == Status.RULED.value else \
+            next((e for e in reversed(self.events) if e.event == "sealed"), None)
+        return self.as_it_stands(answer) if answer is not None else None
 
     def chosen(self, settlement: Event) -> Event | None:
         """The outcome a settlement kept, as the event that recorded it."""
@@ -333,7 +343,7 @@ class History:
 def _of_an_outcome_not_kept(event: Event, settled: Event) -> bool:
     """An amendment or relinking of a text in another status than the one a settlement kept where it kept no
     answer (a withdrawal, a retraction, a successor): the ruling it relates is not what the record stands at."""
-    if settled.outcome in (None, Status.RULED.value) or event.event not in ("amended", "relinked"):
+    if settled.outcome in (None, Status.RULED.value) or event.event not in _AMENDING:
         return False
     data = properties_of(event.text)
     return data is None or str(data.get("status")) != settled.outcome

@@ -77,11 +77,13 @@ def _links_as_meaning(text: str, resolve: Resolve) -> str:
     return "".join(parts) + text[last:] if parts else text
 
 
-def links_other_notes(decision: Decision, resolve: Resolve) -> bool:
-    """Whether the body or `source` links a note that is not a decision: the seal hash reads such a link as "a
-    link" (`_links_as_meaning`), so the hash alone cannot say which note the link named when it was sealed."""
-    return any(not (resolve(match.group(0)) or leading_id(match.group(0)))
-               for text in (decision.source or "", normalise_body(decision.body)) for match in wikilinks(text))
+def hash_alone_vouching(decision: Decision, resolve: Resolve, digest: str) -> str | None:
+    """`digest`, the note's seal hash, where it alone says what the note means; None where the body or `source`
+    links a note that is not a decision: the hash reads such a link as "a link" (`_links_as_meaning`; which note
+    it names is checked against the sealed text), so it cannot say which note the link named when sealed."""
+    names_others = any(not (resolve(match.group(0)) or leading_id(match.group(0)))
+                       for text in (decision.source or "", normalise_body(decision.body)) for match in wikilinks(text))
+    return None if names_others else digest
 
 
 # docs/design/0001-a-seal-covers-meaning-not-bytes.md

@@ -101,7 +101,7 @@ def answer_of(data: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """What tells one answer to a question from another, whatever became of it since (sealed, related to
     other rulings, renumbered, superseded, retracted): its summary, ruled_at and ruled_by. None without a
     summary. Two agents recording one owner's words on one day may write all three alike: the ledger's
-    histories tell answers apart by their bodies too (`history._same_answer`)."""
+    histories tell answers apart by their bodies too (`History.same_answer`)."""
     if data.get("summary") is None:
         return None
     return str(data.get("summary")), str(data.get("ruled_at")), str(data.get("ruled_by"))

@@ -11,7 +11,7 @@ from ..errors import InconsistentVault, NoteError, Refused, VaultToolsError
 from ..history import History, new_record
 from ..ledger_lines import Event
 from ..links import linked_ids
-from ..meaning import links_other_notes, seal_hash
+from ..meaning import hash_alone_vouching, seal_hash
 from ..model import CONFIRMED, FINAL_STATUSES, Decision, Status
 from ..record_files import AgentCalls, agent_calls
 from ..services.checks import check_id
@@ -110,8 +110,7 @@ def lost_seal(ws: Workspace, state: VaultState, decision: Decision, history: His
     that line recorded (`History.seal_lost_for`): it is not sealed again from its text as it is now."""
     if history is None or history.seal_lost is None:
         return None
-    vouching = not links_other_notes(decision, state.resolver())
-    return history.seal_lost_for(ws.seal_hash_of(state, decision) if vouching else None)
+    return history.seal_lost_for(hash_alone_vouching(decision, state.resolver(), ws.seal_hash_of(state, decision)))
 
 
 def seal_one(ws: Workspace, state: VaultState, decision: Decision, history: History | None,

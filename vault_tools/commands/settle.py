@@ -121,12 +121,7 @@ def _settle_outcome(ws: Workspace, state: VaultState, decision: Decision, histor
                     who: str) -> Settled:
     """A question ruled on one clone and withdrawn on another: keep the ruling, or the withdrawal."""
     if keep == "ruled":
-        # the ruling as it stands on its clone (sealed, related or closed since there): the answer a settlement
-        # kept where one stands, else the last one sealed
-        settled = history.settled
-        answer = history.chosen(settled) if settled is not None and settled.outcome == Status.RULED.value else \
-            next((e for e in reversed(history.events) if e.event == "sealed"), None)
-        seal = history.as_it_stands(answer) if answer is not None else None
+        seal = history.ruling_as_it_stands()  # sealed, related or closed since on its clone
         if seal is None or seal.text is None:
             raise Refused(f"{decision.id}: the ledger holds no sealed text of the ruling to keep", path=decision.path)
         text = seal.text
@@ -170,8 +165,7 @@ def _settle_kept(ws: Workspace, state: VaultState, decision: Decision, history: 
     if keep == "retracted":
         chosen = next((e for e in reversed(history.events) if e.event == "retracted" and e.text), None)
     else:  # the settled answer as it stands: related since on its clone, say
-        kept_answer = history.chosen(history.settled) if history.settled is not None else None
-        chosen = history.as_it_stands(kept_answer) if kept_answer is not None else None
+        chosen = history.ruling_as_it_stands()
     if chosen is None or chosen.text is None:
         raise Refused(f"{decision.id}: the ledger holds no text to keep", path=decision.path)
     plans = []

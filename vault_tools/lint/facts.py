@@ -25,7 +25,7 @@ from ..errors import InconsistentVault
 from ..history import History, histories
 from ..ledger_lines import TORN, Event, scan_ledger
 from ..links import LinkResolver
-from ..meaning import links_other_notes, seal_hash
+from ..meaning import hash_alone_vouching, seal_hash
 from ..model import Decision, Problem, Status
 from ..page_names import OPEN_QUESTIONS, PAGE_NAMES
 from ..record_ties import tie_notes
@@ -137,8 +137,9 @@ class Facts:
         if lost is None:
             return None
         tied = (decision for decision in self.state.decisions if self.ties.get(decision.path) is history)
-        if any(history.seal_lost_for(None if links_other_notes(decision, self.resolve) else
-                                     seal_hash(decision, self.resolve, self.config.tz)) is None for decision in tied):
+        if any(history.seal_lost_for(hash_alone_vouching(decision, self.resolve,
+                                                         seal_hash(decision, self.resolve, self.config.tz))) is None
+               for decision in tied):
             return None
         return lost
 
