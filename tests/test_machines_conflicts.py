@@ -857,3 +857,33 @@ def test_a_settlement_decides_only_what_its_clone_knew(tmp_path, capsys, rebase)
         each.pull(c)
         check_invariants(each, before)
     assert a.decision_texts() == b.decision_texts() == c.decision_texts()
+
+
+@pytest.mark.parametrize("tags", [("1111", "2222", "3333"), ("3333", "2222", "1111")], ids=["a-c", "c-a"])
+def test_a_ruling_related_before_a_settlement_kept_it_over_a_withdrawal_is_ruled_to_every_reader(tmp_path, capsys,
+                                                                                                    tags):
+    """A related its ruling (a new seal hash), B withdrew the question; C kept the ruling. Every reader says
+    ruled, and the owner can retract it (the record read as open, from the `ruled` line with no text of its own
+    taken for an answer the settlement dropped: `retract` refused what `show` called ruled)."""
+    a, b, c = _three_tagged(tmp_path, capsys, tags)
+    question = ask_and_answer_on(a, b)
+    related_in_obsidian(a, question)
+    a.commit("related on A")
+    b.vt("withdraw", question, "--reason", "A podcast is out of scope for this year.")
+    b.commit("withdrawn on B")
+    c.pull(a)
+    c.pull(b)
+    before = [a.decision_texts(), b.decision_texts(), c.decision_texts()]
+    c.vt("settle", question, "--keep", "ruled", "--reason", "The owner keeps the ruling as related on A.")
+    c.commit("settled")
+    check_invariants(c, before)
+    record = next(h for h in histories(Vault(c.root).ledger.read()).values() if h.id == question)
+    assert record.status is not None and record.status.value == "ruled"
+    assert json.loads(c.vt("show", question, "--json")[1])["status"] == "ruled"
+    assert question in {d["id"] for d in json.loads(c.vt("as-of", "2099-01-01", "--json")[1])}
+    c.vt("retract", question, "--reason", "The owner takes the podcast ruling back for now.")
+    assert json.loads(c.vt("show", question, "--json")[1])["status"] == "retracted"
+    c.commit("retracted")
+    a.pull(c)
+    check_invariants(a, before)
+    assert a.decision_texts() == c.decision_texts()
