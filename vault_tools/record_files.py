@@ -16,7 +16,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from time import time_ns
 from typing import NamedTuple
 
 from . import vault_root
@@ -288,7 +287,7 @@ def agent_calls(root: Path) -> AgentCalls:
     what it changed is held by the watcher's next pass then, never taken as the owner's."""
     try:
         found = json.loads((root / STATE_DIR / AGENT_CALLS).read_text(encoding="utf-8"))
-        now, longest = time_ns(), MAX_CALL_SECONDS * _NS
+        now, longest = time.time_ns(), MAX_CALL_SECONDS * _NS
         lapsed = [(began, began + longest) for began in found["open"].values()
                   if isinstance(began, int) and began <= now - longest]
         return AgentCalls({call: began for call, began in found["open"].items()
@@ -335,7 +334,7 @@ _FILE_CLOCK = 5 if sys.platform.startswith("linux") else None  # <linux/time.h> 
 
 def file_clock_ns() -> int:
     """Now, by the clock the file system stamps files with where that clock is coarser than `time_ns`."""
-    return time.clock_gettime_ns(_FILE_CLOCK) if _FILE_CLOCK is not None else time_ns()
+    return time.clock_gettime_ns(_FILE_CLOCK) if _FILE_CLOCK is not None else time.time_ns()
 
 
 def begin_agent_call(root: Path, call: str) -> None:
@@ -360,7 +359,7 @@ def end_agent_call(root: Path, call: str) -> None:
         began = calls.open.get(call)
         if began is None:
             return
-        ended = sorted([*calls.ended, (began, time_ns())])
+        ended = sorted([*calls.ended, (began, time.time_ns())])
         joined: list[tuple[int, int]] = []
         for window in ended:
             if joined and window[0] <= joined[-1][1]:
