@@ -33,9 +33,15 @@ def run_service(*args: str, cwd: Path, home: Path, env: dict[str, str] | None = 
                 timeout: float = 60) -> Result:
     """`python -m vault_tools service ARGS` in a real process whose home is `home` (XDG_CONFIG_HOME unset
     unless `env` sets it)."""
+    return run_at_home("service", *args, cwd=cwd, home=home, env=env, timeout=timeout)
+
+
+def run_at_home(*args: str, cwd: Path, home: Path, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
+    """`python -m vault_tools ARGS` in a real process whose home is `home` (XDG_CONFIG_HOME unset unless `env`
+    sets it)."""
     base = {key: value for key, value in os.environ.items() if key != "XDG_CONFIG_HOME"}
     full = {**base, "HOME": str(home), "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
-    done = subprocess.run([sys.executable, "-m", "vault_tools", "service", *args], cwd=cwd, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "vault_tools", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, env=full)
     return Result(done.returncode, done.stdout, done.stderr)
 
@@ -166,6 +172,19 @@ def test_a_second_install_changes_nothing_and_a_moved_python_is_rewritten(vault,
     moved = run_service("install", "--no-start", cwd=vault, home=home)
     assert moved.code == 0 and moved.out.startswith(f"rewrote {path} (it differed")
     assert path.read_bytes() == first
+
+
+@on_linux
+def test_wiring_an_agent_in_says_how_to_run_the_watcher_at_login_until_it_is_installed(vault, home) -> None:
+    """The agent's commands are answered by the watcher's resident process: `init --agent` says how to start it
+    at login where no unit is installed for the vault, and says nothing of it once one is (nor on `--remove`)."""
+    wired = run_at_home("init", "--agent", "claude", cwd=vault, home=home)
+    assert wired.code == 0 and "`vault-tools service install` starts it at every login" in wired.err
+    removed = run_at_home("init", "--agent", "claude", "--remove", cwd=vault, home=home)
+    assert removed.code == 0 and "service install" not in removed.err
+    assert run_service("install", "--no-start", cwd=vault, home=home).code == 0
+    again = run_at_home("init", "--agent", "codex", cwd=vault, home=home)
+    assert again.code == 0 and "created or updated" in again.err and "service install" not in again.err
 
 
 @on_linux

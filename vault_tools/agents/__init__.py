@@ -1,6 +1,7 @@
 """How agents meet the record: hooks, instruction files and settings, the MCP server."""
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 HOOK_AGENTS = ("claude", "codex", "gemini")  # each has a module here with EVENTS and run(event, stdin_text, vault)
@@ -8,5 +9,4 @@ HOOK_AGENTS = ("claude", "codex", "gemini")  # each has a module here with EVENT
 
 def hook_module(agent: str) -> ModuleType:
     """The module that answers `vault-tools hook AGENT EVENT`."""
-    import importlib  # only the named agent's module is loaded
     return importlib.import_module(f"{__name__}.{agent}")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .. import console
+from ..dates import parse_day_option
 from ..errors import UsageError, VaultToolsError
 
 if TYPE_CHECKING:
@@ -70,7 +71,6 @@ def usage_error(message: str) -> VaultToolsError:
 
 
 def day_option(name: str, value: str | None) -> dt.date | None:
-    from ..dates import parse_day_option
     return parse_day_option(name, value)
 
 

@@ -1,7 +1,6 @@
 """Commands that run beside the owner's work: the agent hooks, the MCP server, the watcher, the checks."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -156,9 +155,7 @@ def service_command(action: Annotated[str, typer.Argument(metavar="ACTION", help
         raise usage_error("--no-start goes with install only")
     service.unit_kind(sys.platform)  # first: on another platform nothing is looked at or written
     ws = workspace(vault)
-    unit = service.build_unit(sys.platform, os.path.abspath(sys.executable), ws.vault.root,
-                               ws.vault.state_dir / WATCH_LOG, Path.home(), os.environ,
-                               os.getuid())
+    unit = service.this_vaults_unit(ws.vault.root, ws.vault.state_dir / WATCH_LOG)
     about: dict[str, object] = {"kind": unit.kind, "name": unit.name, "unit": str(unit.path),
                                 "vault": str(unit.vault), "logs": list(unit.logs)}
     if action == "install":

@@ -16,6 +16,7 @@ from ..carriers import numbered_original, original_name
 from ..conflicts import copy_settle_hint, describe_conflict, settle_hint
 from ..drafts import unanswered
 from ..errors import UsageError, VaultToolsError
+from ..layout import git_dir
 from ..model import Decision, Status
 from ..page_names import PAGE_NAMES
 from ..pages import (
@@ -244,8 +245,7 @@ def _edited_by_hand(current: bytes, last_generated: set[str] | None) -> bool:
 def _from_git(ws: Workspace, path: Path, current: bytes) -> bool:
     """The page is exactly what git holds for it (another clone generated it, and a pull brought it):
     not an edit to keep a copy of."""
-    from ..layout import git_dir  # git only for a page that looks edited by hand
-    from .setup import run_git
+    from .setup import run_git  # git only for a page that looks edited by hand
 
     if git_dir(ws.vault.root) is None:
         return False

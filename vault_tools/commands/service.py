@@ -12,6 +12,7 @@ import os
 import plistlib
 import shlex
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +182,21 @@ def build_unit(platform: str, python: str, vault: Path, log: Path, home: Path, e
     output = home / "Library" / "Logs" / f"vault-tools-watch-{digest}.log"
     return Unit(LAUNCHD, label, home / "Library" / "LaunchAgents" / f"{label}.plist",
                 launchd_plist(label, python, vault, output), vault, (str(log), str(output)), f"gui/{uid}")
+
+
+def this_vaults_unit(vault: Path, watch_log: Path) -> Unit:
+    """The unit `vault-tools service install` writes for `vault` when run by this Python for this user
+    (`watch_log`: the watcher's own log file); a usage error where there is neither systemd nor launchd."""
+    return build_unit(sys.platform, os.path.abspath(sys.executable), vault, watch_log, Path.home(), os.environ,
+                      os.getuid())
+
+
+def watcher_unit_missing(vault: Path, watch_log: Path) -> bool:
+    """Whether this system could run the watcher at login for `vault` and no unit for it is installed."""
+    try:
+        return not this_vaults_unit(vault, watch_log).path.exists()
+    except UsageError:
+        return False  # neither systemd nor launchd: nothing `service install` could do
 
 
 # -- the service tools ----------------------------------------------------------------------------------
