@@ -101,6 +101,10 @@ def _times_only(vault: Path) -> None:
     os.utime(note, ns=(note.stat().st_atime_ns, note.stat().st_mtime_ns - 10**9))
 
 
+def _new_note_here(vault: Path) -> None:
+    decision(vault, 4, topics=("topic-four",))
+
+
 def _new_note_in_a_new_folder(vault: Path) -> None:
     decision(vault / "Projects" / "Later", 4, topics=("project-later",))
 
@@ -147,6 +151,53 @@ def test_a_kept_read_is_taken_again_without_a_walk_until_a_change_and_every_chan
     assert walked and seen(changed) == seen(alone(vault, monkeypatch)) != seen(taken)
     settled(kept_reads)
     assert seen(kept_reads()[0]) == seen(alone(vault, monkeypatch))
+
+
+def stat_taken(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The notes each walk from now on stat'ed (those the kernel did not vouch for), one list a walk."""
+    walks: list[list[str]] = []
+    real_walk = Vault._walk
+
+    def watched(self: Vault, *args: object, **kwargs: object) -> object:
+        listed = real_walk(self, *args, **kwargs)  # type: ignore[arg-type]
+        known = kwargs.get("known") or {}
+        walks.append([rel for rel, path, _ in listed if path not in known])  # type: ignore[attr-defined]
+        return listed
+    monkeypatch.setattr(Vault, "_walk", watched)
+    return walks
+
+
+@pytest.mark.parametrize("change", [_edit_in_place, _times_only, _replaced_by_a_rename, _new_note_here],
+                         ids=lambda change: change.__name__.strip("_").replace("_", " "))
+def test_the_first_read_after_a_change_stats_only_what_the_kernel_named(vault, monkeypatch, kept_reads, change):
+    """A walk's stats are three quarters of it: the read after a note was edited, touched, saved by a rename or
+    made stats that note alone (and what else the kernel named), and answers as a process of its own."""
+    for number in (1, 2, 3):
+        decision(vault, number, topics=(f"topic-{number}",))
+    write(vault / "Notes" / "Reading list.md", "# Books\n\nNothing decided here.\n")
+    settled(kept_reads)
+    walks = stat_taken(monkeypatch)
+    change(vault)
+    changed, walked = kept_reads()
+    assert walks == [["Decisions/D-0004 Note.md" if change is _new_note_here else "Decisions/D-0002 Note.md"]]
+    assert walked and seen(changed) == seen(alone(vault, monkeypatch))
+
+
+def test_every_note_is_stat_ed_again_once_the_last_walk_that_did_is_old(vault, monkeypatch, kept_reads):
+    """What no event says (a write through a memory mapping) is seen by the first walk `MOST_SECONDS_UNWALKED`
+    after the last one that stat'ed every note, whatever the kernel named since."""
+    for number in (1, 2):
+        decision(vault, number, topics=(f"topic-{number}",))
+    settled(kept_reads)
+    walks = stat_taken(monkeypatch)
+    _edit_in_place(vault)
+    kept_reads()
+    assert walks == [["Decisions/D-0002 Note.md"]]
+    monkeypatch.setattr(folder_watch, "MOST_SECONDS_UNWALKED", 0.0)
+    _times_only(vault)
+    read, _ = kept_reads()
+    assert sorted(walks[-1]) == ["Decisions/D-0001 Note.md", "Decisions/D-0002 Note.md"]
+    assert seen(read) == seen(alone(vault, monkeypatch))
 
 
 def test_a_note_with_a_second_link_or_that_is_a_link_is_walked_every_time(vault, monkeypatch, kept_reads, tmp_path):
@@ -476,6 +527,14 @@ def test_kept_reads_answer_as_a_process_of_its_own_through_random_changes(vault,
             else:
                 source.mkdir(parents=True)
 
+    keys_taken = []
+    real_named_since = folder_watch.FolderWatch.named_since
+
+    def counted(self: folder_watch.FolderWatch, armed: int) -> frozenset[str] | None:
+        named = real_named_since(self, armed)
+        keys_taken.append(named is not None)
+        return named
+    monkeypatch.setattr(folder_watch.FolderWatch, "named_since", counted)
     for number in range(1, 6):
         decision(vault, number, topics=(f"topic-{number}",))
     settled(kept_reads)
@@ -491,6 +550,7 @@ def test_kept_reads_answer_as_a_process_of_its_own_through_random_changes(vault,
             taken_again += not walked
             assert seen(read) == seen(alone(vault, monkeypatch)), f"seed {seed}, step {step}"
     assert taken_again > 0  # the kernel's word was taken, not only the walk's
+    assert any(keys_taken)  # and walks stat'ed only what it named
 
 
 @pytest.mark.skipif(not CORPORA.is_dir(), reason=f"corpora not found at {CORPORA}")

@@ -20,7 +20,9 @@ And it walks after any event at all (the queue overflowing among them), a mount 
 table is polled), the vault's folder itself replaced, for the walk after a folder first watched (it was listed
 before its watch was there) or a note changed between its read and its watch, and once the last walk is
 `MOST_SECONDS_UNWALKED` old: what no event says (a write through a memory mapping) is seen that late at the
-latest.
+latest. Where every event since the last walk named a file (`named_since`), that walk stats only the notes
+named, the others keeping the stat keys the last walk found; any other change, and the first walk
+`MOST_SECONDS_UNWALKED` after the last one that stat'ed every note, stats them all.
 
 docs/design/0049-the-kernel-says-what-changed.md
 """
@@ -43,7 +45,9 @@ from .notes import StatKey, stat_key
 _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 _IN_MOVED_FROM, _IN_MOVED_TO, _IN_CREATE, _IN_DELETE = 0x40, 0x80, 0x100, 0x200
 _IN_DELETE_SELF, _IN_MOVE_SELF = 0x400, 0x800
+_IN_Q_OVERFLOW = 0x4000  # events were lost
 _IN_IGNORED = 0x8000  # a watch removed (by this process, or because what it watched went)
+_IN_ISDIR = 0x40000000  # the event's name is a folder
 _IN_ONLYDIR, _IN_DONT_FOLLOW = 0x01000000, 0x02000000
 FOLDER_EVENTS = (_IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE
                  | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR | _IN_DONT_FOLLOW)
@@ -71,9 +75,13 @@ class FolderWatch:
         self._notes: dict[tuple[str, int], int] = {}  # (a note's path, its inode) -> its watch descriptor
         self._removed: set[int] = set()  # watches this process removed: their IN_IGNORED says nothing changed
         self._local: dict[int, bool] = {}  # a folder's watch descriptor -> whether its file system is trusted
-        self._changed = True
+        self._changed = True  # since the last arm: something a walk meets changed that no path says
+        self._named: set[str] = set()  # since the last arm: the notes and files the kernel named as changed
         self._armed = 0
-        self._walked_at = 0.0
+        self._armed_at = 0.0
+        self._stat_all_at = 0.0  # when the last walk that stat'ed every note was armed
+        self._named_before: tuple[int, frozenset[str] | None] = (0, None)  # see `named_since`
+        self._keys_taken = False  # the walk armed last took stat keys from `named_since` rather than stat all
         self._root: tuple[str, int, int] | None = None  # the vault's folder, its device and inode
         self._mounted_inside: bool | None = None  # whether a mount point lies inside it (None: to be looked at)
 
@@ -100,18 +108,34 @@ class FolderWatch:
     def arm(self) -> int:
         """Take in what happened so far and start anew, before a walk: the number `quiet_since` is then asked."""
         self._take_in()
+        named = None if self._changed or not self._root_in_place() or \
+            time.monotonic() - self._stat_all_at >= MOST_SECONDS_UNWALKED else frozenset(self._named)
         if self._mounts.poll(0):  # a mount made before this is looked at once the walk is over
-            self._mounted_inside = None
-        self._changed = False
+            self._mounted_inside, named = None, None
+        self._named_before = (self._armed, named)
+        self._changed, self._keys_taken = False, False
+        self._named = set()
         self._armed = next(_ARMED)
-        self._walked_at = time.monotonic()
+        self._armed_at = time.monotonic()
         return self._armed
+
+    def named_since(self, armed: int) -> frozenset[str] | None:
+        """After `arm`: the full paths of the notes and files the kernel named as changed between the walk armed
+        with `armed` (the one before) and this arm, where it named every change a walk would meet (nothing else
+        of those it met can have another stat key); None where it did not, or `armed` was not the last walk."""
+        before, named = self._named_before
+        if armed != before or named is None:
+            return None
+        self._keys_taken = True
+        return named
 
     def cover(self, folders: list[str | None], notes: list[tuple[str, StatKey | None]], notes_plain: bool) -> None:
         """After the walk armed last and the read that followed: watch each folder it entered (full paths, the
         vault's first; None for one it could not list) and each note it met (its full path and the stat key the
         read holds for it), and no longer what they no longer are. `notes_plain`: every note met is a regular
         file with one link. Where the vault cannot be trusted to say all its changes, nothing is watched."""
+        if not self._keys_taken:  # the walk stat'ed every note: what no event says is seen from here on
+            self._stat_all_at = self._armed_at
         root = folders[0] if folders else None
         if root is None or None in folders or not notes_plain or self._mount_inside(root) or \
                 len(folders) + len(notes) > _most_watches() // SHARE_OF_WATCHES:
@@ -159,8 +183,13 @@ class FolderWatch:
         self._take_in()
         if self._mounts.poll(0):
             self._changed, self._mounted_inside = True, None
-        if armed != self._armed or self._changed or self._root is None or \
-                time.monotonic() - self._walked_at >= MOST_SECONDS_UNWALKED:
+        return armed == self._armed and not self._changed and not self._named and \
+            time.monotonic() - self._stat_all_at < MOST_SECONDS_UNWALKED and self._root_in_place()
+
+    def _root_in_place(self) -> bool:
+        """Whether the vault's folder covered last is still the one at its path (a folder above it renamed and
+        another put in its place says nothing inside either)."""
+        if self._root is None:
             return False
         try:
             found = os.stat(self._root[0])
@@ -202,7 +231,9 @@ class FolderWatch:
         return self._mounted_inside
 
     def _take_in(self) -> None:
-        """Empty the queue: any event but a watch this process removed means a change."""
+        """Empty the queue: any event but a watch this process removed means a change. One on a note's own watch,
+        or on a folder's naming a file in it (not a folder), names what changed; any other changes what a walk
+        meets in a way no path says (a folder came or went, a folder's own times, the queue overflowing)."""
         gone: set[int] = set()  # watches the kernel removed (what they watched went): one added again is new
         while True:
             try:
@@ -215,18 +246,32 @@ class FolderWatch:
             at = 0
             while at + _EVENT.size <= len(events):
                 wd, mask, _, length = _EVENT.unpack_from(events, at)
+                name = events[at + _EVENT.size:at + _EVENT.size + length].rstrip(b"\0")
                 at += _EVENT.size + length
                 if mask & _IN_IGNORED and wd in self._removed:
                     self._removed.discard(wd)
                     continue
                 if mask & _IN_IGNORED:
                     gone.add(wd)
-                self._changed = True
+                self._take_event(wd, mask, name)
         if gone:
             for wd in gone:
                 self._watches.pop(wd, None)
                 self._local.pop(wd, None)
             self._notes = {pair: kept for pair, kept in self._notes.items() if kept not in gone}
+
+
+    def _take_event(self, wd: int, mask: int, name: bytes) -> None:
+        """What one event says changed: a path named, or a change no path says (`_changed`)."""
+        watched = self._watches.get(wd)
+        if watched is None or mask & _IN_Q_OVERFLOW:
+            self._changed = True
+        elif wd not in self._local:  # a note's own watch (only folders are looked at for their file system)
+            self._named.add(watched)
+        elif name and not mask & _IN_ISDIR:
+            self._named.add(os.path.join(watched, os.fsdecode(name)))
+        else:
+            self._changed = True
 
 
 def _still(path: str, key: StatKey) -> bool:
