@@ -790,6 +790,11 @@ def agent_commands_table(workdir: Path, repeat: int, notes: int = 5500, decision
             new_question: (lambda: ["env", f"{NO_RESIDENT_ENV}=1", *ask_args()], 0),
             f"{new_question}, run by the watcher's resident process": (ask_args, 0),
         }, repeat, settle=RESIDENT_SETTLES_SECONDS))
+        # An agent's commands come in runs: a second apart, before the resident process reads the vault again on
+        # its own (2.5 s after a write), each pays for the walk after the change the one before made
+        results.update(time_commands({
+            "ask, a new question a second after the one before, run by the watcher's resident process":
+                (ask_args, 0)}, repeat, settle=1.0))
     time.sleep(2.1)  # the hooks' snapshot is kept once what the rulings wrote is past the racy window
     hooks = measure_hooks(vault, repeat)
     rm_folder = {"tool_name": "Bash", "tool_input": {"command": f'rm -rf "{BIG_FOLDER}"'}}
