@@ -200,6 +200,62 @@ def test_every_note_is_stat_ed_again_once_the_last_walk_that_did_is_old(vault, m
     assert seen(read) == seen(alone(vault, monkeypatch))
 
 
+def _exchange(one: Path, other: Path, spare: Path) -> None:
+    """Two notes' names swapped (three renames through a name outside the vault)."""
+    os.rename(one, spare)
+    os.rename(other, one)
+    os.rename(spare, other)
+
+
+def _written_through_a_passing_link(note: Path, elsewhere: Path, old: str, new: str) -> None:
+    """A second name made outside the vault, the note written through it, that name removed (one link again)."""
+    os.link(note, elsewhere)
+    text = elsewhere.read_text(encoding="utf-8")
+    with open(elsewhere, "r+", encoding="utf-8") as handle:
+        handle.write(text.replace(old, new))
+        handle.truncate()
+    os.unlink(elsewhere)
+
+
+@pytest.mark.parametrize("then", ["written", "one moved out"])
+def test_two_notes_swapped_between_a_read_and_its_watch_never_file_a_watch_under_the_other(
+        vault, monkeypatch, kept_reads, tmp_path, then):
+    """Two notes' names swapped after a read and before the watch it covers (and swapped again later): each
+    note's own watch is filed under the note it watches, so a change made through another name of one is read
+    (a watch filed under the other note's path said it of that one, or the last one's watch was removed; found
+    by an independent review)."""
+    a = decision(vault, 1, topics=("topic-one",))
+    b = decision(vault, 2, topics=("topic-two",))
+    settled(kept_reads)
+    spare = tmp_path / "spare"
+    _exchange(a, b, spare)
+    real_cover = folder_watch.FolderWatch.cover
+    swapped: list[bool] = []
+
+    def swapped_back_before_the_watch(self: folder_watch.FolderWatch, *args: object) -> None:
+        if not swapped:
+            swapped.append(True)
+            _exchange(a, b, spare)
+        real_cover(self, *args)  # type: ignore[arg-type]
+    monkeypatch.setattr(folder_watch.FolderWatch, "cover", swapped_back_before_the_watch)
+    kept_reads()
+    monkeypatch.setattr(folder_watch.FolderWatch, "cover", real_cover)
+    _exchange(a, b, spare)  # `b` holds D-0001's file, `a` D-0002's
+    if then == "one moved out":
+        os.rename(b, tmp_path / "moved out.md")
+    state, walked = kept_reads()
+    assert walked and seen(state) == seen(alone(vault, monkeypatch))
+    settled(kept_reads)
+    if then == "written":
+        _written_through_a_passing_link(b, tmp_path / "elsewhere.md", "number 1.", "number one, changed elsewhere.")
+    else:
+        _written_through_a_passing_link(a, tmp_path / "elsewhere.md", "number 2.", "number two, changed elsewhere.")
+    state, _ = kept_reads()
+    fresh = alone(vault, monkeypatch)
+    assert any("changed elsewhere" in d.summary for d in fresh.decisions)
+    assert seen(state) == seen(fresh)
+
+
 def test_a_note_with_a_second_link_or_that_is_a_link_is_walked_every_time(vault, monkeypatch, kept_reads, tmp_path):
     """A change made through another name of a note, elsewhere, is said to that other folder only: while a note has
     two links, or is a symbolic link (to a note in a folder the walk does not enter), the kernel's silence says

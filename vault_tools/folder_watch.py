@@ -165,8 +165,12 @@ class FolderWatch:
             if wd < 0:
                 self._refuse(kept)
                 return
-            if wd not in self._watches and not _still(path, key):
-                self._changed = True  # changed since it was read, before its watch was there
+            if known is None and not _still(path, key):
+                # Changed since it was read: the watch is on whatever file is there now, maybe one held already
+                # for another note (two names swapped meanwhile). Filed under this path and the inode read, it
+                # would say changes to that file under this note's path from then on: none is filed.
+                self._changed = True
+                continue
             kept[wd] = path
             notes_kept[(path, key[3])] = wd
         self._keep(kept)
