@@ -887,3 +887,45 @@ def test_a_ruling_related_before_a_settlement_kept_it_over_a_withdrawal_is_ruled
     a.pull(c)
     check_invariants(a, before)
     assert a.decision_texts() == c.decision_texts()
+
+
+@pytest.mark.parametrize("tags", [("1111", "2222"), ("2222", "1111")], ids=["a-b", "b-a"])
+@pytest.mark.parametrize("rebase", [False, True], ids=["merge", "rebase"])
+def test_an_answer_kept_as_retracted_stays_retracted_beside_one_alike_but_for_its_source(tmp_path, capsys, tags,
+                                                                                         rebase):
+    """A answered and retracted; B, its clock ahead, recorded the owner's same words (summary, time, ruler, body)
+    from another source. The owner keeps A's answer: the record stays retracted to every reader (B's `ruled`
+    line, alike to the kept answer in all that tells answers apart, was taken for it where it sorted last:
+    `context` gave agents the retracted ruling as in force, lint VT022; found by an independent review)."""
+    a, b = _three_tagged(tmp_path, capsys, tags)
+    question = a.ask("Should we start a podcast alongside the newsletter?", "podcast")
+    a.commit("asked")
+    b.pull(a)
+    said = ("--summary", "No podcast this year; revisit at ten thousand subscribers.", "--ruled-at",
+            "2026-01-05T09:00:00")
+    a.vt("rule", question, *said, "--source", "chat")
+    a.vt("retract", question, "--reason", "Recorded in error: the owner has not decided yet.")
+    a.commit("answered, then retracted on A")
+    for number in range(4):  # B's clock runs ahead of A's
+        b.ask(f"Which of the {number + 2} sponsors gets the footer line?", f"sponsor-footer-{number}")
+    b.vt("rule", question, *said, "--source", "email from the owner")
+    b.commit("answered on B")
+    before = [a.decision_texts(), b.decision_texts()]
+    a.pull(b, rebase=rebase)
+    a.vt("settle", question, "--keep", _choice_sourced(a, question, "chat"),
+         "--reason", "The owner keeps the answer given on A.")
+    a.commit("settled")
+    record = next(h for h in histories(Vault(a.root).ledger.read()).values() if h.id == question)
+    assert record.status is not None and record.status.value == "retracted"
+    assert json.loads(a.vt("show", question, "--json")[1])["status"] == "retracted"
+    assert question not in {r["id"] for r in json.loads(a.vt("context", "--json")[1])["rulings"]}
+    check_invariants(a, before)
+    b.pull(a)
+    check_invariants(b, before)
+
+
+def _choice_sourced(clone, question: str, source: str) -> str:
+    """The `--keep ruling-N` choice of the answer to `question` recorded with `source`."""
+    record = next(h for h in histories(Vault(clone.root).ledger.read()).values() if h.id == question)
+    answers = list({e.hash: e for e in record.conflict_events if e.event == "sealed"}.values())
+    return f"ruling-{next(n for n, e in enumerate(answers, 1) if f'source: {source}' in (e.text or ''))}"

@@ -149,10 +149,10 @@ class History:
         if not (settled is not None and settled.outcome == Status.RULED.value and event.event in _OF_AN_ANSWER
                 and bool(event.hash) and bool(settled.hash) and event.hash != settled.hash):
             return False
-        # A `ruled` line carries no text: its answer is the one sealed under its hash
-        told = event if event.text is not None else \
-            next((e for e in self.events if e.event == "sealed" and e.hash == event.hash), None)
-        return not self.same_answer(told, settled) if told is not None else True
+        if event.text is None:  # a `ruled` line: about the answer sealed under its hash, kept or not
+            kept = self.chosen(settled)
+            return kept is None or kept.hash != event.hash
+        return not self.same_answer(event, settled)
 
     def closed_a_dropped_answer(self, event: Event, settled: Event | None) -> bool:
         """A supersession or retraction of an answer that the standing settlement did not keep."""
