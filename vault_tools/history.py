@@ -162,7 +162,7 @@ class History:
     def seal(self) -> Event | None:
         """The latest event that fixed the note's content (sealed, or a tool's lifecycle edit), but for those of
         an answer the standing settlement dropped (closed on its clone, not knowing of the settlement)."""
-        settled = self.settled if any(event.event == "settled" for event in self.events) else None
+        settled = self.settled
         if settled is None:
             return next((e for e in reversed(self.events) if e.event in SEALING_EVENTS and e.text is not None), None)
         # What a clone did not knowing of the settlement (related the kept answer, say) is newer than what the

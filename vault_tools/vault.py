@@ -116,7 +116,7 @@ def _known_keys(watch: FolderWatch | None, last: tuple[Any, ...] | None, memo_ke
     those the kernel named as changed since that walk; None where it cannot say (`FolderWatch.named_since`), or
     the last read was made under another config, merged topics or layout. A stat of 6,500 notes is three
     quarters of a walk: the first command after a change stats what changed."""
-    if watch is None or last is None or last[0][0] != memo_key or last[0][5] != layout.shared:
+    if watch is None or last is None or not _walked_under(last[0], memo_key, layout):
         return None
     named = watch.named_since(last[3])
     if named is None:
@@ -125,11 +125,15 @@ def _known_keys(watch: FolderWatch | None, last: tuple[Any, ...] | None, memo_ke
 
 
 def _unchanged(watch: FolderWatch | None, last: tuple[Any, ...], memo_key: Any, layout: Layout) -> bool:
-    """Whether the kernel says no folder or note changed since the walk the last read came from, under the same
-    config and merged topics (`memo_key`) and layout (which folders the walk skips): what `load` walked is
-    (memo key, listed, others, temps, misnamed, layout.shared)."""
-    walked = last[0]
-    return watch is not None and walked[0] == memo_key and walked[5] == layout.shared and watch.quiet_since(last[3])
+    """Whether the kernel says no folder or note changed since the walk the last read came from, made under the
+    same config, merged topics and layout (`_walked_under`)."""
+    return watch is not None and _walked_under(last[0], memo_key, layout) and watch.quiet_since(last[3])
+
+
+def _walked_under(walked: tuple[Any, ...], memo_key: Any, layout: Layout) -> bool:
+    """Whether a walk (memo key, listed, others, temps, misnamed, layout.shared) was made under this config and
+    merged topics (`memo_key`) and this layout (which folders the walk skips)."""
+    return bool(walked[0] == memo_key and walked[5] == layout.shared)
 
 
 def _walked_alike(root: str, last: tuple[Any, ...], armed: int, watch: FolderWatch | None,
