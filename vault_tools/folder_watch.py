@@ -264,7 +264,6 @@ class FolderWatch:
                 self._local.pop(wd, None)
             self._notes = {pair: kept for pair, kept in self._notes.items() if kept not in gone}
 
-
     def _take_event(self, wd: int, mask: int, name: bytes) -> None:
         """What one event says changed: a path named, or a change no path says (`_changed`)."""
         watched = self._watches.get(wd)
